@@ -1,0 +1,1 @@
+"""The declarative DSL: StreamsBuilder, KStream, KTable, windows, serdes."""

@@ -1,0 +1,1 @@
+"""Runnable example applications; each one is run by a test."""

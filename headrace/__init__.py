@@ -1,0 +1,1 @@
+"""headrace: the `headrace` command, which joins each package's subcommands."""

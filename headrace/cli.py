@@ -1,0 +1,76 @@
+"""The `headrace` command.
+
+Each package owns its subcommands and exposes ``register(subparsers, broker_options)``;
+this module only joins them. ``broker_options`` is an argparse parent parser carrying
+``--bootstrap-servers`` so every command that talks to a broker spells it the same way.
+
+A command handler returns an exit code. A ``CommandError`` (or any error carrying a
+user-facing message) is printed as one line, never as a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+from importlib import import_module
+
+DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
+
+# Packages that contribute subcommands, in the order they appear in --help.
+COMMAND_MODULES = (
+    "log_broker._commands",
+    "streams._commands",
+    "spark_bridge._commands",
+    "headrace._demo",
+)
+
+
+def _broker_options() -> argparse.ArgumentParser:
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument(
+        "--bootstrap-servers",
+        default=os.environ.get("HEADRACE_BOOTSTRAP_SERVERS", DEFAULT_BOOTSTRAP),
+        metavar="HOST:PORT[,...]",
+        help="broker(s) to talk to (default: $HEADRACE_BOOTSTRAP_SERVERS or %(default)s)",
+    )
+    return parent
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="headrace",
+        description="Stream processing in the Kafka Streams mould, with a built-in broker.",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    broker_options = _broker_options()
+    for name in COMMAND_MODULES:
+        try:
+            module = import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name is not None and name.startswith(exc.name):
+                continue  # that package has no commands yet
+            raise
+        module.register(subparsers, broker_options)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler: Callable[[argparse.Namespace], int] = args.handler
+    try:
+        return handler(args)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # one clear line for the user, not a traceback
+        if os.environ.get("HEADRACE_DEBUG"):
+            raise
+        message = str(exc) or type(exc).__name__
+        print(f"headrace {args.command}: error: {message}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

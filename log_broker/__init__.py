@@ -1,0 +1,1 @@
+"""The built-in broker: speaks the Kafka wire protocol over asyncio TCP."""

@@ -1,0 +1,1 @@
+"""PySpark data source over Kafka-protocol topics and the Delta Lake hand-off."""

@@ -1,0 +1,1 @@
+"""State stores: key-value, window and session; RocksDB and in-memory backends."""

@@ -1,0 +1,1 @@
+"""The processor API, the Topology, the runtime and the test driver."""

@@ -1,0 +1,1 @@
+"""Idempotent-producer state and the transaction coordinator (broker side, no I/O)."""
