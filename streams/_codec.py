@@ -1,0 +1,37 @@
+"""Binding serdes to a topic once, so the per-record call is as cheap as it can be.
+
+A serde may offer ``serializer_for(topic)`` / ``deserializer_for(topic)`` returning a
+one-argument function, or ``None`` when it leaves bytes unchanged (then the executor
+skips the call altogether). Any other object with ``serialize(topic, obj)`` /
+``deserialize(topic, data)`` is bound with :func:`functools.partial`. No serde at all
+means bytes pass through.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+Encode = Callable[[Any], "bytes | None"]
+Decode = Callable[["bytes | None"], Any]
+
+
+def bind_serializer(serde: Any, topic: str) -> Encode | None:
+    if serde is None:
+        return None
+    fast = getattr(serde, "serializer_for", None)
+    if fast is not None:
+        bound: Encode | None = fast(topic)
+        return bound
+    return functools.partial(serde.serialize, topic)
+
+
+def bind_deserializer(serde: Any, topic: str) -> Decode | None:
+    if serde is None:
+        return None
+    fast = getattr(serde, "deserializer_for", None)
+    if fast is not None:
+        bound: Decode | None = fast(topic)
+        return bound
+    return functools.partial(serde.deserialize, topic)

@@ -1,0 +1,74 @@
+"""Records as they cross the processor-API boundary and the runtime boundary.
+
+Inside a task, records travel in batches of plain tuples, never objects (see
+:data:`Rec`); a :class:`Record` is built only where user code of the processor API
+asks for one. The runtime hands the task :data:`ConsumedRecord` tuples and collects
+:data:`ProducedRecord` tuples; plain tuples keep both edges free of per-record
+constructors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+Headers = Sequence[tuple[str, bytes]]
+"""Record headers: ordered (name, value) pairs; a name may repeat, as in Kafka."""
+
+NO_HEADERS: Headers = ()
+
+Rec = tuple[Any, Any, int, Headers, int]
+"""A record inside a task: ``(key, value, timestamp, headers, source_offset)``.
+
+``source_offset`` is the offset of the consumed record this one descends from (``-1``
+for records forwarded from a punctuation); the topic and partition are the same for a
+whole batch and live on the task, not in the tuple.
+"""
+
+ConsumedRecord = tuple[str, int, int, int, bytes | None, bytes | None, Headers]
+"""What the runtime feeds a task: ``(topic, partition, offset, timestamp, key, value, headers)``."""
+
+ProducedRecord = tuple[str, bytes | None, bytes | None, int, Headers, int | None]
+"""What a task emits: ``(topic, key, value, timestamp, headers, partition)``; a ``None``
+partition leaves the choice to the producer's default partitioner."""
+
+
+class Record(NamedTuple):
+    """One record at the processor-API boundary: key, value, timestamp and headers.
+
+    Records are immutable; the ``with_*`` methods return a changed copy, as Kafka's
+    ``Record`` does, so a processor may forward variations of the record it received.
+    A tuple underneath keeps building one per record cheap for the executor.
+    """
+
+    key: Any
+    value: Any
+    timestamp: int
+    headers: Headers = NO_HEADERS
+
+    def with_key(self, key: Any) -> Record:
+        return self._replace(key=key)
+
+    def with_value(self, value: Any) -> Record:
+        return self._replace(value=value)
+
+    def with_timestamp(self, timestamp: int) -> Record:
+        return self._replace(timestamp=timestamp)
+
+    def with_headers(self, headers: Headers) -> Record:
+        return self._replace(headers=tuple(headers))
+
+
+class RecordMetadata(NamedTuple):
+    """Where the record being processed came from."""
+
+    topic: str
+    partition: int
+    offset: int
+
+
+class KeyValue(NamedTuple):
+    """A key and a value, as Kafka's ``KeyValue``."""
+
+    key: Any
+    value: Any

@@ -1,0 +1,337 @@
+"""The task executor: one sub-topology instantiated for one partition.
+
+The runtime and the test driver both drive a topology through this class and nothing
+else. They feed it consumed records and take back produced records; the executor never
+does I/O beyond creating the task's state directory.
+
+Compilation happens once, in :meth:`TaskExecutor.init`: every node becomes a
+``push(batch)`` closure bound to its children's closures, so processing a batch is a
+chain of direct calls with no graph lookups. Batches move breadth-first: a node handles
+its whole batch, then hands its output to its children. Each node still sees its own
+input in order, so per-key results match record-at-a-time processing.
+"""
+
+from __future__ import annotations
+
+import pathlib
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import groupby
+from operator import itemgetter
+from typing import Any
+
+from ._config import StreamsConfig
+from ._context import ChangeObserver, ProcessorContext, Push, TaskShared, TaskStoreContext
+from ._errors import ProcessingError, StreamsError, TopologyError
+from ._lifecycle import TASK_TRANSITIONS, Lifecycle, TaskState
+from ._nodes import ProcessorNode, SinkNode, SourceNode
+from ._processor import AnyProcessor
+from ._punctuation import NEVER
+from ._record import ConsumedRecord, ProducedRecord, Rec, Record
+from ._sink import compile_sink
+from ._source import Decoder, compile_decoder
+from ._topology import Topology
+
+_topic_partition = itemgetter(0, 1)
+_timestamp = itemgetter(2)
+_new_tuple = tuple.__new__
+
+
+class TaskExecutor:
+    """Runs sub-topology ``subtopology_id`` of ``topology`` for ``partition``.
+
+    Lifecycle: CREATED --init()--> RUNNING --close()--> CLOSED.
+    """
+
+    def __init__(
+        self,
+        topology: Topology,
+        subtopology_id: int,
+        partition: int,
+        config: StreamsConfig | Mapping[str, Any] | None = None,
+        *,
+        state_dir: pathlib.Path,
+        wall_clock_ms: int = 0,
+        change_observer: ChangeObserver | None = None,
+        partitions_for: Callable[[str], int] = lambda topic: 1,
+    ) -> None:
+        self.config = StreamsConfig.of(config)
+        subs = topology.subtopologies()
+        if not 0 <= subtopology_id < len(subs):
+            raise TopologyError(f"topology has no sub-topology {subtopology_id}")
+        self._topology = topology
+        self._sub = subs[subtopology_id]
+        self.task_id = f"{subtopology_id}_{partition}"
+        self.partition = partition
+        app = self.config.application_id
+        self._produced: list[ProducedRecord] = []
+        self._shared = TaskShared(
+            app,
+            self.task_id,
+            partition,
+            state_dir / app / self.task_id,
+            wall_clock_ms,
+            self._produced,
+            change_observer,
+        )
+        self._partitions_for = partitions_for
+        self._lifecycle = Lifecycle(f"task {self.task_id}", TaskState.CREATED, TASK_TRANSITIONS)
+        self._processors: list[tuple[str, AnyProcessor, ProcessorContext]] = []
+        self._pushes: dict[str, Push] = {}
+        self._routes: dict[str, tuple[Decoder, Push] | None] = {}
+        self.source_topics = tuple(topology.topic_name(t, app) for t in self._sub.source_topics)
+        self.source_patterns = self._sub.source_patterns
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    @property
+    def state(self) -> TaskState:
+        return self._lifecycle.state
+
+    def init(self) -> None:
+        """Make the task runnable.
+
+        Steps, in order: create the task's state directory; build every store of the
+        sub-topology and ``init`` it with the task's store context; compile the nodes
+        into closures, children before parents; ``init`` the processors parents first,
+        so a processor may look up its stores and schedule punctuations in ``init``.
+        """
+        self._lifecycle.require(TaskState.CREATED)
+        shared = self._shared
+        shared.state_dir.mkdir(parents=True, exist_ok=True)
+        store_context = TaskStoreContext(shared)
+        for name in self._sub.stores:
+            store = self._topology.store_builder(name).build()
+            store.init(store_context)
+            shared.stores[name] = store
+        nodes = [self._topology.nodes[n] for n in self._sub.nodes]
+        for node in reversed(nodes):
+            self._pushes[node.name] = self._compile(node)
+        for node_name, processor, context in reversed(self._processors):
+            try:
+                processor.init(context)
+            except StreamsError:
+                raise
+            except Exception as exc:
+                raise ProcessingError(
+                    f"init of {node_name} failed: {exc!r}", node=node_name, topic=None, partition=-1
+                ) from exc
+        self._processors.reverse()
+        self._lifecycle.move(TaskState.RUNNING)
+
+    def close(self) -> None:
+        """Close processors (parents first), then flush and close stores. Idempotent."""
+        if self._lifecycle.state is TaskState.CLOSED:
+            return
+        running = self._lifecycle.state is TaskState.RUNNING
+        self._lifecycle.move(TaskState.CLOSED)
+        if running:
+            for _name, processor, _ctx in self._processors:
+                processor.close()
+        for store in self._shared.stores.values():
+            if running:
+                store.flush()
+            store.close()
+
+    # -- processing ---------------------------------------------------------------------
+
+    def process(self, records: Iterable[ConsumedRecord]) -> None:
+        """Process consumed records of any partitions, in the order given."""
+        for (topic, partition), run in groupby(records, key=_topic_partition):
+            self.process_partition(topic, partition, list(run))
+
+    def process_partition(self, topic: str, partition: int, records: Sequence[ConsumedRecord]) -> None:
+        """Process consumed records that all come from ``topic``-``partition``.
+
+        Steps: decode the batch (deserialize, handle bad records, extract timestamps);
+        advance stream time; push the batch into the source's children. When stream-time
+        punctuations exist, the batch is cut after each record that makes one due, and
+        the punctuations run there, as they would between records.
+        """
+        self._lifecycle.require(TaskState.RUNNING)
+        route = self._route(topic)
+        if route is None:
+            raise TopologyError(f"task {self.task_id} does not read topic {topic!r}")
+        decode, push = route
+        shared = self._shared
+        shared.topic = topic
+        shared.partition = partition
+        batch = decode(records)
+        if not batch:
+            return
+        queue = shared.stream_punctuations
+        due = queue.next_due()
+        if due == NEVER:
+            newest = max(map(_timestamp, batch))
+            if newest > shared.stream_time:
+                shared.stream_time = newest
+            push(batch)
+            return
+        start = 0
+        now = shared.stream_time
+        for i, rec in enumerate(batch):
+            ts = rec[2]
+            if ts > now:
+                now = ts
+                if now >= due:
+                    shared.stream_time = now
+                    push(batch[start : i + 1])
+                    start = i + 1
+                    queue.fire(now)
+                    shared.topic, shared.partition = topic, partition
+                    due = queue.next_due()
+        shared.stream_time = now
+        if start < len(batch):
+            push(batch[start:] if start else batch)
+
+    def punctuate_wall_clock(self, now_ms: int) -> bool:
+        """Set the wall clock to ``now_ms`` and run the wall-clock punctuations now due."""
+        self._lifecycle.require(TaskState.RUNNING)
+        shared = self._shared
+        shared.wall_clock = max(shared.wall_clock, now_ms)
+        return shared.wall_punctuations.fire(shared.wall_clock)
+
+    def drain(self) -> list[ProducedRecord]:
+        """Take the records produced since the last drain, in production order."""
+        out = self._produced[:]
+        self._produced.clear()
+        return out
+
+    def flush(self) -> None:
+        """Flush every store (a caching store forwards its pending updates here)."""
+        self._lifecycle.require(TaskState.RUNNING)
+        for store in self._shared.stores.values():
+            store.flush()
+        self._shared.commit_requested = False
+
+    # -- inspection ---------------------------------------------------------------------
+
+    @property
+    def stream_time(self) -> int:
+        return self._shared.stream_time
+
+    @property
+    def wall_clock(self) -> int:
+        return self._shared.wall_clock
+
+    @property
+    def commit_requested(self) -> bool:
+        return self._shared.commit_requested
+
+    @property
+    def stores(self) -> Mapping[str, Any]:
+        return self._shared.stores
+
+    def reads(self, topic: str) -> bool:
+        """Whether this task consumes ``topic`` (by name or by pattern)."""
+        return topic in self.source_topics or any(
+            p.fullmatch(topic) is not None for p in self.source_patterns
+        )
+
+    # -- compilation --------------------------------------------------------------------
+
+    def _route(self, topic: str) -> tuple[Decoder, Push] | None:
+        if topic in self._routes:
+            return self._routes[topic]
+        app = self.config.application_id
+        found = None
+        for name in self._sub.nodes:
+            node = self._topology.nodes[name]
+            if not isinstance(node, SourceNode):
+                continue
+            names = {self._topology.topic_name(t, app) for t in node.topics}
+            if topic in names or (node.pattern is not None and node.pattern.fullmatch(topic)):
+                decode = compile_decoder(node, topic, self.config, self._produced.append)
+                found = (decode, self._pushes[name])
+                break
+        self._routes[topic] = found
+        return found
+
+    def _children(self, name: str) -> dict[str, Push]:
+        return {child: self._pushes[child] for child in self._topology.children(name)}
+
+    def _compile(self, node: SourceNode | ProcessorNode | SinkNode) -> Push:
+        if isinstance(node, SinkNode):
+            topic = (
+                None
+                if node.topic is None
+                else self._topology.topic_name(node.topic, self.config.application_id)
+            )
+            return _guarded(
+                node.name,
+                compile_sink(node, topic, self.config, self._produced, self._partitions_for),
+                self._shared,
+            )
+        children = tuple(self._children(node.name).values())
+        if isinstance(node, SourceNode):
+            return _fan_out(children)
+        context = ProcessorContext(
+            self._shared, node.name, self._children(node.name), self._topology.stores_of(node.name)
+        )
+        processor = node.supplier()
+        self._processors.append((node.name, processor, context))
+        process_batch = getattr(processor, "process_batch", None)
+        if process_batch is not None:
+            return _guarded(node.name, process_batch, self._shared, context)
+        return _record_at_a_time(node.name, processor, context, self._shared)
+
+
+def _fan_out(children: tuple[Push, ...]) -> Push:
+    if len(children) == 1:
+        return children[0]
+
+    def push(batch: list[Rec]) -> None:
+        for child in children:
+            child(batch)
+
+    return push
+
+
+def _wrap(node: str, shared: TaskShared, exc: Exception) -> ProcessingError:
+    error = ProcessingError(
+        f"{node} failed on a batch from {shared.topic}-{shared.partition}: {exc!r}",
+        node=node,
+        topic=shared.topic,
+        partition=shared.partition,
+    )
+    error.__cause__ = exc
+    return error
+
+
+def _guarded(
+    node: str, fn: Push, shared: TaskShared, context: ProcessorContext | None = None
+) -> Push:
+    """Wrap user errors of ``fn`` with the node's name; deliver what it queued."""
+
+    def push(batch: list[Rec]) -> None:
+        try:
+            fn(batch)
+        except StreamsError:
+            raise
+        except Exception as exc:
+            raise _wrap(node, shared, exc) from exc
+        if context is not None and context._pending:
+            context.flush()
+
+    return push
+
+
+def _record_at_a_time(
+    node: str, processor: AnyProcessor, context: ProcessorContext, shared: TaskShared
+) -> Push:
+    process = processor.process  # type: ignore[union-attr]
+
+    def push(batch: list[Rec]) -> None:
+        ctx = context
+        try:
+            for k, v, ts, h, o in batch:
+                ctx.offset = o
+                ctx.timestamp = ts
+                ctx.headers = h
+                process(_new_tuple(Record, (k, v, ts, h)))
+        except StreamsError:
+            raise
+        except Exception as exc:
+            raise _wrap(node, shared, exc) from exc
+        ctx.flush()
+
+    return push
