@@ -1,0 +1,130 @@
+"""The write cache behind the caching wrappers.
+
+An LRU of entries recently read or written. Written ("dirty") entries wait for a
+flush; repeated updates of a key between flushes coalesce into one. A value of
+None is either a pending delete (dirty) or a key known to be absent (clean).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+
+MISS = object()  # returned by lookup() for keys the cache knows nothing about
+
+DEFAULT_MAX_ENTRIES = 100_000
+
+
+class WriteCache:
+    """Coalesces writes per key; ``on_full`` is called when a dirty entry must be evicted."""
+
+    __slots__ = ("_entries", "_sorted", "dirty", "max_entries", "on_full")
+
+    def __init__(self, max_entries: int, on_full: Callable[[], None]) -> None:
+        if max_entries <= 0:
+            raise ValueError(f"cache size must be positive, got {max_entries}")
+        self.max_entries = max_entries
+        self.on_full = on_full
+        self._entries: OrderedDict[bytes, bytes | None] = OrderedDict()
+        self.dirty: dict[bytes, int] = {}
+        self._sorted: list[bytes] | None = None
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def lookup(self, key: bytes) -> object:
+        """The cached value (possibly None), or ``MISS``."""
+        entries = self._entries
+        value = entries.get(key, MISS)
+        if value is not MISS:
+            entries.move_to_end(key)
+        return value
+
+    def put(self, key: bytes, value: bytes | None, timestamp: int) -> None:
+        """A write: the entry becomes dirty and keeps its first-dirtied flush position."""
+        entries = self._entries
+        if key in entries:
+            entries[key] = value
+            entries.move_to_end(key)
+        else:
+            entries[key] = value
+            self._sorted = None
+            if len(entries) > self.max_entries:
+                self._evict()
+        self.dirty[key] = timestamp
+
+    def put_clean(self, key: bytes, value: bytes | None) -> None:
+        """A read-through: remember what the store holds without marking it dirty."""
+        entries = self._entries
+        if key not in entries:
+            entries[key] = value
+            self._sorted = None
+            if len(entries) > self.max_entries:
+                self._evict()
+
+    def _evict(self) -> None:
+        """Drop least recently used entries; a dirty one forces a flush of all dirty ones
+        first (as Kafka Streams' cache does), so nothing unflushed is lost."""
+        entries = self._entries
+        while len(entries) > self.max_entries:
+            oldest = next(iter(entries))
+            if oldest in self.dirty:
+                self.on_full()
+                if oldest in self.dirty:  # the flush did not take it: do not loop forever
+                    return
+            entries.pop(oldest, None)
+            self._sorted = None
+
+    def take_dirty(self) -> list[tuple[bytes, bytes | None, int]]:
+        """The dirty entries in the order they were first written; they become clean."""
+        entries = self._entries
+        taken = [(key, entries.get(key), ts) for key, ts in self.dirty.items()]
+        self.dirty = {}
+        return taken
+
+    def items_between(self, lo: bytes | None, hi: bytes | None) -> list[tuple[bytes, bytes | None]]:
+        """A sorted snapshot of cached entries with ``lo <= key < hi`` (deletes included)."""
+        if self._sorted is None:
+            self._sorted = sorted(self._entries)
+        keys = self._sorted
+        start = 0 if lo is None else bisect_left(keys, lo)
+        stop = len(keys) if hi is None else bisect_left(keys, hi)
+        entries = self._entries
+        return [(k, entries[k]) for k in keys[start:stop]]
+
+    def invalidate(self, keys: list[bytes]) -> None:
+        for key in keys:
+            self._entries.pop(key, None)
+            self.dirty.pop(key, None)
+        self._sorted = None
+
+
+def merge(
+    cached: list[tuple[bytes, bytes | None]],
+    stored: Iterator[tuple[bytes, bytes]],
+    reverse: bool = False,
+) -> Iterator[tuple[bytes, bytes]]:
+    """Merge two key-ordered streams; the cache wins ties and its None values hide keys."""
+    if reverse:
+        cached = cached[::-1]
+    i, n = 0, len(cached)
+    for key, value in stored:
+        while i < n:
+            ckey, cvalue = cached[i]
+            if (ckey > key) if reverse else (ckey < key):
+                i += 1
+                if cvalue is not None:
+                    yield ckey, cvalue
+                continue
+            break
+        if i < n and cached[i][0] == key:
+            cvalue = cached[i][1]
+            i += 1
+            if cvalue is not None:
+                yield key, cvalue
+            continue
+        yield key, value
+    for ckey, cvalue in cached[i:]:
+        if cvalue is not None:
+            yield ckey, cvalue

@@ -1,0 +1,56 @@
+"""Errors raised by state stores.
+
+Every error carries ``retriable``: whether trying the same operation again later
+(after a rebalance, or once another process lets go of a directory) can succeed.
+Errors from RocksDB and from serdes are translated where they enter this package.
+
+    StateStoreError
+    ├── StoreLockedError         another live process holds the store directory
+    ├── InvalidStoreStateError   store used before init() or after close()
+    ├── StoreIOError             the storage engine failed to read or write
+    ├── StoreConfigError         a store or builder was given impossible settings
+    ├── SerializationError       a key or value serde raised
+    └── CheckpointError          a task checkpoint file cannot be read
+"""
+
+from __future__ import annotations
+
+
+class StateStoreError(Exception):
+    """Root of every error raised by ``state``."""
+
+    retriable: bool = False
+
+    def __init__(self, message: str, *, retriable: bool | None = None) -> None:
+        super().__init__(message)
+        if retriable is not None:
+            self.retriable = retriable
+
+
+class StoreLockedError(StateStoreError):
+    """The store directory is locked by another live process (or another open store).
+
+    Retriable: during a rebalance the previous owner usually lets go shortly.
+    """
+
+    retriable = True
+
+
+class InvalidStoreStateError(StateStoreError):
+    """An operation was attempted on a store that is not open."""
+
+
+class StoreIOError(StateStoreError):
+    """The storage engine reported a failure."""
+
+
+class StoreConfigError(StateStoreError, ValueError):
+    """Settings that cannot work, such as a retention shorter than the window size."""
+
+
+class SerializationError(StateStoreError):
+    """A serde failed to turn an object into bytes or back."""
+
+
+class CheckpointError(StateStoreError):
+    """A checkpoint file exists but cannot be parsed."""

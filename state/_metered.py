@@ -1,0 +1,178 @@
+"""Metrics wrappers: counts and latencies of store operations.
+
+Latencies are wall-clock nanoseconds from ``time.perf_counter_ns``. For range-like
+calls the clock runs from the call until the iterator is exhausted or closed, as
+in Kafka Streams, so it includes the caller's time between items.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from time import perf_counter_ns
+from typing import TypeVar
+
+from ._protocols import ChangeRecord, KeyValueBytesStore
+from ._segmented import SegmentedBytesStore
+from ._wrapper_base import KeyValueStoreWrapper, SegmentedStoreWrapper
+
+T = TypeVar("T")
+
+
+@dataclass(slots=True)
+class OpStats:
+    count: int = 0
+    total_ns: int = 0
+    max_ns: int = 0
+
+    def record(self, elapsed_ns: int) -> None:
+        self.count += 1
+        self.total_ns += elapsed_ns
+        if elapsed_ns > self.max_ns:
+            self.max_ns = elapsed_ns
+
+    @property
+    def mean_ns(self) -> float:
+        return self.total_ns / self.count if self.count else 0.0
+
+
+@dataclass(slots=True)
+class StoreMetrics:
+    """Per-store operation statistics; ``snapshot()`` gives plain numbers for export."""
+
+    store_name: str
+    put: OpStats = field(default_factory=OpStats)
+    get: OpStats = field(default_factory=OpStats)
+    delete: OpStats = field(default_factory=OpStats)
+    put_all: OpStats = field(default_factory=OpStats)
+    range: OpStats = field(default_factory=OpStats)
+    flush: OpStats = field(default_factory=OpStats)
+    restore: OpStats = field(default_factory=OpStats)
+    restored_records: int = 0
+
+    def snapshot(self) -> dict[str, dict[str, float]]:
+        ops = ("put", "get", "delete", "put_all", "range", "flush", "restore")
+        return {
+            op: {
+                "count": getattr(self, op).count,
+                "mean_ns": getattr(self, op).mean_ns,
+                "max_ns": getattr(self, op).max_ns,
+            }
+            for op in ops
+        }
+
+
+def _timed(stats: OpStats, iterator: Iterator[T], started: int) -> Iterator[T]:
+    try:
+        yield from iterator
+    finally:
+        stats.record(perf_counter_ns() - started)
+
+
+class MeteredKeyValueStore(KeyValueStoreWrapper):
+    def __init__(self, wrapped: KeyValueBytesStore) -> None:
+        super().__init__(wrapped)
+        self.metrics = StoreMetrics(wrapped.name)
+
+    def flush(self) -> None:
+        started = perf_counter_ns()
+        self.wrapped.flush()
+        self.metrics.flush.record(perf_counter_ns() - started)
+
+    def get(self, key: bytes) -> bytes | None:
+        started = perf_counter_ns()
+        value = self.wrapped.get(key)
+        self.metrics.get.record(perf_counter_ns() - started)
+        return value
+
+    def put(self, key: bytes, value: bytes | None) -> None:
+        started = perf_counter_ns()
+        self.wrapped.put(key, value)
+        self.metrics.put.record(perf_counter_ns() - started)
+
+    def put_if_absent(self, key: bytes, value: bytes) -> bytes | None:
+        started = perf_counter_ns()
+        existing = self.wrapped.put_if_absent(key, value)
+        self.metrics.put.record(perf_counter_ns() - started)
+        return existing
+
+    def put_all(self, entries: Iterable[tuple[bytes, bytes | None]]) -> None:
+        started = perf_counter_ns()
+        self.wrapped.put_all(entries)
+        self.metrics.put_all.record(perf_counter_ns() - started)
+
+    def delete(self, key: bytes) -> bytes | None:
+        started = perf_counter_ns()
+        existing = self.wrapped.delete(key)
+        self.metrics.delete.record(perf_counter_ns() - started)
+        return existing
+
+    def range(self, key_from: bytes | None, key_to: bytes | None) -> Iterator[tuple[bytes, bytes]]:
+        started = perf_counter_ns()
+        return _timed(self.metrics.range, self.wrapped.range(key_from, key_to), started)
+
+    def reverse_range(
+        self, key_from: bytes | None, key_to: bytes | None
+    ) -> Iterator[tuple[bytes, bytes]]:
+        started = perf_counter_ns()
+        return _timed(self.metrics.range, self.wrapped.reverse_range(key_from, key_to), started)
+
+    def prefix_scan(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
+        started = perf_counter_ns()
+        return _timed(self.metrics.range, self.wrapped.prefix_scan(prefix), started)
+
+    def all(self) -> Iterator[tuple[bytes, bytes]]:
+        started = perf_counter_ns()
+        return _timed(self.metrics.range, self.wrapped.all(), started)
+
+    def reverse_all(self) -> Iterator[tuple[bytes, bytes]]:
+        started = perf_counter_ns()
+        return _timed(self.metrics.range, self.wrapped.reverse_all(), started)
+
+    def restore_batch(self, records: Iterable[ChangeRecord]) -> None:
+        records = list(records)
+        started = perf_counter_ns()
+        self.wrapped.restore_batch(records)
+        self.metrics.restore.record(perf_counter_ns() - started)
+        self.metrics.restored_records += len(records)
+
+
+class MeteredSegmentedStore(SegmentedStoreWrapper):
+    def __init__(self, wrapped: SegmentedBytesStore) -> None:
+        super().__init__(wrapped)
+        self.metrics = StoreMetrics(wrapped.name)
+
+    def flush(self) -> None:
+        started = perf_counter_ns()
+        self.wrapped.flush()
+        self.metrics.flush.record(perf_counter_ns() - started)
+
+    def get_raw(self, binary: bytes) -> bytes | None:
+        started = perf_counter_ns()
+        value = self.wrapped.get_raw(binary)
+        self.metrics.get.record(perf_counter_ns() - started)
+        return value
+
+    def put_raw(self, binary: bytes, value: bytes | None) -> None:
+        started = perf_counter_ns()
+        self.wrapped.put_raw(binary, value)
+        self.metrics.put.record(perf_counter_ns() - started)
+
+    def put_all_raw(self, entries: Iterable[tuple[bytes, bytes | None]]) -> None:
+        started = perf_counter_ns()
+        self.wrapped.put_all_raw(entries)
+        self.metrics.put_all.record(perf_counter_ns() - started)
+
+    def scan_raw(
+        self, key_from: bytes | None, key_to: bytes | None, time_from: int, time_to: int
+    ) -> Iterator[tuple[bytes, bytes]]:
+        started = perf_counter_ns()
+        inner = self.wrapped.scan_raw(key_from, key_to, time_from, time_to)
+        return _timed(self.metrics.range, inner, started)
+
+    def restore_batch(self, records: Iterable[ChangeRecord]) -> None:
+        records = list(records)
+        started = perf_counter_ns()
+        self.wrapped.restore_batch(records)
+        self.metrics.restore.record(perf_counter_ns() - started)
+        self.metrics.restored_records += len(records)

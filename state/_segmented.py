@@ -1,0 +1,230 @@
+"""Time-segmented bytes stores: the storage under window and session stores.
+
+Binary keys (see ``_key_schema``) are spread over segments by their segment time:
+segment ``s`` holds times in ``[s * interval, (s + 1) * interval)`` and is one
+backend table (a RocksDB column family). Retention drops whole tables, so expiry
+costs nothing per key.
+
+Stream time is the larger of the task's stream time and the greatest segment time
+ever written. A time ``t`` is live while ``t > stream_time - retention``; writes of
+expired times are dropped and counted in ``expired_writes``, and reads never
+return them even before their segment is gone.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable, Iterator
+from operator import itemgetter
+from typing import Protocol
+
+from ._errors import StoreConfigError
+from ._key_schema import KeySchema
+from ._lifecycle import StoreLifecycle, StoreState
+from ._protocols import ChangeRecord, FlushListener, StateStoreContext
+from ._tables import Backend, Table, iterate
+
+_OPEN = StoreState.OPEN
+_PREFIX = "segment-"
+MAX_TIME = (1 << 63) - 1
+_first = itemgetter(0)
+
+
+class SegmentedBytesStore(Protocol):
+    """The binary-key interface that window and session stores and their wrappers share."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def persistent(self) -> bool: ...
+
+    schema: KeySchema
+
+    def init(self, context: StateStoreContext) -> None: ...
+
+    def flush(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    def put_raw(self, binary: bytes, value: bytes | None) -> None: ...
+
+    def put_all_raw(self, entries: Iterable[tuple[bytes, bytes | None]]) -> None: ...
+
+    def get_raw(self, binary: bytes) -> bytes | None: ...
+
+    def scan_raw(
+        self, key_from: bytes | None, key_to: bytes | None, time_from: int, time_to: int
+    ) -> Iterator[tuple[bytes, bytes]]:
+        """Entries with key in ``[key_from, key_to]`` and segment time in
+        ``[time_from, time_to]``, in binary key order."""
+        ...
+
+    def restore_batch(self, records: Iterable[ChangeRecord]) -> None: ...
+
+    def set_flush_listener(self, listener: FlushListener, send_old_values: bool = False) -> bool: ...
+
+
+def default_segment_interval(retention: int) -> int:
+    """Kafka Streams' choice: half the retention, at least a minute."""
+    return max(retention // 2, 60_000)
+
+
+class SegmentedStore:
+    """A ``SegmentedBytesStore`` on a backend, one table per live segment."""
+
+    def __init__(
+        self,
+        name: str,
+        backend: Backend,
+        schema: KeySchema,
+        retention: int,
+        segment_interval: int | None = None,
+    ) -> None:
+        if retention <= 0:
+            raise StoreConfigError(f"retention must be positive, got {retention}")
+        interval = default_segment_interval(retention) if segment_interval is None else segment_interval
+        if interval <= 0:
+            raise StoreConfigError(f"segment interval must be positive, got {interval}")
+        self._name = name
+        self._backend = backend
+        self.schema = schema
+        self.retention = retention
+        self.segment_interval = interval
+        self._lifecycle = StoreLifecycle(name)
+        self._segments: dict[int, Table] = {}
+        self._context: StateStoreContext | None = None
+        self._observed = -1
+        self._min_live_segment = 0
+        self.expired_writes = 0
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def persistent(self) -> bool:
+        return self._backend.persistent
+
+    def init(self, context: StateStoreContext) -> None:
+        """Open the backend, then adopt the segments it already holds."""
+        self._lifecycle.to(StoreState.OPEN)
+        try:
+            self._backend.open(context.state_dir / "rocksdb", self._name)
+            self._segments = {}
+            for table_name in self._backend.table_names():
+                if table_name.startswith(_PREFIX):
+                    segment = int(table_name[len(_PREFIX) :])
+                    self._segments[segment] = self._backend.table(table_name)
+        except BaseException:
+            self._lifecycle.to(StoreState.CLOSED)
+            raise
+        self._context = context
+        self._observed = -1
+        self._min_live_segment = 0
+        self._advance(context.stream_time)
+
+    def flush(self) -> None:
+        self._lifecycle.check_open()
+        self._backend.flush()
+
+    def close(self) -> None:
+        if self._lifecycle.state is StoreState.OPEN:
+            self._segments = {}
+            self._backend.close()
+        self._lifecycle.to(StoreState.CLOSED)
+
+    # -- time and segments ------------------------------------------------------------
+
+    def _advance(self, time: int) -> None:
+        """Move observed stream time forward and drop segments that fell out of retention."""
+        if time <= self._observed:
+            return
+        self._observed = time
+        min_live = (time - self.retention + 1) // self.segment_interval
+        if min_live > self._min_live_segment:
+            self._min_live_segment = min_live
+            for segment in [s for s in self._segments if s < min_live]:
+                del self._segments[segment]
+                self._backend.drop_table(f"{_PREFIX}{segment}")
+
+    def min_live_time(self) -> int:
+        return max(self._observed - self.retention + 1, 0)
+
+    def _writable(self, time: int) -> Table | None:
+        """The segment for a write at ``time`` (created on demand), None when expired."""
+        if self._lifecycle.state is not _OPEN:
+            self._lifecycle.check_open()
+        stream_time = self._context.stream_time  # type: ignore[union-attr]
+        self._advance(time if time > stream_time else stream_time)
+        if time <= self._observed - self.retention:
+            self.expired_writes += 1
+            return None
+        segment = time // self.segment_interval
+        table = self._segments.get(segment)
+        if table is None:
+            table = self._segments[segment] = self._backend.table(f"{_PREFIX}{segment}")
+        return table
+
+    # -- reads and writes ---------------------------------------------------------------
+
+    def put_raw(self, binary: bytes, value: bytes | None) -> None:
+        table = self._writable(self.schema.segment_time(binary))
+        if table is None:
+            return
+        if value is None:
+            table.delete(binary)
+        else:
+            table.put(binary, value)
+
+    def put_all_raw(self, entries: Iterable[tuple[bytes, bytes | None]]) -> None:
+        """Group entries by segment and write each group as one batch."""
+        groups: dict[int, list[tuple[bytes, bytes | None]]] = {}
+        segment_time = self.schema.segment_time
+        for binary, value in entries:
+            time = segment_time(binary)
+            if self._writable(time) is None:
+                continue
+            groups.setdefault(time // self.segment_interval, []).append((binary, value))
+        for segment, group in groups.items():
+            table = self._segments.get(segment)
+            if table is not None:  # a later entry in this batch may have expired it
+                table.write(group)
+
+    def restore_batch(self, records: Iterable[ChangeRecord]) -> None:
+        self.put_all_raw(records)
+
+    def get_raw(self, binary: bytes) -> bytes | None:
+        if self._lifecycle.state is not _OPEN:
+            self._lifecycle.check_open()
+        time = self.schema.segment_time(binary)
+        if time <= self._observed - self.retention:
+            return None
+        table = self._segments.get(time // self.segment_interval)
+        return None if table is None else table.get(binary)
+
+    def scan_raw(
+        self, key_from: bytes | None, key_to: bytes | None, time_from: int, time_to: int
+    ) -> Iterator[tuple[bytes, bytes]]:
+        self._lifecycle.check_open()
+        time_from = max(time_from, self.min_live_time())
+        if time_to < time_from or (key_from is not None and key_to is not None and key_from > key_to):
+            return iter(())
+        first, last = time_from // self.segment_interval, time_to // self.segment_interval
+        tables = [self._segments[s] for s in sorted(self._segments) if first <= s <= last]
+        lo, hi = self.schema.bounds(key_from, key_to, time_from, time_to)
+        matches = self.schema.matches
+        streams = [
+            (e for e in iterate(t, lo, hi) if matches(e[0], key_from, key_to, time_from, time_to))
+            for t in tables
+        ]
+        if len(streams) == 1:
+            return streams[0]
+        return heapq.merge(*streams, key=_first)
+
+    def set_flush_listener(self, listener: FlushListener, send_old_values: bool = False) -> bool:
+        return False
+
+    def segment_ids(self) -> list[int]:
+        """The live segments, oldest first (for tests and diagnostics)."""
+        return sorted(self._segments)

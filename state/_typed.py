@@ -1,0 +1,283 @@
+"""Typed facades: objects in, bytes to the store stack, objects out.
+
+Serdes see the store's changelog topic name, ``<application id>-<store>-changelog``,
+as Kafka Streams passes it. A key that serializes to None, and any error a serde
+raises, becomes ``SerializationError``; a value of None deletes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, Generic, NamedTuple, TypeVar
+
+from ._errors import SerializationError
+from ._key_schema import SessionKeySchema, WindowKeySchema
+from ._metered import StoreMetrics
+from ._protocols import CacheEntry, ChangeRecord, KeyValueBytesStore, Serde, StateStoreContext
+from ._session import SessionBytesStore
+from ._window import WindowBytesStore
+from ._windowed import Window, Windowed
+
+K = TypeVar("K")
+V = TypeVar("V")
+KT = TypeVar("KT")
+
+
+class BytesSerde:
+    """Passes bytes through unchanged: the default when a builder is given no serde."""
+
+    def serialize(self, topic: str, obj: bytes) -> bytes | None:
+        return obj
+
+    def deserialize(self, topic: str, data: bytes) -> bytes:
+        return data
+
+
+class Change(NamedTuple, Generic[KT, V]):
+    """A coalesced update as a typed flush listener receives it."""
+
+    key: KT
+    new_value: V | None
+    old_value: V | None
+    timestamp: int
+
+
+class _Typed(Generic[K, V]):
+    def __init__(
+        self,
+        inner: Any,
+        key_serde: Serde[K],
+        value_serde: Serde[V],
+        metrics: StoreMetrics | None = None,
+    ) -> None:
+        self.inner = inner
+        self.key_serde = key_serde
+        self.value_serde = value_serde
+        self.metrics = metrics
+        self.topic = f"{inner.name}-changelog"
+
+    @property
+    def name(self) -> str:
+        return self.inner.name  # type: ignore[no-any-return]
+
+    @property
+    def persistent(self) -> bool:
+        return self.inner.persistent  # type: ignore[no-any-return]
+
+    def init(self, context: StateStoreContext) -> None:
+        self.topic = f"{context.application_id}-{self.inner.name}-changelog"
+        self.inner.init(context)
+
+    def flush(self) -> None:
+        self.inner.flush()
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def restore_batch(self, records: Iterable[ChangeRecord]) -> None:
+        self.inner.restore_batch(records)
+
+    def _k(self, key: K) -> bytes:
+        try:
+            data = self.key_serde.serialize(self.topic, key)
+        except Exception as error:
+            raise SerializationError(f"key serde failed for store {self.name!r}: {error}") from error
+        if data is None:
+            raise SerializationError(f"key {key!r} serialized to None in store {self.name!r}")
+        return data
+
+    def _v(self, value: V | None) -> bytes | None:
+        if value is None:
+            return None
+        try:
+            return self.value_serde.serialize(self.topic, value)
+        except Exception as error:
+            raise SerializationError(
+                f"value serde failed for store {self.name!r}: {error}"
+            ) from error
+
+    def _dk(self, data: bytes) -> K:
+        try:
+            return self.key_serde.deserialize(self.topic, data)
+        except Exception as error:
+            raise SerializationError(f"key serde failed for store {self.name!r}: {error}") from error
+
+    def _dv(self, data: bytes | None) -> V | None:
+        if data is None:
+            return None
+        try:
+            return self.value_serde.deserialize(self.topic, data)
+        except Exception as error:
+            raise SerializationError(
+                f"value serde failed for store {self.name!r}: {error}"
+            ) from error
+
+
+class KeyValueStore(_Typed[K, V]):
+    """A typed key-value store; ``range`` bounds are compared as serialized bytes."""
+
+    inner: KeyValueBytesStore
+
+    def get(self, key: K) -> V | None:
+        return self._dv(self.inner.get(self._k(key)))
+
+    def put(self, key: K, value: V | None) -> None:
+        self.inner.put(self._k(key), self._v(value))
+
+    def put_if_absent(self, key: K, value: V) -> V | None:
+        data = self._v(value)
+        assert data is not None, "a value serde returned None for a non-None value"
+        return self._dv(self.inner.put_if_absent(self._k(key), data))
+
+    def put_all(self, entries: Iterable[tuple[K, V | None]]) -> None:
+        self.inner.put_all([(self._k(k), self._v(v)) for k, v in entries])
+
+    def delete(self, key: K) -> V | None:
+        return self._dv(self.inner.delete(self._k(key)))
+
+    def _items(self, raw: Iterator[tuple[bytes, bytes]]) -> Iterator[tuple[K, V]]:
+        for k, v in raw:
+            yield self._dk(k), self._dv(v)  # type: ignore[misc]
+
+    def range(self, key_from: K | None, key_to: K | None) -> Iterator[tuple[K, V]]:
+        lo = None if key_from is None else self._k(key_from)
+        hi = None if key_to is None else self._k(key_to)
+        return self._items(self.inner.range(lo, hi))
+
+    def reverse_range(self, key_from: K | None, key_to: K | None) -> Iterator[tuple[K, V]]:
+        lo = None if key_from is None else self._k(key_from)
+        hi = None if key_to is None else self._k(key_to)
+        return self._items(self.inner.reverse_range(lo, hi))
+
+    def prefix_scan(self, prefix: bytes) -> Iterator[tuple[K, V]]:
+        """``prefix`` is raw bytes: a serialized key prefix."""
+        return self._items(self.inner.prefix_scan(prefix))
+
+    def all(self) -> Iterator[tuple[K, V]]:
+        return self._items(self.inner.all())
+
+    def reverse_all(self) -> Iterator[tuple[K, V]]:
+        return self._items(self.inner.reverse_all())
+
+    def approximate_num_entries(self) -> int:
+        return self.inner.approximate_num_entries()
+
+    def set_flush_listener(
+        self, listener: Callable[[list[Change[K, V]]], None], send_old_values: bool = False
+    ) -> bool:
+        def typed(entries: Sequence[CacheEntry]) -> None:
+            listener(
+                [
+                    Change(self._dk(e.key), self._dv(e.new_value), self._dv(e.old_value), e.timestamp)
+                    for e in entries
+                ]
+            )
+
+        return self.inner.set_flush_listener(typed, send_old_values)
+
+
+class WindowStore(_Typed[K, V]):
+    """A typed window store (see ``WindowBytesStore`` for ordering and retention)."""
+
+    inner: WindowBytesStore
+
+    def put(self, key: K, value: V | None, window_start: int) -> None:
+        self.inner.put(self._k(key), self._v(value), window_start)
+
+    def get(self, key: K, window_start: int) -> V | None:
+        return self._dv(self.inner.get(self._k(key), window_start))
+
+    def fetch(self, key: K, time_from: int, time_to: int) -> Iterator[tuple[int, V]]:
+        for start, data in self.inner.fetch(self._k(key), time_from, time_to):
+            yield start, self._dv(data)  # type: ignore[misc]
+
+    def _windowed(self, raw: Iterator[tuple[Windowed[bytes], bytes]]) -> Iterator[tuple[Windowed[K], V]]:
+        for windowed, data in raw:
+            yield Windowed(self._dk(windowed.key), windowed.window), self._dv(data)  # type: ignore[misc]
+
+    def fetch_key_range(
+        self, key_from: K | None, key_to: K | None, time_from: int, time_to: int
+    ) -> Iterator[tuple[Windowed[K], V]]:
+        lo = None if key_from is None else self._k(key_from)
+        hi = None if key_to is None else self._k(key_to)
+        return self._windowed(self.inner.fetch_key_range(lo, hi, time_from, time_to))
+
+    def fetch_all(self, time_from: int, time_to: int) -> Iterator[tuple[Windowed[K], V]]:
+        return self._windowed(self.inner.fetch_all(time_from, time_to))
+
+    def all(self) -> Iterator[tuple[Windowed[K], V]]:
+        return self._windowed(self.inner.all())
+
+    def set_flush_listener(
+        self, listener: Callable[[list[Change[Windowed[K], V]]], None], send_old_values: bool = False
+    ) -> bool:
+        size = self.inner.window_size
+
+        def typed(entries: Sequence[CacheEntry]) -> None:
+            changes = []
+            for e in entries:
+                key, start, _ = WindowKeySchema.decode(e.key)
+                windowed = Windowed(self._dk(key), Window(start, start + size))
+                changes.append(
+                    Change(windowed, self._dv(e.new_value), self._dv(e.old_value), e.timestamp)
+                )
+            listener(changes)
+
+        return self.inner.set_flush_listener(typed, send_old_values)
+
+
+class SessionStore(_Typed[K, V]):
+    """A typed session store (see ``SessionBytesStore``)."""
+
+    inner: SessionBytesStore
+
+    def _session(self, session: Windowed[K]) -> Windowed[bytes]:
+        return Windowed(self._k(session.key), session.window)
+
+    def _sessions(self, raw: Iterator[tuple[Windowed[bytes], bytes]]) -> Iterator[tuple[Windowed[K], V]]:
+        for windowed, data in raw:
+            yield Windowed(self._dk(windowed.key), windowed.window), self._dv(data)  # type: ignore[misc]
+
+    def put(self, session: Windowed[K], value: V | None) -> None:
+        self.inner.put(self._session(session), self._v(value))
+
+    def remove(self, session: Windowed[K]) -> None:
+        self.inner.remove(self._session(session))
+
+    def fetch_session(self, key: K, start: int, end: int) -> V | None:
+        return self._dv(self.inner.fetch_session(self._k(key), start, end))
+
+    def find_sessions(
+        self, key: K, earliest_end: int, latest_start: int
+    ) -> Iterator[tuple[Windowed[K], V]]:
+        return self._sessions(self.inner.find_sessions(self._k(key), earliest_end, latest_start))
+
+    def find_sessions_range(
+        self, key_from: K | None, key_to: K | None, earliest_end: int, latest_start: int
+    ) -> Iterator[tuple[Windowed[K], V]]:
+        lo = None if key_from is None else self._k(key_from)
+        hi = None if key_to is None else self._k(key_to)
+        return self._sessions(self.inner.find_sessions_range(lo, hi, earliest_end, latest_start))
+
+    def fetch(self, key: K) -> Iterator[tuple[Windowed[K], V]]:
+        return self._sessions(self.inner.fetch(self._k(key)))
+
+    def fetch_range(self, key_from: K | None, key_to: K | None) -> Iterator[tuple[Windowed[K], V]]:
+        lo = None if key_from is None else self._k(key_from)
+        hi = None if key_to is None else self._k(key_to)
+        return self._sessions(self.inner.fetch_range(lo, hi))
+
+    def set_flush_listener(
+        self, listener: Callable[[list[Change[Windowed[K], V]]], None], send_old_values: bool = False
+    ) -> bool:
+        def typed(entries: Sequence[CacheEntry]) -> None:
+            changes = []
+            for e in entries:
+                key, start, end = SessionKeySchema.decode(e.key)
+                windowed = Windowed(self._dk(key), Window(start, end))
+                changes.append(
+                    Change(windowed, self._dv(e.new_value), self._dv(e.old_value), e.timestamp)
+                )
+            listener(changes)
+
+        return self.inner.set_flush_listener(typed, send_old_values)

@@ -1,0 +1,134 @@
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from state import (
+    CachingKeyValueStore,
+    CachingSegmentedStore,
+    ChangeLoggingKeyValueStore,
+    ChangeLoggingSegmentedStore,
+    InMemoryKeyValueStore,
+    KeyValueBytesStore,
+    MeteredKeyValueStore,
+    MeteredSegmentedStore,
+    RocksDBKeyValueStore,
+    SegmentedBytesStore,
+    SegmentedSessionStore,
+    SegmentedStore,
+    SegmentedWindowStore,
+    SessionKeySchema,
+    StoreTestContext,
+    WindowKeySchema,
+)
+from state._rocksdb import RocksDBBackend
+from state._tables import Backend, MemoryBackend
+
+BACKENDS = ["memory", "rocksdb"]
+STACKS = ["plain", "wrapped"]
+
+
+def make_backend(kind: str) -> Backend:
+    return RocksDBBackend() if kind == "rocksdb" else MemoryBackend()
+
+
+@pytest.fixture
+def context(tmp_path: Path) -> StoreTestContext:
+    return StoreTestContext(state_dir=tmp_path)
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture(params=STACKS)
+def stack(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def wrap_kv(inner: KeyValueBytesStore, stack: str, cache_size: int = 1000) -> KeyValueBytesStore:
+    if stack == "plain":
+        return inner
+    return MeteredKeyValueStore(CachingKeyValueStore(ChangeLoggingKeyValueStore(inner), cache_size))
+
+
+def wrap_segmented(raw: SegmentedBytesStore, stack: str, cache_size: int = 1000) -> SegmentedBytesStore:
+    if stack == "plain":
+        return raw
+    return MeteredSegmentedStore(CachingSegmentedStore(ChangeLoggingSegmentedStore(raw), cache_size))
+
+
+@pytest.fixture
+def kv_factory(
+    backend: str, stack: str, context: StoreTestContext
+) -> Iterator[Callable[..., KeyValueBytesStore]]:
+    opened: list[KeyValueBytesStore] = []
+
+    def make(name: str = "kv", cache_size: int = 1000) -> KeyValueBytesStore:
+        inner = RocksDBKeyValueStore(name) if backend == "rocksdb" else InMemoryKeyValueStore(name)
+        store = wrap_kv(inner, stack, cache_size)
+        store.init(context)
+        opened.append(store)
+        return store
+
+    yield make
+    for store in opened:
+        store.close()
+
+
+@pytest.fixture
+def kv(kv_factory: Callable[..., KeyValueBytesStore]) -> KeyValueBytesStore:
+    return kv_factory()
+
+
+@pytest.fixture
+def window_factory(
+    backend: str, stack: str, context: StoreTestContext
+) -> Iterator[Callable[..., SegmentedWindowStore]]:
+    opened: list[SegmentedWindowStore] = []
+
+    def make(
+        name: str = "win",
+        retention: int = 1000,
+        window_size: int = 100,
+        retain_duplicates: bool = False,
+        segment_interval: int | None = 250,
+    ) -> SegmentedWindowStore:
+        raw = SegmentedStore(
+            name, make_backend(backend), WindowKeySchema(), retention, segment_interval
+        )
+        store = SegmentedWindowStore(
+            wrap_segmented(raw, stack), retention, window_size, retain_duplicates
+        )
+        store.init(context)
+        opened.append(store)
+        return store
+
+    yield make
+    for store in opened:
+        store.close()
+
+
+@pytest.fixture
+def session_factory(
+    backend: str, stack: str, context: StoreTestContext
+) -> Iterator[Callable[..., SegmentedSessionStore]]:
+    opened: list[SegmentedSessionStore] = []
+
+    def make(
+        name: str = "sess", retention: int = 1000, segment_interval: int | None = 250
+    ) -> SegmentedSessionStore:
+        raw = SegmentedStore(
+            name, make_backend(backend), SessionKeySchema(), retention, segment_interval
+        )
+        store = SegmentedSessionStore(wrap_segmented(raw, stack), retention)
+        store.init(context)
+        opened.append(store)
+        return store
+
+    yield make
+    for store in opened:
+        store.close()

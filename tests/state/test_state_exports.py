@@ -1,0 +1,38 @@
+from __future__ import annotations
+
+import state
+
+
+def test_public_surface_is_pinned() -> None:
+    assert sorted(state.__all__) == sorted(
+        [
+            "CHECKPOINT_FILE", "DEFAULT_MAX_ENTRIES", "BytesSerde", "CacheEntry",
+            "CachingKeyValueStore", "CachingSegmentedStore", "Change",
+            "ChangeLoggingKeyValueStore", "ChangeLoggingSegmentedStore", "ChangeRecord",
+            "CheckpointError", "FlushListener", "InMemoryKeyValueStore", "InMemorySessionStore",
+            "InMemoryWindowStore", "InvalidStoreStateError", "KeyValueBytesStore",
+            "KeyValueStore", "KeyValueStoreBuilder", "MeteredKeyValueStore",
+            "MeteredSegmentedStore", "OpStats", "RocksDBKeyValueStore", "RocksDBSessionStore",
+            "RocksDBWindowStore", "SegmentedBytesStore", "SegmentedSessionStore",
+            "SegmentedStore", "SegmentedWindowStore", "SerializationError", "Serde",
+            "SessionBytesStore", "SessionKeySchema", "SessionStore", "SessionStoreBuilder",
+            "StateStore", "StateStoreContext", "StateStoreError", "StoreBuilder",
+            "StoreConfigError", "StoreIOError", "StoreLockedError", "StoreMetrics",
+            "StoreState", "StoreTestContext", "TaskCheckpoint", "Window", "WindowBytesStore",
+            "WindowKeySchema", "WindowStore", "WindowStoreBuilder", "Windowed",
+        ]
+    )
+    for name in state.__all__:
+        assert getattr(state, name) is not None
+
+
+def test_every_error_descends_from_the_root_and_says_if_retriable() -> None:
+    errors = [
+        state.StoreLockedError, state.InvalidStoreStateError, state.StoreIOError,
+        state.StoreConfigError, state.SerializationError, state.CheckpointError,
+    ]
+    for error in errors:
+        assert issubclass(error, state.StateStoreError)
+        assert isinstance(error("x").retriable, bool)
+    assert state.StoreLockedError("x").retriable is True
+    assert state.StoreIOError("x", retriable=True).retriable is True
