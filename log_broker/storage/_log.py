@@ -1,0 +1,496 @@
+"""One partition's log: a directory of segments, appended to and read as opaque bytes.
+
+Layout of ``<data_dir>/<topic>-<partition>/``::
+
+    00000000000000000000.log         batches, exactly as produced but with offsets set
+    00000000000000000000.index       sparse offset index
+    00000000000000000000.timeindex   sparse time index
+    log-start-offset.checkpoint      log start moved by DeleteRecords or retention
+    recovery-point.checkpoint        base offset of the first segment that may hold
+                                     bytes not yet fsynced
+    .clean-shutdown                  present only between a clean close and the next open
+
+Threads: the event loop appends and reads; ``sync`` runs in a worker thread; retention
+may run in another. One lock guards the segment list and offsets (held for an append or
+a read, briefly by sync and retention); a second lock keeps syncs of one log in order.
+A file that a running sync may still fsync is closed only when that sync ends.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import shutil
+import threading
+from bisect import bisect_right
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import _records
+from ._checkpoint import fsync_dir, read_offset, write_atomically, write_offset
+from ._config import TopicConfig
+from ._errors import (
+    InvalidRecordError,
+    KafkaStorageError,
+    LogClosedError,
+    OffsetOutOfRangeError,
+    RecordTooLargeError,
+)
+from ._segment import LogSegment, remove_segment_files
+
+CLEAN_SHUTDOWN_FILE = ".clean-shutdown"
+LOG_START_FILE = "log-start-offset.checkpoint"
+RECOVERY_POINT_FILE = "recovery-point.checkpoint"
+_MAX_RELATIVE_OFFSET = 2**31 - 1  # index entries hold offsets relative to the segment
+
+
+class LogState(enum.Enum):
+    OPEN = "open"
+    CLOSED = "closed"
+    DELETED = "deleted"
+
+
+_TRANSITIONS: dict[LogState, frozenset[LogState]] = {
+    LogState.OPEN: frozenset({LogState.CLOSED, LogState.DELETED}),
+    LogState.CLOSED: frozenset({LogState.DELETED}),
+    LogState.DELETED: frozenset(),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    base_offset: int
+    last_offset: int
+    log_append_time_ms: int  # -1 unless the topic uses LogAppendTime
+    log_start_offset: int
+    max_timestamp: int
+
+
+class PartitionLog:
+    """Append-only log of one topic partition. Open with ``PartitionLog.open``."""
+
+    def __init__(
+        self, directory: Path, topic: str, partition: int, config: TopicConfig,
+        segments: list[LogSegment], log_start_offset: int, recovery_base: int | None,
+    ) -> None:  # fmt: skip
+        self.directory = directory
+        self.topic = topic
+        self.partition = partition
+        self._config = config
+        self._segments = segments
+        self._bases = [segment.base_offset for segment in segments]
+        self._log_start_offset = log_start_offset
+        self._log_end_offset = segments[-1].next_offset
+        self._flushed_offset = self._log_end_offset
+        self._size = sum(segment.size for segment in segments)
+        self._recovery_base = recovery_base
+        self._state = LogState.OPEN
+        self._lock = threading.Lock()
+        self._sync_lock = threading.Lock()
+        self._dirty: set[LogSegment] = set()  # written since the last sync began
+        self._dir_dirty = False  # segment files created since the last sync began
+        self._syncing = False
+        self._close_after_sync: list[LogSegment] = []
+
+    # ------------------------------------------------------------------ opening
+
+    @classmethod
+    def open(cls, path: Path, topic: str, partition: int, config: TopicConfig) -> PartitionLog:
+        """Open (or create) the log in directory ``path``, recovering it if needed.
+
+        Steps: drop leftovers of interrupted writes; after a clean shutdown, load every
+        segment from its indexes; otherwise load the segments below the recovery point
+        and rebuild the rest from their data (CRC-checked, torn or corrupt tail cut off,
+        and every segment after a cut removed); fsync what was recovered; only then
+        remove the clean-shutdown marker, so a crash during open recovers again.
+        """
+        path.mkdir(parents=True, exist_ok=True)
+        marker = path / CLEAN_SHUTDOWN_FILE
+        clean = marker.exists()
+        bases = _segment_bases(path)
+        recovery_base = None if clean else read_offset(path / RECOVERY_POINT_FILE)
+        interval = config.index_interval_bytes
+        segments: list[LogSegment] = []
+        recovered: list[LogSegment] = []
+        try:
+            for i, base in enumerate(bases):
+                segment = LogSegment(path, base, interval)
+                segments.append(segment)
+                last = i == len(bases) - 1
+                trusted = clean or (recovery_base is not None and base < recovery_base and not last)
+                if trusted and segment.load():
+                    continue
+                recovered.append(segment)
+                if segment.rebuild(verify=True) and not last:
+                    # Bytes after a hole cannot be trusted to follow on: drop them.
+                    for later in bases[i + 1 :]:
+                        remove_segment_files(path, later)
+                    break
+            stored_start = read_offset(path / LOG_START_FILE) or 0
+            if not segments:
+                segments.append(LogSegment(path, stored_start, interval))
+                recovered.append(segments[-1])
+            for segment in recovered:
+                segment.fsync()
+            if recovered:
+                fsync_dir(path)
+        except BaseException:
+            for segment in segments:
+                segment.close()
+            raise
+        end = segments[-1].next_offset
+        log_start = min(max(stored_start, segments[0].base_offset), end)
+        log = cls(path, topic, partition, config, segments, log_start, recovery_base)
+        log._write_recovery_point(segments[-1].base_offset)
+        if clean:
+            marker.unlink()
+            fsync_dir(path)
+        return log
+
+    # ------------------------------------------------------------------ properties
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._log_end_offset
+
+    @property
+    def flushed_offset(self) -> int:
+        return self._flushed_offset
+
+    @property
+    def size_bytes(self) -> int:
+        return self._size
+
+    @property
+    def config(self) -> TopicConfig:
+        return self._config
+
+    @property
+    def state(self) -> LogState:
+        return self._state
+
+    def segment_base_offsets(self) -> list[int]:
+        with self._lock:
+            return list(self._bases)
+
+    def update_config(self, config: TopicConfig) -> None:
+        """Apply a changed topic config; it governs appends and retention from now on."""
+        with self._lock:
+            self._config = config
+            for segment in self._segments:
+                segment.set_index_interval(config.index_interval_bytes)
+
+    def __repr__(self) -> str:
+        return (
+            f"PartitionLog({self.topic}-{self.partition}, start={self._log_start_offset}, "
+            f"end={self._log_end_offset}, {self._state.value})"
+        )
+
+    # ------------------------------------------------------------------ appending
+
+    def append(
+        self, payload: bytearray, *, now_ms: int, allow_control: bool = False
+    ) -> AppendResult:
+        """Validate a produce payload, assign offsets and append it; all or nothing.
+
+        Steps: parse and check every batch (CRC, size limit, no control batches from
+        producers); roll the active segment if the payload would overflow it or it is
+        too old; patch each batch's base offset (and stamp LogAppendTime if the topic
+        asks for it); write the payload with one pwrite; index the batches; publish the
+        new end offset. Nothing is fsynced here.
+        """
+        headers = _records.parse_batches(payload)
+        if not headers:
+            raise InvalidRecordError("produce payload holds no record batches")
+        config = self._config
+        count = 0
+        for header in headers:
+            if header.size > config.max_message_bytes:
+                raise RecordTooLargeError(
+                    f"batch of {header.size} bytes exceeds max.message.bytes "
+                    f"{config.max_message_bytes}"
+                )
+            if header.is_control and not allow_control:
+                raise InvalidRecordError("producers may not write control batches")
+            count += header.last_offset_delta + 1
+        log_append = config.log_append_time
+        with self._lock:
+            if self._state is not LogState.OPEN:
+                raise LogClosedError(f"{self!r} is not open")
+            first_offset = self._log_end_offset
+            segment = self._segment_for(len(payload), first_offset + count, now_ms)
+            start = segment.size
+            next_offset = first_offset
+            max_timestamp = -1
+            for header in headers:
+                _records.patch_base_offset(payload, header.position, next_offset)
+                timestamp = header.max_timestamp
+                if log_append:
+                    _records.set_log_append_time(payload, header.position, now_ms)
+                    timestamp = now_ms
+                max_timestamp = max(max_timestamp, timestamp)
+                next_offset += header.last_offset_delta + 1
+            try:
+                segment.write(payload)
+            except OSError as exc:
+                os.ftruncate(segment.fd, start)
+                raise KafkaStorageError(f"cannot write to {segment.path}: {exc}") from exc
+            offset = first_offset
+            for header in headers:
+                segment.track(
+                    offset, start + header.position, header.size,
+                    now_ms if log_append else header.max_timestamp,
+                )  # fmt: skip
+                offset += header.last_offset_delta + 1
+            segment.next_offset = next_offset
+            if segment.roll_base_ms is None:
+                segment.roll_base_ms = now_ms
+            self._dirty.add(segment)
+            self._size += len(payload)
+            self._log_end_offset = next_offset
+            try:
+                segment.write_indexes()
+            except OSError as exc:
+                raise KafkaStorageError(f"cannot write index of {segment.path}: {exc}") from exc
+            return AppendResult(
+                first_offset, next_offset - 1, now_ms if log_append else -1,
+                self._log_start_offset, max_timestamp,
+            )  # fmt: skip
+
+    def _segment_for(self, size: int, end_offset: int, now_ms: int) -> LogSegment:
+        """The segment to append to: the active one, or a new one if it is full or old."""
+        active = self._segments[-1]
+        if active.size == 0:
+            return active
+        config = self._config
+        if not (
+            active.size + size > config.segment_bytes
+            or (
+                active.roll_base_ms is not None
+                and now_ms - active.roll_base_ms > config.segment_ms - config.segment_jitter_ms
+            )
+            or len(active.offset_index) >= config.segment_index_bytes // 8
+            or end_offset - active.base_offset > _MAX_RELATIVE_OFFSET
+        ):
+            return active
+        active.seal()
+        segment = LogSegment(self.directory, self._log_end_offset, config.index_interval_bytes)
+        self._segments.append(segment)
+        self._bases.append(segment.base_offset)
+        self._dir_dirty = True
+        return segment
+
+    def roll(self, now_ms: int) -> None:
+        """Start a new segment now (if the active one holds anything)."""
+        with self._lock:
+            self._check_open()
+            self._segment_for(self._config.segment_bytes, self._log_end_offset, now_ms)
+
+    # ------------------------------------------------------------------ reading
+
+    def read(self, offset: int, max_bytes: int, *, upper_bound: int | None = None) -> bytes:
+        """Whole batches from the one holding ``offset``, within one segment.
+
+        At most ``max_bytes``, except that the first batch is returned whole even when
+        larger (KIP-74); no batch whose base offset is ``upper_bound`` or more. Returns
+        b"" at the log end offset; raises ``OffsetOutOfRangeError`` outside
+        [log_start_offset, log_end_offset].
+        """
+        with self._lock:
+            self._check_open()
+            end = self._log_end_offset
+            if offset < self._log_start_offset or offset > end:
+                raise OffsetOutOfRangeError(offset, self._log_start_offset, end)
+            if offset == end or (upper_bound is not None and offset >= upper_bound):
+                return b""
+            segments = self._segments
+            for i in range(bisect_right(self._bases, offset) - 1, len(segments)):
+                segment = segments[i]
+                if offset < segment.next_offset:
+                    return segment.read(
+                        max(offset, segment.base_offset), max_bytes, upper_bound
+                    )
+            return b""
+
+    def offset_for_timestamp(self, ts_ms: int) -> tuple[int, int] | None:
+        """The earliest (offset, timestamp) with timestamp >= ``ts_ms``, or None."""
+        with self._lock:
+            self._check_open()
+            for segment in self._segments:
+                found = segment.find_timestamp(ts_ms, self._log_start_offset)
+                if found is not None:
+                    return found
+            return None
+
+    # ------------------------------------------------------------------ deleting
+
+    def delete_records_before(self, offset: int) -> int:
+        """Make ``offset`` the log start (if later than it is), delete segments wholly
+        below it, and persist it. Returns the log start offset."""
+        with self._lock:
+            self._check_open()
+            if offset > self._log_end_offset:
+                raise OffsetOutOfRangeError(offset, self._log_start_offset, self._log_end_offset)
+            if offset > self._log_start_offset:
+                self._log_start_offset = offset
+                self._remove_front(self._count_below_start())
+                write_offset(self.directory / LOG_START_FILE, offset)
+            return self._log_start_offset
+
+    def apply_retention(self, now_ms: int) -> int:
+        """Delete the oldest closed segments past retention.ms (by their largest
+        timestamp) or beyond retention.bytes; -1 means unlimited. The active segment
+        stays. Returns how many segments were removed."""
+        with self._lock:
+            self._check_open()
+            config = self._config
+            closed = self._segments[:-1]
+            count = self._count_below_start()
+            if config.delete and config.retention_ms >= 0:
+                by_time = 0
+                for segment in closed:
+                    if now_ms - _largest_timestamp(segment) <= config.retention_ms:
+                        break
+                    by_time += 1
+                count = max(count, by_time)
+            if config.delete and config.retention_bytes >= 0:
+                excess = self._size - config.retention_bytes
+                by_size = 0
+                for segment in closed:
+                    if excess < segment.size:
+                        break
+                    excess -= segment.size
+                    by_size += 1
+                count = max(count, by_size)
+            if count:
+                self._remove_front(count)
+                if self._bases[0] > self._log_start_offset:
+                    self._log_start_offset = self._bases[0]
+                    write_offset(self.directory / LOG_START_FILE, self._log_start_offset)
+            return count
+
+    def _count_below_start(self) -> int:
+        # Closed segments whose successor starts at or below the log start hold nothing
+        # readable any more.
+        return max(bisect_right(self._bases, self._log_start_offset) - 1, 0)
+
+    def _remove_front(self, count: int) -> None:
+        count = min(count, len(self._segments) - 1)  # never the active segment
+        for segment in self._segments[:count]:
+            self._size -= segment.size
+            self._dirty.discard(segment)
+            segment.unlink()
+            if self._syncing:
+                self._close_after_sync.append(segment)
+            else:
+                segment.close()
+        del self._segments[:count]
+        del self._bases[:count]
+
+    # ------------------------------------------------------------------ durability
+
+    def sync(self) -> None:
+        """Fsync everything appended before the call; safe from a worker thread.
+
+        Steps: under the lock, note the end offset and take the set of segments written
+        since the last sync (appends after this point mark them again); fsync those
+        files and, if segments were created, the directory; move the recovery point up
+        to the active segment; finally advance ``flushed_offset`` to the noted end.
+        """
+        with self._sync_lock:
+            with self._lock:
+                if self._state is not LogState.OPEN:
+                    return  # closing synced everything; deleting made it moot
+                target = self._log_end_offset
+                dirty, self._dirty = self._dirty, set()
+                dir_dirty, self._dir_dirty = self._dir_dirty, False
+                active_base = self._bases[-1]
+                self._syncing = True
+            try:
+                for segment in dirty:
+                    segment.fsync()
+                if dir_dirty:
+                    fsync_dir(self.directory)
+                self._write_recovery_point(active_base)
+            except OSError as exc:
+                with self._lock:
+                    self._dirty |= dirty
+                    self._dir_dirty |= dir_dirty
+                raise KafkaStorageError(f"fsync failed in {self.directory}: {exc}") from exc
+            finally:
+                with self._lock:
+                    self._syncing = False
+                    for segment in self._close_after_sync:
+                        segment.close()
+                    self._close_after_sync.clear()
+            with self._lock:
+                self._flushed_offset = max(self._flushed_offset, target)
+
+    def _write_recovery_point(self, base_offset: int) -> None:
+        if base_offset != self._recovery_base:
+            write_offset(self.directory / RECOVERY_POINT_FILE, base_offset)
+            self._recovery_base = base_offset
+
+    # ------------------------------------------------------------------ lifetime
+
+    def _check_open(self) -> None:
+        if self._state is not LogState.OPEN:
+            raise LogClosedError(f"{self!r} is not open")
+
+    def _transition(self, new: LogState) -> None:
+        if new not in _TRANSITIONS[self._state]:
+            raise LogClosedError(f"{self!r} cannot become {new.value}")
+        self._state = new
+
+    def close(self) -> None:
+        """Fsync everything, close the files and leave the clean-shutdown marker, which
+        lets the next open skip recovery. Closing twice is harmless."""
+        with self._sync_lock, self._lock:
+            if self._state is not LogState.OPEN:
+                return
+            self._transition(LogState.CLOSED)
+            self._segments[-1].seal()
+            for segment in self._segments:
+                segment.fsync()
+                segment.close()
+            fsync_dir(self.directory)
+            write_atomically(self.directory / CLEAN_SHUTDOWN_FILE, b"")
+            self._flushed_offset = self._log_end_offset
+
+    def delete(self) -> None:
+        """Close the files and remove the log's directory with everything in it."""
+        with self._sync_lock, self._lock:
+            if self._state is LogState.DELETED:
+                return
+            if self._state is LogState.OPEN:
+                for segment in self._segments:
+                    segment.close()
+            self._transition(LogState.DELETED)
+            shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def _segment_bases(directory: Path) -> list[int]:
+    """Base offsets of the segments in ``directory``, after removing leftovers: temporary
+    files and index files whose segment is gone."""
+    bases = []
+    for entry in directory.iterdir():
+        name, suffix = entry.stem, entry.suffix
+        if suffix == ".tmp":
+            entry.unlink()
+        elif len(name) == 20 and name.isdigit():
+            if suffix == ".log":
+                bases.append(int(name))
+            elif suffix in (".index", ".timeindex") and not entry.with_suffix(".log").exists():
+                entry.unlink()
+    return sorted(bases)
+
+
+def _largest_timestamp(segment: LogSegment) -> int:
+    # Batches without timestamps (-1) fall back to the file's age, as Kafka does.
+    if segment.max_timestamp >= 0:
+        return segment.max_timestamp
+    return int(os.stat(segment.path).st_mtime * 1000)

@@ -1,0 +1,291 @@
+"""All topics of a broker: creation, deletion, configs, and their partition logs.
+
+Layout of the data directory::
+
+    .topics/<name>.json     topic id, partition count and config overrides
+    <name>-<partition>/     one PartitionLog per partition
+
+A topic exists exactly when its JSON file does: creation writes it (atomically) before
+the partition directories, deletion removes it first, and opening removes partition
+directories that belong to no topic (left by a deletion that was cut short).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import threading
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+
+import orjson
+
+from ._checkpoint import fsync_dir, write_atomically
+from ._config import CONFIG_DEFS, TopicConfig
+from ._errors import (
+    InvalidConfigError,
+    InvalidPartitionsError,
+    InvalidTopicError,
+    KafkaStorageError,
+    LogClosedError,
+    TopicExistsError,
+    UnknownTopicError,
+)
+from ._log import PartitionLog
+
+TOPICS_DIR = ".topics"
+MAX_TOPIC_NAME_LENGTH = 249
+MAX_PARTITIONS = 100_000  # far beyond what one broker serves; stops absurd requests
+_LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
+_PARTITION_DIR = re.compile(r"(.+)-(\d+)")
+
+
+@dataclass(eq=False)
+class Topic:
+    name: str
+    topic_id: uuid.UUID
+    partitions: list[PartitionLog]
+    config: TopicConfig
+    overrides: dict[str, str]
+
+
+def validate_topic_name(name: str) -> None:
+    """Raise ``InvalidTopicError`` unless Kafka would accept ``name``."""
+    if not name:
+        raise InvalidTopicError("topic name is empty")
+    if name in (".", ".."):
+        raise InvalidTopicError(f"topic name {name!r} is not allowed")
+    if len(name) > MAX_TOPIC_NAME_LENGTH:
+        raise InvalidTopicError(
+            f"topic name is {len(name)} characters, at most {MAX_TOPIC_NAME_LENGTH} allowed"
+        )
+    if not _LEGAL_NAME.fullmatch(name):
+        raise InvalidTopicError(
+            f"topic name {name!r} may contain only ASCII letters, digits, '.', '_' and '-'"
+        )
+
+
+def _check_partitions(count: int) -> None:
+    if not 1 <= count <= MAX_PARTITIONS:
+        raise InvalidPartitionsError(
+            f"partition count {count} is outside 1..{MAX_PARTITIONS}"
+        )
+
+
+def validate_new_topic(
+    name: str,
+    num_partitions: int,
+    overrides: Mapping[str, str],
+    *,
+    existing: Mapping[str, Topic],
+    defaults: Mapping[str, str] | None = None,
+) -> TopicConfig:
+    """Every check ``create_topic`` makes, without creating anything (validate_only)."""
+    validate_topic_name(name)
+    if name in existing:
+        raise TopicExistsError(f"topic {name!r} already exists")
+    _check_partitions(num_partitions)
+    return TopicConfig.from_overrides(overrides, defaults)
+
+
+class LogManager:
+    """Owns every topic and partition log under one data directory."""
+
+    def __init__(
+        self, data_dir: Path, num_partitions_default: int, defaults: Mapping[str, str]
+    ) -> None:
+        self.data_dir = data_dir
+        self.num_partitions_default = num_partitions_default
+        self._defaults = dict(defaults)
+        self._topics: dict[str, Topic] = {}
+        # Retention runs in a worker thread; topic creation and deletion on the loop.
+        self._lock = threading.Lock()
+
+    @classmethod
+    def open(
+        cls,
+        data_dir: Path,
+        *,
+        num_partitions_default: int = 1,
+        defaults: Mapping[str, str] | None = None,
+    ) -> LogManager:
+        """Open every topic found under ``data_dir``, recovering each partition.
+
+        ``defaults`` are broker-wide topic config values by topic config name
+        (e.g. ``{"retention.ms": "3600000"}``); topic overrides win over them.
+        """
+        data_dir = Path(data_dir)
+        (data_dir / TOPICS_DIR).mkdir(parents=True, exist_ok=True)
+        manager = cls(data_dir, num_partitions_default, defaults or {})
+        TopicConfig.from_overrides({}, manager._defaults)  # bad broker defaults fail here
+        try:
+            for path in sorted((data_dir / TOPICS_DIR).glob("*.json")):
+                manager._load_topic(path)
+        except BaseException:
+            manager.close()
+            raise
+        manager._remove_orphans()
+        return manager
+
+    def _load_topic(self, path: Path) -> None:
+        try:
+            meta = orjson.loads(path.read_bytes())
+            name, count = meta["name"], int(meta["partitions"])
+            topic_id = uuid.UUID(meta["topic_id"])
+            overrides = {str(k): str(v) for k, v in meta["overrides"].items()}
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+            raise KafkaStorageError(f"unreadable topic metadata {path}: {exc}") from exc
+        config = TopicConfig.from_overrides(overrides, self._defaults)
+        topic = Topic(name, topic_id, [], config, overrides)
+        self._topics[name] = topic
+        for partition in range(count):
+            topic.partitions.append(self._open_log(name, partition, config))
+
+    def _open_log(self, name: str, partition: int, config: TopicConfig) -> PartitionLog:
+        return PartitionLog.open(self.data_dir / f"{name}-{partition}", name, partition, config)
+
+    def _remove_orphans(self) -> None:
+        for entry in self.data_dir.iterdir():
+            match = _PARTITION_DIR.fullmatch(entry.name)
+            if not entry.is_dir() or match is None:
+                continue
+            topic = self._topics.get(match[1])
+            if topic is None or int(match[2]) >= len(topic.partitions):
+                shutil.rmtree(entry, ignore_errors=True)
+
+    def _write_meta(self, topic: Topic, partitions: int | None = None) -> None:
+        meta = {
+            "version": 1,
+            "name": topic.name,
+            "topic_id": str(topic.topic_id),
+            "partitions": len(topic.partitions) if partitions is None else partitions,
+            "overrides": topic.overrides,
+        }
+        write_atomically(self._meta_path(topic.name), orjson.dumps(meta, option=orjson.OPT_INDENT_2))
+
+    def _meta_path(self, name: str) -> Path:
+        return self.data_dir / TOPICS_DIR / f"{name}.json"
+
+    # ------------------------------------------------------------------ topics
+
+    def topics(self) -> Mapping[str, Topic]:
+        """A read-only live view of the topics by name."""
+        return MappingProxyType(self._topics)
+
+    def get_log(self, topic: str, partition: int) -> PartitionLog | None:
+        found = self._topics.get(topic)
+        if found is None or not 0 <= partition < len(found.partitions):
+            return None
+        return found.partitions[partition]
+
+    def _topic(self, name: str) -> Topic:
+        topic = self._topics.get(name)
+        if topic is None:
+            raise UnknownTopicError(f"topic {name!r} does not exist")
+        return topic
+
+    def create_topic(
+        self, name: str, num_partitions: int | None = None, overrides: Mapping[str, str] | None = None
+    ) -> Topic:
+        """Create a topic with ``num_partitions`` (None or -1: the broker default).
+
+        Steps: validate name, count and configs; write the topic's metadata file; then
+        create and open each partition's log.
+        """
+        if num_partitions is None or num_partitions == -1:
+            num_partitions = self.num_partitions_default
+        overrides = dict(overrides or {})
+        with self._lock:
+            config = validate_new_topic(
+                name, num_partitions, overrides, existing=self._topics, defaults=self._defaults
+            )
+            topic = Topic(name, uuid.uuid4(), [], config, overrides)
+            self._write_meta(topic, num_partitions)
+            try:
+                for partition in range(num_partitions):
+                    topic.partitions.append(self._open_log(name, partition, config))
+            except BaseException:
+                for log in topic.partitions:
+                    log.delete()
+                self._meta_path(name).unlink(missing_ok=True)
+                raise
+            self._topics[name] = topic
+            return topic
+
+    def add_partitions(self, name: str, total: int) -> Topic:
+        """Grow a topic to ``total`` partitions (CreatePartitions); never shrinks."""
+        with self._lock:
+            topic = self._topic(name)
+            if total <= len(topic.partitions):
+                raise InvalidPartitionsError(
+                    f"topic {name!r} has {len(topic.partitions)} partitions; "
+                    f"{total} would not add any"
+                )
+            _check_partitions(total)
+            # Metadata first: partition directories beyond its count count as orphans.
+            self._write_meta(topic, total)
+            for partition in range(len(topic.partitions), total):
+                topic.partitions.append(self._open_log(name, partition, topic.config))
+            return topic
+
+    def delete_topic(self, name: str) -> None:
+        """Forget the topic (metadata first, so a crash cannot revive half of it), then
+        delete its partitions' files."""
+        with self._lock:
+            topic = self._topic(name)
+            del self._topics[name]
+            self._meta_path(name).unlink(missing_ok=True)
+            fsync_dir(self.data_dir / TOPICS_DIR)
+        for log in topic.partitions:
+            log.delete()
+
+    # ------------------------------------------------------------------ configs
+
+    def alter_config(self, name: str, overrides: Mapping[str, str]) -> Topic:
+        """Replace the topic's override set: validate, persist, then apply to its logs."""
+        with self._lock:
+            topic = self._topic(name)
+            config = TopicConfig.from_overrides(overrides, self._defaults)
+            topic.overrides = dict(overrides)
+            topic.config = config
+            self._write_meta(topic)
+            for log in topic.partitions:
+                log.update_config(config)
+            return topic
+
+    def incremental_alter_config(
+        self, name: str, set: Mapping[str, str], delete: Iterable[str]
+    ) -> Topic:
+        """Set some overrides and remove others (back to the default), atomically."""
+        overrides = dict(self._topic(name).overrides)
+        for key in delete:
+            if key not in CONFIG_DEFS:
+                raise InvalidConfigError(f"unknown topic config {key!r}")
+            overrides.pop(key, None)
+        overrides.update(set)
+        return self.alter_config(name, overrides)
+
+    # ------------------------------------------------------------------ maintenance
+
+    def logs(self) -> list[PartitionLog]:
+        with self._lock:
+            return [log for topic in self._topics.values() for log in topic.partitions]
+
+    def run_retention(self, now_ms: int) -> int:
+        """Apply retention to every log; returns the number of segments removed."""
+        removed = 0
+        for log in self.logs():
+            try:
+                removed += log.apply_retention(now_ms)
+            except LogClosedError:
+                continue  # its topic was deleted meanwhile
+        return removed
+
+    def close(self) -> None:
+        """Close every log cleanly (fsync, clean-shutdown marker)."""
+        for log in self.logs():
+            log.close()
+

@@ -1,0 +1,290 @@
+"""One log segment: a ``.log`` file of whole batches and its two sparse indexes.
+
+A segment is named by its base offset (20 digits) and holds batches with offsets from
+there up to the next segment's base. Data is written with ``pwrite`` at the end and read
+with ``pread``; no Python object is made per record, and only index work is done per
+batch. The owner (``PartitionLog``) serialises appends and decides when to roll.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+from .. import _records
+from ._index import OffsetIndex, TimeIndex
+
+_WALK_CHUNK = 16 * 1024
+_RECOVERY_CHUNK = 8 * 1024 * 1024
+
+
+def segment_name(base_offset: int) -> str:
+    return f"{base_offset:020d}"
+
+
+class LogSegment:
+    __slots__ = (
+        "_bytes_since_index",
+        "_index_interval",
+        "_max_timestamp_offset",
+        "base_offset",
+        "fd",
+        "max_timestamp",
+        "next_offset",
+        "offset_index",
+        "path",
+        "roll_base_ms",
+        "size",
+        "time_index",
+    )
+
+    def __init__(self, directory: Path, base_offset: int, index_interval: int) -> None:
+        self.base_offset = base_offset
+        self.path = directory / f"{segment_name(base_offset)}.log"
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            self.offset_index = OffsetIndex(self.path.with_suffix(".index"))
+            self.time_index = TimeIndex(self.path.with_suffix(".timeindex"))
+        except OSError:
+            os.close(self.fd)
+            raise
+        self._index_interval = index_interval
+        self.size = 0
+        self.next_offset = base_offset  # one past the last offset held
+        self.max_timestamp = -1
+        self._max_timestamp_offset = base_offset  # base offset of the batch that set it
+        self._bytes_since_index = 0
+        # When this segment started to age, for segment.ms: the first append's clock, or
+        # on reopen the first batch's timestamp (None until known).
+        self.roll_base_ms: int | None = None
+
+    # ------------------------------------------------------------------ writing
+
+    def track(self, header_base: int, position: int, size: int, max_timestamp: int) -> None:
+        """Account for a batch at ``position``: indexes, largest timestamp, end offset.
+
+        ``header_base`` is the batch's assigned base offset; ``next_offset`` must be set by
+        the caller when it knows the last offset (``track`` keeps it at least past base).
+        """
+        if max_timestamp > self.max_timestamp:
+            self.max_timestamp = max_timestamp
+            self._max_timestamp_offset = header_base
+        if self._bytes_since_index > self._index_interval:
+            self.offset_index.append(header_base - self.base_offset, position)
+            self.time_index.maybe_append(
+                self.max_timestamp, self._max_timestamp_offset - self.base_offset
+            )
+            self._bytes_since_index = 0
+        self._bytes_since_index += size
+
+    def write(self, payload: bytes | bytearray | memoryview) -> None:
+        """Append bytes at the end of the file (index entries follow via ``track``)."""
+        view = memoryview(payload)
+        written = 0
+        while written < len(view):
+            written += os.pwrite(self.fd, view[written:], self.size + written)
+        self.size += written
+
+    def write_indexes(self) -> None:
+        self.offset_index.write_pending()
+        self.time_index.write_pending()
+
+    def seal(self) -> None:
+        """Record the final largest timestamp, so a reopen and retention see it without
+        a scan. Called when the segment stops being active and on close."""
+        self.time_index.maybe_append(
+            self.max_timestamp, self._max_timestamp_offset - self.base_offset
+        )
+        self.time_index.write_pending()
+        self.offset_index.write_pending()
+
+    def set_index_interval(self, index_interval: int) -> None:
+        self._index_interval = index_interval
+
+    # ------------------------------------------------------------------ reading
+
+    def walk(self, position: int, stop: int | None = None) -> Iterator[_records.BatchHeader]:
+        """Headers of the batches from ``position`` (a batch start) up to ``stop``,
+        read in chunks; the batches themselves are not read or checked."""
+        stop = self.size if stop is None else min(stop, self.size)
+        header_size = _records.HEADER_SIZE
+        chunk = b""
+        chunk_at = position
+        while position + header_size <= stop:
+            at = position - chunk_at
+            if at + header_size > len(chunk):
+                want = max(min(_WALK_CHUNK, stop - position), header_size)
+                chunk = os.pread(self.fd, want, position)
+                chunk_at, at = position, 0
+                if len(chunk) < header_size:
+                    return
+            header = _records.read_header(chunk, at, position)
+            if header.magic != 2 or header.size < _records.HEADER_SIZE:
+                return  # not a batch boundary: a damaged file or a stale index entry
+            yield header
+            position += header.size
+
+    def find_position(self, offset: int) -> tuple[int, _records.BatchHeader | None]:
+        """Start of the first batch whose last offset is at or after ``offset``, and its
+        header (None and the segment size if there is none)."""
+        start = self.offset_index.lookup(offset - self.base_offset)
+        for header in self.walk(start):
+            if header.base_offset + header.last_offset_delta >= offset:
+                return header.position, header
+        return self.size, None
+
+    def read(self, offset: int, max_bytes: int, upper_bound: int | None) -> bytes:
+        """Whole batches from the one holding ``offset``: at most ``max_bytes`` unless
+        the first batch alone is larger, none whose base offset is ``upper_bound`` or more.
+
+        Steps: index lookup and a short walk find the start; if everything to the end of
+        the segment fits both limits the end is the segment size (no walk); otherwise the
+        index gives a batch boundary near the limit and a short walk finds the last batch
+        that fits; then one pread.
+        """
+        start, first = self.find_position(offset)
+        if first is None or (upper_bound is not None and first.base_offset >= upper_bound):
+            return b""
+        limit = start + max_bytes
+        if limit >= self.size and (upper_bound is None or upper_bound >= self.next_offset):
+            end = self.size
+        else:
+            bound = self.next_offset if upper_bound is None else upper_bound
+            end = max(start, self.offset_index.boundary_before(limit, bound - self.base_offset))
+            for header in self.walk(end, limit):
+                if header.position + header.size > limit or (
+                    upper_bound is not None and header.base_offset >= upper_bound
+                ):
+                    break
+                end = header.position + header.size
+            if end == start:  # KIP-74: the first batch goes out even if it is too big
+                end = start + first.size
+        return os.pread(self.fd, end - start, start)
+
+    def find_timestamp(self, timestamp: int, min_offset: int) -> tuple[int, int] | None:
+        """First record at or after ``min_offset`` with a timestamp at or after
+        ``timestamp``, as (offset, timestamp). The time index picks where to start, batch
+        maxTimestamps skip whole batches, and only the batch that qualifies is decoded."""
+        if self.max_timestamp < timestamp or self.next_offset <= min_offset:
+            return None
+        start_offset = max(self.base_offset + self.time_index.lookup(timestamp), min_offset)
+        start, _ = self.find_position(start_offset)
+        for header in self.walk(start):
+            if header.max_timestamp < timestamp or header.last_offset < min_offset:
+                continue
+            if header.timestamp_type is _records.TimestampType.LOG_APPEND_TIME:
+                return max(header.base_offset, min_offset), header.max_timestamp
+            batch = os.pread(self.fd, header.size, header.position)
+            for record in _records.decode_records(batch, replace(header, position=0)):
+                if record.offset >= min_offset and record.timestamp >= timestamp:
+                    return record.offset, record.timestamp
+        return None
+
+    # ------------------------------------------------------------------ opening
+
+    def load(self) -> bool:
+        """Open after a clean shutdown: trust the files, read the indexes, and walk only
+        the batches after the last index entry to learn the end offset and timestamps.
+        False if an index is damaged or disagrees with the data (rebuild instead)."""
+        self.size = os.fstat(self.fd).st_size
+        if not self.offset_index.load(self.size):
+            return False
+        index = self.offset_index
+        start = index.positions[-1] if len(index) else 0
+        end = start
+        for header in self.walk(start):
+            if header.position == start and start and (
+                header.base_offset != self.base_offset + index.offsets[-1]
+            ):
+                return False  # the entry does not point at the batch it names
+            if header.max_timestamp > self.max_timestamp:
+                self.max_timestamp = header.max_timestamp
+                self._max_timestamp_offset = header.base_offset
+            self.next_offset = header.last_offset + 1
+            end = header.position + header.size
+        if end != self.size:
+            return False
+        self._bytes_since_index = self.size - start
+        if not self.time_index.load(self.next_offset - self.base_offset):
+            return False
+        if self.time_index.last_timestamp > self.max_timestamp:
+            self.max_timestamp = self.time_index.last_timestamp
+            self._max_timestamp_offset = self.base_offset + self.time_index.offsets[-1]
+        first = next(self.walk(0), None)
+        if first is not None and first.max_timestamp >= 0:
+            self.roll_base_ms = first.max_timestamp
+        return True
+
+    def rebuild(self, *, verify: bool) -> int:
+        """Rebuild both indexes from the data, checking CRCs if ``verify``; cut the file at
+        the end of the last valid batch. Returns the number of bytes cut off.
+
+        Steps: drop all index entries; scan the file in chunks with ``scan_batches``
+        (which stops at a torn, corrupt or out-of-order batch); track every good batch as
+        an append would; truncate data after the last good batch; write the indexes.
+        """
+        self.offset_index.truncate_to(0)
+        self.time_index.truncate_to(0)
+        self.size = 0
+        self.next_offset = self.base_offset
+        self.max_timestamp = -1
+        self._max_timestamp_offset = self.base_offset
+        self._bytes_since_index = 0
+        self.roll_base_ms = None
+        file_size = os.fstat(self.fd).st_size
+        position = 0
+        want = _RECOVERY_CHUNK
+        while position < file_size:
+            chunk = os.pread(self.fd, want, position)
+            scan = _records.scan_batches(chunk, verify_crc=verify)
+            good_end = 0
+            for header in scan:
+                if header.base_offset < self.next_offset:
+                    break  # offsets went backwards: not data this log wrote here
+                if self.roll_base_ms is None and header.max_timestamp >= 0:
+                    self.roll_base_ms = header.max_timestamp
+                self.track(header.base_offset, position + header.position, header.size,
+                           header.max_timestamp)  # fmt: skip
+                self.next_offset = header.last_offset + 1
+                good_end = header.position + header.size
+            position += good_end
+            if good_end == len(chunk):
+                want = _RECOVERY_CHUNK
+                continue
+            stopped_by_chunk = scan.incomplete and good_end == scan.end
+            if not stopped_by_chunk or position + (len(chunk) - good_end) >= file_size:
+                break
+            # A batch straddles the chunk's end: read again from its start, big enough.
+            tail = chunk[good_end:]
+            needed = (
+                _records.read_header(tail, 0).size if len(tail) >= _records.HEADER_SIZE else 0
+            )
+            want = max(_RECOVERY_CHUNK, needed)
+        self.size = position
+        if position < file_size:
+            os.ftruncate(self.fd, position)
+        self.seal()
+        return file_size - position
+
+    # ------------------------------------------------------------------ lifetime
+
+    def fsync(self) -> None:
+        os.fsync(self.fd)
+        self.offset_index.fsync()
+        self.time_index.fsync()
+
+    def close(self) -> None:
+        self.offset_index.close()
+        self.time_index.close()
+        os.close(self.fd)
+
+    def unlink(self) -> None:
+        remove_segment_files(self.path.parent, self.base_offset)
+
+
+def remove_segment_files(directory: Path, base_offset: int) -> None:
+    for suffix in (".log", ".index", ".timeindex"):
+        (directory / f"{segment_name(base_offset)}{suffix}").unlink(missing_ok=True)
+

@@ -1,0 +1,86 @@
+"""Group commit: one fsync answers every produce request that arrived before it.
+
+A request for durability joins the *next* round; a round takes all logs with waiters,
+fsyncs each once in worker threads, and wakes their waiters. While one round runs,
+new requests gather for the following one, so under load every fsync covers many
+requests from many connections, and with no load a request waits for one fsync only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+
+from ._errors import KafkaStorageError, StorageError
+from ._log import PartitionLog
+
+_Waiters = list[tuple[int, "asyncio.Future[None]"]]
+
+
+class GroupSyncer:
+    """Coalesces ``PartitionLog.sync`` calls from concurrent acks=1/all producers."""
+
+    def __init__(self, *, enabled: bool = True, max_workers: int = 4) -> None:
+        self.enabled = enabled
+        self.rounds = 0  # completed rounds, for tests and metrics
+        self.fsyncs = 0  # log syncs actually run
+        self._max_workers = max_workers
+        self._executor: ThreadPoolExecutor | None = None
+        self._pending: dict[PartitionLog, _Waiters] = {}
+        self._runner: asyncio.Task[None] | None = None
+
+    async def sync(self, log: PartitionLog) -> None:
+        """Return once an fsync of ``log`` has covered everything appended before now.
+
+        Returns at once when fsync is disabled or the log is already flushed that far.
+        A failed fsync raises ``KafkaStorageError`` to every waiter of that round.
+        """
+        if not self.enabled:
+            return
+        target = log.log_end_offset
+        if log.flushed_offset >= target:
+            return
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+        self._pending.setdefault(log, []).append((target, future))
+        if self._runner is None or self._runner.done():
+            self._runner = loop.create_task(self._run())
+        # A caller giving up must not cancel the round others are waiting on.
+        await asyncio.shield(future)
+
+    async def _run(self) -> None:
+        while self._pending:
+            round_, self._pending = self._pending, {}
+            await asyncio.gather(*(self._sync_log(log, waiters) for log, waiters in round_.items()))
+            self.rounds += 1
+
+    async def _sync_log(self, log: PartitionLog, waiters: _Waiters) -> None:
+        error: StorageError | None = None
+        if log.flushed_offset < max(target for target, _ in waiters):
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(self._max_workers, "fsync")
+            try:
+                await asyncio.get_running_loop().run_in_executor(self._executor, log.sync)
+                self.fsyncs += 1
+            except StorageError as exc:
+                error = exc
+            except OSError as exc:
+                error = KafkaStorageError(f"fsync of {log!r} failed: {exc}")
+        for _, future in waiters:
+            if future.done():
+                continue
+            if error is None:
+                future.set_result(None)
+            else:
+                future.set_exception(error)
+
+    async def drain(self) -> None:
+        """Wait until no round is running or pending."""
+        while self._runner is not None and not self._runner.done():
+            await asyncio.shield(self._runner)
+
+    def close(self) -> None:
+        """Release the worker threads (waits for an fsync in progress)."""
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+            self._executor = None
