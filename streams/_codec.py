@@ -3,8 +3,11 @@
 A serde may offer ``serializer_for(topic)`` / ``deserializer_for(topic)`` returning a
 one-argument function, or ``None`` when it leaves bytes unchanged (then the executor
 skips the call altogether). Any other object with ``serialize(topic, obj)`` /
-``deserialize(topic, data)`` is bound with :func:`functools.partial`. No serde at all
-means bytes pass through.
+``deserialize(topic, data)`` is bound with :func:`functools.partial`.
+
+No serde at all means bytes pass through; on the way out they are checked to be bytes,
+so a value whose serde was lost on the way (``map_values`` forgets it, as in Kafka
+Streams) fails with a clear message instead of reaching the producer as an object.
 """
 
 from __future__ import annotations
@@ -17,9 +20,20 @@ Encode = Callable[[Any], "bytes | None"]
 Decode = Callable[["bytes | None"], Any]
 
 
+def require_bytes(obj: Any) -> bytes | None:
+    if obj is None or type(obj) is bytes:
+        return obj
+    if isinstance(obj, bytes | bytearray | memoryview):
+        return bytes(obj)
+    raise TypeError(
+        f"no serde to write a {type(obj).__name__}: pass key_serde/value_serde to the "
+        "operator or set a default serde in the config"
+    )
+
+
 def bind_serializer(serde: Any, topic: str) -> Encode | None:
     if serde is None:
-        return None
+        return require_bytes
     fast = getattr(serde, "serializer_for", None)
     if fast is not None:
         bound: Encode | None = fast(topic)

@@ -23,7 +23,8 @@ from ._config import StreamsConfig
 from ._context import ChangeObserver, ProcessorContext, Push, TaskShared, TaskStoreContext
 from ._errors import ProcessingError, StreamsError, TopologyError
 from ._lifecycle import TASK_TRANSITIONS, Lifecycle, TaskState
-from ._nodes import ProcessorNode, SinkNode, SourceNode
+from ._nodes import Node, SinkNode, SourceNode
+from ._ordering import WaveBuffer
 from ._processor import AnyProcessor
 from ._punctuation import NEVER
 from ._record import ConsumedRecord, ProducedRecord, Rec, Record
@@ -76,7 +77,9 @@ class TaskExecutor:
         self._partitions_for = partitions_for
         self._lifecycle = Lifecycle(f"task {self.task_id}", TaskState.CREATED, TASK_TRANSITIONS)
         self._processors: list[tuple[str, AnyProcessor, ProcessorContext]] = []
-        self._pushes: dict[str, Push] = {}
+        self._entries: dict[tuple[str, str], Push] = {}
+        self._source_pushes: dict[str, Push] = {}
+        self._buffers: list[WaveBuffer] = []
         self._routes: dict[str, tuple[Decoder, Push] | None] = {}
         self.source_topics = tuple(topology.topic_name(t, app) for t in self._sub.source_topics)
         self.source_patterns = self._sub.source_patterns
@@ -103,9 +106,7 @@ class TaskExecutor:
             store = self._topology.store_builder(name).build()
             store.init(store_context)
             shared.stores[name] = store
-        nodes = [self._topology.nodes[n] for n in self._sub.nodes]
-        for node in reversed(nodes):
-            self._pushes[node.name] = self._compile(node)
+        self._compile_all([self._topology.nodes[n] for n in self._sub.nodes])
         for node_name, processor, context in reversed(self._processors):
             try:
                 processor.init(context)
@@ -165,6 +166,8 @@ class TaskExecutor:
             if newest > shared.stream_time:
                 shared.stream_time = newest
             push(batch)
+            if self._buffers:
+                self._end_wave()
             return
         start = 0
         now = shared.stream_time
@@ -175,20 +178,25 @@ class TaskExecutor:
                 if now >= due:
                     shared.stream_time = now
                     push(batch[start : i + 1])
+                    self._end_wave()
                     start = i + 1
                     queue.fire(now)
+                    self._end_wave()
                     shared.topic, shared.partition = topic, partition
                     due = queue.next_due()
         shared.stream_time = now
         if start < len(batch):
             push(batch[start:] if start else batch)
+            self._end_wave()
 
     def punctuate_wall_clock(self, now_ms: int) -> bool:
         """Set the wall clock to ``now_ms`` and run the wall-clock punctuations now due."""
         self._lifecycle.require(TaskState.RUNNING)
         shared = self._shared
         shared.wall_clock = max(shared.wall_clock, now_ms)
-        return shared.wall_punctuations.fire(shared.wall_clock)
+        fired = shared.wall_punctuations.fire(shared.wall_clock)
+        self._end_wave()
+        return fired
 
     def drain(self) -> list[ProducedRecord]:
         """Take the records produced since the last drain, in production order."""
@@ -201,6 +209,7 @@ class TaskExecutor:
         self._lifecycle.require(TaskState.RUNNING)
         for store in self._shared.stores.values():
             store.flush()
+        self._end_wave()
         self._shared.commit_requested = False
 
     # -- inspection ---------------------------------------------------------------------
@@ -241,15 +250,60 @@ class TaskExecutor:
             names = {self._topology.topic_name(t, app) for t in node.topics}
             if topic in names or (node.pattern is not None and node.pattern.fullmatch(topic)):
                 decode = compile_decoder(node, topic, self.config, self._produced.append)
-                found = (decode, self._pushes[name])
+                found = (decode, self._source_pushes[name])
                 break
         self._routes[topic] = found
         return found
 
-    def _children(self, name: str) -> dict[str, Push]:
-        return {child: self._pushes[child] for child in self._topology.children(name)}
+    def _end_wave(self) -> None:
+        """Deliver what the meeting points collected, upstream ones first."""
+        buffers = self._buffers
+        while any(b.pending() for b in buffers):
+            for b in buffers:
+                b.flush()
 
-    def _compile(self, node: SourceNode | ProcessorNode | SinkNode) -> Push:
+    def _children(self, name: str) -> dict[str, Push]:
+        return {child: self._entries[(child, name)] for child in self._topology.children(name)}
+
+    def _compile_all(self, nodes: list[Node]) -> None:
+        """Compile nodes into closures, children first, with wave buffers at meeting points.
+
+        Steps: compile every sink; put one buffer in front of the sinks that share a
+        topic (all sinks, if one chooses its topic per record); then compile the other
+        nodes from the last to the first, each bound to its children's entries; finally
+        put a buffer in front of every node with more than one parent.
+        """
+        sinks = [n for n in nodes if isinstance(n, SinkNode)]
+        inlet: dict[str, Push] = {n.name: self._compile(n) for n in sinks}
+        groups: dict[str | None, list[str]] = {}
+        if any(n.topic is None for n in sinks):
+            groups[None] = [n.name for n in sinks]
+        else:
+            for n in sinks:
+                groups.setdefault(n.topic, []).append(n.name)
+        sink_buffers = []
+        for members in groups.values():
+            if len(members) > 1:
+                buffer = WaveBuffer([inlet[m] for m in members])
+                sink_buffers.append(buffer)
+                for i, m in enumerate(members):
+                    inlet[m] = buffer.port(i)
+        merge_buffers = []
+        for node in reversed(nodes):
+            if isinstance(node, SourceNode):
+                self._source_pushes[node.name] = self._compile(node)
+                continue
+            entry = inlet[node.name] if isinstance(node, SinkNode) else self._compile(node)
+            if len(node.parents) > 1:
+                buffer = WaveBuffer([entry] * len(node.parents))
+                merge_buffers.append(buffer)
+                for i, parent in enumerate(node.parents):
+                    self._entries[(node.name, parent)] = buffer.port(i)
+            else:
+                self._entries[(node.name, node.parents[0])] = entry
+        self._buffers = [*reversed(merge_buffers), *sink_buffers]
+
+    def _compile(self, node: Node) -> Push:
         if isinstance(node, SinkNode):
             topic = (
                 None

@@ -39,7 +39,7 @@ class _Graph:
     stores: dict[str, StoreBuilder] = field(default_factory=dict)
     node_stores: dict[str, list[str]] = field(default_factory=dict)
     topic_owner: dict[str, str] = field(default_factory=dict)
-    internal_topics: set[str] = field(default_factory=set)
+    internal_topics: dict[str, int | None] = field(default_factory=dict)
 
 
 class Topology:
@@ -151,9 +151,13 @@ class Topology:
                 if store not in connected:
                     connected.append(store)
 
-    def add_internal_topic(self, topic: str) -> Topology:
-        """Mark ``topic`` as internal: tasks prefix it with the application id."""
-        self._g.internal_topics.add(topic)
+    def add_internal_topic(self, topic: str, partitions: int | None = None) -> Topology:
+        """Mark ``topic`` as internal: tasks prefix it with the application id.
+
+        ``partitions`` is the count to create it with; ``None`` lets the runtime match the
+        partition count of the topics feeding it.
+        """
+        self._g.internal_topics[topic] = partitions
         return self
 
     # -- reading ------------------------------------------------------------------------
@@ -172,8 +176,9 @@ class Topology:
         return self._g.stores[name]
 
     @property
-    def internal_topics(self) -> frozenset[str]:
-        return frozenset(self._g.internal_topics)
+    def internal_topics(self) -> Mapping[str, int | None]:
+        """Internal topics (unprefixed) and the partition count each should have."""
+        return dict(self._g.internal_topics)
 
     def topic_name(self, topic: str, application_id: str) -> str:
         """The topic's name on the broker: internal topics carry the application id."""

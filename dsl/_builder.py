@@ -1,0 +1,95 @@
+"""StreamsBuilder: where a DSL program starts and how it becomes a Topology."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from streams import StoreBuilder, TimestampExtractor, Topology, TopologyError
+
+from ._errors import TopologyBuildError
+from ._graph import GraphNode, SourceGraphNode
+
+if TYPE_CHECKING:
+    from ._kstream import KStream
+
+
+class StreamsBuilder:
+    """Collects the logical graph of a DSL program; :meth:`build` compiles it.
+
+    Generated names follow Kafka Streams (``KSTREAM-FILTER-0000000001``): a prefix and
+    a counter shared by all operators of the builder, so a program built twice gets the
+    same names, and passing ``name=`` to an operator pins a name across code changes.
+    """
+
+    def __init__(self) -> None:
+        self._nodes: list[GraphNode] = []
+        self._stores: list[StoreBuilder] = []
+        self._index = 0
+
+    def stream(
+        self,
+        topics: str | Iterable[str] | re.Pattern[str],
+        *,
+        key_serde: Any = None,
+        value_serde: Any = None,
+        timestamp_extractor: TimestampExtractor | None = None,
+        on_deserialization_error: Any = None,
+        name: str | None = None,
+    ) -> KStream:
+        """A stream of the records of ``topics`` (a name, several names, or a pattern).
+
+        ``on_deserialization_error`` overrides the application's handler for this source:
+        ``streams.LogAndFailHandler()`` (the default), ``LogAndContinueHandler()`` or
+        ``DeadLetterQueueHandler(topic)``.
+        """
+        from ._kstream import KStream
+
+        if isinstance(topics, re.Pattern):
+            names: tuple[str, ...] = ()
+            pattern: re.Pattern[str] | None = topics
+        else:
+            names = (topics,) if isinstance(topics, str) else tuple(topics)
+            pattern = None
+            if not names:
+                raise TopologyBuildError("stream() needs at least one topic")
+        node = SourceGraphNode(
+            name or self.new_name("KSTREAM-SOURCE-"),
+            topics=names,
+            pattern=pattern,
+            key_serde=key_serde,
+            value_serde=value_serde,
+            timestamp_extractor=timestamp_extractor,
+            deserialization_handler=on_deserialization_error,
+        )
+        self.add_node(node)
+        return KStream(self, node, key_serde, value_serde, repartition_required=False)
+
+    def add_state_store(self, store_builder: StoreBuilder) -> StreamsBuilder:
+        """Add a store that ``KStream.process(..., store_name)`` can then connect to."""
+        self._stores.append(store_builder)
+        return self
+
+    def build(self) -> Topology:
+        """Write the logical graph into a fresh Topology: stores first, then every node."""
+        topology = Topology()
+        try:
+            for store in self._stores:
+                topology.add_state_store(store)
+            for node in self._nodes:
+                node.write_to_topology(topology)
+        except TopologyError as exc:
+            raise TopologyBuildError(str(exc)) from exc
+        return topology
+
+    # -- used by the operators ----------------------------------------------------------
+
+    def new_name(self, prefix: str) -> str:
+        name = f"{prefix}{self._index:010d}"
+        self._index += 1
+        return name
+
+    def add_node(self, node: GraphNode) -> GraphNode:
+        self._nodes.append(node)
+        return node

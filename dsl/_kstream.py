@@ -1,0 +1,249 @@
+"""KStream: an immutable handle on a point of the logical graph.
+
+Every operator adds one node to the builder's graph and returns a new KStream (or
+nothing, for terminal operators); a KStream object itself never changes, so one stream
+can be the start of several independent pipelines.
+
+A stream remembers its key and value serdes while operators keep them meaningful, and
+whether its key may have changed (``repartition_required``), which the stateful
+operators to come use to decide on a repartition topic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, TextIO
+
+from streams import ProcessorSupplier, StreamPartitioner, TopicNameExtractor
+
+from . import _operators as ops
+from ._errors import TopologyBuildError
+from ._graph import GraphNode, ProcessorGraphNode, RepartitionGraphNode, SinkGraphNode
+
+if TYPE_CHECKING:
+    from ._branched import BranchedKStream
+    from ._builder import StreamsBuilder
+
+Predicate = Callable[[Any, Any], bool]
+
+
+def _transform(fn: ops.BatchFn) -> ProcessorSupplier:
+    return lambda: ops.Transform(fn)
+
+
+class KStream:
+    """A stream of key-value records; see the package docstring for the operator list."""
+
+    __slots__ = ("_builder", "_node", "key_serde", "repartition_required", "value_serde")
+
+    _builder: StreamsBuilder
+    _node: GraphNode
+    key_serde: Any
+    value_serde: Any
+    repartition_required: bool
+
+    def __init__(
+        self,
+        builder: StreamsBuilder,
+        node: GraphNode,
+        key_serde: Any,
+        value_serde: Any,
+        *,
+        repartition_required: bool,
+    ) -> None:
+        object.__setattr__(self, "_builder", builder)
+        object.__setattr__(self, "_node", node)
+        object.__setattr__(self, "key_serde", key_serde)
+        object.__setattr__(self, "value_serde", value_serde)
+        object.__setattr__(self, "repartition_required", repartition_required)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("KStream is immutable: operators return new streams")
+
+    @property
+    def node_name(self) -> str:
+        """The physical node this stream's records leave from."""
+        return self._node.output_name
+
+    # -- helpers ------------------------------------------------------------------------
+
+    def _add(
+        self,
+        prefix: str,
+        name: str | None,
+        supplier: ProcessorSupplier,
+        *,
+        parents: tuple[GraphNode, ...] | None = None,
+        store_names: tuple[str, ...] = (),
+    ) -> GraphNode:
+        node = ProcessorGraphNode(
+            name or self._builder.new_name(prefix),
+            parents if parents is not None else (self._node,),
+            supplier=supplier,
+            store_names=store_names,
+        )
+        return self._builder.add_node(node)
+
+    def _then(
+        self,
+        node: GraphNode,
+        *,
+        key_serde: Any,
+        value_serde: Any,
+        repartition_required: bool,
+    ) -> KStream:
+        return KStream(
+            self._builder, node, key_serde, value_serde, repartition_required=repartition_required
+        )
+
+    def _same_key(self, node: GraphNode, value_serde: Any) -> KStream:
+        return self._then(
+            node,
+            key_serde=self.key_serde,
+            value_serde=value_serde,
+            repartition_required=self.repartition_required,
+        )
+
+    def _new_key(self, node: GraphNode) -> KStream:
+        return self._then(node, key_serde=None, value_serde=None, repartition_required=True)
+
+    # -- stateless operators ------------------------------------------------------------
+
+    def filter(self, predicate: Predicate, *, name: str | None = None) -> KStream:
+        """Keep the records for which ``predicate(key, value)`` is true."""
+        node = self._add("KSTREAM-FILTER-", name, _transform(ops.filter_fn(predicate, True)))
+        return self._same_key(node, self.value_serde)
+
+    def filter_not(self, predicate: Predicate, *, name: str | None = None) -> KStream:
+        """Drop the records for which ``predicate(key, value)`` is true."""
+        node = self._add("KSTREAM-FILTER-", name, _transform(ops.filter_fn(predicate, False)))
+        return self._same_key(node, self.value_serde)
+
+    def map(self, mapper: Callable[[Any, Any], tuple[Any, Any]], *, name: str | None = None) -> KStream:
+        """Replace each record by ``mapper(key, value) -> (new_key, new_value)``."""
+        return self._new_key(self._add("KSTREAM-MAP-", name, _transform(ops.map_fn(mapper))))
+
+    def map_values(
+        self, mapper: Callable[..., Any], *, with_key: bool = False, name: str | None = None
+    ) -> KStream:
+        """Replace each value by ``mapper(value)`` (``mapper(key, value)`` with ``with_key``)."""
+        node = self._add("KSTREAM-MAPVALUES-", name, _transform(ops.map_values_fn(mapper, with_key)))
+        return self._same_key(node, None)
+
+    def flat_map(
+        self, mapper: Callable[[Any, Any], Iterable[tuple[Any, Any]]], *, name: str | None = None
+    ) -> KStream:
+        """Replace each record by the zero or more ``(key, value)`` pairs of ``mapper``."""
+        return self._new_key(self._add("KSTREAM-FLATMAP-", name, _transform(ops.flat_map_fn(mapper))))
+
+    def flat_map_values(
+        self, mapper: Callable[..., Iterable[Any]], *, with_key: bool = False, name: str | None = None
+    ) -> KStream:
+        """Replace each record by one record per value of ``mapper(value)``, same key."""
+        fn = ops.flat_map_values_fn(mapper, with_key)
+        return self._same_key(self._add("KSTREAM-FLATMAPVALUES-", name, _transform(fn)), None)
+
+    def select_key(self, mapper: Callable[[Any, Any], Any], *, name: str | None = None) -> KStream:
+        """Set each record's key to ``mapper(key, value)``; the value is kept."""
+        node = self._add("KSTREAM-KEY-SELECT-", name, _transform(ops.select_key_fn(mapper)))
+        return self._then(
+            node, key_serde=None, value_serde=self.value_serde, repartition_required=True
+        )
+
+    def peek(self, action: Callable[[Any, Any], None], *, name: str | None = None) -> KStream:
+        """Call ``action(key, value)`` for each record and pass the record on unchanged."""
+        node = self._add("KSTREAM-PEEK-", name, _transform(ops.peek_fn(action)))
+        return self._same_key(node, self.value_serde)
+
+    def foreach(self, action: Callable[[Any, Any], None], *, name: str | None = None) -> None:
+        """Call ``action(key, value)`` for each record; nothing follows."""
+        self._add("KSTREAM-FOREACH-", name, lambda: ops.Foreach(action))
+
+    def print(
+        self,
+        *,
+        label: str | None = None,
+        file: TextIO | None = None,
+        mapper: Callable[[Any, Any], str] | None = None,
+        name: str | None = None,
+    ) -> None:
+        """Print ``[label]: key, value`` per record to ``file`` (stdout by default)."""
+        node_name = name or self._builder.new_name("KSTREAM-PRINTER-")
+        fn = ops.print_fn(label or node_name, file, mapper)
+        self._add("", node_name, _transform(fn))
+
+    def split(self, *, name: str | None = None) -> BranchedKStream:
+        """Start routing records to named branches; see :class:`BranchedKStream`."""
+        from ._branched import BranchedKStream
+
+        return BranchedKStream(self, name or self._builder.new_name("KSTREAM-BRANCH-"), ())
+
+    def merge(self, other: KStream, *, name: str | None = None) -> KStream:
+        """One stream of the records of both; each side's order is kept."""
+        if other._builder is not self._builder:
+            raise TopologyBuildError("cannot merge streams of two different builders")
+        node = self._add(
+            "KSTREAM-MERGE-", name, _transform(ops.pass_through), parents=(self._node, other._node)
+        )
+        same = self.key_serde is other.key_serde, self.value_serde is other.value_serde
+        return self._then(
+            node,
+            key_serde=self.key_serde if same[0] else None,
+            value_serde=self.value_serde if same[1] else None,
+            repartition_required=self.repartition_required or other.repartition_required,
+        )
+
+    def repartition(
+        self,
+        *,
+        key_serde: Any = None,
+        value_serde: Any = None,
+        name: str | None = None,
+        num_partitions: int | None = None,
+        partitioner: StreamPartitioner | None = None,
+    ) -> KStream:
+        """Write to an internal topic and read it back, so records are partitioned by key.
+
+        Records with a ``None`` key cannot be partitioned by key and are dropped, as in
+        Kafka Streams.
+        """
+        ks = key_serde if key_serde is not None else self.key_serde
+        vs = value_serde if value_serde is not None else self.value_serde
+        node = RepartitionGraphNode(
+            name or self._builder.new_name("KSTREAM-REPARTITION-"),
+            (self._node,),
+            key_serde=ks,
+            value_serde=vs,
+            partitions=num_partitions,
+            partitioner=partitioner,
+            filter_supplier=_transform(ops.drop_null_keys),
+        )
+        self._builder.add_node(node)
+        return self._then(node, key_serde=ks, value_serde=vs, repartition_required=False)
+
+    def to(
+        self,
+        topic: str | TopicNameExtractor,
+        *,
+        key_serde: Any = None,
+        value_serde: Any = None,
+        partitioner: StreamPartitioner | None = None,
+        name: str | None = None,
+    ) -> None:
+        """Write every record to ``topic``, or to ``topic(key, value, timestamp)`` per record."""
+        node = SinkGraphNode(
+            name or self._builder.new_name("KSTREAM-SINK-"),
+            (self._node,),
+            topic=topic,
+            key_serde=key_serde if key_serde is not None else self.key_serde,
+            value_serde=value_serde if value_serde is not None else self.value_serde,
+            partitioner=partitioner,
+        )
+        self._builder.add_node(node)
+
+    def process(
+        self, supplier: ProcessorSupplier, *store_names: str, name: str | None = None
+    ) -> KStream:
+        """Run a processor-API processor (``supplier()`` per task), connected to stores."""
+        node = self._add("KSTREAM-PROCESSOR-", name, supplier, store_names=tuple(store_names))
+        return self._new_key(node)
