@@ -61,6 +61,18 @@ def wrap_segmented(raw: SegmentedBytesStore, stack: str, cache_size: int = 1000)
     return MeteredSegmentedStore(CachingSegmentedStore(ChangeLoggingSegmentedStore(raw), cache_size))
 
 
+class Stacks:
+    """Hands the stack helpers to tests that build stores themselves (property tests)."""
+
+    wrap_kv = staticmethod(wrap_kv)
+    wrap_segmented = staticmethod(wrap_segmented)
+
+
+@pytest.fixture
+def stacks() -> type[Stacks]:
+    return Stacks
+
+
 @pytest.fixture
 def kv_factory(
     backend: str, stack: str, context: StoreTestContext
