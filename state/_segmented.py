@@ -178,18 +178,33 @@ class SegmentedStore:
             table.put(binary, value)
 
     def put_all_raw(self, entries: Iterable[tuple[bytes, bytes | None]]) -> None:
-        """Group entries by segment and write each group as one batch."""
-        groups: dict[int, list[tuple[bytes, bytes | None]]] = {}
+        """Advance stream time to the batch's latest time once, then write each live
+        segment's share of the batch as one write batch."""
+        if self._lifecycle.state is not _OPEN:
+            self._lifecycle.check_open()
         segment_time = self.schema.segment_time
-        for binary, value in entries:
-            time = segment_time(binary)
-            if self._writable(time) is None:
+        timed = [(segment_time(binary), binary, value) for binary, value in entries]
+        if not timed:
+            return
+        latest = max(t for t, _, _ in timed)
+        stream_time = self._context.stream_time  # type: ignore[union-attr]
+        self._advance(latest if latest > stream_time else stream_time)
+        horizon = self._observed - self.retention
+        interval = self.segment_interval
+        groups: dict[int, list[tuple[bytes, bytes | None]]] = {}
+        for time, binary, value in timed:
+            if time <= horizon:
+                self.expired_writes += 1
                 continue
-            groups.setdefault(time // self.segment_interval, []).append((binary, value))
+            group = groups.get(time // interval)
+            if group is None:
+                group = groups[time // interval] = []
+            group.append((binary, value))
         for segment, group in groups.items():
             table = self._segments.get(segment)
-            if table is not None:  # a later entry in this batch may have expired it
-                table.write(group)
+            if table is None:
+                table = self._segments[segment] = self._backend.table(f"{_PREFIX}{segment}")
+            table.write(group)
 
     def restore_batch(self, records: Iterable[ChangeRecord]) -> None:
         self.put_all_raw(records)

@@ -15,6 +15,7 @@ from state import (
     Window,
     Windowed,
 )
+from state._metered import LATENCY_SAMPLE
 
 
 def stack(context: StoreTestContext, cache_size: int = 100) -> tuple[CachingKeyValueStore, InMemoryKeyValueStore]:
@@ -122,14 +123,16 @@ def test_restore_invalidates_cached_keys(context: StoreTestContext) -> None:
 def test_metrics_count_and_time_operations(context: StoreTestContext) -> None:
     store = MeteredKeyValueStore(InMemoryKeyValueStore("kv"))
     store.init(context)
-    store.put(b"a", b"1")
-    store.put(b"b", b"1")
-    store.get(b"a")
-    assert list(store.range(b"a", b"b")) == [(b"a", b"1"), (b"b", b"1")]
+    for i in range(40):
+        store.put(bytes([i]), b"1")
+    store.get(b"\x00")
+    assert len(list(store.range(b"\x00", b"\x01"))) == 2
     store.restore_batch([(b"c", b"1")])
     m = store.metrics
-    assert (m.put.count, m.get.count, m.range.count, m.restored_records) == (2, 1, 1, 1)
+    assert (m.put.count, m.get.count, m.range.count, m.restored_records) == (40, 1, 1, 1)
+    assert m.put.timed == 40 // LATENCY_SAMPLE  # point operations are timed by sampling
     assert m.put.total_ns > 0 and m.put.max_ns >= m.put.mean_ns > 0
+    assert m.range.timed == 1 and m.range.total_ns > 0
     assert m.snapshot()["get"]["count"] == 1
 
 
