@@ -137,6 +137,7 @@ class TaskExecutor:
 
     def process(self, records: Iterable[ConsumedRecord]) -> None:
         """Process consumed records of any partitions, in the order given."""
+        self._lifecycle.require(TaskState.RUNNING)
         for (topic, partition), run in groupby(records, key=_topic_partition):
             self.process_partition(topic, partition, list(run))
 

@@ -16,6 +16,9 @@ class TestRecord(NamedTuple):
     headers: Headers = NO_HEADERS
 
 
+TestRecord.__test__ = False  # type: ignore[attr-defined]  # not a pytest test class
+
+
 class ChangelogEntry(NamedTuple):
     """One write a store reported through ``log_change``, in bytes."""
 

@@ -1,0 +1,15 @@
+import dsl
+
+
+def test_dsl_public_surface_is_pinned() -> None:
+    assert sorted(dsl.__all__) == [
+        "BranchedKStream", "DeserializationError", "DslError", "KStream", "Serde",
+        "SerdeError", "Serdes", "SerializationError", "StreamsBuilder", "TopologyBuildError",
+    ]
+    for name in dsl.__all__:
+        assert hasattr(dsl, name)
+
+
+def test_errors_share_one_root_and_are_not_retriable() -> None:
+    for error in (dsl.SerdeError, dsl.SerializationError, dsl.DeserializationError, dsl.TopologyBuildError):
+        assert issubclass(error, dsl.DslError) and error.retriable is False

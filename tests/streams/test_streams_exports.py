@@ -1,0 +1,35 @@
+import streams
+import streams.testing
+
+
+def test_streams_public_surface_is_pinned() -> None:
+    assert sorted(streams.__all__) == [
+        "BatchProcessor", "Cancellable", "ConfigError", "ConsumedRecord",
+        "DeadLetterQueueHandler", "DeserializationAction", "DeserializationHandler",
+        "DeserializationResponse", "Deserializer", "Headers", "IllegalStateTransition",
+        "KeyValue", "LogAndContinueHandler", "LogAndFailHandler", "NoOutputRecordError",
+        "NodeDescription", "ProcessingError", "Processor", "ProcessorContext",
+        "ProcessorSupplier", "ProducedRecord", "PunctuationType", "Rec", "Record",
+        "RecordDeserializationError", "RecordMetadata", "Serializer", "StateStore",
+        "StateStoreContext", "StateStoreError", "StoreBuilder", "StreamPartitioner",
+        "StreamsConfig", "StreamsError", "Subtopology", "SubtopologyDescription",
+        "TaskExecutor", "TaskState", "TimestampExtractor", "TopicNameExtractor", "Topology",
+        "TopologyDescription", "TopologyError",
+    ]
+    for name in streams.__all__:
+        assert hasattr(streams, name), name
+
+
+def test_testing_public_surface_is_pinned() -> None:
+    assert sorted(streams.testing.__all__) == [
+        "ChangelogEntry", "TestInputTopic", "TestOutputTopic", "TestRecord", "TopologyTestDriver",
+    ]
+
+
+def test_every_error_descends_from_the_root_and_says_if_retriable() -> None:
+    errors = [getattr(streams, n) for n in streams.__all__ if n.endswith(("Error", "Transition"))]
+    assert len(errors) >= 7
+    for error in errors:
+        assert issubclass(error, streams.StreamsError)
+        assert error.retriable is False
+    assert issubclass(streams.NoOutputRecordError, LookupError)
