@@ -396,7 +396,7 @@ def encode_batch(
     body = bytearray()
     previous_delta = -1
     base_timestamp = records[0].timestamp if records else -1
-    max_timestamp = -1
+    max_timestamp = base_timestamp
     for record in records:
         offset_delta = record.offset - base_offset
         if offset_delta <= previous_delta:

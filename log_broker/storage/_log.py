@@ -87,6 +87,7 @@ class PartitionLog:
         self._state = LogState.OPEN
         self._lock = threading.Lock()
         self._sync_lock = threading.Lock()
+        self._checkpoint_lock = threading.Lock()
         self._dirty: set[LogSegment] = set()  # written since the last sync began
         self._dir_dirty = False  # segment files created since the last sync began
         self._syncing = False
@@ -335,11 +336,13 @@ class PartitionLog:
             self._check_open()
             if offset > self._log_end_offset:
                 raise OffsetOutOfRangeError(offset, self._log_start_offset, self._log_end_offset)
-            if offset > self._log_start_offset:
+            moved = offset > self._log_start_offset
+            if moved:
                 self._log_start_offset = offset
                 self._remove_front(self._count_below_start())
-                write_offset(self.directory / LOG_START_FILE, offset)
-            return self._log_start_offset
+        if moved:
+            self._persist_log_start()
+        return max(offset, self._log_start_offset)
 
     def apply_retention(self, now_ms: int) -> int:
         """Delete the oldest closed segments past retention.ms (by their largest
@@ -366,12 +369,21 @@ class PartitionLog:
                     excess -= segment.size
                     by_size += 1
                 count = max(count, by_size)
+            moved = False
             if count:
                 self._remove_front(count)
                 if self._bases[0] > self._log_start_offset:
                     self._log_start_offset = self._bases[0]
-                    write_offset(self.directory / LOG_START_FILE, self._log_start_offset)
-            return count
+                    moved = True
+        if moved:
+            self._persist_log_start()
+        return count
+
+    def _persist_log_start(self) -> None:
+        # Outside the main lock: an fsync must not stall appends. The checkpoint lock
+        # keeps two writers from sharing the temporary file; each writes the latest value.
+        with self._checkpoint_lock:
+            write_offset(self.directory / LOG_START_FILE, self._log_start_offset)
 
     def _count_below_start(self) -> int:
         # Closed segments whose successor starts at or below the log start hold nothing
@@ -431,9 +443,10 @@ class PartitionLog:
                 self._flushed_offset = max(self._flushed_offset, target)
 
     def _write_recovery_point(self, base_offset: int) -> None:
-        if base_offset != self._recovery_base:
-            write_offset(self.directory / RECOVERY_POINT_FILE, base_offset)
-            self._recovery_base = base_offset
+        with self._checkpoint_lock:
+            if base_offset != self._recovery_base:
+                write_offset(self.directory / RECOVERY_POINT_FILE, base_offset)
+                self._recovery_base = base_offset
 
     # ------------------------------------------------------------------ lifetime
 

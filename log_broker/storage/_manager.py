@@ -2,7 +2,8 @@
 
 Layout of the data directory::
 
-    .topics/<name>.json     topic id, partition count and config overrides
+    .topics/<topic id>.json name, partition count and config overrides (named by id:
+                            a 249-character topic name leaves no room for a suffix)
     <name>-<partition>/     one PartitionLog per partition
 
 A topic exists exactly when its JSON file does: creation writes it (atomically) before
@@ -164,10 +165,10 @@ class LogManager:
             "partitions": len(topic.partitions) if partitions is None else partitions,
             "overrides": topic.overrides,
         }
-        write_atomically(self._meta_path(topic.name), orjson.dumps(meta, option=orjson.OPT_INDENT_2))
+        write_atomically(self._meta_path(topic), orjson.dumps(meta, option=orjson.OPT_INDENT_2))
 
-    def _meta_path(self, name: str) -> Path:
-        return self.data_dir / TOPICS_DIR / f"{name}.json"
+    def _meta_path(self, topic: Topic) -> Path:
+        return self.data_dir / TOPICS_DIR / f"{topic.topic_id}.json"
 
     # ------------------------------------------------------------------ topics
 
@@ -210,7 +211,7 @@ class LogManager:
             except BaseException:
                 for log in topic.partitions:
                     log.delete()
-                self._meta_path(name).unlink(missing_ok=True)
+                self._meta_path(topic).unlink(missing_ok=True)
                 raise
             self._topics[name] = topic
             return topic
@@ -237,7 +238,7 @@ class LogManager:
         with self._lock:
             topic = self._topic(name)
             del self._topics[name]
-            self._meta_path(name).unlink(missing_ok=True)
+            self._meta_path(topic).unlink(missing_ok=True)
             fsync_dir(self.data_dir / TOPICS_DIR)
         for log in topic.partitions:
             log.delete()

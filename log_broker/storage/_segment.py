@@ -28,6 +28,7 @@ class LogSegment:
     __slots__ = (
         "_bytes_since_index",
         "_index_interval",
+        "_indexes_existed",
         "_max_timestamp_offset",
         "base_offset",
         "fd",
@@ -43,6 +44,10 @@ class LogSegment:
     def __init__(self, directory: Path, base_offset: int, index_interval: int) -> None:
         self.base_offset = base_offset
         self.path = directory / f"{segment_name(base_offset)}.log"
+        # A missing index of an existing segment means rebuild, not "no entries".
+        self._indexes_existed = all(
+            self.path.with_suffix(suffix).exists() for suffix in (".index", ".timeindex")
+        )
         self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             self.offset_index = OffsetIndex(self.path.with_suffix(".index"))
@@ -189,6 +194,8 @@ class LogSegment:
         the batches after the last index entry to learn the end offset and timestamps.
         False if an index is damaged or disagrees with the data (rebuild instead)."""
         self.size = os.fstat(self.fd).st_size
+        if self.size and not self._indexes_existed:
+            return False
         if not self.offset_index.load(self.size):
             return False
         index = self.offset_index
@@ -199,6 +206,8 @@ class LogSegment:
                 header.base_offset != self.base_offset + index.offsets[-1]
             ):
                 return False  # the entry does not point at the batch it names
+            if header.position - start > self._index_interval:
+                return False  # this batch should have had an entry: index incomplete
             if header.max_timestamp > self.max_timestamp:
                 self.max_timestamp = header.max_timestamp
                 self._max_timestamp_offset = header.base_offset

@@ -1,0 +1,201 @@
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from storage_batches import all_records, batch, open_log
+
+from log_broker.storage import GroupSyncer, KafkaStorageError, PartitionLog
+
+
+@pytest.fixture
+def fsync_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts every os.fsync made (by any thread) while the test runs."""
+    calls: list[int] = []
+    real = os.fsync
+
+    def counting(fd: int) -> None:
+        calls.append(fd)
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", counting)
+    return calls
+
+
+async def _produce(syncer: GroupSyncer, log: PartitionLog, delay: float = 0.0) -> int:
+    if delay:
+        await asyncio.sleep(delay)
+    end = log.append(batch(2), now_ms=0).last_offset + 1
+    await syncer.sync(log)
+    assert log.flushed_offset >= end  # the promise: durable before we answer
+    return end
+
+
+async def test_concurrent_requests_share_fsyncs(tmp_path: Path, fsync_calls: list[int]) -> None:
+    log = open_log(tmp_path)
+    fsync_calls.clear()  # opening syncs what it created
+    syncer = GroupSyncer()
+    requests = 200
+    await asyncio.gather(*(_produce(syncer, log) for _ in range(requests)))
+    # All 200 were appended before the first round began: one round, one log sync
+    # (data file and its two indexes, plus the directory once).
+    assert syncer.fsyncs == 1 and syncer.rounds == 1
+    assert len(fsync_calls) <= 4
+    assert log.flushed_offset == log.log_end_offset == 2 * requests
+    syncer.close()
+    log.close()
+
+
+async def test_staggered_requests_still_coalesce(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    real_sync = log.sync
+
+    def disk_like_sync() -> None:
+        time.sleep(0.002)  # a disk's fsync latency, whatever backs the test directory
+        real_sync()
+
+    log.sync = disk_like_sync  # type: ignore[method-assign]
+    syncer = GroupSyncer()
+    rng = random.Random(7)
+    requests = 300
+    await asyncio.gather(
+        *(_produce(syncer, log, rng.uniform(0, 0.02)) for _ in range(requests))
+    )
+    # Arrivals span ~20 ms and a round takes >= 2 ms: about ten rounds, not 300.
+    assert syncer.fsyncs <= syncer.rounds <= 30, (syncer.fsyncs, syncer.rounds)
+    assert log.flushed_offset == log.log_end_offset
+    syncer.close()
+    log.close()
+
+
+async def test_one_round_syncs_each_waiting_log_once(tmp_path: Path) -> None:
+    logs = [open_log(tmp_path / str(i)) for i in range(5)]
+    syncer = GroupSyncer()
+    await asyncio.gather(*(_produce(syncer, log) for log in logs for _ in range(20)))
+    assert syncer.fsyncs == 5 and syncer.rounds == 1
+    syncer.close()
+    for log in logs:
+        log.close()
+
+
+async def test_requests_during_a_round_wait_for_the_next(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    syncer = GroupSyncer()
+    started, release = threading.Event(), threading.Event()
+    real_sync = log.sync
+
+    def slow_sync() -> None:
+        started.set()
+        release.wait(5)
+        real_sync()
+
+    log.sync = slow_sync  # type: ignore[method-assign]
+    first = asyncio.ensure_future(_produce(syncer, log))
+    await asyncio.to_thread(started.wait, 5)
+    # Appended while the first round's fsync is under way: needs another round.
+    second = asyncio.ensure_future(_produce(syncer, log))
+    await asyncio.sleep(0.01)
+    assert not second.done()
+    release.set()
+    assert await first == 2 and await second == 4
+    assert syncer.rounds == 2
+    syncer.close()
+    log.close()
+
+
+async def test_already_flushed_and_disabled_need_no_fsync(
+    tmp_path: Path, fsync_calls: list[int]
+) -> None:
+    log = open_log(tmp_path)
+    log.append(batch(1), now_ms=0)
+    log.sync()
+    fsync_calls.clear()
+    syncer = GroupSyncer()
+    await syncer.sync(log)
+    off = GroupSyncer(enabled=False)
+    log.append(batch(1), now_ms=0)
+    await off.sync(log)
+    assert fsync_calls == [] and syncer.rounds == 0
+    assert log.flushed_offset == 1  # never mind: --fsync never promises nothing
+    log.close()
+
+
+async def test_fsync_failure_reaches_every_waiter(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    syncer = GroupSyncer()
+
+    def broken() -> None:
+        raise OSError(5, "Input/output error")
+
+    log.sync = broken  # type: ignore[method-assign]
+    results = await asyncio.gather(
+        *(_produce(syncer, log) for _ in range(3)), return_exceptions=True
+    )
+    assert all(isinstance(r, KafkaStorageError) and r.retriable for r in results)
+    syncer.close()
+    log.close()
+
+
+def test_sync_from_a_thread_while_appending(tmp_path: Path) -> None:
+    log = open_log(tmp_path, segment_bytes=len(batch(2)) * 5)
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def syncing() -> None:
+        try:
+            while not stop.is_set():
+                before = log.log_end_offset
+                log.sync()
+                assert log.flushed_offset >= before
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    worker = threading.Thread(target=syncing)
+    worker.start()
+    try:
+        for _ in range(300):
+            log.append(batch(2), now_ms=0)
+    finally:
+        stop.set()
+        worker.join()
+    assert errors == []
+    log.sync()
+    assert log.flushed_offset == log.log_end_offset == 600
+    assert [r.offset for r in all_records(log)] == list(range(600))
+    log.close()
+
+
+def test_files_removed_during_a_sync_are_closed_after_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = open_log(tmp_path, segment_bytes=len(batch(2)), retention_bytes=0)
+    for _ in range(4):
+        log.append(batch(2), now_ms=0)
+    oldest_fd = log._segments[0].fd
+    inside, release = threading.Event(), threading.Event()
+    real: Callable[[int], None] = os.fsync
+
+    def blocking(fd: int) -> None:
+        if threading.current_thread() is worker:
+            inside.set()
+            release.wait(5)
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", blocking)
+    worker = threading.Thread(target=log.sync)
+    worker.start()
+    assert inside.wait(5)
+    assert log.apply_retention(0) == 3  # deletes segments the sync is holding
+    os.fstat(oldest_fd)  # still open: the sync may be fsyncing it
+    release.set()
+    worker.join()
+    with pytest.raises(OSError):
+        os.fstat(oldest_fd)
+    assert log.flushed_offset == 8
+    log.close()
