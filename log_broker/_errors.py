@@ -1,0 +1,28 @@
+"""Errors of the broker's server side.
+
+    BrokerError                      root; ``retriable`` says whether a retry can succeed
+    +-- MalformedRequestError        bytes that do not decode as the request they claim
+    +-- FrameTooLargeError           a size prefix beyond socket.request.max.bytes
+    +-- UnsupportedRequestError      an API key or version this broker does not serve
+
+Storage errors have their own root in ``log_broker.storage``; handlers translate both
+kinds into Kafka error codes where they answer a client.
+"""
+
+from __future__ import annotations
+
+
+class BrokerError(Exception):
+    retriable = False
+
+
+class MalformedRequestError(BrokerError):
+    pass
+
+
+class FrameTooLargeError(BrokerError):
+    pass
+
+
+class UnsupportedRequestError(BrokerError):
+    pass

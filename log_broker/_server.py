@@ -1,0 +1,136 @@
+"""One client connection: read frames, run handlers, write responses in request order.
+
+Requests are read as fast as the client pipelines them (up to a bound) and each runs as
+its own task, so a produce waiting for its fsync does not hold up the next produce on
+the same connection; responses still go out strictly in request order, as the protocol
+requires.
+
+Bad input never takes more than its own connection down:
+- a size prefix that is negative or above ``socket.request.max.bytes`` closes the
+  connection before anything of that size is allocated;
+- bytes that do not decode as the request they claim close the connection;
+- an API or version the broker does not serve closes the connection, as Kafka does,
+  except ApiVersions, which is answered (in v0) with UNSUPPORTED_VERSION and the
+  supported ranges so the client can pick a version.
+Each of these is logged on one line with the peer's address.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from ._errors import BrokerError, FrameTooLargeError, UnsupportedRequestError
+from ._router import Router
+from ._state import BrokerState
+from ._wire import API_VERSIONS_KEY, decode_request, encode_response, peek_header
+from .handlers.api_versions import versions_response
+
+log = logging.getLogger("headrace.broker")
+
+_SIZE = struct.Struct(">i")
+_CLOSE = object()
+
+
+class Connection:
+    def __init__(self, state: BrokerState, router: Router, reader: asyncio.StreamReader,
+                 writer: asyncio.StreamWriter) -> None:
+        self._state = state
+        self._router = router
+        self._reader = reader
+        self._writer = writer
+        self._peer = writer.get_extra_info("peername")
+        limit = state.config.max_in_flight_per_connection
+        self._pending: asyncio.Queue[Any] = asyncio.Queue(maxsize=limit)
+
+    async def serve(self) -> None:
+        """Serve until the client leaves or misbehaves, then close the socket.
+
+        When reading stops, responses already owed are still written; when writing stops
+        (peer gone, handler bug), reading stops too.
+        """
+        reading = asyncio.create_task(self._read_requests())
+        responding = asyncio.create_task(self._respond())
+        try:
+            await asyncio.wait({reading, responding}, return_when=asyncio.FIRST_COMPLETED)
+            if reading.done():
+                await self._pending.put(_CLOSE)
+                await responding
+            else:
+                reading.cancel()
+                self._cancel_pending()
+        finally:
+            for task in (reading, responding):
+                task.cancel()
+            self._writer.close()
+
+    async def _read_requests(self) -> None:
+        try:
+            await self._read_frames()
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        except BrokerError as exc:
+            log.warning("closing connection from %s: %s", self._peer, exc)
+
+    async def _read_frames(self) -> None:
+        max_bytes = self._state.config.socket_request_max_bytes
+        while True:
+            size_bytes = await self._reader.readexactly(4)
+            (size,) = _SIZE.unpack(size_bytes)
+            if size < 0 or size > max_bytes:
+                raise FrameTooLargeError(
+                    f"request size {size} outside 0..{max_bytes} (socket.request.max.bytes)")
+            frame = await self._reader.readexactly(size)
+            await self._pending.put(self._start(frame))
+
+    def _start(self, frame: bytes) -> asyncio.Future[bytes | None]:
+        api_key, api_version, correlation_id = peek_header(frame)
+        route = self._router.get(api_key)
+        if route is None:
+            raise UnsupportedRequestError(f"unknown api key {api_key}")
+        if not route.supports(api_version):
+            if api_key != API_VERSIONS_KEY:
+                raise UnsupportedRequestError(
+                    f"api key {api_key} version {api_version} not in"
+                    f" {route.min_version}..{route.max_version}")
+            body = versions_response(self._router, 0, ErrorCode.unsupported_version)
+            done: asyncio.Future[bytes | None] = asyncio.get_running_loop().create_future()
+            done.set_result(encode_response(api_key, 0, correlation_id, body))
+            return done
+        request = decode_request(frame)
+
+        async def run() -> bytes | None:
+            response = await route.handle(self._state, request)
+            if response is None:
+                return None
+            return encode_response(api_key, api_version, correlation_id, response)
+
+        return asyncio.ensure_future(run())
+
+    async def _respond(self) -> None:
+        while True:
+            item = await self._pending.get()
+            if item is _CLOSE:
+                return
+            try:
+                data = await item
+            except Exception:
+                log.exception("handler failed for a request from %s; closing", self._peer)
+                return
+            if data is not None:
+                self._writer.write(data)
+                try:
+                    await self._writer.drain()
+                except ConnectionError:
+                    return
+
+    def _cancel_pending(self) -> None:
+        while not self._pending.empty():
+            item = self._pending.get_nowait()
+            if item is not _CLOSE:
+                item.cancel()
+

@@ -1,0 +1,34 @@
+"""What every request handler may reach: settings, logs, and the broker's services."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from transactions import ProducerIdAllocator
+
+from ._config import BrokerConfig
+from ._notify import AppendNotifier
+from .storage import GroupSyncer, LogManager, PartitionLog, Topic
+
+
+@dataclass(eq=False)
+class BrokerState:
+    config: BrokerConfig
+    logs: LogManager
+    syncer: GroupSyncer
+    producer_ids: ProducerIdAllocator
+    cluster_id: str
+    notifier: AppendNotifier = field(default_factory=AppendNotifier)
+
+    def topic(self, name: str, *, auto_create: bool) -> Topic | None:
+        """The topic, created with broker defaults when allowed and missing.
+
+        Raises storage's InvalidTopicError for a name that could never be created.
+        """
+        topic = self.logs.topics().get(name)
+        if topic is None and auto_create and self.config.auto_create_topics_enable:
+            topic = self.logs.create_topic(name, self.config.num_partitions, {})
+        return topic
+
+    def partition_log(self, name: str, partition: int) -> PartitionLog | None:
+        return self.logs.get_log(name, partition)

@@ -1,0 +1,110 @@
+"""Kafka request/response framing on top of kio's codecs. Bytes in, objects out: no I/O.
+
+A frame on the wire is ``size:int32`` followed by ``size`` bytes. A request frame holds a
+request header then the body; a response frame holds a response header then the body.
+Which header version goes with which body:
+
+1. Request header v2 (with tagged fields) when the request body's schema is flexible,
+   v1 otherwise.
+2. Response header v1 when the response body is flexible, v0 otherwise, except
+   ApiVersions, whose response always uses header v0 so that a client that does not yet
+   know the broker's versions can read it.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+from dataclasses import dataclass
+from functools import cache
+from types import ModuleType
+from typing import Any
+
+from kio.index import load_payload_module, load_request_schema, load_response_schema
+from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
+from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
+from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
+from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeaderV1
+from kio.serial import entity_reader, entity_writer
+from kio.static.constants import EntityType
+
+from ._errors import MalformedRequestError
+
+API_VERSIONS_KEY = 18
+_KEY_AND_VERSION = struct.Struct(">hhi")
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    body: Any
+
+
+def peek_header(frame: bytes | memoryview) -> tuple[int, int, int]:
+    """Return (api_key, api_version, correlation_id) without decoding the rest."""
+    if len(frame) < _KEY_AND_VERSION.size:
+        raise MalformedRequestError(f"request of {len(frame)} bytes is shorter than a header")
+    api_key, api_version, correlation_id = _KEY_AND_VERSION.unpack_from(frame, 0)
+    return api_key, api_version, correlation_id
+
+
+@cache
+def _request_codec(api_key: int, api_version: int) -> tuple[Any, Any]:
+    schema = load_request_schema(api_key, api_version)
+    header = RequestHeaderV2 if schema.__flexible__ else RequestHeaderV1
+    return entity_reader(header), entity_reader(schema)
+
+
+@cache
+def _response_writers(api_key: int, api_version: int) -> tuple[Any, Any, Any]:
+    schema = load_response_schema(api_key, api_version)
+    if schema.__flexible__ and api_key != API_VERSIONS_KEY:
+        header: Any = ResponseHeaderV1
+    else:
+        header = ResponseHeaderV0
+    return header, entity_writer(header), entity_writer(schema)
+
+
+@cache
+def response_module(api_key: int, api_version: int) -> ModuleType:
+    """The kio module holding the response entities of one API version."""
+    return load_payload_module(api_key, api_version, EntityType.response)
+
+
+def decode_request(frame: bytes) -> Request:
+    """Decode one request frame (without its size prefix).
+
+    Raises MalformedRequestError when the bytes do not parse as the schema the header
+    names, or when bytes are left over.
+    """
+    api_key, api_version, _ = peek_header(frame)
+    header_reader, body_reader = _request_codec(api_key, api_version)
+    try:
+        header, header_size = header_reader(frame, 0)
+        body, body_size = body_reader(frame, header_size)
+    except Exception as exc:  # kio raises several types for truncated or garbled input
+        raise MalformedRequestError(
+            f"api {api_key} v{api_version}: cannot decode request: {exc!r}"
+        ) from exc
+    if header_size + body_size != len(frame):
+        raise MalformedRequestError(
+            f"api {api_key} v{api_version}: {len(frame) - header_size - body_size}"
+            " trailing bytes after the request"
+        )
+    return Request(api_key, api_version, header.correlation_id, header.client_id, body)
+
+
+def encode_response(api_key: int, api_version: int, correlation_id: int, body: Any) -> bytes:
+    """Encode a response frame, size prefix included."""
+    header_cls, write_header, write_body = _response_writers(api_key, api_version)
+    buffer = io.BytesIO()
+    buffer.write(b"\0\0\0\0")
+    write_header(buffer, header_cls(correlation_id=correlation_id))
+    write_body(buffer, body)
+    out = buffer.getbuffer()
+    struct.pack_into(">i", out, 0, len(out) - 4)
+    del out
+    return buffer.getvalue()

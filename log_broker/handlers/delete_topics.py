@@ -1,0 +1,30 @@
+"""DeleteTopics (key 20)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from .._entities import NO_THROTTLE, make
+from .._router import Route
+from .._state import BrokerState
+from .._wire import Request, response_module
+
+API_KEY = 20
+
+
+async def handle(state: BrokerState, request: Request) -> Any:
+    m = response_module(API_KEY, request.api_version)
+    results = []
+    for name in request.body.topic_names:
+        if name in state.logs.topics():
+            state.logs.delete_topic(name)
+            error = ErrorCode.none
+        else:
+            error = ErrorCode.unknown_topic_or_partition
+        results.append(make(m.DeletableTopicResult, name=name, error_code=error))
+    return make(m.DeleteTopicsResponse, throttle_time=NO_THROTTLE, responses=tuple(results))
+
+
+ROUTE = Route(API_KEY, 1, 3, handle)

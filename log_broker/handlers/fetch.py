@@ -1,0 +1,93 @@
+"""Fetch (key 1): byte ranges of segment files, with long polling and size limits.
+
+Order of work for one request:
+1. Read every requested partition from its fetch offset, bounded by the high watermark,
+   ``partition_max_bytes`` and what is left of ``max_bytes``. As in KIP-74, the first
+   partition that has data always gets at least one whole batch, even a batch larger
+   than the limits, so a consumer can never be stuck behind a big batch; later
+   partitions get only what fits.
+2. If fewer than ``min_bytes`` came back and there was no error, wait for an append to
+   any requested partition (or ``max_wait``), then read again.
+Fetch sessions (KIP-227) are not offered: session id 0 tells clients to send full
+requests every time.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from .. import storage
+from .._entities import NO_THROTTLE, make
+from .._router import Route
+from .._state import BrokerState
+from .._wire import Request, response_module
+
+API_KEY = 1
+
+
+def _read_all(state: BrokerState, m: Any, body: Any) -> tuple[list[Any], int, bool]:
+    remaining = body.max_bytes if body.max_bytes > 0 else 2**31 - 1
+    total = 0
+    errors = False
+    topics = []
+    for fetch_topic in body.topics:
+        partitions = []
+        for p in fetch_topic.partitions:
+            log = state.partition_log(fetch_topic.topic, p.partition)
+            if log is None:
+                errors = True
+                partitions.append(_empty(m, p.partition, ErrorCode.unknown_topic_or_partition))
+                continue
+            high_watermark = log.log_end_offset
+            limit = min(p.partition_max_bytes, remaining)
+            try:
+                if limit <= 0 and total > 0:
+                    records = b""
+                else:
+                    records = log.read(p.fetch_offset, max(limit, 1), upper_bound=high_watermark)
+                    if total > 0 and len(records) > limit:
+                        records = b""  # only the first partition may exceed the limits
+            except storage.OffsetOutOfRangeError:
+                errors = True
+                partitions.append(_empty(m, p.partition, ErrorCode.offset_out_of_range,
+                                         high_watermark, log.log_start_offset))
+                continue
+            total += len(records)
+            remaining -= len(records)
+            partitions.append(make(
+                m.PartitionData, partition_index=p.partition, error_code=ErrorCode.none,
+                high_watermark=high_watermark, last_stable_offset=high_watermark,
+                log_start_offset=log.log_start_offset, aborted_transactions=(),
+                preferred_read_replica=-1, records=records))
+        topics.append(make(m.FetchableTopicResponse, topic=fetch_topic.topic,
+                           partitions=tuple(partitions)))
+    return topics, total, errors
+
+
+def _empty(m: Any, index: int, error: ErrorCode, high_watermark: int = -1,
+           log_start_offset: int = -1) -> Any:
+    return make(m.PartitionData, partition_index=index, error_code=error,
+                high_watermark=high_watermark, last_stable_offset=high_watermark,
+                log_start_offset=log_start_offset, aborted_transactions=None,
+                preferred_read_replica=-1, records=None)
+
+
+async def handle(state: BrokerState, request: Request) -> Any:
+    body = request.body
+    m = response_module(API_KEY, request.api_version)
+    deadline = time.monotonic() + body.max_wait.total_seconds()
+    wanted = [(t.topic, p.partition) for t in body.topics for p in t.partitions]
+    while True:
+        topics, total, errors = _read_all(state, m, body)
+        left = deadline - time.monotonic()
+        if total >= body.min_bytes or errors or left <= 0 or not wanted:
+            break
+        await state.notifier.wait(wanted, left)
+    return make(m.FetchResponse, throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
+                session_id=0, responses=tuple(topics))
+
+
+ROUTE = Route(API_KEY, 4, 11, handle)

@@ -1,0 +1,70 @@
+"""Metadata (key 3): this one broker leads every partition of every topic.
+
+Topics missing from a request are created when the request allows it (always before v4,
+by ``allow_auto_topic_creation`` from v4) and ``auto.create.topics.enable`` is on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from .. import storage
+from .._entities import NO_THROTTLE, make
+from .._router import Route
+from .._state import BrokerState
+from .._wire import Request, response_module
+from ._codes import error_code_for
+
+API_KEY = 3
+# "No authorized operations requested", Kafka's sentinel for these fields.
+_OPERATIONS_OMITTED = -(2**31)
+
+
+def _topic_entry(m: Any, state: BrokerState, name: str, auto_create: bool) -> Any:
+    node = state.config.node_id
+    try:
+        topic = state.topic(name, auto_create=auto_create)
+    except storage.StorageError as exc:
+        return make(m.MetadataResponseTopic, error_code=error_code_for(exc), name=name,
+                    topic_id=None, is_internal=False, partitions=(),
+                    topic_authorized_operations=_OPERATIONS_OMITTED)
+    if topic is None:
+        return make(m.MetadataResponseTopic, error_code=ErrorCode.unknown_topic_or_partition,
+                    name=name, topic_id=None, is_internal=False, partitions=(),
+                    topic_authorized_operations=_OPERATIONS_OMITTED)
+    partitions = tuple(
+        make(m.MetadataResponsePartition, error_code=ErrorCode.none, partition_index=index,
+             leader_id=node, leader_epoch=0, replica_nodes=(node,), isr_nodes=(node,),
+             offline_replicas=())
+        for index in range(len(topic.partitions))
+    )
+    return make(m.MetadataResponseTopic, error_code=ErrorCode.none, name=name,
+                topic_id=topic.topic_id, is_internal=name.startswith("__"),
+                partitions=partitions, topic_authorized_operations=_OPERATIONS_OMITTED)
+
+
+async def handle(state: BrokerState, request: Request) -> Any:
+    body, version = request.body, request.api_version
+    m = response_module(API_KEY, version)
+    if body.topics is None or (version == 0 and not body.topics):
+        names = sorted(state.logs.topics())
+        auto_create = False
+    else:
+        names = [t.name for t in body.topics]
+        auto_create = getattr(body, "allow_auto_topic_creation", True)
+    broker = make(m.MetadataResponseBroker, node_id=state.config.node_id,
+                  host=state.config.host, port=state.config.port, rack=None)
+    return make(
+        m.MetadataResponse,
+        throttle_time=NO_THROTTLE,
+        brokers=(broker,),
+        cluster_id=state.cluster_id,
+        controller_id=state.config.node_id,
+        topics=tuple(_topic_entry(m, state, name, auto_create) for name in names),
+        cluster_authorized_operations=_OPERATIONS_OMITTED,
+    )
+
+
+ROUTE = Route(API_KEY, 0, 8, handle)

@@ -1,0 +1,105 @@
+"""Produce (key 0): append record batches as they came, answer once they are durable.
+
+For each partition in the request, in request order:
+1. find the partition (creating the topic when auto-creation is on),
+2. ``PartitionLog.append`` validates every batch (header, CRC-32C) and patches base
+   offsets; a bad batch appends nothing and gets its error code,
+3. wake fetches waiting on that partition.
+Appends happen before the handler first awaits, so requests pipelined on a connection
+are appended in the order they were sent. Only then, for acks=1/all, wait for the group
+syncer to fsync every touched log; one fsync round covers many requests. acks=0 gets no
+response at all, as the protocol says.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from .. import storage
+from .._entities import NO_THROTTLE, make
+from .._router import Route
+from .._state import BrokerState
+from .._wire import Request, response_module
+from ._codes import error_code_for
+
+API_KEY = 0
+
+
+def _partition_result(m: Any, index: int, error: ErrorCode, base_offset: int = -1,
+                      log_start_offset: int = -1, append_time_ms: int = -1,
+                      message: str | None = None) -> Any:
+    append_time = (
+        datetime.fromtimestamp(append_time_ms / 1000, UTC) if append_time_ms >= 0 else None
+    )
+    return make(m.PartitionProduceResponse, index=index, error_code=error,
+                base_offset=base_offset, log_append_time=append_time,
+                log_start_offset=log_start_offset, record_errors=(), error_message=message)
+
+
+async def handle(state: BrokerState, request: Request) -> Any:
+    body = request.body
+    m = response_module(API_KEY, request.api_version)
+    acks = body.acks
+    if acks not in (0, 1, -1):
+        refused = tuple(
+            make(m.TopicProduceResponse, name=t.name, partition_responses=tuple(
+                _partition_result(m, p.index, ErrorCode.invalid_required_acks)
+                for p in t.partition_data))
+            for t in body.topic_data
+        )
+        return make(m.ProduceResponse, responses=refused, throttle_time=NO_THROTTLE)
+
+    now_ms = int(time.time() * 1000)
+    touched: list[storage.PartitionLog] = []
+    responses: list[Any] = []
+    for topic_data in body.topic_data:
+        results = []
+        try:
+            topic = state.topic(topic_data.name, auto_create=True)
+        except storage.StorageError as exc:
+            topic, topic_error = None, error_code_for(exc)
+        else:
+            topic_error = ErrorCode.unknown_topic_or_partition
+        for part in topic_data.partition_data:
+            log = None
+            if topic is not None and 0 <= part.index < len(topic.partitions):
+                log = topic.partitions[part.index]
+            if log is None:
+                results.append(_partition_result(m, part.index, topic_error))
+                continue
+            try:
+                result = log.append(bytearray(part.records or b""), now_ms=now_ms)
+            except storage.StorageError as exc:
+                results.append(_partition_result(m, part.index, error_code_for(exc),
+                                                 message=str(exc)))
+                continue
+            touched.append(log)
+            state.notifier.notify((log.topic, log.partition))
+            results.append(_partition_result(
+                m, part.index, ErrorCode.none, result.base_offset, result.log_start_offset,
+                result.log_append_time_ms))
+        responses.append(make(m.TopicProduceResponse, name=topic_data.name,
+                              partition_responses=tuple(results)))
+
+    if acks == 0:
+        if touched:
+            _sync_in_background(state, touched)
+        return None
+    if touched:
+        await asyncio.gather(*(state.syncer.sync(log) for log in touched))
+    return make(m.ProduceResponse, responses=tuple(responses), throttle_time=NO_THROTTLE)
+
+
+def _sync_in_background(state: BrokerState, logs: list[storage.PartitionLog]) -> None:
+    # acks=0 promises nothing, but the bytes should still reach the disk soon.
+    for log in logs:
+        task = asyncio.ensure_future(state.syncer.sync(log))
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())
+
+
+ROUTE = Route(API_KEY, 3, 8, handle)

@@ -1,0 +1,140 @@
+"""Thousands of malformed, truncated and oversized requests against a running broker.
+
+The broker must stay up, keep its memory bounded, and keep serving a well-behaved
+client on another connection the whole time.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import psutil
+import pytest
+from brokerproc import BrokerProcess
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from kio.schema.api_versions.v3.request import ApiVersionsRequest
+from kio.schema.fetch.v11 import request as fetch
+from kio.schema.metadata.v8.request import MetadataRequest
+from kio.schema.produce.v8 import request as produce
+from rawkafka import encode, frame, record_batch
+
+VALID = [
+    encode(18, 3, ApiVersionsRequest(client_software_name="fuzz", client_software_version="1")),
+    encode(3, 8, MetadataRequest(topics=None, allow_auto_topic_creation=False,
+                                 include_cluster_authorized_operations=False,
+                                 include_topic_authorized_operations=False)),
+    encode(0, 8, produce.ProduceRequest(acks=-1, timeout=timedelta(seconds=5), topic_data=(
+        produce.TopicProduceData(name="fuzz", partition_data=(
+            produce.PartitionProduceData(index=0, records=record_batch([b"", b"v", b"vv"])),)),))),
+    encode(1, 11, fetch.FetchRequest(max_wait=timedelta(0), min_bytes=0, topics=(
+        fetch.FetchTopic(topic="fuzz", partitions=(fetch.FetchPartition(
+            partition=0, fetch_offset=0, partition_max_bytes=1 << 20),)),),
+        forgotten_topics_data=())),
+]
+
+
+def send_and_drain(port: int, data: bytes) -> None:
+    with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+        try:
+            s.sendall(data)
+            s.shutdown(socket.SHUT_WR)
+            while s.recv(65536):
+                pass
+        except (ConnectionError, TimeoutError, OSError):
+            pass
+
+
+def ask_api_versions(conn: socket.socket, correlation_id: int) -> None:
+    """A well-behaved client's request on its own long-lived connection."""
+    conn.sendall(frame(encode(18, 3, ApiVersionsRequest(client_software_name="good",
+                                                        client_software_version="1"),
+                              correlation_id)))
+    size = struct.unpack(">i", _recv_exact(conn, 4))[0]
+    body = _recv_exact(conn, size)
+    assert struct.unpack(">i", body[:4])[0] == correlation_id
+    assert struct.unpack(">h", body[4:6])[0] == 0  # no error
+
+
+def _recv_exact(conn: socket.socket, n: int) -> bytes:
+    chunks = b""
+    while len(chunks) < n:
+        chunk = conn.recv(n - len(chunks))
+        assert chunk, "connection closed"
+        chunks += chunk
+    return chunks
+
+
+
+
+@st.composite
+def bad_inputs(draw: st.DrawFn) -> bytes:
+    kind = draw(st.sampled_from(["random", "truncated", "flipped", "huge", "short-frame",
+                                 "bad-version", "tail"]))
+    valid = draw(st.sampled_from(VALID))
+    if kind == "random":
+        return frame(draw(st.binary(max_size=600)))
+    if kind == "truncated":
+        cut = draw(st.integers(0, len(valid) - 1))
+        return frame(valid[:cut])
+    if kind == "flipped":
+        data = bytearray(valid)
+        for _ in range(draw(st.integers(1, 8))):
+            pos = draw(st.integers(0, len(data) - 1))
+            data[pos] = draw(st.integers(0, 255))
+        return frame(bytes(data))
+    if kind == "huge":
+        size = draw(st.sampled_from([2**31 - 1, 200 * 2**20, -1, -(2**31)]))
+        return struct.pack(">i", size) + draw(st.binary(max_size=64))
+    if kind == "short-frame":  # the size prefix promises more than ever arrives
+        return struct.pack(">i", len(valid) + draw(st.integers(1, 1000))) + valid
+    if kind == "bad-version":
+        data = bytearray(valid)
+        struct.pack_into(">h", data, 2, draw(st.integers(-5, 200)))
+        return frame(bytes(data))
+    return frame(valid + draw(st.binary(min_size=1, max_size=50)))
+
+
+@pytest.mark.slow
+def test_fuzzed_requests_leave_broker_serving(tmp_path: Path) -> None:
+    with BrokerProcess(tmp_path / "data") as broker:
+        assert broker.proc is not None
+        process = psutil.Process(broker.proc.pid)
+        good = socket.create_connection(("127.0.0.1", broker.port), timeout=5)
+        ask_api_versions(good, 1)
+        rss_before = process.memory_info().rss
+        sent = {"n": 0}
+
+        @settings(max_examples=3000, deadline=None, database=None,
+                  suppress_health_check=list(HealthCheck))
+        @given(bad_inputs())
+        def attack(data: bytes) -> None:
+            send_and_drain(broker.port, data)
+            sent["n"] += 1
+            if sent["n"] % 100 == 0:
+                ask_api_versions(good, sent["n"])
+                assert broker.proc is not None and broker.proc.poll() is None
+
+        started = time.monotonic()
+        attack()
+        assert sent["n"] >= 2000
+        assert broker.proc.poll() is None, broker.log()
+        ask_api_versions(good, 10**6)
+        good.close()
+        growth = process.memory_info().rss - rss_before
+        assert growth < 64 * 2**20, f"broker grew by {growth / 2**20:.1f} MiB"
+
+        from kafka_clients import Confluent
+
+        client = Confluent()
+        client.create_topic(broker.bootstrap, "after-fuzz", 1)
+        client.produce(broker.bootstrap, "after-fuzz", [(b"k", b"still here")])
+        got = client.consume(broker.bootstrap, "after-fuzz", 1, 1)
+        assert [g.value for g in got] == [b"still here"]
+        assert "handler failed" not in broker.log_path.read_text()
+        print(f"{sent['n']} bad requests in {time.monotonic() - started:.1f}s,"
+              f" rss growth {growth / 2**20:.1f} MiB")

@@ -1,0 +1,49 @@
+"""Producer ids that stay unique across broker restarts.
+
+Ids are handed out from blocks. Before the first id of a block is given out, the end of
+the block is written durably (temp file, fsync, rename), so after a crash allocation
+resumes past every id that could have been issued, at the cost of skipping the unused
+rest of a block.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+BLOCK_SIZE = 1000
+
+
+class ProducerIdAllocator:
+    def __init__(self, path: Path, block_size: int = BLOCK_SIZE) -> None:
+        self._path = path
+        self._block_size = block_size
+        self._next = self._read_reserved_end()
+        self._reserved_end = self._next
+
+    def _read_reserved_end(self) -> int:
+        try:
+            return int(self._path.read_text().strip() or 0)
+        except FileNotFoundError:
+            return 0
+
+    def _reserve(self, end: int) -> None:
+        tmp = self._path.with_suffix(".tmp")
+        with open(tmp, "w") as f:
+            f.write(str(end))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self._path)
+        dir_fd = os.open(self._path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+        self._reserved_end = end
+
+    def allocate(self) -> int:
+        if self._next >= self._reserved_end:
+            self._reserve(self._next + self._block_size)
+        pid = self._next
+        self._next += 1
+        return pid
