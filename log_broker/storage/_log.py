@@ -5,10 +5,7 @@ Layout of ``<data_dir>/<topic>-<partition>/``::
     00000000000000000000.log         batches, exactly as produced but with offsets set
     00000000000000000000.index       sparse offset index
     00000000000000000000.timeindex   sparse time index
-    log-start-offset.checkpoint      log start moved by DeleteRecords or retention
-    recovery-point.checkpoint        base offset of the first segment that may hold
-                                     bytes not yet fsynced
-    .clean-shutdown                  present only between a clean close and the next open
+    (checkpoints and the clean-shutdown marker: see ``_recovery``)
 
 Threads: the event loop appends and reads; ``sync`` runs in a worker thread; retention
 may run in another. One lock guards the segment list and offsets (held for an append or
@@ -27,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import _records
-from ._checkpoint import fsync_dir, read_offset, write_atomically, write_offset
+from ._checkpoint import fsync_dir, write_atomically, write_offset
 from ._config import TopicConfig
 from ._errors import (
     InvalidRecordError,
@@ -36,11 +33,15 @@ from ._errors import (
     OffsetOutOfRangeError,
     RecordTooLargeError,
 )
-from ._segment import LogSegment, remove_segment_files
+from ._recovery import (
+    CLEAN_SHUTDOWN_FILE,
+    LOG_START_FILE,
+    RECOVERY_POINT_FILE,
+    recover_segments,
+)
+from ._retention import expired_prefix
+from ._segment import LogSegment
 
-CLEAN_SHUTDOWN_FILE = ".clean-shutdown"
-LOG_START_FILE = "log-start-offset.checkpoint"
-RECOVERY_POINT_FILE = "recovery-point.checkpoint"
 _MAX_RELATIVE_OFFSET = 2**31 - 1  # index entries hold offsets relative to the segment
 
 
@@ -97,54 +98,22 @@ class PartitionLog:
 
     @classmethod
     def open(cls, path: Path, topic: str, partition: int, config: TopicConfig) -> PartitionLog:
-        """Open (or create) the log in directory ``path``, recovering it if needed.
+        """Open (or create) the log in directory ``path`` (the partition's own
+        directory), recovering it if needed.
 
-        Steps: drop leftovers of interrupted writes; after a clean shutdown, load every
-        segment from its indexes; otherwise load the segments below the recovery point
-        and rebuild the rest from their data (CRC-checked, torn or corrupt tail cut off,
-        and every segment after a cut removed); fsync what was recovered; only then
-        remove the clean-shutdown marker, so a crash during open recovers again.
+        Steps: recover the segments (see ``recover_segments``); move the recovery point
+        to the active segment; only then remove the clean-shutdown marker.
         """
-        path.mkdir(parents=True, exist_ok=True)
-        marker = path / CLEAN_SHUTDOWN_FILE
-        clean = marker.exists()
-        bases = _segment_bases(path)
-        recovery_base = None if clean else read_offset(path / RECOVERY_POINT_FILE)
-        interval = config.index_interval_bytes
-        segments: list[LogSegment] = []
-        recovered: list[LogSegment] = []
-        try:
-            for i, base in enumerate(bases):
-                segment = LogSegment(path, base, interval)
-                segments.append(segment)
-                last = i == len(bases) - 1
-                trusted = clean or (recovery_base is not None and base < recovery_base and not last)
-                if trusted and segment.load():
-                    continue
-                recovered.append(segment)
-                if segment.rebuild(verify=True) and not last:
-                    # Bytes after a hole cannot be trusted to follow on: drop them.
-                    for later in bases[i + 1 :]:
-                        remove_segment_files(path, later)
-                    break
-            stored_start = read_offset(path / LOG_START_FILE) or 0
-            if not segments:
-                segments.append(LogSegment(path, stored_start, interval))
-                recovered.append(segments[-1])
-            for segment in recovered:
-                segment.fsync()
-            if recovered:
-                fsync_dir(path)
-        except BaseException:
-            for segment in segments:
-                segment.close()
-            raise
-        end = segments[-1].next_offset
-        log_start = min(max(stored_start, segments[0].base_offset), end)
-        log = cls(path, topic, partition, config, segments, log_start, recovery_base)
-        log._write_recovery_point(segments[-1].base_offset)
-        if clean:
-            marker.unlink()
+        recovered = recover_segments(path, config.index_interval_bytes)
+        log = cls(
+            path, topic, partition, config, recovered.segments, recovered.log_start_offset,
+            recovered.recovery_base,
+        )  # fmt: skip
+        # Everything is on disk now: recovery may start at the active segment next time.
+        log._write_recovery_point(recovered.segments[-1].base_offset)
+        if recovered.clean:
+            # Only now: a crash before this point must find the marker and load again.
+            (path / CLEAN_SHUTDOWN_FILE).unlink()
             fsync_dir(path)
         return log
 
@@ -342,7 +311,7 @@ class PartitionLog:
                 self._remove_front(self._count_below_start())
         if moved:
             self._persist_log_start()
-        return max(offset, self._log_start_offset)
+        return self._log_start_offset
 
     def apply_retention(self, now_ms: int) -> int:
         """Delete the oldest closed segments past retention.ms (by their largest
@@ -350,25 +319,10 @@ class PartitionLog:
         stays. Returns how many segments were removed."""
         with self._lock:
             self._check_open()
-            config = self._config
-            closed = self._segments[:-1]
-            count = self._count_below_start()
-            if config.delete and config.retention_ms >= 0:
-                by_time = 0
-                for segment in closed:
-                    if now_ms - _largest_timestamp(segment) <= config.retention_ms:
-                        break
-                    by_time += 1
-                count = max(count, by_time)
-            if config.delete and config.retention_bytes >= 0:
-                excess = self._size - config.retention_bytes
-                by_size = 0
-                for segment in closed:
-                    if excess < segment.size:
-                        break
-                    excess -= segment.size
-                    by_size += 1
-                count = max(count, by_size)
+            count = max(
+                self._count_below_start(),
+                expired_prefix(self._segments[:-1], self._size, self._config, now_ms),
+            )
             moved = False
             if count:
                 self._remove_front(count)
@@ -466,9 +420,11 @@ class PartitionLog:
             if self._state is not LogState.OPEN:
                 return
             self._transition(LogState.CLOSED)
-            self._segments[-1].seal()
-            for segment in self._segments:
+            active = self._segments[-1]
+            active.seal()
+            for segment in self._dirty | {active}:  # the others were synced already
                 segment.fsync()
+            for segment in self._segments:
                 segment.close()
             fsync_dir(self.directory)
             write_atomically(self.directory / CLEAN_SHUTDOWN_FILE, b"")
@@ -485,25 +441,3 @@ class PartitionLog:
             self._transition(LogState.DELETED)
             shutil.rmtree(self.directory, ignore_errors=True)
 
-
-def _segment_bases(directory: Path) -> list[int]:
-    """Base offsets of the segments in ``directory``, after removing leftovers: temporary
-    files and index files whose segment is gone."""
-    bases = []
-    for entry in directory.iterdir():
-        name, suffix = entry.stem, entry.suffix
-        if suffix == ".tmp":
-            entry.unlink()
-        elif len(name) == 20 and name.isdigit():
-            if suffix == ".log":
-                bases.append(int(name))
-            elif suffix in (".index", ".timeindex") and not entry.with_suffix(".log").exists():
-                entry.unlink()
-    return sorted(bases)
-
-
-def _largest_timestamp(segment: LogSegment) -> int:
-    # Batches without timestamps (-1) fall back to the file's age, as Kafka does.
-    if segment.max_timestamp >= 0:
-        return segment.max_timestamp
-    return int(os.stat(segment.path).st_mtime * 1000)

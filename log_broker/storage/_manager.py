@@ -42,6 +42,7 @@ MAX_TOPIC_NAME_LENGTH = 249
 MAX_PARTITIONS = 100_000  # far beyond what one broker serves; stops absurd requests
 _LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 _PARTITION_DIR = re.compile(r"(.+)-(\d+)")
+_LOG_FILE = re.compile(r"\d{20}\.(log|index|timeindex)|.*\.checkpoint(\.tmp)?|\.clean-shutdown")
 
 
 @dataclass(eq=False)
@@ -154,7 +155,9 @@ class LogManager:
             if not entry.is_dir() or match is None:
                 continue
             topic = self._topics.get(match[1])
-            if topic is None or int(match[2]) >= len(topic.partitions):
+            if (topic is None or int(match[2]) >= len(topic.partitions)) and _holds_only_log_files(
+                entry
+            ):
                 shutil.rmtree(entry, ignore_errors=True)
 
     def _write_meta(self, topic: Topic, partitions: int | None = None) -> None:
@@ -290,3 +293,7 @@ class LogManager:
         for log in self.logs():
             log.close()
 
+
+def _holds_only_log_files(directory: Path) -> bool:
+    # Removing a directory is only safe if it is certainly a partition log of ours.
+    return all(_LOG_FILE.fullmatch(entry.name) for entry in directory.iterdir())

@@ -299,3 +299,34 @@ def test_state_is_exposed(tmp_path: Path) -> None:
     assert (log.topic, log.partition) == ("t", 0)
     log.close()
     assert log.state.value == "closed"
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    counts=st.lists(st.integers(1, 30), min_size=1, max_size=60),
+    interval=st.sampled_from([0, 1, 150, 700, 4096]),
+)
+def test_index_lookup_at_and_between_entries_matches_a_linear_scan(
+    counts: list[int], interval: int
+) -> None:
+    with tempfile.TemporaryDirectory() as directory:
+        log = open_log(Path(directory), index_interval_bytes=interval)
+        for i, count in enumerate(counts):
+            log.append(batch(count, tag=i), now_ms=0)
+        (segment,) = log._segments
+        linear = list(segment.walk(0))  # every batch, in order
+        index = segment.offset_index
+        if interval == 0:
+            assert len(index) == len(linear) - 1  # every batch but the first
+        entry_offsets = {segment.base_offset + o for o in index.offsets}
+        for offset in range(log.log_end_offset):
+            holder = next(h for h in linear if h.base_offset <= offset <= h.last_offset)
+            position, header = segment.find_position(offset)
+            assert (position, header) == (holder.position, holder), offset
+            # The index itself never points past the batch holding the offset, and at an
+            # indexed offset it points exactly there.
+            found = index.lookup(offset - segment.base_offset)
+            assert found <= holder.position
+            if offset in entry_offsets:
+                assert found == holder.position
+        log.close()

@@ -110,11 +110,15 @@ def test_partition_directories_without_a_topic_are_removed_on_open(tmp_path: Pat
     manager.create_topic("t", 1, {})
     manager.close()
     (tmp_path / "half-deleted-0").mkdir()
+    (tmp_path / "half-deleted-0" / f"{0:020d}.log").write_bytes(b"")
     (tmp_path / "t-5").mkdir()
     (tmp_path / "not-a-partition-dir").mkdir()
+    (tmp_path / "someone-elses-7").mkdir()
+    (tmp_path / "someone-elses-7" / "notes.txt").write_text("keep me")
     LogManager.open(tmp_path).close()
     assert not (tmp_path / "half-deleted-0").exists() and not (tmp_path / "t-5").exists()
     assert (tmp_path / "not-a-partition-dir").exists() and (tmp_path / "t-0").exists()
+    assert (tmp_path / "someone-elses-7" / "notes.txt").exists()
 
 
 def test_alter_config_replaces_overrides_and_reaches_the_logs(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from storage_batches import all_records, batch, open_log
 from log_broker import _records
 from log_broker.storage import PartitionLog, TopicConfig
 from log_broker.storage import _segment as segment_module
-from log_broker.storage._log import CLEAN_SHUTDOWN_FILE
+from log_broker.storage._recovery import CLEAN_SHUTDOWN_FILE
 from log_broker.storage._segment import LogSegment
 
 

@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 from storage_batches import all_records, batch, offsets_in, open_log
 
+from log_broker import _records
 from log_broker.storage import OffsetOutOfRangeError, PartitionLog, TopicConfig
 
 HOUR = 3_600_000
@@ -101,3 +102,15 @@ def test_retention_start_survives_restart(tmp_path: Path) -> None:
     reopened = open_log(tmp_path)
     assert (reopened.log_start_offset, reopened.log_end_offset) == (20, 30)
     reopened.close()
+
+
+def test_segments_without_timestamps_age_by_file_time(tmp_path: Path) -> None:
+    one = len(_records.encode_batch([_records.Record(0, -1, None, b"v")]))
+    log = open_log(tmp_path, segment_bytes=one, retention_ms=1000)
+    for _ in range(3):
+        log.append(bytearray(_records.encode_batch([_records.Record(0, -1, None, b"v")])), now_ms=0)
+    oldest = tmp_path / "t-0" / f"{0:020d}.log"
+    modified_ms = int(oldest.stat().st_mtime * 1000)
+    assert log.apply_retention(modified_ms + 500) == 0
+    assert log.apply_retention(modified_ms + 5_000) == 2
+    log.close()
