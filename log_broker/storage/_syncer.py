@@ -64,7 +64,7 @@ class GroupSyncer:
                 self.fsyncs += 1
             except StorageError as exc:
                 error = exc
-            except OSError as exc:
+            except Exception as exc:  # waiters must never be left hanging
                 error = KafkaStorageError(f"fsync of {log!r} failed: {exc}")
         for _, future in waiters:
             if future.done():
