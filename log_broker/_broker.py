@@ -120,6 +120,7 @@ class Broker:
             self._server = None
         if self._state is not None:
             self._state.logs.close()
+            self._state.syncer.close()
             self._state = None
         log.info("broker stopped")
 
