@@ -1,0 +1,129 @@
+"""`headrace run path/to/app.py:app` (or `module:app`): an App as a service.
+
+The target names an ``App``, a ``Topology``, a ``StreamsBuilder``, or a function
+returning one of them; anything but an App runs under ``--application-id``. Settings
+come from flags, ``HEADRACE_*`` variables and ``--settings FILE``, flags winning.
+While it runs, one status line per interval says what the instance is doing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import importlib
+import importlib.util
+import pathlib
+import signal
+import sys
+from typing import Any
+
+from ._errors import ConfigError
+
+
+def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
+    run = subparsers.add_parser(
+        "run", parents=[broker_options], help="run a stream processing application as a service"
+    )
+    run.add_argument("target", help="path/to/app.py:NAME or package.module:NAME")
+    run.add_argument("--application-id", help="application id (for targets that are not an App)")
+    run.add_argument("--state-dir", help="where task state lives")
+    run.add_argument("--http-port", type=int, help="serve /health, /metrics, /stores on this port (0: any)")
+    run.add_argument("--http-host", help="address the HTTP server binds (default 127.0.0.1)")
+    run.add_argument("--commit-interval-ms", type=int)
+    run.add_argument("--settings", help="a TOML or JSON settings file")
+    run.add_argument("--status-interval", type=float, default=5.0, help="seconds between status lines (0: none)")
+    run.add_argument("--log-format", choices=("text", "json"))
+    run.set_defaults(handler=_run)
+
+
+def load_target(target: str) -> Any:
+    """The object ``path/to/file.py:NAME`` or ``module:NAME`` names."""
+    where, sep, name = target.rpartition(":")
+    if not sep or not where or not name:
+        raise ConfigError(f"target must look like path/to/app.py:app or module:app, not {target!r}")
+    if where.endswith(".py") or "/" in where:
+        path = pathlib.Path(where).resolve()
+        if not path.is_file():
+            raise ConfigError(f"no such file: {where}")
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        if spec is None or spec.loader is None:
+            raise ConfigError(f"cannot load {where}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[path.stem] = module
+        spec.loader.exec_module(module)
+    else:
+        module = importlib.import_module(where)
+    try:
+        return getattr(module, name)
+    except AttributeError:
+        raise ConfigError(f"{where} has no attribute {name!r}") from None
+
+
+def _options(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "bootstrap_servers": args.bootstrap_servers,
+        "state_dir": args.state_dir,
+        "http_port": args.http_port,
+        "http_host": args.http_host,
+        "commit_interval_ms": args.commit_interval_ms,
+        "log_format": args.log_format,
+    }
+
+
+def build_app(args: argparse.Namespace) -> Any:
+    from .runtime import App, AppSettings
+
+    obj = load_target(args.target)
+    options = {k: v for k, v in _options(args).items() if v is not None}
+    if isinstance(obj, App):
+        settings = AppSettings.load(
+            args.settings, **{**obj.settings.model_dump(exclude_defaults=True), **options}
+        )
+        return App(topology=obj._topology_source, settings=settings,
+                   default_key_serde=obj._serdes[0], default_value_serde=obj._serdes[1])
+    return App(args.application_id, obj, settings_file=args.settings, **options)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from .runtime import AppStopped
+    from .runtime._logs import configure_logging
+
+    app = build_app(args)
+    configure_logging(app.settings.log_format, app.settings.log_level)
+    try:
+        asyncio.run(_serve(app, args.status_interval))
+    except AppStopped as error:
+        print(f"headrace run: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+async def _serve(app: Any, status_interval: float) -> None:
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await app.start()
+    print(f"[run] {app.settings.application_id} running against {app.settings.bootstrap_servers}"
+          + (f"; http://{app.host} (/health /metrics /stores)" if app.host else ""), flush=True)
+    waiter = asyncio.ensure_future(stop.wait())
+    try:
+        while not waiter.done() and not app._loop_task.done():
+            await asyncio.wait({waiter, app._loop_task}, timeout=status_interval or None,
+                               return_when=asyncio.FIRST_COMPLETED)
+            if status_interval and not waiter.done():
+                s = app.status()
+                restoring = (f" restoring {len(s['restoring'])} ({s['restore_remaining']} records left)"
+                             if s["restoring"] else "")
+                print(f"[status] {s['state']} tasks={','.join(s['tasks']) or '-'}{restoring}"
+                      f" consumed={s['consumed']} produced={s['produced']}", flush=True)
+    finally:
+        waiter.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await app.stop()
+    from .runtime import AppStopped
+
+    if app.failure is not None:
+        raise AppStopped(f"{app.settings.application_id} stopped: {app.failure}") from app.failure
+    print(f"[run] {app.settings.application_id} stopped cleanly", flush=True)

@@ -1,0 +1,377 @@
+"""The Kafka client interface implemented on aiokafka, using its batch paths.
+
+Consuming uses ``getmany``; producing builds batches with ``create_batch`` and submits
+them with ``send_batch``, one chain of batches per partition so a slow partition never
+holds up the others. Keys are placed with Kafka's own murmur2 partitioner
+(``_murmur2.py``), so records land where Java and librdkafka producers put them.
+aiokafka's errors are translated into :class:`ClientError` here, where they enter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener
+from aiokafka import TopicPartition as AioTP
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaError
+
+from .._record import ConsumedRecord, ProducedRecord
+from ._client import (
+    FlushResult,
+    PartitionsListener,
+    ProduceFailure,
+    TopicPartition,
+    TopicSpec,
+)
+from ._errors import ClientError
+from ._murmur2 import KeyPartitioner
+from ._settings import AppSettings
+
+log = logging.getLogger("streams.runtime.client")
+
+_TOPIC_ALREADY_EXISTS = 36
+# aiokafka's batch builder wants a list; one shared empty list saves one per record.
+_NO_HEADERS: list[tuple[str, bytes]] = []
+
+
+def translate(error: BaseException, doing: str) -> ClientError:
+    """An aiokafka error as a ClientError that keeps its ``retriable`` flag."""
+    retriable = bool(getattr(error, "retriable", False))
+    translated = ClientError(f"{doing}: {error!r}", retriable=retriable)
+    translated.__cause__ = error
+    return translated
+
+
+def _tps(partitions: Collection[AioTP]) -> set[TopicPartition]:
+    return {(tp.topic, tp.partition) for tp in partitions}
+
+
+class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
+    def __init__(self, on_revoked: PartitionsListener, on_assigned: PartitionsListener) -> None:
+        self._revoked = on_revoked
+        self._assigned = on_assigned
+
+    async def on_partitions_revoked(self, revoked: Collection[AioTP]) -> None:
+        await self._revoked(_tps(revoked))
+
+    async def on_partitions_assigned(self, assigned: Collection[AioTP]) -> None:
+        await self._assigned(_tps(assigned))
+
+
+class AiokafkaGroupConsumer:
+    def __init__(self, settings: AppSettings, group_id: str, assignor: object) -> None:
+        self._consumer = AIOKafkaConsumer(
+            bootstrap_servers=settings.bootstrap_servers,
+            group_id=group_id,
+            client_id=f"{group_id}-consumer",
+            enable_auto_commit=False,
+            auto_offset_reset=settings.auto_offset_reset,
+            partition_assignment_strategy=(assignor,),
+            fetch_max_bytes=settings.fetch_max_bytes,
+            max_partition_fetch_bytes=settings.max_partition_fetch_bytes,
+            session_timeout_ms=settings.session_timeout_ms,
+            heartbeat_interval_ms=settings.heartbeat_interval_ms,
+            isolation_level="read_committed"
+            if settings.processing_guarantee == "exactly_once_v2"
+            else "read_uncommitted",
+        )
+
+    async def start(self) -> None:
+        try:
+            await self._consumer.start()
+        except KafkaError as error:
+            raise translate(error, "starting the group consumer") from error
+
+    async def stop(self) -> None:
+        await self._consumer.stop()
+
+    def subscribe(
+        self, topics: Collection[str], on_revoked: PartitionsListener, on_assigned: PartitionsListener
+    ) -> None:
+        self._consumer.subscribe(list(topics), listener=_Listener(on_revoked, on_assigned))
+
+    async def poll(
+        self, timeout_ms: int, max_records: int
+    ) -> dict[TopicPartition, list[ConsumedRecord]]:
+        try:
+            fetched = await self._consumer.getmany(timeout_ms=timeout_ms, max_records=max_records)
+        except KafkaError as error:
+            raise translate(error, "polling") from error
+        out: dict[TopicPartition, list[ConsumedRecord]] = {}
+        for tp, records in fetched.items():
+            topic, partition = tp.topic, tp.partition
+            out[(topic, partition)] = [
+                (topic, partition, r.offset, r.timestamp, r.key, r.value, r.headers)
+                for r in records
+            ]
+        return out
+
+    def pause(self, partitions: Collection[TopicPartition]) -> None:
+        self._consumer.pause(*(AioTP(t, p) for t, p in partitions))
+
+    def resume(self, partitions: Collection[TopicPartition]) -> None:
+        self._consumer.resume(*(AioTP(t, p) for t, p in partitions))
+
+    async def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
+        if not offsets:
+            return
+        try:
+            await self._consumer.commit({AioTP(t, p): o for (t, p), o in offsets.items()})
+        except (CommitFailedError, IllegalStateError) as error:
+            # The group moved on (a rebalance); not fatal: the new owner replays.
+            raise ClientError(f"committing offsets: {error!r}", retriable=True) from error
+        except KafkaError as error:
+            raise translate(error, "committing offsets") from error
+
+    def highwater(self, partition: TopicPartition) -> int | None:
+        try:
+            high = self._consumer.highwater(AioTP(*partition))
+        except (KafkaError, AssertionError):
+            return None
+        return None if high is None else int(high)
+
+
+class AiokafkaChangelogReader:
+    def __init__(self, settings: AppSettings) -> None:
+        self._consumer = AIOKafkaConsumer(
+            bootstrap_servers=settings.bootstrap_servers,
+            group_id=None,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            fetch_max_bytes=settings.fetch_max_bytes,
+            max_partition_fetch_bytes=settings.max_partition_fetch_bytes,
+        )
+
+    async def start(self) -> None:
+        try:
+            await self._consumer.start()
+        except KafkaError as error:
+            raise translate(error, "starting the changelog reader") from error
+
+    async def stop(self) -> None:
+        await self._consumer.stop()
+
+    def assign(self, partitions: Collection[TopicPartition]) -> None:
+        self._consumer.assign([AioTP(t, p) for t, p in partitions])
+
+    async def seek(self, partition: TopicPartition, offset: int | None) -> None:
+        tp = AioTP(*partition)
+        if offset is None:
+            await self._consumer.seek_to_beginning(tp)
+        else:
+            self._consumer.seek(tp, offset)
+
+    async def end_offsets(self, partitions: Collection[TopicPartition]) -> dict[TopicPartition, int]:
+        if not partitions:
+            return {}
+        try:
+            ends = await self._consumer.end_offsets([AioTP(t, p) for t, p in partitions])
+        except KafkaError as error:
+            raise translate(error, "reading changelog end offsets") from error
+        return {(tp.topic, tp.partition): int(o) for tp, o in ends.items()}
+
+    async def poll(
+        self, timeout_ms: int, max_records: int
+    ) -> dict[TopicPartition, list[tuple[int, bytes, bytes | None]]]:
+        if not self._consumer.assignment():
+            return {}
+        try:
+            fetched = await self._consumer.getmany(timeout_ms=timeout_ms, max_records=max_records)
+        except KafkaError as error:
+            raise translate(error, "reading a changelog") from error
+        return {
+            (tp.topic, tp.partition): [(r.offset, r.key, r.value) for r in records]
+            for tp, records in fetched.items()
+        }
+
+
+class AiokafkaRecordProducer:
+    """Produced tuples go out in batches, one sequential chain of batches per partition.
+
+    ``send`` only places records and queues them; ``flush`` waits for every chain and
+    every delivery, then reports the next offset per partition and any failure.
+    """
+
+    def __init__(self, settings: AppSettings) -> None:
+        self._producer = AIOKafkaProducer(
+            bootstrap_servers=settings.bootstrap_servers,
+            client_id=f"{settings.application_id}-producer",
+            acks="all" if settings.acks == "all" else int(settings.acks),
+            linger_ms=settings.linger_ms,
+            max_batch_size=settings.producer_batch_bytes,
+            max_request_size=max(settings.producer_batch_bytes, 1024 * 1024),
+            compression_type=None
+            if settings.compression_type == "none"
+            else settings.compression_type,
+        )
+        self._partition = KeyPartitioner()
+        self._counts: dict[str, int] = {}
+        self._sticky: dict[str, int] = {}
+        self._chains: dict[TopicPartition, asyncio.Future[None]] = {}
+        self._deliveries: list[tuple[TopicPartition, list[ProducedRecord], Any]] = []
+        self._failures: list[ProduceFailure] = []
+
+    async def start(self) -> None:
+        try:
+            await self._producer.start()
+        except KafkaError as error:
+            raise translate(error, "starting the producer") from error
+
+    async def stop(self) -> None:
+        for chain in self._chains.values():
+            chain.cancel()
+        await self._producer.stop()
+
+    async def _count(self, topic: str) -> int:
+        count = self._counts.get(topic)
+        if count is None:
+            try:
+                parts = await self._producer.partitions_for(topic)
+            except KafkaError as error:
+                raise translate(error, f"reading partitions of {topic}") from error
+            count = self._counts[topic] = len(parts)
+        return count
+
+    async def send(self, records: Sequence[ProducedRecord]) -> None:
+        groups: dict[TopicPartition, list[ProducedRecord]] = {}
+        counts = self._counts
+        partition_of = self._partition
+        for record in records:
+            topic, key, _v, _ts, _h, partition = record
+            if partition is None:
+                count = counts.get(topic) or await self._count(topic)
+                if key is None:
+                    # Kafka's sticky choice for null keys: one partition per call.
+                    partition = self._sticky.setdefault(topic, len(self._sticky) % count)
+                else:
+                    partition = partition_of(key, count)
+            tp = (topic, partition)
+            found = groups.get(tp)
+            if found is None:
+                groups[tp] = [record]
+            else:
+                found.append(record)
+        self._sticky.clear()
+        for tp, batch in groups.items():
+            previous = self._chains.get(tp)
+            self._chains[tp] = asyncio.ensure_future(self._send_chain(tp, batch, previous))
+
+    async def _send_chain(
+        self,
+        tp: TopicPartition,
+        records: list[ProducedRecord],
+        previous: asyncio.Future[None] | None,
+    ) -> None:
+        if previous is not None:
+            await previous
+        producer = self._producer
+        topic, partition = tp
+        start = 0
+        try:
+            while start < len(records):
+                batch = producer.create_batch()
+                append = batch.append
+                end = start
+                for _t, key, value, ts, headers, _p in records[start:]:
+                    appended = append(
+                        timestamp=ts if ts >= 0 else None,
+                        key=key,
+                        value=value,
+                        headers=list(headers) if headers else _NO_HEADERS,
+                    )
+                    if appended is None:
+                        break
+                    end += 1
+                if end == start:
+                    raise ClientError(f"a record for {topic}-{partition} does not fit in a batch")
+                delivery = await producer.send_batch(batch, topic, partition=partition)
+                self._deliveries.append((tp, records[start:end], delivery))
+                start = end
+        except (KafkaError, ClientError) as error:
+            self._failures.append(ProduceFailure(topic, partition, records[start:], error))
+
+    async def flush(self) -> FlushResult:
+        """Wait for every chain, then every delivery; report next offsets and failures."""
+        chains = list(self._chains.values())
+        self._chains.clear()
+        if chains:
+            await asyncio.gather(*chains)
+        result = FlushResult(failures=self._failures)
+        self._failures = []
+        deliveries, self._deliveries = self._deliveries, []
+        for tp, records, delivery in deliveries:
+            try:
+                metadata = await delivery
+            except KafkaError as error:
+                result.failures.append(ProduceFailure(tp[0], tp[1], records, error))
+                continue
+            next_offset = int(metadata.offset) + len(records)
+            if next_offset > result.next_offsets.get(tp, -1):
+                result.next_offsets[tp] = next_offset
+        return result
+
+
+class AiokafkaAdmin:
+    def __init__(self, settings: AppSettings) -> None:
+        self._admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap_servers)
+        self._replication = 1
+
+    async def start(self) -> None:
+        try:
+            await self._admin.start()
+        except KafkaError as error:
+            raise translate(error, "starting the admin client") from error
+
+    async def stop(self) -> None:
+        await self._admin.close()
+
+    async def partition_counts(self, topics: Collection[str]) -> dict[str, int]:
+        try:
+            existing = set(await self._admin.list_topics())
+            wanted = [t for t in topics if t in existing]
+            described = await self._admin.describe_topics(wanted) if wanted else []
+        except KafkaError as error:
+            raise translate(error, "describing topics") from error
+        return {
+            t["topic"]: len(t["partitions"])
+            for t in described
+            if t["error_code"] == 0 and t["partitions"]
+        }
+
+    async def create_topics(self, specs: Sequence[TopicSpec]) -> None:
+        if not specs:
+            return
+        new = [
+            NewTopic(s.name, s.partitions, self._replication, topic_configs=dict(s.config))
+            for s in specs
+        ]
+        try:
+            response = await self._admin.create_topics(new)
+        except KafkaError as error:
+            raise translate(error, "creating topics") from error
+        for name, code, *_rest in response.topic_errors:
+            if code not in (0, _TOPIC_ALREADY_EXISTS):
+                raise ClientError(f"cannot create topic {name}: error code {code}")
+
+
+class AiokafkaClients:
+    """The :class:`~streams.runtime.ClientFactory` backed by aiokafka."""
+
+    def __init__(self, settings: AppSettings) -> None:
+        self.settings = settings
+
+    def group_consumer(self, group_id: str, assignor: object) -> AiokafkaGroupConsumer:
+        return AiokafkaGroupConsumer(self.settings, group_id, assignor)
+
+    def changelog_reader(self) -> AiokafkaChangelogReader:
+        return AiokafkaChangelogReader(self.settings)
+
+    def producer(self) -> AiokafkaRecordProducer:
+        return AiokafkaRecordProducer(self.settings)
+
+    def admin(self) -> AiokafkaAdmin:
+        return AiokafkaAdmin(self.settings)

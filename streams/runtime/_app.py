@@ -1,0 +1,472 @@
+"""``streams.App``: a topology run as a service in a consumer group.
+
+Lifecycle (:class:`AppState`)::
+
+    CREATED -> STARTING -> RUNNING <-> REBALANCING
+                  │           │            │
+                  └───────────┴──> STOPPING ──> STOPPED
+    any of STARTING, RUNNING, REBALANCING, STOPPING --error--> FAILED --> STOPPED
+
+Start-up, step by step: resolve the topology; read the partition counts of its source
+topics and check co-partitioning; create the internal topics (repartition topics and
+compacted changelogs) that are missing; start the HTTP server (its address goes to the
+group for interactive queries); start the producer, the changelog reader and the group
+consumer; subscribe; run the processing loop.
+
+One round of the loop: poll a batch of records; feed each partition's records to its
+task; send what the tasks produced; run due wall-clock punctuations; restore a round of
+changelog records if any task is restoring; commit when the interval has passed or a
+task asked for it (``_commit.py`` owns the commit). A lock keeps the rebalance
+callbacks, which commit revoked tasks, from interleaving with a round.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import logging
+import signal
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .._config import StreamsConfig
+from .._errors import ProcessingError
+from .._lifecycle import Lifecycle
+from .._nodes import SinkNode
+from .._record import ConsumedRecord, ProducedRecord
+from .._topology import Topology
+from ._aiokafka import AiokafkaClients
+from ._assignor import PartitionGroupAssignor
+from ._client import ClientFactory, TopicPartition, TopicSpec
+from ._commit import Committer, GroupOffsetSink
+from ._errors import AppStopped, ClientError, SettingsError
+from ._handlers import ErrorHandler, deserialization_handler
+from ._http import HttpServer
+from ._metrics import AppMetrics
+from ._partition_groups import (
+    TaskLayout,
+    changelog_topics,
+    internal_topic_partitions,
+    source_topics,
+)
+from ._queries import StoreQueries
+from ._restore import Restorer
+from ._settings import AppSettings
+from ._tasks import RuntimeTask, TaskManager
+
+log = logging.getLogger("streams.runtime.app")
+
+
+class AppState(enum.Enum):
+    CREATED = "created"
+    STARTING = "starting"
+    RUNNING = "running"
+    REBALANCING = "rebalancing"
+    STOPPING = "stopping"
+    STOPPED = "stopped"
+    FAILED = "failed"
+
+
+_S = AppState
+APP_TRANSITIONS: Mapping[AppState, frozenset[AppState]] = {
+    _S.CREATED: frozenset({_S.STARTING, _S.STOPPED}),
+    _S.STARTING: frozenset({_S.RUNNING, _S.REBALANCING, _S.STOPPING, _S.FAILED}),
+    _S.RUNNING: frozenset({_S.REBALANCING, _S.STOPPING, _S.FAILED}),
+    _S.REBALANCING: frozenset({_S.RUNNING, _S.STOPPING, _S.FAILED}),
+    _S.STOPPING: frozenset({_S.STOPPED, _S.FAILED}),
+    _S.FAILED: frozenset({_S.STOPPED}),
+    _S.STOPPED: frozenset(),
+}
+
+TopologySource = Topology | Callable[[], Any] | Any
+
+
+def resolve_topology(source: TopologySource) -> Topology:
+    """A Topology, a builder with ``build()`` (``dsl.StreamsBuilder``), or a factory of either."""
+    if isinstance(source, Topology):
+        return source
+    if hasattr(source, "build"):
+        return resolve_topology(source.build())
+    if callable(source):
+        return resolve_topology(source())
+    raise SettingsError(f"not a topology: {source!r}")
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class App:
+    """Runs ``topology`` as ``application_id``; see the module docstring for the steps.
+
+    Settings come from keyword arguments, ``HEADRACE_*`` environment variables and an
+    optional ``settings_file`` (:class:`AppSettings`). ``default_key_serde`` and
+    ``default_value_serde`` apply to nodes that name none.
+    """
+
+    def __init__(
+        self,
+        application_id: str | None = None,
+        topology: TopologySource = None,
+        *,
+        settings: AppSettings | None = None,
+        settings_file: str | None = None,
+        clients: ClientFactory | None = None,
+        default_key_serde: Any = None,
+        default_value_serde: Any = None,
+        **options: Any,
+    ) -> None:
+        if settings is None:
+            settings = AppSettings.load(settings_file, application_id=application_id, **options)
+        elif options or application_id not in (None, settings.application_id):
+            settings = settings.model_copy(
+                update={k: v for k, v in {"application_id": application_id, **options}.items() if v is not None}
+            )
+            settings = AppSettings.model_validate(settings.model_dump())
+        if topology is None:
+            raise SettingsError("App needs a topology")
+        self.settings = settings
+        self._topology_source = topology
+        self._clients: ClientFactory = clients or AiokafkaClients(settings)
+        self._serdes = (default_key_serde, default_value_serde)
+        self._lifecycle = Lifecycle(f"app {settings.application_id}", AppState.CREATED, APP_TRANSITIONS)
+        self.metrics = AppMetrics(settings.application_id)
+        self._lock = asyncio.Lock()
+        self._stop_requested: asyncio.Event | None = None
+        self._loop_task: asyncio.Task[None] | None = None
+        self._failure: BaseException | None = None
+        self._http: HttpServer | None = None
+        self._counts: dict[str, int] = {}
+        self.host = settings.application_server or ""
+        self.consumed = 0
+        self.produced = 0
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    @property
+    def state(self) -> AppState:
+        return self._lifecycle.state
+
+    @property
+    def failure(self) -> BaseException | None:
+        return self._failure
+
+    def run(self) -> None:
+        """Run until SIGTERM or SIGINT, then stop cleanly; raise ``AppStopped`` on failure."""
+        asyncio.run(self._run_until_signal())
+
+    async def _run_until_signal(self) -> None:
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        try:
+            await self.start()
+            assert self._loop_task is not None
+            waiter = asyncio.ensure_future(stop.wait())
+            await asyncio.wait({waiter, self._loop_task}, return_when=asyncio.FIRST_COMPLETED)
+            waiter.cancel()
+        finally:
+            await self.stop()
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.remove_signal_handler(sig)
+        if self._failure is not None:
+            raise AppStopped(f"{self.settings.application_id} stopped: {self._failure}") from self._failure
+
+    async def start(self) -> None:
+        """Start up (module docstring) and return once the processing loop runs."""
+        self._lifecycle.move(AppState.STARTING)
+        settings = self.settings
+        if settings.processing_guarantee == "exactly_once_v2":
+            raise SettingsError("exactly_once_v2 is not available yet; use at_least_once")
+        try:
+            await self._start(settings)
+        except BaseException as error:
+            self._failure = error
+            self._lifecycle.move(AppState.FAILED)
+            await self._close_clients()
+            self._lifecycle.move(AppState.STOPPED)
+            raise
+
+    async def _start(self, settings: AppSettings) -> None:
+        app_id = settings.application_id
+        topology = self.topology = resolve_topology(self._topology_source)
+        sources = source_topics(topology, app_id)
+        internal = {topology.topic_name(t, app_id) for t in topology.internal_topics}
+        external = {t for topics in sources.values() for t in topics if t not in internal}
+        sinks = {n.topic for n in topology.nodes.values() if isinstance(n, SinkNode) and n.topic}
+        self._admin = self._clients.admin()
+        await self._admin.start()
+        counts = await self._admin.partition_counts(external | {topology.topic_name(t, app_id) for t in sinks} | internal)
+        missing = sorted(external - set(counts))
+        if missing:
+            raise SettingsError(f"source topics do not exist: {', '.join(missing)}")
+        wanted_internal = internal_topic_partitions(topology, app_id, {t: counts[t] for t in external})
+        counts.update({t: n for t, n in wanted_internal.items() if t not in counts})
+        layout = TaskLayout(sources, counts)
+        layout.check()
+        logs = changelog_topics(topology, app_id)
+        specs = [TopicSpec(t, n, {}) for t, n in wanted_internal.items()]
+        for sub, stores in logs.items():
+            partitions = layout.partitions_of(sub) if sub in sources else 1
+            for store, topic in stores.items():
+                topic_config = dict(getattr(topology.store_builder(store), "logging_config", {}) or {})
+                topic_config.setdefault("cleanup.policy", "compact")
+                specs.append(TopicSpec(topic, partitions, topic_config))
+                counts.setdefault(topic, partitions)
+        existing = await self._admin.partition_counts([s.name for s in specs])
+        await self._admin.create_topics([s for s in specs if s.name not in existing])
+        self._counts = counts
+        self._layout = layout
+
+        if settings.http_port is not None:
+            self._queries = StoreQueries(self)
+            self._http = HttpServer(settings.http_host, settings.http_port, self._queries.routes())
+            await self._http.start()
+            self.host = settings.application_server or self._http.address
+            log.info("listening on http://%s (health, metrics, stores)", self._http.address)
+
+        extra: dict[str, Any] = {}
+        if settings.deserialization_error_handler is not None:
+            extra["deserialization_handler"] = deserialization_handler(
+                settings.deserialization_error_handler, settings.dead_letters
+            )
+        config = StreamsConfig(
+            application_id=app_id,
+            state_dir=settings.state_dir,
+            default_key_serde=self._serdes[0],
+            default_value_serde=self._serdes[1],
+            **extra,
+        )
+        self.tasks = TaskManager(
+            topology, config, settings.state_dir, sources, logs,
+            lambda topic: self._counts.get(topic, 1), _now_ms,
+        )
+        self.assignor = PartitionGroupAssignor(sources, self.host, self.tasks.local_tasks)
+        self._processing_errors = ErrorHandler(
+            "processing", settings.processing_error_handler, settings.dead_letters, self.metrics
+        )
+        production_errors = ErrorHandler(
+            "production", settings.production_error_handler, settings.dead_letters, self.metrics
+        )
+        self._producer = self._clients.producer()
+        await self._producer.start()
+        self._reader = self._clients.changelog_reader()
+        await self._reader.start()
+        self._restorer = Restorer(self._reader, self.metrics, settings.max_poll_records)
+        self._consumer = self._clients.group_consumer(app_id, self.assignor)
+        await self._consumer.start()
+        self._committer = Committer(
+            self._producer, GroupOffsetSink(self._consumer), production_errors, self.metrics
+        )
+        self._consumer.subscribe(
+            sorted({t for topics in sources.values() for t in topics}),
+            self._on_revoked,
+            self._on_assigned,
+        )
+        self._stop_requested = asyncio.Event()
+        self._loop_task = asyncio.create_task(self._loop(), name=f"streams-{app_id}")
+        self._lifecycle.move(AppState.RUNNING)
+        log.info("%s started against %s", app_id, settings.bootstrap_servers)
+
+    async def stop(self) -> None:
+        """Stop processing, commit, close tasks, leave the group; idempotent."""
+        if self.state in (AppState.STOPPED, AppState.CREATED):
+            if self.state is AppState.CREATED:
+                self._lifecycle.move(AppState.STOPPED)
+            return
+        if self._stop_requested is not None:
+            self._stop_requested.set()
+        if self._loop_task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._loop_task
+
+    # -- the loop -----------------------------------------------------------------------
+
+    async def _loop(self) -> None:
+        assert self._stop_requested is not None
+        settings = self.settings
+        last_commit = last_punctuate = time.monotonic()
+        interval = settings.commit_interval / 1000
+        try:
+            while not self._stop_requested.is_set():
+                timeout = 0 if self._restorer.busy else settings.poll_timeout_ms
+                batches = await self._consumer.poll(timeout, settings.max_poll_records)
+                async with self._lock:
+                    await self._process(batches)
+                    now = time.monotonic()
+                    if now - last_punctuate >= 0.05:
+                        last_punctuate = now
+                        await self._punctuate()
+                    if self._restorer.busy:
+                        for task in await self._restorer.step(50):
+                            self._consumer.resume(task.sources)
+                    running = self.tasks.running()
+                    if now - last_commit >= interval or any(
+                        t.executor.commit_requested for t in running
+                    ):
+                        await self._committer.commit(running)
+                        last_commit = time.monotonic()
+                        self._observe_lag(running)
+        except Exception as error:
+            self._failure = error
+            log.error("%s failed: %s", settings.application_id, error, exc_info=error)
+        finally:
+            await self._shutdown()
+
+    async def _process(self, batches: dict[TopicPartition, list[ConsumedRecord]]) -> None:
+        out: list[ProducedRecord] = []
+        by_partition = self.tasks.by_partition
+        consumed = self.metrics.records_consumed
+        for tp, records in batches.items():
+            task = by_partition.get(tp)
+            if task is None or not task.running or not records:
+                if records:
+                    log.warning("dropping %d records of %s-%d: no running task", len(records), *tp)
+                continue
+            try:
+                out.extend(task.process(tp, records))
+            except ProcessingError as error:
+                if self._processing_errors.fails:
+                    raise
+                out.extend(self._replay(task, tp, records, error))
+            consumed.labels(task.id).inc(len(records))
+            self.consumed += len(records)
+        if out:
+            self.produced += len(out)
+            await self._committer.send(out)
+
+    def _replay(
+        self, task: RuntimeTask, tp: TopicPartition, records: list[ConsumedRecord], first: ProcessingError
+    ) -> list[ProducedRecord]:
+        """A batch failed: drop its partial output and process it record by record,
+        giving each failing record to the processing handler. Store writes the failed
+        batch made before the error stay (at-least-once)."""
+        task.executor.drain()
+        out: list[ProducedRecord] = []
+        for record in records:
+            try:
+                out.extend(task.process(tp, [record]))
+            except ProcessingError as error:
+                task.executor.drain()
+                task.next_offsets[tp] = record[2] + 1
+                out.extend(self._processing_errors.consumed(record, error.__cause__ or error))
+        return out
+
+    async def _punctuate(self) -> None:
+        now = _now_ms()
+        out: list[ProducedRecord] = []
+        for task in self.tasks.running():
+            task.executor.punctuate_wall_clock(now)
+            out.extend(task.executor.drain())
+        if out:
+            self.produced += len(out)
+            await self._committer.send(out)
+
+    def _observe_lag(self, tasks: list[RuntimeTask]) -> None:
+        for task in tasks:
+            for tp in task.sources:
+                high = self._consumer.highwater(tp)
+                position = task.next_offsets.get(tp)
+                if high is not None and position is not None:
+                    self.metrics.consumer_lag.labels(tp[0], str(tp[1])).set(max(0, high - position))
+
+    # -- rebalances ---------------------------------------------------------------------
+
+    async def _on_revoked(self, revoked: set[TopicPartition]) -> None:
+        """Commit every running task before the group reassigns anything; tasks that
+        stay with this instance keep running, the others close when the new assignment
+        arrives."""
+        if self.state is AppState.RUNNING:
+            self._lifecycle.move(AppState.REBALANCING)
+        async with self._lock:
+            if self._failure is not None:
+                return
+            try:
+                await self._committer.commit(self.tasks.running())
+            except ClientError as error:
+                log.warning("commit on revocation failed: %s", error)
+
+    async def _on_assigned(self, assigned: set[TopicPartition]) -> None:
+        """Close tasks that moved away, open new ones paused until restored."""
+        async with self._lock:
+            gone = [t for t in self.tasks.tasks.values() if not set(t.sources) <= assigned]
+            for task in gone:
+                if not task.running:
+                    self._restorer.drop(task)
+                task.close()
+            self.tasks.forget(gone)
+            for task in self.tasks.open(assigned):
+                self._consumer.pause(task.sources)
+                if await self._restorer.add(task):
+                    self._consumer.resume(task.sources)
+            self._count_tasks()
+        log.info("assignment: tasks %s", sorted(self.tasks.tasks))
+        if self.state is AppState.REBALANCING:
+            self._lifecycle.move(AppState.RUNNING)
+
+    def _count_tasks(self) -> None:
+        states: dict[str, int] = {"restoring": 0, "running": 0}
+        for task in self.tasks.tasks.values():
+            states[task.state.value] = states.get(task.state.value, 0) + 1
+        for name, n in states.items():
+            self.metrics.tasks.labels(name).set(n)
+
+    # -- shutdown -----------------------------------------------------------------------
+
+    async def _shutdown(self) -> None:
+        """Final commit (unless failed), close tasks, leave the group, close clients."""
+        failed = self._failure is not None
+        self._lifecycle.move(AppState.FAILED if failed else AppState.STOPPING)
+        if not failed:
+            try:
+                async with self._lock:
+                    await self._committer.commit(self.tasks.running())
+            except Exception as error:
+                self._failure = error
+                log.error("final commit failed: %s", error)
+        for task in list(self.tasks.tasks.values()):
+            try:
+                task.close()
+            except Exception as error:
+                log.error("closing task %s failed: %s", task.id, error)
+        self.tasks.forget(list(self.tasks.tasks.values()))
+        await self._close_clients()
+        if self.state is AppState.STOPPING and self._failure is not None:
+            self._lifecycle.move(AppState.FAILED)
+        self._lifecycle.move(AppState.STOPPED)
+        log.info("%s stopped%s", self.settings.application_id,
+                 f" after an error: {self._failure}" if self._failure else "")
+
+    async def _close_clients(self) -> None:
+        for name in ("_consumer", "_producer", "_reader", "_admin"):
+            client = getattr(self, name, None)
+            if client is not None:
+                try:
+                    await client.stop()
+                except Exception as error:
+                    log.warning("stopping %s failed: %s", name.strip("_"), error)
+        if self._http is not None:
+            await self._http.stop()
+
+    # -- status -------------------------------------------------------------------------
+
+    def status(self) -> dict[str, Any]:
+        tasks = getattr(self, "tasks", None)
+        open_tasks = tasks.tasks.values() if tasks is not None else ()
+        restorer = getattr(self, "_restorer", None)
+        return {
+            "application_id": self.settings.application_id,
+            "state": self.state.value,
+            "host": self.host,
+            "tasks": sorted(t.id for t in open_tasks if t.running),
+            "restoring": sorted(t.id for t in open_tasks if not t.running),
+            "restore_remaining": restorer.remaining() if restorer is not None else 0,
+            "consumed": self.consumed,
+            "produced": self.produced,
+        }
+
+    def partition_count(self, topic: str) -> int:
+        return self._counts.get(topic, 1)

@@ -1,0 +1,126 @@
+"""The small interface the runtime needs from a Kafka client.
+
+Four narrow Protocols instead of one wide one, so another client library can replace
+the aiokafka implementation (``_aiokafka.py``) piece by piece. Records cross this
+boundary as the plain tuples tasks already use (:data:`streams.ConsumedRecord`,
+:data:`streams.ProducedRecord`): no client-specific objects reach the tasks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from .._record import ConsumedRecord, ProducedRecord
+
+TopicPartition = tuple[str, int]
+
+PartitionsListener = Callable[[set[TopicPartition]], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    """A topic the runtime creates when it is missing."""
+
+    name: str
+    partitions: int
+    config: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class ProduceFailure:
+    """Records the broker refused, with the error; the production handler decides."""
+
+    topic: str
+    partition: int
+    records: list[ProducedRecord]
+    error: BaseException
+
+
+@dataclass
+class FlushResult:
+    """What a producer flush delivered: the next offset per partition written, and failures."""
+
+    next_offsets: dict[TopicPartition, int] = field(default_factory=dict)
+    failures: list[ProduceFailure] = field(default_factory=list)
+
+
+class GroupConsumer(Protocol):
+    """A consumer in the application's group: subscribes, polls, pauses, commits."""
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    def subscribe(
+        self, topics: Collection[str], on_revoked: PartitionsListener, on_assigned: PartitionsListener
+    ) -> None: ...
+
+    async def poll(
+        self, timeout_ms: int, max_records: int
+    ) -> dict[TopicPartition, list[ConsumedRecord]]: ...
+
+    def pause(self, partitions: Collection[TopicPartition]) -> None: ...
+
+    def resume(self, partitions: Collection[TopicPartition]) -> None: ...
+
+    async def commit(self, offsets: Mapping[TopicPartition, int]) -> None: ...
+
+    def highwater(self, partition: TopicPartition) -> int | None:
+        """The partition's end offset as last fetched, or ``None`` before any fetch."""
+
+
+class ChangelogReader(Protocol):
+    """A consumer outside any group, for restoring stores from changelogs."""
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    def assign(self, partitions: Collection[TopicPartition]) -> None: ...
+
+    async def seek(self, partition: TopicPartition, offset: int | None) -> None:
+        """Position at ``offset``, or at the beginning when it is ``None``."""
+
+    async def end_offsets(self, partitions: Collection[TopicPartition]) -> dict[TopicPartition, int]: ...
+
+    async def poll(
+        self, timeout_ms: int, max_records: int
+    ) -> dict[TopicPartition, list[tuple[int, bytes, bytes | None]]]:
+        """``(offset, key, value)`` per partition."""
+
+
+class RecordProducer(Protocol):
+    """Sends produced tuples; ``flush`` waits for every one and says what happened."""
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    async def send(self, records: Sequence[ProducedRecord]) -> None: ...
+
+    async def flush(self) -> FlushResult: ...
+
+
+class TopicAdmin(Protocol):
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    async def partition_counts(self, topics: Collection[str]) -> dict[str, int]:
+        """Partition count of each topic that exists; missing topics are left out."""
+
+    async def create_topics(self, specs: Sequence[TopicSpec]) -> None: ...
+
+
+class ClientFactory(Protocol):
+    """Builds the four clients for one application instance."""
+
+    def group_consumer(self, group_id: str, assignor: object) -> GroupConsumer: ...
+
+    def changelog_reader(self) -> ChangelogReader: ...
+
+    def producer(self) -> RecordProducer: ...
+
+    def admin(self) -> TopicAdmin: ...

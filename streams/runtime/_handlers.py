@@ -1,0 +1,107 @@
+"""What happens to a record that fails in processing or in production.
+
+Each kind of error has its own configured action:
+
+- ``fail``: the instance stops cleanly and says why (the default);
+- ``continue``: log the record's position and the error, then go on without it;
+- ``dead_letter``: send the record to the dead-letter topic with the error in headers
+  (the same header names as dead letters of deserialization), then go on.
+
+Deserialization errors keep the handlers of :mod:`streams` (they run inside the task's
+decoder); :func:`deserialization_handler` maps the same three words onto them.
+"""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from collections.abc import Sequence
+
+from .._deserialization import (
+    HEADER_EXCEPTION,
+    HEADER_MESSAGE,
+    HEADER_OFFSET,
+    HEADER_PARTITION,
+    HEADER_STACKTRACE,
+    HEADER_TOPIC,
+    DeadLetterQueueHandler,
+    DeserializationHandler,
+    LogAndContinueHandler,
+    LogAndFailHandler,
+)
+from .._record import ConsumedRecord, Headers, ProducedRecord
+from ._metrics import AppMetrics
+from ._settings import ErrorAction
+
+log = logging.getLogger("streams.runtime.errors")
+
+
+def deserialization_handler(action: ErrorAction, dead_letters: str) -> DeserializationHandler:
+    if action == "continue":
+        return LogAndContinueHandler()
+    if action == "dead_letter":
+        return DeadLetterQueueHandler(dead_letters)
+    return LogAndFailHandler()
+
+
+def error_headers(error: BaseException, topic: str, partition: int, offset: int) -> Headers:
+    name = f"{type(error).__module__}.{type(error).__qualname__}"
+    cause = error.__cause__ or error
+    return (
+        (HEADER_EXCEPTION, name.encode()),
+        (HEADER_MESSAGE, str(cause).encode()),
+        (HEADER_STACKTRACE, "".join(traceback.format_exception(cause)).encode()),
+        (HEADER_TOPIC, topic.encode()),
+        (HEADER_PARTITION, str(partition).encode()),
+        (HEADER_OFFSET, str(offset).encode()),
+    )
+
+
+class ErrorHandler:
+    """One configured action for one kind of error (``processing`` or ``production``)."""
+
+    def __init__(self, kind: str, action: ErrorAction, dead_letters: str, metrics: AppMetrics) -> None:
+        self.kind = kind
+        self.action = action
+        self.dead_letters = dead_letters
+        self._metrics = metrics
+
+    @property
+    def fails(self) -> bool:
+        return self.action == "fail"
+
+    def consumed(self, record: ConsumedRecord, error: BaseException) -> list[ProducedRecord]:
+        """A consumed record failed; return dead letters to send (raise nothing)."""
+        topic, partition, offset, timestamp, key, value, headers = record
+        self._metrics.errors.labels(self.kind, self.action).inc()
+        where = f"{topic}-{partition} offset {offset}"
+        if self.action == "dead_letter":
+            log.warning("%s error at %s: %r; sent to %s", self.kind, where, error, self.dead_letters)
+            return [
+                (
+                    self.dead_letters, key, value, timestamp,
+                    (*headers, *error_headers(error, topic, partition, offset)), None,
+                )
+            ]
+        log.warning("%s error at %s: %r; skipping the record", self.kind, where, error)
+        return []
+
+    def produced(
+        self, topic: str, partition: int, records: Sequence[ProducedRecord], error: BaseException
+    ) -> list[ProducedRecord]:
+        """Records were refused by the broker; return dead letters to send."""
+        self._metrics.errors.labels(self.kind, self.action).inc(len(records))
+        if self.action == "dead_letter" and topic != self.dead_letters:
+            log.warning(
+                "%d records for %s-%d failed: %r; sent to %s",
+                len(records), topic, partition, error, self.dead_letters,
+            )
+            return [
+                (
+                    self.dead_letters, key, value, ts,
+                    (*headers, *error_headers(error, topic, partition, -1)), None,
+                )
+                for _t, key, value, ts, headers, _p in records
+            ]
+        log.warning("%d records for %s-%d failed: %r; dropped", len(records), topic, partition, error)
+        return []

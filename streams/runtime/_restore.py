@@ -1,0 +1,139 @@
+"""Restoring stores from their changelogs before a task may process.
+
+One changelog reader (a consumer outside the group) serves every restoring task.
+
+Adding a task, step by step: read the end offset of each of its changelog partitions;
+a partition whose restore offset (the checkpointed one) is already at the end needs
+nothing; the others are assigned to the reader and positioned at the checkpointed
+offset, or at the beginning when there is no checkpoint. A checkpointed offset beyond
+the end means the changelog was recreated: restore from the beginning instead. A task
+with nothing left to read is restored at once.
+
+Each :meth:`Restorer.step` reads one round of records, hands them to their stores'
+``restore_batch`` and reports the tasks whose every changelog partition reached the end
+offset noted when the task was added.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+from ._client import ChangelogReader, TopicPartition
+from ._errors import RestoreError
+from ._metrics import AppMetrics
+from ._tasks import RuntimeTask
+
+log = logging.getLogger("streams.runtime.restore")
+
+
+@dataclass
+class _Progress:
+    task: RuntimeTask
+    store: str
+    position: int  # next offset to read; -1 while at "the beginning"
+    end: int
+
+
+class Restorer:
+    def __init__(self, reader: ChangelogReader, metrics: AppMetrics, max_records: int) -> None:
+        self._reader = reader
+        self._metrics = metrics
+        self._max = max_records
+        self._pending: dict[TopicPartition, _Progress] = {}
+        self._ends: dict[str, dict[TopicPartition, int]] = {}
+        self._last_report = 0.0
+
+    @property
+    def busy(self) -> bool:
+        return bool(self._pending)
+
+    def remaining(self) -> int:
+        return sum(max(0, p.end - max(p.position, 0)) for p in self._pending.values())
+
+    async def add(self, task: RuntimeTask) -> bool:
+        """Start restoring ``task``; ``True`` when it needed nothing and is now RUNNING."""
+        ends = await self._reader.end_offsets(list(task.changelogs.values()))
+        self._ends[task.id] = ends
+        todo: dict[TopicPartition, _Progress] = {}
+        for store, tp in task.changelogs.items():
+            end = ends.get(tp, 0)
+            start = task.restore_from.get(tp)
+            if start is not None and start > end:
+                log.warning("task %s: checkpoint %d of %s-%d is past its end %d; restoring from the beginning",
+                            task.id, start, tp[0], tp[1], end)
+                start = None
+            if start is not None and start >= end:
+                continue
+            if start is None and end == 0:
+                continue
+            todo[tp] = _Progress(task, store, -1 if start is None else start, end)
+            self._metrics.restore_remaining.labels(task.id, store).set(end - (start or 0))
+        if not todo:
+            self._finish(task)
+            return True
+        self._pending.update(todo)
+        await self._reposition()
+        log.info("task %s: restoring %d records from %d changelog partitions",
+                 task.id, self.remaining(), len(todo))
+        return False
+
+    def drop(self, task: RuntimeTask) -> None:
+        """Stop restoring ``task`` (its partitions were revoked)."""
+        for tp in [tp for tp, p in self._pending.items() if p.task is task]:
+            del self._pending[tp]
+        self._ends.pop(task.id, None)
+        self._reader.assign(list(self._pending))
+
+    async def _reposition(self) -> None:
+        # assign() replaces the reader's whole assignment and forgets positions.
+        self._reader.assign(list(self._pending))
+        for tp, progress in self._pending.items():
+            await self._reader.seek(tp, None if progress.position < 0 else progress.position)
+
+    async def step(self, timeout_ms: int) -> list[RuntimeTask]:
+        """Restore one round of records; return the tasks that finished restoring."""
+        if not self._pending:
+            return []
+        fetched = await self._reader.poll(timeout_ms, self._max)
+        touched: set[str] = set()
+        for tp, records in fetched.items():
+            progress = self._pending.get(tp)
+            if progress is None or not records:
+                continue
+            store = progress.task.executor.stores.get(progress.store)
+            restore = getattr(store, "restore_batch", None)
+            if restore is None:
+                raise RestoreError(f"store {progress.store} of task {progress.task.id} cannot restore")
+            upto = [r for r in records if r[0] < progress.end]
+            restore([(key, value) for _o, key, value in upto])
+            progress.position = records[-1][0] + 1
+            progress.task.restored_records += len(upto)
+            self._metrics.restored_records.labels(progress.task.id, progress.store).inc(len(upto))
+            self._metrics.restore_remaining.labels(progress.task.id, progress.store).set(
+                max(0, progress.end - progress.position)
+            )
+            touched.add(progress.task.id)
+        done_tps = [tp for tp, p in self._pending.items() if p.position >= p.end]
+        finished: dict[str, RuntimeTask] = {}
+        for tp in done_tps:
+            finished[self._pending[tp].task.id] = self._pending[tp].task
+            del self._pending[tp]
+        still = {p.task.id for p in self._pending.values()}
+        done = [t for tid, t in finished.items() if tid not in still]
+        for task in done:
+            self._finish(task)
+        if done_tps:
+            self._reader.assign(list(self._pending))
+            await self._reposition()
+        now = time.monotonic()
+        if self._pending and touched and now - self._last_report >= 1.0:
+            self._last_report = now
+            log.info("restoring: %d changelog records to go", self.remaining())
+        return done
+
+    def _finish(self, task: RuntimeTask) -> None:
+        ends = self._ends.pop(task.id, {})
+        task.restored(ends)
+        log.info("task %s restored %d records; running", task.id, task.restored_records)

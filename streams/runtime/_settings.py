@@ -1,0 +1,131 @@
+"""One validated settings object for a running application.
+
+Values come from four places; a later one wins over an earlier one:
+
+1. the defaults written below;
+2. a settings file (TOML, or JSON when the name ends in ``.json``);
+3. environment variables ``HEADRACE_<FIELD>`` (``HEADRACE_COMMIT_INTERVAL_MS=200``);
+4. keyword arguments (what ``App(...)`` and ``headrace run`` flags pass).
+
+>>> AppSettings.load(env={}, application_id="clicks").commit_interval_ms
+1000
+>>> AppSettings.load(env={}, application_id="clicks",
+...                  processing_guarantee="exactly_once_v2").commit_interval_ms
+100
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import tempfile
+import tomllib
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import pydantic
+
+from ._errors import SettingsError
+
+ENV_PREFIX = "HEADRACE_"
+
+ErrorAction = Literal["fail", "continue", "dead_letter"]
+Guarantee = Literal["at_least_once", "exactly_once_v2"]
+
+# Kafka Streams commits every 30 s under at-least-once; a shorter default keeps the
+# replay after a crash small, which matters more here than the cost of a commit.
+DEFAULT_COMMIT_MS = {"at_least_once": 1000, "exactly_once_v2": 100}
+
+
+class AppSettings(pydantic.BaseModel):
+    """Everything ``streams.App`` reads; see the module docstring for precedence."""
+
+    model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
+
+    application_id: str = pydantic.Field(min_length=1, pattern=r"^[A-Za-z0-9._-]+$")
+    bootstrap_servers: str = "127.0.0.1:9092"
+    processing_guarantee: Guarantee = "at_least_once"
+    state_dir: pathlib.Path = pathlib.Path(tempfile.gettempdir()) / "headrace-streams"
+    commit_interval_ms: int | None = pydantic.Field(default=None, ge=1)
+    num_standby_replicas: int = pydantic.Field(default=0, ge=0)
+    # Interactive queries and health: None turns the HTTP server off, 0 picks a free port.
+    http_host: str = "127.0.0.1"
+    http_port: int | None = pydantic.Field(default=None, ge=0, le=65535)
+    # host:port other instances use to reach this one; defaults to the HTTP listen address.
+    application_server: str | None = None
+    max_poll_records: int = pydantic.Field(default=20_000, ge=1)
+    poll_timeout_ms: int = pydantic.Field(default=100, ge=0)
+    fetch_max_bytes: int = pydantic.Field(default=64 * 1024 * 1024, ge=1024)
+    max_partition_fetch_bytes: int = pydantic.Field(default=8 * 1024 * 1024, ge=1024)
+    producer_batch_bytes: int = pydantic.Field(default=1024 * 1024, ge=1024)
+    linger_ms: int = pydantic.Field(default=5, ge=0)
+    acks: Literal["all", "1", "0"] = "all"
+    compression_type: Literal["none", "gzip", "snappy", "lz4", "zstd"] = "none"
+    auto_offset_reset: Literal["earliest", "latest"] = "earliest"
+    session_timeout_ms: int = pydantic.Field(default=10_000, ge=1000)
+    heartbeat_interval_ms: int = pydantic.Field(default=1_000, ge=100)
+    deserialization_error_handler: ErrorAction | None = None
+    processing_error_handler: ErrorAction = "fail"
+    production_error_handler: ErrorAction = "fail"
+    dead_letter_topic: str | None = None
+    log_format: Literal["json", "text"] = "text"
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+    @pydantic.model_validator(mode="after")
+    def _check(self) -> AppSettings:
+        if self.num_standby_replicas:
+            raise ValueError("standby replicas are not supported yet; use 0")
+        if self.heartbeat_interval_ms * 3 > self.session_timeout_ms:
+            raise ValueError("heartbeat_interval_ms must be at most a third of session_timeout_ms")
+        return self
+
+    @property
+    def commit_interval(self) -> int:
+        """Milliseconds between commits; the default depends on the guarantee."""
+        if self.commit_interval_ms is not None:
+            return self.commit_interval_ms
+        return DEFAULT_COMMIT_MS[self.processing_guarantee]
+
+    @property
+    def dead_letters(self) -> str:
+        return self.dead_letter_topic or f"{self.application_id}-dead-letters"
+
+    @classmethod
+    def load(
+        cls,
+        file: str | os.PathLike[str] | None = None,
+        env: Mapping[str, str] | None = None,
+        **overrides: Any,
+    ) -> AppSettings:
+        """Merge defaults, ``file``, ``env`` (default ``os.environ``) and ``overrides``."""
+        values: dict[str, Any] = {}
+        if file is not None:
+            values.update(_read_file(pathlib.Path(file)))
+        environ = os.environ if env is None else env
+        for name in cls.model_fields:
+            raw = environ.get(ENV_PREFIX + name.upper())
+            if raw is not None and raw != "":
+                values[name] = raw
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        try:
+            return cls.model_validate(values)
+        except pydantic.ValidationError as error:
+            problems = "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or 'settings'}: {e['msg']}" for e in error.errors()
+            )
+            raise SettingsError(f"invalid settings: {problems}") from None
+
+
+def _read_file(path: pathlib.Path) -> dict[str, Any]:
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise SettingsError(f"cannot read settings file {path}: {error}") from error
+    try:
+        data = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
+    except (ValueError, tomllib.TOMLDecodeError) as error:
+        raise SettingsError(f"settings file {path} is malformed: {error}") from error
+    if not isinstance(data, dict):
+        raise SettingsError(f"settings file {path} must hold a table of settings")
+    return {str(k).replace("-", "_").replace(".", "_"): v for k, v in data.items()}

@@ -1,0 +1,215 @@
+"""Tasks as the runtime hosts them, and the manager that opens and closes them.
+
+A :class:`RuntimeTask` wraps one :class:`~streams.TaskExecutor` with what the runtime
+tracks for it: the next offset to commit per source partition, the changelog offsets its
+flushed state covers, and its checkpoint file. Its lifecycle::
+
+    RESTORING --restored()--> RUNNING --close()--> CLOSED
+        └──────────────close()──────────────────────┘
+
+A task processes nothing while RESTORING: its source partitions stay paused.
+
+Opening a task, step by step: read its checkpoint; if there is none, or it cannot be
+read, wipe the task's state directory, because local state without a checkpoint may hold
+writes the changelog never got; build and ``init`` the executor; note, per logged store,
+the changelog offset to restore from (the checkpointed one, or the beginning).
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import pathlib
+import shutil
+from collections.abc import Callable, Iterable, Mapping
+
+from state import CheckpointError, StoreIOError, TaskCheckpoint
+
+from .._config import StreamsConfig
+from .._lifecycle import Lifecycle
+from .._record import ConsumedRecord, ProducedRecord
+from .._task import TaskExecutor
+from .._topology import Topology
+from ._client import TopicPartition
+from ._partition_groups import parse_task_id
+
+log = logging.getLogger("streams.runtime.tasks")
+
+
+class RuntimeTaskState(enum.Enum):
+    RESTORING = "restoring"
+    RUNNING = "running"
+    CLOSED = "closed"
+
+
+RUNTIME_TASK_TRANSITIONS: Mapping[RuntimeTaskState, frozenset[RuntimeTaskState]] = {
+    RuntimeTaskState.RESTORING: frozenset({RuntimeTaskState.RUNNING, RuntimeTaskState.CLOSED}),
+    RuntimeTaskState.RUNNING: frozenset({RuntimeTaskState.CLOSED}),
+    RuntimeTaskState.CLOSED: frozenset(),
+}
+
+
+class RuntimeTask:
+    def __init__(
+        self,
+        task_id: str,
+        executor: TaskExecutor,
+        sources: tuple[TopicPartition, ...],
+        changelogs: Mapping[str, TopicPartition],
+        state_dir: pathlib.Path,
+        restore_from: Mapping[TopicPartition, int | None],
+    ) -> None:
+        self.id = task_id
+        self.executor = executor
+        self.sources = sources
+        self.changelogs = dict(changelogs)  # store -> changelog partition
+        self.state_dir = state_dir
+        self.restore_from = dict(restore_from)
+        self.next_offsets: dict[TopicPartition, int] = {}
+        self.committed: dict[TopicPartition, int] = {}
+        self.changelog_offsets: dict[TopicPartition, int] = {
+            tp: o for tp, o in restore_from.items() if o is not None
+        }
+        self.restored_records = 0
+        self._lifecycle = Lifecycle(
+            f"task {task_id}", RuntimeTaskState.RESTORING, RUNTIME_TASK_TRANSITIONS
+        )
+
+    @property
+    def state(self) -> RuntimeTaskState:
+        return self._lifecycle.state
+
+    @property
+    def running(self) -> bool:
+        return self._lifecycle.state is RuntimeTaskState.RUNNING
+
+    def restored(self, end_offsets: Mapping[TopicPartition, int]) -> None:
+        self.changelog_offsets.update(end_offsets)
+        self._lifecycle.move(RuntimeTaskState.RUNNING)
+
+    def process(self, tp: TopicPartition, records: list[ConsumedRecord]) -> list[ProducedRecord]:
+        """Feed one partition's records; return what the task produced."""
+        executor = self.executor
+        executor.process_partition(tp[0], tp[1], records)
+        self.next_offsets[tp] = records[-1][2] + 1
+        return executor.drain()
+
+    def offsets_to_commit(self) -> dict[TopicPartition, int]:
+        return {tp: o for tp, o in self.next_offsets.items() if self.committed.get(tp) != o}
+
+    def write_checkpoint(self) -> None:
+        if self.changelog_offsets:
+            TaskCheckpoint(self.state_dir).write_checkpoint(self.changelog_offsets)
+
+    def close(self) -> None:
+        if self._lifecycle.state is RuntimeTaskState.CLOSED:
+            return
+        self._lifecycle.move(RuntimeTaskState.CLOSED)
+        self.executor.close()
+
+
+class TaskManager:
+    """Opens the tasks of assigned partitions and closes those of revoked ones."""
+
+    def __init__(
+        self,
+        topology: Topology,
+        config: StreamsConfig,
+        state_dir: pathlib.Path,
+        sources: Mapping[int, tuple[str, ...]],
+        changelogs: Mapping[int, Mapping[str, str]],
+        partitions_for: Callable[[str], int],
+        clock_ms: Callable[[], int],
+    ) -> None:
+        self._topology = topology
+        self._config = config
+        self._root = state_dir
+        self._sources = sources
+        self._changelogs = changelogs
+        self._partitions_for = partitions_for
+        self._clock_ms = clock_ms
+        self.tasks: dict[str, RuntimeTask] = {}
+        self.by_partition: dict[TopicPartition, RuntimeTask] = {}
+
+    def task_dir(self, task_id: str) -> pathlib.Path:
+        return self._root / self._config.application_id / task_id
+
+    def local_tasks(self) -> list[str]:
+        """Tasks with a checkpoint on this machine: the assignor prefers them here."""
+        app_dir = self._root / self._config.application_id
+        if not app_dir.is_dir():
+            return []
+        return sorted(
+            d.name for d in app_dir.iterdir() if (d / ".checkpoint").is_file() and "_" in d.name
+        )
+
+    def task_of(self, tp: TopicPartition) -> str | None:
+        for sub, topics in self._sources.items():
+            if tp[0] in topics:
+                return f"{sub}_{tp[1]}"
+        return None
+
+    def open(self, assigned: Iterable[TopicPartition]) -> list[RuntimeTask]:
+        """Open a task for every task id among ``assigned`` not open yet."""
+        wanted: dict[str, list[TopicPartition]] = {}
+        for tp in assigned:
+            name = self.task_of(tp)
+            if name is not None:
+                wanted.setdefault(name, []).append(tp)
+        opened: list[RuntimeTask] = []
+        for task_id, tps in sorted(wanted.items()):
+            if task_id in self.tasks:
+                continue
+            task = self._open(task_id, tuple(sorted(tps)))
+            self.tasks[task_id] = task
+            for tp in task.sources:
+                self.by_partition[tp] = task
+            opened.append(task)
+        return opened
+
+    def _open(self, task_id: str, sources: tuple[TopicPartition, ...]) -> RuntimeTask:
+        sub, partition = parse_task_id(task_id)
+        directory = self.task_dir(task_id)
+        try:
+            checkpointed = TaskCheckpoint(directory).read_checkpoint()
+        except (CheckpointError, StoreIOError) as error:
+            log.warning("task %s: unusable checkpoint (%s); rebuilding from changelog", task_id, error)
+            checkpointed = {}
+        if not checkpointed and directory.exists():
+            shutil.rmtree(directory)
+        executor = TaskExecutor(
+            self._topology,
+            sub,
+            partition,
+            self._config,
+            state_dir=self._root,
+            wall_clock_ms=self._clock_ms(),
+            partitions_for=self._partitions_for,
+        )
+        executor.init()
+        changelogs = {
+            store: (topic, partition) for store, topic in self._changelogs.get(sub, {}).items()
+        }
+        restore_from = {tp: checkpointed.get(tp) for tp in changelogs.values()}
+        log.info(
+            "task %s opened; restoring %s",
+            task_id,
+            {f"{t}-{p}": ("beginning" if o is None else o) for (t, p), o in restore_from.items()}
+            or "nothing",
+        )
+        return RuntimeTask(task_id, executor, sources, changelogs, directory, restore_from)
+
+    def revoked(self, revoked: Iterable[TopicPartition]) -> list[RuntimeTask]:
+        """The open tasks that lose a partition in ``revoked`` (they are not closed here)."""
+        hit = {self.by_partition[tp].id for tp in revoked if tp in self.by_partition}
+        return [self.tasks[t] for t in sorted(hit)]
+
+    def forget(self, tasks: Iterable[RuntimeTask]) -> None:
+        for task in tasks:
+            self.tasks.pop(task.id, None)
+            for tp in task.sources:
+                if self.by_partition.get(tp) is task:
+                    del self.by_partition[tp]
+
+    def running(self) -> list[RuntimeTask]:
+        return [t for t in self.tasks.values() if t.running]
