@@ -1,10 +1,12 @@
 """The embeddable broker: ``async with Broker(data_dir) as broker: broker.bootstrap_servers``.
 
-Start-up, in order: open (and recover) every partition log, load the producer-id
+Start-up, in order: open (and recover) every partition log, create or replay
+``__consumer_offsets`` to restore groups and committed offsets, load the producer-id
 allocator and the cluster id, bind the listener (port 0 picks a free port, and the
-bound port is what Metadata advertises), then start the maintenance loop. Shut-down
-reverses it: stop accepting, close client connections, stop maintenance, then close the
-logs so each writes its clean-shutdown marker after a final sync.
+bound port is what Metadata advertises), then start the group timers and the
+maintenance loop. Shut-down reverses it: stop accepting, close client connections,
+stop maintenance and group timers (letting group writes in flight become durable),
+then close the logs so each writes its clean-shutdown marker after a final sync.
 """
 
 from __future__ import annotations
@@ -22,8 +24,10 @@ from typing import Any
 from transactions import ProducerIdAllocator
 
 from ._config import BrokerConfig
+from ._notify import AppendNotifier
 from ._server import Connection
 from ._state import BrokerState
+from .groups import GroupConfig, GroupService
 from .handlers import build_router
 from .storage import GroupSyncer, LogManager
 
@@ -69,6 +73,17 @@ class Broker:
         config.data_dir.mkdir(parents=True, exist_ok=True)
         logs = await asyncio.to_thread(
             LogManager.open, config.data_dir, num_partitions_default=config.num_partitions)
+        syncer = GroupSyncer(enabled=config.fsync)
+        notifier = AppendNotifier()
+        group_config = GroupConfig(
+            initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
+            offsets_retention_ms=config.offsets_retention_minutes * 60_000)
+        try:
+            groups = await asyncio.to_thread(
+                GroupService.open, logs, syncer, notifier, group_config)
+        except BaseException:
+            logs.close()
+            raise
         router = build_router()
         self._server = await asyncio.start_server(
             lambda r, w: self._serve(Connection(self.state, router, r, w)),
@@ -76,9 +91,10 @@ class Broker:
         port = self._server.sockets[0].getsockname()[1]
         self._config = dataclasses.replace(config, port=port)
         self._state = BrokerState(
-            config=self._config, logs=logs, syncer=GroupSyncer(enabled=config.fsync),
+            config=self._config, logs=logs, syncer=syncer,
             producer_ids=ProducerIdAllocator(config.data_dir / "producer_ids"),
-            cluster_id=_cluster_id(config.data_dir))
+            cluster_id=_cluster_id(config.data_dir), groups=groups, notifier=notifier)
+        groups.start()
         self._maintenance = asyncio.create_task(self._maintain())
         log.info("broker %d listening on %s (data in %s, fsync %s)", config.node_id,
                  self.bootstrap_servers, config.data_dir, "on" if config.fsync else "off")
@@ -119,6 +135,7 @@ class Broker:
             await self._server.wait_closed()
             self._server = None
         if self._state is not None:
+            await self._state.groups.stop()
             self._state.logs.close()
             self._state.syncer.close()
             self._state = None

@@ -8,6 +8,7 @@ from transactions import ProducerIdAllocator
 
 from ._config import BrokerConfig
 from ._notify import AppendNotifier
+from .groups import GroupService
 from .storage import GroupSyncer, LogManager, PartitionLog, Topic
 
 
@@ -18,6 +19,7 @@ class BrokerState:
     syncer: GroupSyncer
     producer_ids: ProducerIdAllocator
     cluster_id: str
+    groups: GroupService
     notifier: AppendNotifier = field(default_factory=AppendNotifier)
 
     def topic(self, name: str, *, auto_create: bool) -> Topic | None:

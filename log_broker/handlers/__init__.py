@@ -7,14 +7,24 @@ from . import (
     alter_configs,
     api_versions,
     create_topics,
+    delete_groups,
     delete_records,
     delete_topics,
     describe_configs,
+    describe_groups,
     fetch,
+    find_coordinator,
+    heartbeat,
     init_producer_id,
+    join_group,
+    leave_group,
+    list_groups,
     list_offsets,
     metadata,
+    offset_commit,
+    offset_fetch,
     produce,
+    sync_group,
 )
 
 
@@ -32,6 +42,16 @@ def build_router() -> Router:
         describe_configs.ROUTE,
         alter_configs.ALTER_ROUTE,
         alter_configs.INCREMENTAL_ROUTE,
+        find_coordinator.ROUTE,
+        join_group.ROUTE,
+        sync_group.ROUTE,
+        heartbeat.ROUTE,
+        leave_group.ROUTE,
+        offset_commit.ROUTE,
+        offset_fetch.ROUTE,
+        describe_groups.ROUTE,
+        list_groups.ROUTE,
+        delete_groups.ROUTE,
     ):
         router.add(route)
     router.add(api_versions.route(router))

@@ -1,0 +1,32 @@
+"""Settings of the group coordinator, named after the Kafka broker settings they mirror."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+OFFSETS_TOPIC = "__consumer_offsets"
+
+
+@dataclass(frozen=True, slots=True)
+class GroupConfig:
+    # group.initial.rebalance.delay.ms: how long a first rebalance waits for more members.
+    initial_rebalance_delay_ms: int = 3000
+    # group.min.session.timeout.ms / group.max.session.timeout.ms
+    min_session_timeout_ms: int = 6000
+    max_session_timeout_ms: int = 1_800_000
+    # offsets.retention.minutes, in ms: how long an empty group keeps its offsets.
+    offsets_retention_ms: int = 7 * 24 * 60 * 60 * 1000
+    # offsets.retention.check.interval.ms
+    offsets_retention_check_interval_ms: int = 600_000
+    # offsets.topic.num.partitions: Kafka's default is 50; fewer files suit one broker.
+    offsets_topic_partitions: int = 10
+    # offsets.topic.segment.bytes: small segments let compaction reach old commits.
+    offsets_topic_segment_bytes: int = 100 * 1024 * 1024
+    # offset.metadata.max.bytes
+    offset_metadata_max_bytes: int = 4096
+    # How long a brand-new member's first JoinGroup may wait (Kafka's fixed 5 minutes).
+    new_member_join_timeout_ms: int = 300_000
+
+    def offsets_topic_configs(self) -> dict[str, str]:
+        return {"cleanup.policy": "compact",
+                "segment.bytes": str(self.offsets_topic_segment_bytes)}

@@ -1,0 +1,39 @@
+"""FindCoordinator (key 10): this broker coordinates every group.
+
+Transaction coordinators (key type 1) are not served yet: COORDINATOR_NOT_AVAILABLE,
+which clients treat as "retry later".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from .._entities import NO_THROTTLE, make
+from .._router import Route
+from .._state import BrokerState
+from .._wire import Request, response_module
+
+API_KEY = 10
+GROUP = 0
+TRANSACTION = 1
+
+
+async def handle(state: BrokerState, request: Request) -> Any:
+    m = response_module(API_KEY, request.api_version)
+    key_type = getattr(request.body, "key_type", GROUP)
+    if key_type == GROUP:
+        config = state.config
+        return make(m.FindCoordinatorResponse, throttle_time=NO_THROTTLE,
+                    error_code=ErrorCode.none, error_message=None, node_id=config.node_id,
+                    host=config.host, port=config.port)
+    if key_type == TRANSACTION:
+        error, message = ErrorCode.coordinator_not_available, "no transaction coordinator yet"
+    else:
+        error, message = ErrorCode.invalid_request, f"unknown coordinator key type {key_type}"
+    return make(m.FindCoordinatorResponse, throttle_time=NO_THROTTLE, error_code=error,
+                error_message=message, node_id=-1, host="", port=-1)
+
+
+ROUTE = Route(API_KEY, 0, 2, handle)
