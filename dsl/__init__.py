@@ -1,11 +1,20 @@
-"""The declarative DSL: StreamsBuilder, KStream and serdes.
+"""The declarative DSL: StreamsBuilder, KStream, KTable, windows and serdes.
 
 Stateless operators of :class:`KStream`: ``filter``, ``filter_not``, ``map``,
 ``map_values``, ``flat_map``, ``flat_map_values``, ``select_key``, ``peek``,
 ``foreach``, ``print``, ``split`` (with ``branch``/``default_branch``), ``merge``,
-``repartition``, ``to``, and ``process`` for processor-API processors. Names follow
-Kafka Streams in snake_case.
+``repartition``, ``to``, and ``process`` for processor-API processors.
+
+Stateful operators: ``group_by_key``/``group_by`` give a :class:`KGroupedStream` with
+``count``, ``reduce``, ``aggregate`` and ``windowed_by`` (:class:`TimeWindows`,
+:class:`SlidingWindows`, :class:`SessionWindows`); tables come from
+``StreamsBuilder.table`` or an aggregation, and offer ``filter``, ``filter_not``,
+``map_values``, ``to_stream``, ``group_by`` and ``suppress``. Stores are chosen with
+:func:`materialized`. Names follow Kafka Streams in snake_case.
 """
+
+from state import Window as Window
+from state import Windowed as Windowed
 
 from ._branched import BranchedKStream as BranchedKStream
 from ._builder import StreamsBuilder as StreamsBuilder
@@ -14,19 +23,55 @@ from ._errors import DslError as DslError
 from ._errors import SerdeError as SerdeError
 from ._errors import SerializationError as SerializationError
 from ._errors import TopologyBuildError as TopologyBuildError
+from ._grouped import KGroupedStream as KGroupedStream
+from ._grouped import KGroupedTable as KGroupedTable
 from ._kstream import KStream as KStream
+from ._ktable import KTable as KTable
+from ._late import LateRecord as LateRecord
+from ._late import LateRecords as LateRecords
+from ._materialized import Materialized as Materialized
+from ._materialized import materialized as materialized
 from ._serdes import Serde as Serde
 from ._serdes import Serdes as Serdes
+from ._suppress import Suppressed as Suppressed
+from ._suppress import until_window_closes as until_window_closes
+from ._windowed_serdes import SessionWindowedSerde as SessionWindowedSerde
+from ._windowed_serdes import TimeWindowedSerde as TimeWindowedSerde
+from ._windowed_serdes import WindowedSerdes as WindowedSerdes
+from ._windowed_stream import SessionWindowedKStream as SessionWindowedKStream
+from ._windowed_stream import TimeWindowedKStream as TimeWindowedKStream
+from ._windows import SessionWindows as SessionWindows
+from ._windows import SlidingWindows as SlidingWindows
+from ._windows import TimeWindows as TimeWindows
 
 __all__ = [
     "BranchedKStream",
     "DeserializationError",
     "DslError",
+    "KGroupedStream",
+    "KGroupedTable",
     "KStream",
+    "KTable",
+    "LateRecord",
+    "LateRecords",
+    "Materialized",
     "Serde",
     "SerdeError",
     "Serdes",
     "SerializationError",
+    "SessionWindowedKStream",
+    "SessionWindowedSerde",
+    "SessionWindows",
+    "SlidingWindows",
     "StreamsBuilder",
+    "Suppressed",
+    "TimeWindowedKStream",
+    "TimeWindowedSerde",
+    "TimeWindows",
     "TopologyBuildError",
+    "Window",
+    "Windowed",
+    "WindowedSerdes",
+    "materialized",
+    "until_window_closes",
 ]

@@ -9,10 +9,13 @@ from typing import TYPE_CHECKING, Any
 from streams import StoreBuilder, TimestampExtractor, Topology, TopologyError
 
 from ._errors import TopologyBuildError
-from ._graph import GraphNode, SourceGraphNode
+from ._graph import GraphNode, SourceGraphNode, TableGraphNode
+from ._late import LateRecords
+from ._materialized import Materialized
 
 if TYPE_CHECKING:
     from ._kstream import KStream
+    from ._ktable import KTable
 
 
 class StreamsBuilder:
@@ -27,6 +30,8 @@ class StreamsBuilder:
         self._nodes: list[GraphNode] = []
         self._stores: list[StoreBuilder] = []
         self._index = 0
+        self.late_records = LateRecords()
+        """Records the windowed operators of this program dropped as late, per operator."""
 
     def stream(
         self,
@@ -65,6 +70,53 @@ class StreamsBuilder:
         )
         self.add_node(node)
         return KStream(self, node, key_serde, value_serde, repartition_required=False)
+
+    def table(
+        self,
+        topic: str,
+        *,
+        key_serde: Any = None,
+        value_serde: Any = None,
+        materialized: Materialized | None = None,
+        timestamp_extractor: TimestampExtractor | None = None,
+        on_deserialization_error: Any = None,
+        name: str | None = None,
+    ) -> KTable:
+        """The table whose rows are the latest value per key of ``topic``; ``None`` deletes.
+
+        It is kept in a key-value store (``materialized``, or one named
+        ``<topic>-STATE-STORE-<n>``), cached and changelogged by default.
+        """
+        from ._ktable import KTable
+        from ._table_nodes import StoreValueGetterSupplier, TableSource
+
+        source = SourceGraphNode(
+            self.new_name("KSTREAM-SOURCE-"),
+            topics=(topic,),
+            key_serde=key_serde,
+            value_serde=value_serde,
+            timestamp_extractor=timestamp_extractor,
+            deserialization_handler=on_deserialization_error,
+        )
+        self.add_node(source)
+        store = (materialized or Materialized()).resolve(
+            self.new_name(f"{topic}-STATE-STORE-"), key_serde, value_serde
+        )
+        node = TableGraphNode(
+            name or self.new_name("KTABLE-SOURCE-"),
+            (source,),
+            store_builders=(store.key_value_store(),),
+        )
+        node.supplier = lambda: TableSource(node, store.store_name, store.key_serde, store.value_serde)
+        self.add_node(node)
+        return KTable(
+            self,
+            node,
+            store.key_serde,
+            store.value_serde,
+            store_name=store.store_name,
+            getter=StoreValueGetterSupplier(store.store_name),
+        )
 
     def add_state_store(self, store_builder: StoreBuilder) -> StreamsBuilder:
         """Add a store that ``KStream.process(..., store_name)`` can then connect to."""

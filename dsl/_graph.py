@@ -126,3 +126,37 @@ class RepartitionGraphNode(GraphNode):
             key_deserializer=self.key_serde,
             value_deserializer=self.value_serde,
         )
+
+
+@dataclass(eq=False)
+class TableGraphNode(ProcessorGraphNode):
+    """A processor whose output is a table's changes, with the stores it owns.
+
+    ``send_old_values`` is switched on by readers that need each change's old value
+    (a re-grouping, a join); a node whose old values derive from its parent's
+    (``old_values_from_parent``: filter, ``map_values``) passes the request up.
+    ``emit_final`` and ``idle_close_ms`` put a windowed aggregation in final-results
+    mode. All of these are read when a task creates the processor, after the program
+    is complete.
+    """
+
+    store_builders: tuple[Any, ...] = ()
+    send_old_values: bool = False
+    old_values_from_parent: bool = False
+    emit_final: bool = False
+    idle_close_ms: int | None = None
+
+    def enable_send_old_values(self) -> None:
+        self.send_old_values = True
+        if self.old_values_from_parent:
+            for parent in self.parents:
+                if isinstance(parent, TableGraphNode):
+                    parent.enable_send_old_values()
+
+    def write_to_topology(self, topology: Topology) -> None:
+        assert self.supplier is not None
+        topology.add_processor(self.name, self.supplier, *self.parent_names())
+        for store in self.store_builders:
+            topology.add_state_store(store, self.name)
+        if self.store_names:
+            topology.connect_processor_and_state_stores(self.name, *self.store_names)

@@ -23,6 +23,7 @@ from ._graph import GraphNode, ProcessorGraphNode, RepartitionGraphNode, SinkGra
 if TYPE_CHECKING:
     from ._branched import BranchedKStream
     from ._builder import StreamsBuilder
+    from ._grouped import KGroupedStream
 
 Predicate = Callable[[Any, Any], bool]
 
@@ -247,3 +248,34 @@ class KStream:
         """Run a processor-API processor (``supplier()`` per task), connected to stores."""
         node = self._add("KSTREAM-PROCESSOR-", name, supplier, store_names=tuple(store_names))
         return self._new_key(node)
+
+    # -- grouping -----------------------------------------------------------------------
+
+    def group_by_key(
+        self, *, key_serde: Any = None, value_serde: Any = None, name: str | None = None
+    ) -> KGroupedStream:
+        """Group by the current key, to aggregate; a key changed upstream is repartitioned
+        first, through ``<application_id>-<name>-repartition``."""
+        from ._grouped import KGroupedStream
+
+        return KGroupedStream(
+            self,
+            key_serde if key_serde is not None else self.key_serde,
+            value_serde if value_serde is not None else self.value_serde,
+            name,
+        )
+
+    def group_by(
+        self,
+        selector: Callable[[Any, Any], Any],
+        *,
+        key_serde: Any = None,
+        value_serde: Any = None,
+        name: str | None = None,
+    ) -> KGroupedStream:
+        """Group by ``selector(key, value)``: always through a repartition topic."""
+        return self.select_key(selector).group_by_key(
+            key_serde=key_serde,
+            value_serde=value_serde if value_serde is not None else self.value_serde,
+            name=name,
+        )

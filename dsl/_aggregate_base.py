@@ -1,0 +1,118 @@
+"""What every aggregating processor shares: its store, serdes, clocks and forwarding.
+
+Aggregations are batch processors. Each batch is handled in three steps: collect the
+records per key (and window) in one pass, judging late records one by one against the
+operator's stream time as it advances through the batch; read each aggregate once,
+fold its values in, write it once; forward the updates. With a cached store the
+forwarding happens when the cache flushes (on commit, or when it is full) and each key
+is forwarded once with its newest value; without a cache every update is forwarded.
+
+Forwarded records are table changes: the key (a ``Windowed`` key for windowed
+aggregations) and ``Change(new, old)``, with ``old`` filled in only when a downstream
+node asked for old values. Their timestamp is the newest record timestamp that went
+into the update.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from streams import BatchProcessor, ProcessorContext, PunctuationType, Rec
+
+from ._binding import decoder, encoder
+from ._final import PendingWindows
+from ._late import LateCallback, LateRecord, LateRecords
+
+if TYPE_CHECKING:
+    from ._graph import TableGraphNode
+
+_new_tuple = tuple.__new__  # builds a Change without the NamedTuple keyword handling
+
+
+@dataclass(frozen=True)
+class AggregateSpec:
+    store_name: str
+    key_serde: Any
+    value_serde: Any
+    fold: Any  # a Fold, or a TableFold for re-grouped tables
+    late: LateRecords | None = None
+    on_late: LateCallback | None = None
+
+
+class AggregateBase(BatchProcessor):
+    """Binds the store and serdes in ``init``; subclasses implement ``process_batch``."""
+
+    def __init__(self, node: TableGraphNode, spec: AggregateSpec) -> None:
+        self._node = node
+        self._spec = spec
+        self._fold = spec.fold
+
+    def init(self, context: ProcessorContext) -> None:
+        self.context = context
+        self._forward = context.forward_batch
+        spec = self._spec
+        topic = f"{context.application_id}-{spec.store_name}-changelog"
+        self._ek, self._dk = encoder(spec.key_serde, topic), decoder(spec.key_serde, topic)
+        self._ev, self._dv = encoder(spec.value_serde, topic), decoder(spec.value_serde, topic)
+        self._store = context.get_state_store(spec.store_name)
+        self._send_old = self._node.send_old_values
+        self._pending_ts: dict[Any, int] = {}
+
+    def _forward_changes(self, records: list[Rec]) -> None:
+        if records:
+            self._forward(records)
+
+
+class WindowedAggregateBase(AggregateBase):
+    """Adds stream time, late records, final results and idle close."""
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        self._observed = -1
+        self._final = self._node.emit_final
+        self._pending = PendingWindows()
+        idle = self._node.idle_close_ms
+        self._last_input_wall = context.current_system_time_ms()
+        self._observed_at_last_input = -1
+        if self._final and idle is not None:
+            context.schedule(max(1, idle // 4), PunctuationType.WALL_CLOCK_TIME, self._on_wall_clock)
+            self._idle_ms = idle
+
+    # -- late records -------------------------------------------------------------------
+
+    def _report_late(self, late: list[tuple[Any, Any, int, int]]) -> None:
+        """``late`` holds (key, value, timestamp, stream time) of dropped records."""
+        spec = self._spec
+        name = self.context.node_name
+        if spec.late is not None:
+            spec.late.add(name, len(late))
+        callback = spec.on_late
+        if callback is not None:
+            task = self.context.task_id
+            for key, value, ts, now in late:
+                callback(LateRecord(name, task, key, value, ts, now))
+
+    def _note_input(self) -> None:
+        self._last_input_wall = self.context.current_system_time_ms()
+        self._observed_at_last_input = self._observed
+
+    # -- final results ------------------------------------------------------------------
+
+    def _emit_due(self) -> None:
+        due = self._pending.due(self._observed)
+        if due:
+            self._forward_changes(self._final_records(due))
+
+    def _final_records(self, due: list[tuple[Any, Any]]) -> list[Rec]:
+        """Read back and build the final records of windows that closed."""
+        raise NotImplementedError
+
+    def _on_wall_clock(self, now: int) -> None:
+        idle = now - self._last_input_wall
+        if idle < self._idle_ms or self._observed_at_last_input < 0:
+            return
+        assumed = self._observed_at_last_input + idle
+        if assumed > self._observed:
+            self._observed = assumed
+            self._emit_due()

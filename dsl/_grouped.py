@@ -1,0 +1,188 @@
+"""KGroupedStream and KGroupedTable: records gathered by key, ready to aggregate.
+
+A grouped stream whose key may have changed upstream is repartitioned first, through
+the internal topic ``<application_id>-<name>-repartition``; ``name`` is the grouping's
+name when given, else the store's name, so it stays the same while the program does.
+Aggregations of one grouped stream share its repartition topic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from . import _operators as ops
+from ._aggregate_base import AggregateSpec
+from ._change import ChangeSerde
+from ._folds import AggregateFold, CountFold, Fold, ReduceFold
+from ._graph import GraphNode, RepartitionGraphNode, TableGraphNode
+from ._ktable import KTable
+from ._materialized import Materialized
+from ._serdes import Serdes
+from ._stream_aggregate import StreamAggregate
+from ._table_aggregate import TableAggregate, TableFold, count_fold
+from ._table_nodes import StoreValueGetterSupplier
+from ._windows import AnyWindows, SessionWindows
+
+if TYPE_CHECKING:
+    from ._builder import StreamsBuilder
+    from ._kstream import KStream
+    from ._windowed_stream import SessionWindowedKStream, TimeWindowedKStream
+
+
+def _transform(fn: ops.BatchFn) -> Callable[[], ops.Transform]:
+    return lambda: ops.Transform(fn)
+
+
+class KGroupedStream:
+    __slots__ = ("_repartition", "_stream", "key_serde", "name", "value_serde")
+
+    def __init__(self, stream: KStream, key_serde: Any, value_serde: Any, name: str | None) -> None:
+        self._stream = stream
+        self.key_serde = key_serde
+        self.value_serde = value_serde
+        self.name = name
+        # One repartition node per grouping, made by its first aggregation.
+        self._repartition: list[GraphNode] = []
+
+    @property
+    def builder(self) -> StreamsBuilder:
+        return self._stream._builder
+
+    def input_node(self, store_name: str) -> GraphNode:
+        """The node aggregations read from: the stream itself, or its repartition."""
+        stream = self._stream
+        if not stream.repartition_required:
+            return stream._node
+        if not self._repartition:
+            node = RepartitionGraphNode(
+                self.name or store_name,
+                (stream._node,),
+                key_serde=self.key_serde,
+                value_serde=self.value_serde,
+                filter_supplier=_transform(ops.drop_null_keys),
+            )
+            self.builder.add_node(node)
+            self._repartition.append(node)
+        return self._repartition[0]
+
+    def _aggregate(
+        self, prefix: str, fold: Fold, materialized: Materialized | None, value_serde: Any,
+        name: str | None,
+    ) -> KTable:
+        builder = self.builder
+        store = (materialized or Materialized()).resolve(
+            builder.new_name(f"{prefix}STATE-STORE-"), self.key_serde, value_serde
+        )
+        parent = self.input_node(store.store_name)
+        spec = AggregateSpec(store.store_name, store.key_serde, store.value_serde, fold)
+        node = TableGraphNode(
+            name or builder.new_name(prefix),
+            (parent,),
+            store_builders=(store.key_value_store(),),
+        )
+        node.supplier = lambda: StreamAggregate(node, spec)
+        builder.add_node(node)
+        return KTable(
+            builder, node, store.key_serde, store.value_serde,
+            store_name=store.store_name, getter=StoreValueGetterSupplier(store.store_name),
+        )
+
+    def count(self, *, materialized: Materialized | None = None, name: str | None = None) -> KTable:
+        """The number of records per key (records with a ``None`` key or value are skipped)."""
+        return self._aggregate("KSTREAM-AGGREGATE-", CountFold(), materialized, Serdes.long(), name)
+
+    def reduce(self, reducer: Callable[[Any, Any], Any], *, materialized: Materialized | None = None,
+               name: str | None = None) -> KTable:
+        """``reducer(aggregate, value)`` over each key's values; the first value starts it."""
+        return self._aggregate("KSTREAM-REDUCE-", ReduceFold(reducer), materialized, self.value_serde, name)
+
+    def aggregate(
+        self,
+        initializer: Callable[[], Any],
+        aggregator: Callable[[Any, Any, Any], Any],
+        *,
+        materialized: Materialized | None = None,
+        name: str | None = None,
+    ) -> KTable:
+        """``aggregator(key, value, aggregate)`` over each key's values, from ``initializer()``."""
+        fold = AggregateFold(initializer, aggregator)
+        return self._aggregate("KSTREAM-AGGREGATE-", fold, materialized, None, name)
+
+    def windowed_by(self, windows: AnyWindows) -> TimeWindowedKStream | SessionWindowedKStream:
+        """Aggregate per window: ``TimeWindows``, ``SlidingWindows`` or ``SessionWindows``."""
+        from ._windowed_stream import SessionWindowedKStream, TimeWindowedKStream
+
+        if isinstance(windows, SessionWindows):
+            return SessionWindowedKStream(self, windows)
+        return TimeWindowedKStream(self, windows)
+
+
+class KGroupedTable:
+    """Rows re-grouped by ``KTable.group_by``; each aggregation gets its own repartition."""
+
+    __slots__ = ("_builder", "_node", "key_serde", "name", "value_serde")
+
+    def __init__(self, builder: StreamsBuilder, node: GraphNode, key_serde: Any,
+                 value_serde: Any, name: str | None) -> None:
+        self._builder = builder
+        self._node = node
+        self.key_serde = key_serde
+        self.value_serde = value_serde
+        self.name = name
+
+    def _aggregate(self, prefix: str, fold: TableFold, materialized: Materialized | None,
+                   value_serde: Any, name: str | None) -> KTable:
+        builder = self._builder
+        store = (materialized or Materialized()).resolve(
+            builder.new_name(f"{prefix}STATE-STORE-"), self.key_serde, value_serde
+        )
+        repartition = RepartitionGraphNode(
+            self.name or store.store_name,
+            (self._node,),
+            key_serde=self.key_serde,
+            value_serde=ChangeSerde(self.value_serde),
+            filter_supplier=_transform(ops.drop_null_keys),
+        )
+        builder.add_node(repartition)
+        spec = AggregateSpec(store.store_name, store.key_serde, store.value_serde, fold)
+        node = TableGraphNode(
+            name or builder.new_name(prefix), (repartition,), store_builders=(store.key_value_store(),)
+        )
+        node.supplier = lambda: TableAggregate(node, spec)
+        builder.add_node(node)
+        return KTable(
+            builder, node, store.key_serde, store.value_serde,
+            store_name=store.store_name, getter=StoreValueGetterSupplier(store.store_name),
+        )
+
+    def count(self, *, materialized: Materialized | None = None, name: str | None = None) -> KTable:
+        """Rows per group; a row leaving a group counts down."""
+        return self._aggregate("KTABLE-AGGREGATE-", count_fold(), materialized, Serdes.long(), name)
+
+    def reduce(
+        self,
+        adder: Callable[[Any, Any], Any],
+        subtractor: Callable[[Any, Any], Any],
+        *,
+        materialized: Materialized | None = None,
+        name: str | None = None,
+    ) -> KTable:
+        """``adder(aggregate, value)`` as rows join a group, ``subtractor(aggregate, value)``
+        as they leave it."""
+        fold = TableFold(None, adder, subtractor, with_key=False)
+        return self._aggregate("KTABLE-REDUCE-", fold, materialized, self.value_serde, name)
+
+    def aggregate(
+        self,
+        initializer: Callable[[], Any],
+        adder: Callable[[Any, Any, Any], Any],
+        subtractor: Callable[[Any, Any, Any], Any],
+        *,
+        materialized: Materialized | None = None,
+        name: str | None = None,
+    ) -> KTable:
+        """``adder(key, value, aggregate)`` / ``subtractor(key, value, aggregate)`` from
+        ``initializer()``."""
+        fold = TableFold(initializer, adder, subtractor, with_key=True)
+        return self._aggregate("KTABLE-AGGREGATE-", fold, materialized, None, name)

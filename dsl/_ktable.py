@@ -1,0 +1,247 @@
+"""KTable: an immutable handle on a table, the changelog view of a stream of updates.
+
+A table comes from ``StreamsBuilder.table(topic)`` or from an aggregation. Its records
+flow as ``Change(new, old)`` values between table nodes (``_change``); ``to_stream``
+turns them back into plain records, deletes as ``None`` values.
+
+What joins build on: :meth:`value_getter_supplier` (read a key's current value at this
+point of the chain) and :meth:`enable_send_old_values` (have every change carry the
+value it replaces).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from . import _operators as ops
+from . import _table_nodes as tn
+from ._errors import TopologyBuildError
+from ._graph import GraphNode, ProcessorGraphNode, TableGraphNode
+from ._materialized import Materialized
+from ._suppress import Suppressed
+from ._table_nodes import ValueGetterSupplier
+from ._windows import AnyWindows
+
+if TYPE_CHECKING:
+    from ._builder import StreamsBuilder
+    from ._grouped import KGroupedTable
+    from ._kstream import KStream
+
+Predicate = Callable[[Any, Any], bool]
+
+
+class KTable:
+    """A table of key-value rows; see the module docstring."""
+
+    __slots__ = (
+        "_builder",
+        "_getter",
+        "_node",
+        "_origin",
+        "_store_name",
+        "_windows",
+        "key_serde",
+        "value_serde",
+    )
+
+    _builder: StreamsBuilder
+    _node: TableGraphNode
+    key_serde: Any
+    value_serde: Any
+    _store_name: str | None
+    _getter: ValueGetterSupplier | None
+    _windows: AnyWindows | None
+    _origin: TableGraphNode | None
+
+    def __init__(
+        self,
+        builder: StreamsBuilder,
+        node: TableGraphNode,
+        key_serde: Any,
+        value_serde: Any,
+        *,
+        store_name: str | None = None,
+        getter: ValueGetterSupplier | None = None,
+        windows: AnyWindows | None = None,
+        origin: TableGraphNode | None = None,
+    ) -> None:
+        for attr, value in (
+            ("_builder", builder),
+            ("_node", node),
+            ("key_serde", key_serde),
+            ("value_serde", value_serde),
+            ("_store_name", store_name),
+            ("_getter", getter),
+            ("_windows", windows),
+            ("_origin", origin),
+        ):
+            object.__setattr__(self, attr, value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("KTable is immutable: operators return new tables")
+
+    # -- what other operators read ------------------------------------------------------
+
+    @property
+    def node_name(self) -> str:
+        return self._node.output_name
+
+    @property
+    def queryable_store_name(self) -> str | None:
+        """The store holding this table's rows, if it is materialized."""
+        return self._store_name
+
+    @property
+    def windows(self) -> AnyWindows | None:
+        """The windows of a windowed aggregation's table; ``None`` for other tables."""
+        return self._windows
+
+    def value_getter_supplier(self) -> ValueGetterSupplier:
+        """A way to read a key's current value at this point of the chain."""
+        if self._getter is None:
+            raise TopologyBuildError(f"table {self.node_name} cannot be read by key here")
+        return self._getter
+
+    def enable_send_old_values(self) -> None:
+        self._node.enable_send_old_values()
+
+    # -- operators ----------------------------------------------------------------------
+
+    def _derive(
+        self,
+        prefix: str,
+        name: str | None,
+        make: Callable[[TableGraphNode], Any],
+        value_serde: Any,
+        getter: ValueGetterSupplier | None,
+        materialized: Materialized | None,
+    ) -> KTable:
+        builder = self._builder
+        op = TableGraphNode(
+            name or builder.new_name(prefix), (self._node,), old_values_from_parent=True
+        )
+        op.supplier = lambda: make(op)
+        builder.add_node(op)
+        node = op
+        store_name = None
+        if materialized is not None:
+            store = materialized.resolve(
+                builder.new_name(f"{prefix}STATE-STORE-"), self.key_serde, value_serde
+            ).with_caching_disabled()
+            store_name = store.store_name
+            target = TableGraphNode(
+                f"{node.name}-MATERIALIZE",
+                (node,),
+                supplier=lambda: tn.Materialize(store.store_name),
+                store_builders=(store.key_value_store(),),
+                old_values_from_parent=True,
+            )
+            builder.add_node(target)
+            node = target
+            getter = tn.StoreValueGetterSupplier(store.store_name)
+            value_serde = store.value_serde
+        return KTable(
+            builder,
+            node,
+            self.key_serde,
+            value_serde,
+            store_name=store_name,
+            getter=None if self._windows is not None else getter,
+            windows=self._windows,
+            origin=self._origin if materialized is None else None,
+        )
+
+    def _filtered(self, predicate: Predicate, keep: bool, name: str | None,
+                  materialized: Materialized | None) -> KTable:
+        getter = None
+        if self._getter is not None:
+            getter = tn.DerivedValueGetterSupplier(
+                self._getter, lambda k, v: v if bool(predicate(k, v)) == keep else None
+            )
+        return self._derive(
+            "KTABLE-FILTER-", name, lambda node: tn.TableFilter(node, predicate, keep),
+            self.value_serde, getter, materialized,
+        )
+
+    def filter(self, predicate: Predicate, *, materialized: Materialized | None = None,
+               name: str | None = None) -> KTable:
+        """Rows for which ``predicate(key, value)`` holds; a row that stops passing is deleted."""
+        return self._filtered(predicate, True, name, materialized)
+
+    def filter_not(self, predicate: Predicate, *, materialized: Materialized | None = None,
+                   name: str | None = None) -> KTable:
+        """Rows for which ``predicate(key, value)`` does not hold."""
+        return self._filtered(predicate, False, name, materialized)
+
+    def map_values(self, mapper: Callable[..., Any], *, with_key: bool = False,
+                   materialized: Materialized | None = None, name: str | None = None) -> KTable:
+        """Each row's value replaced by ``mapper(value)`` (``mapper(key, value)`` with ``with_key``)."""
+        fn: Callable[[Any, Any], Any] = mapper if with_key else (lambda k, v: mapper(v))
+        getter = None if self._getter is None else tn.DerivedValueGetterSupplier(self._getter, fn)
+        return self._derive(
+            "KTABLE-MAPVALUES-", name, lambda node: tn.TableMapValues(node, fn), None, getter,
+            materialized,
+        )
+
+    def to_stream(self, *, name: str | None = None) -> KStream:
+        """The stream of this table's updates: each change's new value (``None`` for a delete)."""
+        from ._kstream import KStream
+
+        node = ProcessorGraphNode(
+            name or self._builder.new_name("KTABLE-TOSTREAM-"),
+            (self._node,),
+            supplier=lambda: ops.Transform(tn.to_stream_fn),
+        )
+        self._builder.add_node(node)
+        return KStream(
+            self._builder, node, self.key_serde, self.value_serde, repartition_required=False
+        )
+
+    def group_by(
+        self,
+        selector: Callable[[Any, Any], tuple[Any, Any]],
+        *,
+        key_serde: Any = None,
+        value_serde: Any = None,
+        name: str | None = None,
+    ) -> KGroupedTable:
+        """Re-group rows by ``selector(key, value) -> (new_key, new_value)``, through a
+        repartition topic; aggregate with adder and subtractor."""
+        from ._grouped import KGroupedTable
+
+        if self._windows is not None:
+            raise TopologyBuildError("group_by on a windowed table is not supported")
+        self.enable_send_old_values()
+        node = ProcessorGraphNode(
+            self._builder.new_name("KTABLE-SELECT-"),
+            (self._node,),
+            supplier=lambda: ops.Transform(tn.group_by_map_fn(selector)),
+        )
+        self._builder.add_node(node)
+        return KGroupedTable(self._builder, node, key_serde, value_serde, name)
+
+    def suppress(self, suppressed: Suppressed, *, name: str | None = None) -> KTable:
+        """Final results only: one record per window, once it closes (see ``_suppress``)."""
+        origin = self._origin
+        if self._windows is None or origin is None:
+            raise TopologyBuildError(
+                "suppress(until_window_closes) needs a windowed aggregation's table, "
+                "reached through stateless table operators only"
+            )
+        origin.emit_final = True
+        origin.idle_close_ms = suppressed.idle_close_ms
+        node: GraphNode = self._node
+        if node is not origin:
+            # Operators in between may turn a final value into a delete: leave those out.
+            node = TableGraphNode(
+                name or self._builder.new_name("KTABLE-SUPPRESS-"),
+                (self._node,),
+                supplier=lambda: ops.Transform(tn.drop_tombstones_fn),
+            )
+            self._builder.add_node(node)
+        assert isinstance(node, TableGraphNode)
+        return KTable(
+            self._builder, node, self.key_serde, self.value_serde,
+            store_name=self._store_name, getter=None, windows=self._windows, origin=origin,
+        )

@@ -1,0 +1,120 @@
+"""count / reduce / aggregate over session windows.
+
+A record at ``t`` joins every session of its key that ends at or after ``t - gap`` and
+starts at or before ``t + gap``; they merge (their aggregates combined with the
+merger, then the record folded in) into one session spanning them all. Merged-away
+sessions are deleted and forwarded as tombstones, as in Kafka Streams.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import Any
+
+from state import Change as StoreChange
+from state import Window, Windowed
+from streams import ProcessorContext, Rec
+
+from ._aggregate_base import WindowedAggregateBase, _new_tuple
+from ._change import Change
+from ._windows import SessionWindows
+
+
+class SessionWindowAggregate(WindowedAggregateBase):
+    def __init__(self, node: Any, spec: Any, windows: SessionWindows, retention: int) -> None:
+        super().__init__(node, spec)
+        self._windows = windows
+        self._retention = retention
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        listener = _ignore if self._final else self._on_flush
+        self._cached = self._store.set_flush_listener(listener, self._send_old)
+
+    def _on_flush(self, changes: list[StoreChange[Windowed[Any], Any]]) -> None:
+        pending, send_old = self._pending_ts, self._send_old
+        self._forward_changes(
+            [
+                (
+                    c.key,
+                    _new_tuple(Change, (c.new_value, c.old_value if send_old else None)),
+                    pending.pop(c.key, c.timestamp),
+                    (),
+                    -1,
+                )
+                for c in changes
+            ]
+        )
+
+    def _final_records(self, due: list[tuple[Hashable, Any]]) -> list[Rec]:
+        out: list[Rec] = []
+        for session, ts in due:
+            assert isinstance(session, Windowed)
+            w = session.window
+            value = self._store.fetch_session(session.key, w.start, w.end)
+            if value is not None:
+                out.append((session, _new_tuple(Change, (value, None)), ts, (), -1))
+        return out
+
+    def process_batch(self, batch: list[Rec]) -> None:
+        grace = self._windows.grace_ms
+        horizon = self.context.current_stream_time_ms() - self._retention
+        observed = self._observed
+        late: list[tuple[Any, Any, int, int]] = []
+        out: list[Rec] = []
+        for k, v, ts, _h, _o in batch:
+            if k is None or v is None:
+                continue
+            if ts > observed:
+                observed = ts
+            if ts + grace < observed or ts <= horizon:
+                late.append((k, v, ts, observed))
+                continue
+            self._merge(k, v, ts, out)
+        self._observed = observed
+        if late:
+            self._report_late(late)
+        self._forward_changes(out)
+        if self._final:
+            self._note_input()
+            self._emit_due()
+
+    def _merge(self, key: Any, value: Any, ts: int, out: list[Rec]) -> None:
+        """Steps: find the overlapping sessions; fold them and the record into one; delete
+        the merged-away sessions; write the merged one; forward or note the changes."""
+        gap, fold, store = self._windows.gap_ms, self._fold, self._store
+        start = end = ts
+        agg: Any = None
+        same_window_old: Any = None
+        merged = list(store.find_sessions(key, ts - gap, ts + gap))
+        for session, session_agg in merged:
+            w = session.window
+            start, end = min(start, w.start), max(end, w.end)
+            agg = session_agg if agg is None else fold.merge(key, agg, session_agg)
+        new = fold.final(key, agg, 1 if fold.counting else [value])
+        window = Window(start, end)
+        target = Windowed(key, window)
+        close = self._windows.close_time
+        forward = not self._final and not self._cached
+        newest = ts
+        for session, session_agg in merged:
+            if session.window == window:
+                same_window_old = session_agg
+                continue
+            store.remove(session)
+            if self._final:
+                self._pending.discard(close(session.window.start, session.window.end), session)
+            elif forward:
+                out.append((session, _new_tuple(Change, (None, session_agg)), ts, (), -1))
+        store.put(target, new)
+        if self._final:
+            self._pending.touch(close(start, end), target, newest)
+        elif self._cached:
+            self._pending_ts[target] = newest
+        else:
+            old = same_window_old if self._send_old else None
+            out.append((target, _new_tuple(Change, (new, old)), newest, (), -1))
+
+
+def _ignore(changes: list[StoreChange[Windowed[Any], Any]]) -> None:
+    """Final-results mode forwards from its own schedule, not from cache flushes."""

@@ -1,0 +1,78 @@
+"""count / reduce / aggregate of a grouped stream into a key-value store.
+
+Records with a ``None`` key or value are skipped, as in Kafka Streams: there is no key
+to aggregate under, or nothing to aggregate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from state import CacheEntry
+from streams import ProcessorContext, Rec
+
+from ._aggregate_base import AggregateBase, _new_tuple
+from ._change import Change
+
+
+class StreamAggregate(AggregateBase):
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        self._bytes = self._store.inner  # the bytes-level stack: metered(caching(logging(...)))
+        self._cached = self._bytes.set_flush_listener(self._on_flush, self._send_old)
+
+    def _on_flush(self, entries: Sequence[CacheEntry]) -> None:
+        dk, dv, pending = self._dk, self._dv, self._pending_ts
+        send_old = self._send_old
+        self._forward_changes(
+            [
+                (
+                    dk(e.key),
+                    _new_tuple(Change, (dv(e.new_value), dv(e.old_value) if send_old else None)),
+                    pending.pop(e.key, e.timestamp),
+                    (),
+                    -1,
+                )
+                for e in entries
+            ]
+        )
+
+    def process_batch(self, batch: list[Rec]) -> None:
+        ek = self._ek
+        groups: dict[bytes, list[Any]] = {}
+        cached = self._cached
+        for k, v, ts, _h, _o in batch:
+            if k is None or v is None:
+                continue
+            kb = ek(k)
+            group = groups.get(kb)
+            if group is None:
+                groups[kb] = [k, [(v, ts)] if not cached else [v], ts]
+            else:
+                group[1].append((v, ts) if not cached else v)
+                if ts > group[2]:
+                    group[2] = ts
+        if not groups:
+            return
+        fold, get, put = self._fold, self._bytes.get, self._bytes.put
+        dv, ev = self._dv, self._ev
+        if cached:
+            pending = self._pending_ts
+            counting = fold.counting
+            for kb, (k, values, ts) in groups.items():
+                new = fold.final(k, dv(get(kb)), len(values) if counting else values)
+                put(kb, ev(new))
+                pending[kb] = ts
+            return
+        out: list[Rec] = []
+        send_old = self._send_old
+        for kb, (k, timed, _ts) in groups.items():
+            old = dv(get(kb))
+            steps = fold.steps(k, old, [v for v, _ in timed])
+            for new, (_v, ts) in zip(steps, timed, strict=True):
+                out.append((k, _new_tuple(Change, (new, old if send_old else None)), ts, (), -1))
+                old = new
+            put(kb, ev(old))
+        self._forward_changes(out)
+

@@ -1,0 +1,99 @@
+"""Aggregating a re-grouped table: every row contributes, and stops contributing.
+
+Input records come from the repartition topic of ``KTable.group_by``: ``Change(None,
+old)`` takes a row's old contribution out of its group's aggregate (the subtractor),
+``Change(new, None)`` puts a row's new contribution in (the adder). A row that moves
+from one group to another therefore leaves the first and joins the second.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from state import CacheEntry
+from streams import ProcessorContext, Rec
+
+from ._aggregate_base import AggregateBase, _new_tuple
+from ._change import Change
+
+
+class TableFold:
+    """``apply(key, agg, new, old)``: subtract ``old`` if given, then add ``new`` if given."""
+
+    def __init__(
+        self,
+        initializer: Callable[[], Any] | None,
+        adder: Callable[..., Any],
+        subtractor: Callable[..., Any],
+        with_key: bool,
+    ) -> None:
+        self._initializer = initializer
+        self._adder = adder
+        self._subtractor = subtractor
+        self._with_key = with_key
+
+    def apply(self, key: Any, agg: Any, new: Any, old: Any) -> Any:
+        if self._with_key:  # aggregate(initializer, adder(k, v, agg), subtractor(k, v, agg))
+            if agg is None and self._initializer is not None:
+                agg = self._initializer()
+            if old is not None:
+                agg = self._subtractor(key, old, agg)
+            if new is not None:
+                agg = self._adder(key, new, agg)
+            return agg
+        # reduce(adder(agg, v), subtractor(agg, v)): the first value is the aggregate
+        if old is not None and agg is not None:
+            agg = self._subtractor(agg, old)
+        if new is not None:
+            agg = new if agg is None else self._adder(agg, new)
+        return agg
+
+
+def count_fold() -> TableFold:
+    return TableFold(lambda: 0, lambda k, v, agg: agg + 1, lambda k, v, agg: agg - 1, True)
+
+
+class TableAggregate(AggregateBase):
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        self._bytes = self._store.inner
+        self._cached = self._bytes.set_flush_listener(self._on_flush, self._send_old)
+
+    def _on_flush(self, entries: Sequence[CacheEntry]) -> None:
+        dk, dv, pending, send_old = self._dk, self._dv, self._pending_ts, self._send_old
+        self._forward_changes(
+            [
+                (
+                    dk(e.key),
+                    _new_tuple(Change, (dv(e.new_value), dv(e.old_value) if send_old else None)),
+                    pending.pop(e.key, e.timestamp),
+                    (),
+                    -1,
+                )
+                for e in entries
+            ]
+        )
+
+    def process_batch(self, batch: list[Rec]) -> None:
+        """Records apply in order; an aggregate is read once per key and batch."""
+        ek, dv, ev = self._ek, self._dv, self._ev
+        get, put = self._bytes.get, self._bytes.put
+        fold: TableFold = self._fold
+        current: dict[bytes, Any] = {}
+        out: list[Rec] = []
+        cached, send_old, pending = self._cached, self._send_old, self._pending_ts
+        for k, change, ts, _h, _o in batch:
+            if k is None or change is None:
+                continue
+            kb = ek(k)
+            old_agg = current[kb] if kb in current else dv(get(kb))
+            new_agg = fold.apply(k, old_agg, change[0], change[1])
+            current[kb] = new_agg
+            if cached:
+                pending[kb] = ts
+            else:
+                out.append((k, _new_tuple(Change, (new_agg, old_agg if send_old else None)), ts, (), -1))
+        for kb, agg in current.items():
+            put(kb, ev(agg))
+        self._forward_changes(out)

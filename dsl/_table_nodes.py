@@ -1,0 +1,251 @@
+"""The processors behind KTable operators, and the value getters joins will read.
+
+Table records carry ``Change(new, old)`` values (see ``_change``). A node computes
+``old`` only when its own readers asked for it (``send_old_values`` on its graph node).
+
+Value getters answer "what is this key's value in the table now?" for a table at any
+point of a chain: a materialized table reads its store, a filter or ``map_values``
+applies itself to its parent's answer. A stream-table or table-table join reads the
+other side through one, so a join never needs the other side materialized twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from state import CacheEntry
+from streams import BatchProcessor, ProcessorContext, Rec
+
+from ._binding import decoder, encoder
+from ._change import Change
+
+if TYPE_CHECKING:
+    from ._graph import TableGraphNode
+
+_new_tuple = tuple.__new__
+
+
+# -- value getters ----------------------------------------------------------------------
+
+
+class ValueGetter(Protocol):
+    def init(self, context: ProcessorContext) -> None: ...
+
+    def get(self, key: Any) -> Any: ...
+
+
+class ValueGetterSupplier(Protocol):
+    @property
+    def store_names(self) -> tuple[str, ...]:
+        """The stores a processor using the getter must be connected to."""
+        ...
+
+    def get(self) -> ValueGetter: ...
+
+
+class StoreValueGetter:
+    def __init__(self, store_name: str) -> None:
+        self._name = store_name
+
+    def init(self, context: ProcessorContext) -> None:
+        self._store = context.get_state_store(self._name)
+
+    def get(self, key: Any) -> Any:
+        return self._store.get(key)
+
+
+class StoreValueGetterSupplier:
+    def __init__(self, store_name: str) -> None:
+        self.store_names = (store_name,)
+
+    def get(self) -> ValueGetter:
+        return StoreValueGetter(self.store_names[0])
+
+
+class DerivedValueGetter:
+    """A parent's getter with ``fn(key, value)`` applied to what it returns."""
+
+    def __init__(self, parent: ValueGetter, fn: Callable[[Any, Any], Any]) -> None:
+        self._parent = parent
+        self._fn = fn
+
+    def init(self, context: ProcessorContext) -> None:
+        self._parent.init(context)
+
+    def get(self, key: Any) -> Any:
+        value = self._parent.get(key)
+        return None if value is None else self._fn(key, value)
+
+
+class DerivedValueGetterSupplier:
+    def __init__(self, parent: ValueGetterSupplier, fn: Callable[[Any, Any], Any]) -> None:
+        self._parent = parent
+        self._fn = fn
+        self.store_names = parent.store_names
+
+    def get(self) -> ValueGetter:
+        return DerivedValueGetter(self._parent.get(), self._fn)
+
+
+# -- processors -------------------------------------------------------------------------
+
+
+class TableSource(BatchProcessor):
+    """Upserts each record into the table's store; ``None`` values delete.
+
+    Records with a ``None`` key cannot be a table row and are skipped.
+    """
+
+    def __init__(self, node: TableGraphNode, store_name: str, key_serde: Any, value_serde: Any):
+        self._node, self._store_name = node, store_name
+        self._key_serde, self._value_serde = key_serde, value_serde
+
+    def init(self, context: ProcessorContext) -> None:
+        self.context = context
+        topic = f"{context.application_id}-{self._store_name}-changelog"
+        self._ek, self._dk = encoder(self._key_serde, topic), decoder(self._key_serde, topic)
+        self._ev, self._dv = encoder(self._value_serde, topic), decoder(self._value_serde, topic)
+        self._bytes = context.get_state_store(self._store_name).inner
+        self._send_old = self._node.send_old_values
+        self._pending: dict[bytes, int] = {}
+        self._cached = self._bytes.set_flush_listener(self._on_flush, self._send_old)
+
+    def _on_flush(self, entries: Sequence[CacheEntry]) -> None:
+        dk, dv, pending, send_old = self._dk, self._dv, self._pending, self._send_old
+        out: list[Rec] = [
+            (
+                dk(e.key),
+                _new_tuple(Change, (dv(e.new_value), dv(e.old_value) if send_old else None)),
+                pending.pop(e.key, e.timestamp),
+                (),
+                -1,
+            )
+            for e in entries
+        ]
+        if out:
+            self.context.forward_batch(out)
+
+    def process_batch(self, batch: list[Rec]) -> None:
+        ek, ev, store = self._ek, self._ev, self._bytes
+        if self._cached:
+            pending = self._pending
+            for k, v, ts, _h, _o in batch:
+                if k is None:
+                    continue
+                kb = ek(k)
+                store.put(kb, ev(v))
+                pending[kb] = ts
+            return
+        out: list[Rec] = []
+        send_old, dv = self._send_old, self._dv
+        for k, v, ts, h, o in batch:
+            if k is None:
+                continue
+            kb = ek(k)
+            old = dv(store.get(kb)) if send_old else None
+            store.put(kb, ev(v))
+            out.append((k, _new_tuple(Change, (v, old)), ts, h, o))
+        if out:
+            self.context.forward_batch(out)
+
+
+class TableFilter(BatchProcessor):
+    """Keeps a row while ``predicate(key, value) == keep``; a row that stops passing
+    becomes a delete downstream. Changes with nothing on either side are dropped."""
+
+    def __init__(self, node: TableGraphNode, predicate: Callable[[Any, Any], bool], keep: bool):
+        self._node, self._predicate, self._keep = node, predicate, keep
+
+    def init(self, context: ProcessorContext) -> None:
+        self.context = context
+        self._send_old = self._node.send_old_values
+
+    def process_batch(self, batch: list[Rec]) -> None:
+        predicate, keep, send_old = self._predicate, self._keep, self._send_old
+        out: list[Rec] = []
+        for k, change, ts, h, o in batch:
+            new, old = change
+            if new is not None and bool(predicate(k, new)) != keep:
+                new = None
+            if not send_old or (old is not None and bool(predicate(k, old)) != keep):
+                old = None
+            if new is None and old is None:
+                continue
+            out.append((k, _new_tuple(Change, (new, old)), ts, h, o))
+        if out:
+            self.context.forward_batch(out)
+
+
+class TableMapValues(BatchProcessor):
+    def __init__(self, node: TableGraphNode, mapper: Callable[[Any, Any], Any]) -> None:
+        self._node, self._mapper = node, mapper
+
+    def init(self, context: ProcessorContext) -> None:
+        self.context = context
+        self._send_old = self._node.send_old_values
+
+    def process_batch(self, batch: list[Rec]) -> None:
+        mapper, send_old = self._mapper, self._send_old
+        out = [
+            (
+                k,
+                _new_tuple(
+                    Change,
+                    (
+                        None if c[0] is None else mapper(k, c[0]),
+                        None if not send_old or c[1] is None else mapper(k, c[1]),
+                    ),
+                ),
+                ts,
+                h,
+                o,
+            )
+            for k, c, ts, h, o in batch
+        ]
+        if out:
+            self.context.forward_batch(out)
+
+
+class Materialize(BatchProcessor):
+    """Writes each change's new value into a store and passes the change on; this is
+    how a filtered or mapped table becomes queryable."""
+
+    def __init__(self, store_name: str) -> None:
+        self._store_name = store_name
+
+    def init(self, context: ProcessorContext) -> None:
+        self.context = context
+        self._store = context.get_state_store(self._store_name)
+
+    def process_batch(self, batch: list[Rec]) -> None:
+        put = self._store.put
+        for k, change, _ts, _h, _o in batch:
+            put(k, change[0])
+        self.context.forward_batch(batch)
+
+
+def to_stream_fn(batch: list[Rec]) -> list[Rec]:
+    return [(k, c[0], ts, h, o) for k, c, ts, h, o in batch]
+
+
+def drop_tombstones_fn(batch: list[Rec]) -> list[Rec]:
+    return [r for r in batch if r[1][0] is not None]
+
+
+def group_by_map_fn(selector: Callable[[Any, Any], tuple[Any, Any]]) -> Callable[[list[Rec]], list[Rec]]:
+    """Each change becomes a subtract record for the old row's new key (first) and an
+    add record for the new row's new key, as Kafka Streams' table re-grouping does."""
+
+    def fn(batch: list[Rec]) -> list[Rec]:
+        out: list[Rec] = []
+        for k, (new, old), ts, h, o in batch:
+            if old is not None:
+                old_key, old_value = selector(k, old)
+                out.append((old_key, _new_tuple(Change, (None, old_value)), ts, h, o))
+            if new is not None:
+                new_key, new_value = selector(k, new)
+                out.append((new_key, _new_tuple(Change, (new_value, None)), ts, h, o))
+        return out
+
+    return fn

@@ -1,0 +1,188 @@
+"""count / reduce / aggregate of a grouped stream over tumbling or hopping windows.
+
+The hot path works on binary window keys (record key bytes, 8-byte window start,
+4-byte sequence number: the store's own layout) straight against the bytes-level
+store stack, below the typed facade: one dictionary entry per key and window per batch,
+one read and one write per entry, and no objects beyond the key bytes until the cache
+flushes. The store's retention check is done here, per record, together with the
+window-closing check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+from state import CacheEntry, Window, Windowed
+from streams import ProcessorContext, Rec
+
+from ._aggregate_base import WindowedAggregateBase, _new_tuple
+from ._change import Change
+from ._windows import TimeWindows
+
+_NO_SEQ = b"\x00\x00\x00\x00"
+
+
+class TimeWindowAggregate(WindowedAggregateBase):
+    def __init__(self, node: Any, spec: Any, windows: TimeWindows, retention: int) -> None:
+        super().__init__(node, spec)
+        self._windows = windows
+        self._retention = retention
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        self._raw = self._store.inner.raw  # metered(caching(logging(segments))) on binary keys
+        self._cached = (not self._final) and self._raw.set_flush_listener(
+            self._on_flush, self._send_old
+        )
+        if self._final:
+            self._cached = self._raw.set_flush_listener(_ignore, False)
+        self._suffixes: dict[int, bytes] = {}
+        self._window_objects: dict[int, Window] = {}
+
+    # -- helpers ------------------------------------------------------------------------
+
+    def _suffix(self, start: int) -> bytes:
+        suffix = self._suffixes.get(start)
+        if suffix is None:
+            if len(self._suffixes) > 4096:
+                self._suffixes.clear()
+            suffix = self._suffixes[start] = start.to_bytes(8, "big") + _NO_SEQ
+        return suffix
+
+    def _window(self, start: int) -> Window:
+        window = self._window_objects.get(start)
+        if window is None:
+            if len(self._window_objects) > 4096:
+                self._window_objects.clear()
+            window = self._window_objects[start] = Window(start, start + self._windows.size_ms)
+        return window
+
+    def _windowed(self, binary: bytes) -> Windowed[Any]:
+        return Windowed(self._dk(binary[:-12]), self._window(int.from_bytes(binary[-12:-4], "big")))
+
+    def _on_flush(self, entries: Sequence[CacheEntry]) -> None:
+        dv, pending, send_old = self._dv, self._pending_ts, self._send_old
+        windowed = self._windowed
+        self._forward_changes(
+            [
+                (
+                    windowed(e.key),
+                    _new_tuple(Change, (dv(e.new_value), dv(e.old_value) if send_old else None)),
+                    pending.pop(e.key, e.timestamp),
+                    (),
+                    -1,
+                )
+                for e in entries
+            ]
+        )
+
+    def _final_records(self, due: list[tuple[Hashable, Any]]) -> list[Rec]:
+        get, dv, windowed = self._raw.get_raw, self._dv, self._windowed
+        out: list[Rec] = []
+        for binary, ts in due:
+            value = dv(get(binary))
+            if value is not None:
+                out.append((windowed(binary), _new_tuple(Change, (value, None)), ts, (), -1))  # type: ignore[arg-type]
+        return out
+
+    # -- processing ---------------------------------------------------------------------
+
+    def process_batch(self, batch: list[Rec]) -> None:
+        """Collect per binary window key, judging lateness record by record; then apply."""
+        windows = self._windows
+        size, grace = windows.size_ms, windows.grace_ms
+        # Windows at or below this start are gone from the store (see _windows).
+        horizon = self.context.current_stream_time_ms() - self._retention
+        observed = self._observed
+        ek, suffix_of = self._ek, self._suffix
+        suffixes = self._suffixes
+        keep_values = not self._fold.counting or not self._cached
+        groups: dict[bytes, list[Any]] = {}
+        late: list[tuple[Any, Any, int, int]] = []
+        tumbling = windows.tumbling
+        for k, v, ts, _h, _o in batch:
+            if k is None or v is None:
+                continue
+            if ts > observed:
+                observed = ts
+            lowest_open = observed - grace - size  # a window starting above this is open
+            if lowest_open < horizon:
+                lowest_open = horizon
+            if tumbling:
+                start = ts - ts % size
+                if start <= lowest_open:
+                    late.append((k, v, ts, observed))
+                    continue
+                starts: Any = (start,)
+            else:
+                starts = [s for s in windows.windows_for(ts) if s > lowest_open]
+                if not starts:
+                    late.append((k, v, ts, observed))
+                    continue
+            kb = ek(k)
+            for start in starts:
+                suffix = suffixes.get(start)
+                binary = kb + (suffix if suffix is not None else suffix_of(start))
+                group = groups.get(binary)
+                if group is None:
+                    groups[binary] = [k, start, [(v, ts)] if keep_values else 1, ts]
+                else:
+                    if keep_values:
+                        group[2].append((v, ts))
+                    else:
+                        group[2] += 1
+                    if ts > group[3]:
+                        group[3] = ts
+        self._observed = observed
+        if late:
+            self._report_late(late)
+        if groups:
+            self._apply(groups)
+        if self._final:
+            self._note_input()
+            self._emit_due()
+
+    def _apply(self, groups: dict[bytes, list[Any]]) -> None:
+        fold, get, put = self._fold, self._raw.get_raw, self._raw.put_raw
+        dv, ev = self._dv, self._ev
+        if self._final:
+            close = self._windows.close_time
+            size = self._windows.size_ms
+            touch = self._pending.touch
+            counting = fold.counting
+            for binary, (k, start, values, ts) in groups.items():
+                if not counting:
+                    values = [v for v, _ in values]
+                elif not isinstance(values, int):
+                    values = len(values)
+                put(binary, ev(fold.final(k, dv(get(binary)), values)))
+                touch(close(start, start + size), binary, ts)
+            return
+        if self._cached:
+            pending = self._pending_ts
+            if fold.counting:
+                for binary, (_k, _start, n, ts) in groups.items():
+                    old = get(binary)
+                    put(binary, ev(n if old is None else dv(old) + n))
+                    pending[binary] = ts
+            else:
+                for binary, (k, _start, values, ts) in groups.items():
+                    put(binary, ev(fold.final(k, dv(get(binary)), [v for v, _ in values])))
+                    pending[binary] = ts
+            return
+        out: list[Rec] = []
+        send_old = self._send_old
+        window = self._window
+        for binary, (k, start, timed, _ts) in groups.items():
+            old = dv(get(binary))
+            key = Windowed(k, window(start))
+            for new, (_v, ts) in zip(fold.steps(k, old, [v for v, _ in timed]), timed, strict=True):
+                out.append((key, _new_tuple(Change, (new, old if send_old else None)), ts, (), -1))
+                old = new
+            put(binary, ev(old))
+        self._forward_changes(out)
+
+
+def _ignore(entries: Sequence[CacheEntry]) -> None:
+    """Final-results mode forwards from its own schedule, not from cache flushes."""

@@ -1,0 +1,197 @@
+"""Windowed grouped streams: aggregations per key and window.
+
+``TimeWindowedKStream`` takes ``TimeWindows`` (tumbling, hopping) or ``SlidingWindows``;
+``SessionWindowedKStream`` takes ``SessionWindows``. Their tables are keyed by
+``Windowed(key, Window(start, end))`` and their store is a window (or session) store,
+queryable by key and time range. ``emit_final()`` switches an aggregation to one final
+result per window (``_final``); ``on_late`` is called for every record dropped as late.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from ._aggregate_base import AggregateSpec
+from ._folds import AggregateFold, CountFold, Fold, ReduceFold
+from ._graph import TableGraphNode
+from ._ktable import KTable
+from ._late import LateCallback
+from ._materialized import Materialized
+from ._serdes import Serdes
+from ._session_aggregate import SessionWindowAggregate
+from ._sliding_aggregate import SlidingWindowAggregate
+from ._suppress import Suppressed
+from ._window_aggregate import TimeWindowAggregate
+from ._windowed_serdes import SessionWindowedSerde, TimeWindowedSerde
+from ._windows import SessionWindows, SlidingWindows, TimeWindows
+
+if TYPE_CHECKING:
+    from ._grouped import KGroupedStream
+
+
+@dataclass(frozen=True)
+class _Emit:
+    final: bool = False
+    idle_close_ms: int | None = None
+
+
+class _WindowedBase:
+    _grouped: KGroupedStream
+    _emit: _Emit
+
+    def _node(self, prefix: str, name: str | None, store: Materialized, stores: tuple[Any, ...],
+              make: Callable[[TableGraphNode], Any]) -> TableGraphNode:
+        builder = self._grouped.builder
+        parent = self._grouped.input_node(store.store_name)
+        node = TableGraphNode(name or builder.new_name(prefix), (parent,), store_builders=stores)
+        node.supplier = lambda: make(node)
+        node.emit_final = self._emit.final
+        node.idle_close_ms = self._emit.idle_close_ms
+        builder.add_node(node)
+        return node
+
+    def _store(self, prefix: str, materialized: Materialized | None, value_serde: Any) -> Materialized:
+        return (materialized or Materialized()).resolve(
+            self._grouped.builder.new_name(f"{prefix}STATE-STORE-"),
+            self._grouped.key_serde,
+            value_serde,
+        )
+
+    def _spec(self, store: Materialized, fold: Fold, on_late: LateCallback | None) -> AggregateSpec:
+        return AggregateSpec(
+            store.store_name, store.key_serde, store.value_serde, fold,
+            late=self._grouped.builder.late_records, on_late=on_late,
+        )
+
+
+class TimeWindowedKStream(_WindowedBase):
+    __slots__ = ("_emit", "_grouped", "_windows")
+
+    def __init__(self, grouped: KGroupedStream, windows: TimeWindows | SlidingWindows,
+                 emit: _Emit | None = None) -> None:
+        self._grouped = grouped
+        self._windows = windows
+        self._emit = emit or _Emit()
+
+    def emit_final(self, *, idle_close: int | timedelta | None = None) -> TimeWindowedKStream:
+        """Emit one final result per window when it closes, nothing before; with
+        ``idle_close``, close windows on wall-clock time once the input is that idle."""
+        suppressed = Suppressed.until_window_closes(idle_close=idle_close)
+        return TimeWindowedKStream(
+            self._grouped, self._windows, _Emit(True, suppressed.idle_close_ms)
+        )
+
+    def _aggregate(self, prefix: str, fold: Fold, materialized: Materialized | None,
+                   value_serde: Any, name: str | None, on_late: LateCallback | None) -> KTable:
+        windows = self._windows
+        store = self._store(prefix, materialized, value_serde)
+        spec = self._spec(store, fold, on_late)
+        size = windows.store_window_size
+        retention = store._retention(windows.default_retention(), size + windows.grace_ms)
+        if isinstance(windows, SlidingWindows):
+            buffer = dataclasses.replace(
+                store,
+                name=f"{store.store_name}-buffer",
+                value_serde=self._grouped.value_serde,
+                caching=False,
+            )
+            stores = (
+                store.window_store(size, retention),
+                buffer.window_store(size, retention).with_caching_disabled(),
+            )
+            stores = (stores[0], _retain_duplicates(stores[1]))
+            node = self._node(
+                prefix, name, store, stores,
+                lambda n: SlidingWindowAggregate(n, spec, windows, retention, buffer.store_name),
+            )
+        else:
+            time_windows = windows
+            node = self._node(
+                prefix, name, store, (store.window_store(size, retention),),
+                lambda n: TimeWindowAggregate(n, spec, time_windows, retention),
+            )
+        return KTable(
+            self._grouped.builder, node, TimeWindowedSerde(store.key_serde, size),
+            store.value_serde, store_name=store.store_name, windows=windows, origin=node,
+        )
+
+    def count(self, *, materialized: Materialized | None = None, name: str | None = None,
+              on_late: LateCallback | None = None) -> KTable:
+        return self._aggregate("KSTREAM-AGGREGATE-", CountFold(), materialized, Serdes.long(),
+                               name, on_late)
+
+    def reduce(self, reducer: Callable[[Any, Any], Any], *, materialized: Materialized | None = None,
+               name: str | None = None, on_late: LateCallback | None = None) -> KTable:
+        return self._aggregate("KSTREAM-REDUCE-", ReduceFold(reducer), materialized,
+                               self._grouped.value_serde, name, on_late)
+
+    def aggregate(self, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any],
+                  *, materialized: Materialized | None = None, name: str | None = None,
+                  on_late: LateCallback | None = None) -> KTable:
+        return self._aggregate("KSTREAM-AGGREGATE-", AggregateFold(initializer, aggregator),
+                               materialized, None, name, on_late)
+
+
+class SessionWindowedKStream(_WindowedBase):
+    __slots__ = ("_emit", "_grouped", "_windows")
+
+    def __init__(self, grouped: KGroupedStream, windows: SessionWindows,
+                 emit: _Emit | None = None) -> None:
+        self._grouped = grouped
+        self._windows = windows
+        self._emit = emit or _Emit()
+
+    def emit_final(self, *, idle_close: int | timedelta | None = None) -> SessionWindowedKStream:
+        suppressed = Suppressed.until_window_closes(idle_close=idle_close)
+        return SessionWindowedKStream(
+            self._grouped, self._windows, _Emit(True, suppressed.idle_close_ms)
+        )
+
+    def _aggregate(self, prefix: str, fold: Fold, materialized: Materialized | None,
+                   value_serde: Any, name: str | None, on_late: LateCallback | None) -> KTable:
+        windows = self._windows
+        store = self._store(prefix, materialized, value_serde)
+        spec = self._spec(store, fold, on_late)
+        minimum = windows.gap_ms + windows.grace_ms + 1
+        retention = store._retention(windows.default_retention(), minimum)
+        node = self._node(
+            prefix, name, store, (store.session_store(retention, minimum),),
+            lambda n: SessionWindowAggregate(n, spec, windows, retention),
+        )
+        return KTable(
+            self._grouped.builder, node, SessionWindowedSerde(store.key_serde),
+            store.value_serde, store_name=store.store_name, windows=windows, origin=node,
+        )
+
+    def count(self, *, materialized: Materialized | None = None, name: str | None = None,
+              on_late: LateCallback | None = None) -> KTable:
+        return self._aggregate("KSTREAM-AGGREGATE-", CountFold(), materialized, Serdes.long(),
+                               name, on_late)
+
+    def reduce(self, reducer: Callable[[Any, Any], Any], *, materialized: Materialized | None = None,
+               name: str | None = None, on_late: LateCallback | None = None) -> KTable:
+        return self._aggregate("KSTREAM-REDUCE-", ReduceFold(reducer), materialized,
+                               self._grouped.value_serde, name, on_late)
+
+    def aggregate(
+        self,
+        initializer: Callable[[], Any],
+        aggregator: Callable[[Any, Any, Any], Any],
+        merger: Callable[[Any, Any, Any], Any],
+        *,
+        materialized: Materialized | None = None,
+        name: str | None = None,
+        on_late: LateCallback | None = None,
+    ) -> KTable:
+        """``merger(key, left, right)`` combines the aggregates of sessions a record joins."""
+        return self._aggregate("KSTREAM-AGGREGATE-", AggregateFold(initializer, aggregator, merger),
+                               materialized, None, name, on_late)
+
+
+def _retain_duplicates(builder: Any) -> Any:
+    """The sliding-window record buffer keeps every record, not one value per time."""
+    return dataclasses.replace(builder, retain_duplicates=True)
