@@ -54,7 +54,7 @@ def test_overlap_agrees_with_brute_force(spans: list[tuple[int, int]], start: in
                                          end: int) -> None:
     index = AbortedTxnIndex()
     last = -1
-    entries = []
+    entries: list[AbortedTxn] = []
     for first, length in spans:
         marker = max(first + length, last + 1)
         entry = AbortedTxn(len(entries), first, marker, 0)

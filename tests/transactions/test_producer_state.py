@@ -262,7 +262,7 @@ _batch = st.builds(
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.one_of(_batch, st.tuples(st.integers(0, 2), st.booleans())), max_size=30),
        st.integers(0, 30))
-def test_rebuilding_from_any_snapshot_point_gives_the_same_state(ops: list[object],
+def test_rebuilding_from_any_snapshot_point_gives_the_same_state(ops: list[Batch | tuple[int, bool]],
                                                                   cut: int) -> None:
     log = Log()
     snapshot = encode_snapshot(0, ProducerStates())

@@ -1,0 +1,52 @@
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import transactions
+from transactions import _errors
+
+
+def test_public_surface_is_pinned() -> None:
+    assert sorted(transactions.__all__) == sorted([
+        "TXN_LOG_TOPIC", "TXN_TRANSITIONS", "AbortedTxn", "AbortedTxnIndex", "AppendPlan",
+        "BatchInfo", "Clock", "CompletedTxn", "ConcurrentTransactionsError",
+        "CoordinatorError", "CoordinatorNotAvailableError", "CorruptSnapshotError",
+        "Duplicate", "IllegalTransitionError", "InvalidProducerEpochError",
+        "InvalidProducerIdMappingError", "InvalidRequestError",
+        "InvalidTransactionTimeoutError", "InvalidTxnStateError", "ManualClock",
+        "MarkerWriter", "OutOfOrderSequenceError", "ProducerEntry", "ProducerFencedError",
+        "ProducerIdAllocator", "ProducerIdAndEpoch", "ProducerIdSource",
+        "ProducerStateError", "ProducerStates", "SystemClock", "TopicPartition",
+        "TransactionCoordinator", "TransactionError", "TransactionMetadata",
+        "TransactionalIdNotFoundError", "TxnCoordinatorFencedError", "TxnLogRecordError",
+        "TxnLogWriter", "TxnMarkers", "TxnState", "decode_snapshot", "decode_txn_log_key",
+        "decode_txn_log_value", "encode_snapshot", "encode_txn_log_key",
+        "encode_txn_log_value", "txn_log_partition_for",
+    ])  # fmt: skip
+    for name in transactions.__all__:
+        assert getattr(transactions, name) is not None
+
+
+def test_every_error_descends_from_the_root_and_carries_codes() -> None:
+    errors = [
+        value for value in vars(_errors).values()
+        if isinstance(value, type) and issubclass(value, Exception)
+    ]  # fmt: skip
+    assert len(errors) == 17
+    for error in errors:
+        assert getattr(transactions, error.__name__) is error
+        assert issubclass(error, transactions.TransactionError)
+        assert isinstance(error.retriable, bool)
+        assert isinstance(error.error_code, int)
+        assert error.__name__ in (_errors.__doc__ or "")
+
+
+def test_nothing_imports_the_broker() -> None:
+    # The broker depends on this package, never the other way round.
+    for path in Path(transactions.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom | ast.Import):
+                names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [
+                    alias.name for alias in node.names]
+                assert not any(n.startswith("log_broker") for n in names), path
