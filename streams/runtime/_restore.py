@@ -5,9 +5,14 @@ One changelog reader (a consumer outside the group) serves every restoring task.
 Adding a task, step by step: read the end offset of each of its changelog partitions;
 a partition whose restore offset (the checkpointed one) is already at the end needs
 nothing; the others are assigned to the reader and positioned at the checkpointed
-offset, or at the beginning when there is no checkpoint. A checkpointed offset beyond
-the end means the changelog was recreated: restore from the beginning instead. A task
-with nothing left to read is restored at once.
+offset, or at the beginning when there is no checkpoint. A task with nothing left to
+read is restored at once. A checkpointed offset beyond the reported end is trusted (with
+a warning): some brokers report the end as the last batch's base offset plus one, and
+the checkpoint came from the broker's own produce acknowledgements.
+
+Records are applied by whole fetched batches, even past the end offset noted when the
+task was added: they are changelog entries all the same, and that way a broker whose
+reported end lies inside its last batch still restores the whole batch.
 
 Each :meth:`Restorer.step` reads one round of records, hands them to their stores'
 ``restore_batch`` and reports the tasks whose every changelog partition reached the end
@@ -43,6 +48,7 @@ class Restorer:
         self._max = max_records
         self._pending: dict[TopicPartition, _Progress] = {}
         self._ends: dict[str, dict[TopicPartition, int]] = {}
+        self._reached: dict[str, dict[TopicPartition, int]] = {}
         self._last_report = 0.0
 
     @property
@@ -61,9 +67,8 @@ class Restorer:
             end = ends.get(tp, 0)
             start = task.restore_from.get(tp)
             if start is not None and start > end:
-                log.warning("task %s: checkpoint %d of %s-%d is past its end %d; restoring from the beginning",
+                log.warning("task %s: checkpoint %d of %s-%d is past the reported end %d",
                             task.id, start, tp[0], tp[1], end)
-                start = None
             if start is not None and start >= end:
                 continue
             if start is None and end == 0:
@@ -84,6 +89,7 @@ class Restorer:
         for tp in [tp for tp, p in self._pending.items() if p.task is task]:
             del self._pending[tp]
         self._ends.pop(task.id, None)
+        self._reached.pop(task.id, None)
         self._reader.assign(list(self._pending))
 
     async def _reposition(self) -> None:
@@ -106,11 +112,10 @@ class Restorer:
             restore = getattr(store, "restore_batch", None)
             if restore is None:
                 raise RestoreError(f"store {progress.store} of task {progress.task.id} cannot restore")
-            upto = [r for r in records if r[0] < progress.end]
-            restore([(key, value) for _o, key, value in upto])
+            restore([(key, value) for _o, key, value in records])
             progress.position = records[-1][0] + 1
-            progress.task.restored_records += len(upto)
-            self._metrics.restored_records.labels(progress.task.id, progress.store).inc(len(upto))
+            progress.task.restored_records += len(records)
+            self._metrics.restored_records.labels(progress.task.id, progress.store).inc(len(records))
             self._metrics.restore_remaining.labels(progress.task.id, progress.store).set(
                 max(0, progress.end - progress.position)
             )
@@ -118,12 +123,13 @@ class Restorer:
         done_tps = [tp for tp, p in self._pending.items() if p.position >= p.end]
         finished: dict[str, RuntimeTask] = {}
         for tp in done_tps:
-            finished[self._pending[tp].task.id] = self._pending[tp].task
-            del self._pending[tp]
+            progress = self._pending.pop(tp)
+            finished[progress.task.id] = progress.task
+            self._reached.setdefault(progress.task.id, {})[tp] = progress.position
         still = {p.task.id for p in self._pending.values()}
         done = [t for tid, t in finished.items() if tid not in still]
         for task in done:
-            self._finish(task)
+            self._finish(task, self._reached.pop(task.id, {}))
         if done_tps:
             self._reader.assign(list(self._pending))
             await self._reposition()
@@ -133,7 +139,10 @@ class Restorer:
             log.info("restoring: %d changelog records to go", self.remaining())
         return done
 
-    def _finish(self, task: RuntimeTask) -> None:
+    def _finish(self, task: RuntimeTask, reached: dict[TopicPartition, int] | None = None) -> None:
         ends = self._ends.pop(task.id, {})
-        task.restored(ends)
+        # The checkpoint may stand beyond a reported end; never move a task's offsets back.
+        merged = {tp: max(o, task.changelog_offsets.get(tp, 0), (reached or {}).get(tp, 0))
+                  for tp, o in ends.items()}
+        task.restored(merged)
         log.info("task %s restored %d records; running", task.id, task.restored_records)

@@ -7,10 +7,10 @@ Values come from four places; a later one wins over an earlier one:
 3. environment variables ``HEADRACE_<FIELD>`` (``HEADRACE_COMMIT_INTERVAL_MS=200``);
 4. keyword arguments (what ``App(...)`` and ``headrace run`` flags pass).
 
->>> AppSettings.load(env={}, application_id="clicks").commit_interval_ms
+>>> AppSettings.load(env={}, application_id="clicks").commit_interval
 1000
 >>> AppSettings.load(env={}, application_id="clicks",
-...                  processing_guarantee="exactly_once_v2").commit_interval_ms
+...                  processing_guarantee="exactly_once_v2").commit_interval
 100
 """
 

