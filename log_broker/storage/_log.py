@@ -8,8 +8,9 @@ Layout of ``<data_dir>/<topic>-<partition>/``::
     (checkpoints and the clean-shutdown marker: see ``_recovery``)
 
 Threads: the event loop appends and reads; ``sync`` runs in a worker thread; retention
-may run in another. One lock guards the segment list and offsets (held for an append or
-a read, briefly by sync and retention); a second lock keeps syncs of one log in order.
+and compaction may run in others. One lock guards the segment list and offsets (held
+for an append or a read, briefly by sync, retention and the swap of a cleaned segment);
+a second lock keeps syncs of one log in order.
 A file that a running sync may still fsync is closed only when that sync ends.
 """
 
@@ -25,6 +26,7 @@ from pathlib import Path
 
 from .. import _records
 from ._checkpoint import fsync_dir, write_atomically, write_offset
+from ._compaction import install
 from ._config import TopicConfig
 from ._errors import (
     InvalidRecordError,
@@ -33,6 +35,7 @@ from ._errors import (
     OffsetOutOfRangeError,
     RecordTooLargeError,
 )
+from ._keys import require_keys
 from ._recovery import (
     CLEAN_SHUTDOWN_FILE,
     LOG_START_FILE,
@@ -168,10 +171,11 @@ class PartitionLog:
         """Validate a produce payload, assign offsets and append it; all or nothing.
 
         Steps: parse and check every batch (CRC, size limit, no control batches from
-        producers); roll the active segment if the payload would overflow it or it is
-        too old; patch each batch's base offset (and stamp LogAppendTime if the topic
-        asks for it); write the payload with one pwrite; index the batches; publish the
-        new end offset. Nothing is fsynced here.
+        producers, on a compacted topic a key on every record); roll the active segment
+        if the payload would overflow it or it is too old; patch each batch's base
+        offset (and stamp LogAppendTime if the topic asks for it); write the payload
+        with one pwrite; index the batches; publish the new end offset. Nothing is
+        fsynced here.
         """
         headers = _records.parse_batches(payload)
         if not headers:
@@ -187,6 +191,10 @@ class PartitionLog:
             if header.is_control and not allow_control:
                 raise InvalidRecordError("producers may not write control batches")
             count += header.last_offset_delta + 1
+        if config.compact:
+            # Per-record work, but only for compacted topics: a record without a key
+            # could never be compacted away (Kafka refuses it the same way).
+            require_keys(payload, headers)
         log_append = config.log_append_time
         with self._lock:
             if self._state is not LogState.OPEN:
@@ -280,7 +288,8 @@ class PartitionLog:
             segments = self._segments
             for i in range(bisect_right(self._bases, offset) - 1, len(segments)):
                 segment = segments[i]
-                if offset < segment.next_offset:
+                # A segment that compaction emptied holds no batch to start from.
+                if offset < segment.next_offset and segment.size:
                     return segment.read(
                         max(offset, segment.base_offset), max_bytes, upper_bound
                     )
@@ -356,6 +365,50 @@ class PartitionLog:
                 segment.close()
         del self._segments[:count]
         del self._bases[:count]
+
+    # ------------------------------------------------------------------ compaction
+
+    def closed_segments(self) -> list[LogSegment]:
+        """The segments before the active one: what the cleaner may rewrite. Their
+        files no longer change, so the cleaner reads them without the lock."""
+        with self._lock:
+            self._check_open()
+            return self._segments[:-1]
+
+    def replace_segments(self, sources: list[LogSegment], cleaned: LogSegment) -> bool:
+        """Swap ``cleaned`` (written and fsynced under the ``.cleaned`` suffix) in for
+        the consecutive closed segments ``sources``; the only step of compaction that
+        holds the lock. False, with nothing changed, if the log closed or retention
+        removed any of ``sources`` meanwhile (the caller deletes ``cleaned``).
+
+        Steps: check ``sources`` are still consecutive closed segments; run the file
+        protocol (``_compaction.install``); put ``cleaned`` in their place; close the
+        sources' files (after a running sync, which may still fsync them).
+        """
+        with self._lock:
+            if self._state is not LogState.OPEN or not sources:
+                return False
+            first = next((i for i, s in enumerate(self._segments) if s is sources[0]), None)
+            if first is None or first + len(sources) >= len(self._segments):
+                return False
+            if any(a is not b for a, b in zip(self._segments[first:], sources, strict=False)):
+                return False
+            try:
+                install(cleaned, sources)
+            except OSError as exc:
+                # The sources' open files still read correctly; a restart finishes or
+                # undoes whatever the rename steps left behind.
+                raise KafkaStorageError(f"cannot swap a cleaned segment into {self!r}: {exc}") from exc
+            self._segments[first : first + len(sources)] = [cleaned]
+            self._bases[first : first + len(sources)] = [cleaned.base_offset]
+            self._size += cleaned.size - sum(source.size for source in sources)
+            for source in sources:
+                self._dirty.discard(source)
+                if self._syncing:
+                    self._close_after_sync.append(source)
+                else:
+                    source.close()
+            return True
 
     # ------------------------------------------------------------------ durability
 

@@ -25,6 +25,7 @@ from types import MappingProxyType
 import orjson
 
 from ._checkpoint import fsync_dir, write_atomically
+from ._cleaner import Cleaner
 from ._config import CONFIG_DEFS, TopicConfig
 from ._errors import (
     InvalidConfigError,
@@ -42,7 +43,10 @@ MAX_TOPIC_NAME_LENGTH = 249
 MAX_PARTITIONS = 100_000  # far beyond what one broker serves; stops absurd requests
 _LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 _PARTITION_DIR = re.compile(r"(.+)-(\d+)")
-_LOG_FILE = re.compile(r"\d{20}\.(log|index|timeindex)|.*\.checkpoint(\.tmp)?|\.clean-shutdown")
+_LOG_FILE = re.compile(
+    r"\d{20}\.(log|index|timeindex)(\.cleaned|\.swap|\.deleted)?|.*\.checkpoint(\.tmp)?"
+    r"|\.clean-shutdown"
+)
 
 
 @dataclass(eq=False)
@@ -105,6 +109,7 @@ class LogManager:
         self._topics: dict[str, Topic] = {}
         # Retention runs in a worker thread; topic creation and deletion on the loop.
         self._lock = threading.Lock()
+        self._cleaner = Cleaner()
 
     @classmethod
     def open(
@@ -287,6 +292,11 @@ class LogManager:
             except LogClosedError:
                 continue  # its topic was deleted meanwhile
         return removed
+
+    def run_compaction(self, now_ms: int) -> int:
+        """Clean the compacted logs that are due (see ``_cleaner``); returns how many
+        were cleaned. Blocks for the whole pass: call it from a worker thread."""
+        return len(self._cleaner.run(self.logs(), now_ms))
 
     def close(self) -> None:
         """Close every log cleanly (fsync, clean-shutdown marker)."""

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ._checkpoint import fsync_dir, read_offset
+from ._compaction import finish_interrupted
 from ._segment import LogSegment, remove_segment_files
 
 CLEAN_SHUTDOWN_FILE = ".clean-shutdown"
@@ -32,13 +33,15 @@ class Recovered:
 def recover_segments(path: Path, index_interval: int) -> Recovered:
     """Open every segment in ``path``, recovering whatever a crash may have damaged.
 
-    Steps: drop leftovers of interrupted writes; after a clean shutdown, load every
+    Steps: finish or undo a compaction swap a crash cut short (``_compaction``); drop
+    leftovers of interrupted writes; after a clean shutdown, load every
     segment from its indexes; otherwise load the segments below the recovery point and
     rebuild the rest from their data (CRC-checked, torn or corrupt tail cut off, every
     segment after a cut removed); a segment whose indexes do not check out is rebuilt
     either way; finally fsync whatever was rebuilt, so all of it counts as flushed.
     """
     path.mkdir(parents=True, exist_ok=True)
+    finish_interrupted(path, index_interval)
     clean = (path / CLEAN_SHUTDOWN_FILE).exists()
     bases = _segment_bases(path)
     recovery_base = None if clean else read_offset(path / RECOVERY_POINT_FILE)

@@ -41,17 +41,23 @@ class LogSegment:
         "time_index",
     )
 
-    def __init__(self, directory: Path, base_offset: int, index_interval: int) -> None:
+    def __init__(
+        self, directory: Path, base_offset: int, index_interval: int, suffix: str = ""
+    ) -> None:
+        """``suffix`` (e.g. ".cleaned") names the files of a segment that compaction is
+        still writing or swapping in; a live segment has none."""
         self.base_offset = base_offset
-        self.path = directory / f"{segment_name(base_offset)}.log"
-        # A missing index of an existing segment means rebuild, not "no entries".
-        self._indexes_existed = all(
-            self.path.with_suffix(suffix).exists() for suffix in (".index", ".timeindex")
+        index_path, time_path = (
+            directory / f"{segment_name(base_offset)}{kind}{suffix}"
+            for kind in (".index", ".timeindex")
         )
+        self.path = directory / f"{segment_name(base_offset)}.log{suffix}"
+        # A missing index of an existing segment means rebuild, not "no entries".
+        self._indexes_existed = index_path.exists() and time_path.exists()
         self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            self.offset_index = OffsetIndex(self.path.with_suffix(".index"))
-            self.time_index = TimeIndex(self.path.with_suffix(".timeindex"))
+            self.offset_index = OffsetIndex(index_path)
+            self.time_index = TimeIndex(time_path)
         except OSError:
             os.close(self.fd)
             raise
@@ -289,8 +295,29 @@ class LogSegment:
         self.time_index.close()
         os.close(self.fd)
 
+    def files(self) -> tuple[Path, Path, Path]:
+        """The index files, then the log file: renaming in this order makes the log
+        file's rename the last step."""
+        return self.offset_index.path, self.time_index.path, self.path
+
+    def rename(self, old_suffix: str, new_suffix: str) -> None:
+        """Change the suffix of the three files (open descriptors stay valid)."""
+        for path in self.files():
+            os.replace(path, _with_suffix(path, old_suffix, new_suffix))
+        self.offset_index.path = _with_suffix(self.offset_index.path, old_suffix, new_suffix)
+        self.time_index.path = _with_suffix(self.time_index.path, old_suffix, new_suffix)
+        self.path = _with_suffix(self.path, old_suffix, new_suffix)
+
     def unlink(self) -> None:
-        remove_segment_files(self.path.parent, self.base_offset)
+        for path in self.files():
+            path.unlink(missing_ok=True)
+
+
+def _with_suffix(path: Path, old_suffix: str, new_suffix: str) -> Path:
+    name = path.name
+    if old_suffix and not name.endswith(old_suffix):
+        raise ValueError(f"{path} does not end with {old_suffix!r}")
+    return path.with_name(name[: len(name) - len(old_suffix)] + new_suffix)
 
 
 def remove_segment_files(directory: Path, base_offset: int) -> None:

@@ -1,0 +1,96 @@
+"""Per-batch work of compaction: read a closed segment's batches, and rewrite a batch
+to hold only the records compaction keeps.
+
+A rewritten batch keeps everything that identifies it: base offset and last offset
+delta (so offsets of kept records, and of the batches after it, do not move), codec,
+timestamp type, producer id, epoch and base sequence, partition leader epoch. A batch
+that keeps every record is written back byte for byte.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from .. import _records
+from ._errors import CorruptRecordError
+from ._keys import batch_keys
+
+_CHUNK = 4 * 1024 * 1024
+
+# (offset, key, has_value) -> keep the record?
+Decide = Callable[[int, bytes | None, bool], bool]
+
+
+def read_batches(path: Path, size: int) -> Iterator[tuple[bytes, _records.BatchHeader]]:
+    """(chunk, header) for every batch in the first ``size`` bytes of the segment file
+    ``path``, read through a descriptor of its own (so closing or deleting the live
+    segment cannot disturb the read); ``header.position`` is within ``chunk``.
+
+    Raises FileNotFoundError if the file is gone, ``CorruptRecordError`` if the bytes
+    stop being whole batches before ``size``.
+    """
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        position = 0
+        want = _CHUNK
+        while position < size:
+            chunk = os.pread(fd, min(want, size - position), position)
+            scan = _records.scan_batches(chunk, verify_crc=False)
+            for header in scan:
+                yield chunk, header
+            if scan.end == 0:
+                # One batch larger than the chunk: read again, big enough for it.
+                needed = 0
+                if scan.incomplete and len(chunk) >= _records.HEADER_SIZE:
+                    needed = _records.read_header(chunk, 0).size
+                if needed <= len(chunk) or position + needed > size:
+                    raise CorruptRecordError(f"{path} holds no whole batch at byte {position}")
+                want = needed
+                continue
+            position += scan.end
+            want = _CHUNK
+    finally:
+        os.close(fd)
+
+
+def retained(
+    chunk: bytes, header: _records.BatchHeader, decide: Decide, *, keep_empty: bool = False
+) -> bytes | memoryview | None:
+    """The batch as compaction leaves it: the original bytes if every record stays,
+    a rebuilt batch if some do, None if none do, unless ``keep_empty``: then an empty
+    batch with the same offsets and producer fields (Kafka keeps a producer's last
+    batch so, so that its sequence numbers survive a rebuild of producer state).
+
+    Control batches and transactional batches are kept whole: a marker must outlive
+    its transaction's data, and which transactional data was aborted is not known
+    here (there is no aborted-transaction index yet), so neither may be touched.
+    """
+    original = memoryview(chunk)[header.position : header.position + header.size]
+    if header.is_control or header.is_transactional:
+        return original
+    keep = [decide(offset, key, has_value) for offset, key, has_value in batch_keys(chunk, header)]
+    if not keep:  # an empty batch an earlier pass left for its producer
+        return original if keep_empty else None
+    if all(keep):
+        return original
+    if not any(keep) and not keep_empty:
+        return None
+    records = [
+        record
+        for record, kept in zip(_records.decode_records(chunk, header), keep, strict=True)
+        if kept
+    ]
+    return _records.encode_batch(
+        records,
+        base_offset=header.base_offset,
+        last_offset_delta=header.last_offset_delta,
+        compression=header.compression,
+        timestamp_type=header.timestamp_type,
+        log_append_time=header.max_timestamp,
+        producer_id=header.producer_id,
+        producer_epoch=header.producer_epoch,
+        base_sequence=header.base_sequence,
+        partition_leader_epoch=header.partition_leader_epoch,
+    )
