@@ -17,6 +17,7 @@ import dataclasses
 import logging
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -111,14 +112,19 @@ class Broker:
             self._connections.discard(task)
 
     async def _maintain(self) -> None:
-        interval = self._config.retention_check_interval_ms / 1000
+        # Retention and compaction each on its own interval, both in worker threads.
+        logs, config = self.state.logs, self._config
+        await asyncio.gather(
+            self._every(config.retention_check_interval_ms, "retention", logs.run_retention),
+            self._every(config.log_cleaner_backoff_ms, "compaction", logs.run_compaction))
+
+    async def _every(self, interval_ms: int, name: str, job: Callable[[int], int]) -> None:
         while True:
-            await asyncio.sleep(interval)
-            now_ms = int(time.time() * 1000)
+            await asyncio.sleep(interval_ms / 1000)
             try:
-                await asyncio.to_thread(self.state.logs.run_retention, now_ms)
+                await asyncio.to_thread(job, int(time.time() * 1000))
             except Exception:
-                log.exception("retention pass failed")
+                log.exception("%s pass failed", name)
 
     async def stop(self) -> None:
         if self._server is not None:

@@ -29,6 +29,8 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
                         help="partitions of auto-created topics")
     broker.add_argument("--no-auto-create-topics", action="store_true")
     broker.add_argument("--group-initial-rebalance-delay-ms", type=int, default=3000)
+    broker.add_argument("--log-cleaner-backoff-ms", type=int, default=15_000,
+                        help="pause between log cleaner passes over compacted topics")
     broker.set_defaults(handler=_run_broker)
 
     topics = subparsers.add_parser("topics", help="create, list, describe, delete topics")
@@ -86,7 +88,8 @@ def _run_broker(args: argparse.Namespace) -> int:
     broker = Broker(args.data_dir, host=host, port=port, fsync=args.fsync == "always",
                     num_partitions=args.num_partitions,
                     auto_create_topics_enable=not args.no_auto_create_topics,
-                    group_initial_rebalance_delay_ms=args.group_initial_rebalance_delay_ms)
+                    group_initial_rebalance_delay_ms=args.group_initial_rebalance_delay_ms,
+                    log_cleaner_backoff_ms=args.log_cleaner_backoff_ms)
 
     async def run() -> None:
         stop = asyncio.Event()

@@ -20,6 +20,8 @@ class BrokerConfig:
     # Requests one connection may have in flight before the server stops reading from it.
     max_in_flight_per_connection: int = 64
     retention_check_interval_ms: int = 300_000
+    # Pause between passes of the log cleaner over compacted topics.
+    log_cleaner_backoff_ms: int = 15_000
     group_initial_rebalance_delay_ms: int = 3000
     offsets_retention_minutes: int = 7 * 24 * 60
 
@@ -33,6 +35,7 @@ class BrokerConfig:
             "num.partitions": str(self.num_partitions),
             "socket.request.max.bytes": str(self.socket_request_max_bytes),
             "log.retention.check.interval.ms": str(self.retention_check_interval_ms),
+            "log.cleaner.backoff.ms": str(self.log_cleaner_backoff_ms),
             "group.initial.rebalance.delay.ms": str(self.group_initial_rebalance_delay_ms),
             "offsets.retention.minutes": str(self.offsets_retention_minutes),
             "log.flush.policy": "group-commit" if self.fsync else "never",
