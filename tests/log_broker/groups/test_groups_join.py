@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from group_harness import PROTOCOLS, Harness
+from group_harness import Harness
 
 from log_broker.groups import (
     CoordinatorNotAvailableError,

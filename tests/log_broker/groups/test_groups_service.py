@@ -52,7 +52,7 @@ async def _member(service: GroupService, group: str, session_ms: int = 10_000) -
 
 
 async def test_offsets_topic_is_created_compacted(tmp_path: Path) -> None:
-    logs, syncer, service = _open(tmp_path)
+    logs, syncer, _service = _open(tmp_path)
     topic = logs.topics()[OFFSETS_TOPIC]
     assert len(topic.partitions) == CONFIG.offsets_topic_partitions
     assert topic.config.compact and topic.overrides["cleanup.policy"] == "compact"

@@ -73,7 +73,7 @@ def test_static_member_that_stays_away_expires(h: Harness) -> None:
 
 
 def test_static_member_leaves_by_instance_id(h: Harness) -> None:
-    _, ids = form_static(h)
+    _, _ids = form_static(h)
     assert h.coordinator.leave("g", [("", "b")]) == [None]
     assert [m.group_instance_id for m in h.coordinator.describe("g").members] == ["a"]
     [error] = h.coordinator.leave("g", [("nobody", None)])
