@@ -37,8 +37,23 @@ class TimeWindowAggregate(WindowedAggregateBase):
         )
         if self._final:
             self._cached = self._raw.set_flush_listener(_ignore, False)
+        if not context.child_names and not self._final:
+            self._raw.set_flush_listener(_ignore, False)  # nobody reads the updates
+            self._readers = False
+        else:
+            self._readers = True
         self._suffixes: dict[int, bytes] = {}
         self._window_objects: dict[int, Window] = {}
+        self._key_bytes: dict[Any, bytes] = {}
+        self._windowed_keys: dict[bytes, Windowed[Any]] = {}
+        # Counting into 8-byte big-endian longs is the common case: done inline below.
+        self._fast_count = (
+            self._cached
+            and not self._final
+            and self._windows.tumbling
+            and self._fold.counting
+            and getattr(self._spec.value_serde, "name", None) == "long"
+        )
 
     # -- helpers ------------------------------------------------------------------------
 
@@ -59,7 +74,15 @@ class TimeWindowAggregate(WindowedAggregateBase):
         return window
 
     def _windowed(self, binary: bytes) -> Windowed[Any]:
-        return Windowed(self._dk(binary[:-12]), self._window(int.from_bytes(binary[-12:-4], "big")))
+        # A window is flushed again at every commit that updated it: build its key once.
+        cache = self._windowed_keys
+        windowed = cache.get(binary)
+        if windowed is None:
+            if len(cache) >= 65_536:
+                cache.clear()
+            start = int.from_bytes(binary[-12:-4], "big")
+            windowed = cache[binary] = Windowed(self._dk(binary[:-12]), self._window(start))
+        return windowed
 
     def _on_flush(self, entries: Sequence[CacheEntry]) -> None:
         dv, pending, send_old = self._dv, self._pending_ts, self._send_old
@@ -90,6 +113,12 @@ class TimeWindowAggregate(WindowedAggregateBase):
 
     def process_batch(self, batch: list[Rec]) -> None:
         """Collect per binary window key, judging lateness record by record; then apply."""
+        if self._fast_count:
+            try:
+                self._count_tumbling(batch)
+                return
+            except TypeError:  # an unhashable key: take the general path
+                self._fast_count = False
         windows = self._windows
         size, grace = windows.size_ms, windows.grace_ms
         # Windows at or below this start are gone from the store (see _windows).
@@ -142,6 +171,52 @@ class TimeWindowAggregate(WindowedAggregateBase):
         if self._final:
             self._note_input()
             self._emit_due()
+
+    def _count_tumbling(self, batch: list[Rec]) -> None:
+        """The general path specialised to a cached count over tumbling windows: the same
+        steps with no per-record objects beyond the binary key, and the long values
+        decoded and encoded inline."""
+        size, grace = self._windows.size_ms, self._windows.grace_ms
+        horizon = self.context.current_stream_time_ms() - self._retention
+        observed = self._observed
+        lowest_open = max(observed - grace - size, horizon)
+        suffixes, suffix_of = self._suffixes, self._suffix
+        key_bytes, ek = self._key_bytes, self._ek
+        counts: dict[bytes, int] = {}
+        newest: dict[bytes, int] = {}
+        late: list[tuple[Any, Any, int, int]] = []
+        for k, v, ts, _h, _o in batch:
+            if k is None or v is None:
+                continue
+            if ts > observed:
+                observed = ts
+                lowest_open = max(observed - grace - size, horizon)
+            start = ts - ts % size
+            if start <= lowest_open:
+                late.append((k, v, ts, observed))
+                continue
+            kb = key_bytes.get(k)
+            if kb is None:
+                if len(key_bytes) >= 65_536:
+                    key_bytes.clear()
+                kb = key_bytes[k] = ek(k)
+            suffix = suffixes.get(start)
+            binary = kb + (suffix if suffix is not None else suffix_of(start))
+            counts[binary] = counts.get(binary, 0) + 1
+            if ts > newest.get(binary, -1):
+                newest[binary] = ts
+        self._observed = observed
+        if late:
+            self._report_late(late)
+        get, put = self._raw.get_raw, self._raw.put_raw
+        from_bytes = int.from_bytes
+        for binary, n in counts.items():
+            old = get(binary)
+            if old is not None:
+                n += from_bytes(old, "big", signed=True)
+            put(binary, n.to_bytes(8, "big", signed=True))
+        if self._readers:
+            self._pending_ts.update(newest)
 
     def _apply(self, groups: dict[bytes, list[Any]]) -> None:
         fold, get, put = self._fold, self._raw.get_raw, self._raw.put_raw

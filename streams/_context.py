@@ -161,6 +161,12 @@ class ProcessorContext:
     def current_system_time_ms(self) -> int:
         return self._shared.wall_clock
 
+    @property
+    def child_names(self) -> tuple[str, ...]:
+        """The children this processor forwards to, in the order they were added; a
+        processor with none may skip building records nobody reads."""
+        return tuple(self._children)
+
     def commit(self) -> None:
         """Ask the runtime to commit soon (after the current batch)."""
         self._shared.commit_requested = True
