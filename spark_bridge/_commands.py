@@ -1,0 +1,102 @@
+"""``headrace spark export|sql``: the hand-off job and SQL over Delta tables.
+
+``export`` needs no Spark (librdkafka, Arrow, delta-rs); ``sql`` starts a session,
+local by default, or on ``--master`` for a real cluster.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from ._errors import OptionError
+
+
+def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
+    spark = subparsers.add_parser("spark", help="hand topics over to Delta Lake and Spark SQL")
+    actions = spark.add_subparsers(dest="action", metavar="ACTION", required=True)
+
+    export = actions.add_parser(
+        "export", parents=[broker_options],
+        help="copy a topic into a Delta table, exactly once; rerun to copy what is new")
+    export.add_argument("--topic", required=True)
+    export.add_argument("--delta-path", required=True, metavar="PATH")
+    export.add_argument("--from", dest="starting", default="earliest",
+                        metavar="earliest|latest|JSON",
+                        help="where partitions the table has no record of start")
+    export.add_argument("--value-format", choices=("binary", "json"), default="binary",
+                        help="json: store the value's fields as columns")
+    export.add_argument("--app-id", default="headrace-export",
+                        help="names the offsets recorded in the table (one writer per id)")
+    export.add_argument("--isolation-level", default="read_committed",
+                        choices=("read_committed", "read_uncommitted"))
+    export.add_argument("--commit-records", type=int, default=500_000, metavar="N",
+                        help="rows per Delta commit")
+    export.add_argument("--no-progress", action="store_true", help="no progress bar")
+    export.set_defaults(handler=_export)
+
+    sql = actions.add_parser("sql", help="run a Spark SQL query over Delta tables")
+    sql.add_argument("query")
+    sql.add_argument("--table", action="append", default=[], metavar="NAME=PATH",
+                     help="expose the Delta table at PATH as NAME (repeatable)")
+    sql.add_argument("--master", default=None, help="Spark master (default local[2])")
+    sql.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE")
+    sql.add_argument("--max-rows", type=int, default=1000)
+    sql.set_defaults(handler=_sql)
+
+
+def _pairs(items: list[str], what: str) -> dict[str, str]:
+    out = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name or not value:
+            raise OptionError(f"{what} expects NAME=VALUE, got {item!r}")
+        out[name] = value
+    return out
+
+
+def _export(args: argparse.Namespace) -> int:
+    from ._export import ExportJob
+    from ._progress import ProgressBar
+
+    bar: ProgressBar | None = None
+
+    def progress(n: int, total: int) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = ProgressBar(total, label=f"{args.topic} ")
+        bar.advance(n)
+
+    job = ExportJob(args.bootstrap_servers, args.topic, args.delta_path,
+                    starting=args.starting, value_format=args.value_format,
+                    app_id=args.app_id, isolation_level=args.isolation_level,
+                    commit_records=args.commit_records,
+                    on_progress=None if args.no_progress or not sys.stderr.isatty()
+                    else progress)
+    result = job.run()
+    if bar is not None:
+        bar.finish()
+    if not result.ranges:
+        print(f"{args.topic}: nothing new; {args.delta_path} is up to date")
+        return 0
+    rate = result.records / result.seconds if result.seconds else 0.0
+    print(f"{args.topic}: {result.records:,} records in {result.commits} commit(s)"
+          f" to {args.delta_path} in {result.seconds:.2f}s ({rate:,.0f} rec/s)")
+    return 0
+
+
+def _sql(args: argparse.Namespace) -> int:
+    from ._readback import register_delta_tables
+    from ._session import spark_session
+    from ._table import render_table
+
+    tables = _pairs(args.table, "--table")
+    spark = spark_session("headrace-sql", master=args.master, conf=_pairs(args.conf, "--conf"))
+    register_delta_tables(spark, tables)
+    frame = spark.sql(args.query)
+    rows = frame.limit(args.max_rows + 1).collect()
+    print(render_table(frame.columns, [tuple(r) for r in rows[:args.max_rows]]))
+    if len(rows) > args.max_rows:
+        print(f"(first {args.max_rows} rows shown)")
+    return 0

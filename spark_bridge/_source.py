@@ -1,0 +1,180 @@
+"""The ``headrace`` PySpark data source: topics read through the Kafka protocol.
+
+    spark.dataSource.register(HeadraceDataSource)
+    spark.read.format("headrace").option("kafka.bootstrap.servers", b)
+         .option("subscribe", "orders").load()
+
+Planning (partitions, offsets) runs on the driver; each Spark partition then reads one
+topic-partition offset range in a worker and returns Arrow batches. This module
+imports pyspark at import time, so the package imports it only when asked to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    InputPartition,
+)
+
+# Spark >= 4.2: admission control (maxOffsetsPerTrigger) and Trigger.AvailableNow.
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+from pyspark.sql.types import StructType
+
+from ._arrow import record_schema, spark_ddl, to_record_batch
+from ._kafka import ConfluentClient
+from ._offsets import (
+    OffsetRange,
+    TopicPartition,
+    cap_offsets,
+    from_json_offsets,
+    plan_ranges,
+    resolve,
+    to_json_offsets,
+)
+from ._options import SourceOptions, parse_options
+
+_CHUNK = 100_000  # records per Arrow batch handed to Spark
+
+
+class RangePartition(InputPartition):
+    """One Spark partition: one topic-partition offset range."""
+
+    def __init__(self, offset_range: OffsetRange) -> None:
+        super().__init__(offset_range)
+        self.range = offset_range
+
+
+def _client(options: SourceOptions) -> ConfluentClient:
+    return ConfluentClient(options.bootstrap_servers, isolation_level=options.isolation_level,
+                           extra=options.client_config)
+
+
+def _read(options: SourceOptions, partition: InputPartition) -> Iterator[Any]:
+    assert isinstance(partition, RangePartition)
+    r = partition.range
+    schema = record_schema(options.include_headers)
+    with _client(options) as client:
+        for cols in client.read([r], chunk=_CHUNK, with_headers=options.include_headers):
+            yield to_record_batch(cols, schema)
+
+
+class HeadraceDataSource(DataSource):
+    """Spark's Kafka source options and columns, served by any Kafka-protocol broker."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "headrace"
+
+    def schema(self) -> str:
+        headers = {k.lower(): str(v) for k, v in self.options.items()}.get("includeheaders")
+        return spark_ddl((headers or "false").strip().lower() == "true")
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return BatchReader(parse_options(self.options, streaming=False))
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return StreamReader(parse_options(self.options, streaming=True))
+
+
+class BatchReader(DataSourceReader):
+    """A bounded read: startingOffsets..endingOffsets, resolved once on the driver."""
+
+    def __init__(self, options: SourceOptions) -> None:
+        self.options = options
+
+    def partitions(self) -> Sequence[InputPartition]:
+        o = self.options
+        with _client(o) as client:
+            bounds = client.bounds(client.partitions(o.subscription, missing_ok=False))
+        start = resolve(o.starting, bounds, option="startingOffsets",
+                        fail_on_data_loss=o.fail_on_data_loss)
+        end = resolve(o.ending, bounds, option="endingOffsets")
+        ranges = plan_ranges(start, end)
+        # Spark wants at least one partition; an empty range reads nothing.
+        return [RangePartition(r) for r in ranges] or [
+            RangePartition(OffsetRange("", 0, 0, 0))]
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        return _read(self.options, partition)
+
+
+class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Micro-batches over the offsets Spark checkpoints.
+
+    Offsets are Spark's Kafka JSON (``{"topic": {"0": 42}}``, next offset to read). Spark
+    writes each batch's end to its offset log before running it, so a restarted query
+    re-plans exactly the same ranges. Partitions that appear later start at earliest.
+    """
+
+    def __init__(self, options: SourceOptions) -> None:
+        self.options = options
+        self._client: ConfluentClient | None = None
+        self._available_now: dict[TopicPartition, int] | None = None
+
+    def _c(self) -> ConfluentClient:
+        if self._client is None:
+            self._client = _client(self.options)
+        return self._client
+
+    def _latest(self) -> dict[TopicPartition, int]:
+        client = self._c()
+        bounds = client.bounds(client.partitions(self.options.subscription, missing_ok=True))
+        return {tp: b.latest for tp, b in bounds.items()}
+
+    def initialOffset(self) -> dict[str, Any]:
+        client = self._c()
+        bounds = client.bounds(client.partitions(self.options.subscription, missing_ok=True))
+        start = resolve(self.options.starting, bounds, option="startingOffsets",
+                        fail_on_data_loss=self.options.fail_on_data_loss)
+        return to_json_offsets(start)
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        if self.options.max_offsets_per_trigger is None:
+            return ReadAllAvailable()
+        return ReadMaxRows(self.options.max_offsets_per_trigger)
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._available_now = self._latest()
+
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        """The end of the next batch: latest offsets, capped by ``limit`` and AvailableNow."""
+        begin = from_json_offsets(start)
+        latest = self._latest()
+        if self._available_now is not None:  # never past what existed when it began
+            latest = {tp: min(o, self._available_now.get(tp, 0)) for tp, o in latest.items()}
+        latest = {tp: max(o, begin.get(tp, 0)) for tp, o in latest.items()}
+        if isinstance(limit, ReadMaxRows):
+            latest = cap_offsets(begin, latest, limit.max_rows)
+        # A partition missing from this metadata answer keeps its offset.
+        return to_json_offsets({**begin, **latest})
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        return [RangePartition(r)
+                for r in plan_ranges(from_json_offsets(start), from_json_offsets(end))]
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        return _read(self.options, partition)
+
+    def commit(self, end: dict[str, Any]) -> None:
+        # Nothing to tell the broker: Spark's checkpoint, not a consumer group, owns progress.
+        return None
+
+    def stop(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+
+def register(spark: Any) -> None:
+    """Make ``format("headrace")`` available in ``spark``."""
+    spark.dataSource.register(HeadraceDataSource)
