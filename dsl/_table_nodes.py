@@ -151,8 +151,9 @@ class TableSource(BatchProcessor):
 
 
 class TableFilter(BatchProcessor):
-    """Keeps a row while ``predicate(key, value) == keep``; a row that stops passing
-    becomes a delete downstream. Changes with nothing on either side are dropped."""
+    """Keeps a row while ``predicate(key, value) == keep``; a row that does not pass is
+    a delete downstream. Knowing the old value, a change that was and stays invisible
+    is dropped; without it, the delete is sent (as Kafka Streams does)."""
 
     def __init__(self, node: TableGraphNode, predicate: Callable[[Any, Any], bool], keep: bool):
         self._node, self._predicate, self._keep = node, predicate, keep
@@ -170,7 +171,8 @@ class TableFilter(BatchProcessor):
                 new = None
             if not send_old or (old is not None and bool(predicate(k, old)) != keep):
                 old = None
-            if new is None and old is None:
+            if new is None and old is None and send_old:
+                # Without old values a delete may hide a row readers saw: send it anyway.
                 continue
             out.append((k, _new_tuple(Change, (new, old)), ts, h, o))
         if out:

@@ -3,8 +3,12 @@ import dsl
 
 def test_dsl_public_surface_is_pinned() -> None:
     assert sorted(dsl.__all__) == [
-        "BranchedKStream", "DeserializationError", "DslError", "KStream", "Serde",
-        "SerdeError", "Serdes", "SerializationError", "StreamsBuilder", "TopologyBuildError",
+        "BranchedKStream", "DeserializationError", "DslError", "KGroupedStream", "KGroupedTable",
+        "KStream", "KTable", "LateRecord", "LateRecords", "Materialized", "Serde", "SerdeError",
+        "Serdes", "SerializationError", "SessionWindowedKStream", "SessionWindowedSerde",
+        "SessionWindows", "SlidingWindows", "StreamsBuilder", "Suppressed", "TimeWindowedKStream",
+        "TimeWindowedSerde", "TimeWindows", "TopologyBuildError", "Window", "Windowed",
+        "WindowedSerdes", "materialized", "until_window_closes",
     ]
     for name in dsl.__all__:
         assert hasattr(dsl, name)
