@@ -7,6 +7,9 @@ bound port is what Metadata advertises), then start the group timers and the
 maintenance loop. Shut-down reverses it: stop accepting, close client connections,
 stop maintenance and group timers (letting group writes in flight become durable),
 then close the logs so each writes its clean-shutdown marker after a final sync.
+Transactions start after groups (markers reach the group offsets) and before the
+listener: ``__transaction_state`` is read and prepared commits and aborts finish first;
+they stop before the logs close, snapshotting producer state.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from ._config import BrokerConfig
 from ._notify import AppendNotifier
 from ._server import Connection
 from ._state import BrokerState
+from ._txn_service import TxnService
 from .groups import GroupConfig, GroupService
 from .handlers import build_router
 from .storage import GroupSyncer, LogManager
@@ -82,6 +86,9 @@ class Broker:
         try:
             groups = await asyncio.to_thread(
                 GroupService.open, logs, syncer, notifier, group_config)
+            producer_ids = ProducerIdAllocator(config.data_dir / "producer_ids")
+            txn = await asyncio.to_thread(
+                TxnService.open, logs, syncer, notifier, groups, producer_ids)
         except BaseException:
             logs.close()
             raise
@@ -93,9 +100,10 @@ class Broker:
         self._config = dataclasses.replace(config, port=port)
         self._state = BrokerState(
             config=self._config, logs=logs, syncer=syncer,
-            producer_ids=ProducerIdAllocator(config.data_dir / "producer_ids"),
-            cluster_id=_cluster_id(config.data_dir), groups=groups, notifier=notifier)
+            producer_ids=producer_ids,
+            cluster_id=_cluster_id(config.data_dir), groups=groups, txn=txn, notifier=notifier)
         groups.start()
+        await txn.start()
         self._maintenance = asyncio.create_task(self._maintain())
         log.info("broker %d listening on %s (data in %s, fsync %s)", config.node_id,
                  self.bootstrap_servers, config.data_dir, "on" if config.fsync else "off")
@@ -141,6 +149,7 @@ class Broker:
             await self._server.wait_closed()
             self._server = None
         if self._state is not None:
+            await self._state.txn.stop()
             await self._state.groups.stop()
             self._state.logs.close()
             self._state.syncer.close()

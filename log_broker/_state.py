@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from transactions import ProducerIdAllocator
 
@@ -10,6 +11,9 @@ from ._config import BrokerConfig
 from ._notify import AppendNotifier
 from .groups import GroupService
 from .storage import GroupSyncer, LogManager, PartitionLog, Topic
+
+if TYPE_CHECKING:
+    from ._txn_service import TxnService
 
 
 @dataclass(eq=False)
@@ -20,6 +24,7 @@ class BrokerState:
     producer_ids: ProducerIdAllocator
     cluster_id: str
     groups: GroupService
+    txn: TxnService
     notifier: AppendNotifier = field(default_factory=AppendNotifier)
 
     def topic(self, name: str, *, auto_create: bool) -> Topic | None:

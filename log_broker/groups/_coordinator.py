@@ -20,7 +20,7 @@ from ._codec import (
     encode_offset_key,
     encode_offset_value,
 )
-from ._core import CoordinatorCore, Records
+from ._core import CoordinatorCore, Records, Write
 from ._errors import (
     CoordinatorNotAvailableError,
     FencedInstanceIdError,
@@ -440,6 +440,37 @@ class GroupCoordinator(CoordinatorCore):
             if value is not None:
                 found[tp] = value
         return found
+
+    def txn_commit(self, group_id: str, producer_id: int, producer_epoch: int,
+                   offsets: Mapping[TopicPartition, NewOffset]) -> Reply[None]:
+        """TxnOffsetCommit: stage offsets for a transaction once their record is
+        durable; ``complete_transaction`` makes them visible (or drops them) at its
+        marker. The transaction coordinator has already checked the producer."""
+        if not group_id:
+            return Reply.failed(InvalidGroupIdError("group id is empty"))
+        group = self._groups.get(group_id) or self._new_group(group_id)
+        if group.is_(GroupState.DEAD):
+            return Reply.failed(CoordinatorNotAvailableError(f"{group_id!r} is being deleted"))
+        now = self.clock.wall_ms()
+        values = {tp: OffsetValue(o.offset, o.leader_epoch, o.metadata, now)
+                  for tp, o in offsets.items()}
+        if not values:
+            return Reply.of(None)
+        records: Records = tuple(
+            (encode_offset_key(OffsetKey(group_id, tp.topic, tp.partition)),
+             encode_offset_value(value)) for tp, value in values.items())
+        reply: Reply[None] = Reply()
+
+        def stored(error: GroupError | None) -> None:
+            if error is not None:
+                reply.fail(error)
+                return
+            if self._groups.get(group_id) is group:
+                group.offsets.stage(producer_id, values)
+            reply.resolve(None)
+
+        self._writes.append(Write(group_id, records, stored, producer_id, producer_epoch))
+        return reply
 
     def complete_transaction(self, producer_id: int, commit: bool) -> None:
         """Materialize (or drop) offsets a transaction staged, once its marker is

@@ -36,6 +36,10 @@ class Write:
     group_id: str
     records: Records
     on_done: Callable[[GroupError | None], None]
+    # Offsets committed inside a transaction are written as that producer's
+    # transactional batch, so its commit or abort marker decides them on replay.
+    producer_id: int = -1
+    producer_epoch: int = -1
 
 
 class CoordinatorCore:

@@ -156,7 +156,10 @@ class GroupService:
         records = [_records.Record(i, now, key, value)
                    for i, (key, value) in enumerate(write.records)]
         try:
-            partition.append(bytearray(_records.encode_batch(records)), now_ms=now)
+            batch = _records.encode_batch(
+                records, producer_id=write.producer_id, producer_epoch=write.producer_epoch,
+                is_transactional=write.producer_id >= 0)
+            partition.append(bytearray(batch), now_ms=now)
         except RecordTooLargeError as exc:
             self.coordinator.write_done(write, OffsetCommitSizeError(str(exc)))
             return
@@ -223,6 +226,12 @@ class GroupService:
                      offsets: Mapping[TopicPartition, NewOffset]) -> None:
         reply = self.coordinator.commit(group_id, generation, member_id, group_instance_id,
                                         offsets)
+        self._after()
+        await wait_reply(reply)
+
+    async def txn_commit(self, group_id: str, producer_id: int, producer_epoch: int,
+                         offsets: Mapping[TopicPartition, NewOffset]) -> None:
+        reply = self.coordinator.txn_commit(group_id, producer_id, producer_epoch, offsets)
         self._after()
         await wait_reply(reply)
 

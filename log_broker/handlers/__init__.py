@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from .._router import Router
 from . import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     alter_configs,
     api_versions,
     create_topics,
@@ -12,6 +14,7 @@ from . import (
     delete_topics,
     describe_configs,
     describe_groups,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
@@ -25,6 +28,7 @@ from . import (
     offset_fetch,
     produce,
     sync_group,
+    txn_offset_commit,
 )
 
 
@@ -52,6 +56,10 @@ def build_router() -> Router:
         describe_groups.ROUTE,
         list_groups.ROUTE,
         delete_groups.ROUTE,
+        add_partitions_to_txn.ROUTE,
+        add_offsets_to_txn.ROUTE,
+        end_txn.ROUTE,
+        txn_offset_commit.ROUTE,
     ):
         router.add(route)
     router.add(api_versions.route(router))

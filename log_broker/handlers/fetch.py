@@ -8,6 +8,9 @@ Order of work for one request:
    partitions get only what fits.
 2. If fewer than ``min_bytes`` came back and there was no error, wait for an append to
    any requested partition (or ``max_wait``), then read again.
+Under read_committed (isolation level 1) reading stops at the last stable offset (the
+first offset of the oldest open transaction), and each partition lists the aborted
+transactions overlapping the returned batches, which the client drops.
 Fetch sessions (KIP-227) are not offered: session id 0 tells clients to send full
 requests every time.
 """
@@ -19,19 +22,21 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from .. import storage
+from .. import _records, storage
 from .._entities import NO_THROTTLE, make
 from .._router import Route
 from .._state import BrokerState
 from .._wire import Request, response_module
 
 API_KEY = 1
+READ_COMMITTED = 1
 
 
 def _read_all(state: BrokerState, m: Any, body: Any) -> tuple[list[Any], int, bool]:
     remaining = body.max_bytes if body.max_bytes > 0 else 2**31 - 1
     total = 0
     errors = False
+    read_committed = getattr(body, "isolation_level", 0) == READ_COMMITTED
     topics = []
     for fetch_topic in body.topics:
         partitions = []
@@ -42,12 +47,14 @@ def _read_all(state: BrokerState, m: Any, body: Any) -> tuple[list[Any], int, bo
                 partitions.append(_empty(m, p.partition, ErrorCode.unknown_topic_or_partition))
                 continue
             high_watermark = log.log_end_offset
+            txn_state = state.txn.partitions.get(log) if read_committed else None
+            stable = high_watermark if txn_state is None else txn_state.last_stable_offset()
             limit = min(p.partition_max_bytes, remaining)
             try:
                 if limit <= 0 and total > 0:
                     records = b""
                 else:
-                    records = log.read(p.fetch_offset, max(limit, 1), upper_bound=high_watermark)
+                    records = log.read(p.fetch_offset, max(limit, 1), upper_bound=stable)
                     if total > 0 and len(records) > limit:
                         records = b""  # only the first partition may exceed the limits
             except storage.OffsetOutOfRangeError:
@@ -57,14 +64,28 @@ def _read_all(state: BrokerState, m: Any, body: Any) -> tuple[list[Any], int, bo
                 continue
             total += len(records)
             remaining -= len(records)
+            aborted = None
+            if txn_state is not None:
+                aborted = tuple(
+                    make(m.AbortedTransaction, producer_id=t.producer_id,
+                         first_offset=t.first_offset)
+                    for t in txn_state.aborted.overlapping(p.fetch_offset, _end_of(records)))
             partitions.append(make(
                 m.PartitionData, partition_index=p.partition, error_code=ErrorCode.none,
-                high_watermark=high_watermark, last_stable_offset=high_watermark,
-                log_start_offset=log.log_start_offset, aborted_transactions=(),
+                high_watermark=high_watermark, last_stable_offset=stable,
+                log_start_offset=log.log_start_offset, aborted_transactions=aborted,
                 preferred_read_replica=-1, records=records))
         topics.append(make(m.FetchableTopicResponse, topic=fetch_topic.topic,
                            partitions=tuple(partitions)))
     return topics, total, errors
+
+
+def _end_of(records: bytes) -> int:
+    """The offset after the last batch of fetched bytes (-1 for none)."""
+    end = -1
+    for header in _records.scan_batches(records, verify_crc=False):
+        end = header.last_offset + 1
+    return end
 
 
 def _empty(m: Any, index: int, error: ErrorCode, high_watermark: int = -1,

@@ -1,8 +1,5 @@
-"""FindCoordinator (key 10): this broker coordinates every group.
-
-Transaction coordinators (key type 1) are not served yet: COORDINATOR_NOT_AVAILABLE,
-which clients treat as "retry later".
-"""
+"""FindCoordinator (key 10): this broker coordinates every group (key type 0) and
+every transactional id (key type 1)."""
 
 from __future__ import annotations
 
@@ -23,15 +20,12 @@ TRANSACTION = 1
 async def handle(state: BrokerState, request: Request) -> Any:
     m = response_module(API_KEY, request.api_version)
     key_type = getattr(request.body, "key_type", GROUP)
-    if key_type == GROUP:
+    if key_type in (GROUP, TRANSACTION):
         config = state.config
         return make(m.FindCoordinatorResponse, throttle_time=NO_THROTTLE,
                     error_code=ErrorCode.none, error_message=None, node_id=config.node_id,
                     host=config.host, port=config.port)
-    if key_type == TRANSACTION:
-        error, message = ErrorCode.coordinator_not_available, "no transaction coordinator yet"
-    else:
-        error, message = ErrorCode.invalid_request, f"unknown coordinator key type {key_type}"
+    error, message = ErrorCode.invalid_request, f"unknown coordinator key type {key_type}"
     return make(m.FindCoordinatorResponse, throttle_time=NO_THROTTLE, error_code=error,
                 error_message=message, node_id=-1, host="", port=-1)
 

@@ -1,4 +1,8 @@
-"""ListOffsets (key 2): earliest (-2), latest (-1), or the first offset at a timestamp."""
+"""ListOffsets (key 2): earliest (-2), latest (-1), or the first offset at a timestamp.
+
+Latest under read_committed (v2+) is the last stable offset: the first offset of the
+oldest open transaction, where a read_committed consumer must stop.
+"""
 
 from __future__ import annotations
 
@@ -14,16 +18,19 @@ from .._wire import Request, response_module
 API_KEY = 2
 LATEST = -1
 EARLIEST = -2
+READ_COMMITTED = 1
 
 
-def _lookup(state: BrokerState, m: Any, topic: str, p: Any) -> Any:
+def _lookup(state: BrokerState, m: Any, topic: str, p: Any, read_committed: bool) -> Any:
     log = state.partition_log(topic, p.partition_index)
     if log is None:
         return make(m.ListOffsetsPartitionResponse, partition_index=p.partition_index,
                     error_code=ErrorCode.unknown_topic_or_partition, timestamp=-1, offset=-1,
                     old_style_offsets=())
     timestamp, offset = -1, -1
-    if p.timestamp == LATEST:
+    if p.timestamp == LATEST and read_committed:
+        offset = state.txn.partitions.get(log).last_stable_offset()
+    elif p.timestamp == LATEST:
         offset = log.log_end_offset
     elif p.timestamp == EARLIEST:
         offset = log.log_start_offset
@@ -40,9 +47,11 @@ def _lookup(state: BrokerState, m: Any, topic: str, p: Any) -> Any:
 
 async def handle(state: BrokerState, request: Request) -> Any:
     m = response_module(API_KEY, request.api_version)
+    read_committed = getattr(request.body, "isolation_level", 0) == READ_COMMITTED
     topics = tuple(
         make(m.ListOffsetsTopicResponse, name=t.name,
-             partitions=tuple(_lookup(state, m, t.name, p) for p in t.partitions))
+             partitions=tuple(_lookup(state, m, t.name, p, read_committed)
+                              for p in t.partitions))
         for t in request.body.topics
     )
     return make(m.ListOffsetsResponse, throttle_time=NO_THROTTLE, topics=topics)

@@ -2,9 +2,14 @@
 
 For each partition in the request, in request order:
 1. find the partition (creating the topic when auto-creation is on),
-2. ``PartitionLog.append`` validates every batch (header, CRC-32C) and patches base
-   offsets; a bad batch appends nothing and gets its error code,
-3. wake fetches waiting on that partition.
+2. batches of idempotent producers are checked against the partition's producer
+   state: a retry of a batch already written is answered with its original offset
+   and not appended; a sequence gap, a fenced epoch or a plain batch inside an open
+   transaction gets its error and appends nothing,
+3. ``PartitionLog.append`` validates every batch (header, CRC-32C) and patches base
+   offsets; a bad batch appends nothing and gets its error code; producer state then
+   records the batches (a transactional one opens its producer's transaction there),
+4. wake fetches waiting on that partition.
 Appends happen before the handler first awaits, so requests pipelined on a connection
 are appended in the order they were sent. Only then, for acks=1/all, wait for the group
 syncer to fsync every touched log; one fsync round covers many requests. acks=0 gets no
@@ -20,10 +25,13 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from .. import storage
+from transactions import AppendPlan, Duplicate, TransactionError
+
+from .. import _records, storage
 from .._entities import NO_THROTTLE, make
 from .._router import Route
 from .._state import BrokerState
+from .._txn_partitions import PartitionTxn
 from .._wire import Request, response_module
 from ._codes import error_code_for
 
@@ -72,8 +80,23 @@ async def handle(state: BrokerState, request: Request) -> Any:
             if log is None:
                 results.append(_partition_result(m, part.index, topic_error))
                 continue
+            payload = bytearray(part.records or b"")
             try:
-                result = log.append(bytearray(part.records or b""), now_ms=now_ms)
+                txn_state, verdict = _check_producers(state, log, payload)
+                if isinstance(verdict, Duplicate):
+                    touched.append(log)  # the original may still await its fsync
+                    results.append(_partition_result(
+                        m, part.index, ErrorCode.none, verdict.base_offset,
+                        log.log_start_offset))
+                    continue
+                result = log.append(payload, now_ms=now_ms)
+                if txn_state is not None and verdict is not None:
+                    txn_state.producers.commit(verdict, result.base_offset)
+                    txn_state.changed = True
+            except TransactionError as exc:
+                results.append(_partition_result(m, part.index, ErrorCode(exc.error_code),
+                                                 message=str(exc)))
+                continue
             except storage.StorageError as exc:
                 results.append(_partition_result(m, part.index, error_code_for(exc),
                                                  message=str(exc)))
@@ -93,6 +116,16 @@ async def handle(state: BrokerState, request: Request) -> Any:
     if touched:
         await asyncio.gather(*(state.syncer.sync(log) for log in touched))
     return make(m.ProduceResponse, responses=tuple(responses), throttle_time=NO_THROTTLE)
+
+
+def _check_producers(state: BrokerState, log: storage.PartitionLog, payload: bytearray
+                     ) -> tuple[PartitionTxn | None, AppendPlan | Duplicate | None]:
+    # Headers only, without CRC checks: append validates the batches right after.
+    headers = list(_records.scan_batches(payload, verify_crc=False))
+    if all(header.producer_id < 0 for header in headers):
+        return None, None
+    txn_state = state.txn.partitions.get(log)
+    return txn_state, txn_state.producers.validate(headers)
 
 
 def _sync_in_background(state: BrokerState, logs: list[storage.PartitionLog]) -> None:

@@ -1,0 +1,65 @@
+"""TxnOffsetCommit (key 28, v0-2): a group's offsets, committed inside a transaction.
+
+Order of work: check the producer is the transactional id's current one (a zombie is
+refused with INVALID_PRODUCER_EPOCH or INVALID_PRODUCER_ID_MAPPING); per partition, an
+unknown topic or partition gets UNKNOWN_TOPIC_OR_PARTITION; the rest go to the group
+coordinator as one transactional batch of that producer, answered once durable. They
+become the group's committed offsets only when the transaction's commit marker reaches
+the group's ``__consumer_offsets`` partition.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from transactions import TransactionError
+
+from .._entities import NO_THROTTLE, make
+from .._router import Route
+from .._state import BrokerState
+from .._wire import Request, response_module
+from ..groups import GroupError, NewOffset, TopicPartition
+from ._txn import txn_error_code
+
+API_KEY = 28
+
+
+async def handle(state: BrokerState, request: Request) -> Any:
+    m = response_module(API_KEY, request.api_version)
+    body = request.body
+    codes: dict[TopicPartition, ErrorCode] = {}
+    offsets: dict[TopicPartition, NewOffset] = {}
+    for t in body.topics:
+        for p in t.partitions:
+            tp = TopicPartition(t.name, p.partition_index)
+            if state.partition_log(t.name, p.partition_index) is None:
+                codes[tp] = ErrorCode.unknown_topic_or_partition
+            else:
+                offsets[tp] = NewOffset(p.committed_offset,
+                                        getattr(p, "committed_leader_epoch", -1),
+                                        p.committed_metadata or "")
+    common = ErrorCode.none
+    try:
+        state.txn.coordinator.check_producer(body.transactional_id, body.producer_id,
+                                             body.producer_epoch)
+        await state.groups.txn_commit(body.group_id, body.producer_id, body.producer_epoch,
+                                      offsets)
+    except TransactionError as exc:
+        common = txn_error_code(exc, fenced_allowed=False)
+    except GroupError as exc:
+        common = ErrorCode(exc.error_code)
+    for tp in offsets:
+        codes[tp] = common
+    topics = tuple(
+        make(m.TxnOffsetCommitResponseTopic, name=t.name, partitions=tuple(
+            make(m.TxnOffsetCommitResponsePartition, partition_index=p.partition_index,
+                 error_code=codes[TopicPartition(t.name, p.partition_index)])
+            for p in t.partitions))
+        for t in body.topics
+    )
+    return make(m.TxnOffsetCommitResponse, throttle_time=NO_THROTTLE, topics=topics)
+
+
+ROUTE = Route(API_KEY, 0, 2, handle)
