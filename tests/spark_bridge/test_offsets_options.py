@@ -1,0 +1,152 @@
+"""Offset specs, resolution, planning and per-trigger caps; the source's options."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from spark_bridge import OffsetRange, OffsetRangeError, OptionError, TopicPartition
+from spark_bridge._kafka import client_config
+from spark_bridge._offsets import (
+    Bounds,
+    cap_offsets,
+    from_json_offsets,
+    parse_offset_spec,
+    plan_ranges,
+    resolve,
+    to_json_offsets,
+)
+from spark_bridge._options import parse_options
+
+A0, A1, B0 = TopicPartition("a", 0), TopicPartition("a", 1), TopicPartition("b", 0)
+BOUNDS = {A0: Bounds(5, 50), A1: Bounds(0, 10), B0: Bounds(0, 0)}
+
+
+def test_words_and_json_parse() -> None:
+    assert parse_offset_spec(" Earliest ", option="x") == "earliest"
+    assert parse_offset_spec("latest", option="x") == "latest"
+    assert parse_offset_spec('{"a": {"0": 7, "1": -2}, "b": {"0": -1}}', option="x") == {
+        A0: 7, A1: -2, B0: -1}
+
+
+@pytest.mark.parametrize("text", ["soon", "[1, 2]", '{"a": 3}', '{"a": {"0": -3}}',
+                                  '{"a": {"x": 1}}', '{"a": {"0": true}}'])
+def test_bad_specs_are_option_errors(text: str) -> None:
+    with pytest.raises(OptionError):
+        parse_offset_spec(text, option="startingOffsets")
+
+
+def test_ending_offsets_refuse_earliest() -> None:
+    with pytest.raises(OptionError, match="not allowed"):
+        parse_offset_spec("earliest", option="endingOffsets", allow_earliest=False)
+    with pytest.raises(OptionError, match="not allowed"):
+        parse_offset_spec('{"a": {"0": -2}}', option="endingOffsets", allow_earliest=False)
+
+
+def test_resolve_words() -> None:
+    assert resolve("earliest", BOUNDS, option="x") == {A0: 5, A1: 0, B0: 0}
+    assert resolve("latest", BOUNDS, option="x") == {A0: 50, A1: 10, B0: 0}
+
+
+def test_resolve_json_defaults_unnamed_partitions_to_earliest_and_clamps_to_latest() -> None:
+    got = resolve({A0: 20, A1: 99}, BOUNDS, option="x")
+    assert got == {A0: 20, A1: 10, B0: 0}
+    assert resolve({A0: -1, A1: -2}, BOUNDS, option="x") == {A0: 50, A1: 0, B0: 0}
+
+
+def test_resolve_below_log_start_is_data_loss() -> None:
+    with pytest.raises(OffsetRangeError, match="deleted"):
+        resolve({A0: 2}, BOUNDS, option="startingOffsets")
+    assert resolve({A0: 2}, BOUNDS, option="x", fail_on_data_loss=False)[A0] == 5
+
+
+def test_resolve_unknown_partition() -> None:
+    with pytest.raises(OptionError, match="no such partition"):
+        resolve({TopicPartition("a", 9): 0}, BOUNDS, option="x")
+
+
+def test_plan_ranges_skips_empty_and_orders() -> None:
+    ranges = plan_ranges({A0: 5, A1: 10, B0: 0}, {B0: 3, A1: 10, A0: 9})
+    assert ranges == [OffsetRange("a", 0, 5, 9), OffsetRange("b", 0, 0, 3)]
+    assert [r.size for r in ranges] == [4, 3]
+
+
+def test_json_offsets_round_trip() -> None:
+    offsets = {A0: 3, A1: 4, B0: 0}
+    raw = to_json_offsets(offsets)
+    assert raw == {"a": {"0": 3, "1": 4}, "b": {"0": 0}}
+    assert from_json_offsets(raw) == offsets
+
+
+def test_cap_shares_by_lag() -> None:
+    start = {A0: 0, A1: 0}
+    assert cap_offsets(start, {A0: 300, A1: 100}, 40) == {A0: 30, A1: 10}
+    assert cap_offsets(start, {A0: 3, A1: 1}, 100) == {A0: 3, A1: 1}
+    # rounding leftovers go to the largest remaining lag; new partitions start at 0
+    assert cap_offsets({A0: 0}, {A0: 10, A1: 10}, 3) in ({A0: 2, A1: 1}, {A0: 1, A1: 2})
+
+
+@given(st.dictionaries(st.integers(0, 5), st.tuples(st.integers(0, 1000), st.integers(0, 1000)),
+                       min_size=1),
+       st.integers(1, 3000))
+def test_cap_never_exceeds_limit_or_latest(parts: dict[int, tuple[int, int]], limit: int) -> None:
+    start = {TopicPartition("t", p): min(a, b) for p, (a, b) in parts.items()}
+    latest = {TopicPartition("t", p): max(a, b) for p, (a, b) in parts.items()}
+    capped = cap_offsets(start, latest, limit)
+    lag = sum(latest[tp] - start[tp] for tp in latest)
+    moved = sum(capped[tp] - start[tp] for tp in latest)
+    assert moved == min(lag, limit)
+    assert all(start[tp] <= capped[tp] <= latest[tp] for tp in latest)
+
+
+def test_options_defaults_follow_spark() -> None:
+    batch = parse_options({"kafka.bootstrap.servers": "h:1", "subscribe": "a, b"},
+                          streaming=False)
+    assert batch.subscription.topics == ("a", "b")
+    assert (batch.starting, batch.ending) == ("earliest", "latest")
+    assert batch.isolation_level == "read_committed"
+    assert batch.include_headers is False and batch.fail_on_data_loss is True
+    stream = parse_options({"kafka.bootstrap.servers": "h:1", "subscribePattern": "a.*",
+                            "maxOffsetsPerTrigger": "100"}, streaming=True)
+    assert stream.starting == "latest" and stream.max_offsets_per_trigger == 100
+    assert stream.subscription.pattern == "a.*"
+
+
+def test_options_are_case_insensitive_and_pass_kafka_settings_through() -> None:
+    o = parse_options({"KAFKA.BOOTSTRAP.SERVERS": "h:1", "Assign": '{"a": [0, 1]}',
+                       "isolation.level": "READ_UNCOMMITTED", "includeHeaders": "true",
+                       "kafka.fetch.max.bytes": "1000", "kafka.client.id": "me"},
+                      streaming=False)
+    assert o.subscription.assigned == (A0, A1)
+    assert o.isolation_level == "read_uncommitted" and o.include_headers is True
+    assert o.client_config == {"fetch.max.bytes": "1000", "client.id": "me"}
+    config = client_config(o.bootstrap_servers, o.isolation_level, o.client_config)
+    assert config["isolation.level"] == "read_uncommitted"
+    assert config["fetch.max.bytes"] == "1000"
+    assert config["enable.auto.commit"] is False
+
+
+@pytest.mark.parametrize(("options", "streaming", "match"), [
+    ({"subscribe": "a"}, False, "bootstrap"),
+    ({"kafka.bootstrap.servers": "h"}, False, "exactly one"),
+    ({"kafka.bootstrap.servers": "h", "subscribe": "a", "assign": '{"a":[0]}'}, False,
+     "exactly one"),
+    ({"kafka.bootstrap.servers": "h", "subscribePattern": "("}, False, "subscribePattern"),
+    ({"kafka.bootstrap.servers": "h", "assign": "[0]"}, False, "assign"),
+    ({"kafka.bootstrap.servers": "h", "subscribe": "a", "endingOffsets": "latest"}, True,
+     "batch"),
+    ({"kafka.bootstrap.servers": "h", "subscribe": "a", "maxOffsetsPerTrigger": "0"}, True,
+     "positive"),
+    ({"kafka.bootstrap.servers": "h", "subscribe": "a", "maxOffsetsPerTrigger": "9"}, False,
+     "streaming"),
+    ({"kafka.bootstrap.servers": "h", "subscribe": "a", "isolation.level": "dirty"}, False,
+     "isolation"),
+    ({"kafka.bootstrap.servers": "h", "subscribe": "a", "includeHeaders": "yes"}, False,
+     "true or false"),
+    ({"kafka.bootstrap.servers": "h", "subscribe": "a", "startingOffsets": "latest"}, False,
+     "empty batch"),
+])
+def test_bad_options(options: dict[str, str], streaming: bool, match: str) -> None:
+    with pytest.raises(OptionError, match=match):
+        parse_options(options, streaming=streaming)
