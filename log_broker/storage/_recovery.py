@@ -6,6 +6,8 @@ Files a log keeps beside its segments::
     recovery-point.checkpoint     base offset of the first segment that may hold bytes
                                   not yet fsynced (moved up by every sync)
     .clean-shutdown               present only between a clean close and the next open
+    cleaner-offset.checkpoint     how far compaction got (``_cleaner_checkpoint``)
+    *.cleaned, *.swap, *.deleted  a compaction swap in progress (``_compaction``)
 """
 
 from __future__ import annotations
