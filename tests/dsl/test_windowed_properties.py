@@ -1,0 +1,188 @@
+"""Windowed aggregations against a plain Python reference over random event streams.
+
+Streams have several keys, out-of-order and late records, and are piped in random
+batches (each batch is one call into the task), so batching must not change results:
+the reference takes records one at a time.
+"""
+
+from collections import Counter, defaultdict
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dsl import (
+    Serdes,
+    SessionWindows,
+    SlidingWindows,
+    StreamsBuilder,
+    TimeWindows,
+    WindowedSerdes,
+    materialized,
+)
+from streams.testing import TestRecord, TopologyTestDriver
+
+S, L = Serdes.string(), Serdes.long()
+APP = {"application_id": "app"}
+
+events = st.lists(
+    st.tuples(st.sampled_from("abc"), st.integers(0, 300), st.integers(-50, 50)), max_size=60
+)
+cuts = st.lists(st.integers(1, 8), min_size=1, max_size=20)
+
+
+def batches(records: list[Any], sizes: list[int]) -> list[list[Any]]:
+    out, i, n = [], 0, 0
+    while i < len(records):
+        size = sizes[n % len(sizes)]
+        out.append(records[i : i + size])
+        i, n = i + size, n + 1
+    return out
+
+
+def run(build: Any, records: list[tuple[str, int, int]], sizes: list[int]) -> tuple[TopologyTestDriver, StreamsBuilder]:
+    builder = StreamsBuilder()
+    build(builder.stream("in", key_serde=S, value_serde=L).group_by_key())
+    driver = TopologyTestDriver(builder.build(), APP)
+    source = driver.create_input_topic("in", S, L)
+    for batch in batches(records, sizes):
+        source.pipe_records([TestRecord(k, v, ts) for k, ts, v in batch])
+    return driver, builder
+
+
+def time_reference(windows: TimeWindows, records: list[tuple[str, int, int]]) -> tuple[dict[Any, list[int]], int, int]:
+    """(key, start) -> [count, sum]; late count; final stream time."""
+    observed, late = -1, 0
+    table: dict[Any, list[int]] = defaultdict(lambda: [0, 0])
+    for key, ts, value in records:
+        observed = max(observed, ts)
+        open_starts = [
+            s for s in windows.windows_for(ts) if s + windows.size_ms + windows.grace_ms > observed
+        ]
+        if not open_starts:
+            late += 1
+        for start in open_starts:
+            table[(key, start)][0] += 1
+            table[(key, start)][1] += value
+    return dict(table), late, observed
+
+
+time_windows = st.builds(
+    lambda size, advance_div, grace: TimeWindows.of_size(size).advance_by(max(1, size // advance_div)).grace(grace),
+    st.integers(5, 60), st.sampled_from([1, 1, 2, 3]), st.integers(0, 40),
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(time_windows, events, cuts, st.booleans(), st.sampled_from(["rocksdb", "memory"]))
+def test_time_window_counts_and_sums_match_the_reference(
+    windows: TimeWindows, records: list[tuple[str, int, int]], sizes: list[int], caching: bool, store: str
+) -> None:
+    def build(grouped: Any) -> None:
+        windowed = grouped.windowed_by(windows)
+        windowed.count(materialized=materialized("counts", store=store, caching=caching))
+        windowed.aggregate(lambda: 0, lambda k, v, agg: agg + v,
+                           materialized=materialized("sums", store=store, caching=caching, value_serde=L))
+
+    expected, late, _ = time_reference(windows, records)
+    driver, builder = run(build, records, sizes)
+    with driver:
+        counts = {(k.key, k.window.start): v for k, v in driver.get_window_store("counts").all()}
+        sums = {(k.key, k.window.start): v for k, v in driver.get_window_store("sums").all()}
+    assert counts == {w: c for w, (c, _s) in expected.items()}
+    assert sums == {w: s for w, (_c, s) in expected.items()}
+    assert builder.late_records.count() == 2 * late  # two operators drop the same records
+
+
+@settings(max_examples=40, deadline=None)
+@given(time_windows, events, cuts)
+def test_final_results_are_emitted_once_per_closed_window_with_the_reference_value(
+    windows: TimeWindows, records: list[tuple[str, int, int]], sizes: list[int]
+) -> None:
+    def build(grouped: Any) -> None:
+        grouped.windowed_by(windows).emit_final().count().to_stream().to("out", value_serde=L)
+
+    expected, _late, observed = time_reference(windows, records)
+    driver, _ = run(build, records, sizes)
+    with driver:
+        out = driver.create_output_topic("out", WindowedSerdes.time_windowed(S, windows.size_ms), L)
+        emitted = [(k.key, k.window.start, v) for k, v in out.read_key_values_to_list()]
+    closed = {
+        (key, start): count
+        for (key, start), (count, _) in expected.items()
+        if start + windows.size_ms + windows.grace_ms <= observed
+    }
+    assert Counter((k, s) for k, s, _ in emitted) == Counter(closed.keys())  # each exactly once
+    assert {(k, s): v for k, s, v in emitted} == closed
+    closes = [s + windows.size_ms for _k, s, _v in emitted]
+    assert closes == sorted(closes)  # in close-time order
+
+
+def sliding_reference(d: int, grace: int, records: list[tuple[str, int, int]]) -> dict[Any, int]:
+    observed = -1
+    accepted: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for key, ts, value in records:
+        observed = max(observed, ts)
+        if ts + grace >= observed:
+            accepted[key].append((ts, value))
+    table: dict[Any, int] = {}
+    for key, recs in accepted.items():
+        times = {t for t, _ in recs}
+        starts = {max(0, t - d) for t in times}
+        starts |= {p + 1 for p in times if any(p < q <= p + d + 1 for q in times)}
+        for start in starts:
+            table[(key, start)] = sum(v for t, v in recs if start <= t <= start + d)
+    return table
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 40), st.integers(0, 40), events, cuts, st.booleans())
+def test_sliding_window_sums_match_the_reference(
+    d: int, grace: int, records: list[tuple[str, int, int]], sizes: list[int], caching: bool
+) -> None:
+    def build(grouped: Any) -> None:
+        grouped.windowed_by(SlidingWindows.with_time_difference(d).grace(grace)).aggregate(
+            lambda: 0, lambda k, v, agg: agg + v,
+            materialized=materialized("sums", caching=caching, value_serde=L),
+        )
+
+    driver, _ = run(build, records, sizes)
+    with driver:
+        got = {(k.key, k.window.start): v for k, v in driver.get_window_store("sums").all()}
+    assert got == sliding_reference(d, grace, records)
+
+
+def session_reference(gap: int, grace: int, records: list[tuple[str, int, int]]) -> dict[Any, tuple[int, int]]:
+    observed = -1
+    sessions: dict[str, list[list[int]]] = defaultdict(list)  # [start, end, count, sum]
+    for key, ts, value in records:
+        observed = max(observed, ts)
+        if ts + grace < observed:
+            continue
+        merged = [s for s in sessions[key] if s[1] >= ts - gap and s[0] <= ts + gap]
+        rest = [s for s in sessions[key] if s not in merged]
+        start = min([ts, *(s[0] for s in merged)])
+        end = max([ts, *(s[1] for s in merged)])
+        rest.append([start, end, 1 + sum(s[2] for s in merged), value + sum(s[3] for s in merged)])
+        sessions[key] = rest
+    return {(k, s[0], s[1]): (s[2], s[3]) for k, ss in sessions.items() for s in ss}
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 40), st.integers(0, 40), events, cuts, st.booleans())
+def test_session_counts_and_sums_match_the_reference(
+    gap: int, grace: int, records: list[tuple[str, int, int]], sizes: list[int], caching: bool
+) -> None:
+    def build(grouped: Any) -> None:
+        windowed = grouped.windowed_by(SessionWindows.with_inactivity_gap(gap).grace(grace))
+        windowed.count(materialized=materialized("counts", caching=caching))
+        windowed.aggregate(lambda: 0, lambda k, v, agg: agg + v, lambda k, a, b: a + b,
+                           materialized=materialized("sums", caching=caching, value_serde=L))
+
+    driver, _ = run(build, records, sizes)
+    with driver:
+        counts = {(k.key, k.window.start, k.window.end): v for k, v in driver.get_session_store("counts").fetch_range(None, None)}
+        sums = {(k.key, k.window.start, k.window.end): v for k, v in driver.get_session_store("sums").fetch_range(None, None)}
+    expected = session_reference(gap, grace, records)
+    assert counts == {w: c for w, (c, _s) in expected.items()}
+    assert sums == {w: s for w, (_c, s) in expected.items()}
