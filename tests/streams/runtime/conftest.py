@@ -9,16 +9,23 @@ import pytest
 # The helpers next to this file (runtime_apps, rtprocs) are imported by name.
 sys.path.insert(0, str(Path(__file__).parent))
 
-from rtprocs import Instance, TansuProcess
+from brokerproc import BrokerProcess
+from rtprocs import Cluster, Instance, TansuProcess
 
 
-@pytest.fixture(scope="module")
-def tansu() -> Iterator[TansuProcess]:
-    broker = TansuProcess()
-    try:
-        yield broker
-    finally:
-        broker.stop()
+@pytest.fixture(scope="module", params=["builtin"])
+def cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """A broker shared by the tests of one module: the built-in one unless a test
+    asks for ``tansu`` with ``@pytest.mark.parametrize("cluster", [...], indirect=True)``."""
+    if request.param == "tansu":
+        tansu = TansuProcess()
+        try:
+            yield Cluster("tansu", tansu.bootstrap)
+        finally:
+            tansu.stop()
+        return
+    with BrokerProcess(tmp_path_factory.mktemp("broker") / "data", "--fsync", "never") as broker:
+        yield Cluster("builtin", broker.bootstrap)
 
 
 @pytest.fixture

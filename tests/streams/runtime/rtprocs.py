@@ -1,4 +1,4 @@
-"""Processes the runtime tests start: Tansu and application instances."""
+"""Processes the runtime tests start: brokers and application instances."""
 
 from __future__ import annotations
 
@@ -8,12 +8,21 @@ import socket
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from brokerproc import free_port
 
 ROOT = Path(__file__).resolve().parents[3]
 APPS = Path(__file__).with_name("runtime_apps.py")
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """The broker a test runs against: ``builtin`` (headrace's own) or ``tansu``."""
+
+    kind: str
+    bootstrap: str
 
 
 class TansuProcess:

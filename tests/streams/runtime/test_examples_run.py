@@ -1,4 +1,4 @@
-"""examples/ apps run unchanged under ``headrace run`` against a broker (Tansu here)."""
+"""examples/ apps run unchanged under ``headrace run`` against a broker (the built-in one)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-from rtprocs import Instance, TansuProcess
+from rtprocs import Cluster, Instance
 
 from examples.iot_sensors import ALERTS, DEAD_LETTERS, ENRICHED, READINGS, SAMPLE
 
@@ -31,9 +31,9 @@ async def _collect(bootstrap: str, topics: list[str], want: int) -> dict[str, li
 
 
 async def test_iot_example_runs_as_a_service(
-    tansu: TansuProcess, instances: list[Instance], tmp_path: Path
+    cluster: Cluster, instances: list[Instance], tmp_path: Path
 ) -> None:
-    bootstrap = tansu.bootstrap
+    bootstrap = cluster.bootstrap
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
     await admin.start()
     await admin.create_topics([NewTopic(t, 2, 1) for t in (READINGS, ENRICHED, ALERTS, DEAD_LETTERS)])
