@@ -7,11 +7,17 @@ One file per task, ``<state_dir>/.checkpoint``, in Kafka Streams' text layout:
     app-counts-changelog 0 1234
     app-totals-changelog 0 99
 
-Commit order, so state never runs ahead of committed offsets:
+Commit order (the runtime's ``streams/runtime/_commit.py`` follows it):
 
-1. flush every store of the task (caches write down, RocksDB syncs its log);
+1. flush every store of the task (caches write down, RocksDB syncs its log) and the
+   producer, so the changelog holds what the stores hold;
 2. commit the task's offsets (or its transaction);
 3. ``write_checkpoint`` with the changelog offsets the flushed state covers.
+
+The checkpoint comes last, as in Kafka Streams' ``postCommit``, because it may only
+name changelog records that are committed: under exactly-once they belong to a
+transaction that may still abort until step 2 succeeds. A crash between 2 and 3 only
+leaves an older checkpoint, so a restart restores more of the changelog than needed.
 
 Under exactly-once, call ``delete_checkpoint`` before processing starts, so a crash
 before the next commit leaves no checkpoint and the stores are rebuilt from the

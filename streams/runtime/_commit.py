@@ -11,23 +11,30 @@
    or dead-letter them; dead letters are flushed too before going on). After this step
    every changelog record describing the flushed state is durable, and the producer
    reports the changelog offset each task's state now covers.
-3. **Write each task's checkpoint** with those changelog offsets, so a restart restores
-   from there instead of from zero. Written before the offsets are committed: a crash
-   between 3 and 4 replays input whose effects are already in the changelog, which
-   at-least-once allows; the other order could let a checkpoint trail committed input.
-4. **Commit the consumed offsets** (next offset per source partition). Only now does
+3. **Commit the consumed offsets** (next offset per source partition). Only now does
    the group move past the input: if the instance dies before this, the input is
    processed again, so every input record is reflected in the output at least once.
+4. **Write each task's checkpoint** with the changelog offsets from step 2, so a restart
+   restores from there instead of from zero. Written after the offsets, as Kafka
+   Streams does in ``postCommit``: a checkpoint may only name changelog offsets whose
+   records are committed. Under exactly-once the changelog records of an interval
+   belong to its transaction, and until the commit they may still be aborted; a
+   checkpoint written first could survive a crash and make a restart trust state the
+   changelog no longer holds. Under at-least-once either order is safe (the changelog
+   is durable after step 2); one order for both keeps the exactly-once swap local. A
+   crash between 3 and 4 leaves the previous checkpoint, so the next start restores a
+   little more of the changelog than it had to; it never loses state. When the offset
+   commit fails because a rebalance is under way, no checkpoint is written either.
 
 Exactly-once (``exactly_once_v2``) plugs in here and nowhere else, through the
 :class:`OffsetSink` seam:
 
 - one transactional producer per instance (``transactional_id`` derived from the
   application id and the instance), begun before the first send of each interval;
-- step 4 becomes ``send_offsets_to_transaction(offsets, group_metadata)`` followed by
+- step 3 becomes ``send_offsets_to_transaction(offsets, group_metadata)`` followed by
   ``commit_transaction``, so output, changelog and offsets commit atomically; the
-  checkpoint (step 3) is not written while processing, and is deleted when a task
-  opens, so a crash rebuilds stores from the committed changelog;
+  checkpoint (step 4) is deleted when a task opens, so a crash before the first
+  commit rebuilds stores from the committed changelog;
 - the commit interval drops to 100 ms (``AppSettings.commit_interval``);
 - a failed commit aborts the transaction and rewinds the tasks to committed offsets.
 """
@@ -92,13 +99,11 @@ class Committer:
                 await self._producer.send(produced)
         # 2. flush the producer; hand failures to the production handler
         next_offsets = await self._flush_producer()
-        # 3. checkpoint the changelog offsets the flushed state covers
         for task in tasks:
             for tp in task.changelogs.values():
                 if tp in next_offsets:
                     task.changelog_offsets[tp] = next_offsets[tp]
-            task.write_checkpoint()
-        # 4. commit consumed offsets
+        # 3. commit consumed offsets
         offsets: dict[TopicPartition, int] = {}
         for task in tasks:
             offsets.update(task.offsets_to_commit())
@@ -113,6 +118,9 @@ class Committer:
                 return
             for task in tasks:
                 task.committed.update(task.offsets_to_commit())
+        # 4. checkpoint the changelog offsets the flushed (and now committed) state covers
+        for task in tasks:
+            task.write_checkpoint()
         self._metrics.commits.inc()
         self._metrics.commit_latency.observe(time.perf_counter() - started)
 

@@ -1,0 +1,138 @@
+"""The commit's order of steps, on fakes: stores, producer, offsets, then the checkpoint."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import pytest
+from runtime_apps import count_topology
+
+from state import TaskCheckpoint
+from streams import ConsumedRecord, StreamsConfig, TaskExecutor
+from streams.runtime import ClientError
+from streams.runtime._client import FlushResult, TopicPartition
+from streams.runtime._commit import Committer
+from streams.runtime._handlers import ErrorHandler
+from streams.runtime._metrics import AppMetrics
+from streams.runtime._tasks import RuntimeTask
+
+CHANGELOG = ("app-counts-changelog", 0)
+SOURCE = ("rt-input", 0)
+
+
+class Journal:
+    """The steps of a commit in order, each with the checkpoint on disk when it ran."""
+
+    def __init__(self, checkpoint_dir: Path) -> None:
+        self.steps: list[tuple[str, dict[TopicPartition, int]]] = []
+        self.checkpoint_dir = checkpoint_dir
+
+    def note(self, step: str) -> None:
+        on_disk = TaskCheckpoint(self.checkpoint_dir).read_checkpoint()
+        self.steps.append((step, on_disk))
+
+
+class FakeProducer:
+    def __init__(self, journal: Journal) -> None:
+        self.journal = journal
+        self.sent: list[object] = []
+        self.changelog_end = 0
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    async def send(self, records: Sequence[object]) -> None:
+        self.journal.note("send")
+        self.sent.extend(records)
+
+    async def flush(self) -> FlushResult:
+        self.journal.note("producer flush")
+        return FlushResult(next_offsets={CHANGELOG: self.changelog_end})
+
+
+class FakeOffsets:
+    def __init__(self, journal: Journal, fail: ClientError | None = None) -> None:
+        self.journal = journal
+        self.fail = fail
+        self.committed: dict[TopicPartition, int] = {}
+
+    async def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
+        self.journal.note("offset commit")
+        if self.fail is not None:
+            raise self.fail
+        self.committed.update(offsets)
+
+
+def _task(tmp_path: Path) -> RuntimeTask:
+    config = StreamsConfig(application_id="app", state_dir=tmp_path)
+    executor = TaskExecutor(count_topology(), 0, 0, config, state_dir=tmp_path)
+    executor.init()
+    task = RuntimeTask("0_0", executor, (SOURCE,), {"counts": CHANGELOG}, tmp_path / "app" / "0_0",
+                       {CHANGELOG: None})
+    task.restored({})
+    return task
+
+
+def _committer(journal: Journal, offsets: FakeOffsets) -> tuple[Committer, FakeProducer]:
+    metrics = AppMetrics("app")
+    producer = FakeProducer(journal)
+    handler = ErrorHandler("production", "fail", "dead", metrics)
+    return Committer(producer, offsets, handler, metrics), producer
+
+
+def _records(start: int, n: int) -> list[ConsumedRecord]:
+    return [("rt-input", 0, i, 1000 + i, b"k", b"v", ()) for i in range(start, start + n)]
+
+
+async def test_checkpoint_is_written_after_the_offsets_are_committed(tmp_path: Path) -> None:
+    task = _task(tmp_path)
+    journal = Journal(task.state_dir)
+    offsets = FakeOffsets(journal)
+    committer, producer = _committer(journal, offsets)
+    await committer.send(task.process(SOURCE, _records(0, 3)))
+    producer.changelog_end = 41
+    await committer.commit([task])
+    assert offsets.committed == {SOURCE: 3}
+    assert TaskCheckpoint(task.state_dir).read_checkpoint() == {CHANGELOG: 41}
+
+    journal.steps.clear()
+    await committer.send(task.process(SOURCE, _records(3, 2)))
+    producer.changelog_end = 57
+    await committer.commit([task])
+    steps = [name for name, _ in journal.steps]
+    assert steps[-2:] == ["producer flush", "offset commit"]
+    # While the offsets were being committed, the disk still held the old checkpoint.
+    assert dict(journal.steps)["offset commit"] == {CHANGELOG: 41}
+    assert offsets.committed == {SOURCE: 5}
+    assert TaskCheckpoint(task.state_dir).read_checkpoint() == {CHANGELOG: 57}
+    assert task.committed == {SOURCE: 5}
+    task.close()
+
+
+async def test_no_checkpoint_when_the_offset_commit_fails_in_a_rebalance(tmp_path: Path) -> None:
+    task = _task(tmp_path)
+    journal = Journal(task.state_dir)
+    offsets = FakeOffsets(journal, ClientError("group rebalancing", retriable=True))
+    committer, producer = _committer(journal, offsets)
+    producer.changelog_end = 41
+    await committer.send(task.process(SOURCE, _records(0, 1)))
+    await committer.commit([task])
+    assert not (task.state_dir / ".checkpoint").exists()
+    assert task.committed == {}
+    # What the flushed state covers is still known, for the next successful commit.
+    assert task.changelog_offsets == {CHANGELOG: 41}
+    task.close()
+
+
+async def test_a_fatal_offset_commit_error_propagates_and_writes_no_checkpoint(tmp_path: Path) -> None:
+    task = _task(tmp_path)
+    journal = Journal(task.state_dir)
+    offsets = FakeOffsets(journal, ClientError("authorization failed", retriable=False))
+    committer, _ = _committer(journal, offsets)
+    await committer.send(task.process(SOURCE, _records(0, 1)))
+    with pytest.raises(ClientError):
+        await committer.commit([task])
+    assert not (task.state_dir / ".checkpoint").exists()
+    task.close()
