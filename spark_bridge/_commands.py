@@ -87,16 +87,23 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _sql(args: argparse.Namespace) -> int:
+    from ._deps import require
     from ._readback import register_delta_tables
     from ._session import spark_session
     from ._table import render_table
 
     tables = _pairs(args.table, "--table")
+    existing = require("pyspark.sql").SparkSession.getActiveSession()
     spark = spark_session("headrace-sql", master=args.master, conf=_pairs(args.conf, "--conf"))
-    register_delta_tables(spark, tables)
-    frame = spark.sql(args.query)
-    rows = frame.limit(args.max_rows + 1).collect()
-    print(render_table(frame.columns, [tuple(r) for r in rows[:args.max_rows]]))
-    if len(rows) > args.max_rows:
-        print(f"(first {args.max_rows} rows shown)")
+    try:
+        spark.sparkContext.setLogLevel("ERROR")
+        register_delta_tables(spark, tables)
+        frame = spark.sql(args.query)
+        rows = frame.limit(args.max_rows + 1).collect()
+        print(render_table(frame.columns, [tuple(r) for r in rows[:args.max_rows]]))
+        if len(rows) > args.max_rows:
+            print(f"(first {args.max_rows} rows shown)")
+    finally:
+        if existing is None:  # a session this command started; one it joined stays up
+            spark.stop()
     return 0
