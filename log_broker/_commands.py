@@ -1,7 +1,8 @@
-"""The broker-side subcommands: broker, topics, produce, consume.
+"""The broker-side subcommands: broker, topics, produce, consume, groups.
 
 ``broker`` runs the built-in broker in the foreground. The others are Kafka clients
-(aiokafka), so they work against any Kafka-protocol broker.
+(aiokafka, and for groups a small kio client), so they work against any
+Kafka-protocol broker; ``groups`` lives with the group coordinator in ``groups``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 from ._broker import Broker
 from ._table import render_table
+from .groups import register_commands as register_group_commands
 
 DEFAULT_SOURCE = 5  # DescribeConfigs' ConfigSource.DEFAULT_CONFIG
 
@@ -72,6 +74,8 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
                          help="prefix each record with partition and offset")
     consume.add_argument("--key-separator", default="\t", metavar="SEP")
     consume.set_defaults(handler=_client(_consume))
+
+    register_group_commands(subparsers, broker_options)
 
 
 def _parse_listen(listen: str) -> tuple[str, int]:

@@ -7,6 +7,9 @@ own key and value formats), state rebuilt from that topic at start. Errors are r
 at ``GroupError`` (tree in ``_errors``).
 """
 
+from ._admin_client import GroupAdminClient as GroupAdminClient
+from ._cli import decode_assignment as decode_assignment
+from ._cli import register as register_commands
 from ._clock import Clock as Clock
 from ._clock import ManualClock as ManualClock
 from ._clock import SystemClock as SystemClock
@@ -32,6 +35,7 @@ from ._coordinator import JoinRequest as JoinRequest
 from ._coordinator import MemberDescription as MemberDescription
 from ._coordinator import NewOffset as NewOffset
 from ._core import Write as Write
+from ._errors import AdminRequestError as AdminRequestError
 from ._errors import CoordinatorNotAvailableError as CoordinatorNotAvailableError
 from ._errors import FencedInstanceIdError as FencedInstanceIdError
 from ._errors import GroupError as GroupError
@@ -65,9 +69,11 @@ __all__ = [
     "GROUP_TRANSITIONS",
     "MEMBER_TRANSITIONS",
     "OFFSETS_TOPIC",
+    "AdminRequestError",
     "Clock",
     "CoordinatorNotAvailableError",
     "FencedInstanceIdError",
+    "GroupAdminClient",
     "GroupConfig",
     "GroupCoordinator",
     "GroupDescription",
@@ -105,6 +111,7 @@ __all__ = [
     "TopicPartition",
     "UnknownMemberIdError",
     "Write",
+    "decode_assignment",
     "decode_group_value",
     "decode_key",
     "decode_offset_value",
@@ -113,6 +120,7 @@ __all__ = [
     "encode_offset_key",
     "encode_offset_value",
     "partition_for",
+    "register_commands",
     "replay_log",
     "wait_reply",
 ]

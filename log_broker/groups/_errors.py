@@ -20,6 +20,7 @@ GroupError                            root; never raised itself
 +-- OffsetCommitSizeError             the commit does not fit one record batch (28)
 +-- IllegalTransitionError            a lifecycle step the tables forbid: a bug (-1)
 +-- OffsetsRecordError                a __consumer_offsets record that cannot be read
++-- AdminRequestError                 (client side) a broker refused a group command
 """
 
 from __future__ import annotations
@@ -97,3 +98,12 @@ class IllegalTransitionError(GroupError):
 
 class OffsetsRecordError(GroupError):
     """A ``__consumer_offsets`` record in a format this broker cannot read."""
+
+
+class AdminRequestError(GroupError):
+    """A broker refused a request of the ``headrace groups`` client; carries its code."""
+
+    def __init__(self, what: str, error_code: int, error_name: str, retriable: bool) -> None:
+        super().__init__(f"{what}: {error_name}")
+        self.error_code = error_code
+        self.retriable = retriable

@@ -5,6 +5,7 @@ import log_broker.groups as groups
 
 def test_public_surface_is_pinned() -> None:
     assert sorted(groups.__all__) == sorted([
+        "AdminRequestError", "GroupAdminClient", "decode_assignment", "register_commands",
         "GROUP_TRANSITIONS", "MEMBER_TRANSITIONS", "OFFSETS_TOPIC", "Clock",
         "CoordinatorNotAvailableError", "FencedInstanceIdError", "GroupConfig",
         "GroupCoordinator", "GroupDescription", "GroupError", "GroupIdNotFoundError",

@@ -1,0 +1,198 @@
+"""Just enough of a Kafka client for the ``headrace groups`` commands.
+
+Requests are kio entities written over an asyncio stream, one at a time per
+connection; group requests go to the group's coordinator (FindCoordinator), so the
+commands work against any Kafka-protocol broker, not only the built-in one. Only
+versions without tagged fields are used (request header v1, response header v0).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import struct
+from types import TracebackType
+from typing import Any
+
+from kio.index import load_response_schema
+from kio.schema.delete_groups.v1.request import DeleteGroupsRequest
+from kio.schema.describe_groups.v4.request import DescribeGroupsRequest
+from kio.schema.errors import ErrorCode
+from kio.schema.find_coordinator.v2.request import FindCoordinatorRequest
+from kio.schema.list_groups.v2.request import ListGroupsRequest
+from kio.schema.metadata.v1.request import MetadataRequest, MetadataRequestTopic
+from kio.schema.offset_commit.v7.request import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+)
+from kio.schema.offset_fetch.v5.request import OffsetFetchRequest
+from kio.schema.request_header.v1.header import RequestHeader
+from kio.schema.response_header.v0.header import ResponseHeader
+from kio.serial import entity_reader, entity_writer
+
+from .._entities import make
+from ._errors import AdminRequestError
+from ._offsets import TopicPartition
+
+_SIZE = struct.Struct(">i")
+_write_header = entity_writer(RequestHeader)
+_read_header = entity_reader(ResponseHeader)
+
+
+class _Connection:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                 timeout_s: float) -> None:
+        self._reader, self._writer = reader, writer
+        self._timeout_s = timeout_s
+        self._correlation = 0
+        self._lock = asyncio.Lock()
+
+    async def request(self, body: Any) -> Any:
+        async with self._lock, asyncio.timeout(self._timeout_s):
+            self._correlation += 1
+            buf = io.BytesIO()
+            buf.write(b"\0\0\0\0")
+            _write_header(buf, make(RequestHeader,
+                request_api_key=body.__api_key__, request_api_version=body.__version__,
+                correlation_id=self._correlation, client_id="headrace-groups"))
+            entity_writer(type(body))(buf, body)
+            frame = buf.getbuffer()
+            _SIZE.pack_into(frame, 0, len(frame) - 4)
+            del frame
+            self._writer.write(buf.getvalue())
+            await self._writer.drain()
+            size_bytes = await self._reader.readexactly(4)
+            data = await self._reader.readexactly(_SIZE.unpack(size_bytes)[0])
+        header, used = _read_header(data, 0)
+        if header.correlation_id != self._correlation:
+            raise ConnectionError("response out of order")
+        schema = load_response_schema(body.__api_key__, body.__version__)
+        response, _ = entity_reader(schema)(data, used)
+        return response
+
+    def close(self) -> None:
+        self._writer.close()
+
+
+class GroupAdminClient:
+    def __init__(self, bootstrap_servers: str, *, timeout: float = 15.0) -> None:
+        self._bootstrap = [_address(a) for a in bootstrap_servers.split(",") if a.strip()]
+        self._timeout = timeout
+        self._connections: dict[tuple[str, int], _Connection] = {}
+
+    async def __aenter__(self) -> GroupAdminClient:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for connection in self._connections.values():
+            connection.close()
+        self._connections.clear()
+
+    async def _connect(self, address: tuple[str, int]) -> _Connection:
+        connection = self._connections.get(address)
+        if connection is None:
+            reader, writer = await asyncio.wait_for(asyncio.open_connection(*address),
+                                                    self._timeout)
+            connection = self._connections[address] = _Connection(reader, writer, self._timeout)
+        return connection
+
+    async def _any(self, body: Any) -> Any:
+        last: OSError | None = None
+        for address in self._bootstrap:
+            try:
+                return await (await self._connect(address)).request(body)
+            except OSError as exc:
+                last = exc
+        raise ConnectionError(
+            f"cannot reach a broker at {','.join(f'{h}:{p}' for h, p in self._bootstrap)}"
+            " (is one running?)") from last
+
+    async def _coordinator(self, group: str) -> _Connection:
+        response = await self._any(make(FindCoordinatorRequest, key=group, key_type=0))
+        _check(f"finding the coordinator of {group!r}", response.error_code)
+        return await self._connect((response.host, response.port))
+
+    async def _on_coordinator(self, group: str, body: Any) -> Any:
+        return await (await self._coordinator(group)).request(body)
+
+    # ------------------------------------------------------------------ requests
+
+    async def list_groups(self) -> list[tuple[str, str]]:
+        """(group id, protocol type) from every broker of the cluster."""
+        metadata = await self._any(make(MetadataRequest, topics=()))
+        found: dict[str, str] = {}
+        for broker in metadata.brokers:
+            connection = await self._connect((broker.host, broker.port))
+            response = await connection.request(ListGroupsRequest())
+            _check("listing groups", response.error_code)
+            found.update((g.group_id, g.protocol_type) for g in response.groups)
+        return sorted(found.items())
+
+    async def partitions(self, topics: set[str]) -> list[TopicPartition]:
+        """Every partition of those of ``topics`` that exist."""
+        if not topics:
+            return []
+        metadata = await self._any(make(MetadataRequest, topics=tuple(
+            make(MetadataRequestTopic, name=t) for t in sorted(topics))))
+        return sorted(TopicPartition(t.name, p.partition_index) for t in metadata.topics
+                      if t.error_code == ErrorCode.none for p in t.partitions)
+
+    async def describe(self, group: str) -> Any:
+        response = await self._on_coordinator(group, make(DescribeGroupsRequest,
+            groups=(group,), include_authorized_operations=False))
+        [described] = response.groups
+        _check(f"describing {group!r}", described.error_code)
+        return described
+
+    async def committed(self, group: str) -> dict[TopicPartition, int]:
+        response = await self._on_coordinator(group, make(OffsetFetchRequest, group_id=group,
+                                                                        topics=None))
+        _check(f"fetching offsets of {group!r}", response.error_code)
+        committed = {}
+        for topic in response.topics:
+            for p in topic.partitions:
+                _check(f"fetching offsets of {group!r}", p.error_code)
+                if p.committed_offset >= 0:
+                    committed[TopicPartition(topic.name, p.partition_index)] = p.committed_offset
+        return committed
+
+    async def commit(self, group: str, offsets: dict[TopicPartition, int]) -> None:
+        """Commit as a non-member (generation -1), which the coordinator allows only
+        while the group has no members."""
+        by_topic: dict[str, list[Any]] = {}
+        for tp, offset in sorted(offsets.items()):
+            by_topic.setdefault(tp.topic, []).append(make(OffsetCommitRequestPartition,
+                partition_index=tp.partition, committed_offset=offset,
+                committed_leader_epoch=-1, committed_metadata=""))
+        response = await self._on_coordinator(group, make(OffsetCommitRequest,
+            group_id=group, generation_id_or_member_epoch=-1, member_id="",
+            group_instance_id=None,
+            topics=tuple(make(OffsetCommitRequestTopic, name=t, partitions=tuple(ps))
+                         for t, ps in by_topic.items())))
+        for topic in response.topics:
+            for p in topic.partitions:
+                _check(f"committing {topic.name}-{p.partition_index} for {group!r}",
+                       p.error_code)
+
+    async def delete(self, group: str) -> None:
+        response = await self._on_coordinator(
+            group, make(DeleteGroupsRequest, groups_names=(group,)))
+        [result] = response.results
+        _check(f"deleting {group!r}", result.error_code)
+
+
+def _check(what: str, code: ErrorCode) -> None:
+    if code != ErrorCode.none:
+        raise AdminRequestError(what, int(code), code.name.upper(), code.retriable)
+
+
+def _address(text: str) -> tuple[str, int]:
+    host, _, port = text.strip().rpartition(":")
+    if not host or not port.isdigit():
+        raise ValueError(f"bootstrap server must be HOST:PORT, got {text!r}")
+    return host, int(port)
