@@ -21,6 +21,7 @@ from ._change import Change
 from ._windows import TimeWindows
 
 _NO_SEQ = b"\x00\x00\x00\x00"
+_KNOWN_LIMIT = 131_072  # counts remembered between batches, per task
 
 
 class TimeWindowAggregate(WindowedAggregateBase):
@@ -45,6 +46,7 @@ class TimeWindowAggregate(WindowedAggregateBase):
         self._suffixes: dict[int, bytes] = {}
         self._window_objects: dict[int, Window] = {}
         self._key_bytes: dict[Any, bytes] = {}
+        self._known_counts: dict[bytes, int] = {}
         self._windowed_keys: dict[bytes, Windowed[Any]] = {}
         # Counting into 8-byte big-endian longs is the common case: done inline below.
         self._fast_count = (
@@ -208,13 +210,22 @@ class TimeWindowAggregate(WindowedAggregateBase):
         self._observed = observed
         if late:
             self._report_late(late)
-        get, put = self._raw.get_raw, self._raw.put_raw
-        from_bytes = int.from_bytes
+        # The store holds what this operator last wrote, so the counts it wrote recently
+        # are read back from a dict of them instead of through the store stack.
+        known = self._known_counts
+        if len(known) > _KNOWN_LIMIT:
+            known.clear()
+        get, from_bytes = self._raw.get_raw, int.from_bytes
+        entries = []
         for binary, n in counts.items():
-            old = get(binary)
-            if old is not None:
-                n += from_bytes(old, "big", signed=True)
-            put(binary, n.to_bytes(8, "big", signed=True))
+            old = known.get(binary)
+            if old is None:
+                raw = get(binary)
+                old = 0 if raw is None else from_bytes(raw, "big", signed=True)
+            n += old
+            known[binary] = n
+            entries.append((binary, n.to_bytes(8, "big", signed=True)))
+        self._raw.put_all_raw(entries)
         if self._readers:
             self._pending_ts.update(newest)
 
