@@ -15,6 +15,7 @@ into the update.
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +28,7 @@ from ._late import LateCallback, LateRecord, LateRecords
 if TYPE_CHECKING:
     from ._graph import TableGraphNode
 
+_STREAM_TIME = b"stream-time"
 _new_tuple = tuple.__new__  # builds a Change without the NamedTuple keyword handling
 
 
@@ -78,6 +80,27 @@ class WindowedAggregateBase(AggregateBase):
         if self._final and idle is not None:
             context.schedule(max(1, idle // 4), PunctuationType.WALL_CLOCK_TIME, self._on_wall_clock)
             self._idle_ms = idle
+        if self._final:
+            self._time_store = context.get_state_store(self._node.final_store.name)
+            saved = self._time_store.get(_STREAM_TIME)
+            if saved is not None:
+                self._observed = self._observed_at_last_input = saved
+        self._saved_observed = self._observed
+
+    def _start_final(self) -> None:
+        """Final-results mode after a restart: pick up the operator's stream time (records
+        for windows it already closed stay late) and wait again for every stored window
+        it has not closed yet. Subclasses call this once their stores are bound."""
+        if not self._final:
+            return
+        touch, observed = self._pending.touch, self._observed
+        for close, window_id, timestamp in self._stored_windows():
+            if close > observed:
+                touch(close, window_id, timestamp)
+
+    def _stored_windows(self) -> Iterator[tuple[int, Hashable, int]]:
+        """Every window in the store: (close time, id, timestamp for its final record)."""
+        raise NotImplementedError
 
     # -- late records -------------------------------------------------------------------
 
@@ -100,9 +123,14 @@ class WindowedAggregateBase(AggregateBase):
     # -- final results ------------------------------------------------------------------
 
     def _emit_due(self) -> None:
+        """Forward the windows that closed, then record the stream time they closed at,
+        which commits with them: a restart neither repeats nor loses a final result."""
         due = self._pending.due(self._observed)
         if due:
             self._forward_changes(self._final_records(due))
+        if self._observed != self._saved_observed:
+            self._time_store.put(_STREAM_TIME, self._observed)
+            self._saved_observed = self._observed
 
     def _final_records(self, due: list[tuple[Any, Any]]) -> list[Rec]:
         """Read back and build the final records of windows that closed."""

@@ -125,6 +125,7 @@ class StreamsBuilder:
 
     def build(self) -> Topology:
         """Write the logical graph into a fresh Topology: stores first, then every node."""
+        self._check_suppressed_readers()
         topology = Topology()
         try:
             for store in self._stores:
@@ -134,6 +135,25 @@ class StreamsBuilder:
         except TopologyError as exc:
             raise TopologyBuildError(str(exc)) from exc
         return topology
+
+    def _check_suppressed_readers(self) -> None:
+        """A suppressed aggregation emits final results only, to every reader; refuse a
+        program in which something other than the suppress chain reads it (that reader
+        would silently lose the intermediate updates it was written for)."""
+        for node in self._nodes:
+            if not isinstance(node, TableGraphNode) or node.suppressed_via is None:
+                continue
+            allowed = set(map(id, node.suppressed_via))
+            watched = [node, *node.suppressed_via[:-1]]
+            watched_ids = set(map(id, watched))
+            for reader in self._nodes:
+                if id(reader) in allowed:
+                    continue
+                if any(id(p) in watched_ids for p in reader.parents):
+                    raise TopologyBuildError(
+                        f"{reader.name} reads the updates of {node.name}, whose results are "
+                        "suppressed to final ones; aggregate twice to read both"
+                    )
 
     # -- used by the operators ----------------------------------------------------------
 

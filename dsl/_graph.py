@@ -145,6 +145,10 @@ class TableGraphNode(ProcessorGraphNode):
     old_values_from_parent: bool = False
     emit_final: bool = False
     idle_close_ms: int | None = None
+    final_store: Any = None  # the stream-time store final-results mode keeps
+    # Set by suppress(): the nodes from this aggregation to the suppress point, which
+    # alone may read its (now final-only) output.
+    suppressed_via: tuple[GraphNode, ...] | None = None
 
     def enable_send_old_values(self) -> None:
         self.send_old_values = True
@@ -156,7 +160,10 @@ class TableGraphNode(ProcessorGraphNode):
     def write_to_topology(self, topology: Topology) -> None:
         assert self.supplier is not None
         topology.add_processor(self.name, self.supplier, *self.parent_names())
-        for store in self.store_builders:
+        stores = [*self.store_builders]
+        if self.emit_final and self.final_store is not None:
+            stores.append(self.final_store)
+        for store in stores:
             topology.add_state_store(store, self.name)
         if self.store_names:
             topology.connect_processor_and_state_stores(self.name, *self.store_names)

@@ -232,14 +232,20 @@ class KTable:
         origin.emit_final = True
         origin.idle_close_ms = suppressed.idle_close_ms
         node: GraphNode = self._node
-        if node is not origin:
-            # Operators in between may turn a final value into a delete: leave those out.
-            node = TableGraphNode(
-                name or self._builder.new_name("KTABLE-SUPPRESS-"),
-                (self._node,),
-                supplier=lambda: ops.Transform(tn.drop_tombstones_fn),
-            )
-            self._builder.add_node(node)
+        chain: list[GraphNode] = []
+        while node is not origin:
+            chain.append(node)
+            node = node.parents[0]
+        # The suppress point itself: operators in between may turn a final value into a
+        # delete, which a final result leaves out; and it marks who reads final results.
+        node = TableGraphNode(
+            name or self._builder.new_name("KTABLE-SUPPRESS-"),
+            (self._node,),
+            supplier=lambda: ops.Transform(tn.drop_tombstones_fn),
+        )
+        self._builder.add_node(node)
+        chain.append(node)
+        origin.suppressed_via = tuple(chain)
         assert isinstance(node, TableGraphNode)
         return KTable(
             self._builder, node, self.key_serde, self.value_serde,

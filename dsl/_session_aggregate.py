@@ -8,7 +8,7 @@ sessions are deleted and forwarded as tombstones, as in Kafka Streams.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterator
 from typing import Any
 
 from state import Change as StoreChange
@@ -30,6 +30,13 @@ class SessionWindowAggregate(WindowedAggregateBase):
         super().init(context)
         listener = _ignore if self._final else self._on_flush
         self._cached = self._store.set_flush_listener(listener, self._send_old)
+        self._start_final()
+
+    def _stored_windows(self) -> Iterator[tuple[int, Hashable, int]]:
+        close = self._windows.close_time
+        for session, _value in self._store.fetch_range(None, None):
+            w = session.window
+            yield close(w.start, w.end), session, w.end
 
     def _on_flush(self, changes: list[StoreChange[Windowed[Any], Any]]) -> None:
         pending, send_old = self._pending_ts, self._send_old

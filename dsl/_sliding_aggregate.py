@@ -14,7 +14,7 @@ Within a window, values fold in timestamp order, ties in arrival order.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterator
 from typing import Any
 
 from state import Change as StoreChange
@@ -40,6 +40,13 @@ class SlidingWindowAggregate(WindowedAggregateBase):
         self._buffer = context.get_state_store(self._buffer_name)
         listener = _ignore if self._final else self._on_flush
         self._cached = self._store.set_flush_listener(listener, self._send_old)
+        self._start_final()
+
+    def _stored_windows(self) -> Iterator[tuple[int, Hashable, int]]:
+        close = self._windows.close_time
+        for windowed, _value in self._store.all():
+            w = windowed.window
+            yield close(w.start, w.end), windowed, w.end
 
     def _on_flush(self, changes: list[StoreChange[Windowed[Any], Any]]) -> None:
         pending, send_old = self._pending_ts, self._send_old

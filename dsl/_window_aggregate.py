@@ -10,7 +10,7 @@ window-closing check.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from typing import Any
 
 from state import CacheEntry, Window, Windowed
@@ -22,6 +22,7 @@ from ._windows import TimeWindows
 
 _NO_SEQ = b"\x00\x00\x00\x00"
 _KNOWN_LIMIT = 131_072  # counts remembered between batches, per task
+_MAX_TIME = (1 << 63) - 1
 
 
 class TimeWindowAggregate(WindowedAggregateBase):
@@ -56,6 +57,13 @@ class TimeWindowAggregate(WindowedAggregateBase):
             and self._fold.counting
             and getattr(self._spec.value_serde, "name", None) == "long"
         )
+        self._start_final()
+
+    def _stored_windows(self) -> Iterator[tuple[int, Hashable, int]]:
+        size, close = self._windows.size_ms, self._windows.close_time
+        for binary, _value in self._raw.scan_raw(None, None, 0, _MAX_TIME):
+            start = int.from_bytes(binary[-12:-4], "big")
+            yield close(start, start + size), binary, start + size - 1
 
     # -- helpers ------------------------------------------------------------------------
 

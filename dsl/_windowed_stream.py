@@ -49,6 +49,10 @@ class _WindowedBase:
         parent = self._grouped.input_node(store.store_name)
         node = TableGraphNode(name or builder.new_name(prefix), (parent,), store_builders=stores)
         node.supplier = lambda: make(node)
+        node.final_store = dataclasses.replace(
+            store, name=f"{store.store_name}-stream-time", key_serde=None,
+            value_serde=Serdes.long(), caching=False,
+        ).key_value_store()
         node.emit_final = self._emit.final
         node.idle_close_ms = self._emit.idle_close_ms
         builder.add_node(node)

@@ -154,3 +154,48 @@ def test_uncached_windowed_count_forwards_old_values_when_asked() -> None:
         )
         out = driver.create_output_topic("out", key_serde, L).read_records_to_list()
     assert [(r.value, r.timestamp) for r in out] == [(1, 1), (2, 2), (3, 3)]
+
+
+def test_final_results_survive_a_restart_without_repeats_or_losses(tmp_path: Any) -> None:
+    config = {"application_id": "app", "state_dir": str(tmp_path)}
+    serde = WindowedSerdes.time_windowed(S, 10)
+
+    def driver() -> TopologyTestDriver:
+        builder, _ = windowed_counts(TimeWindows.of_size(10), final=True)
+        return TopologyTestDriver(builder.build(), config)
+
+    with driver() as first:
+        pipe(first, [("a", 1), ("a", 5), ("b", 12), ("a", 15)])
+        assert first.create_output_topic("out", serde, L).read_key_values_to_list() == [(w("a", 0), 2)]
+    with driver() as second:  # the stores reopen from disk; [10,20) is still pending
+        out = second.create_output_topic("out", serde, L)
+        pipe(second, [("a", 3)])  # stream time 15 came back with the stores: still late
+        assert out.is_empty()
+        pipe(second, [("a", 25)])
+        assert out.read_key_values_to_list() == [(w("a", 10), 1), (w("b", 10), 1)]
+        assert list(second.get_window_store("counts").fetch("a", 0, 9)) == [(0, 2)]
+
+
+def test_suppressing_an_aggregation_that_has_other_readers_is_refused() -> None:
+    import pytest
+
+    from dsl import TopologyBuildError
+
+    builder = StreamsBuilder()
+    counts = builder.stream("in", key_serde=S, value_serde=S).group_by_key().windowed_by(
+        TimeWindows.of_size(10)).count()
+    counts.to_stream().to("every-update", value_serde=L)
+    counts.suppress(Suppressed.until_window_closes()).to_stream().to("final", value_serde=L)
+    with pytest.raises(TopologyBuildError, match="suppressed"):
+        builder.build()
+
+
+def test_suppress_directly_on_the_aggregation() -> None:
+    builder = StreamsBuilder()
+    counts = builder.stream("in", key_serde=S, value_serde=S).group_by_key().windowed_by(
+        TimeWindows.of_size(10)).count()
+    counts.suppress(Suppressed.until_window_closes()).to_stream().to("out", value_serde=L)
+    with TopologyTestDriver(builder.build(), APP) as driver:
+        pipe(driver, [("a", 1), ("a", 2), ("a", 11)])
+        out = driver.create_output_topic("out", WindowedSerdes.time_windowed(S, 10), L)
+        assert out.read_key_values_to_list() == [(w("a", 0), 2)]
