@@ -43,9 +43,12 @@ MAX_TOPIC_NAME_LENGTH = 249
 MAX_PARTITIONS = 100_000  # far beyond what one broker serves; stops absurd requests
 _LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 _PARTITION_DIR = re.compile(r"(.+)-(\d+)")
+# Everything a partition directory may hold: segments and their indexes (and compaction's
+# swap files), checkpoints, and the transaction state the broker keeps beside the log
+# (producer-state snapshots, the aborted-transaction index).
 _LOG_FILE = re.compile(
     r"\d{20}\.(log|index|timeindex)(\.cleaned|\.swap|\.deleted)?|.*\.checkpoint(\.tmp)?"
-    r"|\.clean-shutdown"
+    r"|\.clean-shutdown|\d{20}\.producer_snapshot(\.tmp)?|aborted\.txnindex"
 )
 
 

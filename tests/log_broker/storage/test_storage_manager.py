@@ -111,6 +111,9 @@ def test_partition_directories_without_a_topic_are_removed_on_open(tmp_path: Pat
     manager.close()
     (tmp_path / "half-deleted-0").mkdir()
     (tmp_path / "half-deleted-0" / f"{0:020d}.log").write_bytes(b"")
+    # transaction state the broker keeps beside a log goes with it
+    (tmp_path / "half-deleted-0" / f"{12:020d}.producer_snapshot").write_bytes(b"")
+    (tmp_path / "half-deleted-0" / "aborted.txnindex").write_bytes(b"")
     (tmp_path / "t-5").mkdir()
     (tmp_path / "not-a-partition-dir").mkdir()
     (tmp_path / "someone-elses-7").mkdir()
