@@ -73,16 +73,28 @@ time_windows = st.builds(
 )
 
 
+def store_config(name: str, store: str, cache: int, **kw: Any) -> Any:
+    """``cache`` 0: no cache; otherwise its size (a tiny one flushes in mid-batch)."""
+    config = materialized(name, store=store, **kw)  # type: ignore[arg-type]
+    return config.with_caching_enabled(cache) if cache else config.with_caching_disabled()
+
+
+caches = st.sampled_from([0, 3, 1000])
+
+
 @settings(max_examples=40, deadline=None)
-@given(time_windows, events, cuts, st.booleans(), st.sampled_from(["rocksdb", "memory"]))
+@given(time_windows, events, cuts, caches, st.sampled_from(["rocksdb", "memory"]))
 def test_time_window_counts_and_sums_match_the_reference(
-    windows: TimeWindows, records: list[tuple[str, int, int]], sizes: list[int], caching: bool, store: str
+    windows: TimeWindows, records: list[tuple[str, int, int]], sizes: list[int], cache: int, store: str
 ) -> None:
+    forwarded: dict[Any, Any] = {}
+
     def build(grouped: Any) -> None:
         windowed = grouped.windowed_by(windows)
-        windowed.count(materialized=materialized("counts", store=store, caching=caching))
+        counts = windowed.count(materialized=store_config("counts", store, cache))
+        counts.to_stream().foreach(lambda k, v: forwarded.__setitem__((k.key, k.window.start), v))
         windowed.aggregate(lambda: 0, lambda k, v, agg: agg + v,
-                           materialized=materialized("sums", store=store, caching=caching, value_serde=L))
+                           materialized=store_config("sums", store, cache, value_serde=L))
 
     expected, late, _ = time_reference(windows, records)
     driver, builder = run(build, records, sizes)
@@ -91,7 +103,32 @@ def test_time_window_counts_and_sums_match_the_reference(
         sums = {(k.key, k.window.start): v for k, v in driver.get_window_store("sums").all()}
     assert counts == {w: c for w, (c, _s) in expected.items()}
     assert sums == {w: s for w, (_c, s) in expected.items()}
+    assert forwarded == counts  # the last update forwarded per window is its value
     assert builder.late_records.count() == 2 * late  # two operators drop the same records
+
+
+@settings(max_examples=40, deadline=None)
+@given(events, cuts, caches)
+def test_counts_and_sums_per_key_match_the_reference(
+    records: list[tuple[str, int, int]], sizes: list[int], cache: int
+) -> None:
+    updates: list[tuple[str, int]] = []
+
+    def build(grouped: Any) -> None:
+        counts = grouped.count(materialized=store_config("counts", "rocksdb", cache))
+        counts.to_stream().foreach(lambda k, v: updates.append((k, v)))
+        grouped.reduce(lambda a, b: a + b, materialized=store_config("sums", "memory", cache))
+
+    driver, _ = run(build, records, sizes)
+    with driver:
+        counts = dict(driver.get_key_value_store("counts").all())
+        sums = dict(driver.get_key_value_store("sums").all())
+    assert counts == Counter(k for k, _ts, _v in records)
+    assert sums == {k: sum(v for k2, _ts, v in records if k2 == k) for k in counts}
+    assert dict(updates) == counts
+    if not cache:  # every record is an update, in order per key
+        for key in counts:
+            assert [n for k, n in updates if k == key] == list(range(1, counts[key] + 1))
 
 
 @settings(max_examples=40, deadline=None)
@@ -136,14 +173,14 @@ def sliding_reference(d: int, grace: int, records: list[tuple[str, int, int]]) -
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.integers(1, 40), st.integers(0, 40), events, cuts, st.booleans())
+@given(st.integers(1, 40), st.integers(0, 40), events, cuts, caches)
 def test_sliding_window_sums_match_the_reference(
-    d: int, grace: int, records: list[tuple[str, int, int]], sizes: list[int], caching: bool
+    d: int, grace: int, records: list[tuple[str, int, int]], sizes: list[int], cache: int
 ) -> None:
     def build(grouped: Any) -> None:
         grouped.windowed_by(SlidingWindows.with_time_difference(d).grace(grace)).aggregate(
             lambda: 0, lambda k, v, agg: agg + v,
-            materialized=materialized("sums", caching=caching, value_serde=L),
+            materialized=store_config("sums", "rocksdb", cache, value_serde=L),
         )
 
     driver, _ = run(build, records, sizes)
@@ -169,15 +206,15 @@ def session_reference(gap: int, grace: int, records: list[tuple[str, int, int]])
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.integers(1, 40), st.integers(0, 40), events, cuts, st.booleans())
+@given(st.integers(1, 40), st.integers(0, 40), events, cuts, caches)
 def test_session_counts_and_sums_match_the_reference(
-    gap: int, grace: int, records: list[tuple[str, int, int]], sizes: list[int], caching: bool
+    gap: int, grace: int, records: list[tuple[str, int, int]], sizes: list[int], cache: int
 ) -> None:
     def build(grouped: Any) -> None:
         windowed = grouped.windowed_by(SessionWindows.with_inactivity_gap(gap).grace(grace))
-        windowed.count(materialized=materialized("counts", caching=caching))
+        windowed.count(materialized=store_config("counts", "rocksdb", cache))
         windowed.aggregate(lambda: 0, lambda k, v, agg: agg + v, lambda k, a, b: a + b,
-                           materialized=materialized("sums", caching=caching, value_serde=L))
+                           materialized=store_config("sums", "memory", cache, value_serde=L))
 
     driver, _ = run(build, records, sizes)
     with driver:
