@@ -25,7 +25,7 @@ _SPARK_TIMESTAMP_TYPE = {0: 0, 1: 0, 2: 1}
 _FIRST, _SECOND = itemgetter(0), itemgetter(1)
 _PARTITION_EOF = -191
 _OFFSET_OUT_OF_RANGE = 1
-_NO_PROGRESS_TIMEOUT_S = 30.0
+_AUTO_OFFSET_RESET = -140  # what librdkafka reports for out-of-range with reset=error
 
 
 @dataclass
@@ -89,10 +89,12 @@ class ConfluentClient:
     """``KafkaClient`` over one confluent-kafka Consumer (not thread-safe)."""
 
     def __init__(self, bootstrap: str, *, isolation_level: str = "read_committed",
-                 extra: dict[str, str] | None = None, timeout: float = 15.0) -> None:
+                 extra: dict[str, str] | None = None, timeout: float = 15.0,
+                 stall_timeout: float = 30.0) -> None:
         ck = require("confluent_kafka")
         self._ck = ck
         self._timeout = timeout
+        self._stall_timeout = stall_timeout
         try:
             self._consumer = ck.Consumer(client_config(bootstrap, isolation_level, extra))
         except ck.KafkaException as exc:
@@ -179,10 +181,10 @@ class ConfluentClient:
             while len(done) < len(ends):
                 messages = consumer.consume(min(chunk, 10_000), 0.5)
                 if not messages:
-                    if time.monotonic() - last_progress > _NO_PROGRESS_TIMEOUT_S:
+                    if time.monotonic() - last_progress > self._stall_timeout:
                         raise BrokerError(f"no records from {topic} partitions"
                                           f" {sorted(set(ends) - done)} for"
-                                          f" {_NO_PROGRESS_TIMEOUT_S:.0f}s")
+                                          f" {self._stall_timeout:.0f}s")
                     continue
                 last_progress = time.monotonic()
                 finished_before = set(done)
@@ -223,7 +225,7 @@ class ConfluentClient:
         where = f"{topic}/{message.partition()}"
         if err.code() == _PARTITION_EOF:
             return
-        if err.code() == _OFFSET_OUT_OF_RANGE or "out of range" in err.str().lower():
+        if err.code() in (_OFFSET_OUT_OF_RANGE, _AUTO_OFFSET_RESET):
             raise OffsetRangeError(f"the start offset of {where} is no longer in the log:"
                                    f" {err.str()}")
         raise BrokerError(f"fetch from {where} failed: {err.str()}")

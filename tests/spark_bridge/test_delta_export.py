@@ -17,6 +17,7 @@ from kafka_clients import Confluent, unique
 
 from headrace import cli
 from spark_bridge import (
+    BrokerError,
     Commit,
     DeltaSink,
     ExportJob,
@@ -26,6 +27,7 @@ from spark_bridge import (
     export_topic,
 )
 from spark_bridge._arrow import record_schema
+from spark_bridge._options import Subscription
 
 
 def rows(path: Path) -> list[tuple[int, int]]:
@@ -209,3 +211,57 @@ def test_read_committed_export_skips_aborted_records(bootstrap: str, tmp_path: P
     dirty = tmp_path / "dirty"
     export_topic(bootstrap, topic, str(dirty), isolation_level="read_uncommitted")
     assert len(rows(dirty)) == 30
+
+
+# ------------------------------------------------------------------------ the Kafka client
+def test_client_reads_exact_ranges_and_can_be_reused(bootstrap: str) -> None:
+    from spark_bridge import OffsetRange
+    from spark_bridge._kafka import ConfluentClient
+
+    topic, placed = make_topic(bootstrap, 600)
+    with ConfluentClient(bootstrap) as client:
+        tps = client.partitions(Subscription(topics=(topic,)), missing_ok=False)
+        assert tps == [TopicPartition(topic, p) for p in range(3)]
+        bounds = client.bounds(tps)
+        assert sum(b.latest for b in bounds.values()) == 600
+        ranges = [OffsetRange(topic, 0, 5, 25), OffsetRange(topic, 2, 0, 7)]
+        for _ in range(2):  # a second read on the same client sees the same records
+            got = [(p, o) for cols in client.read(ranges, chunk=4)
+                   for p, o in zip(cols.partitions, cols.offsets, strict=True)]
+            assert sorted(got) == [(0, o) for o in range(5, 25)] + [(2, o) for o in range(7)]
+        assert client.partitions(Subscription(pattern=topic.replace("export", "exp.rt")),
+                                 missing_ok=False) == tps
+        assert client.partitions(Subscription(topics=(unique("none"),)), missing_ok=True) == []
+    assert len(placed) == 600
+
+
+def delete_before(bootstrap: str, topic: str, offset: int) -> None:
+    from confluent_kafka import TopicPartition as CkTopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.delete_records([CkTopicPartition(topic, 0, offset)]).values():
+        future.result(15)
+
+
+def test_export_starts_at_the_log_start_after_deletion(bootstrap: str, tmp_path: Path) -> None:
+    from spark_bridge._kafka import ConfluentClient
+
+    topic, _ = make_topic(bootstrap, 40, partitions=1)
+    delete_before(bootstrap, topic, 30)
+    with ConfluentClient(bootstrap) as client:
+        assert client.bounds([TopicPartition(topic, 0)])[TopicPartition(topic, 0)].earliest == 30
+    assert export_topic(bootstrap, topic, str(tmp_path / "d")).records == 10
+
+
+@pytest.mark.xfail(strict=True, raises=BrokerError, reason=(
+    "the built-in broker answers an out-of-range Fetch with null records (size -1), which"
+    " librdkafka rejects as a parse failure, so the client never sees OFFSET_OUT_OF_RANGE"))
+def test_reading_a_deleted_range_is_data_loss(bootstrap: str) -> None:
+    from spark_bridge import OffsetRange, OffsetRangeError
+    from spark_bridge._kafka import ConfluentClient
+
+    topic, _ = make_topic(bootstrap, 40, partitions=1)
+    delete_before(bootstrap, topic, 30)
+    with ConfluentClient(bootstrap, stall_timeout=3) as client, pytest.raises(OffsetRangeError):
+        list(client.read([OffsetRange(topic, 0, 0, 40)]))
