@@ -31,7 +31,6 @@ from ._config import GroupConfig as GroupConfig
 from ._coordinator import GroupCoordinator as GroupCoordinator
 from ._coordinator import GroupDescription as GroupDescription
 from ._coordinator import GroupListing as GroupListing
-from ._coordinator import JoinRequest as JoinRequest
 from ._coordinator import MemberDescription as MemberDescription
 from ._coordinator import NewOffset as NewOffset
 from ._core import Write as Write
@@ -59,6 +58,7 @@ from ._machine import GROUP_TRANSITIONS as GROUP_TRANSITIONS
 from ._machine import MEMBER_TRANSITIONS as MEMBER_TRANSITIONS
 from ._machine import GroupState as GroupState
 from ._machine import MemberState as MemberState
+from ._membership import JoinRequest as JoinRequest
 from ._offsets import TopicPartition as TopicPartition
 from ._reply import Reply as Reply
 from ._service import GroupService as GroupService

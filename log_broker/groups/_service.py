@@ -25,11 +25,12 @@ from ..storage import GroupSyncer, LogManager, PartitionLog, RecordTooLargeError
 from ._clock import Clock, SystemClock
 from ._codec import OffsetValue, partition_for
 from ._config import OFFSETS_TOPIC, GroupConfig
-from ._coordinator import GroupCoordinator, GroupDescription, GroupListing, JoinRequest, NewOffset
+from ._coordinator import GroupCoordinator, GroupDescription, GroupListing, NewOffset
 from ._core import Write
 from ._errors import CoordinatorNotAvailableError, GroupError, OffsetCommitSizeError
 from ._group import JoinResult
 from ._loader import OffsetsReplay
+from ._membership import JoinRequest
 from ._offsets import TopicPartition
 from ._reply import Reply
 
