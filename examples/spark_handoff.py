@@ -12,8 +12,9 @@
 
 What this shows honestly: step 1 runs the real topology, but through
 ``TopologyTestDriver`` in this process, and step 2 produces its output to the broker.
-Under the streams runtime (``headrace run examples/page_views.py:build_topology``)
-the app writes the same topic itself, and steps 3 and 4 are unchanged.
+Under the streams runtime (``headrace run examples/page_views.py:build_topology
+--application-id page-views``) the app writes the same topic itself, and steps 3 and 4
+are unchanged.
 
     python -m examples.spark_handoff --bootstrap-servers 127.0.0.1:9092 --delta-path /tmp/ppm
 """
