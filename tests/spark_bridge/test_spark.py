@@ -138,7 +138,7 @@ def test_read_committed_hides_aborted_records(spark: Any, bootstrap: str) -> Non
     assert len(values(**{"isolation.level": "read_uncommitted"})) == 80
 
 
-# ------------------------------------------------------------------------ decoding helpers
+# ------------------------------------------------------------------------ JSON decoding
 class PageView(pydantic.BaseModel):
     n: int
     page: str
