@@ -82,13 +82,17 @@ class Broker:
         notifier = AppendNotifier()
         group_config = GroupConfig(
             initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
+            min_session_timeout_ms=config.group_min_session_timeout_ms,
+            max_session_timeout_ms=config.group_max_session_timeout_ms,
+            offsets_topic_partitions=config.offsets_topic_num_partitions,
             offsets_retention_ms=config.offsets_retention_minutes * 60_000)
         try:
             groups = await asyncio.to_thread(
                 GroupService.open, logs, syncer, notifier, group_config)
             producer_ids = ProducerIdAllocator(config.data_dir / "producer_ids")
             txn = await asyncio.to_thread(
-                TxnService.open, logs, syncer, notifier, groups, producer_ids)
+                TxnService.open, logs, syncer, notifier, groups, producer_ids,
+                max_timeout_ms=config.transaction_max_timeout_ms)
         except BaseException:
             logs.close()
             raise

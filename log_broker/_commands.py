@@ -33,6 +33,9 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
     broker.add_argument("--group-initial-rebalance-delay-ms", type=int, default=3000)
     broker.add_argument("--log-cleaner-backoff-ms", type=int, default=15_000,
                         help="pause between log cleaner passes over compacted topics")
+    broker.add_argument("--group-min-session-timeout-ms", type=int, default=6000)
+    broker.add_argument("--transaction-max-timeout-ms", type=int, default=900_000,
+                        help="longest transaction.timeout.ms a producer may ask for")
     broker.set_defaults(handler=_run_broker)
 
     topics = subparsers.add_parser("topics", help="create, list, describe, delete topics")
@@ -93,7 +96,9 @@ def _run_broker(args: argparse.Namespace) -> int:
                     num_partitions=args.num_partitions,
                     auto_create_topics_enable=not args.no_auto_create_topics,
                     group_initial_rebalance_delay_ms=args.group_initial_rebalance_delay_ms,
-                    log_cleaner_backoff_ms=args.log_cleaner_backoff_ms)
+                    log_cleaner_backoff_ms=args.log_cleaner_backoff_ms,
+                    group_min_session_timeout_ms=args.group_min_session_timeout_ms,
+                    transaction_max_timeout_ms=args.transaction_max_timeout_ms)
 
     async def run() -> None:
         stop = asyncio.Event()

@@ -23,6 +23,11 @@ class BrokerConfig:
     # Pause between passes of the log cleaner over compacted topics.
     log_cleaner_backoff_ms: int = 15_000
     group_initial_rebalance_delay_ms: int = 3000
+    group_min_session_timeout_ms: int = 6000
+    group_max_session_timeout_ms: int = 1_800_000
+    # Kafka's default is 50; fewer partition directories suit a single broker.
+    offsets_topic_num_partitions: int = 10
+    transaction_max_timeout_ms: int = 900_000
     offsets_retention_minutes: int = 7 * 24 * 60
 
     def broker_configs(self) -> dict[str, str]:
@@ -37,6 +42,10 @@ class BrokerConfig:
             "log.retention.check.interval.ms": str(self.retention_check_interval_ms),
             "log.cleaner.backoff.ms": str(self.log_cleaner_backoff_ms),
             "group.initial.rebalance.delay.ms": str(self.group_initial_rebalance_delay_ms),
+            "group.min.session.timeout.ms": str(self.group_min_session_timeout_ms),
+            "group.max.session.timeout.ms": str(self.group_max_session_timeout_ms),
+            "offsets.topic.num.partitions": str(self.offsets_topic_num_partitions),
+            "transaction.max.timeout.ms": str(self.transaction_max_timeout_ms),
             "offsets.retention.minutes": str(self.offsets_retention_minutes),
             "log.flush.policy": "group-commit" if self.fsync else "never",
         }

@@ -44,6 +44,7 @@ class Connection:
         self._reader = reader
         self._writer = writer
         self._peer = writer.get_extra_info("peername")
+        self._client_host = f"/{self._peer[0]}" if self._peer else ""
         limit = state.config.max_in_flight_per_connection
         self._pending: asyncio.Queue[Any] = asyncio.Queue(maxsize=limit)
 
@@ -101,7 +102,7 @@ class Connection:
             done: asyncio.Future[bytes | None] = asyncio.get_running_loop().create_future()
             done.set_result(encode_response(api_key, 0, correlation_id, body))
             return done
-        request = decode_request(frame)
+        request = decode_request(frame, self._client_host)
 
         async def run() -> bytes | None:
             response = await route.handle(self._state, request)

@@ -5,15 +5,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from transactions import ProducerIdAllocator
+from transactions import TXN_LOG_TOPIC, ProducerIdAllocator
 
 from ._config import BrokerConfig
 from ._notify import AppendNotifier
-from .groups import GroupService
+from .groups import OFFSETS_TOPIC, GroupService
 from .storage import GroupSyncer, LogManager, PartitionLog, Topic
 
 if TYPE_CHECKING:
     from ._txn_service import TxnService
+
+# Topics the broker writes itself; clients may read them but not write or delete them.
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TXN_LOG_TOPIC})
 
 
 @dataclass(eq=False)

@@ -66,7 +66,7 @@ def _read_records(partition: PartitionLog) -> Iterator[tuple[bytes, bytes | None
 class TxnService:
     def __init__(self, logs: LogManager, txn_logs: list[PartitionLog], syncer: GroupSyncer,
                  notifier: AppendNotifier, groups: GroupService,
-                 ids: ProducerIdSource) -> None:
+                 ids: ProducerIdSource, *, max_timeout_ms: int) -> None:
         self._logs = logs
         self._txn_logs = txn_logs
         self._syncer = syncer
@@ -74,19 +74,22 @@ class TxnService:
         self._groups = groups
         self.partitions = PartitionTxns()
         self.coordinator = TransactionCoordinator(
-            self, self, ids, SystemClock(), log_partitions=len(txn_logs))
+            self, self, ids, SystemClock(), max_timeout_ms=max_timeout_ms,
+            log_partitions=len(txn_logs))
         self._timer: asyncio.Task[None] | None = None
 
     @classmethod
     def open(cls, logs: LogManager, syncer: GroupSyncer, notifier: AppendNotifier,
-             groups: GroupService, ids: ProducerIdSource) -> TxnService:
+             groups: GroupService, ids: ProducerIdSource, *,
+             max_timeout_ms: int = 900_000) -> TxnService:
         """Create or read ``__transaction_state`` (blocking reads: use a worker thread)."""
         started = time.perf_counter()
         topic = logs.topics().get(TXN_LOG_TOPIC)
         if topic is None:
             topic = logs.create_topic(TXN_LOG_TOPIC, TXN_LOG_PARTITIONS,
                                       {"cleanup.policy": "compact"})
-        service = cls(logs, list(topic.partitions), syncer, notifier, groups, ids)
+        service = cls(logs, list(topic.partitions), syncer, notifier, groups, ids,
+                      max_timeout_ms=max_timeout_ms)
         loaded = 0
         for partition in topic.partitions:
             loaded = service.coordinator.load(_read_records(partition))

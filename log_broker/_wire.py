@@ -41,6 +41,8 @@ class Request:
     correlation_id: int
     client_id: str | None
     body: Any
+    # The peer's address as the server saw it (DescribeGroups reports it per member).
+    client_host: str = ""
 
 
 def peek_header(frame: bytes | memoryview) -> tuple[int, int, int]:
@@ -74,7 +76,7 @@ def response_module(api_key: int, api_version: int) -> ModuleType:
     return load_payload_module(api_key, api_version, EntityType.response)
 
 
-def decode_request(frame: bytes) -> Request:
+def decode_request(frame: bytes, client_host: str = "") -> Request:
     """Decode one request frame (without its size prefix).
 
     Raises MalformedRequestError when the bytes do not parse as the schema the header
@@ -94,7 +96,8 @@ def decode_request(frame: bytes) -> Request:
             f"api {api_key} v{api_version}: {len(frame) - header_size - body_size}"
             " trailing bytes after the request"
         )
-    return Request(api_key, api_version, header.correlation_id, header.client_id, body)
+    return Request(api_key, api_version, header.correlation_id, header.client_id, body,
+                   client_host)
 
 
 def encode_response(api_key: int, api_version: int, correlation_id: int, body: Any) -> bytes:

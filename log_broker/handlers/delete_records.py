@@ -11,13 +11,16 @@ from kio.schema.errors import ErrorCode
 
 from .._entities import NO_THROTTLE, make
 from .._router import Route
-from .._state import BrokerState
+from .._state import INTERNAL_TOPICS, BrokerState
 from .._wire import Request, response_module
 
 API_KEY = 21
 
 
 def _delete(state: BrokerState, m: Any, topic: str, p: Any) -> Any:
+    if topic in INTERNAL_TOPICS:
+        return make(m.DeleteRecordsPartitionResult, partition_index=p.partition_index,
+                    low_watermark=-1, error_code=ErrorCode.invalid_topic_exception)
     log = state.partition_log(topic, p.partition_index)
     if log is None:
         return make(m.DeleteRecordsPartitionResult, partition_index=p.partition_index,

@@ -8,7 +8,7 @@ from kio.schema.errors import ErrorCode
 
 from .._entities import NO_THROTTLE, make
 from .._router import Route
-from .._state import BrokerState
+from .._state import INTERNAL_TOPICS, BrokerState
 from .._wire import Request, response_module
 
 API_KEY = 20
@@ -18,7 +18,9 @@ async def handle(state: BrokerState, request: Request) -> Any:
     m = response_module(API_KEY, request.api_version)
     results = []
     for name in request.body.topic_names:
-        if name in state.logs.topics():
+        if name in INTERNAL_TOPICS:
+            error = ErrorCode.invalid_topic_exception
+        elif name in state.logs.topics():
             state.logs.delete_topic(name)
             error = ErrorCode.none
         else:

@@ -93,7 +93,8 @@ def _empty(m: Any, index: int, error: ErrorCode, high_watermark: int = -1,
     return make(m.PartitionData, partition_index=index, error_code=error,
                 high_watermark=high_watermark, last_stable_offset=high_watermark,
                 log_start_offset=log_start_offset, aborted_transactions=None,
-                preferred_read_replica=-1, records=None)
+                # Empty, not null: librdkafka cannot parse a null record set.
+                preferred_read_replica=-1, records=b"")
 
 
 async def handle(state: BrokerState, request: Request) -> Any:

@@ -34,7 +34,7 @@ async def handle(state: BrokerState, request: Request) -> Any:
     join = JoinRequest(
         group_id=body.group_id, member_id=body.member_id,
         group_instance_id=getattr(body, "group_instance_id", None),
-        client_id=request.client_id or "", client_host="",
+        client_id=request.client_id or "", client_host=request.client_host,
         session_timeout_ms=session_timeout,
         rebalance_timeout_ms=rebalance_timeout if rebalance_timeout >= 0 else session_timeout,
         protocol_type=body.protocol_type,

@@ -13,7 +13,7 @@ from kio.schema.errors import ErrorCode
 from .. import storage
 from .._entities import NO_THROTTLE, make
 from .._router import Route
-from .._state import BrokerState
+from .._state import INTERNAL_TOPICS, BrokerState
 from .._wire import Request, response_module
 from ._codes import error_code_for
 
@@ -41,7 +41,7 @@ def _topic_entry(m: Any, state: BrokerState, name: str, auto_create: bool) -> An
         for index in range(len(topic.partitions))
     )
     return make(m.MetadataResponseTopic, error_code=ErrorCode.none, name=name,
-                topic_id=topic.topic_id, is_internal=name.startswith("__"),
+                topic_id=topic.topic_id, is_internal=name in INTERNAL_TOPICS,
                 partitions=partitions, topic_authorized_operations=_OPERATIONS_OMITTED)
 
 

@@ -30,7 +30,7 @@ from transactions import AppendPlan, Duplicate, TransactionError
 from .. import _records, storage
 from .._entities import NO_THROTTLE, make
 from .._router import Route
-from .._state import BrokerState
+from .._state import INTERNAL_TOPICS, BrokerState
 from .._txn_partitions import PartitionTxn
 from .._wire import Request, response_module
 from ._codes import error_code_for
@@ -73,6 +73,8 @@ async def handle(state: BrokerState, request: Request) -> Any:
             topic, topic_error = None, error_code_for(exc)
         else:
             topic_error = ErrorCode.unknown_topic_or_partition
+        if topic_data.name in INTERNAL_TOPICS:
+            topic, topic_error = None, ErrorCode.invalid_topic_exception
         for part in topic_data.partition_data:
             log = None
             if topic is not None and 0 <= part.index < len(topic.partitions):

@@ -127,3 +127,45 @@ async def test_unknown_api_and_oversized_frame_close_only_that_connection(broker
             c.close()
 
     await in_thread(scenario)
+
+
+async def test_clients_cannot_write_or_delete_internal_topics(broker: Any) -> None:
+    from kio.schema.delete_topics.v3.request import DeleteTopicsRequest
+
+    def scenario() -> None:
+        client = RawClient(broker.bootstrap_servers)
+        for internal in ("__consumer_offsets", "__transaction_state"):
+            before = end_offset(client, internal)
+            response = client.request(0, 8, produce_body(internal, record_batch([b"x"])))
+            code = response.responses[0].partition_responses[0].error_code
+            assert code == ErrorCode.invalid_topic_exception
+            assert end_offset(client, internal) == before
+            deleted = client.request(20, 3, DeleteTopicsRequest(
+                topic_names=(internal,), timeout=timedelta(seconds=5)))
+            assert deleted.responses[0].error_code == ErrorCode.invalid_topic_exception
+            md = client.request(3, 8, MetadataRequest(
+                topics=(MetadataRequestTopic(name=internal),), allow_auto_topic_creation=False,
+                include_cluster_authorized_operations=False,
+                include_topic_authorized_operations=False))
+            assert md.topics[0].error_code == ErrorCode.none and md.topics[0].is_internal
+        client.close()
+
+    await in_thread(scenario)
+
+
+async def test_transaction_timeout_above_the_broker_maximum_is_refused(tmp_path: Any) -> None:
+    from kio.schema.init_producer_id.v0.request import InitProducerIdRequest
+    from log_broker import Broker
+
+    async with Broker(tmp_path / "data", transaction_max_timeout_ms=2000) as running:
+        def scenario() -> None:
+            client = RawClient(running.bootstrap_servers)
+            too_long = client.request(22, 0, InitProducerIdRequest(
+                transactional_id="payments", transaction_timeout=timedelta(seconds=5)))
+            assert too_long.error_code == ErrorCode.invalid_transaction_timeout
+            fine = client.request(22, 0, InitProducerIdRequest(
+                transactional_id="payments", transaction_timeout=timedelta(seconds=1)))
+            assert fine.error_code == ErrorCode.none and fine.producer_id >= 0
+            client.close()
+
+        await in_thread(scenario)

@@ -17,7 +17,6 @@ from kafka_clients import Confluent, unique
 
 from headrace import cli
 from spark_bridge import (
-    BrokerError,
     Commit,
     DeltaSink,
     ExportJob,
@@ -254,9 +253,6 @@ def test_export_starts_at_the_log_start_after_deletion(bootstrap: str, tmp_path:
     assert export_topic(bootstrap, topic, str(tmp_path / "d")).records == 10
 
 
-@pytest.mark.xfail(strict=True, raises=BrokerError, reason=(
-    "the built-in broker answers an out-of-range Fetch with null records (size -1), which"
-    " librdkafka rejects as a parse failure, so the client never sees OFFSET_OUT_OF_RANGE"))
 def test_reading_a_deleted_range_is_data_loss(bootstrap: str) -> None:
     from spark_bridge import OffsetRange, OffsetRangeError
     from spark_bridge._kafka import ConfluentClient

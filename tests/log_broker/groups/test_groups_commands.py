@@ -106,6 +106,7 @@ def test_a_group_with_members_is_not_reset_or_deleted(broker_process: BrokerProc
         rows = table(out, "TOPIC")
         assert sorted(int(r[1]) for r in rows) == [0, 1]
         assert {r[7] for r in rows} != {"-"}  # the owner's client id
+        assert {r[6] for r in rows} == {"/127.0.0.1"}  # the owner's address, as Kafka shows it
         assert "Members: 1" in out
         one_line_error(headrace("groups", "reset-offsets", "pager", "--topic", "alerts",
                                 "--to-earliest", *bs, check=False), "only while it is empty")
