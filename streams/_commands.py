@@ -105,6 +105,9 @@ async def _serve(app: Any, status_interval: float) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     await app.start()
+    from .runtime._gc import tune_for_streaming
+
+    tune_for_streaming()
     print(f"[run] {app.settings.application_id} running against {app.settings.bootstrap_servers}"
           + (f"; http://{app.host} (/health /metrics /stores)" if app.host else ""), flush=True)
     waiter = asyncio.ensure_future(stop.wait())

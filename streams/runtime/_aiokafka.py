@@ -28,6 +28,7 @@ from ._client import (
     TopicSpec,
 )
 from ._errors import ClientError
+from ._fastfetch import AS_TUPLES, as_tuple, install
 from ._murmur2 import KeyPartitioner
 from ._settings import AppSettings
 
@@ -64,8 +65,10 @@ class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
 
 class AiokafkaGroupConsumer:
     def __init__(self, settings: AppSettings, group_id: str, assignor: object) -> None:
+        self._tuples = install()
         self._consumer = AIOKafkaConsumer(
             bootstrap_servers=settings.bootstrap_servers,
+            key_deserializer=AS_TUPLES,
             group_id=group_id,
             client_id=f"{group_id}-consumer",
             enable_auto_commit=False,
@@ -101,14 +104,14 @@ class AiokafkaGroupConsumer:
             fetched = await self._consumer.getmany(timeout_ms=timeout_ms, max_records=max_records)
         except KafkaError as error:
             raise translate(error, "polling") from error
-        out: dict[TopicPartition, list[ConsumedRecord]] = {}
-        for tp, records in fetched.items():
-            topic, partition = tp.topic, tp.partition
-            out[(topic, partition)] = [
-                (topic, partition, r.offset, r.timestamp, r.key, r.value, r.headers)
-                for r in records
-            ]
-        return out
+        if self._tuples:
+            # Tuples already, built by the fetcher (_fastfetch.py); the check is per batch.
+            return {
+                (tp.topic, tp.partition): records if type(records[0]) is tuple else list(map(as_tuple, records))
+                for tp, records in fetched.items()
+                if records
+            }
+        return {(tp.topic, tp.partition): list(map(as_tuple, records)) for tp, records in fetched.items()}
 
     def pause(self, partitions: Collection[TopicPartition]) -> None:
         self._consumer.pause(*(AioTP(t, p) for t, p in partitions))
@@ -137,8 +140,10 @@ class AiokafkaGroupConsumer:
 
 class AiokafkaChangelogReader:
     def __init__(self, settings: AppSettings) -> None:
+        install()
         self._consumer = AIOKafkaConsumer(
             bootstrap_servers=settings.bootstrap_servers,
+            key_deserializer=AS_TUPLES,
             group_id=None,
             enable_auto_commit=False,
             auto_offset_reset="earliest",
@@ -184,7 +189,8 @@ class AiokafkaChangelogReader:
         except KafkaError as error:
             raise translate(error, "reading a changelog") from error
         return {
-            (tp.topic, tp.partition): [(r.offset, r.key, r.value) for r in records]
+            # Changelog records always have keys.
+            (tp.topic, tp.partition): [(r[2], r[4], r[5]) for r in map(as_tuple, records)]  # type: ignore[misc]
             for tp, records in fetched.items()
         }
 

@@ -42,6 +42,7 @@ from ._assignor import PartitionGroupAssignor
 from ._client import ClientFactory, TopicPartition, TopicSpec
 from ._commit import Committer, GroupOffsetSink
 from ._errors import AppStopped, ClientError, SettingsError
+from ._gc import tune_for_streaming
 from ._handlers import ErrorHandler, deserialization_handler
 from ._http import HttpServer
 from ._metrics import AppMetrics
@@ -154,7 +155,10 @@ class App:
         return self._failure
 
     def run(self) -> None:
-        """Run until SIGTERM or SIGINT, then stop cleanly; raise ``AppStopped`` on failure."""
+        """Run until SIGTERM or SIGINT, then stop cleanly; raise ``AppStopped`` on failure.
+
+        The process is the application's: the garbage collector is tuned for it
+        (``_gc.py``)."""
         asyncio.run(self._run_until_signal())
 
     async def _run_until_signal(self) -> None:
@@ -164,6 +168,7 @@ class App:
             loop.add_signal_handler(sig, stop.set)
         try:
             await self.start()
+            tune_for_streaming()
             assert self._loop_task is not None
             waiter = asyncio.ensure_future(stop.wait())
             await asyncio.wait({waiter, self._loop_task}, return_when=asyncio.FIRST_COMPLETED)

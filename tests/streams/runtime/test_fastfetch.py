@@ -1,0 +1,69 @@
+"""Fetched records come out as the runtime's tuples for marked consumers only."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+
+from streams.runtime._fastfetch import AS_TUPLES, as_tuple, install
+
+
+async def _fill(bootstrap: str, topic: str, n: int) -> None:
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=50)
+    await producer.start()
+    try:
+        futures = [
+            await producer.send(topic, f"v{i}".encode(), key=None if i % 5 == 0 else f"k{i}".encode(),
+                                partition=0, timestamp_ms=1_000 + i,
+                                headers=[("h", b"x")] if i % 3 == 0 else None)
+            for i in range(n)
+        ]
+        for future in futures:
+            await future
+    finally:
+        await producer.stop()
+
+
+async def _read(bootstrap: str, topic: str, n: int, start: int = 0, **options: Any) -> list[Any]:
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, **options)
+    await consumer.start()
+    tp = TopicPartition(topic, 0)
+    consumer.assign([tp])
+    consumer.seek(tp, start)
+    out: list[Any] = []
+    try:
+        while len(out) < n:
+            for records in (await consumer.getmany(timeout_ms=1000, max_records=7)).values():
+                out.extend(records)
+    finally:
+        await consumer.stop()
+    return out
+
+
+async def test_marked_consumers_get_tuples_and_others_get_consumer_records(broker: Any) -> None:
+    assert install()
+    bootstrap = broker.bootstrap_servers
+    await _fill(bootstrap, "fast", 50)
+    tuples = await _read(bootstrap, "fast", 50, key_deserializer=AS_TUPLES)
+    plain = await _read(bootstrap, "fast", 50)
+    assert all(type(r) is tuple for r in tuples)
+    assert not any(type(r) is tuple for r in plain)
+    # Same records either way, in the ConsumedRecord layout (headers: any sequence).
+    def same(r: Any) -> Any:
+        return (*r[:6], tuple(r[6]))
+
+    assert [same(r) for r in tuples] == [same(as_tuple(r)) for r in plain]
+    first, third = tuples[0], tuples[3]
+    assert first[:6] == ("fast", 0, 0, 1_000, None, b"v0")
+    assert list(third[6]) == [("h", b"x")] and tuples[1][6] == ()
+    assert [r[2] for r in tuples] == list(range(50))
+
+
+async def test_reading_from_inside_a_batch_skips_the_records_before_the_position(broker: Any) -> None:
+    install()
+    bootstrap = broker.bootstrap_servers
+    await _fill(bootstrap, "fast-mid", 30)  # one linger: few batches, offset 17 inside one
+    tuples = await _read(bootstrap, "fast-mid", 13, start=17, key_deserializer=AS_TUPLES)
+    assert [r[2] for r in tuples] == list(range(17, 30))
+    assert [r[5] for r in tuples] == [f"v{i}".encode() for i in range(17, 30)]
