@@ -214,6 +214,7 @@ class TimeWindowAggregate(WindowedAggregateBase):
         counts: dict[bytes, int] = {}
         newest: dict[bytes, int] = {}
         late: list[tuple[Any, Any, int, int]] = []
+        readers = self._readers  # timestamps are only needed for forwarded updates
         for k, v, ts, _h, _o in batch:
             if k is None or v is None:
                 continue
@@ -232,7 +233,7 @@ class TimeWindowAggregate(WindowedAggregateBase):
             suffix = suffixes.get(start)
             binary = kb + (suffix if suffix is not None else suffix_of(start))
             counts[binary] = counts.get(binary, 0) + 1
-            if ts > newest.get(binary, -1):
+            if readers and ts > newest.get(binary, -1):
                 newest[binary] = ts
         self._observed = observed
         if late:
@@ -252,9 +253,9 @@ class TimeWindowAggregate(WindowedAggregateBase):
             n += old
             known[binary] = n
             entries.append((binary, n.to_bytes(8, "big", signed=True)))
-        self._raw.put_all_raw(entries)
-        if self._readers:
+        if readers:
             self._pending_ts.update(newest)
+        self._raw.put_all_raw(entries)
 
     def _apply(self, groups: dict[bytes, list[Any]]) -> None:
         fold, get, put = self._fold, self._raw.get_raw, self._raw.put_raw
