@@ -162,3 +162,20 @@ def test_suppress_needs_a_windowed_aggregation() -> None:
     builder = StreamsBuilder()
     with pytest.raises(TopologyBuildError):
         table(builder).suppress(Suppressed.until_window_closes())
+
+
+def test_regrouping_a_cached_table_piped_in_one_batch_subtracts_what_readers_saw() -> None:
+    builder = StreamsBuilder()
+    people = builder.table("people", key_serde=S, value_serde=S)
+    people.group_by(lambda person, city: (city, person), key_serde=S, value_serde=S).count(
+        materialized=materialized("per-city")
+    ).group_by(lambda city, n: ("total", n), key_serde=S, value_serde=L).reduce(
+        lambda a, b: a + b, lambda a, b: a - b, materialized=materialized("total")
+    )
+    with TopologyTestDriver(builder.build(), APP) as driver:
+        source = driver.create_input_topic("people", S, S)
+        source.pipe_key_value_list([("ann", "oslo"), ("bob", "oslo"), ("ann", "rome"), ("ann", "oslo")])
+        assert dict(driver.get_key_value_store("per-city").all()) == {"oslo": 2}
+        source.pipe_key_value_list([("bob", "rome"), ("cid", "rome"), ("ann", None)])
+        assert dict(driver.get_key_value_store("per-city").all()) == {"oslo": 0, "rome": 2}
+        assert driver.get_key_value_store("total").get("total") == 2  # a count of counts
