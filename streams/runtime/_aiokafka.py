@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Collection, Mapping, Sequence
+from itertools import islice
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener
@@ -195,6 +196,35 @@ class AiokafkaChangelogReader:
         }
 
 
+def _fill(batch: Any, records: list[ProducedRecord], start: int) -> int:
+    """Append ``records[start:]`` to ``batch`` until it is full; return the end index.
+
+    aiokafka's ``BatchBuilder.append`` is a Python wrapper (keyword arguments, optional
+    serializers, an offset counter) around its C record builder; appending to the C
+    builder directly, with the same relative offsets, halves the per-record cost. The
+    public path remains for a builder that does not look as expected.
+    """
+    builder = getattr(batch, "_builder", None)
+    if builder is None or getattr(batch, "_relative_offset", None) != 0:
+        end = start
+        for _t, key, value, ts, headers, _p in islice(records, start, None):
+            appended = batch.append(timestamp=ts if ts >= 0 else None, key=key, value=value,
+                                    headers=list(headers) if headers else _NO_HEADERS)
+            if appended is None:
+                break
+            end += 1
+        return end
+    append = builder.append
+    offset = 0
+    for _t, key, value, ts, headers, _p in islice(records, start, None):
+        if append(offset, ts if ts >= 0 else None, key, value,
+                  list(headers) if headers else _NO_HEADERS) is None:
+            break
+        offset += 1
+    batch._relative_offset = offset
+    return start + offset
+
+
 class AiokafkaRecordProducer:
     """Produced tuples go out in batches, one sequential chain of batches per partition.
 
@@ -280,18 +310,8 @@ class AiokafkaRecordProducer:
         try:
             while start < len(records):
                 batch = producer.create_batch()
-                append = batch.append
-                end = start
-                for _t, key, value, ts, headers, _p in records[start:]:
-                    appended = append(
-                        timestamp=ts if ts >= 0 else None,
-                        key=key,
-                        value=value,
-                        headers=list(headers) if headers else _NO_HEADERS,
-                    )
-                    if appended is None:
-                        break
-                    end += 1
+                end = _fill(batch, records, start)
+                batch.close()
                 if end == start:
                     raise ClientError(f"a record for {topic}-{partition} does not fit in a batch")
                 delivery = await producer.send_batch(batch, topic, partition=partition)
