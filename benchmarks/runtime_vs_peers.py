@@ -1,0 +1,444 @@
+"""headrace against Quix Streams and faust-streaming, end to end, on the built-in broker.
+
+One run starts the built-in broker (a subprocess), produces the same 1,000,000 input
+records once, then runs two workloads with each framework in turn, each framework as
+its own process with its own consumer group and output topic:
+
+(a) ``stateless``: JSON page views; keep those with ``amount >= 50`` (half of them),
+    map each to ``{"user", "page", "amount_cents"}``, write JSON to the output topic;
+(b) ``windowed``: count page views per user in tumbling 1-minute windows (event
+    time, nothing late), with state kept by each framework's store and changelog;
+    write ``"user@window_start" -> "count"`` to the output topic.
+
+A run is done when the group's committed offsets reach the end of every input
+partition and (stateless) the output holds every expected record. The clock runs from
+the process start (imports, topic set-up and group join included: "total") and, for
+the throughput figure, from the moment the group is Stable, its partitions assigned,
+to done ("processing"). After the
+clock stops the output is checked: (a) exactly the expected records (at least once:
+duplicates are counted and reported); (b) for every (user, window) the highest count
+written equals the true count, so every input record is reflected in the output.
+
+Peers run in their own virtual environments under ``benchmarks/.peers/`` (created on
+the first run with pip), because Quix Streams pins a confluent-kafka version other than
+the project's. Each framework is used as its documentation shows, with commit intervals
+set to 1 s for all three; faust keeps its table in memory (its default store).
+
+Run: ``.venv/bin/python benchmarks/runtime_vs_peers.py [--records N]
+[--frameworks headrace,quix,faust] [--workloads stateless,windowed] [--fsync never]``.
+The same file is the program each framework runs (``--role``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from typing import Any
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+PEERS = ROOT / "benchmarks" / ".peers"
+PEER_PACKAGES = {"quix": ["quixstreams"], "faust": ["faust-streaming", "orjson"]}
+PARTITIONS = 4
+USERS = 1000
+PAGES = ("/", "/pricing", "/docs", "/blog", "/signup")
+BASE_MS = 1_700_000_000_000
+WINDOW_MS = 60_000
+COMMIT_S = float(os.environ.get("BENCH_COMMIT_S", "0.1"))
+
+
+# -- the input, and what the output must be ----------------------------------------------
+
+
+def event(i: int) -> tuple[bytes, bytes, int]:
+    """Record ``i`` of the input: key, JSON value, timestamp (1.2 ms apart: 20 minutes
+    of event time for a million records, so every user has about 50 views per window)."""
+    user = f"user-{(i * 7) % USERS}"
+    value = {"user": user, "page": PAGES[i % len(PAGES)], "amount": (i * 37) % 100}
+    return user.encode(), json.dumps(value, separators=(",", ":")).encode(), BASE_MS + i * 6 // 5
+
+
+def expected_stateless(records: int) -> int:
+    return sum(1 for i in range(records) if (i * 37) % 100 >= 50)
+
+
+def expected_windows(records: int) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for i in range(records):
+        key, _v, ts = event(i)
+        name = f"{key.decode()}@{ts - ts % WINDOW_MS}"
+        counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
+# -- the applications, one per framework and workload ------------------------------------
+
+
+def run_headrace(args: argparse.Namespace) -> None:
+    sys.path.insert(0, str(ROOT))
+    from dsl import Serdes, StreamsBuilder, TimeWindows
+    from streams.runtime import App
+
+    builder = StreamsBuilder()
+    views = builder.stream(args.input, key_serde=Serdes.string(), value_serde=Serdes.json())
+    if args.workload == "stateless":
+        (
+            views.filter(lambda _k, v: v["amount"] >= 50)
+            .map_values(lambda v: {"user": v["user"], "page": v["page"], "amount_cents": v["amount"] * 100})
+            .to(args.output, key_serde=Serdes.string(), value_serde=Serdes.json())
+        )
+    else:
+        (
+            views.group_by_key()
+            .windowed_by(TimeWindows.of_size(WINDOW_MS))
+            .count()
+            .to_stream()
+            .map(lambda wk, n: (f"{wk.key}@{wk.window.start}", str(n)))
+            .to(args.output, key_serde=Serdes.string(), value_serde=Serdes.string())
+        )
+    App(args.app_id, builder, bootstrap_servers=args.bootstrap, state_dir=args.state_dir,
+        commit_interval_ms=int(COMMIT_S * 1000), log_level="WARNING").run()
+
+
+def run_quix(args: argparse.Namespace) -> None:
+    from quixstreams import Application
+
+    app = Application(
+        broker_address=args.bootstrap, consumer_group=args.app_id, auto_offset_reset="earliest",
+        commit_interval=COMMIT_S, state_dir=args.state_dir, loglevel="WARNING",
+    )
+    source = app.topic(args.input, key_deserializer="str", value_deserializer="json")
+    sdf = app.dataframe(source)
+    if args.workload == "stateless":
+        out = app.topic(args.output, key_serializer="str", value_serializer="json")
+        sdf = sdf.filter(lambda v: v["amount"] >= 50)
+        sdf = sdf.apply(lambda v: {"user": v["user"], "page": v["page"], "amount_cents": v["amount"] * 100})
+        sdf.to_topic(out)
+    else:
+        from quixstreams.models import Serializer
+
+        class CountOnly(Serializer):  # type: ignore[misc]
+            def __call__(self, value: dict[str, Any], ctx: Any) -> bytes:
+                return str(value["n"]).encode()
+
+        out = app.topic(args.output, key_serializer="str", value_serializer=CountOnly())
+        sdf = sdf.tumbling_window(WINDOW_MS).count().current()
+        sdf = sdf.apply(lambda w, key, _ts, _h: {"k": f"{key}@{w['start']}", "n": w["value"]},
+                        metadata=True)
+        sdf.to_topic(out, key=lambda r: r["k"])
+    app.run()
+
+
+def run_faust(args: argparse.Namespace) -> None:
+    from datetime import timedelta
+
+    import faust
+    import orjson
+
+    app = faust.App(
+        args.app_id, broker=f"kafka://{args.bootstrap}", store="memory://", web_enabled=False,
+        topic_partitions=PARTITIONS, broker_commit_interval=COMMIT_S,
+        consumer_auto_offset_reset="earliest", datadir=args.state_dir,
+    )
+    source = app.topic(args.input, key_serializer="raw", value_serializer="raw")
+    out = app.topic(args.output, key_serializer="raw", value_serializer="raw")
+    if args.workload == "stateless":
+
+        @app.agent(source)
+        async def stateless(stream: Any) -> None:
+            async for key, value in stream.items():
+                v = orjson.loads(value)
+                if v["amount"] >= 50:
+                    mapped = {"user": v["user"], "page": v["page"], "amount_cents": v["amount"] * 100}
+                    await out.send(key=key, value=orjson.dumps(mapped))
+    else:
+        counts = app.Table("views", default=int).tumbling(
+            timedelta(milliseconds=WINDOW_MS), expires=timedelta(hours=1)
+        ).relative_to_stream()
+
+        @app.agent(source)
+        async def windowed(stream: Any) -> None:
+            async for event in stream.events():
+                key = event.key
+                counts[key] += 1
+                start = int(event.message.timestamp * 1000) // WINDOW_MS * WINDOW_MS
+                n = counts[key].current()
+                await out.send(key=f"{key.decode()}@{start}".encode(), value=str(n).encode())
+
+    sys.argv = [sys.argv[0], "worker", "--loglevel", "warn", "--without-web"]
+    app.main()
+
+
+ROLES: dict[str, Callable[[argparse.Namespace], None]] = {
+    "headrace": run_headrace, "quix": run_quix, "faust": run_faust,
+}
+
+
+# -- the harness ---------------------------------------------------------------------------
+
+
+def python_for(framework: str) -> str:
+    """The interpreter a framework runs under; peers get a venv of their own."""
+    if framework == "headrace":
+        return sys.executable
+    venv = PEERS / framework
+    python = venv / "bin" / "python"
+    if not python.exists():
+        print(f"creating {venv} for {framework} ...", flush=True)
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", *PEER_PACKAGES[framework]], check=True)
+    return str(python)
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Harness:
+    def __init__(self, bootstrap: str, records: int, workdir: pathlib.Path) -> None:
+        from confluent_kafka import Consumer
+        from confluent_kafka.admin import AdminClient
+
+        self.bootstrap = bootstrap
+        self.records = records
+        self.workdir = workdir
+        self.admin = AdminClient({"bootstrap.servers": bootstrap})
+        self.watcher = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-watcher",
+                                 "enable.auto.commit": False})
+        self._offset_readers: dict[str, Any] = {}
+
+    def create(self, *topics: str) -> None:
+        from confluent_kafka.admin import NewTopic
+
+        futures = self.admin.create_topics([NewTopic(t, PARTITIONS, 1) for t in topics])
+        for future in futures.values():
+            future.result()
+
+    def produce_input(self, topic: str) -> float:
+        from confluent_kafka import Producer
+
+        producer = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 20,
+                             "batch.size": 1_000_000, "queue.buffering.max.messages": 1_000_000,
+                             "partitioner": "murmur2_random"})
+        started = time.perf_counter()
+        for i in range(self.records):
+            key, value, ts = event(i)
+            while True:
+                try:
+                    producer.produce(topic, value, key, timestamp=ts)
+                    break
+                except BufferError:
+                    producer.poll(0.05)
+        producer.flush(120)
+        return time.perf_counter() - started
+
+    def ends(self, topic: str) -> list[int]:
+        from confluent_kafka import TopicPartition
+
+        return [self.watcher.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+                for p in range(PARTITIONS)]
+
+    def stable(self, group: str) -> bool:
+        """Whether ``group`` has members with partitions assigned (it is Stable)."""
+        from confluent_kafka import ConsumerGroupState
+
+        future = self.admin.describe_consumer_groups([group])[group]
+        try:
+            return bool(future.result(10).state == ConsumerGroupState.STABLE)
+        except Exception:
+            return False
+
+    def committed(self, group: str, topic: str) -> list[int]:
+        """The group's committed offsets; one client per group, kept (created per poll
+        it would cost the machine more than the polling itself)."""
+        from confluent_kafka import Consumer, TopicPartition
+
+        consumer = self._offset_readers.get(group)
+        if consumer is None:
+            consumer = self._offset_readers[group] = Consumer(
+                {"bootstrap.servers": self.bootstrap, "group.id": group, "enable.auto.commit": False})
+        got = consumer.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=10)
+        return [max(tp.offset, 0) for tp in got]
+
+    def close(self) -> None:
+        for consumer in self._offset_readers.values():
+            consumer.close()
+        self.watcher.close()
+
+    def read_all(self, topic: str) -> list[tuple[bytes, bytes]]:
+        from confluent_kafka import Consumer, TopicPartition
+
+        ends = self.ends(topic)
+        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "bench-reader",
+                             "enable.auto.commit": False, "enable.partition.eof": False})
+        consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+        out: list[tuple[bytes, bytes]] = []
+        try:
+            while len(out) < sum(ends):
+                for message in consumer.consume(10_000, timeout=2):
+                    if message.error() is None:
+                        out.append((message.key(), message.value()))
+        finally:
+            consumer.close()
+        return out
+
+
+def run_one(harness: Harness, framework: str, workload: str, input_topic: str,
+            input_ends: list[int], expected: Any, timeout: float) -> dict[str, Any]:
+    name = f"{framework}-{workload}"
+    output, app_id = f"out-{name}", f"bench-{name}"
+    harness.create(output)
+    log_path = harness.workdir / f"{name}.log"
+    cmd = [python_for(framework), __file__, "--role", framework, "--workload", workload,
+           "--bootstrap", harness.bootstrap, "--input", input_topic, "--output", output,
+           "--app-id", app_id, "--state-dir", str(harness.workdir / f"state-{name}")]
+    with open(log_path, "wb") as log:
+        started = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=log, stderr=log, cwd=ROOT,
+                                env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    joined = done = None
+    try:
+        while done is None:
+            time.sleep(0.1)
+            if proc.poll() is not None:
+                raise RuntimeError(f"{name} exited with {proc.returncode}:\n{_tail(log_path)}")
+            if time.perf_counter() - started > timeout:
+                raise RuntimeError(f"{name} did not finish within {timeout:.0f}s:\n{_tail(log_path)}")
+            if joined is None and harness.stable(app_id):
+                joined = time.perf_counter()
+            if joined is None:
+                continue
+            if workload == "stateless" and sum(harness.ends(output)) < expected:
+                continue
+            if harness.committed(app_id, input_topic) == input_ends:
+                done = time.perf_counter()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+    assert joined is not None and done is not None
+    result = {"framework": framework, "workload": workload, "total_s": done - started,
+              "processing_s": done - joined}
+    result.update(check(harness.read_all(output), workload, expected))
+    result["rate"] = harness.records / result["processing_s"]
+    print(f"{framework:<9} {workload:<10} {harness.records / result['total_s']:>10,.0f} rec/s total "
+          f"({result['total_s']:6.1f} s)  {result['rate']:>10,.0f} rec/s processing "
+          f"({result['processing_s']:6.1f} s)  {result['outputs']:>9,} outputs  {result['verdict']}",
+          flush=True)
+    return result
+
+
+def _tail(path: pathlib.Path) -> str:
+    return path.read_text(errors="replace")[-4000:]
+
+
+def check(out: list[tuple[bytes, bytes]], workload: str, expected: Any) -> dict[str, Any]:
+    if workload == "stateless":
+        sample = json.loads(out[0][1]) if out else {}
+        ok = len(out) >= expected and set(sample) == {"user", "page", "amount_cents"}
+        verdict = "ok" if len(out) == expected and ok else ("DUPLICATES" if ok else "WRONG")
+        return {"outputs": len(out), "verdict": verdict}
+    best: dict[str, int] = {}
+    for key, value in out:
+        name, n = key.decode(), int(value)
+        if n > best.get(name, 0):
+            best[name] = n
+    verdict = "ok" if best == expected else f"WRONG ({len(best)} of {len(expected)} windows)"
+    return {"outputs": len(out), "verdict": verdict}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--frameworks", default="headrace,quix,faust")
+    parser.add_argument("--workloads", default="stateless,windowed")
+    parser.add_argument("--fsync", choices=("always", "never"), default="never")
+    parser.add_argument("--timeout", type=float, default=900)
+    parser.add_argument("--json", help="also write the results to this file")
+    parser.add_argument("--role", choices=sorted(ROLES))
+    for option in ("--workload", "--bootstrap", "--input", "--output", "--app-id", "--state-dir"):
+        parser.add_argument(option)
+    args = parser.parse_args()
+    if args.role:
+        ROLES[args.role](args)
+        return
+    frameworks = args.frameworks.split(",")
+    workloads = args.workloads.split(",")
+    for framework in frameworks:
+        python_for(framework)
+    with tempfile.TemporaryDirectory(prefix="headrace-peers-") as tmp:
+        workdir = pathlib.Path(tmp)
+        port = free_port()
+        broker_log = open(workdir / "broker.log", "wb")  # noqa: SIM115 - handed to the child
+        broker = subprocess.Popen(
+            [sys.executable, "-m", "headrace", "broker", "--data-dir", str(workdir / "data"),
+             "--listen", f"127.0.0.1:{port}", "--group-initial-rebalance-delay-ms", "0",
+             "--fsync", args.fsync, "--num-partitions", str(PARTITIONS)],
+            stdout=broker_log, stderr=broker_log, cwd=ROOT)
+        try:
+            results = bench(f"127.0.0.1:{port}", args, frameworks, workloads, workdir)
+        finally:
+            broker.send_signal(signal.SIGTERM)
+            broker.wait(30)
+            broker_log.close()
+    report(results, frameworks, workloads)
+    if args.json:
+        pathlib.Path(args.json).write_text(json.dumps(results, indent=2))
+
+
+def bench(bootstrap: str, args: argparse.Namespace, frameworks: list[str], workloads: list[str],
+          workdir: pathlib.Path) -> list[dict[str, Any]]:
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            harness = Harness(bootstrap, args.records, workdir)
+            harness.create("page-views")
+            break
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+    seconds = harness.produce_input("page-views")
+    ends = harness.ends("page-views")
+    print(f"input: {sum(ends):,} records in {PARTITIONS} partitions, produced in {seconds:.1f} s; "
+          f"broker fsync={args.fsync}", flush=True)
+    expected = {"stateless": expected_stateless(args.records), "windowed": expected_windows(args.records)}
+    results = []
+    try:
+        for workload in workloads:
+            for framework in frameworks:
+                results.append(run_one(harness, framework, workload, "page-views", ends,
+                                       expected[workload], args.timeout))
+    finally:
+        harness.close()
+    return results
+
+
+def report(results: list[dict[str, Any]], frameworks: list[str], workloads: list[str]) -> None:
+    by = {(r["framework"], r["workload"]): r for r in results}
+    for workload in workloads:
+        ours = by.get(("headrace", workload))
+        if ours is None:
+            continue
+        for peer in (f for f in frameworks if f != "headrace"):
+            theirs = by[(peer, workload)]
+            print(f"{workload:<10} headrace / {peer:<6} processing {ours['rate'] / theirs['rate']:5.1f}x"
+                  f"   total {theirs['total_s'] / ours['total_s']:5.1f}x")
+
+
+if __name__ == "__main__":
+    main()
