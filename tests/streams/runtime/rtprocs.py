@@ -57,13 +57,14 @@ class TansuProcess:
 
 
 class Instance:
-    """One application instance as its own ``headrace run`` process."""
+    """One application instance as its own ``headrace run`` process; ``target`` names a
+    function in ``runtime_apps.py``, or any ``module:name`` or ``path.py:name``."""
 
     def __init__(self, target: str, app_id: str, bootstrap: str, state_dir: Path, name: str) -> None:
         self.log_path = state_dir.parent / f"{name}.log"
         self.state_dir = state_dir
         self.args = [
-            sys.executable, "-m", "headrace", "run", f"{APPS}:{target}",
+            sys.executable, "-m", "headrace", "run", target if ":" in target else f"{APPS}:{target}",
             "--application-id", app_id, "--bootstrap-servers", bootstrap,
             "--state-dir", str(state_dir), "--status-interval", "0.5",
             "--commit-interval-ms", "200", "--http-port", "0",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from pathlib import Path
 
@@ -11,44 +12,108 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from rtprocs import Cluster, Instance
 
+from examples import page_views, tire_pressure
 from examples.iot_sensors import ALERTS, DEAD_LETTERS, ENRICHED, READINGS, SAMPLE
 
 pytestmark = pytest.mark.slow
 
 
-async def _collect(bootstrap: str, topics: list[str], want: int) -> dict[str, list[bytes]]:
+async def _create(bootstrap: str, topics: list[str], partitions: int = 2) -> None:
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        await admin.create_topics([NewTopic(t, partitions, 1) for t in topics])
+    finally:
+        await admin.close()
+
+
+async def _produce(bootstrap: str, topic: str, records: list[tuple[bytes, bytes, int | None]]) -> None:
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
+    await producer.start()
+    try:
+        for key, value, ts in records:
+            await producer.send(topic, value, key=key, timestamp_ms=ts)
+        await producer.flush()
+    finally:
+        await producer.stop()
+
+
+async def _collect(bootstrap: str, topics: list[str], want: int, wait: float = 40) -> dict[str, list[tuple[bytes, bytes]]]:
     consumer = AIOKafkaConsumer(*topics, bootstrap_servers=bootstrap, auto_offset_reset="earliest")
     await consumer.start()
-    got: dict[str, list[bytes]] = {t: [] for t in topics}
-    deadline = time.monotonic() + 40
+    got: dict[str, list[tuple[bytes, bytes]]] = {t: [] for t in topics}
+    deadline = time.monotonic() + wait
     try:
         while time.monotonic() < deadline and sum(map(len, got.values())) < want:
             for tp, records in (await consumer.getmany(timeout_ms=500)).items():
-                got[tp.topic].extend(r.key for r in records)
+                got[tp.topic].extend((r.key, r.value) for r in records)
     finally:
         await consumer.stop()
     return got
+
+
+def _service(instances: list[Instance], target: str, app_id: str, bootstrap: str, tmp_path: Path) -> Instance:
+    inst = Instance(target, app_id, bootstrap, tmp_path / "state", app_id)
+    instances.append(inst.start())
+    return inst
 
 
 async def test_iot_example_runs_as_a_service(
     cluster: Cluster, instances: list[Instance], tmp_path: Path
 ) -> None:
     bootstrap = cluster.bootstrap
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    await admin.create_topics([NewTopic(t, 2, 1) for t in (READINGS, ENRICHED, ALERTS, DEAD_LETTERS)])
-    await admin.close()
-    inst = Instance("x", "iot", bootstrap, tmp_path / "state", "iot")
-    inst.args[4] = "examples.iot_sensors:build_topology"
-    instances.append(inst.start())
+    await _create(bootstrap, [READINGS, ENRICHED, ALERTS, DEAD_LETTERS])
+    inst = _service(instances, "examples.iot_sensors:build_topology", "iot", bootstrap, tmp_path)
     await asyncio.to_thread(inst.wait_for, "tasks=0_", 40)
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
-    await producer.start()
-    for key, value in SAMPLE:
-        await producer.send(READINGS, value, key=key.encode())
-    await producer.stop()
+    await _produce(bootstrap, READINGS, [(key.encode(), value, None) for key, value in SAMPLE])
     got = await _collect(bootstrap, [ENRICHED, ALERTS, DEAD_LETTERS], want=5)
-    assert sorted(got[ENRICHED]) == [b"s-1", b"s-2", b"s-4"]
-    assert got[ALERTS] == [b"s-2"]
-    assert got[DEAD_LETTERS] == [b"s-1"]
+    assert sorted(k for k, _v in got[ENRICHED]) == [b"s-1", b"s-2", b"s-4"]
+    assert [k for k, _v in got[ALERTS]] == [b"s-2"]
+    assert [k for k, _v in got[DEAD_LETTERS]] == [b"s-1"]
+    assert inst.stop() == 0
+
+
+async def test_page_views_example_counts_views_per_page_and_minute_as_a_service(
+    cluster: Cluster, instances: list[Instance], tmp_path: Path
+) -> None:
+    """Views are re-keyed through the app's repartition topic, counted in windowed
+    RocksDB stores with changelogs, and each minute's final count comes out once the
+    minute and its grace have passed."""
+    bootstrap = cluster.bootstrap
+    await _create(bootstrap, [page_views.VIEWS, page_views.PER_MINUTE])
+    inst = _service(instances, "examples.page_views:build_topology", "page-views", bootstrap, tmp_path)
+    await asyncio.to_thread(inst.wait_for, "tasks=0_", 40)
+    t0 = page_views.T0
+    views = [("alice", "/home", 1_000), ("bob", "/home", 20_000), ("alice", "/cart", 45_000),
+             ("carol", "/home", 50_000), ("dave", "/home", 61_000),
+             # minute 3 for both pages: closes minutes 0 and 1 (10 s grace) in every task
+             ("erin", "/home", 185_000), ("frank", "/cart", 185_000)]
+    await _produce(bootstrap, page_views.VIEWS, [
+        (user.encode(), json.dumps({"page": page, "user": user}).encode(), t0 + at)
+        for user, page, at in views
+    ])
+    got = await _collect(bootstrap, [page_views.PER_MINUTE], want=3)
+    reports = sorted((k.decode(), json.loads(v)["minute"], json.loads(v)["views"])
+                     for k, v in got[page_views.PER_MINUTE])
+    assert reports == [("/cart", "22:14", 1), ("/home", "22:14", 3), ("/home", "22:15", 1)]
+    assert inst.stop() == 0
+    log = inst.log()
+    assert "stopped cleanly" in log
+    # Both windowed stores were checkpointed against their changelogs on the way out.
+    assert list((tmp_path / "state" / "page-views").glob("*/.checkpoint")), log[-2000:]
+
+
+async def test_tire_pressure_example_alerts_once_per_incident_as_a_service(
+    cluster: Cluster, instances: list[Instance], tmp_path: Path
+) -> None:
+    bootstrap = cluster.bootstrap
+    await _create(bootstrap, [tire_pressure.READINGS, tire_pressure.ALERTS])
+    inst = _service(instances, "examples.tire_pressure:build_topology", "tires", bootstrap, tmp_path)
+    await asyncio.to_thread(inst.wait_for, "tasks=0_", 40)
+    await _produce(bootstrap, tire_pressure.READINGS, [
+        (r.key.encode(), json.dumps(r.value).encode(), None) for r in tire_pressure.SAMPLE
+    ])
+    got = await _collect(bootstrap, [tire_pressure.ALERTS], want=2)
+    alerts = sorted((k.decode(), json.loads(v)["status"]) for k, v in got[tire_pressure.ALERTS])
+    assert alerts == [("truck-7/front-left", "slow-leak"), ("truck-7/rear-right", "blowout")]
     assert inst.stop() == 0
