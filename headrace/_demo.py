@@ -1,8 +1,25 @@
 """`headrace demo`: the whole pipeline on the embedded default.
 
-Today: start the built-in broker in-process (unless ``--bootstrap-servers`` names one),
-create a topic, produce a sample of page-view events, consume them back, and print what
-happened. Each capability that lands adds its stage here.
+Step by step:
+
+1. start the built-in broker in this process, on a free loopback port with its data in
+   a temporary directory (or use the broker ``--bootstrap-servers`` names);
+2. create the examples' topics and start two example topologies as services (``App``
+   instances in this process, each in its consumer group): page views per page and
+   minute (``examples.page_views``: repartition, windowed counts in RocksDB with
+   changelogs, one final count per closed minute) and IoT sensor readings
+   (``examples.iot_sensors``: validation with a dead-letter topic, enrichment,
+   alerts). Each group starts at the current end of its input, so a run against a
+   broker that already holds data counts only its own events;
+3. generate realistic events minute by minute of event time (page views of a few
+   hundred users over five pages, a little out of order; readings of six sensors with
+   the odd broken probe and malformed message) while a reader prints the results the
+   services produce, as they arrive;
+4. close the last minute (a view per page past its grace period), wait for every
+   result, and check them against what was generated: each closed minute's count per
+   page, and how many readings were enriched, alerted on and dead-lettered.
+
+Exit code 0 when every result matches, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -11,96 +28,339 @@ import argparse
 import asyncio
 import contextlib
 import json
+import logging
 import random
 import tempfile
 import time
+import uuid
 from collections import Counter
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
-PAGES = ("/", "/pricing", "/docs", "/blog", "/signup")
-TOPIC = "page-views"
+MINUTE = 60_000
+GRACE_MS = 10_000  # examples.page_views accepts views up to 10 s late
+PAGES = ("/home", "/pricing", "/docs", "/blog", "/signup")
+PAGE_WEIGHTS = (50, 15, 20, 10, 5)
+SENSORS = ("s-1", "s-2", "s-3", "s-4", "s-5", "s-6")
+PARTITIONS = 3
 
 
 def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
     demo = subparsers.add_parser("demo", help="run the main job on the embedded broker")
     demo.add_argument("--bootstrap-servers", default=None,
                       help="use this broker instead of starting the built-in one")
-    demo.add_argument("--events", type=int, default=10_000)
+    demo.add_argument("--events", type=int, default=10_000, help="page views to generate")
+    demo.add_argument("--minutes", type=int, default=5, help="minutes of event time")
+    demo.add_argument("--pause", type=float, default=0.6,
+                      help="seconds between generated minutes, so results show live")
     demo.set_defaults(handler=lambda args: asyncio.run(run_demo(args)))
+
+
+# -- events -----------------------------------------------------------------------------
+
+
+def page_views(rng: random.Random, start: int, minute: int, n: int) -> list[tuple[str, dict[str, str], int]]:
+    """``n`` views in ``minute``, each up to 5 s out of order (well inside the grace)."""
+    users = [f"user-{i}" for i in range(300)]
+    step = MINUTE / n
+    views = []
+    for i in range(n):
+        ts = start + minute * MINUTE + int(i * step)
+        ts = max(start + minute * MINUTE, ts - rng.randrange(5_000))
+        user = rng.choice(users)
+        views.append((user, {"page": rng.choices(PAGES, PAGE_WEIGHTS)[0], "user": user}, ts))
+    return views
+
+
+def readings(rng: random.Random, n: int) -> list[tuple[str, bytes]]:
+    """Sensor readings as the probes send them: mostly valid JSON, some broken."""
+    out = []
+    for _ in range(n):
+        sensor = rng.choice(SENSORS)
+        roll = rng.random()
+        if roll < 0.03:
+            body: dict[str, Any] = {"sensor_id": sensor, "celsius": "n/a", "humidity": 50}
+        elif roll < 0.06:
+            body = {"sensor_id": sensor, "celsius": 412.0, "humidity": 50}  # a broken probe
+        else:
+            body = {"sensor_id": sensor, "celsius": round(rng.gauss(20, 12), 1),
+                    "humidity": round(rng.uniform(20, 90), 1)}
+        out.append((sensor, json.dumps(body).encode()))
+    return out
+
+
+def _hh_mm(ms: int) -> str:
+    """A minute as ``examples.page_views`` reports it."""
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%H:%M")
+
+
+def expected_iot(generated: list[tuple[str, bytes]]) -> Counter[str]:
+    """What the IoT topology must make of ``generated``, by its own rules."""
+    import pydantic
+
+    from examples.iot_sensors import ALERT_ABOVE_C, Reading, enrich, plausible
+
+    outcome: Counter[str] = Counter()
+    for sensor, raw in generated:
+        try:
+            reading = Reading.model_validate_json(raw)
+        except pydantic.ValidationError:
+            outcome["dead-lettered"] += 1
+            continue
+        if not plausible(reading):
+            outcome["implausible"] += 1
+            continue
+        outcome["enriched"] += 1
+        enriched = enrich(sensor, reading)
+        if enriched.celsius > ALERT_ABOVE_C[enriched.site]:
+            outcome["alerts"] += 1
+    return outcome
+
+
+# -- plumbing ---------------------------------------------------------------------------
 
 
 @contextlib.asynccontextmanager
 async def _broker(bootstrap: str | None) -> AsyncIterator[str]:
     if bootstrap:
+        print(f"[broker]   using {bootstrap}")
         yield bootstrap
         return
     from log_broker import Broker
 
     with tempfile.TemporaryDirectory(prefix="headrace-demo-") as data_dir:
-        async with Broker(data_dir, num_partitions=3) as broker:
+        async with Broker(Path(data_dir) / "broker", port=0, num_partitions=PARTITIONS,
+                          group_initial_rebalance_delay_ms=0) as broker:
             print(f"[broker]   built-in broker on {broker.bootstrap_servers} (data: {data_dir})")
             yield broker.bootstrap_servers
 
 
-async def run_demo(args: argparse.Namespace) -> int:
-    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+async def _ensure_topics(bootstrap: str, topics: list[str]) -> dict[str, int]:
+    """Create the missing ``topics``; return the partition count of each."""
     from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        missing = [t for t in topics if t not in set(await admin.list_topics())]
+        if missing:
+            await admin.create_topics([NewTopic(t, PARTITIONS, 1) for t in missing])
+        described = await admin.describe_topics(topics)
+    finally:
+        await admin.close()
+    return {t["topic"]: len(t["partitions"]) for t in described}
+
+
+async def _end_offsets(bootstrap: str, partitions: dict[str, int]) -> dict[Any, int]:
+    """The end of every partition of the topics in ``partitions`` now."""
+    from aiokafka import AIOKafkaConsumer, TopicPartition
+
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap)
+    await consumer.start()
+    try:
+        tps = [TopicPartition(t, p) for t, n in partitions.items() for p in range(n)]
+        return dict(await consumer.end_offsets(tps))
+    finally:
+        await consumer.stop()
+
+
+async def _start_group_at(bootstrap: str, group: str, ends: dict[Any, int]) -> None:
+    """Commit ``ends`` for ``group`` before its first member joins: it starts there."""
+    from aiokafka import AIOKafkaConsumer
+
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        consumer.assign(list(ends))
+        await consumer.commit(dict(ends))
+    finally:
+        await consumer.stop()
+
+
+# -- the run ----------------------------------------------------------------------------
+
+
+async def run_demo(args: argparse.Namespace) -> int:
+    from examples import iot_sensors
+    from examples import page_views as views_app
+    from streams.runtime import App
+
+    # The services report bad readings as they dead-letter them; the demo shows the
+    # dead-letter topic instead, so only errors reach the terminal.
+    logging.basicConfig(level=logging.ERROR, format="[log]      %(name)s: %(message)s")
+    started = time.monotonic()
+    run_id = uuid.uuid4().hex[:6]
+    outputs = [views_app.PER_MINUTE, iot_sensors.ENRICHED, iot_sensors.ALERTS, iot_sensors.DEAD_LETTERS]
+    inputs = [views_app.VIEWS, iot_sensors.READINGS]
     async with _broker(args.bootstrap_servers) as bootstrap:
-        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-        await admin.start()
-        try:
-            if TOPIC not in await admin.list_topics():
-                await admin.create_topics([NewTopic(TOPIC, 3, 1)])
-        finally:
-            await admin.close()
-        print(f"[topics]   {TOPIC} with 3 partitions")
+        ends = await _end_offsets(bootstrap, await _ensure_topics(bootstrap, inputs + outputs))
+        print(f"[topics]   {', '.join(inputs + outputs)}")
+        with tempfile.TemporaryDirectory(prefix="headrace-demo-state-") as state_dir:
+            apps = []
+            for name, topology, source in (
+                ("page-views", views_app.build_topology, views_app.VIEWS),
+                ("iot", iot_sensors.build_topology, iot_sensors.READINGS),
+            ):
+                app_id = f"demo-{name}-{run_id}"
+                await _start_group_at(bootstrap, app_id, {tp: o for tp, o in ends.items() if tp.topic == source})
+                app = App(app_id, topology, bootstrap_servers=bootstrap, state_dir=state_dir,
+                          commit_interval_ms=200, http_port=0, log_level="WARNING")
+                await app.start()
+                apps.append(app)
+                print(f"[service]  {app_id} running ({name} topology), http://{app.host}/health")
+            try:
+                await _wait_running(apps)
+                ok = await _generate_and_watch(args, bootstrap, ends, apps)
+            finally:
+                for app in apps:
+                    await app.stop()
+    took = time.monotonic() - started
+    print(f"[done]     {'all results match' if ok else 'RESULTS DO NOT MATCH'} ({took:.1f} s)")
+    return 0 if ok else 1
 
-        rng = random.Random(7)
-        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
-        await producer.start()
-        sent: Counter[str] = Counter()
-        started = time.perf_counter()
-        try:
-            batch = []
-            for i in range(args.events):
-                page = rng.choice(PAGES)
-                user = f"user-{rng.randrange(100)}"
-                event = {"user": user, "page": page, "ts": 1_700_000_000_000 + i * 10}
-                batch.append(await producer.send(TOPIC, json.dumps(event).encode(),
-                                                 key=user.encode()))
-                sent[page] += 1
-            await asyncio.gather(*batch)
-        finally:
-            await producer.stop()
-        elapsed = time.perf_counter() - started
-        print(f"[produce]  {args.events} page views acknowledged (acks=all, fsynced)"
-              f" in {elapsed:.2f}s")
 
-        consumer = AIOKafkaConsumer(TOPIC, bootstrap_servers=bootstrap,
-                                    auto_offset_reset="earliest", enable_auto_commit=False)
+async def _wait_running(apps: list[Any], within: float = 30) -> None:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if all(app.status()["tasks"] and not app.status()["restoring"] for app in apps):
+            return
+        for app in apps:
+            if app.failure is not None:
+                raise RuntimeError(f"{app.settings.application_id} failed: {app.failure}")
+        await asyncio.sleep(0.1)
+    raise RuntimeError("the example services did not get their partitions in time")
+
+
+async def _generate_and_watch(args: argparse.Namespace, bootstrap: str, ends: dict[Any, int],
+                              apps: list[Any]) -> bool:
+    from aiokafka import AIOKafkaProducer
+
+    from examples import iot_sensors
+    from examples import page_views as views_app
+
+    rng = random.Random(7)
+    start = (int(time.time() * 1000) // MINUTE - args.minutes - 1) * MINUTE
+    per_minute = max(1, args.events // args.minutes)
+    watcher = _Watcher(bootstrap, ends)
+    watch = asyncio.create_task(watcher.run())
+    expected_views: Counter[tuple[str, int]] = Counter()
+    generated: list[tuple[str, bytes]] = []
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
+    await producer.start()
+    try:
+        for minute in range(args.minutes):
+            batch = page_views(rng, start, minute, per_minute)
+            for user, view, ts in batch:
+                expected_views[(view["page"], (ts - start) // MINUTE)] += 1
+                await producer.send(views_app.VIEWS, json.dumps(view).encode(), key=user.encode(),
+                                     timestamp_ms=ts)
+            sensors = readings(rng, 60)
+            generated.extend(sensors)
+            for sensor, raw in sensors:
+                await producer.send(iot_sensors.READINGS, raw, key=sensor.encode())
+            await producer.flush()
+            print(f"[generate] minute {minute + 1}/{args.minutes}: {len(batch)} page views,"
+                  f" {len(sensors)} sensor readings")
+            await asyncio.sleep(args.pause)
+        # One view per page past the last minute's grace closes that minute everywhere.
+        close_at = start + args.minutes * MINUTE + GRACE_MS + 1_000
+        for page in PAGES:
+            await producer.send(views_app.VIEWS, json.dumps({"page": page, "user": "closer"}).encode(),
+                                 key=b"closer", timestamp_ms=close_at)
+        await producer.flush()
+    finally:
+        await producer.stop()
+    iot = expected_iot(generated)
+    views = {(page, _hh_mm(start + m * MINUTE)): n for (page, m), n in expected_views.items()}
+    ok = await watcher.wait_for(views, iot, within=30)
+    watch.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await watch
+    _summary(watcher, views, iot, apps)
+    return ok
+
+
+class _Watcher:
+    """Reads the services' output topics from where they stood at the start, printing
+    results as they arrive."""
+
+    def __init__(self, bootstrap: str, ends: dict[Any, int]) -> None:
+        self.bootstrap = bootstrap
+        self.ends = ends
+        self.minute_counts: dict[tuple[str, str], int] = {}
+        self.iot: Counter[str] = Counter()
+        self._changed = asyncio.Event()
+
+    async def run(self) -> None:
+        from aiokafka import AIOKafkaConsumer
+
+        from examples import iot_sensors
+        from examples import page_views as views_app
+
+        consumer = AIOKafkaConsumer(bootstrap_servers=self.bootstrap, enable_auto_commit=False)
         await consumer.start()
-        seen: Counter[str] = Counter()
-        per_partition: Counter[int] = Counter()
+        names = {iot_sensors.ENRICHED: "enriched", iot_sensors.ALERTS: "alerts",
+                 iot_sensors.DEAD_LETTERS: "dead-lettered"}
         try:
-            while sum(seen.values()) < args.events:
-                batches = await consumer.getmany(timeout_ms=2000)
-                if not batches:
-                    break
+            mine = [tp for tp in self.ends if tp.topic in names or tp.topic == views_app.PER_MINUTE]
+            consumer.assign(mine)
+            for tp in mine:
+                consumer.seek(tp, self.ends[tp])
+            while True:
+                batches = await consumer.getmany(timeout_ms=200)
                 for tp, records in batches.items():
-                    per_partition[tp.partition] += len(records)
-                    for record in records:
-                        seen[json.loads(record.value)["page"]] += 1
+                    if tp.topic == views_app.PER_MINUTE:
+                        self._minutes([json.loads(r.value) for r in records])
+                    else:
+                        self.iot[names[tp.topic]] += len(records)
+                        if tp.topic == iot_sensors.ALERTS:
+                            alerts = [json.loads(r.value) for r in records]
+                            shown = ", ".join(f"{a['sensor_id']} ({a['site']}) {a['celsius']} C"
+                                              for a in alerts[:3])
+                            more = f" and {len(alerts) - 3} more" if len(alerts) > 3 else ""
+                            print(f"[alerts]   {shown}{more}")
+                if batches:
+                    self._changed.set()
         finally:
             await consumer.stop()
-        print(f"[consume]  read back {sum(seen.values())} records; per partition:"
-              f" {dict(sorted(per_partition.items()))}")
-        print("[result]   views per page:")
-        for page, count in seen.most_common():
-            print(f"             {page:<10} {count:>6}")
-        if seen != sent:
-            print("[result]   MISMATCH between produced and consumed counts")
-            return 1
-        print("[result]   every acknowledged event was read back exactly once")
-    return 0
+
+    def _minutes(self, reports: list[dict[str, Any]]) -> None:
+        by_minute: dict[str, list[str]] = {}
+        for report in reports:
+            self.minute_counts[(report["page"], report["minute"])] = report["views"]
+            by_minute.setdefault(report["minute"], []).append(f"{report['page']} {report['views']}")
+        for minute, pages in sorted(by_minute.items()):
+            print(f"[views]    minute {minute} UTC closed: {', '.join(sorted(pages))}")
+
+    async def wait_for(self, views: dict[tuple[str, str], int], iot: Counter[str], within: float) -> bool:
+        deadline = time.monotonic() + within
+        while time.monotonic() < deadline:
+            counted = all(self.minute_counts.get(key) == n for key, n in views.items())
+            if counted and all(self.iot[k] == iot[k]
+                                                   for k in ("enriched", "alerts", "dead-lettered")):
+                return True
+            self._changed.clear()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), max(0.0, deadline - time.monotonic()))
+        return False
+
+
+def _summary(watcher: _Watcher, views: dict[tuple[str, str], int], iot: Counter[str], apps: list[Any]) -> None:
+    total = sum(views.values())
+    counted = sum(n for key, n in watcher.minute_counts.items() if key in views)
+    closed = [key for key in watcher.minute_counts if key in views]
+    print(f"[result]   page views: {counted} of {total} counted, in {len(closed)} of {len(views)}"
+          f" page-minutes")
+    for page in PAGES:
+        n = sum(n for (p, m), n in watcher.minute_counts.items() if p == page and (p, m) in views)
+        print(f"             {page:<9} {n:>6}")
+    print(f"[result]   sensor readings: {watcher.iot['enriched']} enriched (expected {iot['enriched']}),"
+          f" {watcher.iot['alerts']} alerts ({iot['alerts']}),"
+          f" {watcher.iot['dead-lettered']} dead-lettered ({iot['dead-lettered']}),"
+          f" {iot['implausible']} implausible dropped")
+    for app in apps:
+        s = app.status()
+        print(f"[service]  {s['application_id']}: consumed {s['consumed']}, produced {s['produced']},"
+              f" tasks {','.join(s['tasks'])}")
