@@ -1,0 +1,243 @@
+"""What the peer-application tests share: the peers' interpreter, the peer process, and a
+client side (confluent-kafka from the project's own virtualenv) that produces the input,
+watches the group's committed offsets and reads back the output.
+
+The peers run under ``.venv-peers/bin/python`` (``scripts/dev test`` creates it from
+``tests/peers/requirements.txt``): Quix Streams pins a confluent-kafka other than the
+project's, so they cannot share one virtualenv.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PEERS_PYTHON = ROOT / ".venv-peers" / "bin" / "python"
+PARTITIONS = 3
+USERS = 8
+PAGES = ("/", "/pricing", "/docs", "/blog")
+BASE_MS = 1_700_000_000_000
+STEP_MS = 500  # event time between views: a one-minute window sees 15 views per user
+
+
+def peers_python() -> str:
+    """The peers' interpreter; a missing one fails the test with what to run, never skips."""
+    if not PEERS_PYTHON.exists():
+        pytest.fail(f"{PEERS_PYTHON} is missing: run `scripts/dev test` once, or create it with "
+                    "`python3 -m venv .venv-peers && .venv-peers/bin/pip install -r "
+                    "tests/peers/requirements.txt`", pytrace=False)
+    return str(PEERS_PYTHON)
+
+
+@dataclass(frozen=True)
+class Record:
+    key: bytes
+    value: bytes
+    partition: int
+    offset: int
+
+
+def page_views(first: int, count: int) -> list[tuple[bytes, bytes, int]]:
+    """Views ``first`` .. ``first + count - 1`` as ``(user, {"page"} JSON, timestamp)``;
+    consecutive batches continue one another, in users and in event time."""
+    views = []
+    for i in range(first, first + count):
+        user = f"user-{(i * 3) % USERS}".encode()
+        value = json.dumps({"page": PAGES[i % len(PAGES)]}).encode()
+        views.append((user, value, BASE_MS + i * STEP_MS))
+    return views
+
+
+def running_counts(keys: Iterable[str]) -> dict[str, list[int]]:
+    """What a running count emits per key for ``keys`` in order: 1, 2, ... n."""
+    seen: dict[str, int] = {}
+    for key in keys:
+        seen[key] = seen.get(key, 0) + 1
+    return {key: list(range(1, n + 1)) for key, n in seen.items()}
+
+
+def by_key(pairs: Iterable[tuple[str, int]]) -> dict[str, list[int]]:
+    """Output values grouped per key, in the order read (one key lives in one partition)."""
+    grouped: dict[str, list[int]] = {}
+    for key, value in pairs:
+        grouped.setdefault(key, []).append(value)
+    return grouped
+
+
+def differences(got: dict[str, list[int]], want: dict[str, list[int]]) -> list[str]:
+    """A readable account of where ``got`` differs from ``want``, empty when equal."""
+    lines = [f"{key}: got {got.get(key)}, want {want.get(key)}"
+             for key in sorted(set(got) | set(want)) if got.get(key) != want.get(key)]
+    return lines[:10] + ([f"... and {len(lines) - 10} more"] if len(lines) > 10 else [])
+
+
+class PeerProcess:
+    """One run of a peer application, its output going to a log file the failures quote."""
+
+    def __init__(self, args: Sequence[str], log_path: Path) -> None:
+        self.log_path = log_path
+        with open(log_path, "ab") as log:
+            # Quieten the peers' own deprecation chatter; it is not what is under test.
+            self.proc = subprocess.Popen([peers_python(), *args], stdout=log, stderr=log,
+                                         cwd=ROOT, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")[-4000:]
+
+    def check_running(self) -> None:
+        if self.proc.poll() is not None:
+            raise AssertionError(f"peer exited with {self.proc.returncode}:\n{self.log()}")
+
+    def wait_for(self, what: str, done: Callable[[], bool], timeout: float = 45) -> None:
+        deadline = time.monotonic() + timeout
+        while not done():
+            self.check_running()
+            if time.monotonic() > deadline:
+                raise AssertionError(f"peer did not {what} within {timeout:.0f}s:\n{self.log()}")
+            time.sleep(0.1)
+
+    def terminate(self) -> int:
+        """SIGTERM, as a service manager stops it: the peer shuts down cleanly."""
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(10)
+            raise AssertionError(f"peer ignored SIGTERM for 30s:\n{self.log()}") from None
+
+    def kill(self) -> None:
+        """SIGKILL: nothing of the peer's shutdown runs, as in a crash."""
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+
+    def ensure_stopped(self) -> None:
+        if self.proc.poll() is None:
+            self.kill()
+
+
+class Cluster:
+    """The test's own clients of the broker under test."""
+
+    def __init__(self, bootstrap: str) -> None:
+        from confluent_kafka.admin import AdminClient
+
+        self.bootstrap = bootstrap
+        self.admin = AdminClient({"bootstrap.servers": bootstrap})
+        self._watchers: dict[str, Any] = {}
+
+    def close(self) -> None:
+        for consumer in self._watchers.values():
+            consumer.close()
+
+    def create(self, *topics: str, partitions: int = PARTITIONS) -> None:
+        from confluent_kafka.admin import NewTopic
+
+        for future in self.admin.create_topics(
+                [NewTopic(t, partitions, 1) for t in topics]).values():
+            future.result(10)
+
+    def produce(self, topic: str, records: Sequence[tuple[bytes, bytes, int]]) -> None:
+        """Send ``(key, value, timestamp_ms)`` in order, idempotently, and wait for acks."""
+        from confluent_kafka import Producer
+
+        producer = Producer({"bootstrap.servers": self.bootstrap, "enable.idempotence": True,
+                             "partitioner": "murmur2_random",
+                             "linger.ms": 5})
+        for key, value, ts in records:
+            producer.produce(topic, value, key, timestamp=ts)
+        assert producer.flush(30) == 0, "input not acknowledged"
+
+    def topics(self) -> set[str]:
+        return set(self.admin.list_topics(timeout=10).topics)
+
+    def config(self, topic: str) -> dict[str, str]:
+        from confluent_kafka.admin import ConfigResource, ResourceType
+
+        resource = ConfigResource(ResourceType.TOPIC, topic)
+        entries = self.admin.describe_configs([resource])[resource].result(10)
+        return {name: entry.value for name, entry in entries.items()}
+
+    def alter(self, topic: str, configs: dict[str, str]) -> None:
+        from confluent_kafka.admin import (
+            AlterConfigOpType,
+            ConfigEntry,
+            ConfigResource,
+            ResourceType,
+        )
+
+        entries = [ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
+                   for name, value in configs.items()]
+        resource = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=entries)
+        for future in self.admin.incremental_alter_configs([resource]).values():
+            future.result(10)
+
+    def partitions(self, topic: str) -> int:
+        return len(self.admin.list_topics(topic, timeout=10).topics[topic].partitions)
+
+    def ends(self, topic: str) -> list[int]:
+        from confluent_kafka import TopicPartition
+
+        watcher = self._watcher("headrace-peers-watcher")
+        return [watcher.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+                for p in range(self.partitions(topic))]
+
+    def committed(self, group: str, topic: str) -> list[int]:
+        """The group's committed offsets on ``topic``, 0 where none is committed yet."""
+        from confluent_kafka import TopicPartition
+
+        got = self._watcher(group).committed(
+            [TopicPartition(topic, p) for p in range(self.partitions(topic))], timeout=10)
+        return [max(tp.offset, 0) for tp in got]
+
+    def caught_up(self, group: str, topic: str) -> Callable[[], bool]:
+        """A condition: the group has committed the end of every partition of ``topic``."""
+        ends = self.ends(topic)
+        return lambda: self.committed(group, topic) == ends
+
+    def _watcher(self, group: str) -> Any:
+        # Never subscribes, so it never joins the group it reads offsets of.
+        from confluent_kafka import Consumer
+
+        if group not in self._watchers:
+            self._watchers[group] = Consumer({"bootstrap.servers": self.bootstrap,
+                                              "group.id": group, "enable.auto.commit": False})
+        return self._watchers[group]
+
+    def read(self, topic: str, isolation: str = "read_committed") -> list[Record]:
+        """Every record of ``topic`` visible under ``isolation``, in offset order per partition."""
+        from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+        partitions = self.partitions(topic)
+        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "headrace-peers-reader",
+                             "enable.auto.commit": False, "enable.partition.eof": True,
+                             "isolation.level": isolation})
+        consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+        out: list[Record] = []
+        at_end: set[int] = set()
+        deadline = time.monotonic() + 30
+        try:
+            while len(at_end) < partitions:
+                assert time.monotonic() < deadline, f"{topic} not read to its end within 30s"
+                for message in consumer.consume(10_000, timeout=0.5):
+                    error = message.error()
+                    if error is None:
+                        out.append(Record(message.key(), message.value(), message.partition(),
+                                          message.offset()))
+                    elif error.code() == KafkaError._PARTITION_EOF:
+                        at_end.add(message.partition())
+                    else:
+                        raise AssertionError(f"reading {topic}: {error}")
+        finally:
+            consumer.close()
+        return out
