@@ -44,6 +44,7 @@ class TaskShared:
         self.stream_time = -1
         self.wall_clock = wall_clock
         self.stores: dict[str, Any] = {}
+        self.global_stores: dict[str, Any] = {}  # owned by the global executor, read here
         self.stream_punctuations = PunctuationQueue()
         self.wall_punctuations = PunctuationQueue()
         self.commit_requested = False
@@ -257,4 +258,5 @@ class ProcessorContext:
                 f"processor {self.node_name} has no access to state store {name!r}: "
                 "connect it when adding the store or the processor"
             )
-        return self._shared.stores[name]
+        store = self._shared.stores.get(name)
+        return self._shared.global_stores[name] if store is None else store

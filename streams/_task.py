@@ -32,6 +32,9 @@ from ._sink import compile_sink
 from ._source import Decoder, compile_decoder
 from ._topology import Topology
 
+GLOBAL = -1
+"""The sub-topology id that runs a topology's global stores (``Topology.global_subtopology``)."""
+
 _topic_partition = itemgetter(0, 1)
 _timestamp = itemgetter(2)
 _new_tuple = tuple.__new__
@@ -41,6 +44,11 @@ class TaskExecutor:
     """Runs sub-topology ``subtopology_id`` of ``topology`` for ``partition``.
 
     Lifecycle: CREATED --init()--> RUNNING --close()--> CLOSED.
+
+    With ``subtopology_id=-1`` (``topology.global_subtopology().id``) it runs the global
+    stores instead, as task ``global``: fed every partition of the global topics, it keeps the stores whole. A
+    task whose processors read global stores needs them passed in ``global_stores``
+    (the global executor's ``stores``); it reads them and never flushes or closes them.
     """
 
     def __init__(
@@ -54,14 +62,22 @@ class TaskExecutor:
         wall_clock_ms: int = 0,
         change_observer: ChangeObserver | None = None,
         partitions_for: Callable[[str], int] = lambda topic: 1,
+        global_stores: Mapping[str, Any] | None = None,
     ) -> None:
         self.config = StreamsConfig.of(config)
-        subs = topology.subtopologies()
-        if not 0 <= subtopology_id < len(subs):
-            raise TopologyError(f"topology has no sub-topology {subtopology_id}")
+        if subtopology_id == GLOBAL:
+            sub = topology.global_subtopology()
+            if sub is None:
+                raise TopologyError("topology has no global stores")
+            self._sub = sub
+            self.task_id = "global"
+        else:
+            subs = topology.subtopologies()
+            if not 0 <= subtopology_id < len(subs):
+                raise TopologyError(f"topology has no sub-topology {subtopology_id}")
+            self._sub = subs[subtopology_id]
+            self.task_id = f"{subtopology_id}_{partition}"
         self._topology = topology
-        self._sub = subs[subtopology_id]
-        self.task_id = f"{subtopology_id}_{partition}"
         self.partition = partition
         app = self.config.application_id
         self._produced: list[ProducedRecord] = []
@@ -74,6 +90,7 @@ class TaskExecutor:
             self._produced,
             change_observer,
         )
+        self._shared.global_stores.update(global_stores or {})
         self._partitions_for = partitions_for
         self._lifecycle = Lifecycle(f"task {self.task_id}", TaskState.CREATED, TASK_TRANSITIONS)
         self._processors: list[tuple[str, AnyProcessor, ProcessorContext]] = []
@@ -93,13 +110,26 @@ class TaskExecutor:
     def init(self) -> None:
         """Make the task runnable.
 
-        Steps, in order: create the task's state directory; build every store of the
+        Steps, in order: check that every global store the task reads was passed in;
+        create the task's state directory; build every store of the
         sub-topology and ``init`` it with the task's store context; compile the nodes
         into closures, children before parents; ``init`` the processors parents first,
         so a processor may look up its stores and schedule punctuations in ``init``.
         """
         self._lifecycle.require(TaskState.CREATED)
         shared = self._shared
+        wanted = set(self._topology.global_stores) - set(self._sub.stores)
+        missing = sorted(
+            store
+            for node in self._sub.nodes
+            for store in self._topology.stores_of(node)
+            if store in wanted and store not in shared.global_stores
+        )
+        if missing:
+            raise TopologyError(
+                f"task {self.task_id} reads global stores {missing}: run the global "
+                "sub-topology (sub-topology id -1) and pass its stores as global_stores"
+            )
         shared.state_dir.mkdir(parents=True, exist_ok=True)
         store_context = TaskStoreContext(shared)
         for name in self._sub.stores:

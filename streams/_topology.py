@@ -9,6 +9,12 @@ if one is the other's parent or if they share a state store. Each is numbered by
 position of its first node, which keeps ids stable while a program is extended at the end.
 Internal topics (repartition topics) are stored without the application id; a task
 prefixes them with ``<application_id>-`` when it runs, as Kafka Streams does.
+
+Global stores (:meth:`Topology.add_global_store`) stand apart: each has a source reading
+every partition of its topic and one processor that updates the store, together the
+*global sub-topology*, which generates no tasks. Its host runs it once per process (see
+``TaskExecutor``'s ``GLOBAL``) and hands the stores to every task, read-only; a processor
+connected to a global store is therefore not joined to anything by that store.
 """
 
 from __future__ import annotations
@@ -40,6 +46,8 @@ class _Graph:
     node_stores: dict[str, list[str]] = field(default_factory=dict)
     topic_owner: dict[str, str] = field(default_factory=dict)
     internal_topics: dict[str, int | None] = field(default_factory=dict)
+    global_nodes: list[str] = field(default_factory=list)
+    global_stores: list[str] = field(default_factory=list)
 
 
 class Topology:
@@ -151,6 +159,41 @@ class Topology:
                 if store not in connected:
                     connected.append(store)
 
+    def add_global_store(
+        self,
+        store_builder: StoreBuilder,
+        source_name: str,
+        topic: str,
+        processor_name: str,
+        state_update_supplier: ProcessorSupplier,
+        *,
+        key_deserializer: Deserializer | None = None,
+        value_deserializer: Deserializer | None = None,
+        timestamp_extractor: TimestampExtractor | None = None,
+    ) -> Topology:
+        """Add a global store, kept whole in every process: ``source_name`` reads all of
+        ``topic`` and ``state_update_supplier()`` writes each record into the store.
+
+        The topic is the store's changelog, so the store must not log changes itself.
+        """
+        if getattr(store_builder, "logging_enabled", False):
+            raise TopologyError(
+                f"global store {store_builder.name!r} must have logging disabled: its "
+                "source topic is its changelog"
+            )
+        self.add_source(
+            source_name,
+            topic,
+            key_deserializer=key_deserializer,
+            value_deserializer=value_deserializer,
+            timestamp_extractor=timestamp_extractor,
+        )
+        self.add_processor(processor_name, state_update_supplier, source_name)
+        self.add_state_store(store_builder, processor_name)
+        self._g.global_nodes.extend((source_name, processor_name))
+        self._g.global_stores.append(store_builder.name)
+        return self
+
     def add_internal_topic(self, topic: str, partitions: int | None = None) -> Topology:
         """Mark ``topic`` as internal: tasks prefix it with the application id.
 
@@ -180,13 +223,38 @@ class Topology:
         """Internal topics (unprefixed) and the partition count each should have."""
         return dict(self._g.internal_topics)
 
+    @property
+    def global_stores(self) -> tuple[str, ...]:
+        """Names of the global stores, in the order they were added."""
+        return tuple(self._g.global_stores)
+
+    def global_subtopology(self) -> Subtopology | None:
+        """The sources, processors and stores of every global store (id ``-1``), or
+        ``None`` when the topology has none."""
+        g = self._g
+        if not g.global_nodes:
+            return None
+        sources = [n for n in (g.nodes[m] for m in g.global_nodes) if isinstance(n, SourceNode)]
+        return Subtopology(
+            id=-1,
+            nodes=tuple(g.global_nodes),
+            source_topics=tuple(t for s in sources for t in s.topics),
+            source_patterns=(),
+            stores=tuple(g.global_stores),
+        )
+
     def topic_name(self, topic: str, application_id: str) -> str:
         """The topic's name on the broker: internal topics carry the application id."""
         return f"{application_id}-{topic}" if topic in self._g.internal_topics else topic
 
     def subtopologies(self) -> list[Subtopology]:
-        """The connected parts of the graph, numbered by the position of their first node."""
-        parent: dict[str, str] = {n: n for n in self._g.nodes}
+        """The connected parts of the graph, numbered by the position of their first node.
+
+        Global stores and their nodes belong to none of them (see the module docstring).
+        """
+        global_nodes = set(self._g.global_nodes)
+        global_stores = set(self._g.global_stores)
+        parent: dict[str, str] = {n: n for n in self._g.nodes if n not in global_nodes}
 
         def find(n: str) -> str:
             while parent[n] != n:
@@ -200,19 +268,23 @@ class Topology:
                 parent[rb] = ra
 
         for node in self._g.nodes.values():
-            if not isinstance(node, SourceNode):
+            if not isinstance(node, SourceNode) and node.name not in global_nodes:
                 for p in node.parents:
                     union(p, node.name)
         store_users: dict[str, str] = {}
         for node_name, connected in self._g.node_stores.items():
+            if node_name in global_nodes:
+                continue
             for store in connected:
+                if store in global_stores:
+                    continue
                 if store in store_users:
                     union(store_users[store], node_name)
                 else:
                     store_users[store] = node_name
 
         groups: dict[str, list[str]] = {}
-        for name in self._g.nodes:
+        for name in parent:
             groups.setdefault(find(name), []).append(name)
         result = []
         for index, members in enumerate(groups.values()):
@@ -220,7 +292,7 @@ class Topology:
             stores: list[str] = []
             for m in members:
                 for s in self._g.node_stores.get(m, ()):
-                    if s not in stores:
+                    if s not in stores and s not in global_stores:
                         stores.append(s)
             result.append(
                 Subtopology(

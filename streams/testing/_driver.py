@@ -2,6 +2,8 @@
 
 It is a thin host of :class:`~streams.TaskExecutor`, the same executor the runtime uses:
 one task per sub-topology, all on partition 0. After every pipe it settles the topology.
+Global stores get one more task, ``global``, which reads their topics whole; it is
+initialised first and every other task reads its stores.
 
 Settling, step by step: flush every task's stores (as a commit would, so caches forward
 their updates); take every task's produced records; append each to its topic's output
@@ -61,25 +63,36 @@ class TopologyTestDriver:
         self._offsets: defaultdict[str, int] = defaultdict(int)
         self._changelog: defaultdict[str, list[ChangelogEntry]] = defaultdict(list)
         self._lifecycle = Lifecycle("test driver", DriverState.OPEN, _DRIVER_TRANSITIONS)
-        self._tasks = [
-            TaskExecutor(
-                topology,
-                sub.id,
-                0,
-                self.config,
-                state_dir=state_dir,
-                wall_clock_ms=self._wall,
-                change_observer=self._observe,
-            )
-            for sub in topology.subtopologies()
-        ]
+        self._tasks: list[TaskExecutor] = []
         try:
-            for task in self._tasks:
-                task.init()
+            global_sub = topology.global_subtopology()
+            global_stores: dict[str, Any] = {}
+            if global_sub is not None:
+                global_task = self._task(topology, global_sub.id, state_dir, {})
+                global_task.init()
+                global_stores = dict(global_task.stores)
+            for sub in topology.subtopologies():
+                self._task(topology, sub.id, state_dir, global_stores).init()
             self._settle()
         except BaseException:
             self.close()
             raise
+
+    def _task(
+        self, topology: Topology, sub: int, state_dir: pathlib.Path, global_stores: dict[str, Any]
+    ) -> TaskExecutor:
+        task = TaskExecutor(
+            topology,
+            sub,
+            0,
+            self.config,
+            state_dir=state_dir,
+            wall_clock_ms=self._wall,
+            change_observer=self._observe,
+            global_stores=global_stores,
+        )
+        self._tasks.append(task)
+        return task
 
     # -- topics -------------------------------------------------------------------------
 
@@ -153,7 +166,7 @@ class TopologyTestDriver:
             return
         self._lifecycle.move(DriverState.CLOSED)
         try:
-            for task in self._tasks:
+            for task in reversed(self._tasks):  # the global task, first, closes last
                 task.close()
         finally:
             if self._temp_dir is not None:
