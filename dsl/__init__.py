@@ -11,6 +11,13 @@ Stateful operators: ``group_by_key``/``group_by`` give a :class:`KGroupedStream`
 ``StreamsBuilder.table`` or an aggregation, and offer ``filter``, ``filter_not``,
 ``map_values``, ``to_stream``, ``group_by`` and ``suppress``. Stores are chosen with
 :func:`materialized`. Names follow Kafka Streams in snake_case.
+
+Joins: ``KStream.join``/``left_join``/``outer_join`` with another stream within
+:class:`JoinWindows`; ``KStream.join``/``left_join`` with a :class:`KTable` (a lookup
+by key) or a :class:`GlobalKTable` (``StreamsBuilder.global_table``, by a selected key);
+``KTable.join``/``left_join``/``outer_join`` with another table, and ``KTable.join``/
+``left_join`` by a foreign key. Joins that need co-partitioned inputs repartition a side
+whose key changed upstream.
 """
 
 from state import Window as Window
@@ -23,8 +30,10 @@ from ._errors import DslError as DslError
 from ._errors import SerdeError as SerdeError
 from ._errors import SerializationError as SerializationError
 from ._errors import TopologyBuildError as TopologyBuildError
+from ._global_table import GlobalKTable as GlobalKTable
 from ._grouped import KGroupedStream as KGroupedStream
 from ._grouped import KGroupedTable as KGroupedTable
+from ._join_windows import JoinWindows as JoinWindows
 from ._kstream import KStream as KStream
 from ._ktable import KTable as KTable
 from ._late import LateRecord as LateRecord
@@ -48,6 +57,8 @@ __all__ = [
     "BranchedKStream",
     "DeserializationError",
     "DslError",
+    "GlobalKTable",
+    "JoinWindows",
     "KGroupedStream",
     "KGroupedTable",
     "KStream",

@@ -8,12 +8,14 @@ from typing import TYPE_CHECKING, Any
 
 from streams import StoreBuilder, TimestampExtractor, Topology, TopologyError
 
+from ._copartition import CopartitionGroup
 from ._errors import TopologyBuildError
 from ._graph import GraphNode, SourceGraphNode, TableGraphNode
 from ._late import LateRecords
 from ._materialized import Materialized
 
 if TYPE_CHECKING:
+    from ._global_table import GlobalKTable
     from ._kstream import KStream
     from ._ktable import KTable
 
@@ -29,6 +31,7 @@ class StreamsBuilder:
     def __init__(self) -> None:
         self._nodes: list[GraphNode] = []
         self._stores: list[StoreBuilder] = []
+        self._copartitioned: list[CopartitionGroup] = []
         self._index = 0
         self.late_records = LateRecords()
         """Records the windowed operators of this program dropped as late, per operator."""
@@ -118,6 +121,38 @@ class StreamsBuilder:
             getter=StoreValueGetterSupplier(store.store_name),
         )
 
+    def global_table(
+        self,
+        topic: str,
+        *,
+        key_serde: Any = None,
+        value_serde: Any = None,
+        materialized: Materialized | None = None,
+        timestamp_extractor: TimestampExtractor | None = None,
+        name: str | None = None,
+    ) -> GlobalKTable:
+        """The table of ``topic``, whole in every process: every partition is read into a
+        key-value store (``materialized``, or ``<topic>-STATE-STORE-<n>``), which logs
+        nothing (the topic is its changelog) and is not cached."""
+        from ._global_table import GlobalKTable, GlobalStoreGraphNode
+
+        store = (
+            (materialized or Materialized())
+            .resolve(self.new_name(f"{topic}-STATE-STORE-"), key_serde, value_serde)
+            .with_logging_disabled()
+            .with_caching_disabled()
+        )
+        node = GlobalStoreGraphNode(
+            name or self.new_name("KTABLE-SOURCE-"),
+            topic=topic,
+            store_builder=store.key_value_store(),
+            key_serde=key_serde,
+            value_serde=value_serde,
+            timestamp_extractor=timestamp_extractor,
+        )
+        self.add_node(node)
+        return GlobalKTable(self, node, store.key_serde, store.value_serde, store.store_name)
+
     def add_state_store(self, store_builder: StoreBuilder) -> StreamsBuilder:
         """Add a store that ``KStream.process(..., store_name)`` can then connect to."""
         self._stores.append(store_builder)
@@ -126,6 +161,8 @@ class StreamsBuilder:
     def build(self) -> Topology:
         """Write the logical graph into a fresh Topology: stores first, then every node."""
         self._check_suppressed_readers()
+        for group in self._copartitioned:
+            group.check()
         topology = Topology()
         try:
             for store in self._stores:
@@ -155,7 +192,15 @@ class StreamsBuilder:
                         "suppressed to final ones; aggregate twice to read both"
                     )
 
+    def copartition_groups(self) -> list[tuple[str, tuple[str, ...]]]:
+        """Per join that needs it, the topics (internal ones without the application id)
+        that must have equal partition counts: ``[(join name, topics), ...]``."""
+        return [(g.join, g.topics()) for g in self._copartitioned]
+
     # -- used by the operators ----------------------------------------------------------
+
+    def add_copartition_group(self, group: CopartitionGroup) -> None:
+        self._copartitioned.append(group)
 
     def new_name(self, prefix: str) -> str:
         name = f"{prefix}{self._index:010d}"

@@ -12,7 +12,7 @@ operators to come use to decide on a repartition topic.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, overload
 
 from streams import ProcessorSupplier, StreamPartitioner, TopicNameExtractor
 
@@ -23,7 +23,10 @@ from ._graph import GraphNode, ProcessorGraphNode, RepartitionGraphNode, SinkGra
 if TYPE_CHECKING:
     from ._branched import BranchedKStream
     from ._builder import StreamsBuilder
+    from ._global_table import GlobalKTable
     from ._grouped import KGroupedStream
+    from ._join_windows import JoinWindows
+    from ._ktable import KTable
 
 Predicate = Callable[[Any, Any], bool]
 
@@ -279,3 +282,52 @@ class KStream:
             value_serde=value_serde if value_serde is not None else self.value_serde,
             name=name,
         )
+
+    # -- joins --------------------------------------------------------------------------
+
+    @overload
+    def join(self, other: KStream, joiner: Callable[..., Any], windows: JoinWindows, /,
+             **options: Any) -> KStream: ...
+
+    @overload
+    def join(self, other: KTable, joiner: Callable[..., Any], /, **options: Any) -> KStream: ...
+
+    @overload
+    def join(self, other: GlobalKTable, key_selector: Callable[[Any, Any], Any],
+             joiner: Callable[..., Any], /, **options: Any) -> KStream: ...
+
+    def join(self, other: Any, first: Any, second: Any = None, /, **options: Any) -> KStream:
+        """Inner join with another stream (``join(other, joiner, JoinWindows...)``), a
+        table (``join(table, joiner)``) or a global table (``join(table, key_selector,
+        joiner)``); ``joiner(value, other_value)``. See ``_kstream_joins`` for options."""
+        from ._kstream_joins import stream_join
+
+        return stream_join(self, "inner", other, first, second, options)
+
+    @overload
+    def left_join(self, other: KStream, joiner: Callable[..., Any], windows: JoinWindows, /,
+                  **options: Any) -> KStream: ...
+
+    @overload
+    def left_join(self, other: KTable, joiner: Callable[..., Any], /, **options: Any) -> KStream: ...
+
+    @overload
+    def left_join(self, other: GlobalKTable, key_selector: Callable[[Any, Any], Any],
+                  joiner: Callable[..., Any], /, **options: Any) -> KStream: ...
+
+    def left_join(self, other: Any, first: Any, second: Any = None, /, **options: Any) -> KStream:
+        """Like :meth:`join`, but every record of this stream yields a result:
+        ``joiner(value, None)`` when nothing pairs with it (for a stream-stream join, once
+        its window has closed)."""
+        from ._kstream_joins import stream_join
+
+        return stream_join(self, "left", other, first, second, options)
+
+    def outer_join(
+        self, other: KStream, joiner: Callable[..., Any], windows: JoinWindows, /, **options: Any
+    ) -> KStream:
+        """Like :meth:`left_join` with another stream, and unpaired records of ``other``
+        yield ``joiner(None, other_value)`` too."""
+        from ._kstream_joins import stream_join
+
+        return stream_join(self, "outer", other, joiner, windows, options)

@@ -12,7 +12,7 @@ value it replaces).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from . import _operators as ops
 from . import _table_nodes as tn
@@ -251,3 +251,48 @@ class KTable:
             self._builder, node, self.key_serde, self.value_serde,
             store_name=self._store_name, getter=None, windows=self._windows, origin=origin,
         )
+
+    # -- joins --------------------------------------------------------------------------
+
+    @overload
+    def join(self, other: KTable, joiner: Callable[[Any, Any], Any], /, *,
+             materialized: Materialized | None = None, name: str | None = None) -> KTable: ...
+
+    @overload
+    def join(self, other: KTable, foreign_key_extractor: Callable[[Any], Any],
+             joiner: Callable[[Any, Any], Any], /, *, materialized: Materialized | None = None,
+             name: str | None = None) -> KTable: ...
+
+    def join(self, other: KTable, first: Callable[..., Any], second: Callable[..., Any] | None = None,
+             /, *, materialized: Materialized | None = None, name: str | None = None) -> KTable:
+        """Rows present in both tables, ``joiner(value, other_value)``: by key with
+        ``join(other, joiner)``, by foreign key with ``join(other, foreign_key_extractor,
+        joiner)`` (``foreign_key_extractor(value)`` names the other table's key)."""
+        from ._ktable_joins import table_join
+
+        return table_join(self, "inner", other, first, second, materialized, name)
+
+    @overload
+    def left_join(self, other: KTable, joiner: Callable[[Any, Any], Any], /, *,
+                  materialized: Materialized | None = None, name: str | None = None) -> KTable: ...
+
+    @overload
+    def left_join(self, other: KTable, foreign_key_extractor: Callable[[Any], Any],
+                  joiner: Callable[[Any, Any], Any], /, *,
+                  materialized: Materialized | None = None, name: str | None = None) -> KTable: ...
+
+    def left_join(self, other: KTable, first: Callable[..., Any],
+                  second: Callable[..., Any] | None = None, /, *,
+                  materialized: Materialized | None = None, name: str | None = None) -> KTable:
+        """Every row of this table, joined with the other's when there is one
+        (``joiner(value, None)`` when not); by key or by foreign key, as :meth:`join`."""
+        from ._ktable_joins import table_join
+
+        return table_join(self, "left", other, first, second, materialized, name)
+
+    def outer_join(self, other: KTable, joiner: Callable[[Any, Any], Any], /, *,
+                   materialized: Materialized | None = None, name: str | None = None) -> KTable:
+        """Rows present in either table, by key; the missing side is ``None``."""
+        from ._ktable_joins import table_join
+
+        return table_join(self, "outer", other, joiner, None, materialized, name)

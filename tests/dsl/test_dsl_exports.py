@@ -3,7 +3,8 @@ import dsl
 
 def test_dsl_public_surface_is_pinned() -> None:
     assert sorted(dsl.__all__) == [
-        "BranchedKStream", "DeserializationError", "DslError", "KGroupedStream", "KGroupedTable",
+        "BranchedKStream", "DeserializationError", "DslError", "GlobalKTable", "JoinWindows",
+        "KGroupedStream", "KGroupedTable",
         "KStream", "KTable", "LateRecord", "LateRecords", "Materialized", "Serde", "SerdeError",
         "Serdes", "SerializationError", "SessionWindowedKStream", "SessionWindowedSerde",
         "SessionWindows", "SlidingWindows", "StreamsBuilder", "Suppressed", "TimeWindowedKStream",

@@ -1,0 +1,291 @@
+"""Stream-stream windowed joins: inner, left and outer.
+
+Each side keeps its records in a window store that retains duplicates, under binary
+keys ``key | timestamp | sequence number``. The two sides of one join in one task share
+a :class:`JoinState`: the join's stream time (the largest timestamp either side has
+seen) and the records waiting for a partner on an outer side.
+
+Joining one record, step by step:
+
+1. Advance the stream time with its timestamp.
+2. If the stream time moved, emit the waiting records whose windows have now closed,
+   unmatched (``joiner(left, None)`` or ``joiner(None, right)``), oldest close first,
+   before this record's own results, so that output time keeps moving forward.
+3. Pair it with each record of the other side's store that lies in its window and
+   whose own window is still open (see ``_join_windows``); a waiting record that pairs
+   stops waiting. A pair is emitted once, when its second record arrives, with the
+   larger of the two timestamps.
+4. If its own window is still open, store it; on an outer side with no partner yet it
+   also waits (in the shared outer store, and in memory). If its window has already
+   closed, nothing can pair with it later: unpaired on an outer side, it is emitted
+   unmatched at once.
+
+A left or outer join thus never emits an unmatched record that a partner could still
+reach (Kafka Streams' KIP-633 behaviour), and every pair whose second record arrives
+while the first one's window is open is emitted exactly once.
+
+Records with a ``None`` value are skipped; a ``None`` key is skipped too, except on an
+outer side, where it is emitted unmatched at once. The waiting records are reloaded
+from the outer store on a task's first batch, after its stores are restored; the
+join's stream time starts again from the records that follow a restart.
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from streams import BatchProcessor, ProcessorContext, Rec, Topology
+
+from ._binding import decoder, encoder
+from ._errors import SerializationError
+from ._graph import GraphNode
+from ._join_windows import JoinWindows
+from ._operators import Transform, pass_through
+
+PairFn = Callable[[Any, Any, Any], Any]  # (key, left value, right value) -> joined value
+_LEFT, _RIGHT = b"L", b"R"
+_SEQ_MASK = 0xFFFFFFFF
+
+
+def join_fn(joiner: Callable[..., Any], with_key: bool) -> PairFn:
+    if with_key:
+        return joiner
+    return lambda key, left, right: joiner(left, right)
+
+
+_JOIN_HINT = "pass key_serde, value_serde and other_value_serde to the join"
+
+
+def require_bytes(what: str, hint: str = _JOIN_HINT) -> Callable[[Any], Any]:
+    def check(obj: Any) -> Any:
+        if obj is None or type(obj) is bytes:
+            return obj
+        raise SerializationError(f"no serde for a {type(obj).__name__} in {what}: {hint}")
+
+    return check
+
+
+def bound_encoder(serde: Any, topic: str, what: str, hint: str = _JOIN_HINT) -> Callable[[Any], Any]:
+    """``serde`` bound to ``topic``; without one, bytes pass and anything else is refused
+    with a message naming ``what`` needs a serde and ``hint`` on where to give it."""
+    return require_bytes(what, hint) if serde is None else encoder(serde, topic)
+
+
+@dataclass(frozen=True)
+class StreamJoinSpec:
+    name: str
+    windows: JoinWindows
+    pair: PairFn
+    left_outer: bool
+    right_outer: bool
+    this_store: str
+    other_store: str
+    outer_store: str | None
+    key_serde: Any
+    left_serde: Any
+    right_serde: Any
+    # One JoinState per task, found through the task's own instance of the left store.
+    states: weakref.WeakKeyDictionary[Any, JoinState] = field(
+        default_factory=weakref.WeakKeyDictionary, compare=False
+    )
+
+
+class JoinState:
+    """What both sides of one join in one task share."""
+
+    def __init__(self, seed: int) -> None:
+        self.stream_time = -1
+        self.seq = seed & _SEQ_MASK
+        self.loaded = False
+        # side byte + binary key -> (key, value bytes): outer-side records with no partner yet
+        self.waiting: dict[bytes, tuple[Any, bytes]] = {}
+        self.heap: list[tuple[int, bytes]] = []  # (close time, waiting key), lazily pruned
+
+    def next_seq(self) -> int:
+        self.seq = (self.seq + 1) & _SEQ_MASK
+        return self.seq
+
+
+class _Side:
+    """How records of one side are joined: its store, the other side's, its reach."""
+
+    def __init__(self, left: bool, spec: StreamJoinSpec, context: ProcessorContext) -> None:
+        windows = spec.windows
+        self.left = left
+        self.tag = _LEFT if left else _RIGHT
+        self.other_tag = _RIGHT if left else _LEFT
+        self.reach = windows.reach(left)
+        self.other_reach = windows.reach(not left)
+        self.grace = windows.grace_ms
+        self.outer = spec.left_outer if left else spec.right_outer
+        self.other_outer = spec.right_outer if left else spec.left_outer
+        own, other = (spec.this_store, spec.other_store) if left else (spec.other_store, spec.this_store)
+        self.own = context.get_state_store(own).inner.raw
+        self.other = context.get_state_store(other).inner.raw
+        what = f"the stores of join {spec.name}"
+        own_serde, other_serde = (spec.left_serde, spec.right_serde) if left else (spec.right_serde, spec.left_serde)
+        self.ev = bound_encoder(own_serde, context.application_id + "-" + own + "-changelog", what)
+        self.dv_other = decoder(other_serde, context.application_id + "-" + other + "-changelog")
+        pair = spec.pair
+        self.pair: PairFn = pair if left else (lambda k, right, left_value: pair(k, left_value, right))
+
+
+class StreamJoinProcessor(BatchProcessor):
+    """Joins the records of one side (or of both, for a stream joined with itself)."""
+
+    def __init__(self, spec: StreamJoinSpec, sides: tuple[bool, ...]) -> None:
+        self._spec = spec
+        self._side_flags = sides
+
+    def init(self, context: ProcessorContext) -> None:
+        self.context = context
+        spec = self._spec
+        self._sides = tuple(_Side(left, spec, context) for left in self._side_flags)
+        topic = f"{context.application_id}-{spec.this_store}-changelog"
+        self._ek = bound_encoder(spec.key_serde, topic, f"the stores of join {spec.name}")
+        self._dk = decoder(spec.key_serde, topic)
+        self._dl = decoder(spec.left_serde, topic)
+        self._dr = decoder(spec.right_serde, f"{context.application_id}-{spec.other_store}-changelog")
+        self._outer = None if spec.outer_store is None else context.get_state_store(spec.outer_store)
+        anchor = context.get_state_store(spec.this_store)
+        state = spec.states.get(anchor)
+        if state is None:
+            state = spec.states[anchor] = JoinState(time.time_ns() >> 10)
+        self._state = state
+        self._key_cache: dict[Any, bytes] = {}
+
+    def _load(self) -> None:
+        """Rebuild the waiting records from the outer store (restored by now)."""
+        state = self._state
+        state.loaded = True
+        if self._outer is None:
+            return
+        windows = self._spec.windows
+        for wkey, data in self._outer.all():
+            key = self._dk(wkey[1:-12])
+            timestamp = int.from_bytes(wkey[-12:-4], "big")
+            state.waiting[wkey] = (key, data)
+            state.heap.append((windows.close_time(timestamp, wkey[:1] == _LEFT), wkey))
+        heapq.heapify(state.heap)
+
+    def process_batch(self, batch: list[Rec]) -> None:
+        state = self._state
+        if not state.loaded:
+            self._load()
+        out: list[Rec] = []
+        sides = self._sides
+        heap = state.heap
+        for k, v, ts, h, o in batch:
+            if v is None:
+                continue
+            if k is None:
+                for side in sides:
+                    if side.outer:
+                        out.append((k, side.pair(k, v, None), ts, h, o))
+                continue
+            if ts > state.stream_time:
+                state.stream_time = ts
+                if heap and heap[0][0] < ts:
+                    self._emit_closed(out, o)
+            try:
+                kb = self._key_cache.get(k)
+                if kb is None:
+                    if len(self._key_cache) >= 65_536:
+                        self._key_cache.clear()
+                    kb = self._key_cache[k] = self._ek(k)
+            except TypeError:  # an unhashable key
+                kb = self._ek(k)
+            for side in sides:
+                self._join_one(side, k, kb, v, ts, h, o, out)
+        if out:
+            self.context.forward_batch(out)
+
+    def _join_one(
+        self, side: _Side, k: Any, kb: bytes, v: Any, ts: int, h: Any, o: int, out: list[Rec]
+    ) -> None:
+        state = self._state
+        now = state.stream_time
+        grace = side.grace
+        # Partners lie in [ts - other_reach, ts + reach] and are open while their
+        # timestamp + other_reach + grace >= now.
+        lo = (ts if ts > now - grace else now - grace) - side.other_reach
+        hi = ts + side.reach
+        paired = False
+        if hi >= 0 and hi >= lo:
+            waiting = state.waiting if side.other_outer else None
+            pair, dv = side.pair, side.dv_other
+            for binary, data in side.other.scan_raw(kb, kb, lo if lo > 0 else 0, hi):
+                paired = True
+                other_ts = int.from_bytes(binary[-12:-4], "big")
+                out.append((k, pair(k, v, dv(data)), ts if ts > other_ts else other_ts, h, o))
+                if waiting:
+                    wkey = side.other_tag + binary
+                    if waiting.pop(wkey, None) is not None:
+                        self._outer.put(wkey, None)  # type: ignore[union-attr]
+        close = ts + side.reach + grace
+        if close >= now:
+            data = side.ev(v)
+            binary = kb + ts.to_bytes(8, "big") + state.next_seq().to_bytes(4, "big")
+            side.own.put_raw(binary, data)
+            if side.outer and not paired:
+                wkey = side.tag + binary
+                state.waiting[wkey] = (k, data)
+                heapq.heappush(state.heap, (close, wkey))
+                self._outer.put(wkey, data)  # type: ignore[union-attr]
+        elif side.outer and not paired:
+            out.append((k, side.pair(k, v, None), ts, h, o))
+
+    def _emit_closed(self, out: list[Rec], offset: int) -> None:
+        """Emit, unmatched, the waiting records whose windows closed (oldest close first)."""
+        state = self._state
+        heap, waiting, now = state.heap, state.waiting, state.stream_time
+        pair = self._spec.pair
+        outer = self._outer
+        assert outer is not None
+        while heap and heap[0][0] < now:
+            _close, wkey = heapq.heappop(heap)
+            entry = waiting.pop(wkey, None)
+            if entry is None:
+                continue  # it found a partner after all
+            key, data = entry
+            outer.put(wkey, None)
+            ts = int.from_bytes(wkey[-12:-4], "big")
+            if wkey[:1] == _LEFT:
+                value = pair(key, self._dl(data), None)
+            else:
+                value = pair(key, None, self._dr(data))
+            out.append((key, value, ts, (), offset))
+
+
+@dataclass(eq=False)
+class StreamStreamJoinNode(GraphNode):
+    """Writes the join's stores, one processor per side (one for a self-join) and the
+    node that merges their output, named after the join."""
+
+    spec: StreamJoinSpec | None = None
+    store_builders: tuple[Any, ...] = ()
+    self_join: bool = False
+
+    def write_to_topology(self, topology: Topology) -> None:
+        spec = self.spec
+        assert spec is not None
+        for store in self.store_builders:
+            topology.add_state_store(store)
+        stores = tuple(s.name for s in self.store_builders)
+        this, other = f"{self.name}-this", f"{self.name}-other"
+        parents = self.parent_names()
+        if self.self_join:
+            topology.add_processor(this, lambda: StreamJoinProcessor(spec, (True, False)), parents[0])
+            topology.connect_processor_and_state_stores(this, *stores)
+            topology.add_processor(self.name, lambda: Transform(pass_through), this)
+            return
+        topology.add_processor(this, lambda: StreamJoinProcessor(spec, (True,)), parents[0])
+        topology.add_processor(other, lambda: StreamJoinProcessor(spec, (False,)), parents[1])
+        topology.connect_processor_and_state_stores(this, *stores)
+        topology.connect_processor_and_state_stores(other, *stores)
+        topology.add_processor(self.name, lambda: Transform(pass_through), this, other)
