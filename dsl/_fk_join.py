@@ -239,7 +239,8 @@ class ResponseResolve(BatchProcessor):
 
 
 class ResultTable(BatchProcessor):
-    """Writes result rows to the join's store, forwarding real changes with old values."""
+    """Writes result rows to the join's store and forwards those that change a row, with
+    the old row when readers asked for it."""
 
     def __init__(self, node: Any, store_name: str, key_serde: Any, value_serde: Any) -> None:
         self._node, self._store_name = node, store_name
@@ -265,8 +266,8 @@ class ResultTable(BatchProcessor):
             new = change[0]
             kb = ek(k)
             old = dv(get(kb))
-            if new is None and old is None:
-                continue
+            if new == old:
+                continue  # emit on change: the row is already what this answer says
             put(kb, ev(new))
             out.append((k, _new_tuple(Change, (new, old if send_old else None)), ts, h, o))
         if out:
