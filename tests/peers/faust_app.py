@@ -35,6 +35,8 @@ def main() -> None:
     parser.add_argument("--delay-ms", type=float, default=0.0)
     parser.add_argument("--segment-bytes", type=int, default=0,
                         help="segment.bytes of the table's changelog topic (0: broker default)")
+    # info: the tests wait for the worker's "Ready" line before sending it input.
+    parser.add_argument("--loglevel", default="info")
     args = parser.parse_args()
 
     import faust
@@ -71,7 +73,7 @@ def main() -> None:
             if delay:
                 await asyncio.sleep(delay)
 
-    sys.argv = [sys.argv[0], "worker", "--loglevel", "warn", "--without-web"]
+    sys.argv = [sys.argv[0], "worker", "--loglevel", args.loglevel, "--without-web"]
     app.main()
 
 

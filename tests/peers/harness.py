@@ -94,6 +94,9 @@ class PeerProcess:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")[-4000:]
 
+    def logged(self, text: str) -> bool:
+        return text in self.log_path.read_text(errors="replace")
+
     def check_running(self) -> None:
         if self.proc.poll() is not None:
             raise AssertionError(f"peer exited with {self.proc.returncode}:\n{self.log()}")
