@@ -127,14 +127,25 @@ class Broker:
         # Retention and compaction each on its own interval, both in worker threads.
         logs, config = self.state.logs, self._config
         await asyncio.gather(
-            self._every(config.retention_check_interval_ms, "retention", logs.run_retention),
-            self._every(config.log_cleaner_backoff_ms, "compaction", logs.run_compaction))
+            self._every(config.retention_check_interval_ms, "retention",
+                        lambda: logs.run_retention),
+            self._every(config.log_cleaner_backoff_ms, "compaction", self._compaction))
 
-    async def _every(self, interval_ms: int, name: str, job: Callable[[int], int]) -> None:
+    def _compaction(self) -> Callable[[int], int]:
+        # Compaction must stop at each partition's last stable offset. It is read here,
+        # on the loop that moves it, before the pass starts in its thread: an LSO only
+        # grows, so the pass may rely on it throughout. Partitions whose transaction
+        # state is not loaded yet are bounded by the cleaner's own reading of the log.
+        logs = self.state.logs
+        stable = {t.log: t.last_stable_offset() for t in self.state.txn.partitions.loaded()}
+        return lambda now_ms: logs.run_compaction(now_ms, stable.get)
+
+    async def _every(self, interval_ms: int, name: str,
+                     prepare: Callable[[], Callable[[int], int]]) -> None:
         while True:
             await asyncio.sleep(interval_ms / 1000)
             try:
-                await asyncio.to_thread(job, int(time.time() * 1000))
+                await asyncio.to_thread(prepare(), int(time.time() * 1000))
             except Exception:
                 log.exception("%s pass failed", name)
 

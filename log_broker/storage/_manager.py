@@ -25,7 +25,7 @@ from types import MappingProxyType
 import orjson
 
 from ._checkpoint import fsync_dir, write_atomically
-from ._cleaner import Cleaner
+from ._cleaner import Cleaner, CleanUpTo
 from ._config import CONFIG_DEFS, TopicConfig
 from ._errors import (
     InvalidConfigError,
@@ -296,10 +296,12 @@ class LogManager:
                 continue  # its topic was deleted meanwhile
         return removed
 
-    def run_compaction(self, now_ms: int) -> int:
-        """Clean the compacted logs that are due (see ``_cleaner``); returns how many
-        were cleaned. Blocks for the whole pass: call it from a worker thread."""
-        return len(self._cleaner.run(self.logs(), now_ms))
+    def run_compaction(self, now_ms: int, clean_up_to: CleanUpTo | None = None) -> int:
+        """Clean the compacted logs that are due (see ``_cleaner``), none beyond
+        ``clean_up_to(log)`` (the partition's last stable offset, where the caller keeps
+        track of transactions); returns how many were cleaned. Blocks for the whole
+        pass: call it from a worker thread."""
+        return len(self._cleaner.run(self.logs(), now_ms, clean_up_to))
 
     def close(self) -> None:
         """Close every log cleanly (fsync, clean-shutdown marker)."""

@@ -1,23 +1,36 @@
-"""Per-batch work of compaction: read a closed segment's batches, and rewrite a batch
-to hold only the records compaction keeps.
+"""Per-batch work of compaction: read a closed segment's batches, rewrite a batch to
+hold only the records compaction keeps, and stamp a marker with its delete horizon.
 
 A rewritten batch keeps everything that identifies it: base offset and last offset
 delta (so offsets of kept records, and of the batches after it, do not move), codec,
-timestamp type, producer id, epoch and base sequence, partition leader epoch. A batch
-that keeps every record is written back byte for byte.
+timestamp type, transactional flag, producer id, epoch and base sequence, partition
+leader epoch. A batch that keeps every record is written back byte for byte.
+
+Delete horizon (KIP-534, as Kafka writes it): attribute bit 6 set and baseTimestamp
+holding the time after which the batch may go. Only control batches carry one here:
+a marker whose transaction has no data left gets it on one pass and is removed by a
+later pass once the time has come. The record timestamps of such a batch are not
+meaningful (they are deltas from baseTimestamp); no reader uses a marker's timestamp.
 """
 
 from __future__ import annotations
 
 import os
+import struct
 from collections.abc import Callable, Iterator
 from pathlib import Path
+
+from crc32c import crc32c
 
 from .. import _records
 from ._errors import CorruptRecordError
 from ._keys import batch_keys
 
 _CHUNK = 4 * 1024 * 1024
+_CRC_AT = 17
+_ATTRIBUTES_AT = 21
+_BASE_TIMESTAMP_AT = 27
+_DELETE_HORIZON_BIT = 0x40
 
 # (offset, key, has_value) -> keep the record?
 Decide = Callable[[int, bytes | None, bool], bool]
@@ -63,13 +76,10 @@ def retained(
     batch with the same offsets and producer fields (Kafka keeps a producer's last
     batch so, so that its sequence numbers survive a rebuild of producer state).
 
-    Control batches and transactional batches are kept whole: a marker must outlive
-    its transaction's data, and which transactional data was aborted is not known
-    here (there is no aborted-transaction index yet), so neither may be touched.
+    Which batches may be rewritten at all (markers and undecided transactions may
+    not) is the caller's decision; this only applies ``decide`` to the records.
     """
     original = memoryview(chunk)[header.position : header.position + header.size]
-    if header.is_control or header.is_transactional:
-        return original
     keep = [decide(offset, key, has_value) for offset, key, has_value in batch_keys(chunk, header)]
     if not keep:  # an empty batch an earlier pass left for its producer
         return original if keep_empty else None
@@ -92,5 +102,20 @@ def retained(
         producer_id=header.producer_id,
         producer_epoch=header.producer_epoch,
         base_sequence=header.base_sequence,
+        is_transactional=header.is_transactional,
         partition_leader_epoch=header.partition_leader_epoch,
     )
+
+
+def delete_horizon(header: _records.BatchHeader) -> int | None:
+    """The batch's delete horizon in ms, or None if it has none."""
+    return header.base_timestamp if header.attributes & _DELETE_HORIZON_BIT else None
+
+
+def with_delete_horizon(chunk: bytes, header: _records.BatchHeader, horizon_ms: int) -> bytes:
+    """A copy of the batch with its delete horizon set to ``horizon_ms`` and a new CRC."""
+    batch = bytearray(memoryview(chunk)[header.position : header.position + header.size])
+    struct.pack_into(">h", batch, _ATTRIBUTES_AT, header.attributes | _DELETE_HORIZON_BIT)
+    struct.pack_into(">q", batch, _BASE_TIMESTAMP_AT, horizon_ms)
+    struct.pack_into(">I", batch, _CRC_AT, crc32c(memoryview(batch)[_ATTRIBUTES_AT:]))
+    return bytes(batch)

@@ -245,24 +245,6 @@ def test_compacted_topics_refuse_records_without_a_key(tmp_path: Path) -> None:
     log.close()
 
 
-def test_transactional_and_control_batches_are_kept_whole(tmp_path: Path) -> None:
-    log = compacted_log(tmp_path)
-    log.append(keyed([(b"a", b"txn")], producer_id=7, transactional=True), now_ms=0)
-    marker = bytearray(_records.encode_control_batch(
-        producer_id=7, producer_epoch=0, commit=True, coordinator_epoch=0, timestamp_ms=5,
-    ))  # fmt: skip
-    log.append(marker, now_ms=0, allow_control=True)
-    log.append(keyed([(b"a", b"plain"), (b"a", b"plainer")]), now_ms=0)
-    log.roll(0)
-    _clean(log)
-    headers = _records.parse_batches(bytearray(log.read(0, 1 << 20)))
-    assert [(h.base_offset, h.is_transactional, h.is_control) for h in headers] == [
-        (0, True, False), (1, True, True), (2, False, False)
-    ]  # fmt: skip
-    assert [r[3] for r in snapshot(log)][-1] == b"plainer"
-    log.close()
-
-
 def test_each_producers_last_batch_survives_as_an_empty_batch(tmp_path: Path) -> None:
     log = compacted_log(tmp_path)
     log.append(keyed([(b"a", b"1")], producer_id=3), now_ms=0)
@@ -291,9 +273,9 @@ def test_reads_and_appends_go_on_while_a_pass_rewrites(tmp_path: Path) -> None:
         return original(*args, **kwargs)  # type: ignore[arg-type]
 
     retain_module.retained = slow_retained  # type: ignore[assignment]
-    import log_broker.storage._cleaner as cleaner_module
+    import log_broker.storage._rewrite as rewrite_module
 
-    cleaner_module.retained = slow_retained  # type: ignore[attr-defined]
+    rewrite_module.retained = slow_retained  # type: ignore[attr-defined]
     try:
         worker = threading.Thread(target=_clean, args=(log,))
         worker.start()
@@ -310,7 +292,7 @@ def test_reads_and_appends_go_on_while_a_pass_rewrites(tmp_path: Path) -> None:
         assert not worker.is_alive()
     finally:
         retain_module.retained = original
-        cleaner_module.retained = original  # type: ignore[attr-defined]
+        rewrite_module.retained = original  # type: ignore[attr-defined]
     after = snapshot(log)
     assert after == expected_after_clean(before, end) + [
         (end + i, 1_000, b"k0", f"during{i}".encode()) for i in range(5)
