@@ -12,10 +12,12 @@ from __future__ import annotations
 import json
 import os
 import signal
+import struct
 import subprocess
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +47,41 @@ class Record:
     value: bytes
     partition: int
     offset: int
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One record batch as the log holds it: where it sits and the flags a transaction sets."""
+
+    partition: int
+    base_offset: int
+    last_offset: int
+    records: int  # records still in it; compaction removes some without moving the others
+    producer_id: int
+    transactional: bool
+    control: bool  # a commit or abort marker
+
+
+# Offsets into a magic-2 batch header: batchLength, attributes, lastOffsetDelta,
+# producerId, recordsCount.
+_HEADER = struct.Struct(">qi4xbihiqqqhii")
+_TRANSACTIONAL = 0x10
+_CONTROL = 0x20
+
+
+def parse_batches(partition: int, data: bytes) -> list[Batch]:
+    """The whole batches in ``data``; a fetch may end inside one, which is left out."""
+    batches = []
+    at = 0
+    while at + _HEADER.size <= len(data):
+        (base, length, _magic, _crc, attributes, last_delta, _first_ts, _max_ts, producer_id,
+         _epoch, _sequence, count) = _HEADER.unpack_from(data, at)
+        if at + 12 + length > len(data):
+            break
+        batches.append(Batch(partition, base, base + last_delta, count, producer_id,
+                             bool(attributes & _TRANSACTIONAL), bool(attributes & _CONTROL)))
+        at += 12 + length
+    return batches
 
 
 def page_views(first: int, count: int) -> list[tuple[bytes, bytes, int]]:
@@ -118,6 +155,13 @@ class PeerProcess:
             self.proc.kill()
             self.proc.wait(10)
             raise AssertionError(f"peer ignored SIGTERM for 30s:\n{self.log()}") from None
+
+    def pause(self) -> None:
+        """SIGSTOP: every thread of the peer stands still, its sockets open, until resumed."""
+        self.proc.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        self.proc.send_signal(signal.SIGCONT)
 
     def kill(self) -> None:
         """SIGKILL: nothing of the peer's shutdown runs, as in a crash."""
@@ -195,6 +239,55 @@ class Cluster:
         return [watcher.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
                 for p in range(self.partitions(topic))]
 
+    def stable_ends(self, topic: str) -> list[int]:
+        """The last stable offset of each partition: where read_committed readers stop."""
+        from confluent_kafka import TopicPartition
+
+        watcher = self._watcher("headrace-peers-watcher-rc", "read_committed")
+        return [watcher.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+                for p in range(self.partitions(topic))]
+
+    def open_transactions(self, topic: str) -> bool:
+        """Whether some transaction holds records of ``topic`` back from read_committed readers."""
+        return self.stable_ends(topic) != self.ends(topic)
+
+    def batches(self, topic: str) -> list[Batch]:
+        """Every record batch of ``topic``, markers included, as the broker serves it."""
+        from kio.schema.fetch.v11 import request as fetch
+        from rawkafka import RawClient
+
+        out: list[Batch] = []
+        raw = RawClient(self.bootstrap)
+        try:
+            for partition in range(self.partitions(topic)):
+                offset = 0
+                while True:
+                    body = fetch.FetchRequest(
+                        max_wait=timedelta(0), min_bytes=0, forgotten_topics_data=(),
+                        topics=(fetch.FetchTopic(topic=topic, partitions=(fetch.FetchPartition(
+                            partition=partition, fetch_offset=offset,
+                            partition_max_bytes=1 << 20),)),))
+                    [data] = raw.request(1, 11, body).responses[0].partitions
+                    assert data.error_code == 0, f"fetching {topic}/{partition}: {data.error_code}"
+                    got = parse_batches(partition, data.records or b"")
+                    out += got
+                    if not got or got[-1].last_offset + 1 >= data.high_watermark:
+                        break
+                    offset = got[-1].last_offset + 1
+        finally:
+            raw.close()
+        return out
+
+    def removed_by_cleaner(self, topic: str) -> int:
+        """Offsets below the end of ``topic`` that no record holds any more.
+
+        Producers leave no gaps (a marker is a record too), and the log starts at 0 as
+        long as retention has deleted nothing, so every missing offset is one the log
+        cleaner compacted away.
+        """
+        present = sum(b.records for b in self.batches(topic))
+        return sum(self.ends(topic)) - present
+
     def committed(self, group: str, topic: str) -> list[int]:
         """The group's committed offsets on ``topic``, 0 where none is committed yet."""
         from confluent_kafka import TopicPartition
@@ -208,13 +301,14 @@ class Cluster:
         ends = self.ends(topic)
         return lambda: self.committed(group, topic) == ends
 
-    def _watcher(self, group: str) -> Any:
+    def _watcher(self, group: str, isolation: str = "read_uncommitted") -> Any:
         # Never subscribes, so it never joins the group it reads offsets of.
         from confluent_kafka import Consumer
 
         if group not in self._watchers:
             self._watchers[group] = Consumer({"bootstrap.servers": self.bootstrap,
-                                              "group.id": group, "enable.auto.commit": False})
+                                              "group.id": group, "enable.auto.commit": False,
+                                              "isolation.level": isolation})
         return self._watchers[group]
 
     def read(self, topic: str, isolation: str = "read_committed") -> list[Record]:

@@ -14,10 +14,14 @@ Both stores are backed by changelog topics that Quix creates, compacted.
 Run under the peers' virtualenv (it imports quixstreams, not headrace)::
 
     .venv-peers/bin/python tests/peers/quix_app.py --bootstrap HOST:PORT --app-id ID \
-        --input T --totals T --windows T --state-dir DIR [--exactly-once] [--delay-ms N]
+        --input T --totals T --windows T --state-dir DIR [--exactly-once] [--delay-ms N] \
+        [--transaction-timeout-ms N]
 
 ``--delay-ms`` sleeps after each record, so a test can stop the process while a run is
-still under way.
+still under way. ``--transaction-timeout-ms`` is the producer's ``transaction.timeout.ms``:
+Quix gives each process a random transactional id, so a transaction left open by a
+killed process ends only when the broker times it out, and until then read_committed
+readers of its partitions wait.
 """
 
 from __future__ import annotations
@@ -39,10 +43,13 @@ def main() -> None:
     parser.add_argument("--state-dir", required=True)
     parser.add_argument("--exactly-once", action="store_true")
     parser.add_argument("--delay-ms", type=float, default=0.0)
+    parser.add_argument("--transaction-timeout-ms", type=int, default=0)
     args = parser.parse_args()
 
     from quixstreams import Application, State
 
+    producer_config = ({"transaction.timeout.ms": args.transaction_timeout_ms}
+                       if args.transaction_timeout_ms else {})
     app = Application(
         broker_address=args.bootstrap,
         consumer_group=args.app_id,
@@ -54,6 +61,7 @@ def main() -> None:
         # A restarted process should not wait 45 s for its killed predecessor's
         # session to expire before the group rebalances.
         consumer_extra_config={"session.timeout.ms": 6000, "heartbeat.interval.ms": 1000},
+        producer_extra_config=producer_config,
     )
     views = app.topic(args.input, key_deserializer="str", value_deserializer="json")
     totals_topic = app.topic(args.totals, key_serializer="str", value_serializer="json")
