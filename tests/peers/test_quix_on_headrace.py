@@ -11,8 +11,9 @@ At least once, clean restarts resume from the committed offsets and a process wi
 empty state directory restores its stores from the compacted changelogs. Exactly once
 (``processing_guarantee="exactly-once"``: a transactional producer, offsets committed
 inside its transactions), a process killed with SIGKILL in the middle of a transaction
-leaves output that read_committed readers never see, and its successor's output makes
-the whole exactly what one clean run would have written.
+leaves output that read_committed readers never see, its successor's output makes the
+whole exactly what one clean run would have written, and the changelogs, written in
+transactions, are compacted all the same.
 """
 
 from __future__ import annotations
@@ -212,16 +213,21 @@ def test_exactly_once_output_survives_sigkill(cluster: Cluster, tmp_path: Path) 
     assert sum(cluster.committed(run.app_id, INPUT)) < len(run.produced), "killed too late"
 
     # The successor keeps the local state directory, as a restarted container with a
-    # volume would; its stores resume from what the changelogs hold committed.
-    run.finish(run.start("state-1"))
+    # volume would; its stores resume from what the changelogs hold committed. It works
+    # slowly enough to commit several transactions, each writing the users' totals to
+    # the changelogs anew, into small segments: committed transactional records are
+    # compacted like any others, and the killed transaction's aborted ones removed.
+    run.shrink_changelog_segments()
+    run.finish(run.start("state-1", delay_ms=10))
     run.assert_exact_output()
+    run.wait_compacted()
     run.assert_changelogs()
     # The killed transaction's output is still in the log, aborted: read_uncommitted
     # readers see it, read_committed ones (above) never did.
     assert len(cluster.read(TOTALS, "read_uncommitted")) > len(cluster.read(TOTALS))
 
-    # With nothing local, the stores are restored from changelogs that hold aborted
-    # records too; the restore skips them, so the counts go on exactly.
+    # With nothing local, the stores are restored from the compacted changelogs alone,
+    # so the counts go on exactly.
     run.run_to_end("state-2", produce=60)
     run.assert_exact_output()
     run.assert_changelogs()
