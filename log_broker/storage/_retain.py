@@ -92,7 +92,7 @@ def retained(
         for record, kept in zip(_records.decode_records(chunk, header), keep, strict=True)
         if kept
     ]
-    return _records.encode_batch(
+    rebuilt = _records.encode_batch(
         records,
         base_offset=header.base_offset,
         last_offset_delta=header.last_offset_delta,
@@ -105,6 +105,12 @@ def retained(
         is_transactional=header.is_transactional,
         partition_leader_epoch=header.partition_leader_epoch,
     )
+    if not records:
+        # With no record to take them from, the encoder writes -1; the batch's time
+        # must survive, or a producer rebuilt from it would look idle since 1970
+        # (and be expired at once).
+        rebuilt = _with_times(rebuilt, header.max_timestamp)
+    return rebuilt
 
 
 def delete_horizon(header: _records.BatchHeader) -> int | None:
@@ -119,3 +125,10 @@ def with_delete_horizon(chunk: bytes, header: _records.BatchHeader, horizon_ms: 
     struct.pack_into(">q", batch, _BASE_TIMESTAMP_AT, horizon_ms)
     struct.pack_into(">I", batch, _CRC_AT, crc32c(memoryview(batch)[_ATTRIBUTES_AT:]))
     return bytes(batch)
+
+
+def _with_times(batch: bytes, timestamp: int) -> bytes:
+    out = bytearray(batch)
+    struct.pack_into(">qq", out, _BASE_TIMESTAMP_AT, timestamp, timestamp)
+    struct.pack_into(">I", out, _CRC_AT, crc32c(memoryview(out)[_ATTRIBUTES_AT:]))
+    return bytes(out)
