@@ -59,7 +59,8 @@ class Batch:
     records: int  # records still in it; compaction removes some without moving the others
     producer_id: int
     transactional: bool
-    control: bool  # a commit or abort marker
+    control: bool
+    marker: str | None  # "commit" or "abort" for a control batch
 
 
 # Offsets into a magic-2 batch header: batchLength, attributes, lastOffsetDelta,
@@ -67,6 +68,29 @@ class Batch:
 _HEADER = struct.Struct(">qi4xbihiqqqhii")
 _TRANSACTIONAL = 0x10
 _CONTROL = 0x20
+_MARKERS = {0: "abort", 1: "commit"}
+
+
+def _varint(data: bytes, at: int) -> tuple[int, int]:
+    """A zig-zag varint at ``at``: its value and where the next field starts."""
+    shift = raw = 0
+    while True:
+        byte = data[at]
+        at += 1
+        raw |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            return (raw >> 1) ^ -(raw & 1), at
+
+
+def _marker(data: bytes, records_at: int) -> str:
+    """The kind of a control batch, from its one record's key (version, type)."""
+    at = _varint(data, records_at)[1] + 1  # record length, attributes
+    at = _varint(data, at)[1]  # timestamp delta
+    at = _varint(data, at)[1]  # offset delta
+    key_length, at = _varint(data, at)
+    assert key_length >= 4, "a control record's key holds its version and type"
+    return _MARKERS.get(struct.unpack_from(">h", data, at + 2)[0], "unknown")
 
 
 def parse_batches(partition: int, data: bytes) -> list[Batch]:
@@ -78,8 +102,10 @@ def parse_batches(partition: int, data: bytes) -> list[Batch]:
          _epoch, _sequence, count) = _HEADER.unpack_from(data, at)
         if at + 12 + length > len(data):
             break
+        control = bool(attributes & _CONTROL)
+        marker = _marker(data, at + _HEADER.size) if control else None
         batches.append(Batch(partition, base, base + last_delta, count, producer_id,
-                             bool(attributes & _TRANSACTIONAL), bool(attributes & _CONTROL)))
+                             bool(attributes & _TRANSACTIONAL), control, marker))
         at += 12 + length
     return batches
 
@@ -171,6 +197,26 @@ class PeerProcess:
     def ensure_stopped(self) -> None:
         if self.proc.poll() is None:
             self.kill()
+
+
+def kill_inside_a_transaction(cluster: Cluster, app: PeerProcess, topic: str,
+                              timeout: float = 30) -> None:
+    """SIGKILL ``app`` while a transaction of its holds records of ``topic`` open.
+
+    The process is first stopped with SIGSTOP, so that it cannot commit between the
+    look at the broker and the kill: a transaction seen open then dies open.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        app.check_running()
+        app.pause()
+        time.sleep(0.2)  # a commit already on the wire reaches the broker meanwhile
+        if cluster.open_transactions(topic):
+            app.kill()
+            return
+        app.resume()
+        assert time.monotonic() < deadline, f"no open transaction on {topic} in {timeout:.0f}s"
+        time.sleep(0.05)
 
 
 class Cluster:

@@ -30,6 +30,7 @@ from peers.harness import (
     Record,
     by_key,
     differences,
+    kill_inside_a_transaction,
     page_views,
     running_counts,
 )
@@ -155,26 +156,7 @@ def totals_table(records: Iterable[Record]) -> dict[str, int]:
     return table
 
 
-def kill_inside_a_transaction(cluster: Cluster, app: PeerProcess, topic: str,
-                              timeout: float = 30) -> None:
-    """SIGKILL ``app`` while a transaction of its holds records of ``topic`` open.
-
-    The process is first stopped with SIGSTOP, so that it cannot commit between the
-    look at the broker and the kill: a transaction seen open then dies open.
-    """
-    deadline = time.monotonic() + timeout
-    while True:
-        app.check_running()
-        app.pause()
-        time.sleep(0.2)  # a commit already on the wire reaches the broker meanwhile
-        if cluster.open_transactions(topic):
-            app.kill()
-            return
-        app.resume()
-        assert time.monotonic() < deadline, f"no open transaction on {topic} in {timeout:.0f}s"
-        time.sleep(0.05)
-
-
+@pytest.mark.slow
 def test_at_least_once_output_resume_and_restore(cluster: Cluster, tmp_path: Path) -> None:
     run = QuixRun(cluster, tmp_path, exactly_once=False)
     run.run_to_end("state-1", produce=150)
