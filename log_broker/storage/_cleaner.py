@@ -10,9 +10,10 @@ A pass over one log, in order (the shape of Kafka's LogCleaner):
    cleaned when the dirty bytes reach ``min.cleanable.dirty.ratio`` of the clean plus
    dirty bytes, or when its oldest dirty record is older than ``max.compaction.lag.ms``.
 2. Transactions (``_txn_scan``): every batch of the closed segments is read once, in
-   order, to learn which transactional batches were committed, which aborted and which
-   have no marker yet, and each producer's last batch. The dirty section also ends at
-   the first offset of the oldest transaction without a marker.
+   order (and on into the active segment while a transaction begun before it has no
+   marker), to learn which transactional batches were committed, which aborted and
+   which have no marker yet, and each producer's last batch. The dirty section also
+   ends at the first offset of the oldest transaction without a marker.
 3. Key map: the latest offset of every key in the dirty section, from plain and
    committed transactional records (aborted and undecided ones supersede nothing). If
    the map outgrows ``max_map_bytes`` the section ends early, at a segment boundary.
@@ -40,6 +41,7 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from .. import _records
 from ._cleaner_checkpoint import (
     CLEANER_CHECKPOINT_FILE,
     CleanerCheckpoint,
@@ -59,6 +61,7 @@ log = logging.getLogger("headrace.broker.cleaner")
 
 DEFAULT_MAX_MAP_BYTES = 64 * 1024 * 1024
 _ENTRY_OVERHEAD = 100  # a dict slot, an int and a bytes object's header, roughly
+_ACTIVE_CHUNK = 1 << 20
 
 # Per log: the offset a pass must not compact beyond (the partition's last stable
 # offset), or None if the caller knows of no bound.
@@ -175,14 +178,36 @@ def clean_log(
 
 
 def _scan(partition_log: PartitionLog, segments: list[LogSegment]) -> TxnScan:
-    """Step 2: every batch of the closed segments, in order, into a ``TxnScan``."""
+    """Step 2: every batch of the closed segments, in order, into a ``TxnScan``; then
+    on into the active segment while a transaction begun in the closed ones has no
+    marker yet, as far as the log reached when the scan got there (a marker written
+    after that is found by a later pass)."""
     txns = TxnScan()
     for segment in segments:
         for chunk, header in read_batches(segment.path, segment.size):
             if partition_log.state is not LogState.OPEN:
                 raise PassAborted
             txns.add(chunk, header)
+    closed_end = segments[-1].next_offset if segments else 0
+    offset, end = closed_end, partition_log.log_end_offset
+    while offset < end and _undecided_below(txns, closed_end):
+        try:
+            data = partition_log.read(offset, _ACTIVE_CHUNK, upper_bound=end)
+        except StorageError as exc:  # closed, or retention moved the start past us
+            raise PassAborted from exc
+        following = offset
+        for header in _records.scan_batches(data, verify_crc=False):
+            txns.add(data, header)
+            following = header.last_offset + 1
+        if following == offset:
+            break
+        offset = following
     return txns
+
+
+def _undecided_below(txns: TxnScan, offset: int) -> bool:
+    first = txns.first_undecided
+    return first is not None and first < offset
 
 
 @dataclass(slots=True)
@@ -228,8 +253,8 @@ class Cleaner:
         # One pass at a time: a second caller returns at once instead of waiting.
         self._running = threading.Lock()
         # Logs whose last pass could compact nothing (an open transaction at their
-        # first dirty offset), with the plan that found so: the same plan again would
-        # only read the log again to find the same.
+        # first dirty offset), with the shape of the log it found so: the same shape
+        # again would only read the log again to find the same.
         self._stalled: dict[PartitionLog, tuple[object, ...]] = {}
 
     def run(self, logs: Iterable[PartitionLog], now_ms: int,
@@ -247,7 +272,7 @@ class Cleaner:
             done = []
             for _, each in due:
                 fresh = plan(each, now_ms, bounds[each])  # an earlier pass took time: look again
-                if fresh is None or self._stalled.get(each) == _shape(fresh):
+                if fresh is None or self._stalled.get(each) == _shape(each, fresh):
                     continue
                 try:
                     stats = clean_log(each, fresh, now_ms, max_map_bytes=self.max_map_bytes)
@@ -259,7 +284,7 @@ class Cleaner:
                     self._stalled.pop(each, None)
                     done.append(stats)
                 elif each.state is LogState.OPEN:
-                    self._stalled[each] = _shape(fresh)
+                    self._stalled[each] = _shape(each, fresh)
             for gone in [each for each in self._stalled if each.state is not LogState.OPEN]:
                 del self._stalled[gone]
             return done
@@ -267,8 +292,9 @@ class Cleaner:
             self._running.release()
 
 
-def _shape(cleaning: CleanPlan) -> tuple[object, ...]:
+def _shape(partition_log: PartitionLog, cleaning: CleanPlan) -> tuple[object, ...]:
+    # The log end too: the marker a stalled pass waited for may be in the active segment.
     return (
-        cleaning.first_dirty_offset, cleaning.upper_bound,
+        cleaning.first_dirty_offset, cleaning.upper_bound, partition_log.log_end_offset,
         tuple((segment.base_offset, segment.size) for segment in cleaning.segments),
     )  # fmt: skip

@@ -3,15 +3,17 @@
 Transactional data is only decided once its producer's next marker (control batch) is
 written: a COMMIT makes it ordinary data for compaction, an ABORT makes it garbage that
 no read_committed reader will ever see. The markers in the log are the authority, so
-the cleaner reads every batch header of the closed segments in offset order, before it
+the cleaner reads every batch of the closed segments in offset order, before it
 builds its key map, and tracks each producer's transaction from its first batch to its
 next marker (the shape of Kafka's ``CleanedTransactionMetadata``, fed by the log rather
-than by the aborted-transaction index, which lives above storage).
+than by the aborted-transaction index, which lives above storage). Where a transaction
+begun in the closed segments has its marker in the active segment, the cleaner feeds the
+scan on from there until it is decided.
 
 What the scan answers:
 
 - ``fate(header)``: PLAIN (not transactional), COMMITTED, ABORTED, or UNDECIDED (no
-  marker in the closed segments yet, or a marker that cannot be read);
+  marker in what the scan read, or a marker that cannot be read);
 - ``first_undecided``: the first offset of the oldest transaction without a marker;
   compaction stops there (it is the log's own bound on the last stable offset: no
   transaction still open can start below it);

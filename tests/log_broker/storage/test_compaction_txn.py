@@ -334,3 +334,17 @@ def test_batches_past_an_open_transaction_in_a_rewritten_segment_are_copied_as_t
         assert _bytes_from(log, opened) == tail
     assert read_uncommitted(log)[0] == (1, b"z", b"2")
     log.close()
+
+
+def test_a_marker_in_the_active_segment_decides_its_transaction(tmp_path: Path) -> None:
+    log = compacted_log(tmp_path)
+    w = Writer(log)
+    w.txn(1, [(b"a", b"aborted")])  # 0
+    w.txn(2, [(b"a", b"committed")])  # 1
+    w.plain([(b"a", b"plain")])  # 2
+    log.roll(0)
+    w.marker(1, commit=False)  # 3, in the active segment
+    w.marker(2, commit=True)  # 4, in the active segment
+    assert _clean(log) == 1
+    assert read_uncommitted(log) == [(2, b"a", b"plain")]
+    log.close()
