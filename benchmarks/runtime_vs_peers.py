@@ -19,10 +19,10 @@ clock stops the output is checked: (a) exactly the expected records (at least on
 duplicates are counted and reported); (b) for every (user, window) the highest count
 written equals the true count, so every input record is reflected in the output.
 
-Peers run in their own virtual environments under ``benchmarks/.peers/`` (created on
-the first run with pip), because Quix Streams pins a confluent-kafka version other than
-the project's. Each framework is used as its documentation shows, with commit intervals
-set to 1 s for all three; faust keeps its table in memory (its default store).
+Peers run from the project's peer virtualenv ``.venv-peers`` (the one ``scripts/dev
+test`` makes from ``tests/peers/requirements.txt``; created here on first use if
+missing), because Quix Streams pins a confluent-kafka version other than the project's. Each framework is used as its documentation shows, with commit intervals
+set to 100 ms for all three (BENCH_COMMIT_S); faust keeps its table in memory (its default store).
 
 Run: ``.venv/bin/python benchmarks/runtime_vs_peers.py [--records N]
 [--frameworks headrace,quix,faust] [--workloads stateless,windowed] [--fsync never]``.
@@ -44,8 +44,8 @@ from collections.abc import Callable
 from typing import Any
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-PEERS = ROOT / "benchmarks" / ".peers"
-PEER_PACKAGES = {"quix": ["quixstreams"], "faust": ["faust-streaming", "orjson"]}
+PEERS_VENV = ROOT / ".venv-peers"
+PEERS_REQUIREMENTS = ROOT / "tests" / "peers" / "requirements.txt"
 PARTITIONS = 4
 USERS = 1000
 PAGES = ("/", "/pricing", "/docs", "/blog", "/signup")
@@ -187,15 +187,15 @@ ROLES: dict[str, Callable[[argparse.Namespace], None]] = {
 
 
 def python_for(framework: str) -> str:
-    """The interpreter a framework runs under; peers get a venv of their own."""
+    """The interpreter a framework runs under: the peers share ``.venv-peers``."""
     if framework == "headrace":
         return sys.executable
-    venv = PEERS / framework
-    python = venv / "bin" / "python"
+    python = PEERS_VENV / "bin" / "python"
     if not python.exists():
-        print(f"creating {venv} for {framework} ...", flush=True)
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", *PEER_PACKAGES[framework]], check=True)
+        print(f"creating {PEERS_VENV} ...", flush=True)
+        subprocess.run([sys.executable, "-m", "venv", str(PEERS_VENV)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", "-r",
+                        str(PEERS_REQUIREMENTS)], check=True)
     return str(python)
 
 
