@@ -17,7 +17,9 @@ Step by step:
    services produce, as they arrive;
 4. close the last minute (a view per page past its grace period), wait for every
    result, and check them against what was generated: each closed minute's count per
-   page, and how many readings were enriched, alerted on and dead-lettered.
+   page, and how many readings were enriched, alerted on and dead-lettered;
+5. hand the per-minute counts to Delta Lake, exactly once, and report on them with
+   Spark SQL (``headrace._handoff``; ``--no-spark`` skips it).
 
 Exit code 0 when every result matches, 1 otherwise.
 """
@@ -55,6 +57,8 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
     demo.add_argument("--minutes", type=int, default=5, help="minutes of event time")
     demo.add_argument("--pause", type=float, default=0.6,
                       help="seconds between generated minutes, so results show live")
+    demo.add_argument("--no-spark", action="store_true",
+                      help="skip the hand-off to Delta Lake and the Spark SQL report")
     demo.set_defaults(handler=lambda args: asyncio.run(run_demo(args)))
 
 
@@ -212,10 +216,18 @@ async def run_demo(args: argparse.Namespace) -> int:
                 print(f"[service]  {app_id} running ({name} topology), http://{app.host}/health")
             try:
                 await _wait_running(apps)
-                ok = await _generate_and_watch(args, bootstrap, ends, apps)
+                ok, views = await _generate_and_watch(args, bootstrap, ends, apps)
             finally:
                 for app in apps:
                     await app.stop()
+            if ok and not args.no_spark:
+                from ._handoff import hand_off
+
+                start = {tp.partition: o for tp, o in ends.items()
+                         if tp.topic == views_app.PER_MINUTE}
+                ok = await asyncio.to_thread(hand_off, bootstrap, views_app.PER_MINUTE, start,
+                                             str(Path(state_dir) / "delta" / "page_views"),
+                                             views)
     took = time.monotonic() - started
     print(f"[done]     {'all results match' if ok else 'RESULTS DO NOT MATCH'} ({took:.1f} s)")
     return 0 if ok else 1
@@ -234,7 +246,7 @@ async def _wait_running(apps: list[Any], within: float = 30) -> None:
 
 
 async def _generate_and_watch(args: argparse.Namespace, bootstrap: str, ends: dict[Any, int],
-                              apps: list[Any]) -> bool:
+                              apps: list[Any]) -> tuple[bool, dict[tuple[str, str], int]]:
     from aiokafka import AIOKafkaProducer
 
     from examples import iot_sensors
@@ -279,7 +291,7 @@ async def _generate_and_watch(args: argparse.Namespace, bootstrap: str, ends: di
     with contextlib.suppress(asyncio.CancelledError):
         await watch
     _summary(watcher, views, iot, apps)
-    return ok
+    return ok, views
 
 
 class _Watcher:

@@ -113,7 +113,13 @@ class ExportJob:
             self.client.partitions(Subscription(topics=(self.topic,)), missing_ok=False))
         recorded = self.sink.committed_offsets(bounds)
         fresh = {tp: b for tp, b in bounds.items() if tp not in recorded}
-        start = {**resolve(self.starting, fresh, option="--from"), **recorded}
+        starting = self.starting
+        if not isinstance(starting, str):
+            # Check named partitions against the topic, then let the table's record win
+            # for partitions it already covers (a rerun with the same --from resumes).
+            resolve(starting, bounds, option="--from")
+            starting = {tp: o for tp, o in starting.items() if tp in fresh}
+        start = {**resolve(starting, fresh, option="--from"), **recorded}
         return plan_ranges(start, {tp: b.latest for tp, b in bounds.items()}), recorded
 
     def run(self) -> ExportResult:

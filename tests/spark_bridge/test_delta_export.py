@@ -118,6 +118,19 @@ def test_export_copies_every_record_once_and_rerun_is_a_no_op(
     assert values["value"].to_pylist().count(b'{"n": -1}') == 50
 
 
+def test_rerun_with_an_explicit_start_resumes_from_the_table(
+        bootstrap: str, tmp_path: Path) -> None:
+    topic, placed = make_topic(bootstrap, 300, partitions=1)
+    path = str(tmp_path / "delta")
+    starting = json.dumps({topic: {"0": 100}})
+    first = export_topic(bootstrap, topic, path, starting=starting)
+    assert first.records == 200
+    again = export_topic(bootstrap, topic, path, starting=starting)
+    assert (again.records, again.commits) == (0, 0)
+    with pytest.raises(OptionError, match="no such partition"):
+        export_topic(bootstrap, topic, path, starting=json.dumps({topic: {"7": 0}}))
+
+
 def test_export_that_dies_between_commits_resumes_without_gaps_or_duplicates(
         bootstrap: str, tmp_path: Path) -> None:
     topic, placed = make_topic(bootstrap, 3000)
