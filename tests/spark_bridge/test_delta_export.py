@@ -125,6 +125,7 @@ def test_rerun_with_an_explicit_start_resumes_from_the_table(
     starting = json.dumps({topic: {"0": 100}})
     first = export_topic(bootstrap, topic, path, starting=starting)
     assert first.records == 200
+    assert sorted(rows(Path(path))) == sorted(p for p in placed if p[1] >= 100)
     again = export_topic(bootstrap, topic, path, starting=starting)
     assert (again.records, again.commits) == (0, 0)
     with pytest.raises(OptionError, match="no such partition"):
