@@ -1,35 +1,37 @@
 """The hand-off: windowed page-view counts exported to Delta Lake, then a Spark SQL report.
 
-1. Count page views per page and minute with the windowed-count topology of
-   ``examples.page_views`` (one final count per page and minute).
-2. Put those counts on the topic ``page-views-per-minute`` of a broker, keyed by page,
-   as JSON -- what the streams app writes when it runs as a service.
-3. Export the topic to a Delta table with ``spark_bridge.export_topic`` (the JSON
+1. Put sample page views on ``page-views`` (keyed by user, the view's time as the
+   record timestamp), plus one view per page past the last minute's grace period so
+   every sampled minute closes.
+2. Run the ``examples.page_views`` topology as a service (``streams.runtime.App`` in
+   this process, in its own consumer group) until it has written one final count per
+   page and minute to ``page-views-per-minute``.
+3. Export that topic to a Delta table with ``spark_bridge.export_topic`` (the JSON
    fields become columns); run the export a second time to show it copies nothing
    twice.
 4. Read the table into Spark and print a SQL report: views per page, the busiest
-   minute of each page.
-
-What this shows honestly: step 1 runs the real topology, but through
-``TopologyTestDriver`` in this process, and step 2 produces its output to the broker.
-Under the streams runtime (``headrace run examples/page_views.py:build_topology
---application-id page-views``) the app writes the same topic itself, and steps 3 and 4
-are unchanged.
+   minute of each page; check the totals against the sampled views.
 
     python -m examples.spark_handoff --bootstrap-servers 127.0.0.1:9092 --delta-path /tmp/ppm
+
+The same topology runs on its own with ``headrace run examples/page_views.py:build_topology
+--application-id page-views``; steps 3 and 4 are then unchanged.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import random
 import sys
+import tempfile
+import uuid
 from collections import Counter
 from typing import Any
 
 from dsl import Serdes
-from examples.page_views import PER_MINUTE, T0, VIEWS, build
+from examples.page_views import PER_MINUTE, T0, VIEWS, build, build_topology
 from streams.testing import TestRecord, TopologyTestDriver
 
 PAGES = ("/home", "/pricing", "/docs", "/blog", "/signup")
@@ -68,15 +70,54 @@ def windowed_counts(views: list[TestRecord]) -> list[tuple[str, dict[str, Any]]]
         return [(kv.key, kv.value) for kv in out.read_key_values_to_list()]
 
 
-def publish(bootstrap: str, counts: list[tuple[str, dict[str, Any]]]) -> None:
-    """Step 2: the counts onto the broker, as the running app would write them."""
+GRACE_MS = 10_000  # examples.page_views accepts views up to 10 s late
+
+
+def _minute_of(view: TestRecord) -> int:
+    assert view.timestamp is not None  # sample_views stamps every view
+    return view.timestamp // 60_000
+
+
+def publish_views(bootstrap: str, views: list[TestRecord]) -> None:
+    """Step 1: the sampled views, then a view per page that closes the last minute."""
     from confluent_kafka import Producer
 
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
-    for page, report in counts:
-        producer.produce(PER_MINUTE, key=page.encode(), value=json.dumps(report).encode())
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5})
+    for view in views:
+        producer.produce(VIEWS, key=view.key.encode(), value=json.dumps(view.value).encode(),
+                         timestamp=view.timestamp)
+    closer = (max(_minute_of(v) for v in views) + 1) * 60_000 + GRACE_MS + 1_000
+    for page in PAGES:
+        producer.produce(VIEWS, key=b"closer", timestamp=closer,
+                         value=json.dumps({"page": page, "user": "closer"}).encode())
     if producer.flush(30):
-        raise RuntimeError("the counts were not all acknowledged")
+        raise RuntimeError("the views were not all acknowledged")
+
+
+async def count_as_a_service(bootstrap: str, state_dir: str, finals: int,
+                             within: float = 120) -> int:
+    """Step 2: run the topology as a service until ``finals`` counts are on the topic."""
+    from aiokafka import AIOKafkaConsumer
+
+    from streams.runtime import App
+
+    app = App(f"page-views-handoff-{uuid.uuid4().hex[:6]}", build_topology,
+              bootstrap_servers=bootstrap, state_dir=state_dir, commit_interval_ms=200,
+              http_port=0, log_level="WARNING")
+    await app.start()
+    consumer = AIOKafkaConsumer(PER_MINUTE, bootstrap_servers=bootstrap,
+                                auto_offset_reset="earliest", enable_auto_commit=False)
+    await consumer.start()
+    seen = 0
+    try:
+        deadline = asyncio.get_running_loop().time() + within
+        while seen < finals and asyncio.get_running_loop().time() < deadline:
+            batches = await consumer.getmany(timeout_ms=500)
+            seen += sum(len(records) for records in batches.values())
+    finally:
+        await consumer.stop()
+        await app.stop()
+    return seen
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -90,11 +131,14 @@ def main(argv: list[str] | None = None) -> int:
     from spark_bridge._table import render_table
 
     views = sample_views(args.views)
-    counts = windowed_counts(views)
+    finals = len({(v.value["page"], _minute_of(v)) for v in views})
     expected = Counter(v.value["page"] for v in views)
-    print(f"[streams] {len(views)} views -> {len(counts)} final (page, minute) counts")
-    publish(args.bootstrap_servers, counts)
-    print(f"[topic]   {len(counts)} counts on {PER_MINUTE}")
+    publish_views(args.bootstrap_servers, views)
+    print(f"[topic]   {len(views)} views on {VIEWS}")
+    with tempfile.TemporaryDirectory(prefix="handoff-state-") as state_dir:
+        counted = asyncio.run(count_as_a_service(args.bootstrap_servers, state_dir, finals))
+    print(f"[streams] {len(views)} views -> {counted} final (page, minute) counts"
+          f" on {PER_MINUTE}")
 
     first = export_topic(args.bootstrap_servers, PER_MINUTE, args.delta_path,
                          value_format="json")

@@ -1,4 +1,4 @@
-"""The hand-off example end to end: topology -> topic -> Delta -> Spark SQL report."""
+"""The hand-off example end to end: a streams service -> topic -> Delta -> Spark SQL report."""
 
 from __future__ import annotations
 
