@@ -73,9 +73,13 @@ def windowed_counts(views: list[TestRecord]) -> list[tuple[str, dict[str, Any]]]
 GRACE_MS = 10_000  # examples.page_views accepts views up to 10 s late
 
 
-def _minute_of(view: TestRecord) -> int:
+def _stamp(view: TestRecord) -> int:
     assert view.timestamp is not None  # sample_views stamps every view
-    return view.timestamp // 60_000
+    return view.timestamp
+
+
+def _minute_of(view: TestRecord) -> int:
+    return _stamp(view) // 60_000
 
 
 def publish_views(bootstrap: str, views: list[TestRecord]) -> None:
@@ -85,7 +89,7 @@ def publish_views(bootstrap: str, views: list[TestRecord]) -> None:
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5})
     for view in views:
         producer.produce(VIEWS, key=view.key.encode(), value=json.dumps(view.value).encode(),
-                         timestamp=view.timestamp)
+                         timestamp=_stamp(view))
     closer = (max(_minute_of(v) for v in views) + 1) * 60_000 + GRACE_MS + 1_000
     for page in PAGES:
         producer.produce(VIEWS, key=b"closer", timestamp=closer,
