@@ -2,8 +2,10 @@
 
 Later records win; a null value deletes. Offsets inside a transactional batch are held
 per producer id until that producer's commit marker (a control batch) arrives; an
-abort marker drops them. What is still held at the end belongs to transactions that
-are open, and is handed over as pending.
+abort marker drops them. A transaction's offset loses to a plain commit written after
+it (a higher log offset), as in Kafka, so replaying a compacted log gives the same
+result as replaying the whole one. What is still held at the end belongs to
+transactions that are open, and is handed over as pending.
 """
 
 from __future__ import annotations
@@ -35,6 +37,9 @@ class OffsetsReplay:
         self.groups: dict[str, GroupValue] = {}
         self.offsets: Offsets = {}
         self.pending: dict[int, Offsets] = {}
+        # Log offset of the record behind each committed and each staged offset.
+        self._committed_at: dict[tuple[str, TopicPartition], int] = {}
+        self._staged_at: dict[tuple[int, str, TopicPartition], int] = {}
         self.records = 0
         self.unreadable = 0
 
@@ -63,8 +68,10 @@ class OffsetsReplay:
             tp = TopicPartition(key.topic, key.partition)
             if header.is_transactional:
                 target = self.pending.setdefault(header.producer_id, {})
+                self._staged_at[(header.producer_id, key.group, tp)] = record.offset
             else:
                 target = self.offsets
+                self._committed_at[(key.group, tp)] = record.offset
             if record.value is None:
                 target.get(key.group, {}).pop(tp, None)
             else:
@@ -81,7 +88,22 @@ class OffsetsReplay:
         if not staged or not commit:
             return
         for group, offsets in staged.items():
-            self.offsets.setdefault(group, {}).update(offsets)
+            for tp, value in offsets.items():
+                at = self._staged_at.pop((producer_id, group, tp), -1)
+                if at > self._committed_at.get((group, tp), -1):
+                    self.offsets.setdefault(group, {})[tp] = value
+                    self._committed_at[(group, tp)] = at
+
+    def still_pending(self) -> dict[int, Offsets]:
+        """Offsets of open transactions that a later plain commit has not overtaken."""
+        kept: dict[int, Offsets] = {}
+        for producer_id, staged in self.pending.items():
+            for group, offsets in staged.items():
+                for tp, value in offsets.items():
+                    at = self._staged_at.get((producer_id, group, tp), -1)
+                    if at > self._committed_at.get((group, tp), -1):
+                        kept.setdefault(producer_id, {}).setdefault(group, {})[tp] = value
+        return kept
 
     def _unreadable(self, record: Record, exc: Exception) -> None:
         # One unreadable record must not keep the broker from starting; say so loudly.

@@ -3,6 +3,12 @@
 Offsets committed inside a transaction are staged per producer id and become visible
 only when the transaction commits (``complete_transaction``), or vanish when it
 aborts; until then ``get`` never returns them.
+
+Which write wins is decided by the order the records were written in, as Kafka
+decides it: a plain commit written after a transaction staged its offset is newer, so
+the transaction's commit marker does not overwrite it. Writes reach this class in log
+order (each is applied once durable, and the log keeps order), so a counter stands in
+for the log offset.
 """
 
 from __future__ import annotations
@@ -22,7 +28,9 @@ class TopicPartition:
 class GroupOffsets:
     def __init__(self) -> None:
         self._committed: dict[TopicPartition, OffsetValue] = {}
-        self._pending: dict[int, dict[TopicPartition, OffsetValue]] = {}
+        self._pending: dict[int, dict[TopicPartition, tuple[int, OffsetValue]]] = {}
+        self._written: dict[TopicPartition, int] = {}  # write order of each committed offset
+        self._writes = 0
 
     def __len__(self) -> int:
         return len(self._committed)
@@ -37,7 +45,9 @@ class GroupOffsets:
         return self._committed.items()
 
     def put(self, offsets: Mapping[TopicPartition, OffsetValue]) -> None:
+        self._writes += 1
         self._committed.update(offsets)
+        self._written.update(dict.fromkeys(offsets, self._writes))
 
     def remove(self, tp: TopicPartition, only_if: OffsetValue | None = None) -> bool:
         """Forget ``tp``'s offset; with ``only_if``, only while it is still that value
@@ -46,6 +56,7 @@ class GroupOffsets:
         if current is None or (only_if is not None and current is not only_if):
             return False
         del self._committed[tp]
+        self._written.pop(tp, None)
         return True
 
     def expired(self, now_ms: int, retention_ms: int, empty_since_ms: int | None
@@ -59,12 +70,19 @@ class GroupOffsets:
     # -------------------------------------------------------------- transactions
 
     def stage(self, producer_id: int, offsets: Mapping[TopicPartition, OffsetValue]) -> None:
-        self._pending.setdefault(producer_id, {}).update(offsets)
+        self._writes += 1
+        staged = self._pending.setdefault(producer_id, {})
+        for tp, value in offsets.items():
+            staged[tp] = (self._writes, value)
 
     def has_pending(self, producer_id: int | None = None) -> bool:
         return bool(self._pending) if producer_id is None else producer_id in self._pending
 
     def complete_transaction(self, producer_id: int, commit: bool) -> None:
         staged = self._pending.pop(producer_id, None)
-        if staged and commit:
-            self._committed.update(staged)
+        if not staged or not commit:
+            return
+        for tp, (written, value) in staged.items():
+            if written > self._written.get(tp, 0):
+                self._committed[tp] = value
+                self._written[tp] = written

@@ -98,7 +98,7 @@ class GroupService:
         for partition in topic.partitions:
             replay_log(partition, replay)
         coordinator = GroupCoordinator(config, clock or SystemClock())
-        coordinator.restore(replay.groups, replay.offsets, replay.pending)
+        coordinator.restore(replay.groups, replay.offsets, replay.still_pending())
         log.info("loaded %d group(s) and offsets of %d from %d record(s) of %s in %.3fs",
                  len(replay.groups), len(replay.offsets), replay.records, OFFSETS_TOPIC,
                  time.perf_counter() - started)

@@ -207,6 +207,64 @@ def test_replay_materializes_transactional_offsets_only_on_commit_markers() -> N
     assert coordinator.fetch("g", [T0])[T0].offset == 300
 
 
+def _offset_batch(offset: int, value: int, producer_id: int = -1) -> bytes:
+    from log_broker.groups import OffsetKey, OffsetValue, encode_offset_key, encode_offset_value
+
+    key = encode_offset_key(OffsetKey("g", "orders", 0))
+    record = _records.Record(offset, 0, key, encode_offset_value(OffsetValue(value, -1, "", 0)))
+    if producer_id < 0:
+        return _records.encode_batch([record], base_offset=offset)
+    return _records.encode_batch([record], producer_id=producer_id, producer_epoch=0,
+                                 is_transactional=True, base_offset=offset)
+
+
+def _commit_marker(producer_id: int, offset: int) -> bytes:
+    return _records.encode_control_batch(producer_id=producer_id, producer_epoch=0, commit=True,
+                                         coordinator_epoch=0, timestamp_ms=0, base_offset=offset)
+
+
+def test_a_plain_commit_written_after_a_transactional_one_wins_on_replay() -> None:
+    # txn stages 100, a plain commit writes 150, then the txn commits: 150 stays, as in
+    # Kafka (and as a compacted log, which may keep only the later record, would say).
+    log = _offset_batch(0, 100, producer_id=7) + _offset_batch(1, 150) + _commit_marker(7, 2)
+    replay = OffsetsReplay()
+    for header in _records.parse_batches(log):
+        replay.apply(header, _records.decode_records(log, header))
+    assert replay.offsets["g"][T0].offset == 150
+    # The other order: plain 150 first, then the transaction's 100 committed: 100 is newer.
+    log = _offset_batch(0, 150) + _offset_batch(1, 100, producer_id=7) + _commit_marker(7, 2)
+    replay = OffsetsReplay()
+    for header in _records.parse_batches(log):
+        replay.apply(header, _records.decode_records(log, header))
+    assert replay.offsets["g"][T0].offset == 100
+
+
+def test_an_open_transaction_overtaken_by_a_plain_commit_is_not_handed_over() -> None:
+    log = _offset_batch(0, 100, producer_id=7) + _offset_batch(1, 150)
+    replay = OffsetsReplay()
+    for header in _records.parse_batches(log):
+        replay.apply(header, _records.decode_records(log, header))
+    assert replay.still_pending() == {}
+    coordinator = GroupCoordinator(Harness().coordinator.config, Harness().clock)
+    coordinator.restore(replay.groups, replay.offsets, replay.still_pending())
+    coordinator.complete_transaction(7, commit=True)
+    assert coordinator.fetch("g", [T0])[T0].offset == 150
+
+
+def test_live_commit_after_a_staged_transaction_wins_at_its_marker() -> None:
+    from log_broker.groups import OffsetValue
+    from log_broker.groups._offsets import GroupOffsets
+
+    offsets = GroupOffsets()
+    offsets.stage(7, {T0: OffsetValue(100, -1, "", 0)})
+    offsets.put({T0: OffsetValue(150, -1, "", 0)})
+    offsets.complete_transaction(7, commit=True)
+    assert offsets.get(T0) == OffsetValue(150, -1, "", 0)
+    offsets.stage(8, {T0: OffsetValue(200, -1, "", 0)})
+    offsets.complete_transaction(8, commit=True)
+    assert offsets.get(T0) == OffsetValue(200, -1, "", 0)
+
+
 def test_unreadable_records_are_skipped_not_fatal() -> None:
     replay = OffsetsReplay()
     records = [_records.Record(0, 0, b"\x00\x01garbage", b"x"), _records.Record(1, 0, None, b"")]
