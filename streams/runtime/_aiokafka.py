@@ -48,6 +48,10 @@ def translate(error: BaseException, doing: str) -> ClientError:
     return translated
 
 
+def _isolation(settings: AppSettings) -> str:
+    return "read_committed" if settings.exactly_once else "read_uncommitted"
+
+
 def _tps(partitions: Collection[AioTP]) -> set[TopicPartition]:
     return {(tp.topic, tp.partition) for tp in partitions}
 
@@ -79,10 +83,9 @@ class AiokafkaGroupConsumer:
             max_partition_fetch_bytes=settings.max_partition_fetch_bytes,
             session_timeout_ms=settings.session_timeout_ms,
             heartbeat_interval_ms=settings.heartbeat_interval_ms,
-            isolation_level="read_committed"
-            if settings.processing_guarantee == "exactly_once_v2"
-            else "read_uncommitted",
+            isolation_level=_isolation(settings),
         )
+        self._reset = settings.auto_offset_reset
 
     async def start(self) -> None:
         try:
@@ -131,6 +134,39 @@ class AiokafkaGroupConsumer:
         except KafkaError as error:
             raise translate(error, "committing offsets") from error
 
+    def assignment(self) -> set[TopicPartition]:
+        return _tps(self._consumer.assignment())
+
+    async def seek_to_committed(self, partitions: Collection[TopicPartition]) -> None:
+        """Position each partition at its committed offset, or where ``auto_offset_reset``
+        says when none is committed (aiokafka's own ``seek_to_committed`` leaves such a
+        partition where it was, which a rewind must not)."""
+        consumer = self._consumer
+        try:
+            for t, p in partitions:
+                tp = AioTP(t, p)
+                committed = await consumer.committed(tp)
+                if committed is not None and committed >= 0:
+                    consumer.seek(tp, committed)
+                elif self._reset == "earliest":
+                    await consumer.seek_to_beginning(tp)
+                else:
+                    await consumer.seek_to_end(tp)
+        except (IllegalStateError, AssertionError) as error:
+            raise ClientError(f"rewinding to committed offsets: {error!r}", retriable=True) from error
+        except KafkaError as error:
+            raise translate(error, "rewinding to committed offsets") from error
+
+    def generation_valid(self) -> bool:
+        """Whether the consumer is a member of the current group generation.
+
+        aiokafka resets its generation to -1 when the coordinator says this member is
+        unknown or its generation stale (it was removed from the group); until it
+        rejoins, committing in its name would be a zombie's commit."""
+        coordinator = getattr(self._consumer, "_coordinator", None)
+        generation = getattr(coordinator, "generation", None)
+        return not isinstance(generation, int) or generation >= 0
+
     def highwater(self, partition: TopicPartition) -> int | None:
         try:
             high = self._consumer.highwater(AioTP(*partition))
@@ -150,6 +186,8 @@ class AiokafkaChangelogReader:
             auto_offset_reset="earliest",
             fetch_max_bytes=settings.fetch_max_bytes,
             max_partition_fetch_bytes=settings.max_partition_fetch_bytes,
+            # Under exactly-once a changelog holds aborted writes; restoring must skip them.
+            isolation_level=_isolation(settings),
         )
 
     async def start(self) -> None:
@@ -170,6 +208,14 @@ class AiokafkaChangelogReader:
             await self._consumer.seek_to_beginning(tp)
         else:
             self._consumer.seek(tp, offset)
+
+    async def position(self, partition: TopicPartition) -> int | None:
+        """The next offset the reader will fetch: past control records (transaction
+        markers) and aborted records too, which never come out as records."""
+        try:
+            return int(await self._consumer.position(AioTP(*partition)))
+        except (IllegalStateError, KafkaError):
+            return None
 
     async def end_offsets(self, partitions: Collection[TopicPartition]) -> dict[TopicPartition, int]:
         if not partitions:
@@ -232,17 +278,20 @@ class AiokafkaRecordProducer:
     every delivery, then reports the next offset per partition and any failure.
     """
 
-    def __init__(self, settings: AppSettings) -> None:
+    def __init__(self, settings: AppSettings, **transactional: Any) -> None:
+        # ``transactional`` (transactional_id, transaction_timeout_ms) makes the producer
+        # idempotent and transactional, which requires acks=all.
         self._producer = AIOKafkaProducer(
             bootstrap_servers=settings.bootstrap_servers,
             client_id=f"{settings.application_id}-producer",
-            acks="all" if settings.acks == "all" else int(settings.acks),
+            acks="all" if settings.acks == "all" or transactional else int(settings.acks),
             linger_ms=settings.linger_ms,
             max_batch_size=settings.producer_batch_bytes,
             max_request_size=max(settings.producer_batch_bytes, 1024 * 1024),
             compression_type=None
             if settings.compression_type == "none"
             else settings.compression_type,
+            **({"enable_idempotence": True, **transactional} if transactional else {}),
         )
         self._partition = KeyPartitioner()
         self._counts: dict[str, int] = {}
@@ -398,6 +447,11 @@ class AiokafkaClients:
 
     def producer(self) -> AiokafkaRecordProducer:
         return AiokafkaRecordProducer(self.settings)
+
+    def transactional_producer(self, transactional_id: str) -> Any:
+        from ._aiokafka_txn import AiokafkaTransactionalProducer
+
+        return AiokafkaTransactionalProducer(self.settings, transactional_id)
 
     def admin(self) -> AiokafkaAdmin:
         return AiokafkaAdmin(self.settings)

@@ -18,6 +18,10 @@ task; send what the tasks produced; run due wall-clock punctuations; restore a r
 changelog records if any task is restoring; commit when the interval has passed or a
 task asked for it (``_commit.py`` owns the commit). A lock keeps the rebalance
 callbacks, which commit revoked tasks, from interleaving with a round.
+
+Under exactly-once the producer is transactional (started before anything is read, so
+its InitProducerId aborts what a predecessor left open) and a failed transaction
+rewinds the tasks (``_rewind.py``) instead of stopping the instance.
 """
 
 from __future__ import annotations
@@ -39,9 +43,9 @@ from .._record import ConsumedRecord, ProducedRecord
 from .._topology import Topology
 from ._aiokafka import AiokafkaClients
 from ._assignor import PartitionGroupAssignor
-from ._client import ClientFactory, TopicPartition, TopicSpec
-from ._commit import Committer, GroupOffsetSink
-from ._errors import AppStopped, ClientError, SettingsError
+from ._client import ClientFactory, RecordProducer, TopicPartition, TopicSpec
+from ._commit import Committer, GroupOffsetSink, OffsetSink, TransactionSink
+from ._errors import AppStopped, ClientError, FencedError, SettingsError, TransactionError
 from ._gc import tune_for_streaming
 from ._handlers import ErrorHandler, deserialization_handler
 from ._http import HttpServer
@@ -54,6 +58,7 @@ from ._partition_groups import (
 )
 from ._queries import StoreQueries
 from ._restore import Restorer
+from ._rewind import Rewinder, transactional_id
 from ._settings import AppSettings
 from ._tasks import RuntimeTask, TaskManager
 
@@ -184,8 +189,6 @@ class App:
         """Start up (module docstring) and return once the processing loop runs."""
         self._lifecycle.move(AppState.STARTING)
         settings = self.settings
-        if settings.processing_guarantee == "exactly_once_v2":
-            raise SettingsError("exactly_once_v2 is not available yet; use at_least_once")
         try:
             await self._start(settings)
         except BaseException as error:
@@ -247,7 +250,7 @@ class App:
         )
         self.tasks = TaskManager(
             topology, config, settings.state_dir, sources, logs,
-            lambda topic: self._counts.get(topic, 1), _now_ms,
+            lambda topic: self._counts.get(topic, 1), _now_ms, settings.exactly_once,
         )
         self.assignor = PartitionGroupAssignor(sources, self.host, self.tasks.local_tasks)
         self._processing_errors = ErrorHandler(
@@ -256,15 +259,31 @@ class App:
         production_errors = ErrorHandler(
             "production", settings.production_error_handler, settings.dead_letters, self.metrics
         )
-        self._producer = self._clients.producer()
+        self._producer: RecordProducer
+        if settings.exactly_once:
+            txn_id = transactional_id(settings)
+            txn_producer = self._clients.transactional_producer(txn_id)
+            self._producer = txn_producer
+            log.info("exactly once: transactional id %s", txn_id)
+        else:
+            self._producer = self._clients.producer()
         await self._producer.start()
         self._reader = self._clients.changelog_reader()
         await self._reader.start()
         self._restorer = Restorer(self._reader, self.metrics, settings.max_poll_records)
         self._consumer = self._clients.group_consumer(app_id, self.assignor)
         await self._consumer.start()
+        sink: OffsetSink = (
+            TransactionSink(txn_producer, self._consumer, app_id)
+            if settings.exactly_once
+            else GroupOffsetSink(self._consumer)
+        )
         self._committer = Committer(
-            self._producer, GroupOffsetSink(self._consumer), production_errors, self.metrics
+            self._producer, sink, production_errors, self.metrics, settings.snapshot_interval_ms
+        )
+        self._rewinder = Rewinder(
+            self._clients, settings, self._committer, self._consumer, self.tasks, self._restorer,
+            lambda: self._stop_requested is not None and self._stop_requested.is_set(),
         )
         self._consumer.subscribe(
             sorted({t for topics in sources.values() for t in topics}),
@@ -312,7 +331,10 @@ class App:
                     if now - last_commit >= interval or any(
                         t.executor.commit_requested for t in running
                     ):
-                        await self._committer.commit(running)
+                        try:
+                            await self._committer.commit(running)
+                        except (TransactionError, FencedError) as error:
+                            await self._rewind(error)
                         last_commit = time.monotonic()
                         self._observe_lag(running)
         except Exception as error:
@@ -320,6 +342,13 @@ class App:
             log.error("%s failed: %s", settings.application_id, error, exc_info=error)
         finally:
             await self._shutdown()
+
+    async def _rewind(self, error: TransactionError | FencedError) -> None:
+        """A transaction was aborted: rewind the tasks (``_rewind.py``); a fenced
+        instance that must stop raises ``FencedError`` out of the loop."""
+        await self._rewinder.rewind(error)
+        self._producer = self._committer.producer
+        self._count_tasks()
 
     async def _process(self, batches: dict[TopicPartition, list[ConsumedRecord]]) -> None:
         out: list[ProducedRecord] = []
@@ -364,7 +393,8 @@ class App:
         now = _now_ms()
         out: list[ProducedRecord] = []
         for task in self.tasks.running():
-            task.executor.punctuate_wall_clock(now)
+            if task.executor.punctuate_wall_clock(now):
+                task.dirty = True
             out.extend(task.executor.drain())
         if out:
             self.produced += len(out)
@@ -391,6 +421,14 @@ class App:
                 return
             try:
                 await self._committer.commit(self.tasks.running())
+            except (TransactionError, FencedError) as error:
+                # Aborted: every task rewinds; the new assignment reopens them from
+                # their snapshots at the committed offsets.
+                log.warning("commit on revocation aborted: %s", error)
+                if isinstance(error, FencedError):
+                    await self._rewinder.rewind(error)
+                    self._producer = self._committer.producer
+                self._rewinder.close_all()
             except ClientError as error:
                 log.warning("commit on revocation failed: %s", error)
 
@@ -432,6 +470,11 @@ class App:
             except Exception as error:
                 self._failure = error
                 log.error("final commit failed: %s", error)
+        if self._failure is not None and hasattr(self, "_committer"):
+            # Nothing of a failed instance may commit; its tasks close unclean.
+            await self._committer.abort()
+            for task in self.tasks.tasks.values():
+                task.dirty = True
         for task in list(self.tasks.tasks.values()):
             try:
                 task.close()

@@ -1,6 +1,6 @@
 """The small interface the runtime needs from a Kafka client.
 
-Four narrow Protocols instead of one wide one, so another client library can replace
+Narrow Protocols instead of one wide one, so another client library can replace
 the aiokafka implementation (``_aiokafka.py``) piece by piece. Records cross this
 boundary as the plain tuples tasks already use (:data:`streams.ConsumedRecord`,
 :data:`streams.ProducedRecord`): no client-specific objects reach the tasks.
@@ -70,6 +70,14 @@ class GroupConsumer(Protocol):
     def highwater(self, partition: TopicPartition) -> int | None:
         """The partition's end offset as last fetched, or ``None`` before any fetch."""
 
+    def assignment(self) -> set[TopicPartition]: ...
+
+    async def seek_to_committed(self, partitions: Collection[TopicPartition]) -> None:
+        """Rewind ``partitions`` to the group's committed offsets (exactly-once aborts)."""
+
+    def generation_valid(self) -> bool:
+        """Whether this member still belongs to the group's current generation."""
+
 
 class ChangelogReader(Protocol):
     """A consumer outside any group, for restoring stores from changelogs."""
@@ -84,6 +92,9 @@ class ChangelogReader(Protocol):
         """Position at ``offset``, or at the beginning when it is ``None``."""
 
     async def end_offsets(self, partitions: Collection[TopicPartition]) -> dict[TopicPartition, int]: ...
+
+    async def position(self, partition: TopicPartition) -> int | None:
+        """The next offset to fetch, past transaction markers and aborted records."""
 
     async def poll(
         self, timeout_ms: int, max_records: int
@@ -103,6 +114,18 @@ class RecordProducer(Protocol):
     async def flush(self) -> FlushResult: ...
 
 
+class TransactionalProducer(RecordProducer, Protocol):
+    """The exactly-once producer: what it sends belongs to an open transaction, begun on
+    the first send; the transaction commits together with the consumed offsets."""
+
+    @property
+    def in_transaction(self) -> bool: ...
+
+    async def commit_transaction(self, offsets: Mapping[TopicPartition, int], group_id: str) -> None: ...
+
+    async def abort_transaction(self) -> None: ...
+
+
 class TopicAdmin(Protocol):
     async def start(self) -> None: ...
 
@@ -115,12 +138,14 @@ class TopicAdmin(Protocol):
 
 
 class ClientFactory(Protocol):
-    """Builds the four clients for one application instance."""
+    """Builds the clients of one application instance."""
 
     def group_consumer(self, group_id: str, assignor: object) -> GroupConsumer: ...
 
     def changelog_reader(self) -> ChangelogReader: ...
 
     def producer(self) -> RecordProducer: ...
+
+    def transactional_producer(self, transactional_id: str) -> TransactionalProducer: ...
 
     def admin(self) -> TopicAdmin: ...

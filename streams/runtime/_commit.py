@@ -27,16 +27,64 @@
    commit fails because a rebalance is under way, no checkpoint is written either.
 
 Exactly-once (``exactly_once_v2``) plugs in here and nowhere else, through the
-:class:`OffsetSink` seam:
+:class:`OffsetSink` seam and the transactional producer (``_aiokafka_txn.py``).
 
-- one transactional producer per instance (``transactional_id`` derived from the
-  application id and the instance), begun before the first send of each interval;
-- step 3 becomes ``send_offsets_to_transaction(offsets, group_metadata)`` followed by
-  ``commit_transaction``, so output, changelog and offsets commit atomically; the
-  checkpoint (step 4) is deleted when a task opens, so a crash before the first
-  commit rebuilds stores from the committed changelog;
-- the commit interval drops to 100 ms (``AppSettings.commit_interval``);
-- a failed commit aborts the transaction and rewinds the tasks to committed offsets.
+**The transaction.** One transactional producer per instance; its ``transactional_id``
+is ``<application id>-<instance id>``, the instance id kept in the state directory (or
+set), so a restarted instance takes over its predecessor's id and InitProducerId aborts
+whatever transaction the predecessor left open. The first send of an interval begins a
+transaction; outputs and changelog writes of every task go into it. Step 3 becomes
+:class:`TransactionSink`: check that this consumer is still in the group's current
+generation, ``send_offsets_to_transaction(offsets, group_id)``, ``commit_transaction``.
+Output, changelog records and consumed offsets become visible to read_committed readers
+together, or not at all. Input and changelogs are read read_committed, so nothing of an
+aborted transaction is ever processed or restored.
+
+**Local state.** The live RocksDB stores are written as records are processed, ahead of
+the transaction that logs the writes; after a crash they may hold aborted writes, so
+they are never trusted after a crash. What is trusted, and why it matches exactly:
+
+1. *A checkpoint next to the live stores* exists only after a clean close of a task
+   that processed nothing since its last commit (``RuntimeTask.close``): every write in
+   the stores was logged in a committed transaction, and the checkpoint names the
+   changelog offsets just past them. It is deleted when the task opens again, before
+   the first record is processed, so it never survives a crash next to dirty stores.
+2. *A snapshot* (``_snapshots.py``) is taken in step 4, after ``commit_transaction``
+   returned and before anything new is processed (the commit holds the runtime's lock):
+   step 1 flushed every cache into the stores and every write went to the changelog in
+   the transaction that just committed, so the stores equal the committed changelog up
+   to the offsets of step 2, which are written inside the snapshot. Snapshots are taken
+   at most every ``snapshot_interval_ms`` (RocksDB checkpoints flush the memtable; at
+   every 100 ms commit that would be too many small files).
+3. *Neither*: the stores are rebuilt from the beginning of the changelog.
+
+On open without a clean checkpoint, the snapshot replaces the live stores and restoring
+reads the changelog from the snapshot's offsets, read_committed: only the committed
+tail since the snapshot, never the whole changelog (Kafka Streams wipes and re-reads
+all of it). The restored state then equals the committed changelog, whose end is
+exactly what the committed input offsets produced, because both committed in one
+transaction: processing resumes from those offsets with state that matches them.
+A snapshot is never ahead of the committed offsets (it is taken after the commit) and
+being behind only costs a longer tail. A crash while a snapshot is being taken leaves
+the previous one (rename, see ``_snapshots.py``).
+
+**Failures.** Anything failing inside a transaction (a send, the offsets, the commit)
+raises :class:`TransactionError`: the committer aborts the transaction and the
+application rewinds every task: closes it without a checkpoint, reopens it from its
+snapshot and seeks its input back to the committed offsets. A producer fenced by a
+newer instance with its id raises :class:`FencedError`: nothing of ours can commit any
+more; the application rewinds once with a new producer (a broker that timed the
+transaction out fences the same way), and stops cleanly if fenced again soon after.
+
+**Zombies.** aiokafka's TxnOffsetCommit (version 0) carries no generation, so the
+broker fences only by producer epoch. A member the group removed (its session timed
+out) is caught here instead: :class:`TransactionSink` refuses to commit unless the
+consumer's generation is valid, and the transaction timeout (half the session timeout
+by default) makes the broker abort a dead instance's open transaction before the group
+hands its partitions to another instance.
+
+The commit interval drops to 100 ms under exactly-once (``AppSettings.commit_interval``):
+a read_committed reader sees output only when its transaction commits.
 """
 
 from __future__ import annotations
@@ -46,8 +94,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from ._client import GroupConsumer, RecordProducer, TopicPartition
-from ._errors import ClientError, ProductionError
+from ._client import GroupConsumer, RecordProducer, TopicPartition, TransactionalProducer
+from ._errors import ClientError, FencedError, ProductionError, TransactionError
 from ._handlers import ErrorHandler
 from ._metrics import AppMetrics
 from ._tasks import RuntimeTask
@@ -56,7 +104,9 @@ log = logging.getLogger("streams.runtime.commit")
 
 
 class OffsetSink(Protocol):
-    """Where step 4 sends consumed offsets: the group (at-least-once) or a transaction."""
+    """Where step 3 sends consumed offsets: the group (at-least-once) or a transaction."""
+
+    transactional: bool
 
     async def commit(self, offsets: Mapping[TopicPartition, int]) -> None: ...
 
@@ -64,11 +114,38 @@ class OffsetSink(Protocol):
 class GroupOffsetSink:
     """At-least-once: commit offsets to the group coordinator."""
 
+    transactional = False
+
     def __init__(self, consumer: GroupConsumer) -> None:
         self._consumer = consumer
 
     async def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
-        await self._consumer.commit(offsets)
+        if offsets:
+            await self._consumer.commit(offsets)
+
+
+class TransactionSink:
+    """Exactly-once: the offsets join the producer's transaction, which then commits."""
+
+    transactional = True
+
+    def __init__(self, producer: TransactionalProducer, consumer: GroupConsumer, group_id: str) -> None:
+        self.producer = producer
+        self._consumer = consumer
+        self._group_id = group_id
+
+    async def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
+        if not offsets and not self.producer.in_transaction:
+            return
+        if not self._consumer.generation_valid():
+            raise TransactionError(
+                "this member left the group's current generation; its partitions may "
+                "belong to another instance now, so its transaction must not commit"
+            )
+        await self.producer.commit_transaction(offsets, self._group_id)
+
+    async def abort(self) -> None:
+        await self.producer.abort_transaction()
 
 
 class Committer:
@@ -78,19 +155,63 @@ class Committer:
         offsets: OffsetSink,
         production_errors: ErrorHandler,
         metrics: AppMetrics,
+        snapshot_interval_ms: int = 0,
     ) -> None:
         self._producer = producer
         self._offsets = offsets
         self._production_errors = production_errors
         self._metrics = metrics
+        self._snapshot_interval = snapshot_interval_ms / 1000
+        # An abort that failed leaves the producer unusable: the rewind replaces it.
+        self.broken = False
+
+    @property
+    def producer(self) -> RecordProducer:
+        return self._producer
+
+    def replace_producer(self, producer: TransactionalProducer) -> None:
+        """After a fence: a new producer (new epoch) for the same transactional id."""
+        self._producer = producer
+        self.broken = False
+        if isinstance(self._offsets, TransactionSink):
+            self._offsets.producer = producer
 
     async def send(self, records: Sequence[tuple[str, bytes | None, bytes | None, int, object, int | None]]) -> None:
         if records:
             await self._producer.send(records)  # type: ignore[arg-type]
 
     async def commit(self, tasks: Sequence[RuntimeTask]) -> None:
-        """Run steps 1-4 of the module docstring for ``tasks`` (RUNNING ones)."""
+        """Run steps 1-4 of the module docstring for ``tasks`` (RUNNING ones).
+
+        Under exactly-once a failure in steps 1-3 aborts the transaction (best effort)
+        and raises :class:`TransactionError` (or :class:`FencedError`); the caller
+        rewinds the tasks."""
+        if not self._offsets.transactional:
+            await self._commit(tasks)
+            return
+        try:
+            await self._commit(tasks)
+        except FencedError:
+            raise
+        except (TransactionError, ClientError, ProductionError) as error:
+            await self.abort()
+            if isinstance(error, TransactionError):
+                raise
+            raise TransactionError(f"transaction aborted: {error}") from error
+
+    async def abort(self) -> None:
+        """Abort the open transaction; a failed abort is logged (the next InitProducerId
+        or the transaction timeout aborts it at the broker)."""
+        if isinstance(self._offsets, TransactionSink):
+            try:
+                await self._offsets.abort()
+            except (TransactionError, FencedError, ClientError) as error:
+                self.broken = True
+                log.warning("aborting the transaction failed (%s); the broker will abort it", error)
+
+    async def _commit(self, tasks: Sequence[RuntimeTask]) -> None:
         started = time.perf_counter()
+        transactional = self._offsets.transactional
         # 1. flush stores; what they forward joins the output
         for task in tasks:
             task.executor.flush()
@@ -103,24 +224,33 @@ class Committer:
             for tp in task.changelogs.values():
                 if tp in next_offsets:
                     task.changelog_offsets[tp] = next_offsets[tp]
-        # 3. commit consumed offsets
+        # 3. commit consumed offsets (under exactly-once: with the transaction)
         offsets: dict[TopicPartition, int] = {}
         for task in tasks:
             offsets.update(task.offsets_to_commit())
-        if offsets:
+        if offsets or transactional:
             try:
                 await self._offsets.commit(offsets)
             except ClientError as error:
-                if not error.retriable:
+                if not error.retriable or transactional:
                     raise
                 # A rebalance is under way; the new owner replays from the last commit.
                 log.warning("offset commit failed (%s); input since the last commit will be replayed", error)
                 return
             for task in tasks:
                 task.committed.update(task.offsets_to_commit())
-        # 4. checkpoint the changelog offsets the flushed (and now committed) state covers
+        # 4. checkpoint the changelog offsets the flushed (and now committed) state
+        # covers; under exactly-once, snapshot the stores now and then instead
+        now = time.monotonic()
         for task in tasks:
-            task.write_checkpoint()
+            if not transactional:
+                task.write_checkpoint()
+                continue
+            task.dirty = False
+            if (task.snapshots is not None and task.changelogs
+                    and now - task.last_snapshot >= self._snapshot_interval):
+                task.snapshots.take(task.executor.stores, task.changelog_offsets)
+                task.last_snapshot = now
         self._metrics.commits.inc()
         self._metrics.commit_latency.observe(time.perf_counter() - started)
 

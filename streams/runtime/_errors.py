@@ -12,6 +12,10 @@ root::
         ├── ProductionError          a record could not be produced and the handler
         │                            said fail
         ├── RestoreError             a store could not be restored from its changelog
+        ├── TransactionError         an exactly-once transaction failed and was aborted;
+        │                            retriable: the tasks rewind to committed offsets
+        ├── FencedError              a newer instance with the same transactional id (or
+        │                            a newer group generation) took over; not retriable
         └── AppStopped               the application stopped because of an error;
                                      ``__cause__`` says which
 
@@ -55,6 +59,16 @@ class ProductionError(RuntimeFailure):
 
 class RestoreError(RuntimeFailure):
     """A store could not be restored from its changelog."""
+
+
+class TransactionError(RuntimeFailure):
+    """An exactly-once transaction failed; it is aborted and its tasks rewound."""
+
+    retriable = True
+
+
+class FencedError(RuntimeFailure):
+    """This instance was replaced: its producer was fenced or it left the group."""
 
 
 class AppStopped(RuntimeFailure):

@@ -17,6 +17,11 @@ reported end lies inside its last batch still restores the whole batch.
 Each :meth:`Restorer.step` reads one round of records, hands them to their stores'
 ``restore_batch`` and reports the tasks whose every changelog partition reached the end
 offset noted when the task was added.
+
+Progress is the reader's position, not the last record's offset plus one: under
+exactly-once the reader is read_committed, the end is the last stable offset, and the
+offsets of transaction markers and aborted records never come out as records. A
+changelog ending in a commit marker would otherwise never count as restored.
 """
 
 from __future__ import annotations
@@ -120,6 +125,10 @@ class Restorer:
                 max(0, progress.end - progress.position)
             )
             touched.add(progress.task.id)
+        for tp, progress in self._pending.items():
+            position = await self._reader.position(tp)
+            if position is not None and position > progress.position:
+                progress.position = position
         done_tps = [tp for tp, p in self._pending.items() if p.position >= p.end]
         finished: dict[str, RuntimeTask] = {}
         for tp in done_tps:

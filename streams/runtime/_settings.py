@@ -64,6 +64,12 @@ class AppSettings(pydantic.BaseModel):
     compression_type: Literal["none", "gzip", "snappy", "lz4", "zstd"] = "none"
     auto_offset_reset: Literal["earliest", "latest"] = "earliest"
     session_timeout_ms: int = pydantic.Field(default=10_000, ge=1000)
+    # Exactly-once: the instance's name in its transactional id (stable across restarts;
+    # None: a name kept in the state directory), the transaction timeout (None: half the
+    # session timeout) and how often a commit also snapshots the RocksDB stores.
+    instance_id: str | None = pydantic.Field(default=None, pattern=r"^[A-Za-z0-9._-]+$")
+    transaction_timeout_ms: int | None = pydantic.Field(default=None, ge=100)
+    snapshot_interval_ms: int = pydantic.Field(default=5_000, ge=0)
     heartbeat_interval_ms: int = pydantic.Field(default=1_000, ge=100)
     deserialization_error_handler: ErrorAction | None = None
     processing_error_handler: ErrorAction = "fail"
@@ -78,7 +84,22 @@ class AppSettings(pydantic.BaseModel):
             raise ValueError("standby replicas are not supported yet; use 0")
         if self.heartbeat_interval_ms * 3 > self.session_timeout_ms:
             raise ValueError("heartbeat_interval_ms must be at most a third of session_timeout_ms")
+        if self.transaction_timeout >= self.session_timeout_ms:
+            # A dead instance's open transaction must be aborted before the group hands
+            # its partitions to another instance, or the new owner's reads stall on it.
+            raise ValueError("transaction_timeout_ms must be below session_timeout_ms")
         return self
+
+    @property
+    def transaction_timeout(self) -> int:
+        """Milliseconds before the broker aborts an open transaction of this instance."""
+        if self.transaction_timeout_ms is not None:
+            return self.transaction_timeout_ms
+        return self.session_timeout_ms // 2
+
+    @property
+    def exactly_once(self) -> bool:
+        return self.processing_guarantee == "exactly_once_v2"
 
     @property
     def commit_interval(self) -> int:

@@ -12,7 +12,14 @@ A task processes nothing while RESTORING: its source partitions stay paused.
 Opening a task, step by step: read its checkpoint; if there is none, or it cannot be
 read, wipe the task's state directory, because local state without a checkpoint may hold
 writes the changelog never got; build and ``init`` the executor; note, per logged store,
-the changelog offset to restore from (the checkpointed one, or the beginning).
+the changelog offset to restore from (the checkpointed one, or the beginning; always the
+beginning for an in-memory store, which starts empty).
+
+Under exactly-once the checkpoint exists only after a clean close; it is deleted as the
+task opens, since the live stores run ahead of it from the first record on. Without one,
+the newest snapshot (``_snapshots.py``) replaces the live stores and its offsets are
+where restoring starts; without a snapshot, the stores are rebuilt from the beginning.
+``_commit.py`` argues why each of these states matches the committed changelog.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from .._task import TaskExecutor
 from .._topology import Topology
 from ._client import TopicPartition
 from ._partition_groups import parse_task_id
+from ._snapshots import TaskSnapshots
 
 log = logging.getLogger("streams.runtime.tasks")
 
@@ -71,6 +79,11 @@ class RuntimeTask:
             tp: o for tp, o in restore_from.items() if o is not None
         }
         self.restored_records = 0
+        # Exactly-once: snapshots of the stores, and whether anything was processed
+        # since the last commit (a clean close may checkpoint only a clean task).
+        self.snapshots: TaskSnapshots | None = None
+        self.last_snapshot = 0.0
+        self.dirty = False
         self._lifecycle = Lifecycle(
             f"task {task_id}", RuntimeTaskState.RESTORING, RUNTIME_TASK_TRANSITIONS
         )
@@ -90,6 +103,7 @@ class RuntimeTask:
     def process(self, tp: TopicPartition, records: list[ConsumedRecord]) -> list[ProducedRecord]:
         """Feed one partition's records; return what the task produced."""
         executor = self.executor
+        self.dirty = True
         executor.process_partition(tp[0], tp[1], records)
         self.next_offsets[tp] = records[-1][2] + 1
         return executor.drain()
@@ -102,10 +116,16 @@ class RuntimeTask:
             TaskCheckpoint(self.state_dir).write_checkpoint(self.changelog_offsets)
 
     def close(self) -> None:
+        """Close the executor. Under exactly-once a task with nothing processed since
+        its last commit is clean: its stores hold exactly the committed changelog, so a
+        checkpoint is written after the stores are closed and the next open trusts them."""
         if self._lifecycle.state is RuntimeTaskState.CLOSED:
             return
+        running = self.running
         self._lifecycle.move(RuntimeTaskState.CLOSED)
         self.executor.close()
+        if self.snapshots is not None and running and not self.dirty:
+            self.write_checkpoint()
 
 
 class TaskManager:
@@ -120,7 +140,9 @@ class TaskManager:
         changelogs: Mapping[int, Mapping[str, str]],
         partitions_for: Callable[[str], int],
         clock_ms: Callable[[], int],
+        exactly_once: bool = False,
     ) -> None:
+        self._exactly_once = exactly_once
         self._topology = topology
         self._config = config
         self._root = state_dir
@@ -175,7 +197,15 @@ class TaskManager:
         except (CheckpointError, StoreIOError) as error:
             log.warning("task %s: unusable checkpoint (%s); rebuilding from changelog", task_id, error)
             checkpointed = {}
-        if not checkpointed and directory.exists():
+        snapshots = TaskSnapshots(directory) if self._exactly_once else None
+        origin = "checkpoint"
+        if snapshots is not None:
+            if checkpointed:
+                TaskCheckpoint(directory).delete_checkpoint()
+            else:
+                checkpointed = snapshots.install()
+                origin = "snapshot"
+        elif not checkpointed and directory.exists():
             shutil.rmtree(directory)
         executor = TaskExecutor(
             self._topology,
@@ -190,14 +220,24 @@ class TaskManager:
         changelogs = {
             store: (topic, partition) for store, topic in self._changelogs.get(sub, {}).items()
         }
-        restore_from = {tp: checkpointed.get(tp) for tp in changelogs.values()}
+        restore_from = {
+            tp: checkpointed.get(tp) if getattr(executor.stores.get(store), "persistent", True) else None
+            for store, tp in changelogs.items()
+        }
         log.info(
-            "task %s opened; restoring %s",
+            "task %s opened; restoring %s%s",
             task_id,
             {f"{t}-{p}": ("beginning" if o is None else o) for (t, p), o in restore_from.items()}
             or "nothing",
+            f" (from the {origin})" if checkpointed else "",
         )
-        return RuntimeTask(task_id, executor, sources, changelogs, directory, restore_from)
+        task = RuntimeTask(task_id, executor, sources, changelogs, directory, restore_from)
+        if snapshots is not None and snapshots.supported(executor.stores, changelogs):
+            task.snapshots = snapshots
+        elif snapshots is not None:
+            # Stores a snapshot cannot capture: a crash means rebuilding from the changelog.
+            snapshots.discard()
+        return task
 
     def revoked(self, revoked: Iterable[TopicPartition]) -> list[RuntimeTask]:
         """The open tasks that lose a partition in ``revoked`` (they are not closed here)."""

@@ -60,21 +60,24 @@ class Instance:
     """One application instance as its own ``headrace run`` process; ``target`` names a
     function in ``runtime_apps.py``, or any ``module:name`` or ``path.py:name``."""
 
-    def __init__(self, target: str, app_id: str, bootstrap: str, state_dir: Path, name: str) -> None:
+    def __init__(self, target: str, app_id: str, bootstrap: str, state_dir: Path, name: str,
+                 env: dict[str, str] | None = None, commit_interval_ms: int | None = 200) -> None:
         self.log_path = state_dir.parent / f"{name}.log"
         self.state_dir = state_dir
+        self.env = env or {}
         self.args = [
             sys.executable, "-m", "headrace", "run", target if ":" in target else f"{APPS}:{target}",
             "--application-id", app_id, "--bootstrap-servers", bootstrap,
-            "--state-dir", str(state_dir), "--status-interval", "0.5",
-            "--commit-interval-ms", "200", "--http-port", "0",
+            "--state-dir", str(state_dir), "--status-interval", "0.5", "--http-port", "0",
         ]
+        if commit_interval_ms is not None:
+            self.args += ["--commit-interval-ms", str(commit_interval_ms)]
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> Instance:
         log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "HEADRACE_SESSION_TIMEOUT_MS": "6000",
-               "HEADRACE_HEARTBEAT_INTERVAL_MS": "500", "PYTHONPATH": str(ROOT)}
+               "HEADRACE_HEARTBEAT_INTERVAL_MS": "500", "PYTHONPATH": str(ROOT), **self.env}
         self.proc = subprocess.Popen(self.args, stdout=log, stderr=log, env=env, cwd=ROOT)
         log.close()
         return self

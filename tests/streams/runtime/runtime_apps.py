@@ -66,3 +66,26 @@ def count_restart() -> Topology:
 
 def upper_tansu() -> Topology:
     return upper_topology(f"{INPUT}-upper", f"{UPPER}-upper")
+
+
+# The payments job of the exactly-once tests: one pair of topics per test.
+def _payments(name: str) -> Topology:
+    from examples.payments import build
+
+    return build(source=f"pay-in-{name}", sink=f"pay-out-{name}").build()
+
+
+def payments_eos() -> Topology:
+    return _payments("eos")
+
+
+def payments_alos() -> Topology:
+    return _payments("alos")
+
+
+def payments_broker() -> Topology:
+    return _payments("broker")
+
+
+def payments_smoke() -> Topology:
+    return _payments("smoke")

@@ -53,6 +53,8 @@ class FakeProducer:
 
 
 class FakeOffsets:
+    transactional = False
+
     def __init__(self, journal: Journal, fail: ClientError | None = None) -> None:
         self.journal = journal
         self.fail = fail

@@ -1,0 +1,114 @@
+"""The payments job of the exactly-once tests: input, a read_committed reader, the check.
+
+Payments are ``(account, amount)`` drawn from a seeded generator, so the test knows the
+exact running balance every account must show after each of its payments.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+
+ACCOUNTS = 1000
+
+
+def payments(count: int, seed: int = 8, accounts: int = ACCOUNTS) -> list[tuple[str, int]]:
+    rng = random.Random(seed)
+    return [(f"acct-{rng.randrange(accounts):04d}", rng.randint(-500, 1000)) for _ in range(count)]
+
+
+def expected(records: list[tuple[str, int]]) -> dict[str, list[tuple[int, int]]]:
+    """Per account, ``(balance, payments)`` after each of its payments, in order."""
+    out: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    totals: dict[str, int] = defaultdict(int)
+    for account, amount in records:
+        totals[account] += amount
+        out[account].append((totals[account], len(out[account]) + 1))
+    return dict(out)
+
+
+async def create_topics(bootstrap: str, *topics: str, partitions: int = 4) -> None:
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        await admin.create_topics([NewTopic(t, partitions, 1) for t in topics])
+    finally:
+        await admin.close()
+
+
+async def produce(bootstrap: str, topic: str, records: list[tuple[str, int]],
+                  per_second: float | None = None, chunk: int = 500) -> None:
+    """Send ``records`` in order (idempotent, so a broker restart neither loses nor
+    doubles input), at about ``per_second`` when given."""
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5, enable_idempotence=True,
+                                request_timeout_ms=60_000)
+    await producer.start()
+    started = time.monotonic()
+    try:
+        for i in range(0, len(records), chunk):
+            for account, amount in records[i : i + chunk]:
+                await producer.send(topic, str(amount).encode(), key=account.encode())
+            if per_second:
+                ahead = (i + chunk) / per_second - (time.monotonic() - started)
+                if ahead > 0:
+                    await asyncio.sleep(ahead)
+        await producer.flush()
+    finally:
+        await producer.stop()
+
+
+@dataclass
+class Balances:
+    """What a read_committed reader of the output saw, per account in order."""
+
+    seen: dict[str, list[tuple[int, int]]] = field(default_factory=lambda: defaultdict(list))
+    records: int = 0
+
+    def add(self, key: bytes, value: bytes) -> None:
+        balance, count = value.decode().split(",")
+        self.seen[key.decode()].append((int(balance), int(count)))
+        self.records += 1
+
+    def reached(self, want: dict[str, list[tuple[int, int]]]) -> bool:
+        return all(self.seen.get(a) and self.seen[a][-1][1] >= len(w) for a, w in want.items())
+
+    def problems(self, want: dict[str, list[tuple[int, int]]]) -> list[str]:
+        """Accounts whose balances differ from the exact running sums, described."""
+        out = []
+        for account, exact in sorted(want.items()):
+            got = self.seen.get(account, [])
+            if got != exact:
+                counted_twice = sum(1 for (_b, n), i in zip(got, range(1, len(got) + 1), strict=False) if n != i)
+                out.append(f"{account}: {len(got)} balances for {len(exact)} payments, final "
+                           f"{got[-1] if got else None} vs {exact[-1]}, {counted_twice} out of step")
+        return out
+
+
+async def read_committed(bootstrap: str, topic: str, want: dict[str, list[tuple[int, int]]],
+                         wait: float, into: Balances | None = None) -> Balances:
+    """Read ``topic`` read_committed until every account reached its payment count (or
+    ``wait`` seconds pass), then a little longer, so duplicates after it show too."""
+    balances = into or Balances()
+    consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest",
+                                isolation_level="read_committed", enable_auto_commit=False)
+    await consumer.start()
+    deadline = time.monotonic() + wait
+    settle: float | None = None
+    try:
+        while time.monotonic() < deadline:
+            for records in (await consumer.getmany(timeout_ms=500, max_records=50_000)).values():
+                for r in records:
+                    balances.add(r.key, r.value)
+            if settle is None and balances.reached(want):
+                settle = time.monotonic() + 2.0
+            if settle is not None and time.monotonic() >= settle:
+                break
+    finally:
+        await consumer.stop()
+    return balances
