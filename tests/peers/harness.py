@@ -1,6 +1,8 @@
 """What the peer-application tests share: the peers' interpreter, the peer process, and a
 client side (confluent-kafka from the project's own virtualenv) that produces the input,
-watches the group's committed offsets and reads back the output.
+watches the group's committed offsets and last stable offsets, and reads back the output;
+and a reader of raw record batches, for the facts no client shows: which batches are
+transactional, which are commit or abort markers, how many records compaction removed.
 
 The peers run under ``.venv-peers/bin/python`` (``scripts/dev test`` creates it from
 ``tests/peers/requirements.txt``): Quix Streams pins a confluent-kafka other than the
