@@ -137,6 +137,13 @@ class AiokafkaGroupConsumer:
     def assignment(self) -> set[TopicPartition]:
         return _tps(self._consumer.assignment())
 
+    def seek(self, partition: TopicPartition, offset: int) -> None:
+        try:
+            self._consumer.seek(AioTP(*partition), offset)
+        except (IllegalStateError, AssertionError) as error:
+            # The partition was revoked meanwhile; its new owner starts from the commit.
+            log.info("not seeking %s-%d: %r", partition[0], partition[1], error)
+
     async def seek_to_committed(self, partitions: Collection[TopicPartition]) -> None:
         """Position each partition at its committed offset, or where ``auto_offset_reset``
         says when none is committed (aiokafka's own ``seek_to_committed`` leaves such a

@@ -357,8 +357,12 @@ class App:
         for tp, records in batches.items():
             task = by_partition.get(tp)
             if task is None or not task.running or not records:
-                if records:
-                    log.warning("dropping %d records of %s-%d: no running task", len(records), *tp)
+                if records and task is not None:
+                    # Fetched before the partition was paused for restoring: fetch them
+                    # again once the task runs, or they would be skipped.
+                    self._consumer.seek(tp, records[0][2])
+                elif records:
+                    log.warning("dropping %d records of %s-%d: no task", len(records), *tp)
                 continue
             try:
                 out.extend(task.process(tp, records))

@@ -72,6 +72,9 @@ class GroupConsumer(Protocol):
 
     def assignment(self) -> set[TopicPartition]: ...
 
+    def seek(self, partition: TopicPartition, offset: int) -> None:
+        """Fetch ``partition`` from ``offset`` next."""
+
     async def seek_to_committed(self, partitions: Collection[TopicPartition]) -> None:
         """Rewind ``partitions`` to the group's committed offsets (exactly-once aborts)."""
 

@@ -11,9 +11,11 @@ import random
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from rtprocs import Instance
 
 ACCOUNTS = 1000
 
@@ -112,3 +114,63 @@ async def read_committed(bootstrap: str, topic: str, want: dict[str, list[tuple[
     finally:
         await consumer.stop()
     return balances
+
+
+@dataclass
+class Job:
+    """Two instances of the payments job, killed with SIGKILL and restarted while input
+    flows; what it produced, read read_committed."""
+
+    bootstrap: str
+    root: Path
+    name: str
+    guarantee: str
+    count: int
+    per_second: float
+    kills: int
+    seed: int = 8
+    instances: list[Instance] = field(default_factory=list)
+    killed: int = 0
+
+    @property
+    def topics(self) -> tuple[str, str]:
+        return f"pay-in-{self.name}", f"pay-out-{self.name}"
+
+    def spawn(self, name: str) -> Instance:
+        env = {"HEADRACE_PROCESSING_GUARANTEE": self.guarantee}
+        instance = Instance(f"payments_{self.name}", f"payments_{self.name}", self.bootstrap,
+                            self.root / name, name, env=env, commit_interval_ms=None)
+        self.instances.append(instance)
+        return instance.start()
+
+    async def kill_now_and_then(self, gaps: tuple[float, float], producing: asyncio.Task[None]) -> None:
+        """Kill a random instance ``kills`` times, ``gaps`` seconds apart (uniformly
+        drawn), restarting it at once on its own state directory."""
+        rng = random.Random(self.seed * 31)
+        for _ in range(self.kills):
+            await asyncio.sleep(rng.uniform(*gaps))
+            victim = rng.choice(self.instances)
+            victim.kill()
+            self.killed += 1
+            await asyncio.sleep(rng.uniform(0.0, 0.5))
+            victim.start()
+
+    async def run(self, gaps: tuple[float, float], wait: float) -> tuple[Balances, dict[str, list[tuple[int, int]]]]:
+        source, sink = self.topics
+        await create_topics(self.bootstrap, source, sink)
+        records = payments(self.count, self.seed)
+        want = expected(records)
+        self.spawn("a")
+        self.spawn("b")
+        await asyncio.to_thread(self.instances[0].wait_for, "tasks=0_", 60)
+        producing = asyncio.create_task(produce(self.bootstrap, source, records, self.per_second))
+        await self.kill_now_and_then(gaps, producing)
+        await producing
+        balances = await read_committed(self.bootstrap, sink, want, wait)
+        return balances, want
+
+    def stop(self) -> list[int]:
+        return [instance.stop() for instance in self.instances]
+
+    def logs(self) -> str:
+        return "\n".join(instance.log() for instance in self.instances)
