@@ -1,7 +1,8 @@
 """The streams runtime: a topology run as a service in a consumer group.
 
 ``App`` joins the group, maps partitions to tasks, restores stores from changelogs,
-runs the commit loop and serves health, metrics and interactive queries.
+runs the commit loop (at least once, or exactly once in transactions) and serves
+health, metrics and interactive queries.
 """
 
 from ._app import App as App
@@ -13,13 +14,16 @@ from ._client import ClientFactory as ClientFactory
 from ._client import GroupConsumer as GroupConsumer
 from ._client import RecordProducer as RecordProducer
 from ._client import TopicAdmin as TopicAdmin
+from ._client import TransactionalProducer as TransactionalProducer
 from ._errors import AppStopped as AppStopped
 from ._errors import ClientError as ClientError
 from ._errors import CoPartitionError as CoPartitionError
+from ._errors import FencedError as FencedError
 from ._errors import ProductionError as ProductionError
 from ._errors import RestoreError as RestoreError
 from ._errors import RuntimeFailure as RuntimeFailure
 from ._errors import SettingsError as SettingsError
+from ._errors import TransactionError as TransactionError
 from ._murmur2 import murmur2 as murmur2
 from ._murmur2 import partition_for_key as partition_for_key
 from ._partition_groups import TaskLayout as TaskLayout
@@ -34,6 +38,7 @@ __all__ = [
     "ClientError",
     "ClientFactory",
     "CoPartitionError",
+    "FencedError",
     "GroupConsumer",
     "PartitionGroupAssignor",
     "ProductionError",
@@ -43,6 +48,8 @@ __all__ = [
     "SettingsError",
     "TaskLayout",
     "TopicAdmin",
+    "TransactionError",
+    "TransactionalProducer",
     "assign_tasks",
     "murmur2",
     "partition_for_key",

@@ -5,9 +5,10 @@ import streams.runtime as runtime
 def test_runtime_public_surface_is_pinned() -> None:
     assert sorted(runtime.__all__) == [
         "App", "AppSettings", "AppState", "AppStopped", "ChangelogReader", "ClientError",
-        "ClientFactory", "CoPartitionError", "GroupConsumer", "PartitionGroupAssignor",
-        "ProductionError", "RecordProducer", "RestoreError", "RuntimeFailure", "SettingsError",
-        "TaskLayout", "TopicAdmin", "assign_tasks", "murmur2", "partition_for_key",
+        "ClientFactory", "CoPartitionError", "FencedError", "GroupConsumer",
+        "PartitionGroupAssignor", "ProductionError", "RecordProducer", "RestoreError",
+        "RuntimeFailure", "SettingsError", "TaskLayout", "TopicAdmin", "TransactionError",
+        "TransactionalProducer", "assign_tasks", "murmur2", "partition_for_key",
     ]
     for name in runtime.__all__:
         assert hasattr(runtime, name), name
@@ -15,10 +16,12 @@ def test_runtime_public_surface_is_pinned() -> None:
 
 def test_runtime_errors_hang_under_the_streams_root_and_say_if_retriable() -> None:
     errors = [getattr(runtime, n) for n in runtime.__all__ if n.endswith(("Error", "Failure", "Stopped"))]
-    assert len(errors) == 7
+    assert len(errors) == 9
     for error in errors:
         assert issubclass(error, runtime.RuntimeFailure)
         assert issubclass(error, streams.StreamsError)
         assert isinstance(error.retriable, bool)
     assert runtime.ClientError("x", retriable=True).retriable is True
     assert runtime.ClientError("x").retriable is False
+    assert runtime.TransactionError.retriable is True  # aborted, the tasks rewind
+    assert runtime.FencedError.retriable is False

@@ -1,0 +1,225 @@
+"""Exactly-once pieces without a broker: settings, the instance's transactional id, the
+transactional commit's order and abort, snapshots of RocksDB stores, task opening, and
+restore progress past transaction markers."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import pytest
+from runtime_apps import count_topology
+
+from state import TaskCheckpoint
+from streams import ConsumedRecord, StreamsConfig
+from streams.runtime import AppSettings, SettingsError
+from streams.runtime._client import FlushResult, TopicPartition
+from streams.runtime._commit import Committer, TransactionSink
+from streams.runtime._errors import TransactionError
+from streams.runtime._handlers import ErrorHandler
+from streams.runtime._metrics import AppMetrics
+from streams.runtime._restore import Restorer
+from streams.runtime._rewind import instance_id, transactional_id
+from streams.runtime._snapshots import TaskSnapshots
+from streams.runtime._tasks import RuntimeTask, TaskManager
+
+APP = "app"
+CHANGELOG = (f"{APP}-counts-changelog", 0)
+SOURCE = ("rt-input", 0)
+
+
+def test_transaction_timeout_defaults_below_the_session_timeout() -> None:
+    s = AppSettings.load(env={}, application_id=APP, processing_guarantee="exactly_once_v2")
+    assert (s.exactly_once, s.commit_interval, s.transaction_timeout) == (True, 100, 5000)
+    with pytest.raises(SettingsError, match="below session_timeout_ms"):
+        AppSettings.load(env={}, application_id=APP, transaction_timeout_ms=10_000)
+
+
+def test_the_transactional_id_is_stable_for_a_state_directory(tmp_path: Path) -> None:
+    s = AppSettings.load(env={}, application_id=APP, state_dir=tmp_path)
+    first = transactional_id(s)
+    assert first.startswith(f"{APP}-") and transactional_id(s) == first
+    other = AppSettings.load(env={}, application_id=APP, state_dir=tmp_path / "elsewhere")
+    assert transactional_id(other) != first
+    named = AppSettings.load(env={}, application_id=APP, state_dir=tmp_path, instance_id="node-7")
+    assert (instance_id(named), transactional_id(named)) == ("node-7", f"{APP}-node-7")
+
+
+class FakeTxnProducer:
+    def __init__(self, steps: list[str], fail_commit: bool = False) -> None:
+        self.steps = steps
+        self.fail_commit = fail_commit
+        self.in_transaction = False
+        self.changelog_end = 0
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    async def send(self, records: Sequence[object]) -> None:
+        if records:
+            self.in_transaction = True
+            self.steps.append("send")
+
+    async def flush(self) -> FlushResult:
+        self.steps.append("flush")
+        return FlushResult(next_offsets={CHANGELOG: self.changelog_end})
+
+    async def commit_transaction(self, offsets: Mapping[TopicPartition, int], group_id: str) -> None:
+        self.steps.append(f"commit {dict(offsets)} {group_id}")
+        if self.fail_commit:
+            raise TransactionError("coordinator went away")
+        self.in_transaction = False
+
+    async def abort_transaction(self) -> None:
+        self.steps.append("abort")
+        self.in_transaction = False
+
+
+class FakeConsumer:
+    valid = True
+
+    def generation_valid(self) -> bool:
+        return self.valid
+
+
+def _records(start: int, n: int) -> list[ConsumedRecord]:
+    return [("rt-input", 0, i, 1000 + i, b"k%d" % (i % 3), b"v", ()) for i in range(start, start + n)]
+
+
+def _manager(root: Path) -> TaskManager:
+    config = StreamsConfig(application_id=APP, state_dir=root)
+    return TaskManager(count_topology(), config, root, {0: ("rt-input",)},
+                       {0: {"counts": CHANGELOG[0]}}, lambda t: 1, lambda: 0, exactly_once=True)
+
+
+def _open(root: Path) -> RuntimeTask:
+    task = _manager(root).open([SOURCE])[0]
+    task.restored({})
+    return task
+
+
+def _count(task: RuntimeTask, key: bytes) -> int:
+    return int(task.executor.stores["counts"].get(key) or b"0")
+
+
+def _eos(steps: list[str], fail: bool = False, snapshot_ms: int = 0) -> tuple[Committer, FakeTxnProducer, FakeConsumer]:
+    producer = FakeTxnProducer(steps, fail)
+    consumer = FakeConsumer()
+    metrics = AppMetrics(APP)
+    sink = TransactionSink(producer, consumer, APP)  # type: ignore[arg-type]
+    handler = ErrorHandler("production", "fail", "dead", metrics)
+    return Committer(producer, sink, handler, metrics, snapshot_ms), producer, consumer
+
+
+async def test_offsets_commit_inside_the_transaction_and_then_the_stores_are_snapshotted(tmp_path: Path) -> None:
+    task = _open(tmp_path)
+    steps: list[str] = []
+    committer, producer, _ = _eos(steps)
+    await committer.send(task.process(SOURCE, _records(0, 6)))
+    producer.changelog_end = 6
+    await committer.commit([task])
+    assert steps == ["send", "flush", f"commit {{{SOURCE!r}: 6}} {APP}"]
+    assert not task.dirty and task.committed == {SOURCE: 6}
+    # No live checkpoint under exactly-once: the stores run ahead of it from now on.
+    assert not (task.state_dir / ".checkpoint").exists()
+    assert TaskSnapshots(task.state_dir).offsets() == {CHANGELOG: 6}
+    task.close()
+
+
+async def test_a_failed_commit_aborts_and_leaves_the_last_snapshot(tmp_path: Path) -> None:
+    task = _open(tmp_path)
+    steps: list[str] = []
+    committer, producer, _ = _eos(steps)
+    await committer.send(task.process(SOURCE, _records(0, 3)))
+    producer.changelog_end = 3
+    await committer.commit([task])
+    producer.fail_commit = True
+    await committer.send(task.process(SOURCE, _records(3, 3)))
+    producer.changelog_end = 6
+    with pytest.raises(TransactionError):
+        await committer.commit([task])
+    assert steps[-1] == "abort"
+    assert task.dirty and task.committed == {SOURCE: 3}
+    assert TaskSnapshots(task.state_dir).offsets() == {CHANGELOG: 3}
+    task.close()
+    assert not (task.state_dir / ".checkpoint").exists()  # a dirty task is never checkpointed
+
+
+async def test_a_member_out_of_the_generation_does_not_commit(tmp_path: Path) -> None:
+    task = _open(tmp_path)
+    steps: list[str] = []
+    committer, _, consumer = _eos(steps)
+    consumer.valid = False
+    await committer.send(task.process(SOURCE, _records(0, 2)))
+    with pytest.raises(TransactionError, match="generation"):
+        await committer.commit([task])
+    assert not any(s.startswith("commit") for s in steps) and steps[-1] == "abort"
+    task.close()
+
+
+async def test_after_a_crash_the_task_reopens_from_its_snapshot_not_its_dirty_stores(tmp_path: Path) -> None:
+    task = _open(tmp_path)
+    committer, producer, _ = _eos([])
+    await committer.send(task.process(SOURCE, _records(0, 6)))  # k0, k1, k2 twice each
+    producer.changelog_end = 6
+    await committer.commit([task])
+    task.process(SOURCE, _records(6, 3))  # written to RocksDB, never committed
+    assert _count(task, b"k0") == 3
+    task.executor.close()  # the process dies: no clean close, no checkpoint
+    reopened = _manager(tmp_path).open([SOURCE])[0]
+    assert reopened.restore_from == {CHANGELOG: 6}  # only the tail after the snapshot
+    assert _count(reopened, b"k0") == 2  # the aborted write is gone
+    reopened.close()
+
+
+async def test_a_clean_close_checkpoints_and_the_next_open_trusts_then_deletes_it(tmp_path: Path) -> None:
+    task = _open(tmp_path)
+    committer, producer, _ = _eos([], snapshot_ms=60_000)
+    await committer.send(task.process(SOURCE, _records(0, 3)))
+    producer.changelog_end = 3
+    task.last_snapshot = 1e18  # no snapshot this time: the checkpoint must carry it
+    await committer.commit([task])
+    task.close()
+    assert TaskCheckpoint(task.state_dir).read_checkpoint() == {CHANGELOG: 3}
+    reopened = _manager(tmp_path).open([SOURCE])[0]
+    assert reopened.restore_from == {CHANGELOG: 3} and _count(reopened, b"k0") == 1
+    assert not (reopened.state_dir / ".checkpoint").exists()
+    reopened.close()
+
+
+class MarkerReader:
+    """A read_committed changelog whose last offset is a commit marker: records end at
+    offset 4, the position (and end) at 5."""
+
+    def __init__(self) -> None:
+        self.served = False
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    def assign(self, partitions: object) -> None: ...
+
+    async def seek(self, partition: TopicPartition, offset: int | None) -> None: ...
+
+    async def end_offsets(self, partitions: object) -> dict[TopicPartition, int]:
+        return {CHANGELOG: 5}
+
+    async def position(self, partition: TopicPartition) -> int | None:
+        return 5 if self.served else 0
+
+    async def poll(self, timeout_ms: int, max_records: int) -> dict[TopicPartition, list[tuple[int, bytes, bytes | None]]]:
+        if self.served:
+            return {}
+        self.served = True
+        return {CHANGELOG: [(i, b"k%d" % i, b"1") for i in range(4)]}
+
+
+async def test_restoring_ends_at_the_position_past_a_transaction_marker(tmp_path: Path) -> None:
+    task = _manager(tmp_path).open([SOURCE])[0]
+    restorer = Restorer(MarkerReader(), AppMetrics(APP), 100)  # type: ignore[arg-type]
+    assert not await restorer.add(task)
+    assert await restorer.step(10) == [task] and task.running
+    assert task.changelog_offsets == {CHANGELOG: 5}
+    task.close()
