@@ -7,7 +7,7 @@ its latest value, which is how downstream operators receive coalesced updates.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from ._cache import DEFAULT_MAX_ENTRIES, MISS, WriteCache, merge
 from ._errors import InvalidStoreStateError
@@ -20,30 +20,71 @@ from ._protocols import (
 )
 from ._segmented import SegmentedBytesStore
 from ._tables import prefix_end, successor
-from ._wrapper_base import KeyValueStoreWrapper, SegmentedStoreWrapper
+from ._wrapper_base import KeyValueStoreWrapper, SegmentedStoreWrapper, StoreWrapper, W
 
 
-class _CacheFlusher:
-    """The flush protocol both caching wrappers share."""
+class _CachingStore(StoreWrapper[W]):
+    """The cache, its lifecycle and the flush protocol both caching wrappers share.
 
-    _cache: WriteCache
+    A subclass binds ``_read_down`` and ``_write_down`` to the wrapped store's point
+    read and batch write, and offers ``_cached_get``/``_cached_put`` under its own
+    method names.
+    """
+
     _context: StateStoreContext
     _listener: FlushListener | None = None
     _send_old_values = False
     # Mirrors the wrapped store's lifecycle so the cache never answers for a closed store.
     _open = False
+    # Bound methods of the wrapped store, taken once so a miss costs no extra call.
+    _read_down: Callable[[bytes], bytes | None]
+    _write_down: Callable[[list[tuple[bytes, bytes | None]]], None]
+
+    def __init__(self, wrapped: W, max_entries: int = DEFAULT_MAX_ENTRIES) -> None:
+        super().__init__(wrapped)
+        self._cache = WriteCache(max_entries, self._flush_cache)
+
+    def init(self, context: StateStoreContext) -> None:
+        self.wrapped.init(context)
+        self._context = context
+        self._cache = WriteCache(self._cache.max_entries, self._flush_cache)
+        self._open = True
+
+    def flush(self) -> None:
+        self._flush_cache()
+        self.wrapped.flush()
+
+    def close(self) -> None:
+        """Flush what is cached, then close the wrapped store."""
+        try:
+            if self._open:
+                self._flush_cache()
+        finally:
+            self._open = False
+            self._cache = WriteCache(self._cache.max_entries, self._flush_cache)
+            self.wrapped.close()
 
     def _closed(self) -> InvalidStoreStateError:
-        return InvalidStoreStateError(f"store {self._store_name()!r} is not open")
+        return InvalidStoreStateError(f"store {self.wrapped.name!r} is not open")
 
-    def _store_name(self) -> str:
-        raise NotImplementedError
+    def _cached_get(self, key: bytes) -> bytes | None:
+        if not self._open:
+            raise self._closed()
+        value = self._cache.lookup(key)
+        if value is MISS:
+            stored = self._read_down(key)
+            self._cache.put_clean(key, stored)
+            return stored
+        return value  # type: ignore[return-value]
 
-    def _write_down(self, entries: list[tuple[bytes, bytes | None]]) -> None:
-        raise NotImplementedError
+    def _cached_put(self, key: bytes, value: bytes | None) -> None:
+        if not self._open:
+            raise self._closed()
+        self._cache.put(key, value, self._context.stream_time)
 
-    def _read_down(self, key: bytes) -> bytes | None:
-        raise NotImplementedError
+    def _cached_put_all(self, entries: Iterable[tuple[bytes, bytes | None]]) -> None:
+        for key, value in entries:
+            self._cached_put(key, value)
 
     def _flush_cache(self) -> None:
         """Flush in this order:
@@ -77,65 +118,27 @@ class _CacheFlusher:
         self._send_old_values = send_old_values
         return True
 
+    def restore_batch(self, records: Iterable[ChangeRecord]) -> None:
+        records = list(records)
+        self._cache.invalidate([key for key, _ in records])
+        self.wrapped.restore_batch(records)
 
-class CachingKeyValueStore(_CacheFlusher, KeyValueStoreWrapper):
+
+class CachingKeyValueStore(_CachingStore[KeyValueBytesStore], KeyValueStoreWrapper):
     def __init__(self, wrapped: KeyValueBytesStore, max_entries: int = DEFAULT_MAX_ENTRIES) -> None:
-        super().__init__(wrapped)
-        self._cache = WriteCache(max_entries, self._flush_cache)
+        super().__init__(wrapped, max_entries)
+        self._read_down = wrapped.get
+        self._write_down = wrapped.put_all
 
-    def init(self, context: StateStoreContext) -> None:
-        self.wrapped.init(context)
-        self._context = context
-        self._cache = WriteCache(self._cache.max_entries, self._flush_cache)
-        self._open = True
-
-    def _store_name(self) -> str:
-        return self.wrapped.name
-
-    def _write_down(self, entries: list[tuple[bytes, bytes | None]]) -> None:
-        self.wrapped.put_all(entries)
-
-    def _read_down(self, key: bytes) -> bytes | None:
-        return self.wrapped.get(key)
-
-    def flush(self) -> None:
-        self._flush_cache()
-        self.wrapped.flush()
-
-    def close(self) -> None:
-        """Flush what is cached, then close the wrapped store."""
-        try:
-            if self._open:
-                self._flush_cache()
-        finally:
-            self._open = False
-            self._cache = WriteCache(self._cache.max_entries, self._flush_cache)
-            self.wrapped.close()
-
-    def get(self, key: bytes) -> bytes | None:
-        if not self._open:
-            raise self._closed()
-        value = self._cache.lookup(key)
-        if value is MISS:
-            stored = self.wrapped.get(key)
-            self._cache.put_clean(key, stored)
-            return stored
-        return value  # type: ignore[return-value]
-
-    def put(self, key: bytes, value: bytes | None) -> None:
-        if not self._open:
-            raise self._closed()
-        self._cache.put(key, value, self._context.stream_time)
+    get = _CachingStore._cached_get
+    put = _CachingStore._cached_put
+    put_all = _CachingStore._cached_put_all
 
     def put_if_absent(self, key: bytes, value: bytes) -> bytes | None:
         existing = self.get(key)
         if existing is None:
             self.put(key, value)
         return existing
-
-    def put_all(self, entries: Iterable[tuple[bytes, bytes | None]]) -> None:
-        for key, value in entries:
-            self.put(key, value)
 
     def delete(self, key: bytes) -> bytes | None:
         existing = self.get(key)
@@ -173,65 +176,20 @@ class CachingKeyValueStore(_CacheFlusher, KeyValueStoreWrapper):
     def approximate_num_entries(self) -> int:
         return self.wrapped.approximate_num_entries() + len(self._cache.dirty)
 
-    def restore_batch(self, records: Iterable[ChangeRecord]) -> None:
-        records = list(records)
-        self._cache.invalidate([key for key, _ in records])
-        self.wrapped.restore_batch(records)
 
-
-class CachingSegmentedStore(_CacheFlusher, SegmentedStoreWrapper):
+class CachingSegmentedStore(_CachingStore[SegmentedBytesStore], SegmentedStoreWrapper):
     """Caches binary windowed or session keys; scans merge the cache with the store."""
 
     def __init__(self, wrapped: SegmentedBytesStore, max_entries: int = DEFAULT_MAX_ENTRIES) -> None:
-        super().__init__(wrapped)
-        self._cache = WriteCache(max_entries, self._flush_cache)
+        super().__init__(wrapped, max_entries)
+        self._read_down = wrapped.get_raw
+        self._write_down = wrapped.put_all_raw
 
-    def init(self, context: StateStoreContext) -> None:
-        self.wrapped.init(context)
-        self._context = context
-        self._cache = WriteCache(self._cache.max_entries, self._flush_cache)
-        self._open = True
-
-    def _store_name(self) -> str:
-        return self.wrapped.name
-
-    def _write_down(self, entries: list[tuple[bytes, bytes | None]]) -> None:
-        self.wrapped.put_all_raw(entries)
-
-    def _read_down(self, key: bytes) -> bytes | None:
-        return self.wrapped.get_raw(key)
-
-    def flush(self) -> None:
-        self._flush_cache()
-        self.wrapped.flush()
-
-    def close(self) -> None:
-        try:
-            if self._open:
-                self._flush_cache()
-        finally:
-            self._open = False
-            self._cache = WriteCache(self._cache.max_entries, self._flush_cache)
-            self.wrapped.close()
-
-    def get_raw(self, binary: bytes) -> bytes | None:
-        if not self._open:
-            raise self._closed()
-        value = self._cache.lookup(binary)
-        if value is MISS:
-            stored = self.wrapped.get_raw(binary)
-            self._cache.put_clean(binary, stored)
-            return stored
-        return value  # type: ignore[return-value]
-
-    def put_raw(self, binary: bytes, value: bytes | None) -> None:
-        if not self._open:
-            raise self._closed()
-        self._cache.put(binary, value, self._context.stream_time)
-
-    def put_all_raw(self, entries: Iterable[tuple[bytes, bytes | None]]) -> None:
-        for binary, value in entries:
-            self.put_raw(binary, value)
+    # The shared bodies name their argument ``key`` where this interface says
+    # ``binary``; aliasing them still beats a forwarding call on every record.
+    get_raw = _CachingStore._cached_get  # type: ignore[assignment]
+    put_raw = _CachingStore._cached_put  # type: ignore[assignment]
+    put_all_raw = _CachingStore._cached_put_all
 
     def scan_raw(
         self, key_from: bytes | None, key_to: bytes | None, time_from: int, time_to: int
@@ -247,8 +205,3 @@ class CachingSegmentedStore(_CacheFlusher, SegmentedStoreWrapper):
             if matches(k, key_from, key_to, time_from, time_to)
         ]
         return merge(cached, stored)
-
-    def restore_batch(self, records: Iterable[ChangeRecord]) -> None:
-        records = list(records)
-        self._cache.invalidate([key for key, _ in records])
-        self.wrapped.restore_batch(records)

@@ -1,18 +1,42 @@
-"""Pass-through bases for store wrappers: each feature overrides only what it changes."""
+"""Pass-through bases for store wrappers: each feature overrides only what it changes.
+
+``StoreWrapper`` holds what every wrapped store shares (lifecycle, restore, flush
+listener); ``KeyValueStoreWrapper`` and ``SegmentedStoreWrapper`` add the read and
+write surface of their kind. A feature that works the same on both kinds (caching,
+metrics, logging) is written once against ``StoreWrapper`` and mixed into both.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from typing import Generic, Protocol, TypeVar
 
 from ._key_schema import KeySchema
-from ._protocols import ChangeRecord, FlushListener, KeyValueBytesStore, StateStoreContext
+from ._protocols import (
+    ChangeRecord,
+    FlushListener,
+    KeyValueBytesStore,
+    StateStore,
+    StateStoreContext,
+)
 from ._segmented import SegmentedBytesStore
 
 
-class KeyValueStoreWrapper:
-    """Delegates every ``KeyValueBytesStore`` call to ``wrapped``."""
+class WrappableStore(StateStore, Protocol):
+    """What both bytes-store kinds offer beyond the lifecycle."""
 
-    def __init__(self, wrapped: KeyValueBytesStore) -> None:
+    def restore_batch(self, records: Iterable[ChangeRecord]) -> None: ...
+
+    def set_flush_listener(self, listener: FlushListener, send_old_values: bool = False) -> bool: ...
+
+
+W = TypeVar("W", bound=WrappableStore)
+
+
+class StoreWrapper(Generic[W]):
+    """Delegates the calls every bytes store has to ``wrapped``."""
+
+    def __init__(self, wrapped: W) -> None:
         self.wrapped = wrapped
 
     @property
@@ -31,6 +55,16 @@ class KeyValueStoreWrapper:
 
     def close(self) -> None:
         self.wrapped.close()
+
+    def restore_batch(self, records: Iterable[ChangeRecord]) -> None:
+        self.wrapped.restore_batch(records)
+
+    def set_flush_listener(self, listener: FlushListener, send_old_values: bool = False) -> bool:
+        return self.wrapped.set_flush_listener(listener, send_old_values)
+
+
+class KeyValueStoreWrapper(StoreWrapper[KeyValueBytesStore]):
+    """Delegates every ``KeyValueBytesStore`` call to ``wrapped``."""
 
     def get(self, key: bytes) -> bytes | None:
         return self.wrapped.get(key)
@@ -67,36 +101,13 @@ class KeyValueStoreWrapper:
     def approximate_num_entries(self) -> int:
         return self.wrapped.approximate_num_entries()
 
-    def restore_batch(self, records: Iterable[ChangeRecord]) -> None:
-        self.wrapped.restore_batch(records)
 
-    def set_flush_listener(self, listener: FlushListener, send_old_values: bool = False) -> bool:
-        return self.wrapped.set_flush_listener(listener, send_old_values)
-
-
-class SegmentedStoreWrapper:
+class SegmentedStoreWrapper(StoreWrapper[SegmentedBytesStore]):
     """Delegates every ``SegmentedBytesStore`` call to ``wrapped``."""
 
     def __init__(self, wrapped: SegmentedBytesStore) -> None:
-        self.wrapped = wrapped
+        super().__init__(wrapped)
         self.schema: KeySchema = wrapped.schema
-
-    @property
-    def name(self) -> str:
-        return self.wrapped.name
-
-    @property
-    def persistent(self) -> bool:
-        return self.wrapped.persistent
-
-    def init(self, context: StateStoreContext) -> None:
-        self.wrapped.init(context)
-
-    def flush(self) -> None:
-        self.wrapped.flush()
-
-    def close(self) -> None:
-        self.wrapped.close()
 
     def put_raw(self, binary: bytes, value: bytes | None) -> None:
         self.wrapped.put_raw(binary, value)
@@ -111,9 +122,3 @@ class SegmentedStoreWrapper:
         self, key_from: bytes | None, key_to: bytes | None, time_from: int, time_to: int
     ) -> Iterator[tuple[bytes, bytes]]:
         return self.wrapped.scan_raw(key_from, key_to, time_from, time_to)
-
-    def restore_batch(self, records: Iterable[ChangeRecord]) -> None:
-        self.wrapped.restore_batch(records)
-
-    def set_flush_listener(self, listener: FlushListener, send_old_values: bool = False) -> bool:
-        return self.wrapped.set_flush_listener(listener, send_old_values)
