@@ -7,18 +7,39 @@ bypass logging: they replay the changelog itself.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
-from ._protocols import StateStoreContext
-from ._wrapper_base import KeyValueStoreWrapper, SegmentedStoreWrapper
+from ._protocols import KeyValueBytesStore, StateStoreContext
+from ._segmented import SegmentedBytesStore
+from ._wrapper_base import KeyValueStoreWrapper, SegmentedStoreWrapper, StoreWrapper, W
 
 
-class ChangeLoggingKeyValueStore(KeyValueStoreWrapper):
+class _LoggingStore(StoreWrapper[W]):
+    """The context and the logged batch write both logging wrappers share."""
+
     _context: StateStoreContext
+    # The wrapped store's batch write, bound once by the subclass.
+    _put_all_down: Callable[[Iterable[tuple[bytes, bytes | None]]], None]
 
     def init(self, context: StateStoreContext) -> None:
         self.wrapped.init(context)
         self._context = context
+
+    def _logged_put_all(self, entries: Iterable[tuple[bytes, bytes | None]]) -> None:
+        entries = list(entries)
+        self._put_all_down(entries)
+        context, name = self._context, self.wrapped.name
+        timestamp = context.stream_time
+        for key, value in entries:
+            context.log_change(name, key, value, timestamp)
+
+
+class ChangeLoggingKeyValueStore(_LoggingStore[KeyValueBytesStore], KeyValueStoreWrapper):
+    def __init__(self, wrapped: KeyValueBytesStore) -> None:
+        super().__init__(wrapped)
+        self._put_all_down = wrapped.put_all
+
+    put_all = _LoggingStore._logged_put_all
 
     def _log(self, key: bytes, value: bytes | None) -> None:
         context = self._context
@@ -34,38 +55,23 @@ class ChangeLoggingKeyValueStore(KeyValueStoreWrapper):
             self._log(key, value)
         return existing
 
-    def put_all(self, entries: Iterable[tuple[bytes, bytes | None]]) -> None:
-        entries = list(entries)
-        self.wrapped.put_all(entries)
-        context, name = self._context, self.wrapped.name
-        timestamp = context.stream_time
-        for key, value in entries:
-            context.log_change(name, key, value, timestamp)
-
     def delete(self, key: bytes) -> bytes | None:
         existing = self.wrapped.delete(key)
         self._log(key, None)
         return existing
 
 
-class ChangeLoggingSegmentedStore(SegmentedStoreWrapper):
+class ChangeLoggingSegmentedStore(_LoggingStore[SegmentedBytesStore], SegmentedStoreWrapper):
     """Logs binary windowed or session keys, so a restore can put them back as they were."""
 
-    _context: StateStoreContext
+    def __init__(self, wrapped: SegmentedBytesStore) -> None:
+        super().__init__(wrapped)
+        self._put_all_down = wrapped.put_all_raw
 
-    def init(self, context: StateStoreContext) -> None:
-        self.wrapped.init(context)
-        self._context = context
+    put_all_raw = _LoggingStore._logged_put_all
 
     def put_raw(self, binary: bytes, value: bytes | None) -> None:
+        # Written out rather than through a shared helper: this runs for every record.
         self.wrapped.put_raw(binary, value)
         context = self._context
         context.log_change(self.wrapped.name, binary, value, context.stream_time)
-
-    def put_all_raw(self, entries: Iterable[tuple[bytes, bytes | None]]) -> None:
-        entries = list(entries)
-        self.wrapped.put_all_raw(entries)
-        context, name = self._context, self.wrapped.name
-        timestamp = context.stream_time
-        for binary, value in entries:
-            context.log_change(name, binary, value, timestamp)
