@@ -53,8 +53,43 @@ class KeySchema(Protocol):
     ) -> bool: ...
 
 
-class WindowKeySchema:
+class _TimeSuffixSchema:
+    """Bounds and filtering for layouts that end in ``suffix_len`` bytes beginning with
+    the big-endian segment time; ``_time`` is where that time sits."""
+
+    suffix_len: int
+    _time: slice
+
+    def bounds(
+        self, key_from: bytes | None, key_to: bytes | None, time_from: int, time_to: int
+    ) -> tuple[bytes | None, bytes | None]:
+        time_from = max(time_from, 0)
+        # For one key the times narrow the range at both ends. Otherwise a bare key_from
+        # sorts before every binary key of key_from and of any key above it.
+        single = key_from is not None and key_from == key_to
+        lo = key_from + _be(time_from) if single and key_from is not None else key_from
+        hi = None if key_to is None else key_to + _be(min(time_to + 1, _MAX_TIME))
+        return lo, hi
+
+    def matches(
+        self,
+        binary: bytes,
+        key_from: bytes | None,
+        key_to: bytes | None,
+        time_from: int,
+        time_to: int,
+    ) -> bool:
+        key = binary[: -self.suffix_len]
+        if key_from is not None and key < key_from:
+            return False
+        if key_to is not None and key > key_to:
+            return False
+        return time_from <= int.from_bytes(binary[self._time], "big") <= time_to
+
+
+class WindowKeySchema(_TimeSuffixSchema):
     suffix_len = _TIME + _SEQ
+    _time = slice(-12, -4)
 
     @staticmethod
     def encode(key: bytes, window_start: int, seqnum: int = 0) -> bytes:
@@ -70,36 +105,15 @@ class WindowKeySchema:
         )
 
     def segment_time(self, binary: bytes) -> int:
+        # Literal slices rather than ``_time``: this runs for every write.
         return int.from_bytes(binary[-12:-4], "big")
 
-    def bounds(
-        self, key_from: bytes | None, key_to: bytes | None, time_from: int, time_to: int
-    ) -> tuple[bytes | None, bytes | None]:
-        time_from = max(time_from, 0)
-        if key_from is not None and key_from == key_to:
-            return key_from + _be(time_from), key_from + _be(min(time_to + 1, _MAX_TIME))
-        # A bare key_from sorts before every binary key of key_from and of any key above it.
-        hi = None if key_to is None else key_to + _be(min(time_to + 1, _MAX_TIME))
-        return key_from, hi
 
-    def matches(
-        self,
-        binary: bytes,
-        key_from: bytes | None,
-        key_to: bytes | None,
-        time_from: int,
-        time_to: int,
-    ) -> bool:
-        key = binary[:-12]
-        if key_from is not None and key < key_from:
-            return False
-        if key_to is not None and key > key_to:
-            return False
-        return time_from <= int.from_bytes(binary[-12:-4], "big") <= time_to
+class SessionKeySchema(_TimeSuffixSchema):
+    """Times in ``bounds`` and ``matches`` are session ends; starts are filtered by the caller."""
 
-
-class SessionKeySchema:
     suffix_len = _TIME + _TIME
+    _time = slice(-16, -8)
 
     @staticmethod
     def encode(key: bytes, start: int, end: int) -> bytes:
@@ -116,28 +130,3 @@ class SessionKeySchema:
 
     def segment_time(self, binary: bytes) -> int:
         return int.from_bytes(binary[-16:-8], "big")
-
-    def bounds(
-        self, key_from: bytes | None, key_to: bytes | None, time_from: int, time_to: int
-    ) -> tuple[bytes | None, bytes | None]:
-        # Times here are session ends; starts are filtered by the caller.
-        time_from = max(time_from, 0)
-        single = key_from is not None and key_from == key_to
-        lo = key_from + _be(time_from) if single and key_from is not None else key_from
-        hi = None if key_to is None else key_to + _be(min(time_to + 1, _MAX_TIME))
-        return lo, hi
-
-    def matches(
-        self,
-        binary: bytes,
-        key_from: bytes | None,
-        key_to: bytes | None,
-        time_from: int,
-        time_to: int,
-    ) -> bool:
-        key = binary[:-16]
-        if key_from is not None and key < key_from:
-            return False
-        if key_to is not None and key > key_to:
-            return False
-        return time_from <= int.from_bytes(binary[-16:-8], "big") <= time_to
