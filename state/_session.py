@@ -6,9 +6,10 @@ from collections.abc import Iterable, Iterator
 from typing import Protocol
 
 from ._key_schema import SessionKeySchema
-from ._protocols import ChangeRecord, FlushListener, StateStore, StateStoreContext
+from ._protocols import ChangeRecord, FlushListener, StateStore
 from ._rocksdb import RocksDBBackend
-from ._segmented import MAX_TIME, SegmentedBytesStore, SegmentedStore
+from ._segmented import MAX_TIME, SegmentedStore
+from ._segmented_facade import SegmentedFacade
 from ._tables import MemoryBackend
 from ._windowed import Window, Windowed
 
@@ -50,39 +51,8 @@ class SessionBytesStore(StateStore, Protocol):
     def set_flush_listener(self, listener: FlushListener, send_old_values: bool = False) -> bool: ...
 
 
-class SegmentedSessionStore:
+class SegmentedSessionStore(SegmentedFacade):
     """A ``SessionBytesStore`` over a ``SegmentedBytesStore`` stack."""
-
-    def __init__(self, raw: SegmentedBytesStore, retention: int) -> None:
-        self.raw = raw
-        self.retention = retention
-        self._observed = -1
-        self._context: StateStoreContext | None = None
-
-    @property
-    def name(self) -> str:
-        return self.raw.name
-
-    @property
-    def persistent(self) -> bool:
-        return self.raw.persistent
-
-    def init(self, context: StateStoreContext) -> None:
-        self.raw.init(context)
-        self._context = context
-        self._observed = -1
-
-    def _min_live(self) -> int:
-        # Cached sessions have not reached the segmented store yet, so expiry is applied
-        # here as well, on top of whatever stack is below.
-        stream_time = self._context.stream_time if self._context is not None else -1
-        return max(self._observed, stream_time) - self.retention + 1
-
-    def flush(self) -> None:
-        self.raw.flush()
-
-    def close(self) -> None:
-        self.raw.close()
 
     def put(self, session: Windowed[bytes], value: bytes | None) -> None:
         window = session.window
@@ -120,13 +90,6 @@ class SegmentedSessionStore:
         self, key_from: bytes | None, key_to: bytes | None
     ) -> Iterator[tuple[Windowed[bytes], bytes]]:
         return self.find_sessions_range(key_from, key_to, 0, MAX_TIME)
-
-    def restore_batch(self, records: Iterable[ChangeRecord]) -> None:
-        self.raw.restore_batch(records)
-
-    def set_flush_listener(self, listener: FlushListener, send_old_values: bool = False) -> bool:
-        """Listener entries carry binary session keys (``SessionKeySchema.decode``)."""
-        return self.raw.set_flush_listener(listener, send_old_values)
 
 
 class InMemorySessionStore(SegmentedSessionStore):

@@ -7,9 +7,10 @@ from typing import Protocol
 
 from ._errors import StoreConfigError
 from ._key_schema import WindowKeySchema
-from ._protocols import ChangeRecord, FlushListener, StateStore, StateStoreContext
+from ._protocols import ChangeRecord, FlushListener, StateStore
 from ._rocksdb import RocksDBBackend
 from ._segmented import MAX_TIME, SegmentedBytesStore, SegmentedStore
+from ._segmented_facade import SegmentedFacade
 from ._tables import Backend, MemoryBackend
 from ._windowed import Window, Windowed
 
@@ -45,7 +46,7 @@ class WindowBytesStore(StateStore, Protocol):
     def set_flush_listener(self, listener: FlushListener, send_old_values: bool = False) -> bool: ...
 
 
-class SegmentedWindowStore:
+class SegmentedWindowStore(SegmentedFacade):
     """A ``WindowBytesStore`` over a ``SegmentedBytesStore`` stack.
 
     With ``retain_duplicates`` every put is kept under its own sequence number (for
@@ -61,36 +62,10 @@ class SegmentedWindowStore:
             raise StoreConfigError(
                 f"retention {retention} ms is shorter than the window size {window_size} ms"
             )
-        self.raw = raw
-        self.retention = retention
+        super().__init__(raw, retention)
         self.window_size = window_size
         self.retain_duplicates = retain_duplicates
         self._seqnum = 0
-        self._observed = -1
-        self._context: StateStoreContext | None = None
-
-    @property
-    def name(self) -> str:
-        return self.raw.name
-
-    @property
-    def persistent(self) -> bool:
-        return self.raw.persistent
-
-    def init(self, context: StateStoreContext) -> None:
-        self.raw.init(context)
-        self._context = context
-        self._observed = -1
-
-    def flush(self) -> None:
-        self.raw.flush()
-
-    def close(self) -> None:
-        self.raw.close()
-
-    def _min_live(self) -> int:
-        stream_time = self._context.stream_time if self._context is not None else -1
-        return max(self._observed, stream_time) - self.retention + 1
 
     def put(self, key: bytes, value: bytes | None, window_start: int) -> None:
         if window_start > self._observed:
@@ -134,13 +109,6 @@ class SegmentedWindowStore:
 
     def all(self) -> Iterator[tuple[Windowed[bytes], bytes]]:
         return self.fetch_key_range(None, None, 0, MAX_TIME)
-
-    def restore_batch(self, records: Iterable[ChangeRecord]) -> None:
-        self.raw.restore_batch(records)
-
-    def set_flush_listener(self, listener: FlushListener, send_old_values: bool = False) -> bool:
-        """Listener entries carry binary windowed keys (``WindowKeySchema.decode``)."""
-        return self.raw.set_flush_listener(listener, send_old_values)
 
 
 def _segmented(
