@@ -4,49 +4,27 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from ._lifecycle import StoreLifecycle, StoreState
-from ._protocols import ChangeRecord, FlushListener, StateStoreContext
+from ._backend_store import BackendStore
+from ._lifecycle import StoreState
+from ._protocols import ChangeRecord, FlushListener
 from ._rocksdb import RocksDBBackend
 from ._tables import Backend, MemoryBackend, Table, iterate, prefix_end, successor
 
 _OPEN = StoreState.OPEN
 
 
-class _TableKeyValueStore:
+class _TableKeyValueStore(BackendStore):
     """A ``KeyValueBytesStore`` on the default table of one backend."""
 
     def __init__(self, name: str, backend: Backend) -> None:
-        self._name = name
-        self._backend = backend
-        self._lifecycle = StoreLifecycle(name)
+        super().__init__(name, backend)
         self._table: Table | None = None
 
-    @property
-    def name(self) -> str:
-        return self._name
+    def _adopt_tables(self) -> None:
+        self._table = self._backend.table("default")
 
-    @property
-    def persistent(self) -> bool:
-        return self._backend.persistent
-
-    def init(self, context: StateStoreContext) -> None:
-        self._lifecycle.to(StoreState.OPEN)
-        try:
-            self._backend.open(context.state_dir / "rocksdb", self._name)
-            self._table = self._backend.table("default")
-        except BaseException:
-            self._lifecycle.to(StoreState.CLOSED)
-            raise
-
-    def flush(self) -> None:
-        self._lifecycle.check_open()
-        self._backend.flush()
-
-    def close(self) -> None:
-        if self._lifecycle.state is StoreState.OPEN:
-            self._table = None
-            self._backend.close()
-        self._lifecycle.to(StoreState.CLOSED)
+    def _release_tables(self) -> None:
+        self._table = None
 
     def _t(self) -> Table:
         if self._lifecycle.state is not _OPEN:

@@ -18,9 +18,10 @@ from collections.abc import Iterable, Iterator
 from operator import itemgetter
 from typing import Protocol
 
+from ._backend_store import BackendStore
 from ._errors import StoreConfigError
 from ._key_schema import KeySchema
-from ._lifecycle import StoreLifecycle, StoreState
+from ._lifecycle import StoreState
 from ._protocols import ChangeRecord, FlushListener, StateStoreContext
 from ._tables import Backend, Table, iterate
 
@@ -70,7 +71,7 @@ def default_segment_interval(retention: int) -> int:
     return max(retention // 2, 60_000)
 
 
-class SegmentedStore:
+class SegmentedStore(BackendStore):
     """A ``SegmentedBytesStore`` on a backend, one table per live segment."""
 
     def __init__(
@@ -86,53 +87,34 @@ class SegmentedStore:
         interval = default_segment_interval(retention) if segment_interval is None else segment_interval
         if interval <= 0:
             raise StoreConfigError(f"segment interval must be positive, got {interval}")
-        self._name = name
-        self._backend = backend
+        super().__init__(name, backend)
         self.schema = schema
         self.retention = retention
         self.segment_interval = interval
-        self._lifecycle = StoreLifecycle(name)
         self._segments: dict[int, Table] = {}
         self._context: StateStoreContext | None = None
         self._observed = -1
         self._min_live_segment = 0
         self.expired_writes = 0
 
-    @property
-    def name(self) -> str:
-        return self._name
+    def _adopt_tables(self) -> None:
+        self._segments = {}
+        for table_name in self._backend.table_names():
+            if table_name.startswith(_PREFIX):
+                segment = int(table_name[len(_PREFIX) :])
+                self._segments[segment] = self._backend.table(table_name)
 
-    @property
-    def persistent(self) -> bool:
-        return self._backend.persistent
+    def _release_tables(self) -> None:
+        self._segments = {}
 
     def init(self, context: StateStoreContext) -> None:
-        """Open the backend, then adopt the segments it already holds."""
-        self._lifecycle.to(StoreState.OPEN)
-        try:
-            self._backend.open(context.state_dir / "rocksdb", self._name)
-            self._segments = {}
-            for table_name in self._backend.table_names():
-                if table_name.startswith(_PREFIX):
-                    segment = int(table_name[len(_PREFIX) :])
-                    self._segments[segment] = self._backend.table(table_name)
-        except BaseException:
-            self._lifecycle.to(StoreState.CLOSED)
-            raise
+        """Open the backend and adopt the segments it already holds, then catch up
+        with the task's stream time (which may drop segments out of retention)."""
+        super().init(context)
         self._context = context
         self._observed = -1
         self._min_live_segment = 0
         self._advance(context.stream_time)
-
-    def flush(self) -> None:
-        self._lifecycle.check_open()
-        self._backend.flush()
-
-    def close(self) -> None:
-        if self._lifecycle.state is StoreState.OPEN:
-            self._segments = {}
-            self._backend.close()
-        self._lifecycle.to(StoreState.CLOSED)
 
     # -- time and segments ------------------------------------------------------------
 
