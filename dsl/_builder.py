@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from streams import StoreBuilder, TimestampExtractor, Topology, TopologyError
+from streams import StateStore, StoreBuilder, TimestampExtractor, Topology, TopologyError
 
 from ._copartition import CopartitionGroup
 from ._errors import TopologyBuildError
@@ -30,7 +30,7 @@ class StreamsBuilder:
 
     def __init__(self) -> None:
         self._nodes: list[GraphNode] = []
-        self._stores: list[StoreBuilder] = []
+        self._stores: list[StoreBuilder[StateStore]] = []
         self._copartitioned: list[CopartitionGroup] = []
         self._index = 0
         self.late_records = LateRecords()
@@ -153,7 +153,7 @@ class StreamsBuilder:
         self.add_node(node)
         return GlobalKTable(self, node, store.key_serde, store.value_serde, store.store_name)
 
-    def add_state_store(self, store_builder: StoreBuilder) -> StreamsBuilder:
+    def add_state_store(self, store_builder: StoreBuilder[StateStore]) -> StreamsBuilder:
         """Add a store that ``KStream.process(..., store_name)`` can then connect to."""
         self._stores.append(store_builder)
         return self

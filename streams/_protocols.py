@@ -1,14 +1,19 @@
 """The narrow interfaces streams needs from serdes and state stores.
 
-They are duck-typed Protocols so that the packages implementing them (``dsl`` for serdes,
-``state`` for stores) never have to be imported here: the arrows point down only.
+Serdes are duck-typed Protocols, so ``dsl``, which implements them, is never imported
+here (the arrows point down only). The store Protocols have their home in ``state``,
+below streams; this module re-exports them and adds what the processor API offers on
+top.
 """
 
 from __future__ import annotations
 
-import pathlib
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
+
+from state import StateStore as StateStore
+from state import StateStoreContext as _StoreContext
+from state import StoreBuilder as StoreBuilder
 
 
 @runtime_checkable
@@ -36,8 +41,10 @@ StreamPartitioner = Callable[[str, Any, Any, int], "int | None"]
 
 
 @runtime_checkable
-class StateStoreContext(Protocol):
-    """What a store is given at ``init``: who it belongs to, where to write, how to log.
+class StateStoreContext(_StoreContext, Protocol):
+    """What a store is given at ``init``: ``state.StateStoreContext`` (who it belongs to,
+    where to write, how to log) and the task's wall-clock time, which every context the
+    processor API hands out also has.
 
     ``log_change`` is the changelog hook: a logging store calls it for every write, and the
     host (test driver or runtime) records or produces it to
@@ -45,48 +52,4 @@ class StateStoreContext(Protocol):
     """
 
     @property
-    def application_id(self) -> str: ...
-
-    @property
-    def task_id(self) -> str: ...
-
-    @property
-    def state_dir(self) -> pathlib.Path: ...
-
-    @property
-    def stream_time(self) -> int: ...
-
-    @property
     def wall_clock_time(self) -> int: ...
-
-    def log_change(self, store_name: str, key: bytes, value: bytes | None, timestamp: int) -> None: ...
-
-
-@runtime_checkable
-class StateStore(Protocol):
-    """The lifecycle every store shares; the read/write surface depends on its kind."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def persistent(self) -> bool: ...
-
-    def init(self, context: StateStoreContext) -> None: ...
-
-    def flush(self) -> None: ...
-
-    def close(self) -> None: ...
-
-
-@runtime_checkable
-class StoreBuilder(Protocol):
-    """Builds one fresh store instance per task."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def logging_enabled(self) -> bool: ...
-
-    def build(self) -> StateStore: ...

@@ -31,6 +31,7 @@ from ._processor import ProcessorSupplier
 from ._protocols import (
     Deserializer,
     Serializer,
+    StateStore,
     StoreBuilder,
     StreamPartitioner,
     TimestampExtractor,
@@ -42,7 +43,7 @@ from ._protocols import (
 class _Graph:
     nodes: dict[str, Node] = field(default_factory=dict)
     children: dict[str, list[str]] = field(default_factory=dict)
-    stores: dict[str, StoreBuilder] = field(default_factory=dict)
+    stores: dict[str, StoreBuilder[StateStore]] = field(default_factory=dict)
     node_stores: dict[str, list[str]] = field(default_factory=dict)
     topic_owner: dict[str, str] = field(default_factory=dict)
     internal_topics: dict[str, int | None] = field(default_factory=dict)
@@ -133,7 +134,7 @@ class Topology:
         )
         return self
 
-    def add_state_store(self, store_builder: StoreBuilder, *processor_names: str) -> Topology:
+    def add_state_store(self, store_builder: StoreBuilder[StateStore], *processor_names: str) -> Topology:
         """Register a store and connect it to ``processor_names`` (more may connect later)."""
         name = store_builder.name
         if name in self._g.stores:
@@ -161,7 +162,7 @@ class Topology:
 
     def add_global_store(
         self,
-        store_builder: StoreBuilder,
+        store_builder: StoreBuilder[StateStore],
         source_name: str,
         topic: str,
         processor_name: str,
@@ -215,7 +216,7 @@ class Topology:
     def stores_of(self, name: str) -> tuple[str, ...]:
         return tuple(self._g.node_stores.get(name, ()))
 
-    def store_builder(self, name: str) -> StoreBuilder:
+    def store_builder(self, name: str) -> StoreBuilder[StateStore]:
         return self._g.stores[name]
 
     @property
