@@ -19,9 +19,12 @@ from collections.abc import Hashable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from state import Change as StoreChange
+from state import Windowed
 from streams import BatchProcessor, ProcessorContext, PunctuationType, Rec
 
 from ._binding import decoder, encoder
+from ._change import Change
 from ._final import PendingWindows
 from ._late import LateCallback, LateRecord, LateRecords
 
@@ -144,3 +147,46 @@ class WindowedAggregateBase(AggregateBase):
         if assumed > self._observed:
             self._observed = assumed
             self._emit_due()
+
+
+class TypedWindowedAggregate(WindowedAggregateBase):
+    """A windowed aggregation through its typed window or session store (sessions and
+    sliding windows): the store's cache hands typed changes to the flush listener."""
+
+    def _listen_for_flushes(self) -> None:
+        """Forward each cache flush, unless final-results mode forwards on its own
+        schedule; ``_cached`` says whether the store has a cache at all."""
+        listener = _ignore_flush if self._final else self._on_flush
+        self._cached = self._store.set_flush_listener(listener, self._send_old)
+
+    def _on_flush(self, changes: list[StoreChange[Windowed[Any], Any]]) -> None:
+        pending, send_old = self._pending_ts, self._send_old
+        self._forward_changes(
+            [
+                (
+                    c.key,
+                    _new_tuple(Change, (c.new_value, c.old_value if send_old else None)),
+                    pending.pop(c.key, c.timestamp),
+                    (),
+                    -1,
+                )
+                for c in changes
+            ]
+        )
+
+    def _finish_batch(
+        self, observed: int, late: list[tuple[Any, Any, int, int]], out: list[Rec]
+    ) -> None:
+        """End a batch in this order: keep the stream time it reached, report its late
+        records, forward its updates, then (final-results mode) emit closed windows."""
+        self._observed = observed
+        if late:
+            self._report_late(late)
+        self._forward_changes(out)
+        if self._final:
+            self._note_input()
+            self._emit_due()
+
+
+def _ignore_flush(changes: list[StoreChange[Windowed[Any], Any]]) -> None:
+    """Final-results mode forwards from its own schedule, not from cache flushes."""

@@ -11,16 +11,15 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterator
 from typing import Any
 
-from state import Change as StoreChange
 from state import Window, Windowed
 from streams import ProcessorContext, Rec
 
-from ._aggregate_base import WindowedAggregateBase, _new_tuple
+from ._aggregate_base import TypedWindowedAggregate, _new_tuple
 from ._change import Change
 from ._windows import SessionWindows
 
 
-class SessionWindowAggregate(WindowedAggregateBase):
+class SessionWindowAggregate(TypedWindowedAggregate):
     def __init__(self, node: Any, spec: Any, windows: SessionWindows, retention: int) -> None:
         super().__init__(node, spec)
         self._windows = windows
@@ -28,8 +27,7 @@ class SessionWindowAggregate(WindowedAggregateBase):
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
-        listener = _ignore if self._final else self._on_flush
-        self._cached = self._store.set_flush_listener(listener, self._send_old)
+        self._listen_for_flushes()
         self._start_final()
 
     def _stored_windows(self) -> Iterator[tuple[int, Hashable, int]]:
@@ -37,21 +35,6 @@ class SessionWindowAggregate(WindowedAggregateBase):
         for session, _value in self._store.fetch_range(None, None):
             w = session.window
             yield close(w.start, w.end), session, w.end
-
-    def _on_flush(self, changes: list[StoreChange[Windowed[Any], Any]]) -> None:
-        pending, send_old = self._pending_ts, self._send_old
-        self._forward_changes(
-            [
-                (
-                    c.key,
-                    _new_tuple(Change, (c.new_value, c.old_value if send_old else None)),
-                    pending.pop(c.key, c.timestamp),
-                    (),
-                    -1,
-                )
-                for c in changes
-            ]
-        )
 
     def _final_records(self, due: list[tuple[Hashable, Any]]) -> list[Rec]:
         out: list[Rec] = []
@@ -78,13 +61,7 @@ class SessionWindowAggregate(WindowedAggregateBase):
                 late.append((k, v, ts, observed))
                 continue
             self._merge(k, v, ts, out)
-        self._observed = observed
-        if late:
-            self._report_late(late)
-        self._forward_changes(out)
-        if self._final:
-            self._note_input()
-            self._emit_due()
+        self._finish_batch(observed, late, out)
 
     def _merge(self, key: Any, value: Any, ts: int, out: list[Rec]) -> None:
         """Steps: find the overlapping sessions; fold them and the record into one; delete
@@ -122,6 +99,3 @@ class SessionWindowAggregate(WindowedAggregateBase):
             old = same_window_old if self._send_old else None
             out.append((target, _new_tuple(Change, (new, old)), newest, (), -1))
 
-
-def _ignore(changes: list[StoreChange[Windowed[Any], Any]]) -> None:
-    """Final-results mode forwards from its own schedule, not from cache flushes."""

@@ -17,16 +17,15 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterator
 from typing import Any
 
-from state import Change as StoreChange
 from state import Window, Windowed
 from streams import ProcessorContext, Rec
 
-from ._aggregate_base import WindowedAggregateBase, _new_tuple
+from ._aggregate_base import TypedWindowedAggregate, _new_tuple
 from ._change import Change
 from ._windows import SlidingWindows
 
 
-class SlidingWindowAggregate(WindowedAggregateBase):
+class SlidingWindowAggregate(TypedWindowedAggregate):
     def __init__(
         self, node: Any, spec: Any, windows: SlidingWindows, retention: int, buffer_name: str
     ) -> None:
@@ -38,8 +37,7 @@ class SlidingWindowAggregate(WindowedAggregateBase):
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
         self._buffer = context.get_state_store(self._buffer_name)
-        listener = _ignore if self._final else self._on_flush
-        self._cached = self._store.set_flush_listener(listener, self._send_old)
+        self._listen_for_flushes()
         self._start_final()
 
     def _stored_windows(self) -> Iterator[tuple[int, Hashable, int]]:
@@ -47,21 +45,6 @@ class SlidingWindowAggregate(WindowedAggregateBase):
         for windowed, _value in self._store.all():
             w = windowed.window
             yield close(w.start, w.end), windowed, w.end
-
-    def _on_flush(self, changes: list[StoreChange[Windowed[Any], Any]]) -> None:
-        pending, send_old = self._pending_ts, self._send_old
-        self._forward_changes(
-            [
-                (
-                    c.key,
-                    _new_tuple(Change, (c.new_value, c.old_value if send_old else None)),
-                    pending.pop(c.key, c.timestamp),
-                    (),
-                    -1,
-                )
-                for c in changes
-            ]
-        )
 
     def _final_records(self, due: list[tuple[Hashable, Any]]) -> list[Rec]:
         out: list[Rec] = []
@@ -108,13 +91,7 @@ class SlidingWindowAggregate(WindowedAggregateBase):
             for start in self._starts(ts, sorted({t for t, _ in records})):
                 inside = [(t, value) for t, value in records if start <= t <= start + d]
                 self._update(k, start, inside, out)
-        self._observed = observed
-        if late:
-            self._report_late(late)
-        self._forward_changes(out)
-        if self._final:
-            self._note_input()
-            self._emit_due()
+        self._finish_batch(observed, late, out)
 
     def _update(self, key: Any, start: int, inside: list[tuple[int, Any]], out: list[Rec]) -> None:
         fold = self._fold
@@ -135,6 +112,3 @@ class SlidingWindowAggregate(WindowedAggregateBase):
         self._store.put(key, new, start)
         out.append((windowed, _new_tuple(Change, (new, old)), newest, (), -1))
 
-
-def _ignore(changes: list[StoreChange[Windowed[Any], Any]]) -> None:
-    """Final-results mode forwards from its own schedule, not from cache flushes."""
