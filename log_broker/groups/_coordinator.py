@@ -127,6 +127,20 @@ class GroupCoordinator(Membership):
             group = self._commit_target(group_id, generation, member_id, group_instance_id)
         except GroupError as exc:
             return Reply.failed(exc)
+        return self._write_offsets(group, offsets)
+
+    def _write_offsets(self, group: Group, offsets: Mapping[TopicPartition, NewOffset],
+                       producer_id: int = -1, producer_epoch: int = -1) -> Reply[None]:
+        """Write offset records and reply once they are durable, in this order:
+
+        1. stamp each offset with the commit time and encode its record;
+        2. queue the records as one write (as the producer's transactional batch
+           when ``producer_id`` is 0 or more, so its marker decides them on replay);
+        3. once durable, and only if the group was not replaced meanwhile, put the
+           offsets in the group's table, or stage them for the producer;
+        4. resolve the reply (or fail it with the write's error).
+        """
+        group_id = group.group_id
         now = self.clock.wall_ms()
         values = {tp: OffsetValue(o.offset, o.leader_epoch, o.metadata, now)
                   for tp, o in offsets.items()}
@@ -142,10 +156,13 @@ class GroupCoordinator(Membership):
                 reply.fail(error)
                 return
             if self._groups.get(group_id) is group:
-                group.offsets.put(values)
+                if producer_id < 0:
+                    group.offsets.put(values)
+                else:
+                    group.offsets.stage(producer_id, values)
             reply.resolve(None)
 
-        self._write(group, records, stored)
+        self._writes.append(Write(group_id, records, stored, producer_id, producer_epoch))
         return reply
 
     def _commit_target(self, group_id: str, generation: int, member_id: str,
@@ -199,26 +216,7 @@ class GroupCoordinator(Membership):
         group = self._groups.get(group_id) or self._new_group(group_id)
         if group.is_(GroupState.DEAD):
             return Reply.failed(CoordinatorNotAvailableError(f"{group_id!r} is being deleted"))
-        now = self.clock.wall_ms()
-        values = {tp: OffsetValue(o.offset, o.leader_epoch, o.metadata, now)
-                  for tp, o in offsets.items()}
-        if not values:
-            return Reply.of(None)
-        records: Records = tuple(
-            (encode_offset_key(OffsetKey(group_id, tp.topic, tp.partition)),
-             encode_offset_value(value)) for tp, value in values.items())
-        reply: Reply[None] = Reply()
-
-        def stored(error: GroupError | None) -> None:
-            if error is not None:
-                reply.fail(error)
-                return
-            if self._groups.get(group_id) is group:
-                group.offsets.stage(producer_id, values)
-            reply.resolve(None)
-
-        self._writes.append(Write(group_id, records, stored, producer_id, producer_epoch))
-        return reply
+        return self._write_offsets(group, offsets, producer_id, producer_epoch)
 
     def complete_transaction(self, producer_id: int, commit: bool) -> None:
         """Materialize (or drop) offsets a transaction staged, once its marker is
