@@ -40,6 +40,9 @@ class _Emit:
 
 
 class _WindowedBase:
+    """What time- and session-windowed streams share: ``count`` and ``reduce``, and the
+    node, store and spec an aggregation builds; each kind supplies ``_aggregate``."""
+
     _grouped: KGroupedStream
     _emit: _Emit
 
@@ -70,6 +73,20 @@ class _WindowedBase:
             store.store_name, store.key_serde, store.value_serde, fold,
             late=self._grouped.builder.late_records, on_late=on_late,
         )
+
+    def _aggregate(self, prefix: str, fold: Fold, materialized: Materialized | None,
+                   value_serde: Any, name: str | None, on_late: LateCallback | None) -> KTable:
+        raise NotImplementedError
+
+    def count(self, *, materialized: Materialized | None = None, name: str | None = None,
+              on_late: LateCallback | None = None) -> KTable:
+        return self._aggregate("KSTREAM-AGGREGATE-", CountFold(), materialized, Serdes.long(),
+                               name, on_late)
+
+    def reduce(self, reducer: Callable[[Any, Any], Any], *, materialized: Materialized | None = None,
+               name: str | None = None, on_late: LateCallback | None = None) -> KTable:
+        return self._aggregate("KSTREAM-REDUCE-", ReduceFold(reducer), materialized,
+                               self._grouped.value_serde, name, on_late)
 
 
 class TimeWindowedKStream(_WindowedBase):
@@ -123,16 +140,6 @@ class TimeWindowedKStream(_WindowedBase):
             store.value_serde, store_name=store.store_name, windows=windows, origin=node,
         )
 
-    def count(self, *, materialized: Materialized | None = None, name: str | None = None,
-              on_late: LateCallback | None = None) -> KTable:
-        return self._aggregate("KSTREAM-AGGREGATE-", CountFold(), materialized, Serdes.long(),
-                               name, on_late)
-
-    def reduce(self, reducer: Callable[[Any, Any], Any], *, materialized: Materialized | None = None,
-               name: str | None = None, on_late: LateCallback | None = None) -> KTable:
-        return self._aggregate("KSTREAM-REDUCE-", ReduceFold(reducer), materialized,
-                               self._grouped.value_serde, name, on_late)
-
     def aggregate(self, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any],
                   *, materialized: Materialized | None = None, name: str | None = None,
                   on_late: LateCallback | None = None) -> KTable:
@@ -170,16 +177,6 @@ class SessionWindowedKStream(_WindowedBase):
             self._grouped.builder, node, SessionWindowedSerde(store.key_serde),
             store.value_serde, store_name=store.store_name, windows=windows, origin=node,
         )
-
-    def count(self, *, materialized: Materialized | None = None, name: str | None = None,
-              on_late: LateCallback | None = None) -> KTable:
-        return self._aggregate("KSTREAM-AGGREGATE-", CountFold(), materialized, Serdes.long(),
-                               name, on_late)
-
-    def reduce(self, reducer: Callable[[Any, Any], Any], *, materialized: Materialized | None = None,
-               name: str | None = None, on_late: LateCallback | None = None) -> KTable:
-        return self._aggregate("KSTREAM-REDUCE-", ReduceFold(reducer), materialized,
-                               self._grouped.value_serde, name, on_late)
 
     def aggregate(
         self,
