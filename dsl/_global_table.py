@@ -16,24 +16,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from streams import BatchProcessor, ProcessorContext, Rec, Topology
+from streams import Rec, Topology
 
 from ._graph import GraphNode
-from ._table_nodes import StoreValueGetterSupplier, ValueGetterSupplier
+from ._table_nodes import StoreValueGetterSupplier, StoreWriter, ValueGetterSupplier
 
 if TYPE_CHECKING:
     from ._builder import StreamsBuilder
 
 
-class GlobalTableUpdater(BatchProcessor):
+class GlobalTableUpdater(StoreWriter):
     """Upserts each record into the global store; records with a ``None`` key are skipped."""
-
-    def __init__(self, store_name: str) -> None:
-        self._store_name = store_name
-
-    def init(self, context: ProcessorContext) -> None:
-        self.context = context
-        self._store = context.get_state_store(self._store_name)
 
     def process_batch(self, batch: list[Rec]) -> None:
         put = self._store.put

@@ -209,9 +209,8 @@ class TableMapValues(BatchProcessor):
             self.context.forward_batch(out)
 
 
-class Materialize(BatchProcessor):
-    """Writes each change's new value into a store and passes the change on; this is
-    how a filtered or mapped table becomes queryable."""
+class StoreWriter(BatchProcessor):
+    """A processor that writes into one typed store, bound at ``init``."""
 
     def __init__(self, store_name: str) -> None:
         self._store_name = store_name
@@ -219,6 +218,11 @@ class Materialize(BatchProcessor):
     def init(self, context: ProcessorContext) -> None:
         self.context = context
         self._store = context.get_state_store(self._store_name)
+
+
+class Materialize(StoreWriter):
+    """Writes each change's new value into a store and passes the change on; this is
+    how a filtered or mapped table becomes queryable."""
 
     def process_batch(self, batch: list[Rec]) -> None:
         put = self._store.put
