@@ -126,19 +126,8 @@ class KTable:
         node = op
         store_name = None
         if materialized is not None:
-            store = materialized.resolve(
-                builder.new_name(f"{prefix}STATE-STORE-"), self.key_serde, value_serde
-            ).with_caching_disabled()
+            node, store = materialize(builder, node, materialized, prefix, self.key_serde, value_serde)
             store_name = store.store_name
-            target = TableGraphNode(
-                f"{node.name}-MATERIALIZE",
-                (node,),
-                supplier=lambda: tn.Materialize(store.store_name),
-                store_builders=(store.key_value_store(),),
-                old_values_from_parent=True,
-            )
-            builder.add_node(target)
-            node = target
             getter = tn.StoreValueGetterSupplier(store.store_name)
             value_serde = store.value_serde
         return KTable(
@@ -296,3 +285,28 @@ class KTable:
         from ._ktable_joins import table_join
 
         return table_join(self, "outer", other, joiner, None, materialized, name)
+
+
+def materialize(
+    builder: StreamsBuilder,
+    parent: TableGraphNode,
+    materialized: Materialized,
+    prefix: str,
+    key_serde: Any,
+    value_serde: Any,
+) -> tuple[TableGraphNode, Materialized]:
+    """Add ``<parent>-MATERIALIZE`` below ``parent``: it writes the table's new values
+    into an uncached key-value store named from ``materialized`` (or after ``prefix``)
+    and passes the changes on. Returns the node and the resolved store."""
+    store = materialized.resolve(
+        builder.new_name(f"{prefix}STATE-STORE-"), key_serde, value_serde
+    ).with_caching_disabled()
+    node = TableGraphNode(
+        f"{parent.name}-MATERIALIZE",
+        (parent,),
+        supplier=lambda: tn.Materialize(store.store_name),
+        store_builders=(store.key_value_store(),),
+        old_values_from_parent=True,
+    )
+    builder.add_node(node)
+    return node, store

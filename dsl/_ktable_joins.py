@@ -65,7 +65,7 @@ def _by_key(
     table: KTable, other: KTable, joiner: Callable[[Any, Any], Any], kind: str,
     materialized: Materialized | None, name: str | None,
 ) -> KTable:
-    from ._ktable import KTable
+    from ._ktable import KTable, materialize
 
     builder = table._builder
     join_name = name or builder.new_name("KTABLE-JOIN-")
@@ -92,16 +92,10 @@ def _by_key(
     store_name = None
     value_serde = None
     if materialized is not None:
-        store = materialized.resolve(
-            builder.new_name(f"{join_name}-STATE-STORE-"), table.key_serde, None
-        ).with_caching_disabled()
-        store_name = store.store_name
-        result = TableGraphNode(
-            f"{join_name}-MATERIALIZE", (merge,),
-            supplier=lambda: tn.Materialize(store.store_name),
-            store_builders=(store.key_value_store(),), old_values_from_parent=True,
+        result, store = materialize(
+            builder, merge, materialized, f"{join_name}-", table.key_serde, None
         )
-        builder.add_node(result)
+        store_name = store.store_name
         getter = tn.StoreValueGetterSupplier(store.store_name)
         value_serde = store.value_serde
     return KTable(builder, result, table.key_serde, value_serde, store_name=store_name, getter=getter)
