@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import ParamSpec, TypeVar
 
 import pytest
 
@@ -20,6 +21,7 @@ from state import (
     SegmentedStore,
     SegmentedWindowStore,
     SessionKeySchema,
+    StateStore,
     StoreTestContext,
     WindowKeySchema,
 )
@@ -73,15 +75,17 @@ def stacks() -> type[Stacks]:
     return Stacks
 
 
-@pytest.fixture
-def kv_factory(
-    backend: str, stack: str, context: StoreTestContext
-) -> Iterator[Callable[..., KeyValueBytesStore]]:
-    opened: list[KeyValueBytesStore] = []
+S = TypeVar("S", bound=StateStore)
+P = ParamSpec("P")
 
-    def make(name: str = "kv", cache_size: int = 1000) -> KeyValueBytesStore:
-        inner = RocksDBKeyValueStore(name) if backend == "rocksdb" else InMemoryKeyValueStore(name)
-        store = wrap_kv(inner, stack, cache_size)
+
+def opened_by(context: StoreTestContext, build: Callable[P, S]) -> Iterator[Callable[P, S]]:
+    """Yields a factory that builds a store with ``build`` and opens it on ``context``;
+    when the test is done, closes every store it opened."""
+    opened: list[S] = []
+
+    def make(*args: P.args, **kwargs: P.kwargs) -> S:
+        store = build(*args, **kwargs)
         store.init(context)
         opened.append(store)
         return store
@@ -89,6 +93,17 @@ def kv_factory(
     yield make
     for store in opened:
         store.close()
+
+
+@pytest.fixture
+def kv_factory(
+    backend: str, stack: str, context: StoreTestContext
+) -> Iterator[Callable[..., KeyValueBytesStore]]:
+    def build(name: str = "kv", cache_size: int = 1000) -> KeyValueBytesStore:
+        inner = RocksDBKeyValueStore(name) if backend == "rocksdb" else InMemoryKeyValueStore(name)
+        return wrap_kv(inner, stack, cache_size)
+
+    yield from opened_by(context, build)
 
 
 @pytest.fixture
@@ -100,9 +115,7 @@ def kv(kv_factory: Callable[..., KeyValueBytesStore]) -> KeyValueBytesStore:
 def window_factory(
     backend: str, stack: str, context: StoreTestContext
 ) -> Iterator[Callable[..., SegmentedWindowStore]]:
-    opened: list[SegmentedWindowStore] = []
-
-    def make(
+    def build(
         name: str = "win",
         retention: int = 1000,
         window_size: int = 100,
@@ -112,35 +125,23 @@ def window_factory(
         raw = SegmentedStore(
             name, make_backend(backend), WindowKeySchema(), retention, segment_interval
         )
-        store = SegmentedWindowStore(
+        return SegmentedWindowStore(
             wrap_segmented(raw, stack), retention, window_size, retain_duplicates
         )
-        store.init(context)
-        opened.append(store)
-        return store
 
-    yield make
-    for store in opened:
-        store.close()
+    yield from opened_by(context, build)
 
 
 @pytest.fixture
 def session_factory(
     backend: str, stack: str, context: StoreTestContext
 ) -> Iterator[Callable[..., SegmentedSessionStore]]:
-    opened: list[SegmentedSessionStore] = []
-
-    def make(
+    def build(
         name: str = "sess", retention: int = 1000, segment_interval: int | None = 250
     ) -> SegmentedSessionStore:
         raw = SegmentedStore(
             name, make_backend(backend), SessionKeySchema(), retention, segment_interval
         )
-        store = SegmentedSessionStore(wrap_segmented(raw, stack), retention)
-        store.init(context)
-        opened.append(store)
-        return store
+        return SegmentedSessionStore(wrap_segmented(raw, stack), retention)
 
-    yield make
-    for store in opened:
-        store.close()
+    yield from opened_by(context, build)
