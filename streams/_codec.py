@@ -31,21 +31,24 @@ def require_bytes(obj: Any) -> bytes | None:
     )
 
 
+def _bind(serde: Any, topic: str, fast: str, slow: str) -> Any:
+    """``serde.<fast>(topic)`` where the serde offers it, else ``serde.<slow>`` with the
+    topic bound."""
+    bind_fast = getattr(serde, fast, None)
+    if bind_fast is not None:
+        return bind_fast(topic)
+    return functools.partial(getattr(serde, slow), topic)
+
+
 def bind_serializer(serde: Any, topic: str) -> Encode | None:
     if serde is None:
         return require_bytes
-    fast = getattr(serde, "serializer_for", None)
-    if fast is not None:
-        bound: Encode | None = fast(topic)
-        return bound
-    return functools.partial(serde.serialize, topic)
+    bound: Encode | None = _bind(serde, topic, "serializer_for", "serialize")
+    return bound
 
 
 def bind_deserializer(serde: Any, topic: str) -> Decode | None:
     if serde is None:
         return None
-    fast = getattr(serde, "deserializer_for", None)
-    if fast is not None:
-        bound: Decode | None = fast(topic)
-        return bound
-    return functools.partial(serde.deserialize, topic)
+    bound: Decode | None = _bind(serde, topic, "deserializer_for", "deserialize")
+    return bound
