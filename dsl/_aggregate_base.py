@@ -15,12 +15,12 @@ into the update.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterator
+from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from state import CacheEntry, Windowed
 from state import Change as StoreChange
-from state import Windowed
 from streams import BatchProcessor, ProcessorContext, PunctuationType, Rec
 
 from ._binding import decoder, encoder
@@ -67,6 +67,31 @@ class AggregateBase(BatchProcessor):
     def _forward_changes(self, records: list[Rec]) -> None:
         if records:
             self._forward(records)
+
+
+class KeyValueAggregate(AggregateBase):
+    """An aggregation on the bytes-level key-value stack (metered(caching(logging(...))))
+    below the typed store: its cache flushes are decoded and forwarded here."""
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        self._bytes = self._store.inner
+        self._cached = self._bytes.set_flush_listener(self._on_flush, self._send_old)
+
+    def _on_flush(self, entries: Sequence[CacheEntry]) -> None:
+        dk, dv, pending, send_old = self._dk, self._dv, self._pending_ts, self._send_old
+        self._forward_changes(
+            [
+                (
+                    dk(e.key),
+                    _new_tuple(Change, (dv(e.new_value), dv(e.old_value) if send_old else None)),
+                    pending.pop(e.key, e.timestamp),
+                    (),
+                    -1,
+                )
+                for e in entries
+            ]
+        )
 
 
 class WindowedAggregateBase(AggregateBase):

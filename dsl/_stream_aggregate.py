@@ -6,38 +6,15 @@ to aggregate under, or nothing to aggregate.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
-from state import CacheEntry
-from streams import ProcessorContext, Rec
+from streams import Rec
 
-from ._aggregate_base import AggregateBase, _new_tuple
+from ._aggregate_base import KeyValueAggregate, _new_tuple
 from ._change import Change
 
 
-class StreamAggregate(AggregateBase):
-    def init(self, context: ProcessorContext) -> None:
-        super().init(context)
-        self._bytes = self._store.inner  # the bytes-level stack: metered(caching(logging(...)))
-        self._cached = self._bytes.set_flush_listener(self._on_flush, self._send_old)
-
-    def _on_flush(self, entries: Sequence[CacheEntry]) -> None:
-        dk, dv, pending = self._dk, self._dv, self._pending_ts
-        send_old = self._send_old
-        self._forward_changes(
-            [
-                (
-                    dk(e.key),
-                    _new_tuple(Change, (dv(e.new_value), dv(e.old_value) if send_old else None)),
-                    pending.pop(e.key, e.timestamp),
-                    (),
-                    -1,
-                )
-                for e in entries
-            ]
-        )
-
+class StreamAggregate(KeyValueAggregate):
     def process_batch(self, batch: list[Rec]) -> None:
         ek = self._ek
         groups: dict[bytes, list[Any]] = {}

@@ -8,13 +8,12 @@ from one group to another therefore leaves the first and joins the second.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
-from state import CacheEntry
-from streams import ProcessorContext, Rec
+from streams import Rec
 
-from ._aggregate_base import AggregateBase, _new_tuple
+from ._aggregate_base import KeyValueAggregate, _new_tuple
 from ._change import Change
 
 
@@ -54,27 +53,7 @@ def count_fold() -> TableFold:
     return TableFold(lambda: 0, lambda k, v, agg: agg + 1, lambda k, v, agg: agg - 1, True)
 
 
-class TableAggregate(AggregateBase):
-    def init(self, context: ProcessorContext) -> None:
-        super().init(context)
-        self._bytes = self._store.inner
-        self._cached = self._bytes.set_flush_listener(self._on_flush, self._send_old)
-
-    def _on_flush(self, entries: Sequence[CacheEntry]) -> None:
-        dk, dv, pending, send_old = self._dk, self._dv, self._pending_ts, self._send_old
-        self._forward_changes(
-            [
-                (
-                    dk(e.key),
-                    _new_tuple(Change, (dv(e.new_value), dv(e.old_value) if send_old else None)),
-                    pending.pop(e.key, e.timestamp),
-                    (),
-                    -1,
-                )
-                for e in entries
-            ]
-        )
-
+class TableAggregate(KeyValueAggregate):
     def process_batch(self, batch: list[Rec]) -> None:
         """Records apply in order; an aggregate is read once per key and batch."""
         ek, dv, ev = self._ek, self._dv, self._ev
