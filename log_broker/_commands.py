@@ -275,14 +275,24 @@ async def _consume(args: argparse.Namespace) -> int:
         auto_offset_reset="earliest" if args.from_beginning else "latest",
         enable_auto_commit=args.group is not None)
     await consumer.start()
+    # SIGINT/SIGTERM end the loop so the consumer leaves its group cleanly; a
+    # KeyboardInterrupt raised wherever the loop happens to be could skip that.
+    stopping = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stopping.set)
+    stop_wait = asyncio.ensure_future(stopping.wait())
     seen = 0
     timeout = args.timeout_ms / 1000 if args.timeout_ms else None
     try:
         while args.max_messages is None or seen < args.max_messages:
-            try:
-                record = await asyncio.wait_for(consumer.getone(), timeout)
-            except TimeoutError:
+            fetch = asyncio.ensure_future(consumer.getone())
+            done, _ = await asyncio.wait({fetch, stop_wait}, timeout=timeout,
+                                         return_when=asyncio.FIRST_COMPLETED)
+            if fetch not in done:
+                fetch.cancel()
                 break
+            record = fetch.result()
             parts = []
             if args.print_partition:
                 parts.append(f"{record.partition}:{record.offset}")
@@ -292,5 +302,8 @@ async def _consume(args: argparse.Namespace) -> int:
             print(args.key_separator.join(parts), flush=True)
             seen += 1
     finally:
+        stop_wait.cancel()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
         await consumer.stop()
     return 0

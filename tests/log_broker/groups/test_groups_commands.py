@@ -114,7 +114,12 @@ def test_a_group_with_members_is_not_reset_or_deleted(broker_process: BrokerProc
                        "has active members")
     finally:
         member.send_signal(signal.SIGINT)  # a clean stop: the consumer leaves the group
-        member.wait(30)
+        try:
+            member.wait(30)
+        except subprocess.TimeoutExpired:
+            member.kill()  # never leave a process behind, then fail
+            member.wait()
+            raise
     deadline = time.monotonic() + 15
     while "State: Empty" not in headrace("groups", "describe", "pager", *bs).stdout:
         assert time.monotonic() < deadline

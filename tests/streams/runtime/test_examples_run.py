@@ -52,6 +52,23 @@ async def _collect(bootstrap: str, topics: list[str], want: int, wait: float = 4
     return got
 
 
+async def _wait_committed(bootstrap: str, group: str, topic: str, records: int,
+                          wait: float = 40) -> None:
+    """Until ``group`` has committed offsets covering ``records`` records of ``topic``."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            offsets = await admin.list_consumer_group_offsets(group)
+            if sum(o.offset for tp, o in offsets.items() if tp.topic == topic) >= records:
+                return
+            await asyncio.sleep(0.2)
+    finally:
+        await admin.close()
+    raise AssertionError(f"{group} did not get through {records} records of {topic}")
+
+
 def _service(instances: list[Instance], target: str, app_id: str, bootstrap: str, tmp_path: Path) -> Instance:
     inst = Instance(target, app_id, bootstrap, tmp_path / "state", app_id)
     instances.append(inst.start())
@@ -85,13 +102,21 @@ async def test_page_views_example_counts_views_per_page_and_minute_as_a_service(
     await asyncio.to_thread(inst.wait_for, "tasks=0_", 40)
     t0 = page_views.T0
     views = [("alice", "/home", 1_000), ("bob", "/home", 20_000), ("alice", "/cart", 45_000),
-             ("carol", "/home", 50_000), ("dave", "/home", 61_000),
-             # minute 3 for both pages: closes minutes 0 and 1 (10 s grace) in every task
-             ("erin", "/home", 185_000), ("frank", "/cart", 185_000)]
-    await _produce(bootstrap, page_views.VIEWS, [
-        (user.encode(), json.dumps({"page": page, "user": user}).encode(), t0 + at)
-        for user, page, at in views
-    ])
+             ("carol", "/home", 50_000), ("dave", "/home", 61_000)]
+    # minute 3 for both pages: closes minutes 0 and 1 (10 s grace) in every task
+    closers = [("erin", "/home", 185_000), ("frank", "/cart", 185_000)]
+
+    def records(rows: list[tuple[str, str, int]]) -> list[tuple[bytes, bytes, int | None]]:
+        return [(user.encode(), json.dumps({"page": page, "user": user}).encode(), t0 + at)
+                for user, page, at in rows]
+
+    # Views keyed by user sit on different input partitions, so nothing orders a closer
+    # before an earlier view on its way to the page's task: send the closers only once
+    # the counting task has taken in every view (else a view may rightly count as late).
+    await _produce(bootstrap, page_views.VIEWS, records(views))
+    await _wait_committed(bootstrap, "page-views", "page-views-views-by-page-repartition",
+                          len(views))
+    await _produce(bootstrap, page_views.VIEWS, records(closers))
     got = await _collect(bootstrap, [page_views.PER_MINUTE], want=3)
     reports = sorted((k.decode(), json.loads(v)["minute"], json.loads(v)["views"])
                      for k, v in got[page_views.PER_MINUTE])
