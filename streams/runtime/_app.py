@@ -429,10 +429,15 @@ class App:
                 # Aborted: every task rewinds; the new assignment reopens them from
                 # their snapshots at the committed offsets.
                 log.warning("commit on revocation aborted: %s", error)
-                if isinstance(error, FencedError):
-                    await self._rewinder.rewind(error)
-                    self._producer = self._committer.producer
                 self._rewinder.close_all()
+                try:
+                    await self._rewinder.renew_producer(error)
+                except FencedError as fatal:
+                    # Fenced again: another instance holds our id; stop, do not fight it.
+                    self._failure = fatal
+                    if self._stop_requested is not None:
+                        self._stop_requested.set()
+                self._producer = self._committer.producer
             except ClientError as error:
                 log.warning("commit on revocation failed: %s", error)
 

@@ -88,6 +88,13 @@ class Rewinder:
         """Steps 1-4 of the module docstring; raises ``FencedError`` when this
         instance must stop."""
         self.rewinds += 1
+        await self.renew_producer(error)
+        log.warning("transaction aborted (%s); rewinding tasks to the committed offsets", error)
+        self.close_all()
+        await self.reopen()
+
+    async def renew_producer(self, error: TransactionError | FencedError) -> None:
+        """Step 1 alone (a rebalance reopens the tasks itself)."""
         if isinstance(error, FencedError):
             now = time.monotonic()
             if now - self._last_fence < FENCE_WINDOW_S:
@@ -96,9 +103,6 @@ class Rewinder:
             self._last_fence = now
         if isinstance(error, FencedError) or self._committer.broken:
             await self._new_producer()
-        log.warning("transaction aborted (%s); rewinding tasks to the committed offsets", error)
-        self.close_all()
-        await self.reopen()
 
     def close_all(self) -> None:
         """Step 2: close every task; none of them is clean, so none is checkpointed."""
