@@ -31,6 +31,8 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
     run.add_argument("--http-port", type=int, help="serve /health, /metrics, /stores on this port (0: any)")
     run.add_argument("--http-host", help="address the HTTP server binds (default 127.0.0.1)")
     run.add_argument("--commit-interval-ms", type=int)
+    run.add_argument("--processing-guarantee", choices=("at_least_once", "exactly_once_v2"),
+                     help="default at_least_once (see the README on choosing)")
     run.add_argument("--settings", help="a TOML or JSON settings file")
     run.add_argument("--status-interval", type=float, default=5.0, help="seconds between status lines (0: none)")
     run.add_argument("--log-format", choices=("text", "json"))
@@ -67,6 +69,7 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
         "http_port": args.http_port,
         "http_host": args.http_host,
         "commit_interval_ms": args.commit_interval_ms,
+        "processing_guarantee": args.processing_guarantee,
         "log_format": args.log_format,
     }
 

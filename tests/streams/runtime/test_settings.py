@@ -52,3 +52,22 @@ def test_docstring_examples_run() -> None:
 
     for module in (settings, murmur, groups):
         assert doctest.testmod(module).failed == 0
+
+
+def test_headrace_run_flags_reach_the_app_settings(tmp_path: Path) -> None:
+    from headrace.cli import build_parser
+    from streams._commands import build_app
+
+    app_file = tmp_path / "app.py"
+    app_file.write_text(
+        "from dsl import StreamsBuilder\n"
+        "def topology():\n"
+        "    builder = StreamsBuilder()\n"
+        "    builder.stream('in').to('out')\n"
+        "    return builder.build()\n")
+    args = build_parser().parse_args([
+        "run", f"{app_file}:topology", "--application-id", "flags",
+        "--processing-guarantee", "exactly_once_v2", "--bootstrap-servers", "127.0.0.1:1"])
+    app = build_app(args)
+    assert app.settings.processing_guarantee == "exactly_once_v2"
+    assert app.settings.commit_interval == 100  # ms: exactly-once's default
