@@ -249,6 +249,25 @@ class AiokafkaChangelogReader:
         }
 
 
+class AiokafkaGlobalReader(AiokafkaChangelogReader):
+    """Reads the global topics whole, records as tasks take them (timestamps, headers)."""
+
+    async def poll(  # type: ignore[override]
+        self, timeout_ms: int, max_records: int
+    ) -> dict[TopicPartition, list[ConsumedRecord]]:
+        if not self._consumer.assignment():
+            return {}
+        try:
+            fetched = await self._consumer.getmany(timeout_ms=timeout_ms, max_records=max_records)
+        except KafkaError as error:
+            raise translate(error, "reading a global topic") from error
+        return {
+            (tp.topic, tp.partition): list(map(as_tuple, records))
+            for tp, records in fetched.items()
+            if records
+        }
+
+
 def _fill(batch: Any, records: list[ProducedRecord], start: int) -> int:
     """Append ``records[start:]`` to ``batch`` until it is full; return the end index.
 
@@ -451,6 +470,9 @@ class AiokafkaClients:
 
     def changelog_reader(self) -> AiokafkaChangelogReader:
         return AiokafkaChangelogReader(self.settings)
+
+    def global_reader(self) -> AiokafkaGlobalReader:
+        return AiokafkaGlobalReader(self.settings)
 
     def producer(self) -> AiokafkaRecordProducer:
         return AiokafkaRecordProducer(self.settings)

@@ -8,15 +8,17 @@ Lifecycle (:class:`AppState`)::
     any of STARTING, RUNNING, REBALANCING, STOPPING --error--> FAILED --> STOPPED
 
 Start-up, step by step: resolve the topology; read the partition counts of its source
-topics and check co-partitioning; create the internal topics (repartition topics and
-compacted changelogs) that are missing; start the HTTP server (its address goes to the
-group for interactive queries); start the producer, the changelog reader and the group
+topics (and of its global topics, which must exist) and check co-partitioning; create
+the internal topics (repartition topics and compacted changelogs) that are missing;
+start the HTTP server (its address goes to the group for interactive queries); start
+the producer and the changelog reader; read the global topics to their ends into the
+global stores (``_global.py``), before any stream task can open; start the group
 consumer; subscribe; run the processing loop.
 
-One round of the loop: poll a batch of records; feed each partition's records to its
-task; send what the tasks produced; run due wall-clock punctuations; restore a round of
+One round of the loop: read what is new on the global topics into the global stores;
+poll a batch of records; feed each partition's records to its task; send what the tasks produced; run due wall-clock punctuations; restore a round of
 changelog records if any task is restoring; commit when the interval has passed or a
-task asked for it (``_commit.py`` owns the commit). A lock keeps the rebalance
+task asked for it (``_commit.py`` owns the commit), then checkpoint the global stores. A lock keeps the rebalance
 callbacks, which commit revoked tasks, from interleaving with a round.
 
 Under exactly-once the producer is transactional (started before anything is read, so
@@ -47,6 +49,7 @@ from ._client import ClientFactory, RecordProducer, TopicPartition, TopicSpec
 from ._commit import Committer, GroupOffsetSink, OffsetSink, TransactionSink
 from ._errors import AppStopped, ClientError, FencedError, SettingsError, TransactionError
 from ._gc import tune_for_streaming
+from ._global import GlobalStores, global_topics
 from ._handlers import ErrorHandler, deserialization_handler
 from ._http import HttpServer
 from ._metrics import AppMetrics
@@ -194,6 +197,7 @@ class App:
         except BaseException as error:
             self._failure = error
             self._lifecycle.move(AppState.FAILED)
+            await self._close_globals()
             await self._close_clients()
             self._lifecycle.move(AppState.STOPPED)
             raise
@@ -207,10 +211,16 @@ class App:
         sinks = {n.topic for n in topology.nodes.values() if isinstance(n, SinkNode) and n.topic}
         self._admin = self._clients.admin()
         await self._admin.start()
-        counts = await self._admin.partition_counts(external | {topology.topic_name(t, app_id) for t in sinks} | internal)
+        globals_ = set(global_topics(topology, app_id))
+        counts = await self._admin.partition_counts(
+            external | globals_ | {topology.topic_name(t, app_id) for t in sinks} | internal
+        )
         missing = sorted(external - set(counts))
         if missing:
             raise SettingsError(f"source topics do not exist: {', '.join(missing)}")
+        missing = sorted(globals_ - set(counts))
+        if missing:
+            raise SettingsError(f"global table topics do not exist: {', '.join(missing)}")
         wanted_internal = internal_topic_partitions(topology, app_id, {t: counts[t] for t in external})
         counts.update({t: n for t, n in wanted_internal.items() if t not in counts})
         layout = TaskLayout(sources, counts)
@@ -248,9 +258,19 @@ class App:
             default_value_serde=self._serdes[1],
             **extra,
         )
+        self._globals: GlobalStores | None = None
+        if globals_:
+            self._global_reader = self._clients.global_reader()
+            await self._global_reader.start()
+            self._globals = GlobalStores(
+                topology, config, settings.state_dir, self._global_reader, counts,
+                settings.max_poll_records, _now_ms(),
+            )
+            await self._globals.bootstrap()
         self.tasks = TaskManager(
             topology, config, settings.state_dir, sources, logs,
             lambda topic: self._counts.get(topic, 1), _now_ms, settings.exactly_once,
+            global_stores=self._globals.stores if self._globals is not None else None,
         )
         self.assignor = PartitionGroupAssignor(sources, self.host, self.tasks.local_tasks)
         self._processing_errors = ErrorHandler(
@@ -319,6 +339,8 @@ class App:
                 timeout = 0 if self._restorer.busy else settings.poll_timeout_ms
                 batches = await self._consumer.poll(timeout, settings.max_poll_records)
                 async with self._lock:
+                    if self._globals is not None:
+                        await self._globals.poll(0)
                     await self._process(batches)
                     now = time.monotonic()
                     if now - last_punctuate >= 0.05:
@@ -335,6 +357,8 @@ class App:
                             await self._committer.commit(running)
                         except (TransactionError, FencedError) as error:
                             await self._rewind(error)
+                        if self._globals is not None:
+                            await self._globals.checkpoint()
                         last_commit = time.monotonic()
                         self._observe_lag(running)
         except Exception as error:
@@ -490,6 +514,7 @@ class App:
             except Exception as error:
                 log.error("closing task %s failed: %s", task.id, error)
         self.tasks.forget(list(self.tasks.tasks.values()))
+        await self._close_globals()
         await self._close_clients()
         if self.state is AppState.STOPPING and self._failure is not None:
             self._lifecycle.move(AppState.FAILED)
@@ -497,8 +522,18 @@ class App:
         log.info("%s stopped%s", self.settings.application_id,
                  f" after an error: {self._failure}" if self._failure else "")
 
+    async def _close_globals(self) -> None:
+        """After the stream tasks, which read the global stores until they close."""
+        globals_ = getattr(self, "_globals", None)
+        if globals_ is None:
+            return
+        try:
+            await globals_.close(clean=self._failure is None)
+        except Exception as error:
+            log.error("closing the global stores failed: %s", error)
+
     async def _close_clients(self) -> None:
-        for name in ("_consumer", "_producer", "_reader", "_admin"):
+        for name in ("_consumer", "_producer", "_reader", "_global_reader", "_admin"):
             client = getattr(self, name, None)
             if client is not None:
                 try:

@@ -105,6 +105,29 @@ class ChangelogReader(Protocol):
         """``(offset, key, value)`` per partition."""
 
 
+class GlobalReader(Protocol):
+    """A consumer outside any group that reads whole topics for the global stores;
+    records come out as :data:`streams.ConsumedRecord` tuples, as tasks take them."""
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    def assign(self, partitions: Collection[TopicPartition]) -> None: ...
+
+    async def seek(self, partition: TopicPartition, offset: int | None) -> None:
+        """Position at ``offset``, or at the beginning when it is ``None``."""
+
+    async def end_offsets(self, partitions: Collection[TopicPartition]) -> dict[TopicPartition, int]: ...
+
+    async def position(self, partition: TopicPartition) -> int | None:
+        """The next offset to fetch, past transaction markers and aborted records."""
+
+    async def poll(
+        self, timeout_ms: int, max_records: int
+    ) -> dict[TopicPartition, list[ConsumedRecord]]: ...
+
+
 class RecordProducer(Protocol):
     """Sends produced tuples; ``flush`` waits for every one and says what happened."""
 
@@ -146,6 +169,8 @@ class ClientFactory(Protocol):
     def group_consumer(self, group_id: str, assignor: object) -> GroupConsumer: ...
 
     def changelog_reader(self) -> ChangelogReader: ...
+
+    def global_reader(self) -> GlobalReader: ...
 
     def producer(self) -> RecordProducer: ...
 

@@ -96,9 +96,30 @@ def changelog_topics(topology: Topology, application_id: str) -> dict[int, dict[
 def internal_topic_partitions(
     topology: Topology, application_id: str, external_counts: Mapping[str, int]
 ) -> dict[str, int]:
-    """Partition counts for repartition topics: as declared, else the widest external source."""
+    """Partition counts for repartition topics, as Kafka Streams chooses them.
+
+    A declared count wins. Otherwise a repartition topic read by a sub-topology that
+    also reads external topics takes their count, so it is co-partitioned with them (a
+    join after ``select_key`` reads both); any other takes the widest external source.
+
+    >>> from streams import Topology
+    >>> t = (Topology().add_internal_topic("by-customer-repartition")
+    ...      .add_source("orders", "orders").add_source("keyed", "by-customer-repartition")
+    ...      .add_processor("join", lambda: None, "orders", "keyed"))
+    >>> internal_topic_partitions(t, "app", {"orders": 2, "clicks": 6})
+    {'app-by-customer-repartition': 2}
+    """
     widest = max(external_counts.values(), default=1)
+    internal = {f"{application_id}-{name}" for name in topology.internal_topics}
+    beside: dict[str, int] = {}
+    for topics in source_topics(topology, application_id).values():
+        counts = {external_counts[t] for t in topics if t not in internal and t in external_counts}
+        if len(counts) != 1:
+            continue  # no external source, or already not co-partitioned (checked later)
+        for t in topics:
+            if t in internal:
+                beside[t] = max(beside.get(t, 0), *counts)
     return {
-        f"{application_id}-{name}": declared or widest
-        for name, declared in topology.internal_topics.items()
+        name: declared or beside.get(name, widest)
+        for name, declared in ((f"{application_id}-{n}", d) for n, d in topology.internal_topics.items())
     }

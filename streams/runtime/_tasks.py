@@ -29,6 +29,7 @@ import logging
 import pathlib
 import shutil
 from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from state import CheckpointError, StoreIOError, TaskCheckpoint
 
@@ -141,8 +142,11 @@ class TaskManager:
         partitions_for: Callable[[str], int],
         clock_ms: Callable[[], int],
         exactly_once: bool = False,
+        global_stores: Mapping[str, Any] | None = None,
     ) -> None:
         self._exactly_once = exactly_once
+        # Read by every task, owned by the instance's global task (``_global.py``).
+        self._global_stores = dict(global_stores or {})
         self._topology = topology
         self._config = config
         self._root = state_dir
@@ -215,6 +219,7 @@ class TaskManager:
             state_dir=self._root,
             wall_clock_ms=self._clock_ms(),
             partitions_for=self._partitions_for,
+            global_stores=self._global_stores,
         )
         executor.init()
         changelogs = {
