@@ -83,12 +83,15 @@ class Output:
         assert done(self.rows), self.rows
 
 
-def _instance(instances: list[Instance], prefix: str, bootstrap: str, tmp: Path, name: str) -> Instance:
+def _instance(
+    instances: list[Instance], prefix: str, bootstrap: str, tmp: Path, name: str,
+    guarantee: str = "at_least_once",
+) -> Instance:
     from rtprocs import Instance
 
     (tmp / name).mkdir(parents=True, exist_ok=True)
-    inst = Instance(f"{Path(__file__)}:enrich", f"{prefix}-app", bootstrap, tmp / name / "state", name,
-                    env={"RTG_PREFIX": prefix, "RTG_INSTANCE": name})
+    env = {"RTG_PREFIX": prefix, "RTG_INSTANCE": name, "HEADRACE_PROCESSING_GUARANTEE": guarantee}
+    inst = Instance(f"{Path(__file__)}:enrich", f"{prefix}-app", bootstrap, tmp / name / "state", name, env=env)
     instances.append(inst.start())
     return inst
 
@@ -115,17 +118,19 @@ def _orders(tag: str, customers: list[str]) -> list[tuple[str, str, int]]:
     return [(f"{tag}-{c}-{p}", f"{c}:pen", p) for c in customers for p in (0, 1)]
 
 
+@pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once_v2"])
 async def test_two_instances_each_hold_the_whole_global_table_and_its_updates(
-    cluster: Cluster, instances: list[Instance], tmp_path: Path
+    cluster: Cluster, instances: list[Instance], tmp_path: Path, guarantee: str
 ) -> None:
-    bootstrap, prefix = cluster.bootstrap, "rtg1"
+    bootstrap, prefix = cluster.bootstrap, f"rtg1-{guarantee}"
     await _create(bootstrap, prefix)
     await _send(bootstrap, f"{prefix}-customers", CUSTOMERS)
-    a = _instance(instances, prefix, bootstrap, tmp_path, "a")
-    b = _instance(instances, prefix, bootstrap, tmp_path, "b")
+    a = _instance(instances, prefix, bootstrap, tmp_path, "a", guarantee)
+    b = _instance(instances, prefix, bootstrap, tmp_path, "b", guarantee)
     await _one_task_each(a, b)
     for inst in (a, b):
         assert "global stores bootstrapped: 6 records from the beginning" in inst.log(), inst.log()[-2000:]
+        assert ("exactly once: transactional id" in inst.log()) == (guarantee == "exactly_once_v2")
 
     customers = [c for c, _n, _p in CUSTOMERS]
     await _send(bootstrap, f"{prefix}-orders", _orders("first", customers))
