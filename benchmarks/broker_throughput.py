@@ -18,9 +18,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from statistics import median
 from collections.abc import Iterator
 from contextlib import contextmanager
+from statistics import median
 
 TOPIC = "bench"
 PARTITIONS = 3
