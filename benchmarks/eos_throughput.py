@@ -26,7 +26,6 @@ program each run starts (``--role``).
 from __future__ import annotations
 
 import argparse
-import os
 import pathlib
 import random
 import signal
@@ -45,10 +44,10 @@ from runtime_vs_peers import (  # the sibling module, found by the path above
     WINDOW_MS,
     Harness,
     check,
+    drive,
     expected_windows,
     free_port,
     python_for,
-    settle_output,
 )
 
 ACCOUNTS = 1000
@@ -207,31 +206,8 @@ def run_one(harness: Harness, run: str, workload: str, input_topic: str, ends: l
            "--bootstrap", harness.bootstrap, "--input", input_topic, "--output", output,
            "--app-id", app_id, "--state-dir", str(harness.workdir / f"state-{name}"),
            "--guarantee", guarantee]
-    with open(log_path, "wb") as log:
-        started = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=log, stderr=log, cwd=ROOT,
-                                env={**os.environ, "PYTHONWARNINGS": "ignore"})
-    joined = done = None
-    try:
-        while done is None:
-            time.sleep(0.1)
-            if proc.poll() is not None:
-                raise RuntimeError(f"{name} exited with {proc.returncode}:\n{log_path.read_text()[-4000:]}")
-            if time.perf_counter() - started > timeout:
-                raise RuntimeError(f"{name} did not finish within {timeout:.0f}s")
-            if joined is None and harness.stable(app_id):
-                joined = time.perf_counter()
-            if joined is not None and harness.committed(app_id, input_topic) == ends:
-                done = time.perf_counter()
-        settle_output(harness, output)
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
-    assert joined is not None and done is not None
+    _started, joined, done = drive(harness, cmd, name, log_path, app_id, input_topic, ends,
+                                   output, timeout)
     out = read_committed(harness, output)
     result: dict[str, Any] = {"run": run, "workload": workload, "processing_s": done - joined}
     result.update(check_payments(out, expected) if workload == "payments"

@@ -305,6 +305,32 @@ def run_one(harness: Harness, framework: str, workload: str, input_topic: str,
     cmd = [python_for(framework), __file__, "--role", framework, "--workload", workload,
            "--bootstrap", harness.bootstrap, "--input", input_topic, "--output", output,
            "--app-id", app_id, "--state-dir", str(harness.workdir / f"state-{name}")]
+
+    def output_complete() -> bool:
+        return workload != "stateless" or sum(harness.ends(output)) >= expected
+
+    started, joined, done = drive(harness, cmd, name, log_path, app_id, input_topic,
+                                  input_ends, output, timeout, output_complete)
+    result = {"framework": framework, "workload": workload, "total_s": done - started,
+              "processing_s": done - joined}
+    result.update(check(harness.read_all(output), workload, expected))
+    result["rate"] = harness.records / result["processing_s"]
+    print(f"{framework:<9} {workload:<10} {harness.records / result['total_s']:>10,.0f} rec/s total "
+          f"({result['total_s']:6.1f} s)  {result['rate']:>10,.0f} rec/s processing "
+          f"({result['processing_s']:6.1f} s)  {result['outputs']:>9,} outputs  {result['verdict']}",
+          flush=True)
+    return result
+
+
+def drive(harness: Harness, cmd: list[str], name: str, log_path: pathlib.Path, app_id: str,
+          input_topic: str, input_ends: list[int], output: str, timeout: float,
+          output_complete: Any = lambda: True) -> tuple[float, float, float]:
+    """Run one framework's process until its group has committed all of the input.
+
+    Returns (started, joined, done): process start, the group turning stable (the
+    processing clock starts), and the moment every input offset is committed with
+    ``output_complete()`` true. The process is stopped with SIGTERM either way.
+    """
     with open(log_path, "wb") as log:
         started = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=log, stderr=log, cwd=ROOT,
@@ -319,9 +345,7 @@ def run_one(harness: Harness, framework: str, workload: str, input_topic: str,
                 raise RuntimeError(f"{name} did not finish within {timeout:.0f}s:\n{_tail(log_path)}")
             if joined is None and harness.stable(app_id):
                 joined = time.perf_counter()
-            if joined is None:
-                continue
-            if workload == "stateless" and sum(harness.ends(output)) < expected:
+            if joined is None or not output_complete():
                 continue
             if harness.committed(app_id, input_topic) == input_ends:
                 done = time.perf_counter()
@@ -336,15 +360,7 @@ def run_one(harness: Harness, framework: str, workload: str, input_topic: str,
             proc.kill()
             proc.wait(10)
     assert joined is not None and done is not None
-    result = {"framework": framework, "workload": workload, "total_s": done - started,
-              "processing_s": done - joined}
-    result.update(check(harness.read_all(output), workload, expected))
-    result["rate"] = harness.records / result["processing_s"]
-    print(f"{framework:<9} {workload:<10} {harness.records / result['total_s']:>10,.0f} rec/s total "
-          f"({result['total_s']:6.1f} s)  {result['rate']:>10,.0f} rec/s processing "
-          f"({result['processing_s']:6.1f} s)  {result['outputs']:>9,} outputs  {result['verdict']}",
-          flush=True)
-    return result
+    return started, joined, done
 
 
 def settle_output(harness: Harness, topic: str, quiet: float = 1.0, limit: float = 30.0) -> None:
