@@ -48,6 +48,7 @@ from runtime_vs_peers import (  # the sibling module, found by the path above
     expected_windows,
     free_port,
     python_for,
+    windowed_count,
 )
 
 ACCOUNTS = 1000
@@ -79,7 +80,7 @@ def expected_payments(records: int) -> dict[str, tuple[int, int]]:
 
 def run_headrace(args: argparse.Namespace) -> None:
     sys.path.insert(0, str(ROOT))
-    from dsl import Serdes, StreamsBuilder, TimeWindows
+    from dsl import Serdes, StreamsBuilder
     from examples.payments import build
     from streams.runtime import App
 
@@ -87,15 +88,8 @@ def run_headrace(args: argparse.Namespace) -> None:
         builder = build(source=args.input, sink=args.output)
     else:
         builder = StreamsBuilder()
-        (
-            builder.stream(args.input, key_serde=Serdes.string(), value_serde=Serdes.json())
-            .group_by_key()
-            .windowed_by(TimeWindows.of_size(WINDOW_MS))
-            .count()
-            .to_stream()
-            .map(lambda wk, n: (f"{wk.key}@{wk.window.start}", str(n)))
-            .to(args.output, key_serde=Serdes.string(), value_serde=Serdes.string())
-        )
+        windowed_count(builder.stream(args.input, key_serde=Serdes.string(),
+                                      value_serde=Serdes.json()), args.output)
     App(args.app_id, builder, bootstrap_servers=args.bootstrap, state_dir=args.state_dir,
         commit_interval_ms=int(COMMIT_S * 1000), processing_guarantee=args.guarantee,
         log_level="WARNING").run()
