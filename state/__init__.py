@@ -15,6 +15,7 @@ from ._caching import CachingSegmentedStore as CachingSegmentedStore
 from ._checkpoint import CHECKPOINT_FILE as CHECKPOINT_FILE
 from ._checkpoint import TaskCheckpoint as TaskCheckpoint
 from ._errors import CheckpointError as CheckpointError
+from ._errors import CheckpointUnsupportedError as CheckpointUnsupportedError
 from ._errors import InvalidStoreStateError as InvalidStoreStateError
 from ._errors import SerializationError as SerializationError
 from ._errors import StateStoreError as StateStoreError
@@ -34,6 +35,7 @@ from ._metered import OpStats as OpStats
 from ._metered import StoreMetrics as StoreMetrics
 from ._protocols import CacheEntry as CacheEntry
 from ._protocols import ChangeRecord as ChangeRecord
+from ._protocols import CheckpointableStore as CheckpointableStore
 from ._protocols import FlushListener as FlushListener
 from ._protocols import KeyValueBytesStore as KeyValueBytesStore
 from ._protocols import Serde as Serde
@@ -71,6 +73,8 @@ __all__ = [
     "ChangeLoggingSegmentedStore",
     "ChangeRecord",
     "CheckpointError",
+    "CheckpointUnsupportedError",
+    "CheckpointableStore",
     "FlushListener",
     "InMemoryKeyValueStore",
     "InMemorySessionStore",

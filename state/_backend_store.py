@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from ._errors import CheckpointUnsupportedError
 from ._lifecycle import StoreLifecycle, StoreState
 from ._protocols import StateStoreContext
 from ._tables import Backend
@@ -52,6 +55,19 @@ class BackendStore:
     def flush(self) -> None:
         self._lifecycle.check_open()
         self._backend.flush()
+
+    @property
+    def supports_checkpoint(self) -> bool:
+        return self._backend.checkpointable
+
+    def checkpoint(self, dest: Path) -> None:
+        if not self._backend.checkpointable:
+            raise CheckpointUnsupportedError(
+                f"store {self._name!r} is kept in memory and cannot be checkpointed;"
+                " only a persistent (RocksDB) store can"
+            )
+        self._lifecycle.check_open()
+        self._backend.checkpoint(Path(dest))
 
     def close(self) -> None:
         if self._lifecycle.state is StoreState.OPEN:

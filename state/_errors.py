@@ -10,7 +10,8 @@ Errors from RocksDB and from serdes are translated where they enter this package
     ├── StoreIOError             the storage engine failed to read or write
     ├── StoreConfigError         a store or builder was given impossible settings
     ├── SerializationError       a key or value serde raised
-    └── CheckpointError          a task checkpoint file cannot be read
+    ├── CheckpointError          a task checkpoint file cannot be read
+    └── CheckpointUnsupportedError  the store cannot be checkpointed (it lives in memory)
 """
 
 from __future__ import annotations
@@ -54,3 +55,10 @@ class SerializationError(StateStoreError):
 
 class CheckpointError(StateStoreError):
     """A checkpoint file exists but cannot be parsed."""
+
+
+class CheckpointUnsupportedError(StateStoreError):
+    """``checkpoint()`` was called on a store that has nothing on disk to capture.
+
+    Ask ``supports_checkpoint`` first; an in-memory store always answers False.
+    """

@@ -63,6 +63,36 @@ class StateStore(Protocol):
 
 
 @runtime_checkable
+class CheckpointableStore(Protocol):
+    """A store that can copy its on-disk state to another directory while open.
+
+    Every store this package builds offers both members; wrappers (metrics, caching,
+    logging, typed facades) pass them down to the store at the bottom. A store the
+    processor API is handed from elsewhere may not, so test with ``isinstance``.
+    """
+
+    @property
+    def supports_checkpoint(self) -> bool:
+        """Whether ``checkpoint`` can work: True for RocksDB, False in memory."""
+        ...
+
+    def checkpoint(self, dest: Path) -> None:
+        """Write a consistent copy of the store to ``dest``, which must not exist.
+
+        The copy is a RocksDB checkpoint: table files are hard-linked, so it costs
+        little space, and writes made afterwards never reach it. Opening a store of
+        the same name on ``dest`` (``state_dir/"rocksdb"/<name>`` of its context)
+        gives the data the store held. Writes still in a caching layer are not in it:
+        it holds what was written down, so flush first (as a commit does).
+
+        Raises ``CheckpointUnsupportedError`` for a store kept in memory,
+        ``InvalidStoreStateError`` when the store is not open and ``StoreIOError``
+        when ``dest`` exists or RocksDB fails.
+        """
+        ...
+
+
+@runtime_checkable
 class StoreBuilder(Protocol[T_co]):
     """Builds a fresh store each time a task needs one."""
 
@@ -95,7 +125,7 @@ class CacheEntry(NamedTuple):
 FlushListener = Callable[[Sequence[CacheEntry]], None]
 
 
-class KeyValueBytesStore(StateStore, Protocol):
+class KeyValueBytesStore(StateStore, CheckpointableStore, Protocol):
     """A sorted map of bytes to bytes.
 
     Ranges are inclusive at both ends; ``None`` leaves that end open. Iterators see

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from rocksdict import Options, Rdict, WriteBatch
+from rocksdict import Checkpoint, Options, Rdict, WriteBatch
 
 from ._errors import InvalidStoreStateError, StateStoreError, StoreIOError, StoreLockedError
 
@@ -112,6 +112,7 @@ class RocksDBBackend:
     """One RocksDB database at ``directory/store_name``."""
 
     persistent = True
+    checkpointable = True
 
     def __init__(self) -> None:
         self._db: Rdict | None = None
@@ -177,6 +178,22 @@ class RocksDBBackend:
         try:
             db.flush_wal(True)
         except Exception as error:
+            raise translate(error, self._path) from error
+
+    def checkpoint(self, dest: Path) -> None:
+        """A RocksDB checkpoint of every column family at ``dest``: table files are
+        hard-linked (RocksDB never changes one it has written), the rest is copied, so
+        the copy is consistent and later writes to this database never reach it."""
+        db = self._require()
+        if dest.exists() or dest.is_symlink():
+            raise StoreIOError(f"cannot checkpoint {self._path} to {dest}: it already exists")
+        try:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise StoreIOError(f"cannot checkpoint {self._path} to {dest}: {error}") from error
+        try:
+            Checkpoint(db).create_checkpoint(str(dest))
+        except Exception as error:  # rocksdict raises plain exceptions
             raise translate(error, self._path) from error
 
     def close(self) -> None:

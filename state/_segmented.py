@@ -22,7 +22,7 @@ from ._backend_store import BackendStore
 from ._errors import StoreConfigError
 from ._key_schema import KeySchema
 from ._lifecycle import StoreState
-from ._protocols import ChangeRecord, FlushListener, StateStoreContext
+from ._protocols import ChangeRecord, CheckpointableStore, FlushListener, StateStoreContext
 from ._tables import Backend, Table, iterate
 
 _OPEN = StoreState.OPEN
@@ -31,7 +31,7 @@ MAX_TIME = (1 << 63) - 1
 _first = itemgetter(0)
 
 
-class SegmentedBytesStore(Protocol):
+class SegmentedBytesStore(CheckpointableStore, Protocol):
     """The binary-key interface that window and session stores and their wrappers share."""
 
     @property

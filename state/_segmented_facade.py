@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 
 from ._protocols import ChangeRecord, FlushListener, StateStoreContext
 from ._segmented import SegmentedBytesStore
@@ -36,6 +37,13 @@ class SegmentedFacade:
 
     def close(self) -> None:
         self.raw.close()
+
+    @property
+    def supports_checkpoint(self) -> bool:
+        return self.raw.supports_checkpoint
+
+    def checkpoint(self, dest: Path) -> None:
+        self.raw.checkpoint(dest)
 
     def _min_live(self) -> int:
         # Cached entries have not reached the segmented store yet, so expiry is applied

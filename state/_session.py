@@ -6,7 +6,7 @@ from collections.abc import Iterable, Iterator
 from typing import Protocol
 
 from ._key_schema import SessionKeySchema
-from ._protocols import ChangeRecord, FlushListener, StateStore
+from ._protocols import ChangeRecord, CheckpointableStore, FlushListener, StateStore
 from ._rocksdb import RocksDBBackend
 from ._segmented import MAX_TIME, SegmentedStore
 from ._segmented_facade import SegmentedFacade
@@ -16,7 +16,7 @@ from ._windowed import Window, Windowed
 _encode = SessionKeySchema.encode
 
 
-class SessionBytesStore(StateStore, Protocol):
+class SessionBytesStore(StateStore, CheckpointableStore, Protocol):
     """Sessions per key; a session's window is ``[start, end]`` with both ends inclusive.
 
     Retention follows session ends. Results come in binary key order: by key, then

@@ -16,6 +16,8 @@ from typing import Protocol
 
 from sortedcontainers import SortedDict
 
+from ._errors import CheckpointUnsupportedError
+
 SCAN_CHUNK = 512
 
 
@@ -55,6 +57,11 @@ class Backend(Protocol):
     def flush(self) -> None: ...
 
     def close(self) -> None: ...
+
+    # Whether ``checkpoint`` can copy the open backend to another directory.
+    checkpointable: bool
+
+    def checkpoint(self, dest: Path) -> None: ...
 
 
 def successor(key: bytes) -> bytes:
@@ -134,6 +141,7 @@ class MemoryBackend:
     """Tables held in this process only; contents go when the store closes."""
 
     persistent = False
+    checkpointable = False
 
     def __init__(self) -> None:
         self._tables: dict[str, MemoryTable] = {}
@@ -158,3 +166,8 @@ class MemoryBackend:
 
     def close(self) -> None:
         self._tables = {}
+
+    def checkpoint(self, dest: Path) -> None:
+        raise CheckpointUnsupportedError(
+            f"an in-memory store has no files to checkpoint to {dest}; use a persistent store"
+        )

@@ -8,6 +8,7 @@ raises, becomes ``SerializationError``; a value of None deletes.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import Any, Generic, NamedTuple, TypeVar
 
 from ._errors import SerializationError
@@ -82,6 +83,14 @@ class _Typed(Generic[K, V]):
 
     def close(self) -> None:
         self.inner.close()
+
+    @property
+    def supports_checkpoint(self) -> bool:
+        return self.inner.supports_checkpoint  # type: ignore[no-any-return]
+
+    def checkpoint(self, dest: Path) -> None:
+        """See ``CheckpointableStore.checkpoint``: a copy of the bytes underneath."""
+        self.inner.checkpoint(dest)
 
     def restore_batch(self, records: Iterable[ChangeRecord]) -> None:
         self.inner.restore_batch(records)

@@ -7,7 +7,7 @@ from typing import Protocol
 
 from ._errors import StoreConfigError
 from ._key_schema import WindowKeySchema
-from ._protocols import ChangeRecord, FlushListener, StateStore
+from ._protocols import ChangeRecord, CheckpointableStore, FlushListener, StateStore
 from ._rocksdb import RocksDBBackend
 from ._segmented import MAX_TIME, SegmentedBytesStore, SegmentedStore
 from ._segmented_facade import SegmentedFacade
@@ -17,7 +17,7 @@ from ._windowed import Window, Windowed
 _NO_SEQ = b"\x00\x00\x00\x00"
 
 
-class WindowBytesStore(StateStore, Protocol):
+class WindowBytesStore(StateStore, CheckpointableStore, Protocol):
     """Values per key and window start.
 
     Single-key fetches come back in window-start order; key-range fetches in binary

@@ -9,11 +9,13 @@ metrics, logging) is written once against ``StoreWrapper`` and mixed into both.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import Generic, Protocol, TypeVar
 
 from ._key_schema import KeySchema
 from ._protocols import (
     ChangeRecord,
+    CheckpointableStore,
     FlushListener,
     KeyValueBytesStore,
     StateStore,
@@ -22,7 +24,7 @@ from ._protocols import (
 from ._segmented import SegmentedBytesStore
 
 
-class WrappableStore(StateStore, Protocol):
+class WrappableStore(StateStore, CheckpointableStore, Protocol):
     """What both bytes-store kinds offer beyond the lifecycle."""
 
     def restore_batch(self, records: Iterable[ChangeRecord]) -> None: ...
@@ -61,6 +63,13 @@ class StoreWrapper(Generic[W]):
 
     def set_flush_listener(self, listener: FlushListener, send_old_values: bool = False) -> bool:
         return self.wrapped.set_flush_listener(listener, send_old_values)
+
+    @property
+    def supports_checkpoint(self) -> bool:
+        return self.wrapped.supports_checkpoint
+
+    def checkpoint(self, dest: Path) -> None:
+        self.wrapped.checkpoint(dest)
 
 
 class KeyValueStoreWrapper(StoreWrapper[KeyValueBytesStore]):

@@ -9,7 +9,8 @@ def test_public_surface_is_pinned() -> None:
             "CHECKPOINT_FILE", "DEFAULT_MAX_ENTRIES", "BytesSerde", "CacheEntry",
             "CachingKeyValueStore", "CachingSegmentedStore", "Change",
             "ChangeLoggingKeyValueStore", "ChangeLoggingSegmentedStore", "ChangeRecord",
-            "CheckpointError", "FlushListener", "InMemoryKeyValueStore", "InMemorySessionStore",
+            "CheckpointError", "CheckpointUnsupportedError", "CheckpointableStore",
+            "FlushListener", "InMemoryKeyValueStore", "InMemorySessionStore",
             "InMemoryWindowStore", "InvalidStoreStateError", "KeyValueBytesStore",
             "KeyValueStore", "KeyValueStoreBuilder", "MeteredKeyValueStore",
             "MeteredSegmentedStore", "OpStats", "RocksDBKeyValueStore", "RocksDBSessionStore",
@@ -30,6 +31,7 @@ def test_every_error_descends_from_the_root_and_says_if_retriable() -> None:
     errors = [
         state.StoreLockedError, state.InvalidStoreStateError, state.StoreIOError,
         state.StoreConfigError, state.SerializationError, state.CheckpointError,
+        state.CheckpointUnsupportedError,
     ]
     for error in errors:
         assert issubclass(error, state.StateStoreError)
