@@ -10,7 +10,7 @@ written next to it.
 Layout, inside the task directory::
 
     snapshot/            the newest complete snapshot
-        <store>/         a RocksDB checkpoint (SST files hard-linked, the rest copied)
+        <store>/         the store's ``checkpoint()`` (RocksDB: SST files hard-linked)
         .checkpoint      the changelog offsets the snapshot reflects
     snapshot.tmp/        a snapshot being taken; never trusted
 
@@ -32,11 +32,15 @@ import os
 import shutil
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
-from rocksdict import Checkpoint, Rdict
-
-from state import CheckpointError, StoreIOError, TaskCheckpoint
+from state import (
+    CheckpointableStore,
+    CheckpointError,
+    StateStoreError,
+    StoreIOError,
+    TaskCheckpoint,
+)
 
 from ._client import TopicPartition
 
@@ -44,27 +48,11 @@ log = logging.getLogger("streams.runtime.snapshots")
 
 SNAPSHOT, SNAPSHOT_TMP, SNAPSHOT_OLD = "snapshot", "snapshot.tmp", "snapshot.old"
 LIVE = "rocksdb"
-# Where store wrappers keep what they wrap; the stores' own attribute names.
-_INNER = ("inner", "wrapped", "raw", "_backend", "_db")
 
 
-def rocksdb_of(store: Any) -> Rdict | None:
-    """The RocksDB database under ``store``'s wrappers, or ``None`` (an in-memory store).
-
-    The state package exposes no snapshot call yet, so the database is found by
-    following the wrappers (typed -> metered -> caching -> logging -> store -> backend).
-    """
-    seen: set[int] = set()
-    todo = [store]
-    while todo:
-        obj = todo.pop()
-        if id(obj) in seen or obj is None:
-            continue
-        seen.add(id(obj))
-        if isinstance(obj, Rdict):
-            return obj
-        todo.extend(getattr(obj, name, None) for name in _INNER)
-    return None
+def checkpointable(store: object) -> TypeGuard[CheckpointableStore]:
+    """Whether ``store`` can write a checkpoint (a store from elsewhere may not say)."""
+    return isinstance(store, CheckpointableStore) and store.supports_checkpoint
 
 
 class TaskSnapshots:
@@ -72,8 +60,8 @@ class TaskSnapshots:
         self.task_dir = task_dir
 
     def supported(self, stores: Mapping[str, Any], logged: Iterable[str]) -> bool:
-        """Whether every logged store is a RocksDB store a snapshot can capture."""
-        return all(rocksdb_of(stores[name]) is not None for name in logged if name in stores)
+        """Whether every logged store is one a snapshot can capture (RocksDB)."""
+        return all(checkpointable(stores[name]) for name in logged if name in stores)
 
     def take(self, stores: Mapping[str, Any], offsets: Mapping[TopicPartition, int]) -> None:
         """Snapshot ``stores`` (already flushed) as reflecting ``offsets``."""
@@ -83,9 +71,8 @@ class TaskSnapshots:
             shutil.rmtree(tmp, ignore_errors=True)
             tmp.mkdir(parents=True)
             for name, store in stores.items():
-                db = rocksdb_of(store)
-                if db is not None:
-                    Checkpoint(db).create_checkpoint(str(tmp / name))
+                if checkpointable(store):
+                    store.checkpoint(tmp / name)
             TaskCheckpoint(tmp).write_checkpoint(offsets)
             if final.exists():
                 shutil.rmtree(old, ignore_errors=True)
@@ -93,9 +80,7 @@ class TaskSnapshots:
             os.replace(tmp, final)
             _fsync_dir(root)
             shutil.rmtree(old, ignore_errors=True)
-        except (OSError, StoreIOError, ValueError) as error:
-            raise StoreIOError(f"cannot snapshot the stores of {root}: {error}") from error
-        except Exception as error:  # rocksdict raises plain exceptions
+        except (OSError, StateStoreError, ValueError) as error:
             raise StoreIOError(f"cannot snapshot the stores of {root}: {error}") from error
 
     def _complete(self) -> Path | None:
