@@ -166,7 +166,26 @@ class GroupCoordinator(Membership):
         return reply
 
     def _commit_target(self, group_id: str, generation: int, member_id: str,
-                       group_instance_id: str | None) -> Group:
+                       group_instance_id: str | None, *, transactional: bool = False
+                       ) -> Group:
+        """The group an offset commit may write to, or the error Kafka's classic group
+        coordinator refuses it with. OffsetCommit and TxnOffsetCommit (KIP-447) share
+        these checks, in this order:
+
+        1. an empty group id is invalid; a group that does not exist is created for a
+           commit without a generation (a consumer assigning partitions itself),
+           while any generation there is an old one;
+        2. a group being deleted is not available; a static instance id that a newer
+           member holds is fenced;
+        3. without a generation, an Empty group takes the commit;
+        4. a transactional commit that names no member at all (TxnOffsetCommit v0-2,
+           or a producer given no consumer group metadata) is fenced by its producer
+           epoch alone, so it passes whatever the group's state;
+        5. a plain commit while the group waits for its assignment is told to rejoin;
+        6. the member must still be in the group (a zombie whose session expired, or
+           who was dropped from a rebalance, is unknown) at the group's current
+           generation; a plain commit also counts as a sign of life of the member.
+        """
         if not group_id:
             raise InvalidGroupIdError("group id is empty")
         group = self._groups.get(group_id)
@@ -180,7 +199,9 @@ class GroupCoordinator(Membership):
             raise FencedInstanceIdError(f"instance {group_instance_id} has a newer member")
         if generation < 0 and group.is_(GroupState.EMPTY):
             return group
-        if group.is_(GroupState.COMPLETING_REBALANCE):
+        if transactional and generation < 0 and not member_id and group_instance_id is None:
+            return group
+        if not transactional and group.is_(GroupState.COMPLETING_REBALANCE):
             raise RebalanceInProgressError("the group is completing a rebalance")
         member = group.members.get(member_id)
         if member is None:
@@ -188,7 +209,8 @@ class GroupCoordinator(Membership):
         if generation != group.generation:
             raise IllegalGenerationError(
                 f"generation {generation} is not the group's {group.generation}")
-        self._touch(group, member)
+        if not transactional:
+            self._touch(group, member)
         return group
 
     def fetch(self, group_id: str, partitions: Sequence[TopicPartition] | None
@@ -207,15 +229,19 @@ class GroupCoordinator(Membership):
         return found
 
     def txn_commit(self, group_id: str, producer_id: int, producer_epoch: int,
-                   offsets: Mapping[TopicPartition, NewOffset]) -> Reply[None]:
+                   offsets: Mapping[TopicPartition, NewOffset], *, generation: int,
+                   member_id: str, group_instance_id: str | None) -> Reply[None]:
         """TxnOffsetCommit: stage offsets for a transaction once their record is
         durable; ``complete_transaction`` makes them visible (or drops them) at its
-        marker. The transaction coordinator has already checked the producer."""
-        if not group_id:
-            return Reply.failed(InvalidGroupIdError("group id is empty"))
-        group = self._groups.get(group_id) or self._new_group(group_id)
-        if group.is_(GroupState.DEAD):
-            return Reply.failed(CoordinatorNotAvailableError(f"{group_id!r} is being deleted"))
+        marker. The transaction coordinator has already checked the producer; the
+        consumer's group metadata (generation, member id, instance id: TxnOffsetCommit
+        v3+) is checked here as a plain commit's is, so a zombie consumer cannot
+        commit offsets for partitions the group has handed to another member."""
+        try:
+            group = self._commit_target(group_id, generation, member_id, group_instance_id,
+                                        transactional=True)
+        except GroupError as exc:
+            return Reply.failed(exc)
         return self._write_offsets(group, offsets, producer_id, producer_epoch)
 
     def complete_transaction(self, producer_id: int, commit: bool) -> None:

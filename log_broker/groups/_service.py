@@ -231,8 +231,11 @@ class GroupService:
         await wait_reply(reply)
 
     async def txn_commit(self, group_id: str, producer_id: int, producer_epoch: int,
-                         offsets: Mapping[TopicPartition, NewOffset]) -> None:
-        reply = self.coordinator.txn_commit(group_id, producer_id, producer_epoch, offsets)
+                         offsets: Mapping[TopicPartition, NewOffset], *, generation: int,
+                         member_id: str, group_instance_id: str | None) -> None:
+        reply = self.coordinator.txn_commit(
+            group_id, producer_id, producer_epoch, offsets, generation=generation,
+            member_id=member_id, group_instance_id=group_instance_id)
         self._after()
         await wait_reply(reply)
 

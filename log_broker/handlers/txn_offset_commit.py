@@ -1,4 +1,4 @@
-"""TxnOffsetCommit (key 28, v0-2): a group's offsets, committed inside a transaction.
+"""TxnOffsetCommit (key 28, v0-5): a group's offsets, committed inside a transaction.
 
 Order of work: check the producer is the transactional id's current one (a zombie is
 refused with INVALID_PRODUCER_EPOCH or INVALID_PRODUCER_ID_MAPPING); per partition, an
@@ -6,6 +6,19 @@ unknown topic or partition gets UNKNOWN_TOPIC_OR_PARTITION; the rest go to the g
 coordinator as one transactional batch of that producer, answered once durable. They
 become the group's committed offsets only when the transaction's commit marker reaches
 the group's ``__consumer_offsets`` partition.
+
+From v3 (KIP-447) the request also carries the consumer's group metadata: generation,
+member id and group instance id. The coordinator checks them as it checks a plain
+OffsetCommit's, so a producer whose consumer has left the group's current generation
+(its session expired, or a rebalance gave its partitions to another member) is refused
+with ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID or FENCED_INSTANCE_ID, an abortable error for
+the client. Versions 0-2, and v3+ with generation -1 and no member id (a producer given
+no consumer group metadata), are fenced by producer epoch alone, as in Kafka.
+
+v4 only lets the broker answer TRANSACTION_ABORTABLE (KIP-890), which this one never
+does. v5 implies AddOffsetsToTxn only under transaction version 2, which this broker
+does not advertise (no ``transaction.version`` feature), so clients still send
+AddOffsetsToTxn first: v4 and v5 are served exactly as v3.
 """
 
 from __future__ import annotations
@@ -44,8 +57,11 @@ async def handle(state: BrokerState, request: Request) -> Any:
     try:
         state.txn.coordinator.check_producer(body.transactional_id, body.producer_id,
                                              body.producer_epoch)
-        await state.groups.txn_commit(body.group_id, body.producer_id, body.producer_epoch,
-                                      offsets)
+        await state.groups.txn_commit(
+            body.group_id, body.producer_id, body.producer_epoch, offsets,
+            generation=getattr(body, "generation_id", -1),
+            member_id=getattr(body, "member_id", ""),
+            group_instance_id=getattr(body, "group_instance_id", None))
     except TransactionError as exc:
         common = txn_error_code(exc, fenced_allowed=False)
     except GroupError as exc:
@@ -62,4 +78,4 @@ async def handle(state: BrokerState, request: Request) -> Any:
     return make(m.TxnOffsetCommitResponse, throttle_time=NO_THROTTLE, topics=topics)
 
 
-ROUTE = Route(API_KEY, 0, 2, handle)
+ROUTE = Route(API_KEY, 0, 5, handle)

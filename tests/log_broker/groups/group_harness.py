@@ -92,6 +92,16 @@ class Harness:
         self._settle()
         return reply
 
+    def txn_commit(self, group: str, generation: int, member_id: str,
+                   offsets: dict[TopicPartition, NewOffset], *, producer_id: int = 7,
+                   instance: str | None = None) -> Reply[None]:
+        """A TxnOffsetCommit of producer ``producer_id`` carrying this group metadata."""
+        reply = self.coordinator.txn_commit(group, producer_id, 0, offsets,
+                                            generation=generation, member_id=member_id,
+                                            group_instance_id=instance)
+        self._settle()
+        return reply
+
     def delete(self, group: str) -> Reply[None]:
         reply = self.coordinator.delete(group)
         self._settle()
