@@ -5,8 +5,10 @@ Routes:
 - ``GET /health``: ``200`` with the instance's state and tasks as JSON while it runs,
   ``503`` otherwise;
 - ``GET /metrics``: the Prometheus text exposition;
+- ``GET /stores``: every store of the topology, global stores included;
 - ``GET /stores/{store}/{key}``: the value when this instance holds the key; otherwise
   ``404`` naming the instance that does (``{"host": "h:p"}``), so a caller can ask it.
+  A global store is whole on every instance, so any instance answers for any key.
 
 One request per connection, ``Connection: close``; enough for probes and lookups.
 """
