@@ -31,6 +31,8 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
     run.add_argument("--http-port", type=int, help="serve /health, /metrics, /stores on this port (0: any)")
     run.add_argument("--http-host", help="address the HTTP server binds (default 127.0.0.1)")
     run.add_argument("--commit-interval-ms", type=int)
+    run.add_argument("--num-standby-replicas", type=int,
+                     help="warm copies of each stateful task kept on other instances (default 0)")
     run.add_argument("--processing-guarantee", choices=("at_least_once", "exactly_once_v2"),
                      help="default at_least_once (see the README on choosing)")
     run.add_argument("--settings", help="a TOML or JSON settings file")
@@ -69,6 +71,7 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
         "http_port": args.http_port,
         "http_host": args.http_host,
         "commit_interval_ms": args.commit_interval_ms,
+        "num_standby_replicas": args.num_standby_replicas,
         "processing_guarantee": args.processing_guarantee,
         "log_format": args.log_format,
     }
@@ -122,7 +125,8 @@ async def _serve(app: Any, status_interval: float) -> None:
                 s = app.status()
                 restoring = (f" restoring {len(s['restoring'])} ({s['restore_remaining']} records left)"
                              if s["restoring"] else "")
-                print(f"[status] {s['state']} tasks={','.join(s['tasks']) or '-'}{restoring}"
+                standby = f" standby={','.join(s['standby'])}" if s["standby"] else ""
+                print(f"[status] {s['state']} tasks={','.join(s['tasks']) or '-'}{restoring}{standby}"
                       f" consumed={s['consumed']} produced={s['produced']}", flush=True)
     finally:
         waiter.cancel()

@@ -11,14 +11,16 @@ Start-up, step by step: resolve the topology; read the partition counts of its s
 topics (and of its global topics, which must exist) and check co-partitioning; create
 the internal topics (repartition topics and compacted changelogs) that are missing;
 start the HTTP server (its address goes to the group for interactive queries); start
-the producer and the changelog reader; read the global topics to their ends into the
-global stores (``_global.py``), before any stream task can open; start the group
-consumer; subscribe; run the processing loop.
+the producer and the changelog reader (and, with standby replicas, the standby reader);
+read the global topics to their ends into the global stores (``_global.py``), before
+any stream task can open; start the group consumer; subscribe; run the processing loop.
 
 One round of the loop: read what is new on the global topics into the global stores;
-poll a batch of records; feed each partition's records to its task; send what the tasks produced; run due wall-clock punctuations; restore a round of
-changelog records if any task is restoring; commit when the interval has passed or a
-task asked for it (``_commit.py`` owns the commit), then checkpoint the global stores. A lock keeps the rebalance
+poll a batch of records; feed each partition's records to its task; send what the tasks
+produced; run due wall-clock punctuations; restore a round of changelog records if any
+task is restoring; apply what the standby reader fetched (``_standby.py``); commit when
+the interval has passed or a task asked for it (``_commit.py`` owns the commit), then
+checkpoint the global stores and the standbys. A lock keeps the rebalance
 callbacks, which commit revoked tasks, from interleaving with a round.
 
 Under exactly-once the producer is transactional (started before anything is read, so
@@ -63,6 +65,7 @@ from ._queries import StoreQueries
 from ._restore import Restorer
 from ._rewind import Rewinder, transactional_id
 from ._settings import AppSettings
+from ._standby import StandbyTask, StandbyUpdater
 from ._tasks import RuntimeTask, TaskManager
 
 log = logging.getLogger("streams.runtime.app")
@@ -147,6 +150,7 @@ class App:
         self._loop_task: asyncio.Task[None] | None = None
         self._failure: BaseException | None = None
         self._http: HttpServer | None = None
+        self._standbys: StandbyUpdater | None = None
         self._counts: dict[str, int] = {}
         self.host = settings.application_server or ""
         self.consumed = 0
@@ -272,7 +276,11 @@ class App:
             lambda topic: self._counts.get(topic, 1), _now_ms, settings.exactly_once,
             global_stores=self._globals.stores if self._globals is not None else None,
         )
-        self.assignor = PartitionGroupAssignor(sources, self.host, self.tasks.local_tasks)
+        stateful = {sub for sub, stores in logs.items() if stores and sub in sources}
+        self.assignor = PartitionGroupAssignor(
+            sources, self.host, self._local_state,
+            stateful=stateful, standby_replicas=settings.num_standby_replicas,
+        )
         self._processing_errors = ErrorHandler(
             "processing", settings.processing_error_handler, settings.dead_letters, self.metrics
         )
@@ -291,6 +299,12 @@ class App:
         self._reader = self._clients.changelog_reader()
         await self._reader.start()
         self._restorer = Restorer(self._reader, self.metrics, settings.max_poll_records)
+        if settings.num_standby_replicas and stateful:
+            self._standby_reader = self._clients.changelog_reader()
+            await self._standby_reader.start()
+            self._standbys = StandbyUpdater(
+                self._standby_reader, self.metrics, settings.max_poll_records
+            )
         self._consumer = self._clients.group_consumer(app_id, self.assignor)
         await self._consumer.start()
         sink: OffsetSink = (
@@ -349,6 +363,8 @@ class App:
                     if self._restorer.busy:
                         for task in await self._restorer.step(50):
                             self._consumer.resume(task.sources)
+                    if self._standbys is not None:
+                        await self._standbys.step(0)
                     running = self.tasks.running()
                     if now - last_commit >= interval or any(
                         t.executor.commit_requested for t in running
@@ -359,6 +375,8 @@ class App:
                             await self._rewind(error)
                         if self._globals is not None:
                             await self._globals.checkpoint()
+                        if self._standbys is not None:
+                            self._standbys.checkpoint()
                         last_commit = time.monotonic()
                         self._observe_lag(running)
         except Exception as error:
@@ -466,7 +484,9 @@ class App:
                 log.warning("commit on revocation failed: %s", error)
 
     async def _on_assigned(self, assigned: set[TopicPartition]) -> None:
-        """Close tasks that moved away, open new ones paused until restored."""
+        """Close tasks that moved away; open new ones paused until restored, taking over
+        the stores of this instance's standby of a task when it has one; then close the
+        standbys no longer wanted and open the new ones."""
         async with self._lock:
             gone = [t for t in self.tasks.tasks.values() if not set(t.sources) <= assigned]
             for task in gone:
@@ -474,19 +494,50 @@ class App:
                     self._restorer.drop(task)
                 task.close()
             self.tasks.forget(gone)
-            for task in self.tasks.open(assigned):
+            promoted = await self._take_standbys(assigned)
+            for task in self.tasks.open(assigned, promoted):
                 self._consumer.pause(task.sources)
                 if await self._restorer.add(task):
                     self._consumer.resume(task.sources)
+            await self._assign_standbys()
             self._count_tasks()
-        log.info("assignment: tasks %s", sorted(self.tasks.tasks))
+        log.info("assignment: tasks %s%s", sorted(self.tasks.tasks),
+                 f", standbys {sorted(self._standbys.tasks)}" if self._standbys else "")
         if self.state is AppState.REBALANCING:
             self._lifecycle.move(AppState.RUNNING)
 
+    async def _take_standbys(self, assigned: set[TopicPartition]) -> dict[str, StandbyTask]:
+        """The standbys of tasks now assigned to this instance, no longer updated."""
+        if self._standbys is None:
+            return {}
+        ids = {self.tasks.task_of(tp) for tp in assigned} - set(self.tasks.tasks)
+        taken = [await self._standbys.remove(t) for t in sorted(i for i in ids if i)]
+        return {t.id: t for t in taken if t is not None}
+
+    async def _assign_standbys(self) -> None:
+        if self._standbys is None:
+            return
+        wanted = set(self.assignor.view.standby) - set(self.tasks.tasks)
+        for task_id in sorted(set(self._standbys.tasks) - wanted):
+            standby = await self._standbys.remove(task_id)
+            if standby is not None:
+                standby.close()
+        for task_id in sorted(wanted - set(self._standbys.tasks)):
+            await self._standbys.add(self.tasks.open_standby(task_id))
+
+    def _local_state(self) -> dict[str, int]:
+        """Changelog offset sums of the tasks this instance has state for (assignor)."""
+        sums = self.tasks.local_state()
+        if self._standbys is not None:
+            sums.update(self._standbys.offset_sums())
+        return sums
+
     def _count_tasks(self) -> None:
-        states: dict[str, int] = {"restoring": 0, "running": 0}
+        states: dict[str, int] = {"restoring": 0, "running": 0, "standby": 0}
         for task in self.tasks.tasks.values():
             states[task.state.value] = states.get(task.state.value, 0) + 1
+        if self._standbys is not None:
+            states["standby"] = len(self._standbys.tasks)
         for name, n in states.items():
             self.metrics.tasks.labels(name).set(n)
 
@@ -514,6 +565,9 @@ class App:
             except Exception as error:
                 log.error("closing task %s failed: %s", task.id, error)
         self.tasks.forget(list(self.tasks.tasks.values()))
+        standbys = getattr(self, "_standbys", None)
+        if standbys is not None:
+            standbys.close_all()
         await self._close_globals()
         await self._close_clients()
         if self.state is AppState.STOPPING and self._failure is not None:
@@ -533,7 +587,7 @@ class App:
             log.error("closing the global stores failed: %s", error)
 
     async def _close_clients(self) -> None:
-        for name in ("_consumer", "_producer", "_reader", "_global_reader", "_admin"):
+        for name in ("_consumer", "_producer", "_reader", "_standby_reader", "_global_reader", "_admin"):
             client = getattr(self, name, None)
             if client is not None:
                 try:
@@ -549,12 +603,14 @@ class App:
         tasks = getattr(self, "tasks", None)
         open_tasks = tasks.tasks.values() if tasks is not None else ()
         restorer = getattr(self, "_restorer", None)
+        standbys = getattr(self, "_standbys", None)
         return {
             "application_id": self.settings.application_id,
             "state": self.state.value,
             "host": self.host,
             "tasks": sorted(t.id for t in open_tasks if t.running),
             "restoring": sorted(t.id for t in open_tasks if not t.running),
+            "standby": sorted(standbys.tasks) if standbys is not None else [],
             "restore_remaining": restorer.remaining() if restorer is not None else 0,
             "consumed": self.consumed,
             "produced": self.produced,

@@ -38,6 +38,10 @@ class AppMetrics:
             "headrace_streams_restore_remaining_records", "Changelog records left to restore",
             ["task", "store"], registry=reg,
         )
+        self.standby_records = Counter(
+            "headrace_streams_standby_records", "Changelog records applied to standby replicas",
+            ["task", "store"], registry=reg,
+        )
         self.errors = Counter(
             "headrace_streams_errors", "Records that met an error, by kind and action taken",
             ["kind", "action"], registry=reg,

@@ -80,8 +80,6 @@ class AppSettings(pydantic.BaseModel):
 
     @pydantic.model_validator(mode="after")
     def _check(self) -> AppSettings:
-        if self.num_standby_replicas:
-            raise ValueError("standby replicas are not supported yet; use 0")
         if self.heartbeat_interval_ms * 3 > self.session_timeout_ms:
             raise ValueError("heartbeat_interval_ms must be at most a third of session_timeout_ms")
         if self.transaction_timeout >= self.session_timeout_ms:

@@ -31,7 +31,7 @@ import shutil
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from state import CheckpointError, StoreIOError, TaskCheckpoint
+from state import CHECKPOINT_FILE, CheckpointError, StoreIOError, TaskCheckpoint
 
 from .._config import StreamsConfig
 from .._lifecycle import Lifecycle
@@ -41,6 +41,7 @@ from .._topology import Topology
 from ._client import TopicPartition
 from ._partition_groups import parse_task_id
 from ._snapshots import TaskSnapshots
+from ._standby import StandbyTask
 
 log = logging.getLogger("streams.runtime.tasks")
 
@@ -160,14 +161,22 @@ class TaskManager:
     def task_dir(self, task_id: str) -> pathlib.Path:
         return self._root / self._config.application_id / task_id
 
-    def local_tasks(self) -> list[str]:
-        """Tasks with a checkpoint on this machine: the assignor prefers them here."""
+    def local_state(self) -> dict[str, int]:
+        """Per task with state on this machine (a checkpoint, or open here), the sum of
+        the changelog offsets that state covers: the assignor prefers the most caught up."""
+        sums: dict[str, int] = {}
         app_dir = self._root / self._config.application_id
-        if not app_dir.is_dir():
-            return []
-        return sorted(
-            d.name for d in app_dir.iterdir() if (d / ".checkpoint").is_file() and "_" in d.name
-        )
+        if app_dir.is_dir():
+            for d in app_dir.iterdir():
+                if "_" not in d.name or not (d / CHECKPOINT_FILE).is_file():
+                    continue
+                try:
+                    sums[d.name] = sum(TaskCheckpoint(d).read_checkpoint().values())
+                except (CheckpointError, StoreIOError):
+                    continue
+        for task in self.tasks.values():
+            sums[task.id] = sum(task.changelog_offsets.values())
+        return sums
 
     def task_of(self, tp: TopicPartition) -> str | None:
         for sub, topics in self._sources.items():
@@ -175,8 +184,12 @@ class TaskManager:
                 return f"{sub}_{tp[1]}"
         return None
 
-    def open(self, assigned: Iterable[TopicPartition]) -> list[RuntimeTask]:
-        """Open a task for every task id among ``assigned`` not open yet."""
+    def open(
+        self, assigned: Iterable[TopicPartition], standbys: Mapping[str, StandbyTask] | None = None
+    ) -> list[RuntimeTask]:
+        """Open a task for every task id among ``assigned`` not open yet; a task with a
+        standby among ``standbys`` takes over the standby's stores (the caller stops
+        updating that standby first)."""
         wanted: dict[str, list[TopicPartition]] = {}
         for tp in assigned:
             name = self.task_of(tp)
@@ -186,14 +199,73 @@ class TaskManager:
         for task_id, tps in sorted(wanted.items()):
             if task_id in self.tasks:
                 continue
-            task = self._open(task_id, tuple(sorted(tps)))
+            standby = (standbys or {}).get(task_id)
+            sources = tuple(sorted(tps))
+            task = self._promote(standby, sources) if standby else self._open(task_id, sources)
             self.tasks[task_id] = task
             for tp in task.sources:
                 self.by_partition[tp] = task
             opened.append(task)
         return opened
 
+    def open_standby(self, task_id: str) -> StandbyTask:
+        """Open the stores of ``task_id`` to be kept current from its changelogs."""
+        executor, changelogs, positions, _origin = self._open_stores(task_id, standby=True)
+        return StandbyTask(task_id, executor, changelogs, self.task_dir(task_id), positions)
+
     def _open(self, task_id: str, sources: tuple[TopicPartition, ...]) -> RuntimeTask:
+        executor, changelogs, restore_from, origin = self._open_stores(task_id)
+        log.info(
+            "task %s opened; restoring %s%s",
+            task_id,
+            {f"{t}-{p}": ("beginning" if o is None else o) for (t, p), o in restore_from.items()}
+            or "nothing",
+            f" (from the {origin})" if origin else "",
+        )
+        return self._runtime_task(task_id, executor, sources, changelogs, restore_from)
+
+    def _promote(self, standby: StandbyTask, sources: tuple[TopicPartition, ...]) -> RuntimeTask:
+        """The standby's open stores become the active task's: restoring starts where the
+        standby got to. Under exactly-once its checkpoint goes first, as in ``_open``:
+        the active stores run ahead of it from the first record on."""
+        executor = standby.release()
+        if self._exactly_once:
+            TaskCheckpoint(standby.state_dir).delete_checkpoint()
+        log.info(
+            "task %s taken over from its standby (%d changelog records applied); restoring from %s",
+            standby.id, standby.applied,
+            {f"{t}-{p}": ("beginning" if o is None else o) for (t, p), o in standby.positions.items()},
+        )
+        return self._runtime_task(standby.id, executor, sources, standby.changelogs, standby.positions)
+
+    def _runtime_task(
+        self,
+        task_id: str,
+        executor: TaskExecutor,
+        sources: tuple[TopicPartition, ...],
+        changelogs: Mapping[str, TopicPartition],
+        restore_from: Mapping[TopicPartition, int | None],
+    ) -> RuntimeTask:
+        directory = self.task_dir(task_id)
+        task = RuntimeTask(task_id, executor, sources, changelogs, directory, restore_from)
+        if self._exactly_once:
+            snapshots = TaskSnapshots(directory)
+            if snapshots.supported(executor.stores, changelogs):
+                task.snapshots = snapshots
+            else:
+                # Stores a snapshot cannot capture: a crash means rebuilding from the changelog.
+                snapshots.discard()
+        return task
+
+    def _open_stores(
+        self, task_id: str, standby: bool = False
+    ) -> tuple[TaskExecutor, dict[str, TopicPartition], dict[TopicPartition, int | None], str]:
+        """Build and init the executor of ``task_id`` on the state its directory holds;
+        return it, its changelogs, the offset to restore each from (``None``: the
+        beginning) and where those offsets came from (``""``: nowhere).
+
+        Under exactly-once a standby keeps the checkpoint: its stores only ever take
+        committed changelog records, so they never run ahead of what it names."""
         sub, partition = parse_task_id(task_id)
         directory = self.task_dir(task_id)
         try:
@@ -201,13 +273,12 @@ class TaskManager:
         except (CheckpointError, StoreIOError) as error:
             log.warning("task %s: unusable checkpoint (%s); rebuilding from changelog", task_id, error)
             checkpointed = {}
-        snapshots = TaskSnapshots(directory) if self._exactly_once else None
         origin = "checkpoint"
-        if snapshots is not None:
-            if checkpointed:
+        if self._exactly_once:
+            if checkpointed and not standby:
                 TaskCheckpoint(directory).delete_checkpoint()
             else:
-                checkpointed = snapshots.install()
+                checkpointed = TaskSnapshots(directory).install()
                 origin = "snapshot"
         elif not checkpointed and directory.exists():
             shutil.rmtree(directory)
@@ -229,20 +300,7 @@ class TaskManager:
             tp: checkpointed.get(tp) if getattr(executor.stores.get(store), "persistent", True) else None
             for store, tp in changelogs.items()
         }
-        log.info(
-            "task %s opened; restoring %s%s",
-            task_id,
-            {f"{t}-{p}": ("beginning" if o is None else o) for (t, p), o in restore_from.items()}
-            or "nothing",
-            f" (from the {origin})" if checkpointed else "",
-        )
-        task = RuntimeTask(task_id, executor, sources, changelogs, directory, restore_from)
-        if snapshots is not None and snapshots.supported(executor.stores, changelogs):
-            task.snapshots = snapshots
-        elif snapshots is not None:
-            # Stores a snapshot cannot capture: a crash means rebuilding from the changelog.
-            snapshots.discard()
-        return task
+        return executor, changelogs, restore_from, origin if checkpointed else ""
 
     def revoked(self, revoked: Iterable[TopicPartition]) -> list[RuntimeTask]:
         """The open tasks that lose a partition in ``revoked`` (they are not closed here)."""

@@ -64,6 +64,14 @@ def count_restart() -> Topology:
     return count_topology(f"{INPUT}-restart", f"{COUNTS}-restart")
 
 
+def count_standby_alos() -> Topology:
+    return count_topology(f"{INPUT}-count_standby_alos", f"{COUNTS}-count_standby_alos")
+
+
+def count_standby_eos() -> Topology:
+    return count_topology(f"{INPUT}-count_standby_eos", f"{COUNTS}-count_standby_eos")
+
+
 def upper_tansu() -> Topology:
     return upper_topology(f"{INPUT}-upper", f"{UPPER}-upper")
 

@@ -33,7 +33,7 @@ def test_commit_interval_defaults_follow_the_guarantee() -> None:
         ({}, "application_id"),
         ({"application_id": "a b"}, "application_id"),
         ({"application_id": "a", "commit_interval_ms": 0}, "commit_interval_ms"),
-        ({"application_id": "a", "num_standby_replicas": 1}, "standby"),
+        ({"application_id": "a", "num_standby_replicas": -1}, "num_standby_replicas"),
         ({"application_id": "a", "no_such_thing": 1}, "no_such_thing"),
         ({"application_id": "a", "processing_error_handler": "shrug"}, "processing_error_handler"),
     ],
