@@ -64,6 +64,14 @@ def poll_until(condition: Callable[[], bool], members: list[Member], what: str,
             m.consumer.poll(0.1)
 
 
+def fresh(bs: str, source_partitions: int, sink_partitions: int) -> tuple[str, str, str]:
+    """New source and sink topics, and a new group id."""
+    source, sink = unique("src"), unique("out")
+    Confluent().create_topic(bs, source, source_partitions)
+    Confluent().create_topic(bs, sink, sink_partitions)
+    return source, sink, unique("grp")
+
+
 def txn_producer(bs: str, tid: str) -> Any:
     from confluent_kafka import Producer
 
@@ -71,6 +79,31 @@ def txn_producer(bs: str, tid: str) -> Any:
                   "transaction.timeout.ms": 30_000})
     p.init_transactions(20)
     return p
+
+
+def commit_as(producer: Any, member: Member, sink: str, value: bytes,
+              offsets: list[Any]) -> None:
+    """One transaction: ``value`` to ``sink`` and ``offsets``, sent with the member's
+    current group metadata."""
+    producer.begin_transaction()
+    producer.produce(sink, value)
+    producer.send_offsets_to_transaction(offsets, member.consumer.consumer_group_metadata(),
+                                         20)
+    producer.commit_transaction(20)
+
+
+def close(*members: Member | None) -> None:
+    for m in members:
+        if m is not None:
+            m.close()
+
+
+def only_committed(bs: str, group: str, source: str, sink: str, offset: int,
+                   value: bytes) -> None:
+    """The group's offset of ``source`` partition 0 is ``offset`` and ``sink`` holds
+    ``value`` alone under read_committed."""
+    assert committed("confluent", bs, group, source, 0) == offset
+    assert read("confluent", bs, sink, 1, "read_committed", expect=1) == [value]
 
 
 def offsets_refused(producer: Any, offsets: list[Any], metadata: Any) -> Any:
@@ -89,9 +122,7 @@ def test_consume_transform_produce_with_group_metadata(broker_process: BrokerPro
     from confluent_kafka import TopicPartition
 
     bs = broker_process.bootstrap
-    source, sink, group = unique("src"), unique("out"), unique("copier")
-    Confluent().create_topic(bs, source, 2)
-    Confluent().create_topic(bs, sink, 2)
+    source, sink, group = fresh(bs, 2, 2)
     values = [f"v{i:03d}".encode() for i in range(200)]
     Confluent().produce(bs, source, [(None, v) for v in values])
     member = Member(bs, group, source)
@@ -124,9 +155,7 @@ def test_a_zombie_that_slept_through_a_rebalance_cannot_commit_offsets(
     from confluent_kafka import KafkaError, TopicPartition
 
     bs = broker_process.bootstrap
-    source, sink, group = unique("src"), unique("out"), unique("grp")
-    Confluent().create_topic(bs, source, 2)
-    Confluent().create_topic(bs, sink, 1)
+    source, sink, group = fresh(bs, 2, 1)
     first = Member(bs, group, source)
     second: Member | None = None
     producer = txn_producer(bs, unique("tid"))
@@ -143,17 +172,10 @@ def test_a_zombie_that_slept_through_a_rebalance_cannot_commit_offsets(
         producer.abort_transaction(20)
         assert committed("confluent", bs, group, source, 0) is None
         # The same producer, with the member's current metadata, commits.
-        producer.begin_transaction()
-        producer.produce(sink, b"current")
-        producer.send_offsets_to_transaction(
-            [TopicPartition(source, 0, 5)], first.consumer.consumer_group_metadata(), 20)
-        producer.commit_transaction(20)
+        commit_as(producer, first, sink, b"current", [TopicPartition(source, 0, 5)])
     finally:
-        for m in (first, second):
-            if m is not None:
-                m.close()
-    assert committed("confluent", bs, group, source, 0) == 5
-    assert read("confluent", bs, sink, 1, "read_committed", expect=1) == [b"current"]
+        close(first, second)
+    only_committed(bs, group, source, sink, 5, b"current")
 
 
 def test_a_zombie_dropped_from_the_group_cannot_commit_offsets(
@@ -161,9 +183,7 @@ def test_a_zombie_dropped_from_the_group_cannot_commit_offsets(
     from confluent_kafka import KafkaError, TopicPartition
 
     bs = broker_process.bootstrap
-    source, sink, group = unique("src"), unique("out"), unique("grp")
-    Confluent().create_topic(bs, source, 1)
-    Confluent().create_topic(bs, sink, 1)
+    source, sink, group = fresh(bs, 1, 1)
     zombie = Member(bs, group, source, **{"session.timeout.ms": 1000,
                                           "max.poll.interval.ms": 1500})
     successor: Member | None = None
@@ -178,18 +198,12 @@ def test_a_zombie_dropped_from_the_group_cannot_commit_offsets(
         # dropped from the group and the successor takes its partition over.
         successor = Member(bs, group, source)
         poll_until(lambda: successor.partitions == [0], [successor], "the takeover")
-        successor_producer.begin_transaction()
-        successor_producer.produce(sink, b"successor")
-        successor_producer.send_offsets_to_transaction(
-            [TopicPartition(source, 0, 9)], successor.consumer.consumer_group_metadata(), 20)
-        successor_producer.commit_transaction(20)
+        commit_as(successor_producer, successor, sink, b"successor",
+                  [TopicPartition(source, 0, 9)])
         # The zombie wakes up and tries to commit what it processed.
         error = offsets_refused(zombie_producer, [TopicPartition(source, 0, 3)], metadata)
         assert error.code() == KafkaError.UNKNOWN_MEMBER_ID, error
         zombie_producer.abort_transaction(20)
     finally:
-        for m in (zombie, successor):
-            if m is not None:
-                m.close()
-    assert committed("confluent", bs, group, source, 0) == 9
-    assert read("confluent", bs, sink, 1, "read_committed", expect=1) == [b"successor"]
+        close(zombie, successor)
+    only_committed(bs, group, source, sink, 9, b"successor")
