@@ -151,6 +151,7 @@ class App:
         self._failure: BaseException | None = None
         self._http: HttpServer | None = None
         self._standbys: StandbyUpdater | None = None
+        self._globals: GlobalStores | None = None
         self._counts: dict[str, int] = {}
         self.host = settings.application_server or ""
         self.consumed = 0
@@ -262,7 +263,6 @@ class App:
             default_value_serde=self._serdes[1],
             **extra,
         )
-        self._globals: GlobalStores | None = None
         if globals_:
             self._global_reader = self._clients.global_reader()
             await self._global_reader.start()
@@ -618,3 +618,13 @@ class App:
 
     def partition_count(self, topic: str) -> int:
         return self._counts.get(topic, 1)
+
+    def sources_of(self, subtopology: int) -> tuple[str, ...]:
+        """The source topics of ``subtopology`` (known once started)."""
+        layout: TaskLayout | None = getattr(self, "_layout", None)
+        return layout.sources.get(subtopology, ()) if layout is not None else ()
+
+    @property
+    def global_stores(self) -> GlobalStores | None:
+        """The global stores; ``None`` until start-up creates them, or without global tables."""
+        return self._globals

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from ._global import GlobalState, GlobalStores
+from ._global import GlobalState
 from ._http import Response, Route, json_response
 from ._murmur2 import partition_for_key
 
@@ -78,7 +78,7 @@ class StoreQueries:
         if sub is None:
             return self._global_lookup(store_name, key, typed_key)
         app = self._app
-        sources = app._layout.sources.get(sub.id, ())
+        sources = app.sources_of(sub.id)
         partitions = app.partition_count(sources[0]) if sources else 1
         task_id = f"{sub.id}_{partition_for_key(key_bytes, partitions)}"
         task = app.tasks.tasks.get(task_id)
@@ -114,8 +114,8 @@ class StoreQueries:
         return key, data
 
     def _global_lookup(self, store_name: str, key: str, typed_key: Any) -> Response:
-        # Created by App.start() after this server is listening; absent until then.
-        globals_: GlobalStores | None = getattr(self._app, "_globals", None)
+        # Created by App.start() after this server is listening; None until then.
+        globals_ = self._app.global_stores
         state = GlobalState.CREATED if globals_ is None else globals_.state
         if globals_ is None or state is not GlobalState.RUNNING:
             return json_response(
