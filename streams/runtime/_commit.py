@@ -76,9 +76,11 @@ newer instance with its id raises :class:`FencedError`: nothing of ours can comm
 more; the application rewinds once with a new producer (a broker that timed the
 transaction out fences the same way), and stops cleanly if fenced again soon after.
 
-**Zombies.** aiokafka's TxnOffsetCommit (version 0) carries no generation, so the
-broker fences only by producer epoch. A member the group removed (its session timed
-out) is caught here instead: :class:`TransactionSink` refuses to commit unless the
+**Zombies.** aiokafka sends TxnOffsetCommit version 0, which carries no generation, so
+no broker can fence our offset commits by group generation (the built-in broker does,
+as Kafka does, for version 3 and later, which librdkafka and kafka-python send); only
+the producer epoch fences them. A member the group removed (its session timed out) is
+caught here instead: :class:`TransactionSink` refuses to commit unless the
 consumer's generation is valid, and the transaction timeout (half the session timeout
 by default) makes the broker abort a dead instance's open transaction before the group
 hands its partitions to another instance.
