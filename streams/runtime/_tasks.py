@@ -275,11 +275,11 @@ class TaskManager:
             checkpointed = {}
         origin = "checkpoint"
         if self._exactly_once:
-            if checkpointed and not standby:
-                TaskCheckpoint(directory).delete_checkpoint()
-            else:
+            if not checkpointed:
                 checkpointed = TaskSnapshots(directory).install()
                 origin = "snapshot"
+            elif not standby:
+                TaskCheckpoint(directory).delete_checkpoint()
         elif not checkpointed and directory.exists():
             shutil.rmtree(directory)
         executor = TaskExecutor(
