@@ -1,28 +1,31 @@
-"""Fetched records as the runtime's plain tuples, built where aiokafka unpacks batches.
+"""Fetched records as the runtime's plain tuples, built a record batch at a time.
 
 aiokafka turns every fetched record into a ``ConsumerRecord`` object, one generator
-step and two method calls per record, and the runtime then turned each into its own
-7-tuple: together the largest per-record cost of a stateless topology. A consumer
-created with ``key_deserializer=AS_TUPLES`` instead gets
+step and two method calls per record, and hands them out through a Python loop that
+appends and counts per record: together the largest per-record cost of a stateless
+topology. A consumer created with ``key_deserializer=AS_TUPLES`` instead gets
 ``(topic, partition, offset, timestamp, key, value, headers)`` tuples (the
-``streams.ConsumedRecord`` layout) straight from the record batches, which aiokafka's
-C extension decodes.
+``streams.ConsumedRecord`` layout), one list comprehension per record batch (which
+aiokafka's C extension decodes), handed out in slices.
 
-How: :func:`install` puts a subclass of aiokafka's ``PartitionRecords`` in the
-fetcher module, where the fetcher looks the class up for each fetch response. The
-subclass behaves exactly like its parent for every other consumer, and for
-``read_committed`` consumers (whose aborted-transaction filtering stays aiokafka's).
-For the marked ones it walks the batches itself:
+How: :func:`install` puts subclasses of aiokafka's ``PartitionRecords`` and
+``FetchResult`` in the fetcher module, where the fetcher looks the classes up for each
+fetch response. They behave exactly like their parents for every other consumer, and
+for ``read_committed`` consumers (whose aborted-transaction filtering stays
+aiokafka's). For the marked ones ``FetchResult.getall(n)`` takes up to ``n`` tuples
+from :meth:`take`, which walks the batches:
 
 1. skip control batches (transaction markers), moving the fetch position past them;
-2. skip records below the fetch position (a compressed batch fetched from its start);
-3. yield each record as a tuple and move the position past it;
-4. after a batch, move the position to the batch's next offset, which stays right
-   when compaction removed the batch's last records.
+2. turn a batch into tuples, leaving out records below the fetch position (a
+   compressed batch fetched from its start, or a seek into a batch);
+3. hand out tuples; the fetch position moves past the last one handed out, and past
+   the batch (its next offset, which stays right when compaction removed the batch's
+   last records) once all of it is out.
 
-Consumers read the output defensively (:func:`as_tuple`): if aiokafka changes so that
-the class cannot be installed, ``AS_TUPLES`` acts as an identity deserializer and
-records arrive as ``ConsumerRecord`` objects, converted one by one as before.
+``getone`` still works (one tuple at a time through the same walk). Consumers read the
+output defensively (:func:`as_tuple`): if aiokafka changes so that the classes cannot
+be installed, ``AS_TUPLES`` acts as an identity deserializer and records arrive as
+``ConsumerRecord`` objects, converted one by one as before.
 """
 
 from __future__ import annotations
@@ -55,7 +58,7 @@ _installed = False
 
 
 def install() -> bool:
-    """Put the tuple-building ``PartitionRecords`` in place once; ``False`` if it cannot be."""
+    """Put the tuple-building fetcher classes in place once; ``False`` if they cannot be."""
     global _installed
     if _installed:
         return True
@@ -64,11 +67,20 @@ def install() -> bool:
     except ImportError:  # pragma: no cover - aiokafka is a dependency
         return False
     parent = getattr(fetcher, "PartitionRecords", None)
-    if parent is None or not hasattr(parent, "_unpack_records"):
+    fetch_parent = getattr(fetcher, "FetchResult", None)
+    if not hasattr(parent, "_unpack_records") or not all(
+        hasattr(fetch_parent, name) for name in ("getall", "check_assignment", "_update_position")
+    ):
         log.warning("aiokafka's fetcher changed; fetched records are converted one by one")
         return False
 
     class TuplePartitionRecords(parent):  # type: ignore[misc, valid-type]
+        # Tuple mode only: tuples of the current batch not handed out yet, and the
+        # position after that batch.
+        _tuple_mode = False
+        _pending: list[ConsumedRecord]
+        _pending_next = 0
+
         def __iter__(self) -> Iterator[Any]:
             # Iterate the generator itself: no __next__ frame per record.
             iterator = self._records_iterator
@@ -78,11 +90,46 @@ def install() -> bool:
             if (self._key_deserializer is not AS_TUPLES
                     or self._isolation_level != _READ_UNCOMMITTED):
                 return super()._unpack_records()  # type: ignore[no-any-return]
-            return self._tuples()
+            self._tuple_mode = True
+            self._pending = []
+            return self._one_at_a_time()
 
-        def _tuples(self) -> Iterator[ConsumedRecord]:
-            topic, partition = self._tp.topic, self._tp.partition
+        def _one_at_a_time(self) -> Iterator[ConsumedRecord]:
+            while True:
+                taken = self.take(1)
+                if not taken:
+                    return
+                yield taken[0]
+
+        def exhausted(self) -> bool:
+            return not self._pending and not self._records.has_next()
+
+        def take(self, limit: int | None) -> list[ConsumedRecord]:
+            """Up to ``limit`` (all if ``None``) tuples, moving the fetch position past them."""
+            out: list[ConsumedRecord] = []
+            while limit is None or len(out) < limit:
+                pending = self._pending
+                if pending:
+                    if limit is not None and len(out) + len(pending) > limit:
+                        room = limit - len(out)
+                        out += pending[:room]
+                        del pending[:room]
+                        self.next_fetch_offset = out[-1][2] + 1
+                        return out
+                    if out:
+                        out += pending
+                    else:
+                        out = pending
+                    self._pending = []
+                    self.next_fetch_offset = self._pending_next
+                elif not self._next_batch():
+                    break
+            return out
+
+        def _next_batch(self) -> bool:
+            """Decode the next batch with records into ``_pending``; ``False`` at the end."""
             records = self._records
+            topic, partition = self._tp.topic, self._tp.partition
             while records.has_next():
                 batch = records.next_batch()
                 if self._check_crcs and not batch.validate_crc():
@@ -93,14 +140,37 @@ def install() -> bool:
                     self.next_fetch_offset = batch.next_offset
                     continue
                 position = self.next_fetch_offset
-                for r in batch:
-                    offset = r.offset
-                    if offset < position:
-                        continue
-                    self.next_fetch_offset = offset + 1
-                    yield (topic, partition, offset, r.timestamp, r.key, r.value, r.headers or ())
-                self.next_fetch_offset = batch.next_offset
+                if getattr(batch, "base_offset", -1) >= position:
+                    tuples = [(topic, partition, r.offset, r.timestamp, r.key, r.value, r.headers or ())
+                              for r in batch]
+                else:
+                    tuples = [(topic, partition, r.offset, r.timestamp, r.key, r.value, r.headers or ())
+                              for r in batch if r.offset >= position]
+                if not tuples:
+                    self.next_fetch_offset = batch.next_offset
+                    continue
+                self._pending = tuples
+                self._pending_next = batch.next_offset
+                return True
+            return False
+
+    class TupleFetchResult(fetch_parent):  # type: ignore[misc, valid-type]
+        _partition_records: Any
+        _topic_partition: Any
+
+        def getall(self, max_records: int | None = None) -> list[Any]:
+            records: Any = self._partition_records
+            if records is None or not records._tuple_mode:
+                return super().getall(max_records)  # type: ignore[no-any-return]
+            if not self.check_assignment(self._topic_partition):
+                return []
+            taken: list[ConsumedRecord] = records.take(max_records)
+            self._update_position()
+            if records.exhausted():
+                self._partition_records = None
+            return taken
 
     fetcher.PartitionRecords = TuplePartitionRecords
+    fetcher.FetchResult = TupleFetchResult
     _installed = True
     return True

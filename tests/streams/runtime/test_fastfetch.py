@@ -67,3 +67,57 @@ async def test_reading_from_inside_a_batch_skips_the_records_before_the_position
     tuples = await _read(bootstrap, "fast-mid", 13, start=17, key_deserializer=AS_TUPLES)
     assert [r[2] for r in tuples] == list(range(17, 30))
     assert [r[5] for r in tuples] == [f"v{i}".encode() for i in range(17, 30)]
+
+
+async def test_getone_hands_out_the_same_tuples_one_at_a_time(broker: Any) -> None:
+    install()
+    bootstrap = broker.bootstrap_servers
+    await _fill(bootstrap, "fast-one", 20)
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
+                                key_deserializer=AS_TUPLES)
+    await consumer.start()
+    tp = TopicPartition("fast-one", 0)
+    consumer.assign([tp])
+    consumer.seek(tp, 3)
+    try:
+        ones = [await consumer.getone() for _ in range(5)]
+        assert await consumer.position(tp) == 8
+        rest = await _read(bootstrap, "fast-one", 12, start=8, key_deserializer=AS_TUPLES)
+    finally:
+        await consumer.stop()
+    assert all(type(r) is tuple for r in ones)
+    assert [r[2] for r in ones + rest] == list(range(3, 20))
+
+
+async def test_transaction_markers_are_skipped_and_the_position_moves_past_them(broker: Any) -> None:
+    install()
+    bootstrap = broker.bootstrap_servers
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id="fast-txn")
+    await producer.start()
+    try:
+        for round_ in range(3):
+            async with producer.transaction():
+                for i in range(4):
+                    await producer.send("fast-txn", f"v{round_}-{i}".encode(), partition=0)
+    finally:
+        await producer.stop()
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
+                                key_deserializer=AS_TUPLES)
+    await consumer.start()
+    tp = TopicPartition("fast-txn", 0)
+    consumer.assign([tp])
+    consumer.seek(tp, 0)
+    got: list[Any] = []
+    try:
+        while len(got) < 12:
+            for records in (await consumer.getmany(timeout_ms=1000, max_records=3)).values():
+                got.extend(records)
+        # The three commit markers (offsets 4, 9, 14) are no records, but are passed.
+        end = (await consumer.end_offsets([tp]))[tp]
+        assert end == 15
+        await consumer.getmany(timeout_ms=300)
+        assert await consumer.position(tp) == end
+    finally:
+        await consumer.stop()
+    assert [r[5] for r in got] == [f"v{r}-{i}".encode() for r in range(3) for i in range(4)]
+    assert [r[2] for r in got] == [o for o in range(15) if o % 5 != 4]
