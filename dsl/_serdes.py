@@ -11,12 +11,17 @@
 
 Each serde offers ``serializer_for(topic)``/``deserializer_for(topic)``, returning a plain
 one-argument function (or ``None`` for "bytes unchanged"); the task executor binds these
-once per topic, so a record costs one function call per key and per value.
+once per topic, so a record costs one function call per key and per value. The string
+(UTF-8) and JSON serdes also offer ``bare_serializer_for``/``bare_deserializer_for``:
+the C function underneath (``str.encode``, ``orjson.loads``, ...), which the executor
+calls directly from its batch loops, keeping nulls and errors to itself (``streams``
+``_codec.py``).
 """
 
 from __future__ import annotations
 
 import builtins
+import codecs
 import struct
 import uuid as uuid_module
 from collections.abc import Callable
@@ -30,6 +35,7 @@ from ._errors import DeserializationError, SerializationError
 T = TypeVar("T")
 Encoder = Callable[[Any], "builtins.bytes | None"]
 Decoder = Callable[["builtins.bytes | None"], Any]
+BareDecoder = Callable[[Any], Any]  # takes non-null data only
 
 
 class Serde(Generic[T]):
@@ -38,12 +44,27 @@ class Serde(Generic[T]):
     ``encode``/``decode`` are the per-record functions; they must map ``None`` to ``None``
     and raise :class:`SerializationError`/:class:`DeserializationError` on bad input.
     ``None`` for both means bytes pass through unchanged.
+
+    ``bare_encode``/``bare_decode``, where given, are the same conversions for non-null
+    input without null handling or error translation: each returns what the checked
+    function returns wherever that succeeds, and raises (any exception) wherever it
+    raises.
     """
 
-    def __init__(self, name: str, encode: Encoder | None, decode: Decoder | None) -> None:
+    def __init__(
+        self,
+        name: str,
+        encode: Encoder | None,
+        decode: Decoder | None,
+        *,
+        bare_encode: Encoder | None = None,
+        bare_decode: BareDecoder | None = None,
+    ) -> None:
         self.name = name
         self._encode = encode
         self._decode = decode
+        self._bare_encode = bare_encode
+        self._bare_decode = bare_decode
 
     def serialize(self, topic: str, obj: T | None) -> builtins.bytes | None:
         return obj if self._encode is None else self._encode(obj)  # type: ignore[return-value]
@@ -56,6 +77,12 @@ class Serde(Generic[T]):
 
     def deserializer_for(self, topic: str) -> Decoder | None:
         return self._decode
+
+    def bare_serializer_for(self, topic: str) -> Encoder | None:
+        return self._bare_encode
+
+    def bare_deserializer_for(self, topic: str) -> BareDecoder | None:
+        return self._bare_decode
 
     def __repr__(self) -> str:
         return f"Serde({self.name})"
@@ -106,7 +133,10 @@ def _string(encoding: str) -> Serde[str]:
         except UnicodeDecodeError as exc:
             raise DeserializationError(f"StringDeserializer: not {encoding}: {exc}") from exc
 
-    return Serde(f"string({encoding})", encode, decode)
+    if codecs.lookup(encoding).name != "utf-8":
+        return Serde(f"string({encoding})", encode, decode)
+    # UTF-8 is the default of both methods, so the unbound methods are the bare codec.
+    return Serde(f"string({encoding})", encode, decode, bare_encode=str.encode, bare_decode=bytes.decode)
 
 
 def _json() -> Serde[Any]:
@@ -129,7 +159,7 @@ def _json() -> Serde[Any]:
         except orjson.JSONDecodeError as exc:
             raise DeserializationError(f"not JSON: {exc}") from exc
 
-    return Serde("json", encode, decode)
+    return Serde("json", encode, decode, bare_encode=dumps, bare_decode=loads)
 
 
 def _model(model: type[T]) -> Serde[T]:

@@ -5,6 +5,14 @@ one-argument function, or ``None`` when it leaves bytes unchanged (then the exec
 skips the call altogether). Any other object with ``serialize(topic, obj)`` /
 ``deserialize(topic, data)`` is bound with :func:`functools.partial`.
 
+A serde may also offer ``bare_serializer_for(topic)`` / ``bare_deserializer_for(topic)``:
+the same conversion for non-null input without null handling or error translation,
+typically a C function (``orjson.loads``), which a batch loop calls directly, saving a
+Python call per record. It must return what the checked function returns wherever
+that succeeds, and raise (any exception) wherever that raises: the loops keep nulls as
+nulls themselves and, on any exception, redo the batch with the checked functions,
+which raise the serde's own error or hand the record to the error handler.
+
 No serde at all means bytes pass through; on the way out they are checked to be bytes,
 so a value whose serde was lost on the way (``map_values`` forgets it, as in Kafka
 Streams) fails with a clear message instead of reaching the producer as an object.
@@ -52,3 +60,10 @@ def bind_deserializer(serde: Any, topic: str) -> Decode | None:
         return None
     bound: Decode | None = _bind(serde, topic, "deserializer_for", "deserialize")
     return bound
+
+
+def bind_bare(serde: Any, topic: str, kind: str) -> Callable[[Any], Any] | None:
+    """``serde.bare_<kind>_for(topic)`` (``kind``: ``serializer`` or ``deserializer``),
+    or ``None`` when the serde offers no bare function."""
+    bind = getattr(serde, f"bare_{kind}_for", None)
+    return None if bind is None else bind(topic)

@@ -1,7 +1,9 @@
 """Compiling a sink node into a push function that appends produced tuples.
 
 For a fixed topic with no partitioner, a batch costs one comprehension and one
-``list.extend``. A per-record topic or partitioner adds exactly one call per record each.
+``list.extend``; where the serdes offer bare functions (``_codec.py``) the comprehension
+calls those, and redoes the batch with the checked ones if anything raises. A
+per-record topic or partitioner adds exactly one call per record each.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ._codec import Encode, bind_serializer
+from ._codec import Encode, bind_bare, bind_serializer
 from ._config import StreamsConfig
 from ._nodes import SinkNode
 from ._record import ProducedRecord, Rec
@@ -41,7 +43,12 @@ def compile_sink(
         ks = bind_serializer(key_serde, topic)
         vs = bind_serializer(value_serde, topic)
         if partitioner is None:
-            return _fixed(topic, ks, vs, extend)
+            checked = _fixed(topic, ks, vs, extend)
+            kb = None if ks is None else bind_bare(key_serde, topic, "serializer")
+            vb = None if vs is None else bind_bare(value_serde, topic, "serializer")
+            if (ks is None or kb is not None) and (vs is None or vb is not None) and (kb or vb):
+                return _bare(topic, kb, vb, checked, extend)
+            return checked
         kf = ks or _identity
         vf = vs or _identity
         count = partitions_for(topic)
@@ -99,3 +106,45 @@ def _fixed(
     if vs is None:
         return lambda batch: extend([(topic, ks(k), v, ts, h, None) for k, v, ts, h, _o in batch])
     return lambda batch: extend([(topic, ks(k), vs(v), ts, h, None) for k, v, ts, h, _o in batch])
+
+
+def _bare_encoder(
+    topic: str, kb: Encode | None, vb: Encode | None
+) -> Callable[[list[Rec]], list[ProducedRecord]]:
+    # Bare functions take no nulls: nulls stay nulls here, inline.
+    if kb is None:
+        assert vb is not None
+        return lambda batch: [
+            (topic, k, None if v is None else vb(v), ts, h, None) for k, v, ts, h, _o in batch
+        ]
+    if vb is None:
+        return lambda batch: [
+            (topic, None if k is None else kb(k), v, ts, h, None) for k, v, ts, h, _o in batch
+        ]
+    return lambda batch: [
+        (topic, None if k is None else kb(k), None if v is None else vb(v), ts, h, None)
+        for k, v, ts, h, _o in batch
+    ]
+
+
+def _bare(
+    topic: str,
+    kb: Encode | None,
+    vb: Encode | None,
+    checked: Push,
+    extend: Callable[[list[ProducedRecord]], None],
+) -> Push:
+    """``_fixed`` over bare functions. If one raises, the whole batch goes through
+    ``checked``, which raises the serde's own error (serializers have no side effects,
+    and only built-in serdes offer bare functions, so redoing the batch is safe)."""
+    encode = _bare_encoder(topic, kb, vb)
+
+    def push(batch: list[Rec]) -> None:
+        try:
+            out = encode(batch)
+        except Exception:
+            checked(batch)
+            return
+        extend(out)
+
+    return push

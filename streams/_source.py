@@ -1,8 +1,10 @@
 """Compiling a source node, for one concrete topic, into a batch decoder.
 
 The decoder turns consumed 7-tuples into the task's 5-tuples. The common case is one
-list comprehension over the batch; per-record error handling costs nothing until a
-record fails, because the comprehension is retried record by record only then.
+list comprehension over the batch, calling the serdes' bare functions where they offer
+them (``_codec.py``); per-record error handling costs nothing until a record fails,
+because the comprehension is retried record by record, with the checked functions,
+only then.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import logging
 from collections.abc import Callable, Sequence
 from operator import itemgetter
 
-from ._codec import Decode, bind_deserializer
+from ._codec import Decode, bind_bare, bind_deserializer
 from ._config import StreamsConfig
 from ._deserialization import DeserializationAction, DeserializationHandler
 from ._errors import ProcessingError, RecordDeserializationError, StreamsError
@@ -36,6 +38,29 @@ def _fast_path(kd: Decode | None, vd: Decode | None) -> Decoder:
     return lambda run: [(kd(k), vd(v), ts, h, o) for _t, _p, o, ts, k, v, h in run]
 
 
+def _bare_path(kb: Decode | None, vb: Decode | None) -> Decoder:
+    # Bare functions take no nulls: nulls stay nulls here, inline.
+    if kb is None:
+        assert vb is not None
+        return lambda run: [(k, None if v is None else vb(v), ts, h, o) for _t, _p, o, ts, k, v, h in run]
+    if vb is None:
+        return lambda run: [(None if k is None else kb(k), v, ts, h, o) for _t, _p, o, ts, k, v, h in run]
+    return lambda run: [
+        (None if k is None else kb(k), None if v is None else vb(v), ts, h, o)
+        for _t, _p, o, ts, k, v, h in run
+    ]
+
+
+def _batch_path(key_serde: object, value_serde: object, kd: Decode | None, vd: Decode | None,
+                topic: str) -> Decoder:
+    """The bare loop when every side that decodes has a bare function, else the checked one."""
+    kb = None if kd is None else bind_bare(key_serde, topic, "deserializer")
+    vb = None if vd is None else bind_bare(value_serde, topic, "deserializer")
+    if (kd is None or kb is not None) and (vd is None or vb is not None) and (kb or vb):
+        return _bare_path(kb, vb)
+    return _fast_path(kd, vd)
+
+
 def compile_decoder(
     node: SourceNode,
     topic: str,
@@ -45,19 +70,19 @@ def compile_decoder(
     """Bind the node's deserializers to ``topic`` and return the batch decoder.
 
     Order per batch: deserialize (fast path, falling back to record by record with the
-    handler on the first failure); then apply the timestamp extractor, dropping records
-    for which it returns a negative timestamp.
+    checked deserializers and the handler on the first failure); then apply the
+    timestamp extractor, dropping records for which it returns a negative timestamp.
     """
-    kd = bind_deserializer(
-        node.key_deserializer if node.key_deserializer is not None else config.default_key_serde,
-        topic,
+    key_serde = (
+        node.key_deserializer if node.key_deserializer is not None else config.default_key_serde
     )
-    vd = bind_deserializer(
+    value_serde = (
         node.value_deserializer
         if node.value_deserializer is not None
-        else config.default_value_serde,
-        topic,
+        else config.default_value_serde
     )
+    kd = bind_deserializer(key_serde, topic)
+    vd = bind_deserializer(value_serde, topic)
     handler: DeserializationHandler = (
         node.deserialization_handler
         if node.deserialization_handler is not None
@@ -68,7 +93,7 @@ def compile_decoder(
         if node.timestamp_extractor is not None
         else config.default_timestamp_extractor
     )
-    fast = _fast_path(kd, vd)
+    fast = _batch_path(key_serde, value_serde, kd, vd, topic)
 
     def one_by_one(run: Sequence[ConsumedRecord]) -> list[Rec]:
         out: list[Rec] = []

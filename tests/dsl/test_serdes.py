@@ -130,3 +130,38 @@ def test_bad_bytes_raise_deserialization_error(serde, data, message) -> None:  #
 def test_bad_objects_raise_serialization_error(serde, value) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(SerializationError):
         serde.serialize("t", value)
+
+
+@pytest.mark.parametrize("serde", [Serdes.string(), Serdes.json()])
+def test_bare_functions_decode_as_the_checked_ones_and_fail_where_they_fail(serde) -> None:  # type: ignore[no-untyped-def]
+    decode, bare_decode = serde.deserializer_for("t"), serde.bare_deserializer_for("t")
+    for data in (b"", b'"x"', b"{\"a\": [1, null]}", "héllo".encode(), b"\xff\xfe", b"{nope"):
+        try:
+            expected = decode(data)
+        except DeserializationError:
+            with pytest.raises(Exception):  # noqa: B017 - any exception: the caller redoes the batch
+                bare_decode(data)
+        else:
+            assert bare_decode(data) == expected
+
+
+@given(json_values.filter(lambda v: v is not None))
+def test_bare_json_functions_match_the_checked_ones(value: object) -> None:
+    serde = Serdes.json()
+    data = serde.serializer_for("t")(value)  # type: ignore[misc]
+    assert serde.bare_serializer_for("t")(value) == data  # type: ignore[misc]
+    assert serde.bare_deserializer_for("t")(data) == serde.deserializer_for("t")(data)  # type: ignore[misc]
+
+
+@given(st.text())
+def test_bare_string_functions_match_the_checked_ones(s: str) -> None:
+    serde = Serdes.string()
+    data = serde.serializer_for("t")(s)  # type: ignore[misc]
+    assert serde.bare_serializer_for("t")(s) == data  # type: ignore[misc]
+    assert serde.bare_deserializer_for("t")(data) == s  # type: ignore[misc]
+
+
+def test_only_utf8_strings_and_json_offer_bare_functions() -> None:
+    assert Serdes.string("latin-1").bare_deserializer_for("t") is None
+    assert Serdes.integer().bare_serializer_for("t") is None
+    assert Serdes.bytes().bare_deserializer_for("t") is None
