@@ -104,6 +104,9 @@ class AiokafkaGroupConsumer:
     async def poll(
         self, timeout_ms: int, max_records: int
     ) -> dict[TopicPartition, list[ConsumedRecord]]:
+        # getmany returns buffered records without yielding to the event loop; yield
+        # here so socket reads (the next fetch response) and produce requests and
+        # acknowledgements make progress every round, not only while a commit waits.
         try:
             fetched = await self._consumer.getmany(timeout_ms=timeout_ms, max_records=max_records)
         except KafkaError as error:
@@ -348,28 +351,43 @@ class AiokafkaRecordProducer:
         return count
 
     async def send(self, records: Sequence[ProducedRecord]) -> None:
-        groups: dict[TopicPartition, list[ProducedRecord]] = {}
-        counts = self._counts
-        partition_of = self._partition
+        # Records come in runs of one topic (a sink's batch): the partition count and
+        # the key memo are looked up once per run, and a keyed record costs a dict
+        # lookup (``KeyPartitioner.table``) and an append.
+        groups: dict[str, dict[int, list[ProducedRecord]]] = {}
+        current: str | None = None
+        count = 0
+        table: dict[bytes, int] = {}
+        buckets: dict[int, list[ProducedRecord]] = {}
         for record in records:
-            topic, key, _v, _ts, _h, partition = record
+            topic = record[0]
+            if topic != current:
+                current, count = topic, 0
+                buckets = groups.setdefault(topic, {})
+            partition = record[5]
             if partition is None:
-                count = counts.get(topic) or await self._count(topic)
+                if not count:
+                    count = self._counts.get(topic) or await self._count(topic)
+                    table = self._partition.table(count)
+                key = record[1]
                 if key is None:
                     # Kafka's sticky choice for null keys: one partition per call.
                     partition = self._sticky.setdefault(topic, len(self._sticky) % count)
                 else:
-                    partition = partition_of(key, count)
-            tp = (topic, partition)
-            found = groups.get(tp)
+                    partition = table.get(key)
+                    if partition is None:
+                        partition = self._partition(key, count)
+            found = buckets.get(partition)
             if found is None:
-                groups[tp] = [record]
+                buckets[partition] = [record]
             else:
                 found.append(record)
         self._sticky.clear()
-        for tp, batch in groups.items():
-            previous = self._chains.get(tp)
-            self._chains[tp] = asyncio.ensure_future(self._send_chain(tp, batch, previous))
+        for topic, by_partition in groups.items():
+            for partition, batch in by_partition.items():
+                tp = (topic, partition)
+                previous = self._chains.get(tp)
+                self._chains[tp] = asyncio.ensure_future(self._send_chain(tp, batch, previous))
 
     async def _send_chain(
         self,

@@ -51,24 +51,34 @@ def partition_for_key(key: bytes, partitions: int) -> int:
 
 
 class KeyPartitioner:
-    """``partition_for_key`` with a bounded memo: hot keys are hashed once.
+    """``partition_for_key`` with bounded memos, one per partition count: hot keys are
+    hashed once.
 
     Streams of events usually repeat a modest set of keys (users, sensors), so a dict
-    lookup replaces most of the pure-Python hashing. The memo is dropped whole when it
-    outgrows ``max_entries``, which keeps it cheap and bounded.
+    lookup replaces most of the pure-Python hashing. A hot loop takes the memo for its
+    count with :meth:`table`, looks keys up in it directly and calls the partitioner
+    only on a miss. A memo is dropped whole when it outgrows ``max_entries``, which
+    keeps it cheap and bounded.
     """
 
-    __slots__ = ("_max", "_memo")
+    __slots__ = ("_max", "_tables")
 
     def __init__(self, max_entries: int = 100_000) -> None:
-        self._memo: dict[tuple[bytes, int], int] = {}
+        self._tables: dict[int, dict[bytes, int]] = {}
         self._max = max_entries
 
+    def table(self, partitions: int) -> dict[bytes, int]:
+        """The memo of keys already placed among ``partitions`` partitions."""
+        table = self._tables.get(partitions)
+        if table is None:
+            table = self._tables[partitions] = {}
+        return table
+
     def __call__(self, key: bytes, partitions: int) -> int:
-        memo = self._memo
-        found = memo.get((key, partitions))
+        table = self.table(partitions)
+        found = table.get(key)
         if found is None:
-            if len(memo) >= self._max:
-                memo.clear()
-            found = memo[(key, partitions)] = partition_for_key(key, partitions)
+            if len(table) >= self._max:
+                table.clear()
+            found = table[key] = partition_for_key(key, partitions)
         return found

@@ -39,4 +39,6 @@ def test_memoised_partitioner_agrees_and_stays_bounded() -> None:
     for i in range(100):
         key = f"user-{i % 37}".encode()
         assert part(key, 7) == partition_for_key(key, 7)
-    assert len(part._memo) <= 10
+        assert part(key, 3) == partition_for_key(key, 3)
+        assert part.table(7)[key] == partition_for_key(key, 7)
+    assert len(part.table(7)) <= 10 and len(part.table(3)) <= 10
