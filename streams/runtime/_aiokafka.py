@@ -107,6 +107,7 @@ class AiokafkaGroupConsumer:
         # getmany returns buffered records without yielding to the event loop; yield
         # here so socket reads (the next fetch response) and produce requests and
         # acknowledgements make progress every round, not only while a commit waits.
+        await asyncio.sleep(0)
         try:
             fetched = await self._consumer.getmany(timeout_ms=timeout_ms, max_records=max_records)
         except KafkaError as error:
