@@ -8,7 +8,10 @@ A pass over one log, in order (the shape of Kafka's LogCleaner):
    ``min.compaction.lag.ms``, else the active segment, and never past the bound the
    caller passes (the broker's last stable offset of the partition). The log is
    cleaned when the dirty bytes reach ``min.cleanable.dirty.ratio`` of the clean plus
-   dirty bytes, or when its oldest dirty record is older than ``max.compaction.lag.ms``.
+   dirty bytes, or when its oldest dirty record is older than ``max.compaction.lag.ms``,
+   or when the last pass asked for another by now (``revisit_ms``: transaction markers
+   it could stamp or remove then); such a pass rewrites the clean part even if
+   nothing is dirty.
 2. Transactions (``_txn_scan``): every batch of the closed segments is read once, in
    order (and on into the active segment while a transaction begun before it has no
    marker), to learn which transactional batches were committed, which aborted and
@@ -22,13 +25,14 @@ A pass over one log, in order (the shape of Kafka's LogCleaner):
    ``.cleaned`` segment (indexes built as it is written, then fsynced). Below the
    map's end a plain or committed record stays only if no later offset in the map has
    its key and it is not an expired tombstone (keyless records go); aborted batches go
-   whole; undecided batches stay whole; markers follow the rule in ``_rewrite``. A
-   producer's last batch stays, emptied if nothing of it is kept. Batches from the
+   whole; undecided batches stay whole; markers follow ``_markers``. A producer's
+   last batch and last data batch stay, emptied if nothing of them is kept. Batches from the
    map's end on are copied as they are. ``PartitionLog.replace_segments`` swaps the
    result in: the only step that takes the log's lock, so appends and reads go on
    during the pass.
-5. Checkpoint: the first dirty offset moves to the map's end, and the range just
-   compacted starts its tombstone clock (``delete.retention.ms``) at the pass time.
+5. Checkpoint: the first dirty offset moves to the map's end, the range just
+   compacted starts its tombstone clock (``delete.retention.ms``) at the pass time,
+   and the markers' revisit time is stored.
 
 A pass that finds its log closed, deleted or trimmed by retention under it stops and
 deletes what it wrote; the next pass starts again from the checkpoint.
@@ -51,6 +55,7 @@ from ._cleaner_checkpoint import (
 from ._errors import LogClosedError, StorageError
 from ._keys import batch_keys
 from ._log import LogState, PartitionLog
+from ._markers import AbortedIndex, AbortedIndexOf, MarkerRules, replay_points
 from ._retain import read_batches
 from ._retention import largest_timestamp
 from ._rewrite import PassAborted, Rewrite, groups, write_group
@@ -87,6 +92,7 @@ class CleanPlan:
     dirty_ratio: float
     checkpoint: CleanerCheckpoint
     upper_bound: int | None = None  # compact nothing at or past this offset
+    revisit: bool = False  # the last pass asked for this one (markers to stamp or remove)
 
 
 def plan(partition_log: PartitionLog, now_ms: int, upper_bound: int | None = None
@@ -117,17 +123,19 @@ def plan(partition_log: PartitionLog, now_ms: int, upper_bound: int | None = Non
             break  # holds a record too young to compact; so may every later one
         else:
             dirty.append(segment)
-    dirty_bytes = sum(segment.size for segment in dirty)
+    revisit = checkpoint.revisit_ms is not None and checkpoint.revisit_ms <= now_ms
     if not dirty:
-        return None
+        return CleanPlan(segments, [], first_dirty, 0.0, checkpoint, upper_bound,
+                         revisit=True) if revisit and segments else None
+    dirty_bytes = sum(segment.size for segment in dirty)
     ratio = dirty_bytes / max(clean_bytes + dirty_bytes, 1)
     oldest = dirty[0].roll_base_ms
     if oldest is None:
         oldest = largest_timestamp(dirty[0])
     overdue = now_ms - oldest > config.max_compaction_lag_ms
-    if ratio < config.min_cleanable_dirty_ratio and not overdue:
+    if ratio < config.min_cleanable_dirty_ratio and not overdue and not revisit:
         return None
-    return CleanPlan(segments, dirty, first_dirty, ratio, checkpoint, upper_bound)
+    return CleanPlan(segments, dirty, first_dirty, ratio, checkpoint, upper_bound, revisit)
 
 
 def clean_log(
@@ -136,21 +144,29 @@ def clean_log(
     now_ms: int,
     *,
     max_map_bytes: int = DEFAULT_MAX_MAP_BYTES,
+    aborted: AbortedIndex | None = None,
 ) -> CleanStats | None:
     """Run one pass (steps in the module docstring); None if it was aborted or found
-    nothing it may compact (an open transaction at the first dirty offset)."""
+    nothing it may compact (an open transaction at the first dirty offset) and was not
+    asked to revisit the clean part. ``aborted`` is the log's aborted-transaction
+    index, without which ABORT markers stay (``_markers``)."""
     config = partition_log.config
     try:
+        replays = replay_points(partition_log.directory)
         txns = _scan(partition_log, cleaning.segments)
-        stop = cleaning.dirty[-1].next_offset
+        stop = cleaning.dirty[-1].next_offset if cleaning.dirty else cleaning.first_dirty_offset
         for bound in (cleaning.upper_bound, txns.first_undecided):
             if bound is not None:
                 stop = min(stop, bound)
-        if stop <= cleaning.first_dirty_offset:
+        if stop > cleaning.first_dirty_offset:
+            key_map = _key_map(partition_log, cleaning, txns, stop, max_map_bytes)
+        elif cleaning.revisit:
+            key_map = _KeyMap({}, stop)  # the clean part only: nothing new supersedes it
+        else:
             return None
-        key_map = _key_map(partition_log, cleaning, txns, stop, max_map_bytes)
+        markers = MarkerRules(txns, now_ms, config.delete_retention_ms, replays, aborted)
         rewrite = Rewrite(key_map.latest, key_map.end, txns, cleaning.checkpoint, now_ms,
-                          config)
+                          config, markers)
         before = after = 0
         sources = [s for s in cleaning.segments if s.base_offset < key_map.end]
         for group in groups(sources, config.segment_bytes):
@@ -163,7 +179,8 @@ def clean_log(
             after += cleaned.size
         write_checkpoint(
             partition_log.directory / CLEANER_CHECKPOINT_FILE,
-            cleaning.checkpoint.after_pass(key_map.end, now_ms, config.delete_retention_ms),
+            cleaning.checkpoint.after_pass(key_map.end, now_ms, config.delete_retention_ms,
+                                           markers.revisit_ms),
         )
     except (PassAborted, FileNotFoundError):
         return None
@@ -258,9 +275,11 @@ class Cleaner:
         self._stalled: dict[PartitionLog, tuple[object, ...]] = {}
 
     def run(self, logs: Iterable[PartitionLog], now_ms: int,
-            clean_up_to: CleanUpTo | None = None) -> list[CleanStats]:
-        """Clean every log that is due, none beyond ``clean_up_to(log)`` (if given);
-        returns what each pass did."""
+            clean_up_to: CleanUpTo | None = None,
+            aborted_index: AbortedIndexOf | None = None) -> list[CleanStats]:
+        """Clean every log that is due, none beyond ``clean_up_to(log)`` (if given),
+        releasing aborted transactions from ``aborted_index(log)`` (if given; see
+        ``_markers``); returns what each pass did."""
         if not self._running.acquire(blocking=False):
             return []
         try:
@@ -274,8 +293,10 @@ class Cleaner:
                 fresh = plan(each, now_ms, bounds[each])  # an earlier pass took time: look again
                 if fresh is None or self._stalled.get(each) == _shape(each, fresh):
                     continue
+                aborted = None if aborted_index is None else aborted_index(each)
                 try:
-                    stats = clean_log(each, fresh, now_ms, max_map_bytes=self.max_map_bytes)
+                    stats = clean_log(each, fresh, now_ms, max_map_bytes=self.max_map_bytes,
+                                      aborted=aborted)
                 except StorageError:
                     # One damaged log must not stop the others from being cleaned.
                     log.exception("cannot clean %s", each)
@@ -296,5 +317,6 @@ def _shape(partition_log: PartitionLog, cleaning: CleanPlan) -> tuple[object, ..
     # The log end too: the marker a stalled pass waited for may be in the active segment.
     return (
         cleaning.first_dirty_offset, cleaning.upper_bound, partition_log.log_end_offset,
+        cleaning.revisit,
         tuple((segment.base_offset, segment.size) for segment in cleaning.segments),
     )  # fmt: skip

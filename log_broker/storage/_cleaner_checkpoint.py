@@ -5,6 +5,9 @@
   ``min.cleanable.dirty.ratio`` is measured on.
 - Cleaned-at marks: ``(end, time)`` pairs with increasing ends. Offsets below ``end``
   (and at or past the previous mark's end) were first compacted at ``time``.
+- The revisit time: when a pass over the clean part alone could remove or stamp
+  transaction markers (``_markers``), or None; such a pass is due then even if
+  nothing is dirty.
 
 Tombstones follow Kafka's delete-horizon rule (KIP-534): a tombstone may be removed once
 ``delete.retention.ms`` has passed since the pass that first compacted it, whatever
@@ -17,8 +20,9 @@ batches stay byte-for-byte what ``encode_batch`` writes.
 A lost or unreadable file is harmless: everything counts as dirty again, and
 tombstones start their wait from the next pass (later, never earlier, removal).
 
-Format (ASCII lines): ``1`` (version), the first dirty offset, then ``end time`` per
-mark. Written with ``write_atomically``.
+Format (ASCII lines): ``2`` (version), the first dirty offset, the revisit time (``-``
+for none), then ``end time`` per mark. Version ``1`` files (no revisit line) are read
+too. Written with ``write_atomically``.
 """
 
 from __future__ import annotations
@@ -31,7 +35,8 @@ from pathlib import Path
 from ._checkpoint import write_atomically
 
 CLEANER_CHECKPOINT_FILE = "cleaner-offset.checkpoint"
-_VERSION = "1"
+_VERSION = "2"
+_VERSION_WITHOUT_REVISIT = "1"
 # Passes whose tombstones are still waiting; more than this and the oldest neighbours
 # merge, taking the later time (tombstones then live a little longer, never shorter).
 MAX_MARKS = 64
@@ -41,6 +46,7 @@ MAX_MARKS = 64
 class CleanerCheckpoint:
     first_dirty_offset: int = 0
     marks: tuple[tuple[int, int], ...] = ()
+    revisit_ms: int | None = None
 
     def first_cleaned_at(self, offset: int) -> int | None:
         """When the pass that first compacted ``offset`` ran; None if none did yet."""
@@ -48,10 +54,11 @@ class CleanerCheckpoint:
         return self.marks[i][1] if i < len(self.marks) else None
 
     def after_pass(
-        self, dirty_end: int, now_ms: int, delete_retention_ms: int
+        self, dirty_end: int, now_ms: int, delete_retention_ms: int,
+        revisit_ms: int | None = None,
     ) -> CleanerCheckpoint:
         """The checkpoint after a pass at ``now_ms`` compacted everything below
-        ``dirty_end``.
+        ``dirty_end`` and asked to be followed by one at ``revisit_ms``.
 
         Steps: marks whose tombstones this pass was allowed to remove (cleaned at or
         before ``now_ms - delete_retention_ms``) hold no tombstones any more and merge
@@ -70,18 +77,23 @@ class CleanerCheckpoint:
         while len(marks) > MAX_MARKS:
             (_, first_at), (second_end, second_at) = marks[0], marks[1]
             marks[0:2] = [(second_end, max(first_at, second_at))]
-        return CleanerCheckpoint(max(self.first_dirty_offset, dirty_end), tuple(marks))
+        return CleanerCheckpoint(
+            max(self.first_dirty_offset, dirty_end), tuple(marks), revisit_ms)
 
 
 def read_checkpoint(path: Path) -> CleanerCheckpoint:
     """The stored checkpoint, or an empty one if the file is absent or damaged."""
     try:
-        lines = path.read_text(encoding="ascii").split("\n")
-        if lines[0] != _VERSION:
+        version, first_line, *rest = path.read_text(encoding="ascii").split("\n")
+        if version not in (_VERSION, _VERSION_WITHOUT_REVISIT):
             return CleanerCheckpoint()
-        first_dirty = int(lines[1])
+        first_dirty = int(first_line)
+        revisit = None
+        if version == _VERSION:
+            revisit_line, *rest = rest
+            revisit = None if revisit_line == "-" else int(revisit_line)
         marks = []
-        for line in lines[2:]:
+        for line in rest:
             if line:
                 end, at = line.split()
                 marks.append((int(end), int(at)))
@@ -89,10 +101,11 @@ def read_checkpoint(path: Path) -> CleanerCheckpoint:
         return CleanerCheckpoint()
     if any(a[0] >= b[0] for a, b in pairwise(marks)):
         return CleanerCheckpoint()
-    return CleanerCheckpoint(first_dirty, tuple(marks))
+    return CleanerCheckpoint(first_dirty, tuple(marks), revisit)
 
 
 def write_checkpoint(path: Path, checkpoint: CleanerCheckpoint) -> None:
-    lines = [_VERSION, str(checkpoint.first_dirty_offset)]
+    revisit = "-" if checkpoint.revisit_ms is None else str(checkpoint.revisit_ms)
+    lines = [_VERSION, str(checkpoint.first_dirty_offset), revisit]
     lines += [f"{end} {at}" for end, at in checkpoint.marks]
     write_atomically(path, ("\n".join(lines) + "\n").encode("ascii"))

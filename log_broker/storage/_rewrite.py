@@ -9,23 +9,11 @@ as they are):
   a rebuilt batch keeps its transactional flag, producer id and epoch;
 - aborted transactional batches go whole: no read_committed reader can see them;
 - batches of undecided transactions (no marker in the closed segments) stay whole;
-- a producer's last batch stays, emptied if nothing of it is kept, so that a rebuild of
-  producer state from the log still finds its epoch and sequence.
-
-Markers (control batches):
-
-- an ABORT marker is kept always: the broker's aborted-transaction index (above
-  storage, not rewritten here) may still list its transaction, and a read_committed
-  reader that is told of an aborted transaction skips that producer's transactional
-  batches until it reads the abort marker;
-- a COMMIT marker is kept while the pass's scan meets any batch of its transaction
-  (empty ones included: a producer-state rebuild still reads those as the
-  transaction's, and would take it for open without its marker). Once the scan meets
-  none (a pass after the one that removed the last of its data) the marker is stamped
-  with a delete horizon ``delete.retention.ms`` after that pass; the first pass after
-  the horizon removes it (Kafka's two-pass rule);
-- a producer's last batch is never removed, marker or not; an empty or unreadable
-  control batch is kept.
+- each producer's last batch and last data batch stay, emptied if nothing of them is
+  kept, so that a rebuild of producer state from the log still finds its epoch and
+  sequence; so does the batch that ends where the pass ends;
+- markers (control batches) follow ``_markers``: one stays while any batch of its
+  transaction does, and goes a delete horizon after the pass that first finds none.
 """
 
 from __future__ import annotations
@@ -35,7 +23,8 @@ from ._cleaner_checkpoint import CleanerCheckpoint
 from ._compaction import CLEANED, step
 from ._config import TopicConfig
 from ._log import LogState, PartitionLog
-from ._retain import delete_horizon, read_batches, retained, with_delete_horizon
+from ._markers import MarkerRules
+from ._retain import read_batches, retained
 from ._segment import LogSegment, segment_name
 from ._txn_scan import Fate, TxnScan
 
@@ -53,7 +42,8 @@ class Rewrite:
     """
 
     def __init__(self, latest: dict[bytes, int], end: int, txns: TxnScan,
-                 checkpoint: CleanerCheckpoint, now_ms: int, config: TopicConfig) -> None:
+                 checkpoint: CleanerCheckpoint, now_ms: int, config: TopicConfig,
+                 markers: MarkerRules) -> None:
         self._latest = latest
         self._end = end
         self._txns = txns
@@ -61,45 +51,43 @@ class Rewrite:
         self._checkpoint = checkpoint
         self._now_ms = now_ms
         self._config = config
-        self.dropped = 0
+        self.markers = markers
+        self._dropped = 0
+
+    @property
+    def dropped(self) -> int:
+        """Data records and markers removed so far."""
+        return self._dropped + self.markers.dropped
 
     def batch(self, chunk: bytes, header: _records.BatchHeader) -> bytes | memoryview | None:
         """The batch as this pass leaves it: as it is, rebuilt, or None (removed)."""
         whole = memoryview(chunk)[header.position : header.position + header.size]
         if header.last_offset >= self._end:
             return whole  # not compacted by this pass
-        last = header.base_offset in self._last_batches
+        # The pass's last batch stays too (Kafka's rule): with an empty active segment
+        # after it, nothing else would be left to read between it and the log end, and
+        # a reader at those offsets would get nothing back.
+        last = header.base_offset in self._last_batches or header.last_offset + 1 == self._end
         if header.is_control:
-            return self._marker(chunk, header, whole, last)
+            return self.markers.decide(chunk, header, whole, last)
         fate = self._txns.fate(header)
         if fate is Fate.UNDECIDED:
             return whole
         if fate is Fate.ABORTED:
-            self.dropped += header.records_count
-            return retained(chunk, header, _drop, keep_empty=last)
-        return retained(chunk, header, self._decide, keep_empty=last)
+            self._dropped += header.records_count
+            kept = retained(chunk, header, _drop, keep_empty=last)
+        else:
+            kept = retained(chunk, header, self._decide, keep_empty=last)
+        if kept is None and fate is not Fate.PLAIN:
+            self.markers.data_removed(header)
+        return kept
 
     def _decide(self, offset: int, key: bytes | None, has_value: bool) -> bool:
         keep = key is not None and self._latest.get(key, -1) <= offset and (
             has_value or _tombstone_kept(self._checkpoint, offset, self._now_ms, self._config)
         )
-        self.dropped += not keep
+        self._dropped += not keep
         return keep
-
-    def _marker(self, chunk: bytes, header: _records.BatchHeader, whole: memoryview,
-                last: bool) -> bytes | memoryview | None:
-        txn = self._txns.marker(header.base_offset)
-        if last or txn is None or txn.fate is not Fate.COMMITTED or txn.data_batches:
-            return whole
-        horizon = delete_horizon(header)
-        if horizon is None:
-            return with_delete_horizon(
-                chunk, header, self._now_ms + self._config.delete_retention_ms
-            )
-        if horizon <= self._now_ms:
-            self.dropped += header.records_count
-            return None
-        return whole
 
 
 def _drop(offset: int, key: bytes | None, has_value: bool) -> bool:

@@ -19,14 +19,20 @@ What the scan answers:
   transaction still open can start below it);
 - ``marker(offset)``: the transaction a control batch ended, with how many data batches
   of it the scan met, so that a marker outlives its transaction's data;
-- ``last_batches``: the base offset of each producer's last batch, which is kept (empty
-  if need be) so that a rebuild of producer state from the log finds its sequence.
+- ``first_markers_from(offset)``: each producer's first marker at or after an offset,
+  which a rebuild of producer state replaying the log from there needs;
+- ``txn_of(header)``: the transaction a data batch belongs to, if the scan saw it begin;
+- ``last_batches``: the base offsets of each producer's last batch and of its last data
+  batch. Both are kept (empty if need be) so that a rebuild of producer state from the
+  log finds the producer's latest epoch (often on a marker) and its last sequence (only
+  on a data batch): without the sequence, the producer's next batch would be refused
+  as out of order (Kafka keeps the batch holding a producer's last data offset so).
 """
 
 from __future__ import annotations
 
 import enum
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 
 from .. import _records
@@ -54,6 +60,7 @@ class Txn:
 @dataclass(slots=True)
 class _Producer:
     firsts: list[int] = field(default_factory=list)  # first offsets of ``txns``, rising
+    markers: list[int] = field(default_factory=list)  # offsets of its readable markers, rising
     txns: list[Txn] = field(default_factory=list)
     current: Txn | None = None  # the transaction its last batches belong to, until a marker
 
@@ -65,6 +72,7 @@ class TxnScan:
         self._producers: dict[int, _Producer] = {}
         self._markers: dict[int, Txn | None] = {}  # marker base offset -> what it ended
         self._last: dict[int, int] = {}  # producer id -> base offset of its last batch
+        self._last_data: dict[int, int] = {}  # ... and of its last batch that is not a marker
 
     def add(self, chunk: bytes, header: _records.BatchHeader) -> None:
         """Account for one batch; ``chunk`` holds it at ``header.position``."""
@@ -72,6 +80,8 @@ class TxnScan:
         if pid < 0:
             return
         self._last[pid] = header.base_offset
+        if not header.is_control:
+            self._last_data[pid] = header.base_offset
         producer = self._producers.get(pid)
         if producer is None:
             producer = self._producers[pid] = _Producer()
@@ -101,6 +111,7 @@ class TxnScan:
         except StorageError:
             return None  # unreadable: its transaction stays undecided and is kept whole
         txn.fate = Fate.COMMITTED if commit else Fate.ABORTED
+        producer.markers.append(header.base_offset)
         return txn
 
     # ------------------------------------------------------------------ answers
@@ -113,22 +124,38 @@ class TxnScan:
 
     @property
     def last_batches(self) -> set[int]:
-        return set(self._last.values())
+        return set(self._last.values()) | set(self._last_data.values())
 
     def fate(self, header: _records.BatchHeader) -> Fate:
         """What became of the data batch ``header`` (added earlier) describes."""
         if header.producer_id < 0 or not header.is_transactional:
             return Fate.PLAIN
+        txn = self.txn_of(header)
+        return Fate.UNDECIDED if txn is None else txn.fate
+
+    def txn_of(self, header: _records.BatchHeader) -> Txn | None:
+        """The transaction the transactional data batch ``header`` (added earlier)
+        belongs to; None if the scan did not see it begin."""
         producer = self._producers.get(header.producer_id)
-        if producer is None:
-            return Fate.UNDECIDED
+        if producer is None or not header.is_transactional:
+            return None
         i = bisect_right(producer.firsts, header.base_offset) - 1
         if i < 0:
-            return Fate.UNDECIDED
+            return None
         txn = producer.txns[i]
         if txn.marker_offset >= 0 and header.base_offset > txn.marker_offset:
-            return Fate.UNDECIDED  # not part of any transaction the scan saw
-        return txn.fate
+            return None  # not part of any transaction the scan saw
+        return txn
+
+    def first_markers_from(self, offset: int) -> set[int]:
+        """Each producer's first readable marker at or after ``offset``: the one that
+        ends the transaction it had open there, if it had one."""
+        found = set()
+        for producer in self._producers.values():
+            i = bisect_left(producer.markers, offset)
+            if i < len(producer.markers):
+                found.add(producer.markers[i])
+        return found
 
     def marker(self, offset: int) -> Txn | None:
         """The transaction the control batch at ``offset`` ended; None for an empty or

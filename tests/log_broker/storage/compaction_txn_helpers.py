@@ -14,11 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from log_broker import _records
-from log_broker._txn_partitions import load
+from log_broker._txn_partitions import ABORTED_INDEX, SNAPSHOT_SUFFIX, PartitionTxn, load
 from log_broker.storage import PartitionLog
-from transactions import AbortedTxn
+from log_broker.storage._cleaner import Cleaner, CleanStats
+from transactions import AbortedTxn, AbortedTxnIndex
 
 Pair = tuple[bytes, bytes | None]
 Seen = tuple[int, bytes | None, bytes | None]  # offset, key, value
@@ -124,3 +126,104 @@ def latest(seen: Sequence[Seen], below: int | None = None) -> dict[bytes | None,
         if below is None or offset < below:
             out[key] = value
     return out
+
+
+class Tracked:
+    """A partition log written as the broker writes it: its producer state and aborted
+    index (``PartitionTxn``) follow every append, as produce and WriteTxnMarkers keep
+    them, and cleaning passes release aborted transactions from that index."""
+
+    def __init__(self, log: PartitionLog) -> None:
+        self.log = log
+        self.writer = Writer(log)
+        self.live: PartitionTxn = load(log)
+        self.index = ReleasingIndex(self.live)
+
+    def plain(self, pairs: Sequence[Pair]) -> int:
+        return self.writer.plain(pairs)
+
+    def txn(self, producer_id: int, pairs: Sequence[Pair],
+            compression: _records.Compression = _records.Compression.NONE) -> int:
+        base = self.writer.txn(producer_id, pairs, compression)
+        header = _records.parse_batches(bytearray(self.log.read(base, 1 << 20)))[0]
+        self.live.producers.replay(header, base)
+        return base
+
+    def end(self, producer_id: int, *, commit: bool) -> int:
+        offset = self.writer.marker(producer_id, commit=commit)
+        self.live.record_completion(self.live.producers.complete(
+            producer_id, 0, 0, commit=commit, offset=offset, timestamp=self.writer.now_ms))
+        return offset
+
+    def committed(self) -> list[Seen]:
+        """What a read_committed reader sees now, told what the broker's Fetch tells it."""
+        return read_committed(self.log, self.live.aborted.entries(),
+                              self.live.last_stable_offset())
+
+    def clean(self, now_ms: int, cleaner: Cleaner | None = None) -> list[CleanStats]:
+        """One cleaning run, bounded by the live last stable offset, as the broker's."""
+        return (cleaner or Cleaner()).run(
+            [self.log], now_ms, lambda _: self.live.last_stable_offset(), lambda _: self.index)
+
+
+class ReleasingIndex:
+    """The ``AbortedIndex`` a cleaning pass releases aborted transactions from, over a
+    partition's broker-side state (``PartitionTxn``): a released transaction leaves the
+    in-memory index at once, and counts as released once the index file (what a
+    restart loads) no longer lists it either, that is after the next ``checkpoint``."""
+
+    def __init__(self, state: PartitionTxn) -> None:
+        self.state = state
+        self.released: list[tuple[int, int]] = []
+
+    def release(self, producer_id: int, marker_offset: int) -> bool:
+        entries = self.state.aborted.entries()
+        kept = [e for e in entries if (e.producer_id, e.last_offset) != (producer_id, marker_offset)]
+        if len(kept) < len(entries):
+            self.state.aborted = AbortedTxnIndex(kept)
+            self.state.changed = True
+            self.released.append((producer_id, marker_offset))
+            return False
+        path = self.state.log.directory / ABORTED_INDEX
+        on_disk = AbortedTxnIndex.from_bytes(path.read_bytes()) if path.exists() else None
+        return on_disk is None or all(
+            (e.producer_id, e.last_offset) != (producer_id, marker_offset)
+            for e in on_disk.entries())
+
+
+def unneeded_markers(log: PartitionLog) -> list[int]:
+    return unneeded([h for _, h in batches(log)], snapshot_offsets(log.directory))
+
+
+def snapshot_offsets(directory: Path) -> list[int]:
+    """The offsets of the producer-state snapshots beside a partition's segments."""
+    return [int(p.name.split(".")[0]) for p in directory.glob(f"*{SNAPSHOT_SUFFIX}")]
+
+
+def unneeded(all_headers: Sequence[_records.BatchHeader], snapshots: Sequence[int] = ()
+             ) -> list[int]:
+    """Offsets of markers no reader or rebuild needs any more, found by brute force:
+    no transactional data batch of their producer lies between the producer's previous
+    marker and them, they are not the producer's last batch, and not its first marker
+    at or after a snapshot (a rebuild replaying from there may need it to close a
+    transaction the snapshot holds open)."""
+    headers = [h for h in all_headers if h.producer_id >= 0]
+    last = {h.producer_id: h.base_offset for h in headers}
+    for_replay = set()
+    for snapshot in snapshots:
+        firsts: dict[int, int] = {}
+        for h in headers:
+            if h.is_control and h.base_offset >= snapshot:
+                firsts.setdefault(h.producer_id, h.base_offset)
+        for_replay.update(firsts.values())
+    has_data: dict[int, bool] = {}
+    found = []
+    for h in headers:
+        if not h.is_control:
+            has_data[h.producer_id] = has_data.get(h.producer_id, False) or h.is_transactional
+            continue
+        if (not has_data.get(h.producer_id) and last[h.producer_id] != h.base_offset
+                and h.base_offset not in for_replay):
+            found.append(h.base_offset)
+        has_data[h.producer_id] = False
+    return found

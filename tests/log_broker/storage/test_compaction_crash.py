@@ -4,7 +4,10 @@ The log is built here and closed; a child process opens it and cleans it with a 
 that kills the process at the n-th time a named step is reached. Reopening must then
 give either the cleaned or the original record at every offset (some groups swapped,
 others not), never both and never anything else, and no leftover swap files; a
-further pass must give exactly the fully compacted log.
+further pass must give exactly the fully compacted log. A transactional log, killed in
+a pass that removes data and transaction markers, must read the same to
+read_committed readers, list no aborted transaction without its marker, and rebuild
+the same producer state.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from pathlib import Path
 import pytest
 from compaction_helpers import compacted_log, expected_after_clean, keyed, snapshot
 
+from log_broker._txn_partitions import checkpoint, load
+
 _ROOT = Path(__file__).resolve().parents[3]
 _HELPERS = Path(__file__).resolve().parent
 
@@ -28,6 +33,7 @@ from log_broker.storage import _compaction
 from log_broker.storage._cleaner import Cleaner
 
 point, occurrence, directory = sys.argv[1], int(sys.argv[2]), Path(sys.argv[3])
+transactional = len(sys.argv) > 4
 seen = 0
 
 def crash(name):
@@ -38,8 +44,13 @@ def crash(name):
             os.kill(os.getpid(), signal.SIGKILL)
 
 _compaction.crash_hook = crash
-log = compacted_log(directory, segment_bytes=1000)
-Cleaner().run([log], 10_000)
+if transactional:
+    from compaction_txn_helpers import Tracked
+    log = compacted_log(directory, segment_bytes=1000, delete_retention_ms=0)
+    Tracked(log).clean(int(sys.argv[4]))
+else:
+    log = compacted_log(directory, segment_bytes=1000)
+    Cleaner().run([log], 10_000)
 print("finished without reaching the crash point")
 """
 
@@ -98,3 +109,101 @@ def test_a_cleaner_killed_at_any_step_leaves_a_consistent_log(
     final = [r for r in snapshot(log) if r[0] < end]
     assert final == [r for r in expected if r[2] != b"k0"]
     log.close()
+
+
+_T0 = 5_000_000
+
+
+def _build_transactional(directory: Path) -> None:
+    """Transactions of two producers over small segments, compacted and their markers
+    stamped and released, so that the next pass (at ``_T0 + 2``) removes the markers
+    of the first ones and the records the later ones superseded."""
+    from compaction_txn_helpers import Tracked
+
+    log = compacted_log(directory, segment_bytes=1000, delete_retention_ms=0)
+    t = Tracked(log)
+
+    def transactions(first: int, last: int) -> None:
+        for i in range(first, last):
+            pid = 1 + i % 2
+            t.txn(pid, [(f"k{i % 4}".encode(), f"v{i}".encode()), (f"u{i % 3}".encode(), b"1")])
+            t.end(pid, commit=i % 4 != 3)
+        t.plain([(b"filler", str(first).encode())])
+        log.roll(0)
+
+    transactions(0, 30)
+    for now_ms in (_T0, _T0 + 1):  # the data goes, then the markers are stamped
+        assert len(t.clean(now_ms)) == 1
+        checkpoint(t.live)
+        transactions(now_ms - _T0 + 30, now_ms - _T0 + 31)
+    transactions(40, 52)  # more to compact in the pass that is killed
+    checkpoint(t.live)  # the index file without the released transactions
+    log.close()
+
+
+def _readers_view(directory: Path) -> tuple[list[tuple[int, bytes | None, bytes | None]],
+                                            dict[int, tuple[int, int]], set[int]]:
+    """read_committed as a restarted broker serves it, each producer's (epoch, last
+    sequence) as it rebuilds them, and the offsets of the markers left."""
+    from compaction_txn_helpers import batches, committed_view
+
+    log = compacted_log(directory, segment_bytes=1000, delete_retention_ms=0)
+    try:
+        seen, aborted, _ = committed_view(log)
+        markers = {h.base_offset for _, h in batches(log) if h.is_control}
+        assert {a.last_offset for a in aborted} <= markers  # every listed abort: its marker
+        state = load(log)
+        assert state.producers.ongoing() == {}
+        producers = {e.producer_id: (e.epoch, e.last_seq) for e in state.producers.entries()}
+        return seen, producers, markers
+    finally:
+        log.close()
+
+
+@pytest.mark.parametrize(
+    ("point", "occurrence"),
+    [
+        ("writing", 5),
+        ("cleaned", 1),
+        ("swap", 1),
+        ("deleted-0", 1),
+        ("installed", 1),
+        ("swap", 2),
+        ("unlinked", 3),
+    ],
+)
+def test_a_cleaner_killed_while_removing_markers_leaves_what_readers_saw(
+    tmp_path: Path, point: str, occurrence: int
+) -> None:
+    from compaction_txn_helpers import Tracked, latest, read_uncommitted, unneeded_markers
+
+    _build_transactional(tmp_path)
+    seen_before, producers_before, markers_before = _readers_view(tmp_path)
+    log = compacted_log(tmp_path, segment_bytes=1000, delete_retention_ms=0)
+    records_before = set(read_uncommitted(log))
+    log.close()
+    child = subprocess.run(
+        [sys.executable, "-c", _CHILD, point, str(occurrence), str(tmp_path), str(_T0 + 2)],
+        cwd=_ROOT, env={"PYTHONPATH": f"{_ROOT}:{_HELPERS}"}, capture_output=True, timeout=60,
+    )  # fmt: skip
+    assert child.returncode == -signal.SIGKILL, child.stdout + child.stderr
+
+    seen, producers, markers = _readers_view(tmp_path)
+    assert latest(seen) == latest(seen_before)
+    assert set(seen) <= set(seen_before)
+    assert producers == producers_before
+    assert markers <= markers_before
+    log = compacted_log(tmp_path, segment_bytes=1000, delete_retention_ms=0)
+    assert not [p.name for p in log.directory.iterdir()
+                if p.name.endswith((".cleaned", ".swap", ".deleted"))]
+    assert set(read_uncommitted(log)) <= records_before
+    t = Tracked(log)  # a broker restarted on the log goes on cleaning it
+    for now_ms in range(_T0 + 3, _T0 + 7):
+        t.plain([(b"filler", b"after")])
+        log.roll(0)
+        t.clean(now_ms)
+        checkpoint(t.live)
+    assert unneeded_markers(log) == []
+    assert latest(t.committed()) == {**latest(seen_before), b"filler": b"after"}
+    log.close()
+    assert len(_readers_view(tmp_path)[2]) < len(markers_before) / 4

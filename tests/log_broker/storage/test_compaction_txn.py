@@ -63,9 +63,11 @@ def test_committed_records_compact_like_plain_ones_and_aborted_ones_go(tmp_path:
     assert read_uncommitted(log) == [(6, b"a", b"2"), (7, b"d", b"1"), (8, b"b", b"2")]
     headers = {h.base_offset: h for h in _headers(log)}
     # Producer 1's first batch lost both records to later ones and is not its last
-    # batch: it goes; producer 2's aborted batch goes whole. Both markers stay this
-    # pass (each transaction still had a batch when the pass read the log).
-    assert sorted(headers) == [4, 5, 6, 7, 9]
+    # batch: it goes; producer 2's aborted batch loses its records but stays, empty,
+    # as that producer's last data batch (its sequence). Both markers stay this pass
+    # (each transaction still had a batch when the pass read the log).
+    assert sorted(headers) == [2, 4, 5, 6, 7, 9]
+    assert headers[2].records_count == 0 and headers[2].base_sequence == 0
     rebuilt = headers[7]
     assert (rebuilt.is_transactional, rebuilt.producer_id, rebuilt.producer_epoch,
             rebuilt.base_sequence, rebuilt.compression) == (
@@ -102,9 +104,10 @@ def test_an_open_transaction_is_left_whole_and_nothing_past_it_is_compacted(
     w.marker(5, commit=True)  # 8
     log.roll(0)
     assert _clean(log) == 1
-    # The committed records lost to later plain ones; the marker stays with its batch.
+    # The committed records lost to later plain ones; their batch stays, empty, as the
+    # producer's last data batch, and so the marker stays with it.
     assert read_uncommitted(log) == [(6, b"b", b"3"), (7, b"a", b"4")]
-    assert [h.base_offset for h in _headers(log)] == [5, 7, 8]
+    assert [h.base_offset for h in _headers(log)] == [3, 5, 7, 8]
     log.close()
 
 
@@ -170,14 +173,16 @@ def test_a_commit_marker_outlives_its_data_then_its_delete_horizon(tmp_path: Pat
     log.close()
 
 
-def test_abort_markers_and_each_producers_last_marker_stay(tmp_path: Path) -> None:
+def test_without_an_aborted_index_abort_markers_stay_and_so_do_each_producers_last_batches(
+    tmp_path: Path,
+) -> None:
     log = compacted_log(tmp_path, delete_retention_ms=0)
     w = Writer(log)
     w.txn(1, [(b"a", b"aborted")])  # 0
     abort = w.marker(1, commit=False)  # 1
     w.txn(1, [(b"b", b"1")])  # 2
     w.marker(1, commit=True)  # 3
-    w.txn(2, [(b"c", b"1")])  # 4
+    last_data = w.txn(2, [(b"c", b"1")])  # 4: producer 2's last data batch
     only = w.marker(2, commit=True)  # 5: producer 2's last batch
     w.plain([(b"b", b"2"), (b"c", b"2")])  # 6-7
     w.txn(1, [(b"d", b"1")])  # 8
@@ -189,9 +194,10 @@ def test_abort_markers_and_each_producers_last_marker_stay(tmp_path: Path) -> No
         _clean(log, now_ms)
     offsets = [h.base_offset for h in _headers(log)]
     # Producer 1's commit marker lost its data, then its horizon (0 ms) passed; the
-    # abort marker stays for the aborted-transaction index; producer 2's marker is
-    # its last batch.
-    assert offsets[:5] == [abort, only, 6, 8, 9]
+    # abort marker stays for the aborted-transaction index no pass could release it
+    # from; producer 2's data batch (now empty) and marker are its last ones.
+    assert offsets[:6] == [abort, last_data, only, 6, 8, 9]
+    assert _headers(log)[1].records_count == 0
     assert read_uncommitted(log)[:3] == [(6, b"b", b"2"), (7, b"c", b"2"), (8, b"d", b"1")]
     log.close()
 
@@ -222,7 +228,7 @@ def test_producer_state_rebuilt_from_a_compacted_log_still_dedupes(tmp_path: Pat
         _clean(log, now_ms)
     producer_batches = [h for h in _headers(log) if h.producer_id >= 0]
     assert [(h.producer_id, h.records_count, h.is_control) for h in producer_batches] == [
-        (3, 0, False), (4, 1, True)]  # each producer's last batch only
+        (3, 0, False), (4, 0, False), (4, 1, True)]  # each producer's last (data) batch only
     log.close()
 
     reopened = compacted_log(tmp_path, delete_retention_ms=0)  # a restart, no snapshot
@@ -237,9 +243,12 @@ def test_producer_state_rebuilt_from_a_compacted_log_still_dedupes(tmp_path: Pat
     assert state.producers.validate(_retry(3, 16, 1)) is not None  # the next one goes on
     with pytest.raises(OutOfOrderSequenceError):
         state.producers.validate(_retry(3, 18, 1))  # a gap is refused
-    # Producer 4's last batch is a commit marker: no transaction looks open, and its
-    # next transaction is accepted where its sequence goes on.
+    # Producer 4's last batch is a commit marker: no transaction looks open; its last
+    # data batch, emptied, still holds its sequence, so its next transaction is
+    # accepted where the sequence goes on and nowhere else.
     assert state.producers.validate(_retry(4, 4, 1, transactional=True)) is not None
+    with pytest.raises(OutOfOrderSequenceError):
+        state.producers.validate(_retry(4, 5, 1, transactional=True))
     reopened.close()
 
 
