@@ -5,88 +5,17 @@ gone, an open transaction and everything after it left alone until it commits.""
 from __future__ import annotations
 
 import os
-import time
-from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 import pytest
 from brokerproc import BrokerProcess
-from kafka_clients import Confluent, Got, unique
+from compaction_clients import TxnProducer, read, until
+from kafka_clients import Confluent, unique
 
 pytestmark = pytest.mark.conformance
 
 KEYS = 8
 SEGMENT_BYTES = 2048
-
-
-class _TxnProducer:
-    def __init__(self, bs: str) -> None:
-        from confluent_kafka import Producer
-
-        self.p = Producer({"bootstrap.servers": bs, "transactional.id": unique("tid"),
-                           "linger.ms": 5, "transaction.timeout.ms": 120_000})
-        self.p.init_transactions(20)
-
-    def send(self, topic: str, pairs: Sequence[tuple[bytes, bytes]]) -> list[int]:
-        offsets: list[int] = []
-        errors: list[Any] = []
-
-        def delivered(err: Any, msg: Any) -> None:
-            if err:
-                errors.append(err)
-            else:
-                offsets.append(msg.offset())
-
-        self.p.begin_transaction()
-        for key, value in pairs:
-            self.p.produce(topic, value, key, on_delivery=delivered)
-        assert self.p.flush(20) == 0 and not errors, errors
-        return sorted(offsets)
-
-    def round(self, topic: str, pairs: Sequence[tuple[bytes, bytes]], *, commit: bool
-              ) -> list[int]:
-        offsets = self.send(topic, pairs)
-        if commit:
-            self.p.commit_transaction(20)
-        else:
-            self.p.abort_transaction(20)
-        return offsets
-
-
-def _read(bs: str, topic: str, isolation: str) -> list[Got]:
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
-
-    c = Consumer({"bootstrap.servers": bs, "group.id": unique("g"),
-                  "enable.auto.commit": False, "isolation.level": isolation,
-                  "enable.partition.eof": True})
-    got: list[Got] = []
-    try:
-        c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
-        last = time.monotonic()
-        while time.monotonic() - last < 5:
-            for m in c.consume(1000, 0.3):
-                if m.error() and m.error().code() == KafkaError._PARTITION_EOF:
-                    return got  # at the end (the last stable offset for read_committed)
-                if m.error():
-                    raise RuntimeError(str(m.error()))
-                got.append(Got(m.key(), m.value(), m.partition(), m.offset(), 0))
-                last = time.monotonic()
-    finally:
-        c.close()
-    return got
-
-
-def _until(check: Callable[[], str | None], broker: BrokerProcess, within: float = 40) -> None:
-    """Poll ``check`` (None when satisfied, else why not) until it holds."""
-    deadline = time.monotonic() + within
-    why: str | None = "never checked"
-    while time.monotonic() < deadline:
-        why = check()
-        if why is None:
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"{why}\n{broker.log()}")
 
 
 def _pairs(round_: int) -> list[tuple[bytes, bytes]]:
@@ -104,7 +33,7 @@ def test_transactions_on_a_compacted_topic_compact_to_the_latest_committed_value
             "cleanup.policy": "compact", "segment.bytes": str(SEGMENT_BYTES),
             "min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": "100",
         })  # fmt: skip
-        writer, other = _TxnProducer(bs), _TxnProducer(bs)
+        writer, other = TxnProducer(bs), TxnProducer(bs)
         value_at: dict[int, tuple[bytes, bytes]] = {}
         aborted_values: set[bytes] = set()
         for round_ in range(10):
@@ -123,7 +52,7 @@ def test_transactions_on_a_compacted_topic_compact_to_the_latest_committed_value
         writer.round(topic, filler, commit=True)  # pushes everything above into closed segments
 
         def below_open_compacted() -> str | None:
-            seen = _read(bs, topic, "read_uncommitted")
+            seen = read(bs, topic, "read_uncommitted")
             below = [g for g in seen if g.offset < open_offset]
             if len(below) != KEYS:
                 return f"{len(below)} records below the open transaction, want {KEYS}"
@@ -134,8 +63,8 @@ def test_transactions_on_a_compacted_topic_compact_to_the_latest_committed_value
                 (o, value_at[o][1]) for o in sorted(value_at) if o > open_offset]
             return None
 
-        _until(below_open_compacted, broker)
-        committed = _read(bs, topic, "read_committed")
+        until(below_open_compacted, broker)
+        committed = read(bs, topic, "read_committed")
         assert [(g.key, g.value) for g in committed] == [  # stops at the open transaction
             value_at[o] for o in sorted(o for o in value_at if o < open_offset)[-KEYS:]]
         assert not aborted_values & {g.value for g in committed}
@@ -144,14 +73,14 @@ def test_transactions_on_a_compacted_topic_compact_to_the_latest_committed_value
         expected = {key: (offset, value) for offset, (key, value) in sorted(value_at.items())}
 
         def all_compacted() -> str | None:
-            seen = [g for g in _read(bs, topic, "read_committed") if g.key != b"filler"]
+            seen = [g for g in read(bs, topic, "read_committed") if g.key != b"filler"]
             got = {g.key: (g.offset, g.value) for g in seen}
             if len(seen) != KEYS or got != expected:
                 return f"read_committed saw {len(seen)} keyed records: {sorted(got.items())}"
             return None
 
-        _until(all_compacted, broker)
-        everything = _read(bs, topic, "read_uncommitted")
+        until(all_compacted, broker)
+        everything = read(bs, topic, "read_uncommitted")
         assert not aborted_values & {g.value for g in everything}  # aborted data removed
         assert b"open" not in {g.value for g in everything}  # committed, then superseded
 
