@@ -122,14 +122,14 @@ class MarkerRules:
         txn = self._txns.marker(header.base_offset)
         if last or txn is None:
             return whole
+        if txn.fate is Fate.ABORTED and self._aborted is None:
+            return whole  # no index to release its transaction from
         if txn.data_batches:
             if self._removed.get((txn.producer_id, txn.first_offset)) == txn.data_batches:
                 self._revisit(self._now_ms)  # the next pass finds no data: it stamps this
             return whole
         released = True
-        if txn.fate is Fate.ABORTED:
-            if self._aborted is None:
-                return whole
+        if txn.fate is Fate.ABORTED and self._aborted is not None:
             released = self._aborted.release(txn.producer_id, header.base_offset)
         horizon = delete_horizon(header)
         if horizon is None:

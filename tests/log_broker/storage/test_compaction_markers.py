@@ -187,6 +187,20 @@ def test_without_an_aborted_index_abort_markers_are_left_untouched(tmp_path: Pat
     log.close()
 
 
+def test_a_pass_asks_for_no_revisit_for_abort_markers_it_cannot_release(
+    tmp_path: Path,
+) -> None:
+    log = compacted_log(tmp_path, delete_retention_ms=0)
+    t = Tracked(log)
+    _abort(t, 1, [(b"a", b"x")])
+    _commit(t, 1, [(b"b", b"1")])
+    log.roll(0)
+    assert len(Cleaner().run([log], T0, lambda _: t.live.last_stable_offset())) == 1
+    assert read_uncommitted(log) == [(2, b"b", b"1")]  # the aborted record went
+    assert read_checkpoint(log.directory / CLEANER_CHECKPOINT_FILE).revisit_ms is None
+    log.close()
+
+
 def test_a_marker_a_snapshot_replay_needs_stays_until_a_later_snapshot(tmp_path: Path) -> None:
     log = compacted_log(tmp_path, delete_retention_ms=0)
     t = Tracked(log)
