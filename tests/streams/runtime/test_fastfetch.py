@@ -25,12 +25,17 @@ async def _fill(bootstrap: str, topic: str, n: int) -> None:
         await producer.stop()
 
 
-async def _read(bootstrap: str, topic: str, n: int, start: int = 0, **options: Any) -> list[Any]:
+async def _assigned(bootstrap: str, topic: str, start: int, **options: Any) -> AIOKafkaConsumer:
+    """A started consumer of partition 0 of ``topic``, positioned at ``start``."""
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, **options)
     await consumer.start()
-    tp = TopicPartition(topic, 0)
-    consumer.assign([tp])
-    consumer.seek(tp, start)
+    consumer.assign([TopicPartition(topic, 0)])
+    consumer.seek(TopicPartition(topic, 0), start)
+    return consumer
+
+
+async def _read(bootstrap: str, topic: str, n: int, start: int = 0, **options: Any) -> list[Any]:
+    consumer = await _assigned(bootstrap, topic, start, **options)
     out: list[Any] = []
     try:
         while len(out) < n:
@@ -73,12 +78,8 @@ async def test_getone_hands_out_the_same_tuples_one_at_a_time(broker: Any) -> No
     install()
     bootstrap = broker.bootstrap_servers
     await _fill(bootstrap, "fast-one", 20)
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
-                                key_deserializer=AS_TUPLES)
-    await consumer.start()
+    consumer = await _assigned(bootstrap, "fast-one", 3, key_deserializer=AS_TUPLES)
     tp = TopicPartition("fast-one", 0)
-    consumer.assign([tp])
-    consumer.seek(tp, 3)
     try:
         ones = [await consumer.getone() for _ in range(5)]
         assert await consumer.position(tp) == 8
@@ -101,12 +102,8 @@ async def test_transaction_markers_are_skipped_and_the_position_moves_past_them(
                     await producer.send("fast-txn", f"v{round_}-{i}".encode(), partition=0)
     finally:
         await producer.stop()
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
-                                key_deserializer=AS_TUPLES)
-    await consumer.start()
+    consumer = await _assigned(bootstrap, "fast-txn", 0, key_deserializer=AS_TUPLES)
     tp = TopicPartition("fast-txn", 0)
-    consumer.assign([tp])
-    consumer.seek(tp, 0)
     got: list[Any] = []
     try:
         while len(got) < 12:

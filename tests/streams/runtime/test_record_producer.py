@@ -6,20 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from payments_job import create_topics
 
 from streams.runtime import partition_for_key
 from streams.runtime._aiokafka import AiokafkaRecordProducer
 from streams.runtime._settings import AppSettings
-
-
-async def _create(bootstrap: str, **partitions: int) -> None:
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    try:
-        await admin.create_topics([NewTopic(t, n, 1) for t, n in partitions.items()])
-    finally:
-        await admin.close()
 
 
 async def _read(bootstrap: str, topic: str, partitions: int) -> dict[int, list[Any]]:
@@ -41,7 +32,8 @@ async def _read(bootstrap: str, topic: str, partitions: int) -> dict[int, list[A
 
 async def test_records_land_where_kafka_puts_them_in_order(broker: Any) -> None:
     bootstrap = broker.bootstrap_servers
-    await _create(bootstrap, left=3, right=5)
+    await create_topics(bootstrap, "left", partitions=3)
+    await create_topics(bootstrap, "right", partitions=5)
     settings = AppSettings(application_id="placing", bootstrap_servers=bootstrap)
     producer = AiokafkaRecordProducer(settings)
     await producer.start()
