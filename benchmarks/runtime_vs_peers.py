@@ -323,10 +323,12 @@ def run_one(harness: Harness, framework: str, workload: str, input_topic: str,
               "processing_s": done - joined}
     result.update(check(harness.read_all(output), workload, expected))
     result["rate"] = harness.records / result["processing_s"]
+    # The machine is shared: its load during the run says how far the figure can be trusted.
+    result["load"] = os.getloadavg()[0]
     print(f"{framework:<9} {workload:<10} {harness.records / result['total_s']:>10,.0f} rec/s total "
           f"({result['total_s']:6.1f} s)  {result['rate']:>10,.0f} rec/s processing "
-          f"({result['processing_s']:6.1f} s)  {result['outputs']:>9,} outputs  {result['verdict']}",
-          flush=True)
+          f"({result['processing_s']:6.1f} s)  {result['outputs']:>9,} outputs  {result['verdict']}"
+          f"  (load {result['load']:.1f})", flush=True)
     return result
 
 
