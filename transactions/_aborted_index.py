@@ -10,8 +10,11 @@ On disk each entry is 34 bytes, as in Kafka's ``.txnindex`` files::
     version i16 (0) | producer id i64 | first offset i64 | last offset i64 |
     last stable offset i64
 
-An index file is only appended to; a torn last entry (a crash mid-write) is dropped
-when it is read back.
+An entry leaves when its transaction leaves the log: from the front when retention
+moves the log start past it (``truncate_before``), one at a time when the log cleaner
+removes its abort marker (``remove``; the owner of the index must have dropped it, in
+memory and in the file a restart reads, before the marker goes). A torn last entry (a
+crash mid-write) is dropped when the file is read back.
 """
 
 from __future__ import annotations
@@ -63,6 +66,18 @@ class AbortedTxnIndex:
         that returned batches below ``end`` must list exactly these."""
         i = bisect_left(self._last_offsets, start)
         return [e for e in self._entries[i:] if e.first_offset < end]
+
+    def remove(self, producer_id: int, last_offset: int) -> bool:
+        """Stop listing the aborted transaction of ``producer_id`` whose marker is at
+        ``last_offset``; False if no such entry is listed (a marker offset names at
+        most one, since markers are one per offset)."""
+        i = bisect_left(self._last_offsets, last_offset)
+        if (i == len(self._entries) or self._last_offsets[i] != last_offset
+                or self._entries[i].producer_id != producer_id):
+            return False
+        del self._entries[i]
+        del self._last_offsets[i]
+        return True
 
     def truncate_before(self, log_start_offset: int) -> int:
         """Drop transactions wholly below the log start; returns how many went."""

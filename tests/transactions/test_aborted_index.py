@@ -63,3 +63,31 @@ def test_overlap_agrees_with_brute_force(spans: list[tuple[int, int]], start: in
         last = marker
     expected = [e for e in entries if e.last_offset >= start and e.first_offset < end]
     assert index.overlapping(start, end) == expected
+
+
+def test_remove_takes_out_one_transaction_by_producer_and_marker_offset() -> None:
+    index = _index()
+    assert not index.remove(2, 10)  # producer 1's marker, not producer 2's
+    assert not index.remove(2, 19)  # no marker there
+    assert index.remove(2, 20)
+    assert not index.remove(2, 20)  # already gone
+    assert [t.producer_id for t in index.entries()] == [1, 3]
+    assert [t.producer_id for t in index.overlapping(11, 26)] == [3]
+    assert AbortedTxnIndex.from_bytes(index.to_bytes()).entries() == index.entries()
+    index.add(AbortedTxn(4, 31, 40, 31))  # later markers still go on after the last
+    with pytest.raises(ValueError):
+        index.add(AbortedTxn(5, 21, 22, 21))  # but not into the gap a removal left
+
+
+@given(st.lists(st.booleans(), max_size=12), st.integers(0, 60), st.integers(0, 60))
+def test_overlap_after_removals_agrees_with_brute_force(removed: list[bool], start: int,
+                                                         end: int) -> None:
+    entries = [AbortedTxn(i % 3, 5 * i, 5 * i + 3, 0) for i in range(len(removed))]
+    index = AbortedTxnIndex(entries)
+    for entry, gone in zip(entries, removed, strict=True):
+        if gone:
+            assert index.remove(entry.producer_id, entry.last_offset)
+    left = [e for e, gone in zip(entries, removed, strict=True) if not gone]
+    assert index.entries() == left
+    assert index.overlapping(start, end) == [
+        e for e in left if e.last_offset >= start and e.first_offset < end]
