@@ -17,6 +17,20 @@ batch, a marker, a read_committed fetch), in this order:
 ``checkpoint`` writes the index first, then a snapshot at the log end, each atomically;
 the two newest snapshots are kept, so a crash that cuts the newest away falls back to
 the previous one.
+
+The log cleaner removes an abort marker only once the index lists its transaction
+nowhere (``PartitionTxn.release``, the cleaner's ``AbortedIndex``), because a
+read_committed reader told of an aborted transaction skips its producer's
+transactional batches until that producer's abort marker. The state belongs to the
+event loop and the cleaner runs in a worker thread, so a release is a hand-off:
+1. the cleaner's thread asks; unless already answered, the entry is queued and the
+   answer is False;
+2. the next ``checkpoint`` (on the loop) drops the queued entries from memory, then
+   writes the index file without them, and publishes what that file holds;
+3. the cleaner's next ask is answered True from what was published: an entry whose
+   marker lies below the offset of the last file written, and which that file does not
+   list, is in no file a restart reads, nor in memory (entries are only ever added for
+   markers appended later, at or past that offset).
 """
 
 from __future__ import annotations
@@ -24,6 +38,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,6 +72,13 @@ class PartitionTxn:
     aborted: AbortedTxnIndex
     snapshot_offset: int = -1  # offset of the last snapshot written or loaded
     changed: bool = field(default=False)
+    # The last index file written or loaded, as the cleaner's thread reads it: the
+    # offset of the snapshot written with it (-1: none a restart would read it with)
+    # and its entries as (producer id, marker offset). Replaced whole, under ``_lock``.
+    _written: tuple[int, frozenset[tuple[int, int]]] = field(
+        default=(-1, frozenset()), init=False, repr=False)
+    _releasing: set[tuple[int, int]] = field(default_factory=set, init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     def last_stable_offset(self) -> int:
         return self.producers.last_stable_offset(self.log.log_end_offset)
@@ -69,6 +91,40 @@ class PartitionTxn:
             lso = done.last_offset + 1 if first_unstable is None else first_unstable
             self.aborted.add(AbortedTxn(done.producer_id, done.first_offset, done.last_offset,
                                         lso))
+
+    def release(self, producer_id: int, marker_offset: int) -> bool:
+        """The cleaner found no record left of the aborted transaction of
+        ``producer_id`` that the marker at ``marker_offset`` ended: True once the
+        index lists it neither in memory nor in the last index file written, else
+        False, and the next ``checkpoint`` drops it from both (module docstring).
+        Called from the cleaner's thread; safe from any thread."""
+        key = (producer_id, marker_offset)
+        with self._lock:
+            written_at, listed = self._written
+            if marker_offset < written_at and key not in listed:
+                return True
+            self._releasing.add(key)
+            return False
+
+    @property
+    def releasing(self) -> bool:
+        """Whether releases wait for the next checkpoint."""
+        with self._lock:
+            return bool(self._releasing)
+
+    def drop_released(self) -> int:
+        """Drop the entries releases asked for from memory (on the loop, before the
+        index is written); returns how many were listed."""
+        with self._lock:
+            keys, self._releasing = self._releasing, set()
+        return sum(self.aborted.remove(pid, offset) for pid, offset in keys)
+
+    def index_written(self, offset: int, entries: list[AbortedTxn]) -> None:
+        """The index file now holds ``entries``, beside a snapshot at ``offset``: what
+        releases are answered from."""
+        listed = frozenset((e.producer_id, e.last_offset) for e in entries)
+        with self._lock:
+            self._written = (offset, listed)
 
 
 class PartitionTxns:
@@ -92,7 +148,7 @@ class PartitionTxns:
     def checkpoint_all(self, *, only_changed: bool = True) -> int:
         done = 0
         for state in self.loaded():
-            if state.changed or not only_changed:
+            if state.changed or state.releasing or not only_changed:
                 try:
                     checkpoint(state)
                 except (OSError, StorageError) as exc:
@@ -133,8 +189,10 @@ def load(partition: PartitionLog) -> PartitionTxn:
     if from_snapshot:
         with contextlib.suppress(FileNotFoundError):
             aborted = AbortedTxnIndex.from_bytes((directory / ABORTED_INDEX).read_bytes())
-        aborted.truncate_after(offset)
     state = PartitionTxn(partition, producers, aborted, offset if from_snapshot else -1)
+    if from_snapshot:
+        state.index_written(offset, aborted.entries())
+        aborted.truncate_after(offset)
     replayed = _replay(state, max(offset, partition.log_start_offset), end)
     aborted.truncate_before(partition.log_start_offset)
     producers.truncate_head(partition.log_start_offset)
@@ -184,13 +242,16 @@ def _write_atomically(path: Path, data: bytes) -> None:
 
 
 def checkpoint(state: PartitionTxn) -> None:
-    """Write the aborted index, then a snapshot at the log end; keep two snapshots.
+    """Drop released entries, write the aborted index, then a snapshot at the log end;
+    keep two snapshots; then tell releases what the index file now holds.
 
     Runs on the event loop so the state cannot change underneath; the files are small.
     """
     directory = state.log.directory
     offset = state.log.log_end_offset
+    state.drop_released()
     state.aborted.truncate_before(state.log.log_start_offset)
+    entries = state.aborted.entries()
     _write_atomically(directory / ABORTED_INDEX, state.aborted.to_bytes())
     _write_atomically(directory / f"{offset:020d}{SNAPSHOT_SUFFIX}",
                       encode_snapshot(offset, state.producers))
@@ -203,3 +264,4 @@ def checkpoint(state: PartitionTxn) -> None:
         os.close(dir_fd)
     state.snapshot_offset = offset
     state.changed = False
+    state.index_written(offset, entries)
