@@ -136,9 +136,13 @@ class Broker:
         # on the loop that moves it, before the pass starts in its thread: an LSO only
         # grows, so the pass may rely on it throughout. Partitions whose transaction
         # state is not loaded yet are bounded by the cleaner's own reading of the log.
+        # Loaded states also release aborted transactions, so their abort markers may
+        # go (a thread-safe hand-off, ``PartitionTxn.release``); an unloaded partition
+        # has no index to release from, and keeps its abort markers until it loads.
         logs = self.state.logs
-        stable = {t.log: t.last_stable_offset() for t in self.state.txn.partitions.loaded()}
-        return lambda now_ms: logs.run_compaction(now_ms, stable.get)
+        states = {t.log: t for t in self.state.txn.partitions.loaded()}
+        stable = {log: t.last_stable_offset() for log, t in states.items()}
+        return lambda now_ms: logs.run_compaction(now_ms, stable.get, states.get)
 
     async def _every(self, interval_ms: int, name: str,
                      prepare: Callable[[], Callable[[int], int]]) -> None:

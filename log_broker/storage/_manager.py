@@ -37,6 +37,7 @@ from ._errors import (
     UnknownTopicError,
 )
 from ._log import PartitionLog
+from ._markers import AbortedIndexOf
 
 TOPICS_DIR = ".topics"
 MAX_TOPIC_NAME_LENGTH = 249
@@ -296,12 +297,14 @@ class LogManager:
                 continue  # its topic was deleted meanwhile
         return removed
 
-    def run_compaction(self, now_ms: int, clean_up_to: CleanUpTo | None = None) -> int:
+    def run_compaction(self, now_ms: int, clean_up_to: CleanUpTo | None = None,
+                       aborted_index: AbortedIndexOf | None = None) -> int:
         """Clean the compacted logs that are due (see ``_cleaner``), none beyond
         ``clean_up_to(log)`` (the partition's last stable offset, where the caller keeps
-        track of transactions); returns how many were cleaned. Blocks for the whole
-        pass: call it from a worker thread."""
-        return len(self._cleaner.run(self.logs(), now_ms, clean_up_to))
+        track of transactions), releasing aborted transactions from
+        ``aborted_index(log)`` so that their markers may go (see ``_markers``); returns
+        how many were cleaned. Blocks for the whole pass: call it from a worker thread."""
+        return len(self._cleaner.run(self.logs(), now_ms, clean_up_to, aborted_index))
 
     def close(self) -> None:
         """Close every log cleanly (fsync, clean-shutdown marker)."""
