@@ -2,7 +2,8 @@
 the log cleaner: ``release`` answers False, and queues the entry, until a checkpoint
 on the loop has dropped it from memory and written an index file without it; a
 restart answers from the file it loaded; and a cleaner given the state itself removes
-abort markers only then, leaving a log whose rebuilt index agrees with the live one."""
+abort markers only then, leaving a log whose rebuilt index, from the newest snapshot or
+an older one, names no transaction whose marker is gone."""
 
 from __future__ import annotations
 
@@ -222,3 +223,43 @@ def test_a_cleaner_given_the_state_removes_abort_markers_once_released(
     # whose marker went skips the producer's later committed records.
     assert _values(read_committed(log, aborted[-1:], stable)) != committed_before
     log.close()
+
+
+def test_a_rebuild_from_an_older_snapshot_lists_only_transactions_with_their_marker(
+    tmp_path: Path,
+) -> None:
+    log = compacted_log(tmp_path, delete_retention_ms=0, segment_bytes=2_000)
+    t = Tracked(log)
+    for i in range(40):
+        pid, key = 1 + i % 2, f"k{i % 3}".encode()
+        if i == 20:
+            t.txn(pid, [(key, b"aborted, open at the snapshot")])
+            checkpoint(t.live)  # the older snapshot: producer 1 has a transaction open
+            t.end(pid, commit=False)
+        elif i % 4 == 0:
+            _abort(t, pid, key)
+        _commit(t, pid, key, f"{pid}/{i}".encode())
+    committed = _values(t.committed())
+    cleaner = Cleaner()
+    for now_ms in (T0, T0 + 1, T0 + 2):  # data gone; stamped and released; removed
+        t.plain([(b"filler", b"x")])
+        log.roll(0)
+        cleaner.run([log], now_ms, lambda _: t.live.last_stable_offset(), lambda _: t.live)
+        if now_ms == T0 + 1:
+            checkpoint(t.live)
+    kept = _abort_markers(log)
+    assert 0 < len(kept) <= 2 and unneeded_markers(log) == []  # held for the snapshot
+    assert len(t.live.aborted) == 0
+    log.close()
+
+    snapshots = sorted(tmp_path.glob("t-0/*.producer_snapshot"))
+    snapshots[-1].unlink()  # as if the newest was lost: replay from the older one
+    reopened = compacted_log(tmp_path, delete_retention_ms=0, segment_bytes=2_000)
+    rebuilt = load(reopened)
+    assert rebuilt.snapshot_offset == int(snapshots[0].name.split(".")[0])
+    # The rebuild may list a transaction the live index had released, but only one
+    # whose marker the cleaner kept: a reader skips nothing but that transaction.
+    assert {e.last_offset for e in rebuilt.aborted.entries()} <= kept
+    seen = read_committed(reopened, rebuilt.aborted.entries(), rebuilt.last_stable_offset())
+    assert _values(seen) == committed
+    reopened.close()
