@@ -62,8 +62,25 @@ def bind_deserializer(serde: Any, topic: str) -> Decode | None:
     return bound
 
 
+
 def bind_bare(serde: Any, topic: str, kind: str) -> Callable[[Any], Any] | None:
     """``serde.bare_<kind>_for(topic)`` (``kind``: ``serializer`` or ``deserializer``),
     or ``None`` when the serde offers no bare function."""
     bind = getattr(serde, f"bare_{kind}_for", None)
     return None if bind is None else bind(topic)
+
+
+BarePair = tuple[Callable[[Any], Any] | None, Callable[[Any], Any] | None]
+
+
+def bind_bare_pair(
+    key_serde: Any, value_serde: Any, key_fn: Any, value_fn: Any, topic: str, kind: str
+) -> BarePair | None:
+    """The bare functions of a key and a value side, ``None`` for a side whose bound
+    function (``key_fn``/``value_fn``) is ``None`` (bytes pass unchanged); ``None``
+    altogether unless every side that converts offers one."""
+    kb = None if key_fn is None else bind_bare(key_serde, topic, kind)
+    vb = None if value_fn is None else bind_bare(value_serde, topic, kind)
+    if (key_fn is not None and kb is None) or (value_fn is not None and vb is None):
+        return None
+    return None if kb is None and vb is None else (kb, vb)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ._codec import Encode, bind_bare, bind_serializer
+from ._codec import Encode, bind_bare_pair, bind_serializer
 from ._config import StreamsConfig
 from ._nodes import SinkNode
 from ._record import ProducedRecord, Rec
@@ -44,11 +44,8 @@ def compile_sink(
         vs = bind_serializer(value_serde, topic)
         if partitioner is None:
             checked = _fixed(topic, ks, vs, extend)
-            kb = None if ks is None else bind_bare(key_serde, topic, "serializer")
-            vb = None if vs is None else bind_bare(value_serde, topic, "serializer")
-            if (ks is None or kb is not None) and (vs is None or vb is not None) and (kb or vb):
-                return _bare(topic, kb, vb, checked, extend)
-            return checked
+            bare = bind_bare_pair(key_serde, value_serde, ks, vs, topic, "serializer")
+            return checked if bare is None else _bare(topic, *bare, checked, extend)
         kf = ks or _identity
         vf = vs or _identity
         count = partitions_for(topic)

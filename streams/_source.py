@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable, Sequence
 from operator import itemgetter
 
-from ._codec import Decode, bind_bare, bind_deserializer
+from ._codec import Decode, bind_bare_pair, bind_deserializer
 from ._config import StreamsConfig
 from ._deserialization import DeserializationAction, DeserializationHandler
 from ._errors import ProcessingError, RecordDeserializationError, StreamsError
@@ -51,16 +51,6 @@ def _bare_path(kb: Decode | None, vb: Decode | None) -> Decoder:
     ]
 
 
-def _batch_path(key_serde: object, value_serde: object, kd: Decode | None, vd: Decode | None,
-                topic: str) -> Decoder:
-    """The bare loop when every side that decodes has a bare function, else the checked one."""
-    kb = None if kd is None else bind_bare(key_serde, topic, "deserializer")
-    vb = None if vd is None else bind_bare(value_serde, topic, "deserializer")
-    if (kd is None or kb is not None) and (vd is None or vb is not None) and (kb or vb):
-        return _bare_path(kb, vb)
-    return _fast_path(kd, vd)
-
-
 def compile_decoder(
     node: SourceNode,
     topic: str,
@@ -93,7 +83,8 @@ def compile_decoder(
         if node.timestamp_extractor is not None
         else config.default_timestamp_extractor
     )
-    fast = _batch_path(key_serde, value_serde, kd, vd, topic)
+    bare = bind_bare_pair(key_serde, value_serde, kd, vd, topic, "deserializer")
+    fast = _fast_path(kd, vd) if bare is None else _bare_path(*bare)
 
     def one_by_one(run: Sequence[ConsumedRecord]) -> list[Rec]:
         out: list[Rec] = []
