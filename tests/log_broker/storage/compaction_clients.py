@@ -1,18 +1,26 @@
-"""librdkafka (confluent-kafka) transactions and reads against a broker process, and the
-batches of a partition read straight from its segment files, for end-to-end tests of
-compacting transactional topics."""
+"""librdkafka (confluent-kafka) transactions and reads against a broker process, a raw
+read_committed Fetch, and the batches of a partition read straight from its segment
+files, for end-to-end tests of compacting transactional topics."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from brokerproc import BrokerProcess
-from kafka_clients import Got, unique
+from compaction_txn_helpers import snapshot_offsets, unneeded
+from kafka_clients import Confluent, Got, unique
+from kio.schema.errors import ErrorCode
+from kio.schema.fetch.v11 import request as fetch
+from rawkafka import RawClient
 
 from log_broker import _records
+
+Seen = tuple[int, bytes | None, bytes | None]  # offset, key, value
 
 
 class TxnProducer:
@@ -111,3 +119,66 @@ def disk_batches(partition_dir: Path) -> list[tuple[bytes, _records.BatchHeader]
 def is_commit(data: bytes, header: _records.BatchHeader) -> bool:
     """Whether the control batch ``header`` holds a COMMIT marker."""
     return _records.parse_control_record(_records.decode_records(data, header)[0]).commit
+
+
+def filler(bs: str, topic: str) -> None:
+    """Plain records enough to close the segments holding everything before them."""
+    Confluent().produce(bs, topic, [(b"filler", bytes(200)) for _ in range(12)])
+
+
+def seen(got: list[Got]) -> list[Seen]:
+    """What a reader got, but for the fillers."""
+    return [(g.offset, g.key, g.value) for g in got if g.key != b"filler"]
+
+
+@dataclass(frozen=True)
+class Markers:
+    """The markers in a partition's segment files, by offset."""
+
+    commits: set[int]
+    aborts: set[int]
+    unneeded: list[int]  # of either kind, that nothing needs any more (``unneeded``)
+
+
+def markers(partition_dir: Path) -> Markers:
+    found = disk_batches(partition_dir)
+    control = [(data, h) for data, h in found if h.is_control]
+    return Markers({h.base_offset for data, h in control if is_commit(data, h)},
+                   {h.base_offset for data, h in control if not is_commit(data, h)},
+                   unneeded([h for _, h in found], snapshot_offsets(partition_dir)))
+
+
+def fetch_committed(bs: str, topic: str) -> tuple[bytes, list[tuple[int, int]]]:
+    """One read_committed Fetch (v11) of partition 0 from offset 0 over a raw socket,
+    with room for the whole log: the record bytes, and the aborted transactions
+    (producer id, first offset) the broker lists for them."""
+    body = fetch.FetchRequest(
+        max_wait=timedelta(0), min_bytes=0, max_bytes=1 << 26, isolation_level=1,
+        forgotten_topics_data=(), topics=(fetch.FetchTopic(topic=topic, partitions=(
+            fetch.FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 26),
+        )),))  # fmt: skip
+    client = RawClient(bs)
+    try:
+        response = client.request(1, 11, body)
+    finally:
+        client.close()
+    partition = response.responses[0].partitions[0]
+    assert partition.error_code == ErrorCode.none, partition.error_code
+    listed = [(a.producer_id, a.first_offset) for a in partition.aborted_transactions or ()]
+    return partition.records or b"", listed
+
+
+def stale_aborts(records: bytes, aborted: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The listed aborted transactions that a read_committed reader of ``records`` would
+    end at no ABORT marker: the first marker of their producer from their first offset
+    on is a COMMIT, or there is none. Such a reader skips the producer's transactional
+    batches from there to its next abort marker, committed ones too."""
+    headers = list(_records.scan_batches(records, verify_crc=False))
+    stale = []
+    for producer_id, first_offset in aborted:
+        ending = next((h for h in headers if h.is_control
+                       and h.producer_id == producer_id and h.base_offset >= first_offset),
+                      None)
+        if ending is None or is_commit(records, ending):
+            stale.append((producer_id, first_offset))
+    return stale
