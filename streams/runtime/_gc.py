@@ -9,12 +9,12 @@ quarter of the process's CPU time. Reference counting frees these tuples anyway:
 form no cycles.
 
 The threshold counts tracked objects allocated minus those freed, so it must exceed
-what the loop keeps alive at its peak, not what it allocates: with the default
-``max_poll_records`` (20,000) a record is four or five tuples on its way through
-(fetched, decoded, mapped, produced), the previous round's records are still
-referenced while the next is polled, and produced records wait for their
-acknowledgement until the commit; about 100,000 tracked objects. At a threshold of
-20,000 the stateless benchmark still ran some 140 young and 12 older collections per
+what the loop keeps alive at its peak, not what it allocates: a record is four or
+five tuples on its way through (fetched, decoded, mapped, produced), the previous
+round's records are still referenced while the next is polled, and produced records
+wait for their acknowledgement until the commit; with ``max_poll_records`` at 20,000
+(the default is 5,000) about 100,000 tracked objects. At a threshold of 20,000 the
+stateless benchmark then still ran some 140 young and 12 older collections per
 million records, each traversing that whole live set: 15% of its CPU time.
 
 :func:`tune_for_streaming`, called once the application has started (so the modules,

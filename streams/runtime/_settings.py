@@ -54,7 +54,9 @@ class AppSettings(pydantic.BaseModel):
     http_port: int | None = pydantic.Field(default=None, ge=0, le=65535)
     # host:port other instances use to reach this one; defaults to the HTTP listen address.
     application_server: str | None = None
-    max_poll_records: int = pydantic.Field(default=20_000, ge=1)
+    # Records per poll: 5,000 keeps a round's tuples in the CPU caches (20,000 ran the
+    # stateless benchmark 30% slower), and still amortises the round's fixed costs.
+    max_poll_records: int = pydantic.Field(default=5_000, ge=1)
     poll_timeout_ms: int = pydantic.Field(default=100, ge=0)
     fetch_max_bytes: int = pydantic.Field(default=64 * 1024 * 1024, ge=1024)
     max_partition_fetch_bytes: int = pydantic.Field(default=8 * 1024 * 1024, ge=1024)
