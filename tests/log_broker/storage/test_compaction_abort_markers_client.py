@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 from brokerproc import BrokerProcess
 from compaction_clients import (
+    CLEANER,
+    TOPIC_CONFIG,
     Seen,
     TxnProducer,
     disk_batches,
@@ -37,9 +39,6 @@ from log_broker.storage._retain import delete_horizon
 pytestmark = pytest.mark.conformance
 
 KEYS = 4
-CLEANER = ("--log-cleaner-backoff-ms", "100")
-TOPIC_CONFIG = {"cleanup.policy": "compact", "segment.bytes": "1024",
-                "min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": "100"}
 # A running broker writes the released index every 10 s, and the cleaner retries a
 # marker held back for it 30 s later (``HELD_BACK_RETRY_MS``).
 RELEASED_WITHIN = 90.0

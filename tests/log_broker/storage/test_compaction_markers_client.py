@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 from brokerproc import BrokerProcess
 from compaction_clients import (
+    CLEANER,
+    TOPIC_CONFIG,
     TxnProducer,
     disk_batches,
     filler,
@@ -29,9 +31,6 @@ from log_broker import _records
 pytestmark = pytest.mark.conformance
 
 KEYS = 4
-CLEANER = ("--log-cleaner-backoff-ms", "100")
-TOPIC_CONFIG = {"cleanup.policy": "compact", "segment.bytes": "1024",
-                "min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": "100"}
 
 
 def _unneeded_commits(partition_dir: Path) -> tuple[int, list[int]]:
