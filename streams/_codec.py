@@ -62,7 +62,6 @@ def bind_deserializer(serde: Any, topic: str) -> Decode | None:
     return bound
 
 
-
 def bind_bare(serde: Any, topic: str, kind: str) -> Callable[[Any], Any] | None:
     """``serde.bare_<kind>_for(topic)`` (``kind``: ``serializer`` or ``deserializer``),
     or ``None`` when the serde offers no bare function."""
