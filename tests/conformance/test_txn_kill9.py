@@ -53,6 +53,36 @@ def _committed(consumer: Any, topic: str) -> list[Any]:
         return [TopicPartition(topic, tp.partition, max(tp.offset, 0)) for tp in found]
 
 
+class _Stuck(Exception):
+    """A librdkafka call did not return within its timeout."""
+
+
+def _send_offsets(producer: Any, offsets: list[Any], metadata: Any) -> None:
+    """``send_offsets_to_transaction`` with a timeout that holds.
+
+    librdkafka can block in it past its own timeout when the group coordinator it
+    cached went away (librdkafka issues 5456 and 5511), which broker kills provoke. The
+    call runs in a daemon thread; if it does not return, ``_Stuck`` tells the caller to
+    give the producer up. The stuck thread keeps the producer referenced, so it is never
+    destroyed (destroying a handle in that state blocks as well)."""
+    outcome: list[BaseException | None] = []
+
+    def call() -> None:
+        try:
+            producer.send_offsets_to_transaction(offsets, metadata, 10)
+            outcome.append(None)
+        except BaseException as exc:  # handed to the caller's thread
+            outcome.append(exc)
+
+    worker = threading.Thread(target=call, daemon=True)
+    worker.start()
+    worker.join(20)
+    if not outcome:
+        raise _Stuck("send_offsets_to_transaction did not return")
+    if outcome[0] is not None:
+        raise outcome[0]
+
+
 def _copy(bs: str, source: str, sink: str, group: str, stop: threading.Event) -> int:
     """Copy until every input record is committed to the output; returns how many
     transactions were aborted or lost to crashes and redone."""
@@ -87,10 +117,14 @@ def _copy(bs: str, source: str, sink: str, group: str, stop: threading.Event) ->
             for m in messages:
                 producer.produce(sink, m.value(), partition=m.partition())
                 last[m.partition()] = m.offset()
-            producer.send_offsets_to_transaction(
-                [TopicPartition(source, p, o + 1) for p, o in last.items()],
-                consumer.consumer_group_metadata(), 10)
+            _send_offsets(producer, [TopicPartition(source, p, o + 1) for p, o in last.items()],
+                          consumer.consumer_group_metadata())
             producer.commit_transaction(10)
+        except _Stuck:
+            redone += 1
+            producer = new_producer()  # its InitProducerId fences the stuck one
+            consumer.assign(_committed(consumer, source))
+            continue
         except KafkaException as exc:
             redone += 1
             error = exc.args[0]
