@@ -82,8 +82,8 @@ class GroupConsumer(Protocol):
         """Whether this member still belongs to the group's current generation."""
 
 
-class ChangelogReader(Protocol):
-    """A consumer outside any group, for restoring stores from changelogs."""
+class _AssignedReader(Protocol):
+    """A consumer outside any group, assigned partitions and positioned by hand."""
 
     async def start(self) -> None: ...
 
@@ -98,6 +98,10 @@ class ChangelogReader(Protocol):
 
     async def position(self, partition: TopicPartition) -> int | None:
         """The next offset to fetch, past transaction markers and aborted records."""
+
+
+class ChangelogReader(_AssignedReader, Protocol):
+    """Reads changelogs, for restoring stores and keeping standbys."""
 
     async def poll(
         self, timeout_ms: int, max_records: int
@@ -105,23 +109,9 @@ class ChangelogReader(Protocol):
         """``(offset, key, value)`` per partition."""
 
 
-class GlobalReader(Protocol):
-    """A consumer outside any group that reads whole topics for the global stores;
-    records come out as :data:`streams.ConsumedRecord` tuples, as tasks take them."""
-
-    async def start(self) -> None: ...
-
-    async def stop(self) -> None: ...
-
-    def assign(self, partitions: Collection[TopicPartition]) -> None: ...
-
-    async def seek(self, partition: TopicPartition, offset: int | None) -> None:
-        """Position at ``offset``, or at the beginning when it is ``None``."""
-
-    async def end_offsets(self, partitions: Collection[TopicPartition]) -> dict[TopicPartition, int]: ...
-
-    async def position(self, partition: TopicPartition) -> int | None:
-        """The next offset to fetch, past transaction markers and aborted records."""
+class GlobalReader(_AssignedReader, Protocol):
+    """Reads whole topics for the global stores; records come out as
+    :data:`streams.ConsumedRecord` tuples, as tasks take them."""
 
     async def poll(
         self, timeout_ms: int, max_records: int

@@ -31,8 +31,8 @@ import time
 from dataclasses import dataclass
 
 from ._client import ChangelogReader, TopicPartition
-from ._errors import RestoreError
 from ._metrics import AppMetrics
+from ._standby import apply_changelog
 from ._tasks import RuntimeTask
 
 log = logging.getLogger("streams.runtime.restore")
@@ -113,11 +113,8 @@ class Restorer:
             progress = self._pending.get(tp)
             if progress is None or not records:
                 continue
-            store = progress.task.executor.stores.get(progress.store)
-            restore = getattr(store, "restore_batch", None)
-            if restore is None:
-                raise RestoreError(f"store {progress.store} of task {progress.task.id} cannot restore")
-            restore([(key, value) for _o, key, value in records])
+            task = progress.task
+            apply_changelog(task.executor.stores.get(progress.store), progress.store, task.id, records)
             progress.position = records[-1][0] + 1
             progress.task.restored_records += len(records)
             self._metrics.restored_records.labels(progress.task.id, progress.store).inc(len(records))

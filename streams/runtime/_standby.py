@@ -38,6 +38,22 @@ from ._metrics import AppMetrics
 log = logging.getLogger("streams.runtime.standby")
 
 
+def apply_changelog(
+    store: object, store_name: str, task_id: str, records: list[tuple[int, bytes, bytes | None]]
+) -> None:
+    """Write changelog ``(offset, key, value)`` records into ``store``, as restoring and
+    standbys both do."""
+    restore = getattr(store, "restore_batch", None)
+    if restore is None:
+        raise RestoreError(f"store {store_name} of task {task_id} cannot restore")
+    restore([(key, value) for _o, key, value in records])
+
+
+def describe_offsets(offsets: Mapping[TopicPartition, int | None]) -> dict[str, int | str]:
+    """``{"topic-partition": offset}`` for logs, ``"beginning"`` for ``None``."""
+    return {f"{t}-{p}": ("beginning" if o is None else o) for (t, p), o in offsets.items()}
+
+
 class StandbyTask:
     """The stores of task ``task_id`` and, per changelog partition, the next offset to
     apply (``None``: from the beginning, nothing applied yet)."""
@@ -64,11 +80,8 @@ class StandbyTask:
         return {tp: o for tp, o in self.positions.items() if o is not None}
 
     def apply(self, tp: TopicPartition, records: list[tuple[int, bytes, bytes | None]]) -> None:
-        store = self.executor.stores.get(self.store_of[tp])
-        restore = getattr(store, "restore_batch", None)
-        if restore is None:
-            raise RestoreError(f"store {self.store_of[tp]} of standby {self.id} cannot restore")
-        restore([(key, value) for _o, key, value in records])
+        name = self.store_of[tp]
+        apply_changelog(self.executor.stores.get(name), name, self.id, records)
         self.positions[tp] = records[-1][0] + 1
         self.applied += len(records)
 
@@ -123,9 +136,7 @@ class StandbyUpdater:
         self.tasks[task.id] = task
         self._by_tp.update({tp: task for tp in task.changelogs.values()})
         await self._reposition()
-        log.info("standby %s: updating from %s", task.id, {
-            f"{t}-{p}": ("beginning" if o is None else o) for (t, p), o in task.positions.items()
-        })
+        log.info("standby %s: updating from %s", task.id, describe_offsets(task.positions))
 
     async def remove(self, task_id: str) -> StandbyTask | None:
         """Stop updating ``task_id``; the caller closes or promotes the task returned."""

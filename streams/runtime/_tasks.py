@@ -41,7 +41,7 @@ from .._topology import Topology
 from ._client import TopicPartition
 from ._partition_groups import parse_task_id
 from ._snapshots import TaskSnapshots
-from ._standby import StandbyTask
+from ._standby import StandbyTask, describe_offsets
 
 log = logging.getLogger("streams.runtime.tasks")
 
@@ -218,8 +218,7 @@ class TaskManager:
         log.info(
             "task %s opened; restoring %s%s",
             task_id,
-            {f"{t}-{p}": ("beginning" if o is None else o) for (t, p), o in restore_from.items()}
-            or "nothing",
+            describe_offsets(restore_from) or "nothing",
             f" (from the {origin})" if origin else "",
         )
         return self._runtime_task(task_id, executor, sources, changelogs, restore_from)
@@ -234,7 +233,7 @@ class TaskManager:
         log.info(
             "task %s taken over from its standby (%d changelog records applied); restoring from %s",
             standby.id, standby.applied,
-            {f"{t}-{p}": ("beginning" if o is None else o) for (t, p), o in standby.positions.items()},
+            describe_offsets(standby.positions),
         )
         return self._runtime_task(standby.id, executor, sources, standby.changelogs, standby.positions)
 
