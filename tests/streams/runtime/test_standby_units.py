@@ -79,7 +79,8 @@ async def test_standby_applies_committed_records_checkpoints_and_is_promoted(
     await reader.start()
     try:
         tasks = _manager(tmp_path)
-        updater = StandbyUpdater(reader, AppMetrics(APP), 500)
+        metrics = AppMetrics(APP)
+        updater = StandbyUpdater(reader, metrics, 500)
         await updater.add(tasks.open_standby("0_0"))
         end = await _catch_up(updater, reader, "0_0")
         standby = updater.tasks["0_0"]
@@ -87,6 +88,8 @@ async def test_standby_applies_committed_records_checkpoints_and_is_promoted(
         # read_committed: the aborted transaction's writes never reach the standby
         assert (store.get(b"k1"), store.get(b"k2"), store.get(b"k3")) == (b"1", b"2", None)
         assert standby.applied == 3
+        assert metrics.registry.get_sample_value(
+            "headrace_streams_standby_records_total", {"task": "0_0", "store": "counts"}) == 3
         assert tasks.local_state() == {} and updater.offset_sums() == {"0_0": end}
         updater.checkpoint(force=True)
         assert TaskCheckpoint(standby.state_dir).read_checkpoint() == {(CHANGELOG, 0): end}
