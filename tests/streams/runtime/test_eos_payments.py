@@ -42,7 +42,9 @@ async def test_exactly_once_balances_are_exact_through_five_sigkills(
 async def test_at_least_once_counts_replayed_payments_twice(
     cluster: Cluster, instances: list[Instance], tmp_path: Path
 ) -> None:
-    job = Job(cluster.bootstrap, tmp_path, "alos", "at_least_once", count=40_000,
+    # 15 s of input: both kills (3-5 s apart, plus restarts) land while payments flow,
+    # so each can catch processed payments whose offsets are not committed yet.
+    job = Job(cluster.bootstrap, tmp_path, "alos", "at_least_once", count=60_000,
               per_second=4_000, kills=2)
     job.instances = instances
     balances, want = await job.run(gaps=(3.0, 5.0), wait=60)
