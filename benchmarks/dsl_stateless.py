@@ -21,8 +21,8 @@ from typing import Any
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
-from dsl import Serde, Serdes, StreamsBuilder
-from streams import ConsumedRecord, TaskExecutor
+from headrace.dsl import Serde, Serdes, StreamsBuilder
+from headrace.streams import ConsumedRecord, TaskExecutor
 
 
 def build(serde: Serde[Any], mapper: Callable[[Any], Any], predicate: Callable[[Any, Any], bool]) -> Any:

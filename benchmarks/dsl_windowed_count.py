@@ -31,8 +31,8 @@ from typing import Any
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
-from dsl import Serdes, StreamsBuilder, TimeWindows, WindowedSerdes, materialized
-from streams import ConsumedRecord, TaskExecutor
+from headrace.dsl import Serdes, StreamsBuilder, TimeWindows, WindowedSerdes, materialized
+from headrace.streams import ConsumedRecord, TaskExecutor
 
 WINDOW = 60_000
 COMMIT_EVERY = 30_000

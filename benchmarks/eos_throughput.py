@@ -80,9 +80,9 @@ def expected_payments(records: int) -> dict[str, tuple[int, int]]:
 
 def run_headrace(args: argparse.Namespace) -> None:
     sys.path.insert(0, str(ROOT))
-    from dsl import Serdes, StreamsBuilder
-    from examples.payments import build
-    from streams.runtime import App
+    from headrace.dsl import Serdes, StreamsBuilder
+    from headrace.examples.payments import build
+    from headrace.streams.runtime import App
 
     if args.workload == "payments":
         builder = build(source=args.input, sink=args.output)

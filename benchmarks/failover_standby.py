@@ -37,8 +37,8 @@ SESSION_TIMEOUT_MS = 6000
 
 def topology() -> Any:
     """Counts per key, one changelog record per input record."""
-    from state import Stores
-    from streams import BatchProcessor, Rec, Topology
+    from headrace.state import Stores
+    from headrace.streams import BatchProcessor, Rec, Topology
 
     class Count(BatchProcessor):
         def init(self, context: Any) -> None:
@@ -150,7 +150,7 @@ class Run:
     def standbys_caught_up(self) -> bool:
         from confluent_kafka import Consumer, TopicPartition
 
-        from state import TaskCheckpoint
+        from headrace.state import TaskCheckpoint
 
         changelog = f"{self.app_id}-counts-changelog"
         consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "failover-watch"})

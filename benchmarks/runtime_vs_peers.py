@@ -86,7 +86,7 @@ def expected_windows(records: int) -> dict[str, int]:
 def windowed_count(views: Any, output: str) -> None:
     """The headrace windowed-count topology: tumbling-window counts per key, keyed
     ``key@window-start`` (the eos benchmark runs the same one)."""
-    from dsl import Serdes, TimeWindows
+    from headrace.dsl import Serdes, TimeWindows
 
     (
         views.group_by_key()
@@ -100,8 +100,8 @@ def windowed_count(views: Any, output: str) -> None:
 
 def run_headrace(args: argparse.Namespace) -> None:
     sys.path.insert(0, str(ROOT))
-    from dsl import Serdes, StreamsBuilder
-    from streams.runtime import App
+    from headrace.dsl import Serdes, StreamsBuilder
+    from headrace.streams.runtime import App
 
     builder = StreamsBuilder()
     views = builder.stream(args.input, key_serde=Serdes.string(), value_serde=Serdes.json())

@@ -104,7 +104,7 @@ def raw_consume(bootstrap: str, records: int, partitions: int) -> float:
 
 
 def export(bootstrap: str, path: str, records: int) -> float:
-    from spark_bridge import export_topic
+    from headrace.spark_bridge import export_topic
 
     result = export_topic(bootstrap, TOPIC, path)
     if result.records != records:
@@ -116,7 +116,7 @@ def export(bootstrap: str, path: str, records: int) -> float:
 
 
 def spark_path(bootstrap: str, path: str, records: int) -> float:
-    from spark_bridge import DeltaSink, spark_session
+    from headrace.spark_bridge import DeltaSink, spark_session
 
     spark = spark_session("bench")
     spark.sparkContext.setLogLevel("ERROR")

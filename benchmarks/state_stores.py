@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from state import (
+from headrace.state import (
     InMemoryKeyValueStore,
     RocksDBKeyValueStore,
     RocksDBWindowStore,

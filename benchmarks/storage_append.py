@@ -14,8 +14,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from log_broker import _records
-from log_broker.storage import PartitionLog, TopicConfig
+from headrace.log_broker import _records
+from headrace.log_broker.storage import PartitionLog, TopicConfig
 
 
 def _template(batch_records: int) -> bytes:

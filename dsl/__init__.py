@@ -20,8 +20,8 @@ by key) or a :class:`GlobalKTable` (``StreamsBuilder.global_table``, by a select
 whose key changed upstream.
 """
 
-from state import Window as Window
-from state import Windowed as Windowed
+from headrace.state import Window as Window
+from headrace.state import Windowed as Windowed
 
 from ._branched import BranchedKStream as BranchedKStream
 from ._builder import StreamsBuilder as StreamsBuilder

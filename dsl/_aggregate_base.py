@@ -19,9 +19,9 @@ from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from state import CacheEntry, Windowed
-from state import Change as StoreChange
-from streams import BatchProcessor, ProcessorContext, PunctuationType, Rec
+from headrace.state import CacheEntry, Windowed
+from headrace.state import Change as StoreChange
+from headrace.streams import BatchProcessor, ProcessorContext, PunctuationType, Rec
 
 from ._binding import decoder, encoder
 from ._change import Change

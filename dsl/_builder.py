@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from streams import StateStore, StoreBuilder, TimestampExtractor, Topology, TopologyError
+from headrace.streams import StateStore, StoreBuilder, TimestampExtractor, Topology, TopologyError
 
 from ._copartition import CopartitionGroup
 from ._errors import TopologyBuildError

@@ -30,7 +30,7 @@ _NEW, _OLD = b"\x01", b"\x00"
 class ChangeSerde:
     """Serializes a one-sided :class:`Change`, its value with ``inner``.
 
-    >>> from dsl import Serdes
+    >>> from headrace.dsl import Serdes
     >>> serde = ChangeSerde(Serdes.string())
     >>> serde.serialize("t", Change(None, "a"))
     b'\\x00a'

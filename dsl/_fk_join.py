@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from streams import BatchProcessor, ProcessorContext, Rec
+from headrace.streams import BatchProcessor, ProcessorContext, Rec
 
 from ._binding import decoder
 from ._change import Change

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from streams import Rec, Topology
+from headrace.streams import Rec, Topology
 
 from ._graph import GraphNode
 from ._table_nodes import StoreValueGetterSupplier, StoreWriter, ValueGetterSupplier

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from streams import ProcessorSupplier, StreamPartitioner, TimestampExtractor, Topology
+from headrace.streams import ProcessorSupplier, StreamPartitioner, TimestampExtractor, Topology
 
 
 @dataclass(eq=False)

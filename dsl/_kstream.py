@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TextIO, overload
 
-from streams import ProcessorSupplier, StreamPartitioner, TopicNameExtractor
+from headrace.streams import ProcessorSupplier, StreamPartitioner, TopicNameExtractor
 
 from . import _operators as ops
 from ._errors import TopologyBuildError

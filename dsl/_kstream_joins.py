@@ -17,7 +17,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
-from state import Stores
+from headrace.state import Stores
 
 from ._copartition import CopartitionGroup, side_input
 from ._errors import TopologyBuildError

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from streams import Topology
+from headrace.streams import Topology
 
 from . import _table_nodes as tn
 from ._copartition import CopartitionGroup

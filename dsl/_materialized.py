@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Literal
 
-from state import DEFAULT_MAX_ENTRIES, Stores
+from headrace.state import DEFAULT_MAX_ENTRIES, Stores
 
 from ._errors import TopologyBuildError
 from ._windows import to_ms

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TextIO
 
-from streams import BatchProcessor, ProcessorContext, Rec
+from headrace.streams import BatchProcessor, ProcessorContext, Rec
 
 BatchFn = Callable[[list[Rec]], list[Rec]]
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterator
 from typing import Any
 
-from state import Window, Windowed
-from streams import ProcessorContext, Rec
+from headrace.state import Window, Windowed
+from headrace.streams import ProcessorContext, Rec
 
 from ._aggregate_base import TypedWindowedAggregate, _new_tuple
 from ._change import Change

@@ -39,7 +39,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from streams import BatchProcessor, ProcessorContext, Rec, Topology
+from headrace.streams import BatchProcessor, ProcessorContext, Rec, Topology
 
 from ._binding import decoder, encoder
 from ._errors import SerializationError

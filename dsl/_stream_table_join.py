@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from streams import BatchProcessor, ProcessorContext, Rec
+from headrace.streams import BatchProcessor, ProcessorContext, Rec
 
 from ._stream_stream_join import PairFn
 from ._table_nodes import ValueGetterSupplier

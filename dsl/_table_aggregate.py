@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from streams import Rec
+from headrace.streams import Rec
 
 from ._aggregate_base import KeyValueAggregate, _new_tuple
 from ._change import Change

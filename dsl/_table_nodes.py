@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from state import CacheEntry
-from streams import BatchProcessor, ProcessorContext, Rec
+from headrace.state import CacheEntry
+from headrace.streams import BatchProcessor, ProcessorContext, Rec
 
 from ._binding import decoder, encoder
 from ._change import Change

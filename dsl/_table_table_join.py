@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from streams import BatchProcessor, ProcessorContext, Rec
+from headrace.streams import BatchProcessor, ProcessorContext, Rec
 
 from ._change import Change
 from ._table_nodes import ValueGetter, ValueGetterSupplier

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterator, Sequence
 from typing import Any
 
-from state import CacheEntry, Window, Windowed
-from streams import ProcessorContext, Rec
+from headrace.state import CacheEntry, Window, Windowed
+from headrace.streams import ProcessorContext, Rec
 
 from ._aggregate_base import WindowedAggregateBase, _new_tuple
 from ._change import Change

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from state import Window, Windowed
+from headrace.state import Window, Windowed
 
 from ._binding import Decode, Encode, decoder, encoder
 from ._errors import DeserializationError, SerializationError

@@ -12,16 +12,16 @@ keyed by session id, JSON ``{"user", "page"}``. The topology
 3. writes ``{"user", "page", "name", "country"}`` to ``enriched-clicks``, with ``None``
    for name and country when the user has no profile.
 
-Run ``python -m examples.click_enrichment`` to pipe sample data through the test driver.
+Run ``python -m headrace.examples.click_enrichment`` to pipe sample data through the test driver.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from dsl import Serdes, StreamsBuilder
-from streams import Topology
-from streams.testing import TopologyTestDriver
+from headrace.dsl import Serdes, StreamsBuilder
+from headrace.streams import Topology
+from headrace.streams.testing import TopologyTestDriver
 
 PROFILES, CLICKS, ENRICHED = "user-profiles", "clicks", "enriched-clicks"
 

@@ -9,7 +9,7 @@ Readings arrive as JSON on ``sensor-readings``, keyed by sensor id. The topology
 4. sends readings above the site's alert threshold to ``sensor-alerts`` and all
    enriched readings to ``sensor-enriched``.
 
-Run it with ``python -m examples.iot_sensors``: it pipes a few sample readings through the
+Run it with ``python -m headrace.examples.iot_sensors``: it pipes a few sample readings through the
 test driver and prints what comes out. The same ``build_topology()`` runs unchanged
 under the streams runtime against a broker.
 """
@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import pydantic
 
-from dsl import Serdes, StreamsBuilder
-from streams import DeadLetterQueueHandler, Topology
-from streams.testing import TopologyTestDriver
+from headrace.dsl import Serdes, StreamsBuilder
+from headrace.streams import DeadLetterQueueHandler, Topology
+from headrace.streams.testing import TopologyTestDriver
 
 READINGS, ENRICHED, ALERTS, DEAD_LETTERS = (
     "sensor-readings",

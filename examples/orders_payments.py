@@ -13,7 +13,7 @@ the record timestamp. The topology
    early, and never for an order that did get paid.
 
 Both topics must be co-partitioned (same partition count, keyed by order id); the
-runtime refuses to start otherwise. Run ``python -m examples.orders_payments`` to pipe
+runtime refuses to start otherwise. Run ``python -m headrace.examples.orders_payments`` to pipe
 sample orders through the test driver.
 """
 
@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from dsl import JoinWindows, Serdes, StreamsBuilder
-from streams import Topology
-from streams.testing import TestRecord, TopologyTestDriver
+from headrace.dsl import JoinWindows, Serdes, StreamsBuilder
+from headrace.streams import Topology
+from headrace.streams.testing import TestRecord, TopologyTestDriver
 
 ORDERS, PAYMENTS, STATUS = "orders", "payments", "order-status"
 MINUTE = 60_000

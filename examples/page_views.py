@@ -15,7 +15,7 @@ with the view's time as the record timestamp. The topology
 The counts also stay queryable in the window store ``page-views-per-minute``: views of
 a page by time range, or of all pages in a minute.
 
-Run it with ``python -m examples.page_views``: it pipes a few sample views through the
+Run it with ``python -m headrace.examples.page_views``: it pipes a few sample views through the
 test driver and prints the results.
 """
 
@@ -24,9 +24,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from dsl import Serdes, StreamsBuilder, TimeWindows, Windowed, materialized
-from streams import Topology
-from streams.testing import TestRecord, TopologyTestDriver
+from headrace.dsl import Serdes, StreamsBuilder, TimeWindows, Windowed, materialized
+from headrace.streams import Topology
+from headrace.streams.testing import TestRecord, TopologyTestDriver
 
 VIEWS, PER_MINUTE, STORE = "page-views", "page-views-per-minute", "page-views-per-minute"
 MINUTE = 60_000

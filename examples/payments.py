@@ -14,16 +14,16 @@ once, whatever crashes happen on the way. Under ``at_least_once`` a crash replay
 payments since the last commit on top of state that already holds them, and the
 balances count those payments twice.
 
-Run ``python -m examples.payments`` to pipe sample payments through the test driver, or
+Run ``python -m headrace.examples.payments`` to pipe sample payments through the test driver, or
 ``headrace run examples/payments.py:app`` against a broker with a ``payments`` topic.
 """
 
 from __future__ import annotations
 
-from dsl import Serdes, StreamsBuilder, materialized
-from streams import Topology
-from streams.runtime import App
-from streams.testing import TestRecord, TopologyTestDriver
+from headrace.dsl import Serdes, StreamsBuilder, materialized
+from headrace.streams import Topology
+from headrace.streams.runtime import App
+from headrace.streams.testing import TestRecord, TopologyTestDriver
 
 PAYMENTS, BALANCES, STORE = "payments", "balances", "balances"
 

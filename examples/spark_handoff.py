@@ -12,7 +12,7 @@
 4. Read the table into Spark and print a SQL report: views per page, the busiest
    minute of each page; check the totals against the sampled views.
 
-    python -m examples.spark_handoff --bootstrap-servers 127.0.0.1:9092 --delta-path /tmp/ppm
+    python -m headrace.examples.spark_handoff --bootstrap-servers 127.0.0.1:9092 --delta-path /tmp/ppm
 
 The same topology runs on its own with ``headrace run examples/page_views.py:build_topology
 --application-id page-views``; steps 3 and 4 are then unchanged.
@@ -30,9 +30,9 @@ import uuid
 from collections import Counter
 from typing import Any
 
-from dsl import Serdes
-from examples.page_views import PER_MINUTE, T0, VIEWS, build, build_topology
-from streams.testing import TestRecord, TopologyTestDriver
+from headrace.dsl import Serdes
+from headrace.examples.page_views import PER_MINUTE, T0, VIEWS, build, build_topology
+from headrace.streams.testing import TestRecord, TopologyTestDriver
 
 PAGES = ("/home", "/pricing", "/docs", "/blog", "/signup")
 REPORT = """
@@ -103,7 +103,7 @@ async def count_as_a_service(bootstrap: str, state_dir: str, finals: int,
     """Step 2: run the topology as a service until ``finals`` counts are on the topic."""
     from aiokafka import AIOKafkaConsumer
 
-    from streams.runtime import App
+    from headrace.streams.runtime import App
 
     app = App(f"page-views-handoff-{uuid.uuid4().hex[:6]}", build_topology,
               bootstrap_servers=bootstrap, state_dir=state_dir, commit_interval_ms=200,
@@ -131,8 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--views", type=int, default=5_000)
     args = parser.parse_args(argv)
 
-    from spark_bridge import export_topic, register_delta_tables, spark_session
-    from spark_bridge._table import render_table
+    from headrace.spark_bridge import export_topic, register_delta_tables, spark_session
+    from headrace.spark_bridge._table import render_table
 
     views = sample_views(args.views)
     finals = len({(v.value["page"], _minute_of(v)) for v in views})

@@ -17,16 +17,16 @@ Only changes of status leave the topology, on ``tire-alerts``: one alert per inc
 not one per reading. The current status of every tire is queryable in the store
 ``tire-status``.
 
-Run it with ``python -m examples.tire_pressure``.
+Run it with ``python -m headrace.examples.tire_pressure``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from dsl import Serdes, StreamsBuilder, materialized
-from streams import Topology
-from streams.testing import TestRecord, TopologyTestDriver
+from headrace.dsl import Serdes, StreamsBuilder, materialized
+from headrace.streams import Topology
+from headrace.streams.testing import TestRecord, TopologyTestDriver
 
 READINGS, ALERTS, STATUS_STORE = "tire-pressure", "tire-alerts", "tire-status"
 HISTORY_MS = 15 * 60_000

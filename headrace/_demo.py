@@ -104,7 +104,7 @@ def expected_iot(generated: list[tuple[str, bytes]]) -> Counter[str]:
     """What the IoT topology must make of ``generated``, by its own rules."""
     import pydantic
 
-    from examples.iot_sensors import ALERT_ABOVE_C, Reading, enrich, plausible
+    from headrace.examples.iot_sensors import ALERT_ABOVE_C, Reading, enrich, plausible
 
     outcome: Counter[str] = Counter()
     for sensor, raw in generated:
@@ -132,7 +132,7 @@ async def _broker(bootstrap: str | None) -> AsyncIterator[str]:
         print(f"[broker]   using {bootstrap}")
         yield bootstrap
         return
-    from log_broker import Broker
+    from headrace.log_broker import Broker
 
     with tempfile.TemporaryDirectory(prefix="headrace-demo-") as data_dir:
         async with Broker(Path(data_dir) / "broker", port=0, num_partitions=PARTITIONS,
@@ -187,9 +187,9 @@ async def _start_group_at(bootstrap: str, group: str, ends: dict[Any, int]) -> N
 
 
 async def run_demo(args: argparse.Namespace) -> int:
-    from examples import iot_sensors
-    from examples import page_views as views_app
-    from streams.runtime import App
+    from headrace.examples import iot_sensors
+    from headrace.examples import page_views as views_app
+    from headrace.streams.runtime import App
 
     # The services report bad readings as they dead-letter them; the demo shows the
     # dead-letter topic instead, so only errors reach the terminal.
@@ -249,8 +249,8 @@ async def _generate_and_watch(args: argparse.Namespace, bootstrap: str, ends: di
                               apps: list[Any]) -> tuple[bool, dict[tuple[str, str], int]]:
     from aiokafka import AIOKafkaProducer
 
-    from examples import iot_sensors
-    from examples import page_views as views_app
+    from headrace.examples import iot_sensors
+    from headrace.examples import page_views as views_app
 
     rng = random.Random(7)
     start = (int(time.time() * 1000) // MINUTE - args.minutes - 1) * MINUTE
@@ -308,8 +308,8 @@ class _Watcher:
     async def run(self) -> None:
         from aiokafka import AIOKafkaConsumer
 
-        from examples import iot_sensors
-        from examples import page_views as views_app
+        from headrace.examples import iot_sensors
+        from headrace.examples import page_views as views_app
 
         consumer = AIOKafkaConsumer(bootstrap_servers=self.bootstrap, enable_auto_commit=False)
         await consumer.start()

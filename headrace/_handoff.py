@@ -35,11 +35,11 @@ def hand_off(bootstrap: str, topic: str, start_offsets: Mapping[int, int], delta
              expected: Mapping[tuple[str, str], int]) -> bool:
     """Run the three steps; True when Spark's totals equal ``expected`` per page."""
     try:
-        from spark_bridge import export_topic, register_delta_tables, spark_session
+        from headrace.spark_bridge import export_topic, register_delta_tables, spark_session
     except ImportError as exc:  # the spark extra is optional for the rest of headrace
         print(f"[spark]    skipped: {exc} (install headrace[spark])")
         return False
-    from spark_bridge._table import render_table
+    from headrace.spark_bridge._table import render_table
 
     starting = json.dumps({topic: {str(p): o for p, o in start_offsets.items()}})
     first = export_topic(bootstrap, topic, delta_path, starting=starting, value_format="json")

@@ -20,9 +20,9 @@ DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 
 # Packages that contribute subcommands, in the order they appear in --help.
 COMMAND_MODULES = (
-    "log_broker._commands",
-    "streams._commands",
-    "spark_bridge._commands",
+    "headrace.log_broker._commands",
+    "headrace.streams._commands",
+    "headrace.spark_bridge._commands",
     "headrace._demo",
 )
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from transactions import ProducerIdAllocator
+from headrace.transactions import ProducerIdAllocator
 
 from ._config import BrokerConfig
 from ._notify import AppendNotifier

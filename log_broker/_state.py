@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from transactions import TXN_LOG_TOPIC, ProducerIdAllocator
+from headrace.transactions import TXN_LOG_TOPIC, ProducerIdAllocator
 
 from ._config import BrokerConfig
 from ._notify import AppendNotifier

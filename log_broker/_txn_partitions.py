@@ -42,7 +42,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from transactions import (
+from headrace.transactions import (
     AbortedTxn,
     AbortedTxnIndex,
     CompletedTxn,

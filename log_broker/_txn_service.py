@@ -21,7 +21,7 @@ import logging
 import time
 from collections.abc import Iterator
 
-from transactions import (
+from headrace.transactions import (
     TXN_LOG_TOPIC,
     ProducerIdSource,
     ProducerStateError,

@@ -68,4 +68,4 @@ def __getattr__(name: str) -> Any:
         from ._source import HeadraceDataSource
 
         return HeadraceDataSource
-    raise AttributeError(f"module 'spark_bridge' has no attribute {name!r}")
+    raise AttributeError(f"module 'headrace.spark_bridge' has no attribute {name!r}")

@@ -1,6 +1,6 @@
 """Lazy imports of the heavy optional dependencies, with one clear error when absent.
 
-``import spark_bridge`` must stay cheap: nothing here runs until a function that needs
+``import headrace.spark_bridge`` must stay cheap: nothing here runs until a function that needs
 Spark, Arrow or Delta is called.
 """
 

@@ -89,3 +89,8 @@ __all__ = [
     "TopologyDescription",
     "TopologyError",
 ]
+
+# The runtime imports the names above, so it comes last.
+from .runtime import App as App  # noqa: E402
+
+__all__ += ["App"]

@@ -20,7 +20,7 @@ from typing import Protocol, runtime_checkable
 
 from ._record import ConsumedRecord, ProducedRecord
 
-log = logging.getLogger("streams.deserialization")
+log = logging.getLogger("headrace.streams.deserialization")
 
 HEADER_EXCEPTION = "__streams.errors.exception"
 HEADER_MESSAGE = "__streams.errors.message"

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
-from state import StateStore as StateStore
-from state import StateStoreContext as _StoreContext
-from state import StoreBuilder as StoreBuilder
+from headrace.state import StateStore as StateStore
+from headrace.state import StateStoreContext as _StoreContext
+from headrace.state import StoreBuilder as StoreBuilder
 
 
 @runtime_checkable

@@ -20,7 +20,7 @@ from ._errors import ProcessingError, RecordDeserializationError, StreamsError
 from ._nodes import SourceNode
 from ._record import ConsumedRecord, ProducedRecord, Rec
 
-log = logging.getLogger("streams.source")
+log = logging.getLogger("headrace.streams.source")
 
 Decoder = Callable[[Sequence[ConsumedRecord]], list[Rec]]
 _timestamp = itemgetter(2)

@@ -17,7 +17,7 @@ def broker_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerP
 @pytest.fixture
 async def broker(tmp_path: Path) -> AsyncIterator[object]:
     """An in-process broker on a free port, for asyncio tests."""
-    from log_broker import Broker
+    from headrace.log_broker import Broker
 
     async with Broker(tmp_path / "data", group_initial_rebalance_delay_ms=0) as running:
         yield running

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
-from transactions import ProducerFencedError, TransactionError
+from headrace.transactions import ProducerFencedError, TransactionError
 
 
 def txn_error_code(exc: TransactionError, *, fenced_allowed: bool) -> ErrorCode:

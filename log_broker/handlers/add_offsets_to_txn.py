@@ -10,7 +10,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from transactions import TopicPartition, TransactionError
+from headrace.transactions import TopicPartition, TransactionError
 
 from .._entities import NO_THROTTLE, make
 from .._router import Route

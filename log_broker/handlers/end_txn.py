@@ -12,7 +12,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from transactions import TransactionError
+from headrace.transactions import TransactionError
 
 from .._entities import NO_THROTTLE, make
 from .._router import Route

@@ -14,7 +14,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from transactions import ProducerIdAndEpoch, TransactionError
+from headrace.transactions import ProducerIdAndEpoch, TransactionError
 
 from .._entities import NO_THROTTLE, make
 from .._router import Route

@@ -25,7 +25,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from transactions import AppendPlan, Duplicate, TransactionError
+from headrace.transactions import AppendPlan, Duplicate, TransactionError
 
 from .. import _records, storage
 from .._entities import NO_THROTTLE, make

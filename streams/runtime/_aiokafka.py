@@ -33,7 +33,7 @@ from ._fastfetch import AS_TUPLES, as_tuple, install
 from ._murmur2 import KeyPartitioner
 from ._settings import AppSettings
 
-log = logging.getLogger("streams.runtime.client")
+log = logging.getLogger("headrace.streams.runtime.client")
 
 _TOPIC_ALREADY_EXISTS = 36
 # aiokafka's batch builder wants a list; one shared empty list saves one per record.

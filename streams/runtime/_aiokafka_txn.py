@@ -36,7 +36,7 @@ from ._client import FlushResult, TopicPartition
 from ._errors import FencedError, TransactionError
 from ._settings import AppSettings
 
-log = logging.getLogger("streams.runtime.transactions")
+log = logging.getLogger("headrace.streams.runtime.transactions")
 
 _FENCED = (ProducerFenced, InvalidProducerEpoch, TransactionalIdAuthorizationFailed)
 

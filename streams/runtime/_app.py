@@ -68,7 +68,7 @@ from ._settings import AppSettings
 from ._standby import StandbyTask, StandbyUpdater
 from ._tasks import RuntimeTask, TaskManager
 
-log = logging.getLogger("streams.runtime.app")
+log = logging.getLogger("headrace.streams.runtime.app")
 
 
 class AppState(enum.Enum):

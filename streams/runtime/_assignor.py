@@ -47,7 +47,7 @@ from aiokafka.coordinator.protocol import (
 
 from ._partition_groups import TaskLayout
 
-log = logging.getLogger("streams.runtime.assignor")
+log = logging.getLogger("headrace.streams.runtime.assignor")
 
 
 @dataclass(frozen=True)

@@ -102,7 +102,7 @@ from ._handlers import ErrorHandler
 from ._metrics import AppMetrics
 from ._tasks import RuntimeTask
 
-log = logging.getLogger("streams.runtime.commit")
+log = logging.getLogger("headrace.streams.runtime.commit")
 
 
 class OffsetSink(Protocol):

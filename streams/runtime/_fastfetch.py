@@ -36,7 +36,7 @@ from typing import Any
 
 from .._record import ConsumedRecord
 
-log = logging.getLogger("streams.runtime.client")
+log = logging.getLogger("headrace.streams.runtime.client")
 
 _READ_UNCOMMITTED = 0
 

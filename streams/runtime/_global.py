@@ -45,7 +45,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from state import CheckpointError, StoreIOError, TaskCheckpoint
+from headrace.state import CheckpointError, StoreIOError, TaskCheckpoint
 
 from .._config import StreamsConfig
 from .._lifecycle import Lifecycle
@@ -53,7 +53,7 @@ from .._task import GLOBAL, TaskExecutor
 from .._topology import Topology
 from ._client import GlobalReader, TopicPartition
 
-log = logging.getLogger("streams.runtime.global")
+log = logging.getLogger("headrace.streams.runtime.global")
 
 
 class GlobalState(enum.Enum):

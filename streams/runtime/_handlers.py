@@ -33,7 +33,7 @@ from .._record import ConsumedRecord, Headers, ProducedRecord
 from ._metrics import AppMetrics
 from ._settings import ErrorAction
 
-log = logging.getLogger("streams.runtime.errors")
+log = logging.getLogger("headrace.streams.runtime.errors")
 
 
 def deserialization_handler(action: ErrorAction, dead_letters: str) -> DeserializationHandler:

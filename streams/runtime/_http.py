@@ -23,7 +23,7 @@ import urllib.parse
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-log = logging.getLogger("streams.runtime.http")
+log = logging.getLogger("headrace.streams.runtime.http")
 
 Response = tuple[int, str, bytes]  # status, content type, body
 Route = Callable[[list[str]], Awaitable[Response]]

@@ -30,8 +30,8 @@ class JsonFormatter(logging.Formatter):
 
 
 def configure_logging(fmt: str, level: str) -> None:
-    """Install one stderr handler on the ``streams`` logger tree (idempotent)."""
-    logger = logging.getLogger("streams")
+    """Install one stderr handler on the ``headrace.streams`` logger tree (idempotent)."""
+    logger = logging.getLogger("headrace.streams")
     logger.setLevel(level)
     for handler in list(logger.handlers):
         if getattr(handler, "_headrace", False):

@@ -102,7 +102,7 @@ def internal_topic_partitions(
     also reads external topics takes their count, so it is co-partitioned with them (a
     join after ``select_key`` reads both); any other takes the widest external source.
 
-    >>> from streams import Topology
+    >>> from headrace.streams import Topology
     >>> t = (Topology().add_internal_topic("by-customer-repartition")
     ...      .add_source("orders", "orders").add_source("keyed", "by-customer-repartition")
     ...      .add_processor("join", lambda: None, "orders", "keyed"))

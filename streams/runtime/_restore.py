@@ -35,7 +35,7 @@ from ._metrics import AppMetrics
 from ._standby import apply_changelog
 from ._tasks import RuntimeTask
 
-log = logging.getLogger("streams.runtime.restore")
+log = logging.getLogger("headrace.streams.runtime.restore")
 
 
 @dataclass

@@ -33,7 +33,7 @@ from ._restore import Restorer
 from ._settings import AppSettings
 from ._tasks import TaskManager
 
-log = logging.getLogger("streams.runtime.rewind")
+log = logging.getLogger("headrace.streams.runtime.rewind")
 
 FENCE_WINDOW_S = 60.0
 INSTANCE_FILE = "instance.id"

@@ -34,7 +34,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeGuard
 
-from state import (
+from headrace.state import (
     CheckpointableStore,
     CheckpointError,
     StateStoreError,
@@ -44,7 +44,7 @@ from state import (
 
 from ._client import TopicPartition
 
-log = logging.getLogger("streams.runtime.snapshots")
+log = logging.getLogger("headrace.streams.runtime.snapshots")
 
 SNAPSHOT, SNAPSHOT_TMP, SNAPSHOT_OLD = "snapshot", "snapshot.tmp", "snapshot.old"
 LIVE = "rocksdb"

@@ -28,14 +28,14 @@ import pathlib
 import time
 from collections.abc import Mapping
 
-from state import TaskCheckpoint
+from headrace.state import TaskCheckpoint
 
 from .._task import TaskExecutor
 from ._client import ChangelogReader, TopicPartition
 from ._errors import RestoreError
 from ._metrics import AppMetrics
 
-log = logging.getLogger("streams.runtime.standby")
+log = logging.getLogger("headrace.streams.runtime.standby")
 
 
 def apply_changelog(

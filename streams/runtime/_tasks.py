@@ -31,7 +31,7 @@ import shutil
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from state import CHECKPOINT_FILE, CheckpointError, StoreIOError, TaskCheckpoint
+from headrace.state import CHECKPOINT_FILE, CheckpointError, StoreIOError, TaskCheckpoint
 
 from .._config import StreamsConfig
 from .._lifecycle import Lifecycle
@@ -43,7 +43,7 @@ from ._partition_groups import parse_task_id
 from ._snapshots import TaskSnapshots
 from ._standby import StandbyTask, describe_offsets
 
-log = logging.getLogger("streams.runtime.tasks")
+log = logging.getLogger("headrace.streams.runtime.tasks")
 
 
 class RuntimeTaskState(enum.Enum):

@@ -21,10 +21,10 @@ from kio.schema.init_producer_id.v0 import request as init_pid
 from kio.schema.produce.v8 import request as produce
 from rawkafka import RawClient
 
-from log_broker import Broker
-from log_broker._records import Record, encode_batch
-from log_broker._router import Route
-from log_broker.handlers import produce as produce_handler
+from headrace.log_broker import Broker
+from headrace.log_broker._records import Record, encode_batch
+from headrace.log_broker._router import Route
+from headrace.log_broker.handlers import produce as produce_handler
 
 pytestmark = pytest.mark.conformance
 

@@ -3,9 +3,9 @@ bare function refuses is handled exactly as the checked serde would handle it.""
 
 import pytest
 
-from dsl import DeserializationError, Serdes, SerializationError, StreamsBuilder
-from streams import LogAndContinueHandler, ProcessingError, RecordDeserializationError
-from streams.testing import TopologyTestDriver
+from headrace.dsl import DeserializationError, Serdes, SerializationError, StreamsBuilder
+from headrace.streams import LogAndContinueHandler, ProcessingError, RecordDeserializationError
+from headrace.streams.testing import TopologyTestDriver
 
 STR, JSON, B = Serdes.string(), Serdes.json(), Serdes.bytes()
 

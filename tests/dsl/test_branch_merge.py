@@ -4,8 +4,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsl import Serdes, StreamsBuilder, TopologyBuildError
-from streams.testing import TopologyTestDriver
+from headrace.dsl import Serdes, StreamsBuilder, TopologyBuildError
+from headrace.streams.testing import TopologyTestDriver
 
 STR, INT = Serdes.string(), Serdes.integer()
 

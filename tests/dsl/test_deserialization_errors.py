@@ -4,14 +4,14 @@ import logging
 
 import pytest
 
-from dsl import DeserializationError, Serdes, StreamsBuilder
-from streams import (
+from headrace.dsl import DeserializationError, Serdes, StreamsBuilder
+from headrace.streams import (
     DeadLetterQueueHandler,
     LogAndContinueHandler,
     LogAndFailHandler,
     RecordDeserializationError,
 )
-from streams.testing import TopologyTestDriver
+from headrace.streams.testing import TopologyTestDriver
 
 STR, INT, B = Serdes.string(), Serdes.integer(), Serdes.bytes()
 INPUT = [(b"k1", b"\x00\x00\x00\x01"), (b"k2", b"oops"[:3]), (b"k3", b"\x00\x00\x00\x03")]
@@ -57,5 +57,5 @@ def test_dead_letter_topic_keeps_the_raw_bytes() -> None:
             (letter,) = d.create_output_topic("dlq").read_records_to_list()
             assert (letter.key, letter.value) == (b"k2", b"oop")
             headers = dict(letter.headers)
-            assert headers["__streams.errors.exception"] == b"dsl._errors.DeserializationError"
+            assert headers["__streams.errors.exception"] == b"headrace.dsl._errors.DeserializationError"
             assert headers["__streams.errors.offset"] == b"1"

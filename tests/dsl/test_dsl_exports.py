@@ -1,4 +1,4 @@
-import dsl
+from headrace import dsl
 
 
 def test_dsl_public_surface_is_pinned() -> None:

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from dsl import JoinWindows, Serdes, StreamsBuilder, TopologyBuildError
+from headrace.dsl import JoinWindows, Serdes, StreamsBuilder, TopologyBuildError
 
 S = Serdes.string()
 W = JoinWindows.of_time_difference(10)

@@ -13,8 +13,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dsl import JoinWindows, KStream, Serdes, StreamsBuilder
-from streams.testing import TestRecord, TopologyTestDriver
+from headrace.dsl import JoinWindows, KStream, Serdes, StreamsBuilder
+from headrace.streams.testing import TestRecord, TopologyTestDriver
 
 S = Serdes.string()
 

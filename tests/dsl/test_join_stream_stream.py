@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from dsl import JoinWindows, KStream, Serdes, SerializationError, StreamsBuilder, TopologyBuildError
-from streams import ProcessingError
-from streams.testing import TestRecord, TopologyTestDriver
+from headrace.dsl import JoinWindows, KStream, Serdes, SerializationError, StreamsBuilder, TopologyBuildError
+from headrace.streams import ProcessingError
+from headrace.streams.testing import TestRecord, TopologyTestDriver
 
 S = Serdes.string()
 APP = {"application_id": "app"}

@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from dsl import GlobalKTable, Serdes, StreamsBuilder, TopologyBuildError, materialized
-from state import Stores
-from streams import BatchProcessor, Rec, Topology, TopologyError
-from streams.testing import TestRecord, TopologyTestDriver
+from headrace.dsl import GlobalKTable, Serdes, StreamsBuilder, TopologyBuildError, materialized
+from headrace.state import Stores
+from headrace.streams import BatchProcessor, Rec, Topology, TopologyError
+from headrace.streams.testing import TestRecord, TopologyTestDriver
 
 S, J = Serdes.string(), Serdes.json()
 APP = {"application_id": "app"}
@@ -150,7 +150,7 @@ def test_stream_global_join_by_a_selected_key_needs_no_repartition() -> None:
 
 
 def test_a_task_reading_a_global_store_it_was_not_given_refuses_to_start(tmp_path: Any) -> None:
-    from streams import TaskExecutor
+    from headrace.streams import TaskExecutor
 
     builder, _ = build_global()
     topology = builder.build()

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsl import KTable, Serdes, StreamsBuilder, TopologyBuildError, materialized
-from streams.testing import TopologyTestDriver
+from headrace.dsl import KTable, Serdes, StreamsBuilder, TopologyBuildError, materialized
+from headrace.streams.testing import TopologyTestDriver
 
 S, J, L = Serdes.string(), Serdes.json(), Serdes.long()
 APP = {"application_id": "app"}

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsl import KStream, Serdes, StreamsBuilder, TopologyBuildError
-from streams import ProcessingError, Processor, Record
-from streams.testing import TestRecord, TopologyTestDriver
+from headrace.dsl import KStream, Serdes, StreamsBuilder, TopologyBuildError
+from headrace.streams import ProcessingError, Processor, Record
+from headrace.streams.testing import TestRecord, TopologyTestDriver
 
 STR, INT = Serdes.string(), Serdes.integer()
 pairs = st.lists(st.tuples(st.sampled_from(["a", "b", "c", None]), st.integers(-1000, 1000)), max_size=30)

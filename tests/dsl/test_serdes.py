@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dsl import DeserializationError, Serdes, SerializationError
+from headrace.dsl import DeserializationError, Serdes, SerializationError
 
 
 @pytest.mark.parametrize(

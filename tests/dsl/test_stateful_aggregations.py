@@ -4,8 +4,8 @@ from typing import Any
 
 import pytest
 
-from dsl import Materialized, Serdes, StreamsBuilder, TopologyBuildError, materialized
-from streams.testing import TestRecord, TopologyTestDriver
+from headrace.dsl import Materialized, Serdes, StreamsBuilder, TopologyBuildError, materialized
+from headrace.streams.testing import TestRecord, TopologyTestDriver
 
 S, L, INT = Serdes.string(), Serdes.long(), Serdes.integer()
 APP = {"application_id": "app"}

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from dsl import Serdes, StreamsBuilder
-from streams import ProcessingError
-from streams.testing import TopologyTestDriver
+from headrace.dsl import Serdes, StreamsBuilder
+from headrace.streams import ProcessingError
+from headrace.streams.testing import TopologyTestDriver
 
 
 def test_a_missing_serde_for_a_store_is_named_in_the_error() -> None:

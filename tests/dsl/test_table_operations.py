@@ -4,9 +4,9 @@ from typing import Any
 
 import pytest
 
-from dsl import KTable, Serdes, StreamsBuilder, TopologyBuildError, materialized
-from streams import Processor, Record
-from streams.testing import TopologyTestDriver
+from headrace.dsl import KTable, Serdes, StreamsBuilder, TopologyBuildError, materialized
+from headrace.streams import Processor, Record
+from headrace.streams.testing import TopologyTestDriver
 
 S, INT, L = Serdes.string(), Serdes.integer(), Serdes.long()
 APP = {"application_id": "app"}
@@ -157,7 +157,7 @@ def test_value_getters_read_a_tables_current_value_at_each_point_of_the_chain() 
 
 
 def test_suppress_needs_a_windowed_aggregation() -> None:
-    from dsl import Suppressed
+    from headrace.dsl import Suppressed
 
     builder = StreamsBuilder()
     with pytest.raises(TopologyBuildError):

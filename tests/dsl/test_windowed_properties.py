@@ -11,7 +11,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsl import (
+from headrace.dsl import (
     Serdes,
     SessionWindows,
     SlidingWindows,
@@ -20,7 +20,7 @@ from dsl import (
     WindowedSerdes,
     materialized,
 )
-from streams.testing import TestRecord, TopologyTestDriver
+from headrace.streams.testing import TestRecord, TopologyTestDriver
 
 S, L = Serdes.string(), Serdes.long()
 APP = {"application_id": "app"}

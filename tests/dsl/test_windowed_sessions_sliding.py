@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from dsl import (
+from headrace.dsl import (
     Serdes,
     SessionWindows,
     SlidingWindows,
@@ -12,7 +12,7 @@ from dsl import (
     WindowedSerdes,
     materialized,
 )
-from streams.testing import TopologyTestDriver
+from headrace.streams.testing import TopologyTestDriver
 
 S, L, INT = Serdes.string(), Serdes.long(), Serdes.integer()
 APP = {"application_id": "app"}

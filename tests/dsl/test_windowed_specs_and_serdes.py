@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dsl import (
+from headrace.dsl import (
     Materialized,
     Serdes,
     SerializationError,

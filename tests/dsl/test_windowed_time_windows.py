@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from dsl import (
+from headrace.dsl import (
     LateRecord,
     Serdes,
     StreamsBuilder,
@@ -13,7 +13,7 @@ from dsl import (
     WindowedSerdes,
     materialized,
 )
-from streams.testing import TestRecord, TopologyTestDriver
+from headrace.streams.testing import TestRecord, TopologyTestDriver
 
 S, L = Serdes.string(), Serdes.long()
 APP = {"application_id": "app"}
@@ -179,7 +179,7 @@ def test_final_results_survive_a_restart_without_repeats_or_losses(tmp_path: Any
 def test_suppressing_an_aggregation_that_has_other_readers_is_refused() -> None:
     import pytest
 
-    from dsl import TopologyBuildError
+    from headrace.dsl import TopologyBuildError
 
     builder = StreamsBuilder()
     counts = builder.stream("in", key_serde=S, value_serde=S).group_by_key().windowed_by(

@@ -2,8 +2,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from dsl import Serdes
-from examples.click_enrichment import (
+from headrace.dsl import Serdes
+from headrace.examples.click_enrichment import (
     CLICKS,
     ENRICHED,
     PROFILES,
@@ -16,7 +16,7 @@ S, J = Serdes.string(), Serdes.json()
 
 
 def test_clicks_get_the_profile_as_of_the_click() -> None:
-    from streams.testing import TopologyTestDriver
+    from headrace.streams.testing import TopologyTestDriver
 
     builder = build()
     topology = builder.build()
@@ -41,7 +41,7 @@ def test_clicks_get_the_profile_as_of_the_click() -> None:
 def test_the_example_runs_as_a_program() -> None:
     root = Path(__file__).resolve().parents[2]
     result = subprocess.run(
-        [sys.executable, "-m", "examples.click_enrichment"], cwd=root, capture_output=True, text=True,
+        [sys.executable, "-m", "headrace.examples.click_enrichment"], cwd=root, capture_output=True, text=True,
         timeout=60, check=True,
     )
     assert "eve {'user': 'eve', 'page': '/home', 'name': None, 'country': None}" in result.stdout

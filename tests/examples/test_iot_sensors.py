@@ -2,8 +2,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from dsl import Serdes
-from examples.iot_sensors import (
+from headrace.dsl import Serdes
+from headrace.examples.iot_sensors import (
     ALERTS,
     DEAD_LETTERS,
     ENRICHED,
@@ -12,7 +12,7 @@ from examples.iot_sensors import (
     EnrichedReading,
     build_topology,
 )
-from streams.testing import TopologyTestDriver
+from headrace.streams.testing import TopologyTestDriver
 
 
 def test_readings_are_validated_filtered_enriched_and_routed() -> None:
@@ -34,7 +34,7 @@ def test_readings_are_validated_filtered_enriched_and_routed() -> None:
 def test_the_example_runs_as_a_program() -> None:
     root = Path(__file__).resolve().parents[2]
     result = subprocess.run(
-        [sys.executable, "-m", "examples.iot_sensors"], cwd=root, capture_output=True, text=True, timeout=60, check=True
+        [sys.executable, "-m", "headrace.examples.iot_sensors"], cwd=root, capture_output=True, text=True, timeout=60, check=True
     )
     assert "sensor-alerts: s-2" in result.stdout
     assert "sensor-readings-dlq" in result.stdout

@@ -2,8 +2,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from dsl import Serdes
-from examples.orders_payments import (
+from headrace.dsl import Serdes
+from headrace.examples.orders_payments import (
     MINUTE,
     ORDERS,
     PAYMENTS,
@@ -13,7 +13,7 @@ from examples.orders_payments import (
     T0,
     build_topology,
 )
-from streams.testing import TestRecord, TopologyTestDriver
+from headrace.streams.testing import TestRecord, TopologyTestDriver
 
 S, J = Serdes.string(), Serdes.json()
 
@@ -62,7 +62,7 @@ def test_a_payment_up_to_a_minute_early_or_slightly_out_of_order_still_counts() 
 def test_the_example_runs_as_a_program() -> None:
     root = Path(__file__).resolve().parents[2]
     result = subprocess.run(
-        [sys.executable, "-m", "examples.orders_payments"], cwd=root, capture_output=True, text=True,
+        [sys.executable, "-m", "headrace.examples.orders_payments"], cwd=root, capture_output=True, text=True,
         timeout=60, check=True,
     )
     assert "o-3 {'order': 'o-3', 'customer': 'cid', 'amount': 99, 'status': 'unpaid'}" in result.stdout

@@ -2,9 +2,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from dsl import Serdes
-from examples.page_views import MINUTE, PER_MINUTE, SAMPLE, STORE, T0, VIEWS, build
-from streams.testing import TestRecord, TopologyTestDriver
+from headrace.dsl import Serdes
+from headrace.examples.page_views import MINUTE, PER_MINUTE, SAMPLE, STORE, T0, VIEWS, build
+from headrace.streams.testing import TestRecord, TopologyTestDriver
 
 
 def test_one_final_count_per_page_and_minute_with_late_views_dropped() -> None:
@@ -34,7 +34,7 @@ def test_one_final_count_per_page_and_minute_with_late_views_dropped() -> None:
 def test_the_example_runs_as_a_program() -> None:
     root = Path(__file__).resolve().parents[2]
     result = subprocess.run(
-        [sys.executable, "-m", "examples.page_views"], cwd=root, capture_output=True, text=True, timeout=60, check=True
+        [sys.executable, "-m", "headrace.examples.page_views"], cwd=root, capture_output=True, text=True, timeout=60, check=True
     )
     assert "'minute': '22:15', 'views': 1" in result.stdout
     assert "late views dropped: 1" in result.stdout

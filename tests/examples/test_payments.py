@@ -4,9 +4,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from dsl import Serdes
-from examples.payments import BALANCES, PAYMENTS, SAMPLE, app, apply_payment, build_topology
-from streams.testing import TestRecord, TopologyTestDriver
+from headrace.dsl import Serdes
+from headrace.examples.payments import BALANCES, PAYMENTS, SAMPLE, app, apply_payment, build_topology
+from headrace.streams.testing import TestRecord, TopologyTestDriver
 
 S = Serdes.string()
 
@@ -38,6 +38,6 @@ def test_the_app_asks_for_exactly_once() -> None:
 
 def test_running_it_prints_the_sample_balances() -> None:
     root = Path(__file__).resolve().parents[2]
-    done = subprocess.run([sys.executable, "-m", "examples.payments"], cwd=root,
+    done = subprocess.run([sys.executable, "-m", "headrace.examples.payments"], cwd=root,
                           capture_output=True, text=True, timeout=60, check=True)
     assert "balances: acct-1 745,3" in done.stdout

@@ -2,9 +2,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from dsl import Serdes
-from examples.tire_pressure import ALERTS, READINGS, SAMPLE, STATUS_STORE, T0, build_topology
-from streams.testing import TestRecord, TopologyTestDriver
+from headrace.dsl import Serdes
+from headrace.examples.tire_pressure import ALERTS, READINGS, SAMPLE, STATUS_STORE, T0, build_topology
+from headrace.streams.testing import TestRecord, TopologyTestDriver
 
 MINUTE = 60_000
 
@@ -54,6 +54,6 @@ def test_a_tire_pumped_back_up_recovers() -> None:
 def test_the_example_runs_as_a_program() -> None:
     root = Path(__file__).resolve().parents[2]
     result = subprocess.run(
-        [sys.executable, "-m", "examples.tire_pressure"], cwd=root, capture_output=True, text=True, timeout=60, check=True
+        [sys.executable, "-m", "headrace.examples.tire_pressure"], cwd=root, capture_output=True, text=True, timeout=60, check=True
     )
     assert "truck-7/rear-right blowout at 20.0 psi" in result.stdout

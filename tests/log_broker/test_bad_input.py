@@ -156,7 +156,7 @@ async def test_clients_cannot_write_or_delete_internal_topics(broker: Any) -> No
 async def test_transaction_timeout_above_the_broker_maximum_is_refused(tmp_path: Any) -> None:
     from kio.schema.init_producer_id.v0.request import InitProducerIdRequest
 
-    from log_broker import Broker
+    from headrace.log_broker import Broker
 
     async with Broker(tmp_path / "data", transaction_max_timeout_ms=2000) as running:
         def scenario() -> None:

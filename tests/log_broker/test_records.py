@@ -9,10 +9,10 @@ from crc32c import crc32c
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from log_broker import _records
-from log_broker._records import Compression, Record
-from log_broker.storage import CorruptRecordError, InvalidRecordError, StorageError
-from log_broker.storage._compression import compress, decompress
+from headrace.log_broker import _records
+from headrace.log_broker._records import Compression, Record
+from headrace.log_broker.storage import CorruptRecordError, InvalidRecordError, StorageError
+from headrace.log_broker.storage._compression import compress, decompress
 
 
 def test_exports_are_pinned() -> None:

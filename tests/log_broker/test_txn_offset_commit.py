@@ -24,7 +24,7 @@ from kio.schema.txn_offset_commit.v0 import request as txn_commit_v0
 from kio.schema.txn_offset_commit.v3 import request as txn_commit_v3
 from rawkafka import RawClient
 
-from log_broker import Broker
+from headrace.log_broker import Broker
 
 TOPIC = "src"
 JOIN_GROUP, SYNC_GROUP, OFFSET_FETCH, CREATE_TOPICS = 11, 14, 9, 19

@@ -16,7 +16,7 @@ from brokerproc import BrokerProcess
 from kafka_clients import Confluent, unique
 
 from headrace import cli
-from spark_bridge import (
+from headrace.spark_bridge import (
     Commit,
     DeltaSink,
     ExportJob,
@@ -25,8 +25,8 @@ from spark_bridge import (
     TopicPartition,
     export_topic,
 )
-from spark_bridge._arrow import record_schema
-from spark_bridge._options import Subscription
+from headrace.spark_bridge._arrow import record_schema
+from headrace.spark_bridge._options import Subscription
 
 
 def rows(path: Path) -> list[tuple[int, int]]:
@@ -234,8 +234,8 @@ def test_read_committed_export_skips_aborted_records(bootstrap: str, tmp_path: P
 
 # ------------------------------------------------------------------------ the Kafka client
 def test_client_reads_exact_ranges_and_can_be_reused(bootstrap: str) -> None:
-    from spark_bridge import OffsetRange
-    from spark_bridge._kafka import ConfluentClient
+    from headrace.spark_bridge import OffsetRange
+    from headrace.spark_bridge._kafka import ConfluentClient
 
     topic, placed = make_topic(bootstrap, 600)
     with ConfluentClient(bootstrap) as client:
@@ -264,7 +264,7 @@ def delete_before(bootstrap: str, topic: str, offset: int) -> None:
 
 
 def test_export_starts_at_the_log_start_after_deletion(bootstrap: str, tmp_path: Path) -> None:
-    from spark_bridge._kafka import ConfluentClient
+    from headrace.spark_bridge._kafka import ConfluentClient
 
     topic, _ = make_topic(bootstrap, 40, partitions=1)
     delete_before(bootstrap, topic, 30)
@@ -274,8 +274,8 @@ def test_export_starts_at_the_log_start_after_deletion(bootstrap: str, tmp_path:
 
 
 def test_reading_a_deleted_range_is_data_loss(bootstrap: str) -> None:
-    from spark_bridge import OffsetRange, OffsetRangeError
-    from spark_bridge._kafka import ConfluentClient
+    from headrace.spark_bridge import OffsetRange, OffsetRangeError
+    from headrace.spark_bridge._kafka import ConfluentClient
 
     topic, _ = make_topic(bootstrap, 40, partitions=1)
     delete_before(bootstrap, topic, 30)

@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from spark_bridge import OffsetRange, OffsetRangeError, OptionError, TopicPartition
-from spark_bridge._kafka import client_config
-from spark_bridge._offsets import (
+from headrace.spark_bridge import OffsetRange, OffsetRangeError, OptionError, TopicPartition
+from headrace.spark_bridge._kafka import client_config
+from headrace.spark_bridge._offsets import (
     Bounds,
     cap_offsets,
     from_json_offsets,
@@ -17,7 +17,7 @@ from spark_bridge._offsets import (
     resolve,
     to_json_offsets,
 )
-from spark_bridge._options import parse_options
+from headrace.spark_bridge._options import parse_options
 
 A0, A1, B0 = TopicPartition("a", 0), TopicPartition("a", 1), TopicPartition("b", 0)
 BOUNDS = {A0: Bounds(5, 50), A1: Bounds(0, 10), B0: Bounds(0, 0)}

@@ -19,7 +19,7 @@ from brokerproc import BrokerProcess
 from kafka_clients import Confluent, unique
 
 from headrace import cli
-from spark_bridge import (
+from headrace.spark_bridge import (
     DeltaSink,
     decode_json,
     export_topic,

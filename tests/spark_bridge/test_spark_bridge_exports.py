@@ -5,8 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import spark_bridge
-from spark_bridge import (
+from headrace import spark_bridge
+from headrace.spark_bridge import (
     BrokerError,
     DeltaError,
     MissingDependencyError,
@@ -61,7 +61,7 @@ def test_error_tree_has_one_root_and_retriable_flags() -> None:
 
 
 def test_import_does_not_load_heavy_dependencies() -> None:
-    code = ("import sys, spark_bridge, spark_bridge._commands; "
+    code = ("import sys, headrace.spark_bridge, headrace.spark_bridge._commands; "
             "print(sorted(m for m in ('pyspark', 'pyarrow', 'deltalake', 'confluent_kafka', "
             "'pandas') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import io
 
-from spark_bridge._progress import ProgressBar
-from spark_bridge._table import render_table
+from headrace.spark_bridge._progress import ProgressBar
+from headrace.spark_bridge._table import render_table
 
 
 def test_progress_bar_draws_fraction_and_count() -> None:

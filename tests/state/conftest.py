@@ -6,7 +6,7 @@ from typing import ParamSpec, TypeVar
 
 import pytest
 
-from state import (
+from headrace.state import (
     CachingKeyValueStore,
     CachingSegmentedStore,
     ChangeLoggingKeyValueStore,
@@ -25,8 +25,8 @@ from state import (
     StoreTestContext,
     WindowKeySchema,
 )
-from state._rocksdb import RocksDBBackend
-from state._tables import Backend, MemoryBackend
+from headrace.state._rocksdb import RocksDBBackend
+from headrace.state._tables import Backend, MemoryBackend
 
 BACKENDS = ["memory", "rocksdb"]
 STACKS = ["plain", "wrapped"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from state import (
+from headrace.state import (
     KeyValueStore,
     SerializationError,
     SessionStore,

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from state import CHECKPOINT_FILE, CheckpointError, TaskCheckpoint
+from headrace.state import CHECKPOINT_FILE, CheckpointError, TaskCheckpoint
 
 
 def test_round_trip_and_replace(tmp_path: Path) -> None:

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-import state
+from headrace import state
 
 
 def test_public_surface_is_pinned() -> None:

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from state import InvalidStoreStateError, KeyValueBytesStore
+from headrace.state import InvalidStoreStateError, KeyValueBytesStore
 
 
 def fill(kv: KeyValueBytesStore, keys: list[bytes]) -> None:

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from state import (
+from headrace.state import (
     InMemoryKeyValueStore,
     RocksDBKeyValueStore,
     SegmentedStore,
@@ -18,8 +18,8 @@ from state import (
     StoreTestContext,
     WindowKeySchema,
 )
-from state._rocksdb import RocksDBBackend
-from state._tables import MemoryBackend
+from headrace.state._rocksdb import RocksDBBackend
+from headrace.state._tables import MemoryBackend
 
 keys = st.binary(min_size=0, max_size=3)
 kv_ops = st.lists(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from state import (
+from headrace.state import (
     RocksDBKeyValueStore,
     RocksDBSessionStore,
     RocksDBWindowStore,
@@ -100,7 +100,7 @@ def test_directory_held_by_another_live_process_is_refused(tmp_path: Path) -> No
                 f"""
                 import sys
                 from pathlib import Path
-                from state import RocksDBKeyValueStore, StoreTestContext
+                from headrace.state import RocksDBKeyValueStore, StoreTestContext
                 store = RocksDBKeyValueStore("kv")
                 store.init(StoreTestContext(state_dir=Path({str(tmp_path)!r})))
                 print("ready", flush=True)
@@ -139,7 +139,7 @@ def test_flushed_writes_survive_a_killed_process(tmp_path: Path) -> None:
         f"""
         import os, signal
         from pathlib import Path
-        from state import RocksDBKeyValueStore, StoreTestContext
+        from headrace.state import RocksDBKeyValueStore, StoreTestContext
         store = RocksDBKeyValueStore("kv")
         store.init(StoreTestContext(state_dir=Path({str(tmp_path)!r})))
         store.put_all([(i.to_bytes(4, "big"), b"x") for i in range(1000)])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from state import SegmentedSessionStore, StoreTestContext, Window, Windowed
+from headrace.state import SegmentedSessionStore, StoreTestContext, Window, Windowed
 
 Factory = Callable[..., SegmentedSessionStore]
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from state import (
+from headrace.state import (
     CachingKeyValueStore,
     ChangeLoggingKeyValueStore,
     CheckpointableStore,

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import pytest
 
-from state import (
+from headrace.state import (
     SegmentedStore,
     SegmentedWindowStore,
     StoreConfigError,
@@ -18,7 +18,7 @@ from state import (
     Windowed,
     WindowKeySchema,
 )
-from state._tables import MemoryBackend
+from headrace.state._tables import MemoryBackend
 
 Factory = Callable[..., SegmentedWindowStore]
 

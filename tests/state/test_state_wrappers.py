@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from state import (
+from headrace.state import (
     CacheEntry,
     CachingKeyValueStore,
     ChangeLoggingKeyValueStore,
@@ -15,7 +15,7 @@ from state import (
     Window,
     Windowed,
 )
-from state._metered import LATENCY_SAMPLE
+from headrace.state._metered import LATENCY_SAMPLE
 
 
 def stack(context: StoreTestContext, cache_size: int = 100) -> tuple[CachingKeyValueStore, InMemoryKeyValueStore]:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from streams import StateStoreContext
+from headrace.streams import StateStoreContext
 
 
 class DictStore:

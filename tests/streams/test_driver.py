@@ -4,8 +4,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from streams import KeyValue, NoOutputRecordError, StreamsError, Topology, TopologyError
-from streams.testing import TestRecord, TopologyTestDriver
+from headrace.streams import KeyValue, NoOutputRecordError, StreamsError, Topology, TopologyError
+from headrace.streams.testing import TestRecord, TopologyTestDriver
 
 
 def echo() -> Topology:

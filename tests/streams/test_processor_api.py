@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from streams import (
+from headrace.streams import (
     IllegalStateTransition,
     ProcessingError,
     Processor,
@@ -15,7 +15,7 @@ from streams import (
     StateStoreError,
     Topology,
 )
-from streams.testing import TestRecord, TopologyTestDriver
+from headrace.streams.testing import TestRecord, TopologyTestDriver
 
 
 class Router(Processor):

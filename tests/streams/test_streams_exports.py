@@ -1,10 +1,10 @@
-import streams
-import streams.testing
+from headrace import streams
+import headrace.streams.testing
 
 
 def test_streams_public_surface_is_pinned() -> None:
     assert sorted(streams.__all__) == [
-        "BatchProcessor", "Cancellable", "ConfigError", "ConsumedRecord",
+        "App", "BatchProcessor", "Cancellable", "ConfigError", "ConsumedRecord",
         "DeadLetterQueueHandler", "DeserializationAction", "DeserializationHandler",
         "DeserializationResponse", "Deserializer", "Headers", "IllegalStateTransition",
         "KeyValue", "LogAndContinueHandler", "LogAndFailHandler", "NoOutputRecordError",

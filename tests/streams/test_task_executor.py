@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streams import (
+from headrace.streams import (
     BatchProcessor,
     DeadLetterQueueHandler,
     IllegalStateTransition,

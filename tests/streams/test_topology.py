@@ -1,6 +1,6 @@
 import pytest
 
-from streams import Processor, Record, Topology, TopologyError
+from headrace.streams import Processor, Record, Topology, TopologyError
 
 
 class _Builder:

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from transactions import AbortedTxn, AbortedTxnIndex
+from headrace.transactions import AbortedTxn, AbortedTxnIndex
 
 
 def _index() -> AbortedTxnIndex:

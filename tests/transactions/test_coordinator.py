@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from transactions import (
+from headrace.transactions import (
     TXN_TRANSITIONS,
     ConcurrentTransactionsError,
     CoordinatorNotAvailableError,

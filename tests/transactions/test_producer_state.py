@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from transactions import (
+from headrace.transactions import (
     AppendPlan,
     CompletedTxn,
     CorruptSnapshotError,
@@ -21,7 +21,7 @@ from transactions import (
     decode_snapshot,
     encode_snapshot,
 )
-from transactions._producer_state import last_sequence
+from headrace.transactions._producer_state import last_sequence
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import transactions
-from transactions import _errors
+from headrace import transactions
+from headrace.transactions import _errors
 
 
 def test_public_surface_is_pinned() -> None:
@@ -49,4 +49,4 @@ def test_nothing_imports_the_broker() -> None:
             if isinstance(node, ast.ImportFrom | ast.Import):
                 names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [
                     alias.name for alias in node.names]
-                assert not any(n.startswith("log_broker") for n in names), path
+                assert not any(n.startswith(("log_broker", "headrace.log_broker")) for n in names), path

@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from transactions import (
+from headrace.transactions import (
     TopicPartition,
     TransactionMetadata,
     TxnLogRecordError,
@@ -17,7 +17,7 @@ from transactions import (
     encode_txn_log_value,
     txn_log_partition_for,
 )
-from transactions._txn_log import java_string_hash
+from headrace.transactions._txn_log import java_string_hash
 
 
 def test_java_string_hash_matches_java() -> None:

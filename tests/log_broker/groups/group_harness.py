@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from log_broker.groups import (
+from headrace.log_broker.groups import (
     GroupConfig,
     GroupCoordinator,
     GroupError,

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from log_broker.groups import (
+from headrace.log_broker.groups import (
     GroupKey,
     GroupValue,
     MemberValue,

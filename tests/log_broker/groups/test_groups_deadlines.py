@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from log_broker.groups._deadlines import Deadlines
+from headrace.log_broker.groups._deadlines import Deadlines
 
 
 def test_due_keys_come_out_earliest_first_and_only_once() -> None:

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-import log_broker.groups as groups
+import headrace.log_broker.groups as groups
 
 
 def test_public_surface_is_pinned() -> None:

@@ -6,15 +6,15 @@ import itertools
 
 import pytest
 
-from log_broker.groups import (
+from headrace.log_broker.groups import (
     GROUP_TRANSITIONS,
     MEMBER_TRANSITIONS,
     GroupState,
     IllegalTransitionError,
     MemberState,
 )
-from log_broker.groups._group import Group
-from log_broker.groups._machine import check_group_transition, check_member_transition
+from headrace.log_broker.groups._group import Group
+from headrace.log_broker.groups._machine import check_group_transition, check_member_transition
 
 G = GroupState
 

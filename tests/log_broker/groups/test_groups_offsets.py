@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from group_harness import Harness
 
-from log_broker import _records
-from log_broker.groups import (
+from headrace.log_broker import _records
+from headrace.log_broker.groups import (
     CoordinatorNotAvailableError,
     GroupCoordinator,
     GroupIdNotFoundError,
@@ -176,7 +176,7 @@ def test_state_rebuilt_from_records_matches() -> None:
 
 
 def test_replay_materializes_transactional_offsets_only_on_commit_markers() -> None:
-    from log_broker.groups import OffsetKey, OffsetValue, encode_offset_key, encode_offset_value
+    from headrace.log_broker.groups import OffsetKey, OffsetValue, encode_offset_key, encode_offset_value
 
     def txn_batch(producer_id: int, offset: int, value: int) -> bytes:
         key = encode_offset_key(OffsetKey("g", "orders", 0))
@@ -208,7 +208,7 @@ def test_replay_materializes_transactional_offsets_only_on_commit_markers() -> N
 
 
 def _offset_batch(offset: int, value: int, producer_id: int = -1) -> bytes:
-    from log_broker.groups import OffsetKey, OffsetValue, encode_offset_key, encode_offset_value
+    from headrace.log_broker.groups import OffsetKey, OffsetValue, encode_offset_key, encode_offset_value
 
     key = encode_offset_key(OffsetKey("g", "orders", 0))
     record = _records.Record(offset, 0, key, encode_offset_value(OffsetValue(value, -1, "", 0)))
@@ -252,8 +252,8 @@ def test_an_open_transaction_overtaken_by_a_plain_commit_is_not_handed_over() ->
 
 
 def test_live_commit_after_a_staged_transaction_wins_at_its_marker() -> None:
-    from log_broker.groups import OffsetValue
-    from log_broker.groups._offsets import GroupOffsets
+    from headrace.log_broker.groups import OffsetValue
+    from headrace.log_broker.groups._offsets import GroupOffsets
 
     offsets = GroupOffsets()
     offsets.stage(7, {T0: OffsetValue(100, -1, "", 0)})

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from log_broker import _records
-from log_broker._notify import AppendNotifier
-from log_broker.groups import (
+from headrace.log_broker import _records
+from headrace.log_broker._notify import AppendNotifier
+from headrace.log_broker.groups import (
     OFFSETS_TOPIC,
     GroupConfig,
     GroupService,
@@ -25,7 +25,7 @@ from log_broker.groups import (
     decode_offset_value,
     partition_for,
 )
-from log_broker.storage import GroupSyncer, LogManager
+from headrace.log_broker.storage import GroupSyncer, LogManager
 
 CONFIG = GroupConfig(initial_rebalance_delay_ms=0, min_session_timeout_ms=100)
 T0 = TopicPartition("orders", 0)

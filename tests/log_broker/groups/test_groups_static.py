@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from group_harness import Harness
 
-from log_broker.groups import FencedInstanceIdError, GroupState, UnknownMemberIdError
+from headrace.log_broker.groups import FencedInstanceIdError, GroupState, UnknownMemberIdError
 
 SESSION = {"session_ms": 60_000, "rebalance_ms": 30_000}
 

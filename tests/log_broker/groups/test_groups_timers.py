@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from group_harness import Harness
 
-from log_broker.groups import GroupState, RebalanceInProgressError, UnknownMemberIdError
+from headrace.log_broker.groups import GroupState, RebalanceInProgressError, UnknownMemberIdError
 
 
 def state(h: Harness) -> GroupState:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from group_harness import Harness
 
-from log_broker.groups import (
+from headrace.log_broker.groups import (
     FencedInstanceIdError,
     GroupState,
     IllegalGenerationError,

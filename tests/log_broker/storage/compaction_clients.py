@@ -18,7 +18,7 @@ from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v11 import request as fetch
 from rawkafka import RawClient
 
-from log_broker import _records
+from headrace.log_broker import _records
 
 Seen = tuple[int, bytes | None, bytes | None]  # offset, key, value
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from storage_batches import all_records
 
-from log_broker import _records
-from log_broker.storage import PartitionLog, TopicConfig
+from headrace.log_broker import _records
+from headrace.log_broker.storage import PartitionLog, TopicConfig
 
 Pair = tuple[bytes | None, bytes | None]
 

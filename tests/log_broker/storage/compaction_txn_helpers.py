@@ -16,11 +16,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from log_broker import _records
-from log_broker._txn_partitions import ABORTED_INDEX, SNAPSHOT_SUFFIX, PartitionTxn, load
-from log_broker.storage import PartitionLog
-from log_broker.storage._cleaner import Cleaner, CleanStats
-from transactions import AbortedTxn, AbortedTxnIndex
+from headrace.log_broker import _records
+from headrace.log_broker._txn_partitions import ABORTED_INDEX, SNAPSHOT_SUFFIX, PartitionTxn, load
+from headrace.log_broker.storage import PartitionLog
+from headrace.log_broker.storage._cleaner import Cleaner, CleanStats
+from headrace.transactions import AbortedTxn, AbortedTxnIndex
 
 Pair = tuple[bytes, bytes | None]
 Seen = tuple[int, bytes | None, bytes | None]  # offset, key, value

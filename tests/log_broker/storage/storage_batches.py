@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from log_broker import _records
-from log_broker.storage import PartitionLog, TopicConfig
+from headrace.log_broker import _records
+from headrace.log_broker.storage import PartitionLog, TopicConfig
 
 
 def batch(

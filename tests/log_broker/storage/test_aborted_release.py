@@ -23,17 +23,17 @@ from compaction_txn_helpers import (
     unneeded_markers,
 )
 
-from log_broker import _records
-from log_broker._txn_partitions import (
+from headrace.log_broker import _records
+from headrace.log_broker._txn_partitions import (
     ABORTED_INDEX,
     PartitionTxn,
     PartitionTxns,
     checkpoint,
     load,
 )
-from log_broker.storage import PartitionLog
-from log_broker.storage._cleaner import Cleaner
-from transactions import AbortedTxn, AbortedTxnIndex
+from headrace.log_broker.storage import PartitionLog
+from headrace.log_broker.storage._cleaner import Cleaner
+from headrace.transactions import AbortedTxn, AbortedTxnIndex
 
 T0 = 5_000_000
 

@@ -11,11 +11,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from storage_batches import all_records, open_log
 
-from log_broker import _records
-from log_broker.storage import InvalidRecordError, LogManager, PartitionLog, TopicConfig
-from log_broker.storage import _retain as retain_module
-from log_broker.storage._cleaner import Cleaner, clean_log, plan
-from log_broker.storage._cleaner_checkpoint import (
+from headrace.log_broker import _records
+from headrace.log_broker.storage import InvalidRecordError, LogManager, PartitionLog, TopicConfig
+from headrace.log_broker.storage import _retain as retain_module
+from headrace.log_broker.storage._cleaner import Cleaner, clean_log, plan
+from headrace.log_broker.storage._cleaner_checkpoint import (
     CLEANER_CHECKPOINT_FILE,
     MAX_MARKS,
     CleanerCheckpoint,
@@ -273,7 +273,7 @@ def test_reads_and_appends_go_on_while_a_pass_rewrites(tmp_path: Path) -> None:
         return original(*args, **kwargs)  # type: ignore[arg-type]
 
     retain_module.retained = slow_retained  # type: ignore[assignment]
-    import log_broker.storage._rewrite as rewrite_module
+    import headrace.log_broker.storage._rewrite as rewrite_module
 
     rewrite_module.retained = slow_retained  # type: ignore[attr-defined]
     try:

@@ -33,8 +33,8 @@ from compaction_clients import (
 )
 from kafka_clients import Confluent, unique
 
-from log_broker import _records
-from log_broker.storage._retain import delete_horizon
+from headrace.log_broker import _records
+from headrace.log_broker.storage._retain import delete_horizon
 
 pytestmark = pytest.mark.conformance
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from compaction_helpers import compacted_log, expected_after_clean, keyed, snapshot
 
-from log_broker._txn_partitions import checkpoint, load
+from headrace.log_broker._txn_partitions import checkpoint, load
 
 _ROOT = Path(__file__).resolve().parents[3]
 _HELPERS = Path(__file__).resolve().parent
@@ -29,8 +29,8 @@ _CHILD = """
 import os, signal, sys
 from pathlib import Path
 from compaction_helpers import compacted_log
-from log_broker.storage import _compaction
-from log_broker.storage._cleaner import Cleaner
+from headrace.log_broker.storage import _compaction
+from headrace.log_broker.storage._cleaner import Cleaner
 
 point, occurrence, directory = sys.argv[1], int(sys.argv[2]), Path(sys.argv[3])
 transactional = len(sys.argv) > 4
@@ -104,7 +104,7 @@ def test_a_cleaner_killed_at_any_step_leaves_a_consistent_log(
     assert log.log_end_offset == end
     assert log.append(keyed([(b"k0", b"after")]), now_ms=0).base_offset == end
     log.roll(0)
-    Cleaner = __import__("log_broker.storage._cleaner", fromlist=["Cleaner"]).Cleaner
+    Cleaner = __import__("headrace.log_broker.storage._cleaner", fromlist=["Cleaner"]).Cleaner
     Cleaner().run([log], 20_000)
     final = [r for r in snapshot(log) if r[0] < end]
     assert final == [r for r in expected if r[2] != b"k0"]

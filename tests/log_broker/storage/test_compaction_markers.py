@@ -21,19 +21,19 @@ from compaction_txn_helpers import (
     unneeded_markers,
 )
 
-from log_broker import _records
-from log_broker._txn_partitions import checkpoint, load
-from log_broker.storage import PartitionLog
-from log_broker.storage._cleaner import Cleaner, plan
-from log_broker.storage._cleaner_checkpoint import (
+from headrace.log_broker import _records
+from headrace.log_broker._txn_partitions import checkpoint, load
+from headrace.log_broker.storage import PartitionLog
+from headrace.log_broker.storage._cleaner import Cleaner, plan
+from headrace.log_broker.storage._cleaner_checkpoint import (
     CLEANER_CHECKPOINT_FILE,
     CleanerCheckpoint,
     read_checkpoint,
     write_checkpoint,
 )
-from log_broker.storage._markers import HELD_BACK_RETRY_MS
-from log_broker.storage._retain import delete_horizon
-from transactions import OutOfOrderSequenceError
+from headrace.log_broker.storage._markers import HELD_BACK_RETRY_MS
+from headrace.log_broker.storage._retain import delete_horizon
+from headrace.transactions import OutOfOrderSequenceError
 
 T0 = 5_000_000
 RETENTION = 1_000

@@ -17,13 +17,13 @@ from compaction_txn_helpers import (
     read_uncommitted,
 )
 
-from log_broker import _records
-from log_broker._txn_partitions import load
-from log_broker.storage import LogManager, PartitionLog
-from log_broker.storage._cleaner import Cleaner
-from log_broker.storage._cleaner_checkpoint import CLEANER_CHECKPOINT_FILE, read_checkpoint
-from log_broker.storage._retain import delete_horizon
-from transactions import Duplicate, OutOfOrderSequenceError
+from headrace.log_broker import _records
+from headrace.log_broker._txn_partitions import load
+from headrace.log_broker.storage import LogManager, PartitionLog
+from headrace.log_broker.storage._cleaner import Cleaner
+from headrace.log_broker.storage._cleaner_checkpoint import CLEANER_CHECKPOINT_FILE, read_checkpoint
+from headrace.log_broker.storage._retain import delete_horizon
+from headrace.transactions import Duplicate, OutOfOrderSequenceError
 
 DAY = 86_400_000
 
@@ -296,7 +296,7 @@ def test_read_committed_after_compaction_sees_exactly_the_latest_committed_value
 def test_a_log_stalled_by_an_open_transaction_is_not_read_again_until_it_changes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import log_broker.storage._cleaner as cleaner_module
+    import headrace.log_broker.storage._cleaner as cleaner_module
 
     log = compacted_log(tmp_path)
     w = Writer(log)

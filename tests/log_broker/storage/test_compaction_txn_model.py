@@ -22,9 +22,9 @@ from compaction_txn_helpers import (
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from log_broker import _records
-from log_broker._txn_partitions import PartitionTxn, checkpoint, load
-from log_broker.storage import PartitionLog
+from headrace.log_broker import _records
+from headrace.log_broker._txn_partitions import PartitionTxn, checkpoint, load
+from headrace.log_broker.storage import PartitionLog
 
 PRODUCERS = (1, 2, 3)
 RETENTION_MS = 50

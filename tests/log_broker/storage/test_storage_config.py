@@ -4,14 +4,14 @@ from dataclasses import fields
 
 import pytest
 
-from log_broker.storage import (
+from headrace.log_broker.storage import (
     CONFIG_DEFS,
     InvalidConfigError,
     TopicConfig,
     describe_configs,
     effective_configs,
 )
-from log_broker.storage._config import _value_of
+from headrace.log_broker.storage._config import _value_of
 
 
 def test_table_and_dataclass_agree_on_names_and_defaults() -> None:

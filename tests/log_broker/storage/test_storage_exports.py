@@ -3,8 +3,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import log_broker.storage as storage
-from log_broker.storage import _errors
+import headrace.log_broker.storage as storage
+from headrace.log_broker.storage import _errors
 
 
 def test_public_surface_is_pinned() -> None:
@@ -37,7 +37,7 @@ def test_every_error_descends_from_the_root_and_carries_codes() -> None:
 
 def test_records_and_storage_import_in_either_order() -> None:
     # _records raises storage's errors and storage uses _records: no import cycle.
-    for first, second in (("log_broker._records", "log_broker.storage"),
-                          ("log_broker.storage", "log_broker._records")):  # fmt: skip
+    for first, second in (("headrace.log_broker._records", "headrace.log_broker.storage"),
+                          ("headrace.log_broker.storage", "headrace.log_broker._records")):  # fmt: skip
         code = f"import {first}, {second}; {second}.__name__"
         subprocess.run([sys.executable, "-c", code], check=True)

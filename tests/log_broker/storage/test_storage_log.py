@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from storage_batches import all_records, batch, offsets_in, open_log
 
-from log_broker import _records
-from log_broker.storage import (
+from headrace.log_broker import _records
+from headrace.log_broker.storage import (
     CorruptRecordError,
     InvalidRecordError,
     LogClosedError,

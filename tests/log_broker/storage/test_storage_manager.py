@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from storage_batches import all_records, batch
 
-from log_broker.storage import (
+from headrace.log_broker.storage import (
     InvalidConfigError,
     InvalidPartitionsError,
     InvalidTopicError,

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from storage_batches import all_records, batch, open_log
 
-from log_broker import _records
-from log_broker.storage import PartitionLog, TopicConfig
-from log_broker.storage import _segment as segment_module
-from log_broker.storage._recovery import CLEAN_SHUTDOWN_FILE
-from log_broker.storage._segment import LogSegment
+from headrace.log_broker import _records
+from headrace.log_broker.storage import PartitionLog, TopicConfig
+from headrace.log_broker.storage import _segment as segment_module
+from headrace.log_broker.storage._recovery import CLEAN_SHUTDOWN_FILE
+from headrace.log_broker.storage._segment import LogSegment
 
 
 def _crash_image(log: PartitionLog, target: Path) -> PartitionLog:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from storage_batches import all_records, batch, open_log
 
-from log_broker.storage import GroupSyncer, KafkaStorageError, PartitionLog
+from headrace.log_broker.storage import GroupSyncer, KafkaStorageError, PartitionLog
 
 
 @pytest.fixture

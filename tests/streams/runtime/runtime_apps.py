@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from state import Stores
-from streams import BatchProcessor, Rec, Topology
+from headrace.state import Stores
+from headrace.streams import BatchProcessor, Rec, Topology
 
 INPUT, UPPER, COUNTS = "rt-input", "rt-upper", "rt-counts"
 
@@ -78,7 +78,7 @@ def upper_tansu() -> Topology:
 
 # The payments job of the exactly-once tests: one pair of topics per test.
 def _payments(name: str) -> Topology:
-    from examples.payments import build
+    from headrace.examples.payments import build
 
     return build(source=f"pay-in-{name}", sink=f"pay-out-{name}").build()
 

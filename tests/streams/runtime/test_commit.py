@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 from runtime_apps import count_topology
 
-from state import TaskCheckpoint
-from streams import ConsumedRecord, StreamsConfig, TaskExecutor
-from streams.runtime import ClientError
-from streams.runtime._client import FlushResult, TopicPartition
-from streams.runtime._commit import Committer
-from streams.runtime._handlers import ErrorHandler
-from streams.runtime._metrics import AppMetrics
-from streams.runtime._tasks import RuntimeTask
+from headrace.state import TaskCheckpoint
+from headrace.streams import ConsumedRecord, StreamsConfig, TaskExecutor
+from headrace.streams.runtime import ClientError
+from headrace.streams.runtime._client import FlushResult, TopicPartition
+from headrace.streams.runtime._commit import Committer
+from headrace.streams.runtime._handlers import ErrorHandler
+from headrace.streams.runtime._metrics import AppMetrics
+from headrace.streams.runtime._tasks import RuntimeTask
 
 CHANGELOG = ("app-counts-changelog", 0)
 SOURCE = ("rt-input", 0)

@@ -10,18 +10,18 @@ from pathlib import Path
 import pytest
 from runtime_apps import count_topology
 
-from state import TaskCheckpoint
-from streams import ConsumedRecord, StreamsConfig
-from streams.runtime import AppSettings, SettingsError
-from streams.runtime._client import FlushResult, TopicPartition
-from streams.runtime._commit import Committer, TransactionSink
-from streams.runtime._errors import TransactionError
-from streams.runtime._handlers import ErrorHandler
-from streams.runtime._metrics import AppMetrics
-from streams.runtime._restore import Restorer
-from streams.runtime._rewind import instance_id, transactional_id
-from streams.runtime._snapshots import TaskSnapshots
-from streams.runtime._tasks import RuntimeTask, TaskManager
+from headrace.state import TaskCheckpoint
+from headrace.streams import ConsumedRecord, StreamsConfig
+from headrace.streams.runtime import AppSettings, SettingsError
+from headrace.streams.runtime._client import FlushResult, TopicPartition
+from headrace.streams.runtime._commit import Committer, TransactionSink
+from headrace.streams.runtime._errors import TransactionError
+from headrace.streams.runtime._handlers import ErrorHandler
+from headrace.streams.runtime._metrics import AppMetrics
+from headrace.streams.runtime._restore import Restorer
+from headrace.streams.runtime._rewind import instance_id, transactional_id
+from headrace.streams.runtime._snapshots import TaskSnapshots
+from headrace.streams.runtime._tasks import RuntimeTask, TaskManager
 
 APP = "app"
 CHANGELOG = (f"{APP}-counts-changelog", 0)

@@ -12,8 +12,8 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from rtprocs import Cluster, Instance
 
-from examples import page_views, tire_pressure
-from examples.iot_sensors import ALERTS, DEAD_LETTERS, ENRICHED, READINGS, SAMPLE
+from headrace.examples import page_views, tire_pressure
+from headrace.examples.iot_sensors import ALERTS, DEAD_LETTERS, ENRICHED, READINGS, SAMPLE
 
 pytestmark = pytest.mark.slow
 
@@ -80,7 +80,7 @@ async def test_iot_example_runs_as_a_service(
 ) -> None:
     bootstrap = cluster.bootstrap
     await _create(bootstrap, [READINGS, ENRICHED, ALERTS, DEAD_LETTERS])
-    inst = _service(instances, "examples.iot_sensors:build_topology", "iot", bootstrap, tmp_path)
+    inst = _service(instances, "headrace.examples.iot_sensors:build_topology", "iot", bootstrap, tmp_path)
     await asyncio.to_thread(inst.wait_for, "tasks=0_", 40)
     await _produce(bootstrap, READINGS, [(key.encode(), value, None) for key, value in SAMPLE])
     got = await _collect(bootstrap, [ENRICHED, ALERTS, DEAD_LETTERS], want=5)
@@ -98,7 +98,7 @@ async def test_page_views_example_counts_views_per_page_and_minute_as_a_service(
     minute and its grace have passed."""
     bootstrap = cluster.bootstrap
     await _create(bootstrap, [page_views.VIEWS, page_views.PER_MINUTE])
-    inst = _service(instances, "examples.page_views:build_topology", "page-views", bootstrap, tmp_path)
+    inst = _service(instances, "headrace.examples.page_views:build_topology", "page-views", bootstrap, tmp_path)
     await asyncio.to_thread(inst.wait_for, "tasks=0_", 40)
     t0 = page_views.T0
     views = [("alice", "/home", 1_000), ("bob", "/home", 20_000), ("alice", "/cart", 45_000),
@@ -133,7 +133,7 @@ async def test_tire_pressure_example_alerts_once_per_incident_as_a_service(
 ) -> None:
     bootstrap = cluster.bootstrap
     await _create(bootstrap, [tire_pressure.READINGS, tire_pressure.ALERTS])
-    inst = _service(instances, "examples.tire_pressure:build_topology", "tires", bootstrap, tmp_path)
+    inst = _service(instances, "headrace.examples.tire_pressure:build_topology", "tires", bootstrap, tmp_path)
     await asyncio.to_thread(inst.wait_for, "tasks=0_", 40)
     await _produce(bootstrap, tire_pressure.READINGS, [
         (r.key.encode(), json.dumps(r.value).encode(), None) for r in tire_pressure.SAMPLE

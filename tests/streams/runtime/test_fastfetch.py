@@ -6,7 +6,7 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
-from streams.runtime._fastfetch import AS_TUPLES, as_tuple, install
+from headrace.streams.runtime._fastfetch import AS_TUPLES, as_tuple, install
 
 
 async def _fill(bootstrap: str, topic: str, n: int) -> None:

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from dsl import Serdes, StreamsBuilder
-from streams._task import TaskExecutor
-from streams.runtime._gc import tune_for_streaming
+from headrace.dsl import Serdes, StreamsBuilder
+from headrace.streams._task import TaskExecutor
+from headrace.streams.runtime._gc import tune_for_streaming
 
 ROUND = 20_000  # the default max_poll_records
 

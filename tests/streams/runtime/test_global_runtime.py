@@ -14,7 +14,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
-from dsl import Serdes, StreamsBuilder
+from headrace.dsl import Serdes, StreamsBuilder
 
 if TYPE_CHECKING:
     from rtprocs import Cluster, Instance

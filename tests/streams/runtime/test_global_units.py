@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from dsl import Serdes, StreamsBuilder
-from streams import StreamsConfig, TopologyError
-from streams._record import ConsumedRecord
-from streams.runtime import TaskLayout
-from streams.runtime import _partition_groups as partition_groups
-from streams.runtime._global import GlobalState, GlobalStores, global_topics
-from streams.runtime._partition_groups import internal_topic_partitions, source_topics
-from streams.runtime._tasks import TaskManager
+from headrace.dsl import Serdes, StreamsBuilder
+from headrace.streams import StreamsConfig, TopologyError
+from headrace.streams._record import ConsumedRecord
+from headrace.streams.runtime import TaskLayout
+from headrace.streams.runtime import _partition_groups as partition_groups
+from headrace.streams.runtime._global import GlobalState, GlobalStores, global_topics
+from headrace.streams.runtime._partition_groups import internal_topic_partitions, source_topics
+from headrace.streams.runtime._tasks import TaskManager
 
 TP = tuple[str, int]
 S = Serdes.string()

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from aiokafka import AIOKafkaProducer
 
-from dsl import Materialized, Serdes, StreamsBuilder
+from headrace.dsl import Materialized, Serdes, StreamsBuilder
 
 if TYPE_CHECKING:
     from rtprocs import Cluster, Instance

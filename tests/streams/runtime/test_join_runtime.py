@@ -13,8 +13,8 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
-from dsl import JoinWindows, Serdes, StreamsBuilder
-from examples import orders_payments as op
+from headrace.dsl import JoinWindows, Serdes, StreamsBuilder
+from headrace.examples import orders_payments as op
 
 if TYPE_CHECKING:
     from rtprocs import Cluster, Instance
@@ -110,7 +110,7 @@ async def test_orders_and_payments_join_across_two_instances(
 ) -> None:
     bootstrap = cluster.bootstrap
     await _create(bootstrap, {op.ORDERS: 2, op.PAYMENTS: 2, op.STATUS: 2})
-    target = "examples.orders_payments:build_topology"
+    target = "headrace.examples.orders_payments:build_topology"
     a = _instance(instances, target, "orders-rt", bootstrap, tmp_path, "a")
     b = _instance(instances, target, "orders-rt", bootstrap, tmp_path, "b")
     await asyncio.to_thread(a.wait_for, "tasks=0_", 60)

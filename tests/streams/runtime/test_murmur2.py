@@ -3,8 +3,8 @@ import random
 import pytest
 from kafka.partitioner.default import murmur2 as kafka_python_murmur2
 
-from streams.runtime import murmur2, partition_for_key
-from streams.runtime._murmur2 import KeyPartitioner
+from headrace.streams.runtime import murmur2, partition_for_key
+from headrace.streams.runtime._murmur2 import KeyPartitioner
 
 # Values computed by Java's org.apache.kafka.common.utils.Utils.murmur2 (Kafka's UtilsTest).
 JAVA = {

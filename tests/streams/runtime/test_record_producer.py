@@ -8,9 +8,9 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from payments_job import create_topics
 
-from streams.runtime import partition_for_key
-from streams.runtime._aiokafka import AiokafkaRecordProducer
-from streams.runtime._settings import AppSettings
+from headrace.streams.runtime import partition_for_key
+from headrace.streams.runtime._aiokafka import AiokafkaRecordProducer
+from headrace.streams.runtime._settings import AppSettings
 
 
 async def _read(bootstrap: str, topic: str, partitions: int) -> dict[int, list[Any]]:

@@ -1,5 +1,5 @@
-import streams
-import streams.runtime as runtime
+from headrace import streams
+import headrace.streams.runtime as runtime
 
 
 def test_runtime_public_surface_is_pinned() -> None:

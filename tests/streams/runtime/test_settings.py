@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from streams.runtime import AppSettings, SettingsError
+from headrace.streams.runtime import AppSettings, SettingsError
 
 
 def test_later_sources_win(tmp_path: Path) -> None:
@@ -46,9 +46,9 @@ def test_bad_settings_are_refused_with_the_field_named(overrides: dict[str, obje
 def test_docstring_examples_run() -> None:
     import doctest
 
-    import streams.runtime._murmur2 as murmur
-    import streams.runtime._partition_groups as groups
-    import streams.runtime._settings as settings
+    import headrace.streams.runtime._murmur2 as murmur
+    import headrace.streams.runtime._partition_groups as groups
+    import headrace.streams.runtime._settings as settings
 
     for module in (settings, murmur, groups):
         assert doctest.testmod(module).failed == 0
@@ -56,11 +56,11 @@ def test_docstring_examples_run() -> None:
 
 def test_headrace_run_flags_reach_the_app_settings(tmp_path: Path) -> None:
     from headrace.cli import build_parser
-    from streams._commands import build_app
+    from headrace.streams._commands import build_app
 
     app_file = tmp_path / "app.py"
     app_file.write_text(
-        "from dsl import StreamsBuilder\n"
+        "from headrace.dsl import StreamsBuilder\n"
         "def topology():\n"
         "    builder = StreamsBuilder()\n"
         "    builder.stream('in').to('out')\n"

@@ -21,7 +21,7 @@ from rtprocs import Cluster, Instance
 from runtime_apps import COUNTS, INPUT
 from test_app_processes import KEYS, _create, _produce
 
-from state import TaskCheckpoint
+from headrace.state import TaskCheckpoint
 
 pytestmark = pytest.mark.slow
 PARTITIONS = 6

@@ -13,13 +13,13 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from rtprocs import Cluster
 from runtime_apps import INPUT, count_topology
 
-from state import TaskCheckpoint
-from streams import StreamsConfig
-from streams.runtime import AppSettings
-from streams.runtime._aiokafka import AiokafkaChangelogReader
-from streams.runtime._metrics import AppMetrics
-from streams.runtime._standby import StandbyUpdater
-from streams.runtime._tasks import TaskManager
+from headrace.state import TaskCheckpoint
+from headrace.streams import StreamsConfig
+from headrace.streams.runtime import AppSettings
+from headrace.streams.runtime._aiokafka import AiokafkaChangelogReader
+from headrace.streams.runtime._metrics import AppMetrics
+from headrace.streams.runtime._standby import StandbyUpdater
+from headrace.streams.runtime._tasks import TaskManager
 
 pytestmark = pytest.mark.slow
 APP = "standby-units"
