@@ -16,6 +16,8 @@ import sys
 from collections.abc import Callable, Sequence
 from importlib import import_module
 
+from headrace import __version__
+
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 
 # Packages that contribute subcommands, in the order they appear in --help.
@@ -43,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="headrace",
         description="Stream processing in the Kafka Streams mould, with a built-in broker.",
     )
+    parser.add_argument("--version", action="version", version=f"headrace {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     broker_options = _broker_options()
     for name in COMMAND_MODULES:

@@ -1,9 +1,18 @@
 """`headrace run path/to/app.py:app` (or `module:app`): an App as a service.
 
 The target names an ``App``, a ``Topology``, a ``StreamsBuilder``, or a function
-returning one of them; anything but an App runs under ``--application-id``. Settings
-come from flags, ``HEADRACE_*`` variables and ``--settings FILE``, flags winning.
-While it runs, one status line per interval says what the instance is doing.
+returning one of them; anything but an App needs an application id (``--application-id``
+or ``HEADRACE_APPLICATION_ID``). Each setting comes from the first of these that has it:
+
+1. a flag given on the command line;
+2. a ``HEADRACE_*`` environment variable (``HEADRACE_BOOTSTRAP_SERVERS``, ...);
+3. the App's own constructor arguments (``App(..., bootstrap_servers=...)``);
+4. a settings file: ``--settings FILE``, over the App's own ``settings_file``;
+5. the defaults (``AppSettings``; the bootstrap servers default to 127.0.0.1:9092).
+
+A flag that is not given takes no part: no flag has a default of its own that could
+replace an App's setting. While it runs, one status line per interval says what the
+instance is doing.
 """
 
 from __future__ import annotations
@@ -13,6 +22,7 @@ import asyncio
 import contextlib
 import importlib
 import importlib.util
+import os
 import pathlib
 import signal
 import sys
@@ -20,13 +30,29 @@ from typing import Any
 
 from ._errors import ConfigError
 
+_PRECEDENCE = """\
+Each setting comes from the first of: a flag given here; a HEADRACE_* environment
+variable (HEADRACE_BOOTSTRAP_SERVERS, HEADRACE_LOG_LEVEL, ... one per setting); the App's
+own constructor arguments; a settings file (--settings, then the App's settings_file);
+the defaults. So `headrace run app.py:app` runs the App with its own settings, and a
+flag or variable overrides one only when given. Targets that are not an App use
+--bootstrap-servers, else $HEADRACE_BOOTSTRAP_SERVERS, else 127.0.0.1:9092.
+"""
+
 
 def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
+    # Not built on ``broker_options``: its --bootstrap-servers has a default (the
+    # environment's, or 127.0.0.1:9092), which would replace an App's own servers.
     run = subparsers.add_parser(
-        "run", parents=[broker_options], help="run a stream processing application as a service"
+        "run", help="run a stream processing application as a service",
+        description="Run a stream processing application as a service.", epilog=_PRECEDENCE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     run.add_argument("target", help="path/to/app.py:NAME or package.module:NAME")
-    run.add_argument("--application-id", help="application id (for targets that are not an App)")
+    run.add_argument("--bootstrap-servers", metavar="HOST:PORT[,...]",
+                     help="broker(s) to talk to (default: see below)")
+    run.add_argument("--application-id",
+                     help="application id (needed for targets that are not an App)")
     run.add_argument("--state-dir", help="where task state lives")
     run.add_argument("--http-port", type=int, help="serve /health, /metrics, /stores on this port (0: any)")
     run.add_argument("--http-host", help="address the HTTP server binds (default 127.0.0.1)")
@@ -37,7 +63,9 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
                      help="default at_least_once (see the README on choosing)")
     run.add_argument("--settings", help="a TOML or JSON settings file")
     run.add_argument("--status-interval", type=float, default=5.0, help="seconds between status lines (0: none)")
-    run.add_argument("--log-format", choices=("text", "json"))
+    run.add_argument("--log-format", metavar="{text,json}", help="default text")
+    run.add_argument("--log-level", metavar="{debug,info,warning,error}",
+                     help="in any case (default info)")
     run.set_defaults(handler=_run)
 
 
@@ -65,7 +93,9 @@ def load_target(target: str) -> Any:
 
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings the command line gives; ``None`` where a flag was not given."""
     return {
+        "application_id": args.application_id,
         "bootstrap_servers": args.bootstrap_servers,
         "state_dir": args.state_dir,
         "http_port": args.http_port,
@@ -74,21 +104,34 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
         "num_standby_replicas": args.num_standby_replicas,
         "processing_guarantee": args.processing_guarantee,
         "log_format": args.log_format,
+        "log_level": args.log_level,
     }
 
 
 def build_app(args: argparse.Namespace) -> Any:
+    """The App ``args.target`` names, its settings resolved as the module docstring says."""
     from .runtime import App, AppSettings
 
     obj = load_target(args.target)
-    options = {k: v for k, v in _options(args).items() if v is not None}
     if isinstance(obj, App):
         settings = AppSettings.load(
-            args.settings, **{**obj.settings.model_dump(exclude_defaults=True), **options}
+            [obj._settings_file, args.settings], base=obj._given_settings, **_options(args)
         )
         return App(topology=obj._topology_source, settings=settings,
                    default_key_serde=obj._serdes[0], default_value_serde=obj._serdes[1])
-    return App(args.application_id, obj, settings_file=args.settings, **options)
+    settings = AppSettings.load(args.settings, **_options(args)) if _has_application_id(args) else None
+    if settings is None:
+        raise ConfigError(f"{args.target} is not an App: give it an application id with "
+                          "--application-id (or HEADRACE_APPLICATION_ID, or in --settings)")
+    return App(topology=obj, settings=settings)
+
+
+def _has_application_id(args: argparse.Namespace) -> bool:
+    from .runtime._settings import ENV_PREFIX, _read_file
+
+    if args.application_id or os.environ.get(ENV_PREFIX + "APPLICATION_ID"):
+        return True
+    return args.settings is not None and "application_id" in _read_file(pathlib.Path(args.settings))
 
 
 def _run(args: argparse.Namespace) -> int:

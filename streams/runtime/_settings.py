@@ -1,11 +1,18 @@
 """One validated settings object for a running application.
 
-Values come from four places; a later one wins over an earlier one:
+Values come from these places; a later one wins over an earlier one:
 
 1. the defaults written below;
-2. a settings file (TOML, or JSON when the name ends in ``.json``);
-3. environment variables ``HEADRACE_<FIELD>`` (``HEADRACE_COMMIT_INTERVAL_MS=200``);
-4. keyword arguments (what ``App(...)`` and ``headrace run`` flags pass).
+2. settings files (TOML, or JSON when the name ends in ``.json``), later files winning;
+3. ``base``: an App's own constructor arguments, when ``headrace run`` re-reads them;
+4. environment variables ``HEADRACE_<FIELD>`` (``HEADRACE_COMMIT_INTERVAL_MS=200``);
+5. keyword arguments: ``App(...)``'s own in a program, ``headrace run``'s flags
+   (only the flags given) under the command.
+
+So ``App(bootstrap_servers=...)`` in a program wins over the environment, which is what a
+program that passes its own value means; under ``headrace run`` the App's arguments sit
+below the environment and the flags, which is what an operator deploying it means.
+Choices of fixed words (``log_level``, ``log_format``) are read in any case.
 
 >>> AppSettings.load(env={}, application_id="clicks").commit_interval
 1000
@@ -21,7 +28,7 @@ import os
 import pathlib
 import tempfile
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import pydantic
@@ -80,6 +87,16 @@ class AppSettings(pydantic.BaseModel):
     log_format: Literal["json", "text"] = "text"
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
+    @pydantic.field_validator("log_level", mode="before")
+    @classmethod
+    def _upper(cls, value: Any) -> Any:
+        return value.strip().upper() if isinstance(value, str) else value
+
+    @pydantic.field_validator("log_format", mode="before")
+    @classmethod
+    def _lower(cls, value: Any) -> Any:
+        return value.strip().lower() if isinstance(value, str) else value
+
     @pydantic.model_validator(mode="after")
     def _check(self) -> AppSettings:
         if self.heartbeat_interval_ms * 3 > self.session_timeout_ms:
@@ -115,26 +132,40 @@ class AppSettings(pydantic.BaseModel):
     @classmethod
     def load(
         cls,
-        file: str | os.PathLike[str] | None = None,
+        file: str | os.PathLike[str] | Sequence[str | os.PathLike[str] | None] | None = None,
         env: Mapping[str, str] | None = None,
+        *,
+        base: Mapping[str, Any] | None = None,
         **overrides: Any,
     ) -> AppSettings:
-        """Merge defaults, ``file``, ``env`` (default ``os.environ``) and ``overrides``."""
+        """Merge defaults, ``file`` (one or several), ``base``, ``env`` (default
+        ``os.environ``) and ``overrides``, in that order; ``None`` values are absent."""
         values: dict[str, Any] = {}
-        if file is not None:
-            values.update(_read_file(pathlib.Path(file)))
+        files = file if isinstance(file, Sequence) and not isinstance(file, str) else [file]
+        for one in files:
+            if one is not None:
+                values.update(_read_file(pathlib.Path(one)))
+        values.update({k: v for k, v in (base or {}).items() if v is not None})
         environ = os.environ if env is None else env
+        from_env: dict[str, str] = {}
         for name in cls.model_fields:
             raw = environ.get(ENV_PREFIX + name.upper())
             if raw is not None and raw != "":
                 values[name] = raw
-        values.update({k: v for k, v in overrides.items() if v is not None})
+                from_env[name] = ENV_PREFIX + name.upper()
+        given = {k: v for k, v in overrides.items() if v is not None}
+        values.update(given)
         try:
             return cls.model_validate(values)
         except pydantic.ValidationError as error:
-            problems = "; ".join(
-                f"{'.'.join(map(str, e['loc'])) or 'settings'}: {e['msg']}" for e in error.errors()
-            )
+
+            def where(loc: tuple[Any, ...]) -> str:
+                field = ".".join(map(str, loc)) or "settings"
+                if field in from_env and field not in given:
+                    return f"{field} (from {from_env[field]})"
+                return field
+
+            problems = "; ".join(f"{where(e['loc'])}: {e['msg']}" for e in error.errors())
             raise SettingsError(f"invalid settings: {problems}") from None
 
 
