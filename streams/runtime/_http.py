@@ -6,9 +6,16 @@ Routes:
   ``503`` otherwise;
 - ``GET /metrics``: the Prometheus text exposition;
 - ``GET /stores``: every store of the topology, global stores included;
-- ``GET /stores/{store}/{key}``: the value when this instance holds the key; otherwise
-  ``404`` naming the instance that does (``{"host": "h:p"}``), so a caller can ask it.
-  A global store is whole on every instance, so any instance answers for any key.
+- ``GET /stores/{store}/{key}``: the key's value (a key-value store), or its windows or
+  sessions (``?from=&to=`` bound their times), when this instance holds the key;
+  otherwise ``404`` naming the instance that does (``{"host": "h:p"}``), so a caller can
+  ask it. A global store is whole on every instance, so any instance answers for any key;
+- ``GET /stores/{store}?from_key=&to_key=&from=&to=&limit=``: a range of the store, from
+  the tasks of this instance, naming the instances that hold the rest.
+
+``_queries.py`` says what each answer holds. A route gets the path's segments (each
+percent-decoded after splitting, so a key may hold ``/`` as ``%2F``) and the query's
+parameters; a parameter given twice is a ``400``, since no route takes lists.
 
 One request per connection, ``Connection: close``; enough for probes and lookups.
 """
@@ -26,7 +33,8 @@ from typing import Any
 log = logging.getLogger("headrace.streams.runtime.http")
 
 Response = tuple[int, str, bytes]  # status, content type, body
-Route = Callable[[list[str]], Awaitable[Response]]
+Params = dict[str, str]
+Route = Callable[[list[str], Params], Awaitable[Response]]
 
 _REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed",
             503: "Service Unavailable", 500: "Internal Server Error"}
@@ -87,13 +95,19 @@ class HttpServer:
         method, target = parts[0], parts[1]
         if method != "GET":
             return json_response(405, {"error": "only GET is served"})
-        path = urllib.parse.urlsplit(target).path
+        url = urllib.parse.urlsplit(target)
+        path = url.path
         segments = [urllib.parse.unquote(s) for s in path.strip("/").split("/") if s]
         route = self._routes.get(segments[0] if segments else "")
         if route is None:
             return json_response(404, {"error": f"no route {path}"})
+        params: Params = {}
+        for name, value in urllib.parse.parse_qsl(url.query, keep_blank_values=True):
+            if name in params:
+                return json_response(400, {"error": f"query parameter {name!r} is given twice"})
+            params[name] = value
         try:
-            return await route(segments[1:])
+            return await route(segments[1:], params)
         except Exception as error:  # a failing route answers 500, the server keeps going
             log.exception("HTTP %s failed", path)
             return json_response(500, {"error": repr(error)})
