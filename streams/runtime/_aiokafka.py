@@ -18,7 +18,12 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener
 from aiokafka import TopicPartition as AioTP
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaError
+from aiokafka.errors import (
+    CommitFailedError,
+    IllegalStateError,
+    KafkaError,
+    UnknownTopicOrPartitionError,
+)
 
 from .._record import ConsumedRecord, ProducedRecord
 from ._client import (
@@ -31,11 +36,14 @@ from ._client import (
 from ._errors import ClientError
 from ._fastfetch import AS_TUPLES, as_tuple, install
 from ._murmur2 import KeyPartitioner
+from ._no_auto_create import forbid_auto_create, reported_by_the_runtime
 from ._settings import AppSettings
 
 log = logging.getLogger("headrace.streams.runtime.client")
 
 _TOPIC_ALREADY_EXISTS = 36
+# Seconds a producer waits for a topic it writes to to appear in the metadata.
+TOPIC_WAIT_S = 5.0
 # aiokafka's batch builder wants a list; one shared empty list saves one per record.
 _NO_HEADERS: list[tuple[str, bytes]] = []
 
@@ -86,6 +94,14 @@ class AiokafkaGroupConsumer:
             isolation_level=_isolation(settings),
         )
         self._reset = settings.auto_offset_reset
+        forbid_auto_create(self._consumer)
+        # Source topics seen in the metadata, and those missing from a later refresh:
+        # a deleted source stops the application (it is not re-created, see
+        # _no_auto_create.py), once a full metadata read confirms it is gone.
+        self._topics: frozenset[str] = frozenset()
+        self._seen: set[str] = set()
+        self._missing: set[str] = set()
+        self._consumer._client.cluster.add_listener(self._on_metadata)
 
     async def start(self) -> None:
         try:
@@ -99,7 +115,31 @@ class AiokafkaGroupConsumer:
     def subscribe(
         self, topics: Collection[str], on_revoked: PartitionsListener, on_assigned: PartitionsListener
     ) -> None:
+        self._topics = frozenset(topics)
+        reported_by_the_runtime(self._topics)
         self._consumer.subscribe(list(topics), listener=_Listener(on_revoked, on_assigned))
+
+    def _on_metadata(self, cluster: Any) -> None:
+        for topic in self._topics:
+            if cluster.partitions_for_topic(topic):
+                self._seen.add(topic)
+            elif topic in self._seen:
+                self._missing.add(topic)
+
+    async def _check_missing(self) -> None:
+        """Stop on source topics a metadata refresh no longer lists, if a read of the
+        whole cluster's metadata confirms they are gone (not a passing topic error)."""
+        suspects, self._missing = self._missing, set()
+        try:
+            cluster = await self._consumer._client.fetch_all_metadata()
+        except KafkaError as error:
+            raise translate(error, "reading topic metadata") from error
+        gone = sorted(t for t in suspects if not cluster.partitions_for_topic(t))
+        if gone:
+            raise ClientError(
+                f"source topic {', '.join(gone)} no longer exists: it was deleted while "
+                "the application ran (the application never re-creates it)"
+            )
 
     async def poll(
         self, timeout_ms: int, max_records: int
@@ -108,6 +148,8 @@ class AiokafkaGroupConsumer:
         # here so socket reads (the next fetch response) and produce requests and
         # acknowledgements make progress every round, not only while a commit waits.
         await asyncio.sleep(0)
+        if self._missing:
+            await self._check_missing()
         try:
             fetched = await self._consumer.getmany(timeout_ms=timeout_ms, max_records=max_records)
         except KafkaError as error:
@@ -200,6 +242,7 @@ class AiokafkaChangelogReader:
             # Under exactly-once a changelog holds aborted writes; restoring must skip them.
             isolation_level=_isolation(settings),
         )
+        forbid_auto_create(self._consumer)
 
     async def start(self) -> None:
         try:
@@ -323,6 +366,7 @@ class AiokafkaRecordProducer:
             else settings.compression_type,
             **({"enable_idempotence": True, **transactional} if transactional else {}),
         )
+        forbid_auto_create(self._producer)
         self._partition = KeyPartitioner()
         self._counts: dict[str, int] = {}
         self._sticky: dict[str, int] = {}
@@ -345,7 +389,14 @@ class AiokafkaRecordProducer:
         count = self._counts.get(topic)
         if count is None:
             try:
-                parts = await self._producer.partitions_for(topic)
+                parts = await asyncio.wait_for(self._producer.partitions_for(topic), TOPIC_WAIT_S)
+            except (UnknownTopicOrPartitionError, asyncio.TimeoutError):
+                # aiokafka would keep asking for its whole request timeout; a topic created
+                # a moment ago shows up well within TOPIC_WAIT_S even on a large cluster.
+                raise ClientError(
+                    f"topic {topic} does not exist; the application does not create the "
+                    "topics it writes to: create it first"
+                ) from None
             except KafkaError as error:
                 raise translate(error, f"reading partitions of {topic}") from error
             count = self._counts[topic] = len(parts)
@@ -438,6 +489,7 @@ class AiokafkaRecordProducer:
 class AiokafkaAdmin:
     def __init__(self, settings: AppSettings) -> None:
         self._admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap_servers)
+        forbid_auto_create(self._admin)
         self._replication = 1
 
     async def start(self) -> None:
