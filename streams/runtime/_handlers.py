@@ -9,6 +9,10 @@ Each kind of error has its own configured action:
 
 Deserialization errors keep the handlers of :mod:`streams` (they run inside the task's
 decoder); :func:`deserialization_handler` maps the same three words onto them.
+
+Every record a handler lets go is counted (``_metrics.py``): dead letters in
+``records_dead_lettered_total``, skipped records in ``records_skipped_total``, labelled
+with the record's topic and the kind of error as ``reason``.
 """
 
 from __future__ import annotations
@@ -25,7 +29,9 @@ from .._deserialization import (
     HEADER_STACKTRACE,
     HEADER_TOPIC,
     DeadLetterQueueHandler,
+    DeserializationAction,
     DeserializationHandler,
+    DeserializationResponse,
     LogAndContinueHandler,
     LogAndFailHandler,
 )
@@ -36,12 +42,38 @@ from ._settings import ErrorAction
 log = logging.getLogger("headrace.streams.runtime.errors")
 
 
-def deserialization_handler(action: ErrorAction, dead_letters: str) -> DeserializationHandler:
+def deserialization_handler(
+    action: ErrorAction, dead_letters: str, metrics: AppMetrics | None = None
+) -> DeserializationHandler:
     if action == "continue":
-        return LogAndContinueHandler()
-    if action == "dead_letter":
-        return DeadLetterQueueHandler(dead_letters)
-    return LogAndFailHandler()
+        handler: DeserializationHandler = LogAndContinueHandler()
+    elif action == "dead_letter":
+        handler = DeadLetterQueueHandler(dead_letters)
+    else:
+        return LogAndFailHandler()
+    return handler if metrics is None else CountingDeserializationHandler(handler, metrics)
+
+
+class CountingDeserializationHandler:
+    """Counts what ``inner`` lets go: a record it continues past with dead letters was
+    dead-lettered, without them skipped. A failing record is not counted: it stops the
+    task, and is read again after a restart."""
+
+    def __init__(self, inner: DeserializationHandler, metrics: AppMetrics) -> None:
+        self.inner = inner
+        self._metrics = metrics
+
+    def handle(self, record: ConsumedRecord, error: Exception) -> DeserializationResponse:
+        response = self.inner.handle(record, error)
+        if response.action is DeserializationAction.CONTINUE:
+            metrics = self._metrics
+            if response.dead_letters:
+                counter, action = metrics.records_dead_lettered, "dead_letter"
+            else:
+                counter, action = metrics.records_skipped, "continue"
+            counter.labels(record[0], "deserialization").inc()
+            metrics.errors.labels("deserialization", action).inc()
+        return response
 
 
 def error_headers(error: BaseException, topic: str, partition: int, offset: int) -> Headers:
@@ -76,6 +108,7 @@ class ErrorHandler:
         self._metrics.errors.labels(self.kind, self.action).inc()
         where = f"{topic}-{partition} offset {offset}"
         if self.action == "dead_letter":
+            self._metrics.records_dead_lettered.labels(topic, self.kind).inc()
             log.warning("%s error at %s: %r; sent to %s", self.kind, where, error, self.dead_letters)
             return [
                 (
@@ -83,6 +116,7 @@ class ErrorHandler:
                     (*headers, *error_headers(error, topic, partition, offset)), None,
                 )
             ]
+        self._metrics.records_skipped.labels(topic, self.kind).inc()
         log.warning("%s error at %s: %r; skipping the record", self.kind, where, error)
         return []
 
@@ -92,6 +126,7 @@ class ErrorHandler:
         """Records were refused by the broker; return dead letters to send."""
         self._metrics.errors.labels(self.kind, self.action).inc(len(records))
         if self.action == "dead_letter" and topic != self.dead_letters:
+            self._metrics.records_dead_lettered.labels(topic, self.kind).inc(len(records))
             log.warning(
                 "%d records for %s-%d failed: %r; sent to %s",
                 len(records), topic, partition, error, self.dead_letters,
@@ -103,5 +138,6 @@ class ErrorHandler:
                 )
                 for _t, key, value, ts, headers, _p in records
             ]
+        self._metrics.records_skipped.labels(topic, self.kind).inc(len(records))
         log.warning("%d records for %s-%d failed: %r; dropped", len(records), topic, partition, error)
         return []

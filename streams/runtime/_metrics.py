@@ -2,12 +2,65 @@
 
 A registry per instance keeps two apps in one process (tests, the demo) from
 colliding. Rates (records per second per task) are ``rate()`` over the counters.
-Counters are bumped once per batch, never per record.
+Counters are bumped once per batch, never per record (bad records, rare by nature,
+are counted one by one).
+
+What the record counters count:
+
+- ``headrace_streams_records_produced_total{topic, kind}``: records the broker
+  acknowledged (under exactly-once: whose transaction committed), counted at each
+  commit (``_counted.py``). Every topic the instance writes is included, and ``kind``
+  tells them apart: ``sink`` (the topology's output), ``repartition`` (internal topics
+  between sub-topologies), ``changelog`` (store changelogs), ``dead_letter``. Sum over
+  ``kind="sink"`` for the application's output alone.
+- ``headrace_streams_records_dead_lettered_total{topic, reason}``: records sent to the
+  dead-letter topic instead of being processed (``reason``: ``deserialization``,
+  ``processing``) or produced (``production``); ``topic`` is the topic the record
+  was read from, or bound for.
+- ``headrace_streams_records_skipped_total{topic, reason}``: records dropped on
+  purpose by a ``continue`` error handler, with the same labels.
+- ``headrace_streams_late_records_dropped_total{operator}``: records a windowed
+  aggregation dropped because all their windows had closed, per operator (read from
+  the DSL program's ``late_records`` when it is scraped).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+from typing import Any
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, Metric
+
+SINK, REPARTITION, CHANGELOG, DEAD_LETTER = "sink", "repartition", "changelog", "dead_letter"
+
+
+class _LateRecords:
+    """Collects the late-record counts of the DSL programs an instance runs."""
+
+    def __init__(self) -> None:
+        self.sources: list[Any] = []  # objects with ``by_operator() -> dict[str, int]``
+
+    def describe(self) -> Iterator[Metric]:
+        yield self._family()
+
+    def collect(self) -> Iterator[Metric]:
+        family = self._family()
+        counts: dict[str, int] = {}
+        for source in self.sources:
+            for operator, n in source.by_operator().items():
+                counts[operator] = counts.get(operator, 0) + n
+        for operator, n in sorted(counts.items()):
+            family.add_metric([operator], n)
+        yield family
+
+    @staticmethod
+    def _family() -> CounterMetricFamily:
+        return CounterMetricFamily(
+            "headrace_streams_late_records_dropped",
+            "Records windowed aggregations dropped as late (all their windows closed)",
+            labels=["operator"],
+        )
 
 
 class AppMetrics:
@@ -19,8 +72,25 @@ class AppMetrics:
             "headrace_streams_records_consumed", "Records fed to tasks", ["task"], registry=reg
         )
         self.records_produced = Counter(
-            "headrace_streams_records_produced", "Records handed to the producer", ["topic"], registry=reg
+            "headrace_streams_records_produced",
+            "Records the broker acknowledged (exactly-once: committed), by topic and kind "
+            "(sink, repartition, changelog, dead_letter)",
+            ["topic", "kind"], registry=reg,
         )
+        self.records_dead_lettered = Counter(
+            "headrace_streams_records_dead_lettered",
+            "Records sent to the dead-letter topic, by source or destination topic and reason",
+            ["topic", "reason"], registry=reg,
+        )
+        self.records_skipped = Counter(
+            "headrace_streams_records_skipped",
+            "Records dropped on purpose by an error handler, by topic and reason",
+            ["topic", "reason"], registry=reg,
+        )
+        self._late = _LateRecords()
+        reg.register(self._late)
+        # Topic -> kind of the topics this instance writes; unnamed topics are sinks.
+        self.topic_kinds: dict[str, str] = {}
         self.consumer_lag = Gauge(
             "headrace_streams_consumer_lag", "Records behind the end of a source partition",
             ["topic", "partition"], registry=reg,
@@ -47,6 +117,25 @@ class AppMetrics:
             ["kind", "action"], registry=reg,
         )
         self.tasks = Gauge("headrace_streams_tasks", "Tasks by state", ["state"], registry=reg)
+
+    def name_topics(self, changelogs: set[str], repartitions: set[str], dead_letters: str) -> None:
+        """Say which written topics are internal, for the ``kind`` label."""
+        kinds = {t: REPARTITION for t in repartitions}
+        kinds.update((t, CHANGELOG) for t in changelogs)
+        kinds[dead_letters] = DEAD_LETTER
+        self.topic_kinds = kinds
+
+    def produced(self, counts: Mapping[str, int]) -> None:
+        """``counts`` records per topic were delivered."""
+        kinds = self.topic_kinds
+        for topic, n in counts.items():
+            if n > 0:
+                self.records_produced.labels(topic, kinds.get(topic, SINK)).inc(n)
+
+    def watch_late_records(self, late_records: Any) -> None:
+        """Expose a DSL program's late-record counts (``StreamsBuilder.late_records``)."""
+        if late_records is not None and late_records not in self._late.sources:
+            self._late.sources.append(late_records)
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
