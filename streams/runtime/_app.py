@@ -49,6 +49,7 @@ from ._aiokafka import AiokafkaClients
 from ._assignor import PartitionGroupAssignor
 from ._client import ClientFactory, RecordProducer, TopicPartition, TopicSpec
 from ._commit import Committer, GroupOffsetSink, OffsetSink, TransactionSink
+from ._counted import CountingClients
 from ._errors import AppStopped, ClientError, FencedError, SettingsError, TransactionError
 from ._gc import tune_for_streaming
 from ._global import GlobalStores, global_topics
@@ -95,14 +96,20 @@ APP_TRANSITIONS: Mapping[AppState, frozenset[AppState]] = {
 TopologySource = Topology | Callable[[], Any] | Any
 
 
-def resolve_topology(source: TopologySource) -> Topology:
-    """A Topology, a builder with ``build()`` (``dsl.StreamsBuilder``), or a factory of either."""
+def resolve_topology(
+    source: TopologySource, on_builder: Callable[[Any], None] | None = None
+) -> Topology:
+    """A Topology, a builder with ``build()`` (``dsl.StreamsBuilder``), or a factory of
+    either; ``on_builder`` sees the builder, when there is one (its late-record counts
+    become a metric)."""
     if isinstance(source, Topology):
         return source
     if hasattr(source, "build"):
-        return resolve_topology(source.build())
+        if on_builder is not None:
+            on_builder(source)
+        return resolve_topology(source.build(), on_builder)
     if callable(source):
-        return resolve_topology(source())
+        return resolve_topology(source(), on_builder)
     raise SettingsError(f"not a topology: {source!r}")
 
 
@@ -209,7 +216,10 @@ class App:
 
     async def _start(self, settings: AppSettings) -> None:
         app_id = settings.application_id
-        topology = self.topology = resolve_topology(self._topology_source)
+        topology = self.topology = resolve_topology(
+            self._topology_source,
+            lambda builder: self.metrics.watch_late_records(getattr(builder, "late_records", None)),
+        )
         sources = source_topics(topology, app_id)
         internal = {topology.topic_name(t, app_id) for t in topology.internal_topics}
         external = {t for topics in sources.values() for t in topics if t not in internal}
@@ -231,6 +241,8 @@ class App:
         layout = TaskLayout(sources, counts)
         layout.check()
         logs = changelog_topics(topology, app_id)
+        changelogs = {t for stores in logs.values() for t in stores.values()}
+        self.metrics.name_topics(changelogs, internal - changelogs, settings.dead_letters)
         specs = [TopicSpec(t, n, {}) for t, n in wanted_internal.items()]
         for sub, stores in logs.items():
             partitions = layout.partitions_of(sub) if sub in sources else 1
@@ -254,7 +266,7 @@ class App:
         extra: dict[str, Any] = {}
         if settings.deserialization_error_handler is not None:
             extra["deserialization_handler"] = deserialization_handler(
-                settings.deserialization_error_handler, settings.dead_letters
+                settings.deserialization_error_handler, settings.dead_letters, self.metrics
             )
         config = StreamsConfig(
             application_id=app_id,
@@ -288,13 +300,14 @@ class App:
             "production", settings.production_error_handler, settings.dead_letters, self.metrics
         )
         self._producer: RecordProducer
+        counted = CountingClients(self._clients, self.metrics)  # records_produced_total
         if settings.exactly_once:
             txn_id = transactional_id(settings)
-            txn_producer = self._clients.transactional_producer(txn_id)
+            txn_producer = counted.transactional_producer(txn_id)
             self._producer = txn_producer
             log.info("exactly once: transactional id %s", txn_id)
         else:
-            self._producer = self._clients.producer()
+            self._producer = counted.producer()
         await self._producer.start()
         self._reader = self._clients.changelog_reader()
         await self._reader.start()
@@ -316,7 +329,7 @@ class App:
             self._producer, sink, production_errors, self.metrics, settings.snapshot_interval_ms
         )
         self._rewinder = Rewinder(
-            self._clients, settings, self._committer, self._consumer, self.tasks, self._restorer,
+            counted, settings, self._committer, self._consumer, self.tasks, self._restorer,
             lambda: self._stop_requested is not None and self._stop_requested.is_set(),
         )
         self._consumer.subscribe(
