@@ -50,7 +50,14 @@ from ._assignor import PartitionGroupAssignor
 from ._client import ClientFactory, RecordProducer, TopicPartition, TopicSpec
 from ._commit import Committer, GroupOffsetSink, OffsetSink, TransactionSink
 from ._counted import CountingClients
-from ._errors import AppStopped, ClientError, FencedError, SettingsError, TransactionError
+from ._errors import (
+    AppStopped,
+    ClientError,
+    FencedError,
+    RuntimeFailure,
+    SettingsError,
+    TransactionError,
+)
 from ._gc import tune_for_streaming
 from ._global import GlobalStores, global_topics
 from ._handlers import ErrorHandler, deserialization_handler
@@ -137,6 +144,14 @@ class App:
         default_value_serde: Any = None,
         **options: Any,
     ) -> None:
+        # What this App was given, without the environment's part where it can tell:
+        # ``headrace run`` layers the environment and its flags over it (``build_app``).
+        given = {k: v for k, v in {"application_id": application_id, **options}.items() if v is not None}
+        self._given_settings: dict[str, Any] = (
+            given if settings is None
+            else {**settings.model_dump(include=set(settings.model_fields_set)), **given}
+        )
+        self._settings_file = settings_file
         if settings is None:
             settings = AppSettings.load(settings_file, application_id=application_id, **options)
         elif options or application_id not in (None, settings.application_id):
@@ -227,15 +242,23 @@ class App:
         self._admin = self._clients.admin()
         await self._admin.start()
         globals_ = set(global_topics(topology, app_id))
-        counts = await self._admin.partition_counts(
-            external | globals_ | {topology.topic_name(t, app_id) for t in sinks} | internal
-        )
+        # Output topics are the user's: they must exist (the clients never auto-create
+        # topics, _no_auto_create.py), and a missing one fails here, not at the first record.
+        outputs = {topology.topic_name(t, app_id) for t in sinks} - internal
+        if "dead_letter" in (settings.deserialization_error_handler,
+                             settings.processing_error_handler, settings.production_error_handler):
+            outputs.add(settings.dead_letters)
+        counts = await self._admin.partition_counts(external | globals_ | outputs | internal)
         missing = sorted(external - set(counts))
         if missing:
             raise SettingsError(f"source topics do not exist: {', '.join(missing)}")
         missing = sorted(globals_ - set(counts))
         if missing:
             raise SettingsError(f"global table topics do not exist: {', '.join(missing)}")
+        missing = sorted(outputs - set(counts))
+        if missing:
+            raise SettingsError(f"sink topics do not exist: {', '.join(missing)} (the application "
+                                "creates only its internal topics; create these first)")
         wanted_internal = internal_topic_partitions(topology, app_id, {t: counts[t] for t in external})
         counts.update({t: n for t, n in wanted_internal.items() if t not in counts})
         layout = TaskLayout(sources, counts)
@@ -394,7 +417,9 @@ class App:
                         self._observe_lag(running)
         except Exception as error:
             self._failure = error
-            log.error("%s failed: %s", settings.application_id, error, exc_info=error)
+            # The runtime's own errors say what went wrong; a traceback is for the others.
+            log.error("%s failed: %s", settings.application_id, error,
+                      exc_info=None if isinstance(error, RuntimeFailure) else error)
         finally:
             await self._shutdown()
 
