@@ -59,7 +59,7 @@ def test_importing_headrace_or_the_broker_leaves_the_application_side_unloaded()
 
 
 def _python_files() -> list[Path]:
-    folders = ("headrace", *SUBPACKAGES, "tests", "benchmarks", "scripts")
+    folders = ("headrace", *SUBPACKAGES, "pyspark_headrace", "tests", "benchmarks", "scripts")
     return sorted(p for folder in folders for p in (ROOT / folder).rglob("*.py"))
 
 

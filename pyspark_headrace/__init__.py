@@ -1,0 +1,24 @@
+"""Spark's hook for ``format("headrace")``: nothing to call, nothing to register.
+
+When a session first needs a Python data source, PySpark 4 (``pyspark.sql.worker.
+lookup_data_sources``) walks ``pkgutil.iter_modules()`` in a Python worker, imports every
+top-level module whose name starts with ``pyspark_``, and registers its ``DefaultSource``
+under ``DefaultSource.name()``. This module is that hook; the data source itself lives in
+``headrace.spark_bridge``.
+
+``DefaultSource`` is resolved on first access (PEP 562), so importing this module imports
+neither pyspark nor the bridge: only Spark's lookup, which already runs inside pyspark,
+pays for it.
+"""
+
+from typing import Any
+
+__all__ = ["DefaultSource"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "DefaultSource":
+        from headrace.spark_bridge._source import HeadraceDataSource
+
+        return HeadraceDataSource
+    raise AttributeError(f"module 'pyspark_headrace' has no attribute {name!r}")
