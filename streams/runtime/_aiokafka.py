@@ -10,6 +10,7 @@ aiokafka's errors are translated into :class:`ClientError` here, where they ente
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Collection, Mapping, Sequence
 from itertools import islice
@@ -101,6 +102,7 @@ class AiokafkaGroupConsumer:
         self._topics: frozenset[str] = frozenset()
         self._seen: set[str] = set()
         self._missing: set[str] = set()
+        self._gone: ClientError | None = None
         self._consumer._client.cluster.add_listener(self._on_metadata)
 
     async def start(self) -> None:
@@ -128,7 +130,15 @@ class AiokafkaGroupConsumer:
 
     async def _check_missing(self) -> None:
         """Stop on source topics a metadata refresh no longer lists, if a read of the
-        whole cluster's metadata confirms they are gone (not a passing topic error)."""
+        whole cluster's metadata confirms they are gone (not a passing topic error).
+
+        Checked before every poll and commit: aiokafka retries an offset commit for a
+        deleted topic without end, and the group's rebalance commits right after the
+        refresh that lost the topic."""
+        if self._gone is not None:
+            raise self._gone
+        if not self._missing:
+            return
         suspects, self._missing = self._missing, set()
         try:
             cluster = await self._consumer._client.fetch_all_metadata()
@@ -136,10 +146,11 @@ class AiokafkaGroupConsumer:
             raise translate(error, "reading topic metadata") from error
         gone = sorted(t for t in suspects if not cluster.partitions_for_topic(t))
         if gone:
-            raise ClientError(
+            self._gone = ClientError(
                 f"source topic {', '.join(gone)} no longer exists: it was deleted while "
                 "the application ran (the application never re-creates it)"
             )
+            raise self._gone
 
     async def poll(
         self, timeout_ms: int, max_records: int
@@ -148,7 +159,7 @@ class AiokafkaGroupConsumer:
         # here so socket reads (the next fetch response) and produce requests and
         # acknowledgements make progress every round, not only while a commit waits.
         await asyncio.sleep(0)
-        if self._missing:
+        if self._missing or self._gone is not None:
             await self._check_missing()
         try:
             fetched = await self._consumer.getmany(timeout_ms=timeout_ms, max_records=max_records)
@@ -172,13 +183,31 @@ class AiokafkaGroupConsumer:
     async def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
         if not offsets:
             return
-        try:
-            await self._consumer.commit({AioTP(t, p): o for (t, p), o in offsets.items()})
-        except (CommitFailedError, IllegalStateError) as error:
-            # The group moved on (a rebalance); not fatal: the new owner replays.
-            raise ClientError(f"committing offsets: {error!r}", retriable=True) from error
-        except KafkaError as error:
-            raise translate(error, "committing offsets") from error
+        await self._check_missing()
+        request = {AioTP(t, p): o for (t, p), o in offsets.items()}
+        while True:
+            # aiokafka retries a commit for a deleted topic without end; the commit is
+            # watched, and given up once a metadata refresh loses a source topic.
+            attempt = asyncio.ensure_future(self._consumer.commit(request))
+            try:
+                while not attempt.done() and not self._missing:
+                    await asyncio.wait({attempt}, timeout=0.2)
+            finally:
+                if not attempt.done():
+                    attempt.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, KafkaError):
+                        await attempt
+            if attempt.cancelled():
+                await self._check_missing()  # raises when the topic is gone
+                continue  # a passing topic error: commit again
+            try:
+                attempt.result()
+            except (CommitFailedError, IllegalStateError) as error:
+                # The group moved on (a rebalance); not fatal: the new owner replays.
+                raise ClientError(f"committing offsets: {error!r}", retriable=True) from error
+            except KafkaError as error:
+                raise translate(error, "committing offsets") from error
+            return
 
     def assignment(self) -> set[TopicPartition]:
         return _tps(self._consumer.assignment())

@@ -32,22 +32,31 @@ log = logging.getLogger("headrace.streams.runtime.client")
 
 _MARK = "_headrace_no_auto_create"
 _NOT_FOUND = "Topic %s not found in cluster metadata"
+_COMMIT_FAILED = "OffsetCommit failed for group %s on partition %s with offset %s: %s"
 
 
 class _ReportedByTheRuntime(logging.Filter):
-    """Drops aiokafka's "topic not found" lines (one per metadata refresh) for the topics
-    whose disappearance the runtime reports itself, in one line, as it stops."""
+    """Drops aiokafka's lines about a topic that does not exist (one per metadata refresh,
+    one per partition and commit retry) for the topics whose disappearance the runtime
+    reports itself, in one line, as it stops."""
 
     def __init__(self) -> None:
         super().__init__()
         self.topics: set[str] = set()
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not (record.msg == _NOT_FOUND and record.args and record.args[0] in self.topics)  # type: ignore[index]
+        args = record.args if isinstance(record.args, tuple) else ()
+        if record.msg == _NOT_FOUND and len(args) == 1:
+            return args[0] not in self.topics
+        if record.msg == _COMMIT_FAILED and len(args) == 4:
+            return not (args[3] == "UnknownTopicOrPartitionError"
+                        and getattr(args[1], "topic", None) in self.topics)
+        return True
 
 
 _reported = _ReportedByTheRuntime()
 logging.getLogger("aiokafka.cluster").addFilter(_reported)
+logging.getLogger("aiokafka.consumer.group_coordinator").addFilter(_reported)
 
 
 def reported_by_the_runtime(topics: set[str] | frozenset[str]) -> None:
