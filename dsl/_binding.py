@@ -2,8 +2,9 @@
 
 A serde offering ``serializer_for``/``deserializer_for`` gives a plain function (or
 ``None`` for bytes unchanged); any other object with ``serialize(topic, obj)`` is bound
-with a closure. ``None`` as the serde means bytes pass through, and anything else
-is refused with a message naming the missing serde.
+with a closure. Everything bound here is internal (stores, changelogs, repartitioned
+changes, join state), so ``None`` as the serde means the self-describing auto serde
+(``_auto_serde``), as ``_serde_roles.for_internal`` says.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ._errors import SerializationError
+from ._auto_serde import AUTO
 
 Encode = Callable[[Any], Any]  # bytes, or None for a null
 Decode = Callable[["bytes | None"], Any]
@@ -21,21 +22,9 @@ def _same(obj: Any) -> Any:
     return obj
 
 
-def _require_bytes(obj: Any) -> Any:
-    if obj is None or type(obj) is bytes:
-        return obj
-    raise SerializationError(
-        f"no serde for a {type(obj).__name__} in {_where}: pass key_serde/value_serde "
-        "to the grouping or to materialized()"
-    )
-
-
-_where = "a state store or internal topic"
-
-
 def encoder(serde: Any, topic: str) -> Encode:
     if serde is None:
-        return _require_bytes
+        serde = AUTO
     fast = getattr(serde, "serializer_for", None)
     if fast is not None:
         bound = fast(topic)
@@ -46,7 +35,7 @@ def encoder(serde: Any, topic: str) -> Encode:
 
 def decoder(serde: Any, topic: str) -> Decode:
     if serde is None:
-        return _same
+        serde = AUTO
     fast = getattr(serde, "deserializer_for", None)
     if fast is not None:
         bound = fast(topic)

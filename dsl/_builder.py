@@ -13,6 +13,7 @@ from ._errors import TopologyBuildError
 from ._graph import GraphNode, SourceGraphNode, TableGraphNode
 from ._late import LateRecords
 from ._materialized import Materialized
+from ._serde_roles import source_side
 
 if TYPE_CHECKING:
     from ._global_table import GlobalKTable
@@ -72,7 +73,9 @@ class StreamsBuilder:
             deserialization_handler=on_deserialization_error,
         )
         self.add_node(node)
-        return KStream(self, node, key_serde, value_serde, repartition_required=False)
+        return KStream(
+            self, node, source_side(key_serde), source_side(value_serde), repartition_required=False
+        )
 
     def table(
         self,
@@ -103,7 +106,7 @@ class StreamsBuilder:
         )
         self.add_node(source)
         store = (materialized or Materialized()).resolve(
-            self.new_name(f"{topic}-STATE-STORE-"), key_serde, value_serde
+            self.new_name(f"{topic}-STATE-STORE-"), source_side(key_serde), source_side(value_serde)
         )
         node = TableGraphNode(
             name or self.new_name("KTABLE-SOURCE-"),
@@ -138,7 +141,9 @@ class StreamsBuilder:
 
         store = (
             (materialized or Materialized())
-            .resolve(self.new_name(f"{topic}-STATE-STORE-"), key_serde, value_serde)
+            .resolve(
+                self.new_name(f"{topic}-STATE-STORE-"), source_side(key_serde), source_side(value_serde)
+            )
             .with_logging_disabled()
             .with_caching_disabled()
         )

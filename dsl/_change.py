@@ -61,7 +61,7 @@ class ChangeSerde:
             data = encode(value)
             if data is not None and type(data) is not bytes:
                 raise SerializationError(
-                    f"no serde to write a {type(data).__name__}: pass value_serde to group_by"
+                    f"the value serde of the re-grouping gave a {type(data).__name__}, not bytes"
                 )
             return flag + (data or b"")
 

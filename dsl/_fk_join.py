@@ -36,9 +36,8 @@ from typing import Any
 
 from headrace.streams import BatchProcessor, ProcessorContext, Rec
 
-from ._binding import decoder
+from ._binding import decoder, encoder
 from ._change import Change
-from ._stream_stream_join import bound_encoder
 from ._table_nodes import ValueGetter, ValueGetterSupplier
 
 _new_tuple = tuple.__new__
@@ -66,8 +65,8 @@ class FkJoinSpec:
     subscription_sink: str
 
 
-def _value_hasher(serde: Any, topic: str, what: str) -> Callable[[Any], bytes]:
-    encode = None if serde is None else bound_encoder(serde, topic, what)
+def _value_hasher(serde: Any, topic: str) -> Callable[[Any], bytes]:
+    encode = None if serde is None else encoder(serde, topic)
 
     def value_hash(value: Any) -> bytes:
         if value is None:
@@ -95,10 +94,9 @@ class SubscriptionSend(BatchProcessor):
         self.context = context
         spec = self._spec
         topic = f"{context.application_id}-{spec.name}-subscription-registration-topic"
-        what = f"foreign-key join {spec.name}"
-        self._efk = bound_encoder(spec.right_key_serde, topic, what)
-        self._epk = bound_encoder(spec.left_key_serde, topic, what)
-        self._hash = _value_hasher(spec.left_value_serde, topic, what)
+        self._efk = encoder(spec.right_key_serde, topic)
+        self._epk = encoder(spec.left_key_serde, topic)
+        self._hash = _value_hasher(spec.left_value_serde, topic)
 
     def process_batch(self, batch: list[Rec]) -> None:
         spec = self._spec
@@ -145,7 +143,7 @@ class SubscriptionReceive(BatchProcessor):
         self._right: ValueGetter = self._right_supplier.get()
         self._right.init(context)
         self._dfk = decoder(spec.right_key_serde, topic)
-        self._erv = bound_encoder(spec.right_value_serde, topic, f"foreign-key join {spec.name}")
+        self._erv = encoder(spec.right_value_serde, topic)
 
     def process_batch(self, batch: list[Rec]) -> None:
         put, get, dfk, erv = self._store.put, self._right.get, self._dfk, self._erv
@@ -180,10 +178,9 @@ class ForeignUpdate(BatchProcessor):
         self.context = context
         spec = self._spec
         topic = f"{context.application_id}-{spec.name}-subscription-response-topic"
-        what = f"foreign-key join {spec.name}"
         self._store = context.get_state_store(spec.subscription_store)
-        self._efk = bound_encoder(spec.right_key_serde, topic, what)
-        self._erv = bound_encoder(spec.right_value_serde, topic, what)
+        self._efk = encoder(spec.right_key_serde, topic)
+        self._erv = encoder(spec.right_value_serde, topic)
 
     def process_batch(self, batch: list[Rec]) -> None:
         scan, efk, erv = self._store.prefix_scan, self._efk, self._erv
@@ -214,7 +211,7 @@ class ResponseResolve(BatchProcessor):
         topic = f"{context.application_id}-{spec.name}-subscription-response-topic"
         self._left: ValueGetter = self._left_supplier.get()
         self._left.init(context)
-        self._hash = _value_hasher(spec.left_value_serde, topic, f"foreign-key join {spec.name}")
+        self._hash = _value_hasher(spec.left_value_serde, topic)
         self._drv = decoder(spec.right_value_serde, topic)
 
     def process_batch(self, batch: list[Rec]) -> None:
@@ -249,11 +246,8 @@ class ResultTable(BatchProcessor):
     def init(self, context: ProcessorContext) -> None:
         self.context = context
         topic = f"{context.application_id}-{self._store_name}-changelog"
-        what = f"the result store {self._store_name}"
-        self._ek = bound_encoder(self._key_serde, topic, what, "give the left table a key serde")
-        self._ev = bound_encoder(
-            self._value_serde, topic, what, "pass materialized(value_serde=...) to the join"
-        )
+        self._ek = encoder(self._key_serde, topic)
+        self._ev = encoder(self._value_serde, topic)
         self._dv = decoder(self._value_serde, topic)
         self._store = context.get_state_store(self._store_name).inner
         self._send_old = self._node.send_old_values

@@ -17,6 +17,8 @@ from typing import Any
 
 from headrace.streams import ProcessorSupplier, StreamPartitioner, TimestampExtractor, Topology
 
+from ._serde_roles import for_internal, for_sink
+
 
 @dataclass(eq=False)
 class GraphNode:
@@ -69,6 +71,9 @@ class ProcessorGraphNode(GraphNode):
 
 @dataclass(eq=False)
 class SinkGraphNode(GraphNode):
+    """A ``to()``: each side is written as ``_serde_roles.for_sink`` says (the serde
+    given or carried, the App's default, or bytes read unchanged from a source)."""
+
     topic: Any = None  # a topic name or a TopicNameExtractor
     key_serde: Any = None
     value_serde: Any = None
@@ -79,8 +84,8 @@ class SinkGraphNode(GraphNode):
             self.name,
             self.topic,
             *self.parent_names(),
-            key_serializer=self.key_serde,
-            value_serializer=self.value_serde,
+            key_serializer=for_sink(self.key_serde),
+            value_serializer=for_sink(self.value_serde),
             partitioner=self.partitioner,
         )
 
@@ -90,7 +95,8 @@ class RepartitionGraphNode(GraphNode):
     """Writes ``<topic>-filter`` (drops null keys), ``<topic>-sink``, ``<topic>-source``.
 
     The topic is ``<name>-repartition``, internal, so a task runs it as
-    ``<application_id>-<name>-repartition``.
+    ``<application_id>-<name>-repartition``; a side with no serde is written with the
+    auto serde (``_serde_roles.for_internal``).
     """
 
     key_serde: Any = None
@@ -110,21 +116,22 @@ class RepartitionGraphNode(GraphNode):
     def write_to_topology(self, topology: Topology) -> None:
         assert self.filter_supplier is not None
         filter_name = f"{self.topic}-filter"
+        key_serde, value_serde = for_internal(self.key_serde), for_internal(self.value_serde)
         topology.add_internal_topic(self.topic, self.partitions)
         topology.add_processor(filter_name, self.filter_supplier, *self.parent_names())
         topology.add_sink(
             f"{self.topic}-sink",
             self.topic,
             filter_name,
-            key_serializer=self.key_serde,
-            value_serializer=self.value_serde,
+            key_serializer=key_serde,
+            value_serializer=value_serde,
             partitioner=self.partitioner,
         )
         topology.add_source(
             self.output_name,
             self.topic,
-            key_deserializer=self.key_serde,
-            value_deserializer=self.value_serde,
+            key_deserializer=key_serde,
+            value_deserializer=value_serde,
         )
 
 

@@ -30,6 +30,7 @@ from ._fk_join import (
 from ._graph import GraphNode, TableGraphNode
 from ._materialized import Materialized
 from ._operators import Transform, pass_through
+from ._serde_roles import for_internal
 from ._serdes import Serdes
 from ._table_table_join import JoinValueGetterSupplier, TableJoinSide, row_fn
 
@@ -164,7 +165,7 @@ class _AnswerNode(GraphNode):
         )
         topology.add_source(
             f"{n}-response-source", responses,
-            key_deserializer=spec.left_key_serde if spec.left_key_serde is not None else raw,
+            key_deserializer=for_internal(spec.left_key_serde),
             value_deserializer=raw,
         )
         topology.add_processor(
@@ -196,7 +197,9 @@ def _by_foreign_key(
     subscribe = _SubscribeNode(join_name, (table._node,), spec=spec)
     answer = _AnswerNode(
         join_name, (other._node,), spec=spec,
-        store_builder=Materialized(spec.subscription_store).with_caching_disabled().key_value_store(),
+        store_builder=Materialized(  # keys and values are the join's own bytes
+            spec.subscription_store, key_serde=Serdes.bytes(), value_serde=Serdes.bytes()
+        ).with_caching_disabled().key_value_store(),
         left_getter=left_getter, right_getter=right_getter,
     )
     result = TableGraphNode(join_name, (answer, subscribe), store_builders=(store.key_value_store(),))

@@ -22,6 +22,7 @@ from typing import Any, Literal
 from headrace.state import DEFAULT_MAX_ENTRIES, Stores
 
 from ._errors import TopologyBuildError
+from ._serde_roles import for_internal
 from ._windows import to_ms
 
 StoreKind = Literal["rocksdb", "memory"]
@@ -85,10 +86,10 @@ class Materialized:
         return self.name
 
     def _finish(self, builder: Any) -> Any:
-        if self.key_serde is not None:
-            builder = builder.with_key_serde(self.key_serde)
-        if self.value_serde is not None:
-            builder = builder.with_value_serde(self.value_serde)
+        # A side with no serde is stored with the auto serde, as the operators that
+        # write the bytes underneath bind it (``_binding``): both must agree.
+        builder = builder.with_key_serde(for_internal(self.key_serde))
+        builder = builder.with_value_serde(for_internal(self.value_serde))
         builder = (
             builder.with_logging_enabled(self.logging_config)
             if self.logging

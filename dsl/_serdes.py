@@ -6,6 +6,8 @@
 * ``string()``: UTF-8 (``StringSerializer``); ``uuid()``: its 36-character string, UTF-8
 * ``bytes()``: unchanged
 * ``json()``: orjson; ``model(SomeModel)``: pydantic, validated on read
+* ``auto()``: self-describing (a type tag, then the payload; see ``_auto_serde``), the
+  default of internal topics and DSL stores
 
 ``None`` maps to ``None`` (a null key or a tombstone) in every serde, as in Kafka.
 
@@ -253,3 +255,13 @@ class Serdes:
     @staticmethod
     def model(model: type[T]) -> Serde[T]:
         return _model(model)
+
+    @staticmethod
+    def auto() -> Serde[Any]:
+        """The self-describing serde: str, bytes, int, float, bool, None, dict, list,
+        tuple, datetime, pydantic models and more, each written with a type tag so it
+        reads back as it was (encoding in ``_auto_serde``). Internal topics and DSL
+        stores use it wherever the program gives no serde."""
+        from ._auto_serde import AUTO
+
+        return AUTO

@@ -42,7 +42,6 @@ from typing import Any
 from headrace.streams import BatchProcessor, ProcessorContext, Rec, Topology
 
 from ._binding import decoder, encoder
-from ._errors import SerializationError
 from ._graph import GraphNode
 from ._join_windows import JoinWindows
 from ._operators import Transform, pass_through
@@ -56,24 +55,6 @@ def join_fn(joiner: Callable[..., Any], with_key: bool) -> PairFn:
     if with_key:
         return joiner
     return lambda key, left, right: joiner(left, right)
-
-
-_JOIN_HINT = "pass key_serde, value_serde and other_value_serde to the join"
-
-
-def require_bytes(what: str, hint: str = _JOIN_HINT) -> Callable[[Any], Any]:
-    def check(obj: Any) -> Any:
-        if obj is None or type(obj) is bytes:
-            return obj
-        raise SerializationError(f"no serde for a {type(obj).__name__} in {what}: {hint}")
-
-    return check
-
-
-def bound_encoder(serde: Any, topic: str, what: str, hint: str = _JOIN_HINT) -> Callable[[Any], Any]:
-    """``serde`` bound to ``topic``; without one, bytes pass and anything else is refused
-    with a message naming ``what`` needs a serde and ``hint`` on where to give it."""
-    return require_bytes(what, hint) if serde is None else encoder(serde, topic)
 
 
 @dataclass(frozen=True)
@@ -127,9 +108,8 @@ class _Side:
         own, other = (spec.this_store, spec.other_store) if left else (spec.other_store, spec.this_store)
         self.own = context.get_state_store(own).inner.raw
         self.other = context.get_state_store(other).inner.raw
-        what = f"the stores of join {spec.name}"
         own_serde, other_serde = (spec.left_serde, spec.right_serde) if left else (spec.right_serde, spec.left_serde)
-        self.ev = bound_encoder(own_serde, context.application_id + "-" + own + "-changelog", what)
+        self.ev = encoder(own_serde, context.application_id + "-" + own + "-changelog")
         self.dv_other = decoder(other_serde, context.application_id + "-" + other + "-changelog")
         pair = spec.pair
         self.pair: PairFn = pair if left else (lambda k, right, left_value: pair(k, left_value, right))
@@ -147,7 +127,7 @@ class StreamJoinProcessor(BatchProcessor):
         spec = self._spec
         self._sides = tuple(_Side(left, spec, context) for left in self._side_flags)
         topic = f"{context.application_id}-{spec.this_store}-changelog"
-        self._ek = bound_encoder(spec.key_serde, topic, f"the stores of join {spec.name}")
+        self._ek = encoder(spec.key_serde, topic)
         self._dk = decoder(spec.key_serde, topic)
         self._dl = decoder(spec.left_serde, topic)
         self._dr = decoder(spec.right_serde, f"{context.application_id}-{spec.other_store}-changelog")

@@ -53,7 +53,7 @@ class _WindowedBase:
         node = TableGraphNode(name or builder.new_name(prefix), (parent,), store_builders=stores)
         node.supplier = lambda: make(node)
         node.final_store = dataclasses.replace(
-            store, name=f"{store.store_name}-stream-time", key_serde=None,
+            store, name=f"{store.store_name}-stream-time", key_serde=Serdes.bytes(),
             value_serde=Serdes.long(), caching=False,
         ).key_value_store()
         node.emit_final = self._emit.final

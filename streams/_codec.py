@@ -16,12 +16,17 @@ which raise the serde's own error or hand the record to the error handler.
 No serde at all means bytes pass through; on the way out they are checked to be bytes,
 so a value whose serde was lost on the way (``map_values`` forgets it, as in Kafka
 Streams) fails with a clear message instead of reaching the producer as an object.
+
+A sink side whose serializer is :data:`APP_DEFAULT` (the DSL's ``to()`` gives it to a side
+the program computed) must be written with the configured default serde: with none,
+:func:`check_sink_serdes` refuses the topology before a record is read, naming the sink
+and its topic.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 Encode = Callable[[Any], "bytes | None"]
@@ -37,6 +42,59 @@ def require_bytes(obj: Any) -> bytes | None:
         f"no serde to write a {type(obj).__name__}: pass key_serde/value_serde to the "
         "operator or set a default serde in the config"
     )
+
+
+def bytes_only(node: str, topic: str, side: str) -> Encode:
+    """``require_bytes`` for the ``side`` (key or value) of sink ``node``, whose error
+    names the node and the topic."""
+
+    def check(obj: Any) -> bytes | None:
+        if obj is None or type(obj) is bytes:
+            return obj
+        if isinstance(obj, bytes | bytearray | memoryview):
+            return bytes(obj)
+        raise TypeError(
+            f"sink {node} (topic {topic!r}) has no {side} serde and got a "
+            f"{type(obj).__name__}, not bytes: pass {side}_serializer to the sink or set "
+            f"default_{side}_serde"
+        )
+
+    return check
+
+
+class AppDefault:
+    """The serializer of a sink side that must use the configured default serde."""
+
+    def __repr__(self) -> str:
+        return "APP_DEFAULT"
+
+
+APP_DEFAULT = AppDefault()
+
+
+def sink_serde(serializer: Any, default: Any) -> Any:
+    """The serde a sink side writes with: its own, else the configured default (``None``
+    when there is none: bytes pass)."""
+    if serializer is None or serializer is APP_DEFAULT:
+        return default
+    return serializer
+
+
+def missing_sink_serdes(
+    sinks: Iterable[tuple[str, str, Any, Any]], default_key: Any, default_value: Any
+) -> list[str]:
+    """For each ``(node, topic, key serializer, value serializer)``, what the defaults
+    leave unserialized: one line per sink side that is :data:`APP_DEFAULT` with no default."""
+    missing = []
+    for node, topic, key, value in sinks:
+        for side, serializer, default in (("key", key, default_key), ("value", value, default_value)):
+            if serializer is APP_DEFAULT and default is None:
+                missing.append(
+                    f"sink {node} (topic {topic}) has no {side} serde: its {side}s are computed "
+                    f"by the topology, so pass {side}_serde to to() or set a default "
+                    f"{side} serde (App(default_{side}_serde=...))"
+                )
+    return missing
 
 
 def _bind(serde: Any, topic: str, fast: str, slow: str) -> Any:

@@ -4,6 +4,10 @@ For a fixed topic with no partitioner, a batch costs one comprehension and one
 ``list.extend``; where the serdes offer bare functions (``_codec.py``) the comprehension
 calls those, and redoes the batch with the checked ones if anything raises. A
 per-record topic or partitioner adds exactly one call per record each.
+
+A side with no serde and no configured default writes bytes only (its error names the
+sink and the topic); one that is ``APP_DEFAULT`` with no default is refused here, though
+``Topology.check_sink_serdes`` normally refused it earlier, before any record.
 """
 
 from __future__ import annotations
@@ -11,8 +15,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ._codec import Encode, bind_bare_pair, bind_serializer
+from ._codec import (
+    Encode,
+    bind_bare_pair,
+    bind_serializer,
+    bytes_only,
+    missing_sink_serdes,
+    sink_serde,
+)
 from ._config import StreamsConfig
+from ._errors import TopologyError
 from ._nodes import SinkNode
 from ._record import ProducedRecord, Rec
 
@@ -32,16 +44,26 @@ def compile_sink(
 ) -> Push:
     """Return ``push(batch)`` for ``node``; ``resolved_topic`` is its topic on the broker."""
     extend = produced.extend
-    key_serde = node.key_serializer if node.key_serializer is not None else config.default_key_serde
-    value_serde = (
-        node.value_serializer if node.value_serializer is not None else config.default_value_serde
+    missing = missing_sink_serdes(
+        [(node.name, repr(resolved_topic) if resolved_topic else "chosen per record",
+          node.key_serializer, node.value_serializer)],
+        config.default_key_serde, config.default_value_serde,
     )
+    if missing:
+        raise TopologyError("; ".join(missing))
+    key_serde = sink_serde(node.key_serializer, config.default_key_serde)
+    value_serde = sink_serde(node.value_serializer, config.default_value_serde)
     partitioner = node.partitioner
+
+    def bind(serde: Any, topic: str, side: str) -> Encode | None:
+        if serde is None:  # no serde, no default: bytes only, and an error naming us
+            return bytes_only(node.name, topic, side)
+        return bind_serializer(serde, topic)
 
     if resolved_topic is not None:
         topic = resolved_topic
-        ks = bind_serializer(key_serde, topic)
-        vs = bind_serializer(value_serde, topic)
+        ks = bind(key_serde, topic, "key")
+        vs = bind(value_serde, topic, "value")
         if partitioner is None:
             checked = _fixed(topic, ks, vs, extend)
             bare = bind_bare_pair(key_serde, value_serde, ks, vs, topic, "serializer")
@@ -68,8 +90,8 @@ def compile_sink(
         found = bound.get(topic)
         if found is None:
             found = (
-                bind_serializer(key_serde, topic) or _identity,
-                bind_serializer(value_serde, topic) or _identity,
+                bind(key_serde, topic, "key") or _identity,
+                bind(value_serde, topic, "value") or _identity,
                 partitions_for(topic) if partitioner is not None else 0,
             )
             bound[topic] = found

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._codec import APP_DEFAULT, missing_sink_serdes
 from ._describe import TopologyDescription, describe
 from ._errors import TopologyError
 from ._nodes import Node, ProcessorNode, SinkNode, SourceNode, Subtopology
@@ -56,6 +57,12 @@ class Topology:
 
     Every ``add_*`` method returns the topology so calls chain, as in Kafka Streams.
     """
+
+    APP_DEFAULT = APP_DEFAULT
+    """A sink serializer meaning "the configured default serde": with no default the
+    topology cannot run (:meth:`check_sink_serdes`). The DSL gives it to ``to()`` sides
+    the program computed; a sink serializer left ``None`` uses the default too, and
+    without one passes bytes only."""
 
     def __init__(self) -> None:
         self._g = _Graph()
@@ -305,6 +312,20 @@ class Topology:
                 )
             )
         return result
+
+    def check_sink_serdes(self, default_key_serde: Any, default_value_serde: Any) -> None:
+        """Raise :class:`TopologyError` naming every sink side that is :attr:`APP_DEFAULT`
+        while the default it needs is ``None``; the App runs this at start and the test
+        driver when it opens, so such a program fails before its first record."""
+        sinks = [
+            (n.name, repr(n.topic) if n.topic is not None else "chosen per record",
+             n.key_serializer, n.value_serializer)
+            for n in self._g.nodes.values()
+            if isinstance(n, SinkNode)
+        ]
+        missing = missing_sink_serdes(sinks, default_key_serde, default_value_serde)
+        if missing:
+            raise TopologyError("; ".join(missing))
 
     def describe(self) -> TopologyDescription:
         """The Kafka Streams style description; ``str()`` of it prints the familiar text."""

@@ -263,6 +263,7 @@ class App:
         counts.update({t: n for t, n in wanted_internal.items() if t not in counts})
         layout = TaskLayout(sources, counts)
         layout.check()
+        topology.check_sink_serdes(*self._serdes)  # before any topic is made or record read
         logs = changelog_topics(topology, app_id)
         changelogs = {t for stores in logs.values() for t in stores.values()}
         self.metrics.name_topics(changelogs, internal - changelogs, settings.dead_letters)

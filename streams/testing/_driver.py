@@ -51,6 +51,8 @@ class TopologyTestDriver:
         initial_wall_clock: datetime | int | None = None,
     ) -> None:
         self.config = StreamsConfig.of(config)
+        # As the App at start: a sink that needs a default serde it lacks fails here.
+        topology.check_sink_serdes(self.config.default_key_serde, self.config.default_value_serde)
         self._temp_dir: pathlib.Path | None = None
         state_dir = self.config.state_dir
         if state_dir is None:

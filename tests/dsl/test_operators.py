@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from headrace.dsl import KStream, Serdes, StreamsBuilder, TopologyBuildError
-from headrace.streams import ProcessingError, Processor, Record
+from headrace.streams import Processor, Record, TopologyError
 from headrace.streams.testing import TestRecord, TopologyTestDriver
 
 STR, INT = Serdes.string(), Serdes.integer()
@@ -106,11 +106,11 @@ def test_to_with_a_topic_per_record_and_a_partitioner() -> None:
         assert d.create_output_topic("out-y", STR, INT).read_values_to_list() == [2]
 
 
-def test_a_lost_serde_fails_clearly_instead_of_writing_objects() -> None:
+def test_a_lost_serde_fails_when_the_driver_opens_naming_the_sink_and_topic() -> None:
     builder = StreamsBuilder()
     builder.stream("in", key_serde=STR, value_serde=INT).map_values(lambda v: v + 1).to("out")
-    with TopologyTestDriver(builder.build()) as d, pytest.raises(ProcessingError, match="no serde"):
-        d.create_input_topic("in", STR, INT).pipe_input("k", 1)
+    with pytest.raises(TopologyError, match="sink KSTREAM-SINK-0000000002 \\(topic 'out'\\) has no value serde"):
+        TopologyTestDriver(builder.build())
 
 
 def test_default_serdes_from_config() -> None:
