@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import importlib
 import importlib.util
+import logging
 import os
 import pathlib
 import signal
@@ -140,6 +141,9 @@ def _run(args: argparse.Namespace) -> int:
 
     app = build_app(args)
     configure_logging(app.settings.log_format, app.settings.log_level)
+    # Where each setting came from is the question a debug run is most often for.
+    logging.getLogger("headrace.streams.run").debug(
+        "settings: %s", app.settings.model_dump(mode="json", exclude_defaults=True))
     try:
         asyncio.run(_serve(app, args.status_interval))
     except AppStopped as error:

@@ -1,0 +1,74 @@
+"""The `headrace` command itself: --version, and log levels read in any case."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import headrace
+from headrace.cli import build_parser
+from headrace.streams._commands import build_app
+
+ROOT = Path(__file__).resolve().parents[1]
+
+TOPOLOGY = '''\
+from headrace import StreamsBuilder
+
+def topology():
+    builder = StreamsBuilder()
+    builder.stream("in").to("out")
+    return builder
+'''
+
+
+def _headrace(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("HEADRACE_")}
+    return subprocess.run([sys.executable, "-m", "headrace", *argv], capture_output=True, text=True,
+                          env={**base, **(env or {})}, cwd=ROOT, timeout=60)
+
+
+def test_version_prints_the_package_version() -> None:
+    done = _headrace("--version")
+    assert done.returncode == 0
+    assert done.stdout == f"headrace {headrace.__version__}\n"
+    assert headrace.__version__ != "0+unknown"  # the installed package's own version
+
+
+@pytest.mark.parametrize("given", ["debug", "DEBUG", "Debug", " debug "])
+def test_the_log_level_variable_is_read_in_any_case(
+    given: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "topo.py").write_text(TOPOLOGY)
+    monkeypatch.setenv("HEADRACE_LOG_LEVEL", given)
+    args = build_parser().parse_args(["run", f"{tmp_path / 'topo.py'}:topology", "--application-id", "a"])
+    assert build_app(args).settings.log_level == "DEBUG"
+
+
+@pytest.mark.parametrize("given", ["warning", "WARNING", "Warning"])
+def test_the_log_level_flag_is_read_in_any_case(
+    given: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "topo.py").write_text(TOPOLOGY)
+    monkeypatch.setenv("HEADRACE_LOG_LEVEL", "debug")
+    args = build_parser().parse_args(["run", f"{tmp_path / 'topo.py'}:topology", "--application-id", "a",
+                                      "--log-level", given, "--log-format", "JSON"])
+    settings = build_app(args).settings
+    assert (settings.log_level, settings.log_format) == ("WARNING", "json")
+
+
+def test_a_bad_log_level_is_one_line_listing_the_choices(tmp_path: Path) -> None:
+    (tmp_path / "topo.py").write_text(TOPOLOGY)
+    target = f"{tmp_path / 'topo.py'}:topology"
+    done = _headrace("run", target, "--application-id", "a", env={"HEADRACE_LOG_LEVEL": "loud"})
+    assert done.returncode == 1
+    assert done.stderr == (
+        "headrace run: error: invalid settings: log_level (from HEADRACE_LOG_LEVEL): "
+        "Input should be 'DEBUG', 'INFO', 'WARNING' or 'ERROR'\n")
+    done = _headrace("run", target, "--application-id", "a", "--log-level", "chatty")
+    assert done.returncode == 1
+    assert done.stderr.count("\n") == 1
+    assert "log_level: Input should be 'DEBUG', 'INFO', 'WARNING' or 'ERROR'" in done.stderr
