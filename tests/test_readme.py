@@ -8,7 +8,7 @@ The shell blocks are two runs:
 
 - the quickstart (the first ``sh`` block) runs from the checkout, where ``scripts/dev``
   lives;
-- every later ``sh`` block is one session, the way a reader types them into one
+- every later ``sh`` block runs in one bash process, the way a reader types them into one
   terminal: the broker started in the first of them (its pid in ``$broker``) is used by
   the others and stopped by the last. It runs in a temporary directory with the
   project's ``.venv/bin`` on ``PATH``.
