@@ -12,7 +12,12 @@ decoder); :func:`deserialization_handler` maps the same three words onto them.
 
 Every record a handler lets go is counted (``_metrics.py``): dead letters in
 ``records_dead_lettered_total``, skipped records in ``records_skipped_total``, labelled
-with the record's topic and the kind of error as ``reason``.
+with the record's topic and the kind of error as ``reason``. A consumed record is
+counted once however often it is handled: a batch that fails in processing is run
+again record by record (``App._replay``), and its records are decoded, and handed to
+the handlers, a second time; under exactly-once an aborted transaction replays them
+too. Offsets rise within a partition, so a record at or below the highest offset
+counted for its partition has been counted already.
 """
 
 from __future__ import annotations
@@ -54,6 +59,20 @@ def deserialization_handler(
     return handler if metrics is None else CountingDeserializationHandler(handler, metrics)
 
 
+class _Counted:
+    """The highest offset counted per partition: says whether a record is new."""
+
+    def __init__(self) -> None:
+        self._highest: dict[tuple[str, int], int] = {}
+
+    def first_time(self, topic: str, partition: int, offset: int) -> bool:
+        tp = (topic, partition)
+        if offset <= self._highest.get(tp, -1):
+            return False
+        self._highest[tp] = offset
+        return True
+
+
 class CountingDeserializationHandler:
     """Counts what ``inner`` lets go: a record it continues past with dead letters was
     dead-lettered, without them skipped. A failing record is not counted: it stops the
@@ -62,10 +81,13 @@ class CountingDeserializationHandler:
     def __init__(self, inner: DeserializationHandler, metrics: AppMetrics) -> None:
         self.inner = inner
         self._metrics = metrics
+        self._counted = _Counted()
 
     def handle(self, record: ConsumedRecord, error: Exception) -> DeserializationResponse:
         response = self.inner.handle(record, error)
-        if response.action is DeserializationAction.CONTINUE:
+        if response.action is DeserializationAction.CONTINUE and self._counted.first_time(
+            record[0], record[1], record[2]
+        ):
             metrics = self._metrics
             if response.dead_letters:
                 counter, action = metrics.records_dead_lettered, "dead_letter"
@@ -97,6 +119,7 @@ class ErrorHandler:
         self.action = action
         self.dead_letters = dead_letters
         self._metrics = metrics
+        self._counted = _Counted()
 
     @property
     def fails(self) -> bool:
@@ -105,10 +128,13 @@ class ErrorHandler:
     def consumed(self, record: ConsumedRecord, error: BaseException) -> list[ProducedRecord]:
         """A consumed record failed; return dead letters to send (raise nothing)."""
         topic, partition, offset, timestamp, key, value, headers = record
-        self._metrics.errors.labels(self.kind, self.action).inc()
         where = f"{topic}-{partition} offset {offset}"
+        first = self._counted.first_time(topic, partition, offset)
+        if first:
+            self._metrics.errors.labels(self.kind, self.action).inc()
         if self.action == "dead_letter":
-            self._metrics.records_dead_lettered.labels(topic, self.kind).inc()
+            if first:
+                self._metrics.records_dead_lettered.labels(topic, self.kind).inc()
             log.warning("%s error at %s: %r; sent to %s", self.kind, where, error, self.dead_letters)
             return [
                 (
@@ -116,7 +142,8 @@ class ErrorHandler:
                     (*headers, *error_headers(error, topic, partition, offset)), None,
                 )
             ]
-        self._metrics.records_skipped.labels(topic, self.kind).inc()
+        if first:
+            self._metrics.records_skipped.labels(topic, self.kind).inc()
         log.warning("%s error at %s: %r; skipping the record", self.kind, where, error)
         return []
 
