@@ -15,6 +15,7 @@ from typing import Any
 
 from ._delta import DeltaSink as DeltaSink
 from ._errors import BrokerError as BrokerError
+from ._errors import DecodeError as DecodeError
 from ._errors import DeltaError as DeltaError
 from ._errors import MissingDependencyError as MissingDependencyError
 from ._errors import OffsetRangeError as OffsetRangeError
@@ -39,6 +40,7 @@ from ._session import spark_session as spark_session
 __all__ = [
     "BrokerError",
     "Commit",
+    "DecodeError",
     "DeltaError",
     "DeltaSink",
     "ExportJob",

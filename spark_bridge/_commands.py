@@ -33,6 +33,8 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
                         choices=("read_committed", "read_uncommitted"))
     export.add_argument("--commit-records", type=int, default=500_000, metavar="N",
                         help="rows per Delta commit")
+    export.add_argument("--timeout", type=float, default=15.0, metavar="SECONDS",
+                        help="how long to wait for the broker to answer (default %(default)g)")
     export.add_argument("--no-progress", action="store_true", help="no progress bar")
     export.set_defaults(handler=_export)
 
@@ -71,7 +73,7 @@ def _export(args: argparse.Namespace) -> int:
     job = ExportJob(args.bootstrap_servers, args.topic, args.delta_path,
                     starting=args.starting, value_format=args.value_format,
                     app_id=args.app_id, isolation_level=args.isolation_level,
-                    commit_records=args.commit_records,
+                    commit_records=args.commit_records, timeout=args.timeout,
                     on_progress=None if args.no_progress or not sys.stderr.isatty()
                     else progress)
     result = job.run()

@@ -5,6 +5,7 @@
     ├── MissingDependencyError       pyspark, pyarrow or deltalake is not installed
     ├── BrokerError                  the Kafka client failed (retriable: the broker may return)
     │   └── OffsetRangeError         a planned offset range is no longer readable
+    ├── DecodeError                  a record's value is not in its declared format
     └── DeltaError                   the Delta table could not be read or committed
         └── UnsupportedTableError    the table uses a feature the file-level reader lacks
 
@@ -41,6 +42,20 @@ class OffsetRangeError(BrokerError):
     """
 
     retriable = False
+
+
+class DecodeError(SparkBridgeError):
+    """A record's value is not in the format it was declared to have (``--value-format
+    json`` on a value that is not a JSON object, or whose fields do not fit the columns).
+
+    ``row`` is the value's index in the batch being decoded; the export job, which knows
+    the batch's records, names the record's topic, partition and offset in the message.
+    Not retriable: reading the record again gives the same bytes.
+    """
+
+    def __init__(self, message: str, *, row: int | None = None) -> None:
+        super().__init__(message)
+        self.row = row
 
 
 class DeltaError(SparkBridgeError):

@@ -17,7 +17,7 @@ from typing import Any
 from ._arrow import record_schema, to_record_batch
 from ._delta import DeltaSink
 from ._deps import require
-from ._errors import OptionError, SparkBridgeError
+from ._errors import DecodeError, OptionError, SparkBridgeError
 from ._kafka import ConfluentClient, KafkaClient
 from ._offsets import OffsetRange, TopicPartition, parse_offset_spec, plan_ranges, resolve
 from ._options import Subscription
@@ -83,21 +83,23 @@ class ExportJob:
                  starting: str = "earliest", value_format: str = "binary",
                  app_id: str = "headrace-export", isolation_level: str = "read_committed",
                  commit_records: int = 500_000, partition_by: list[str] | None = None,
-                 client: KafkaClient | None = None,
+                 timeout: float = 15.0, client: KafkaClient | None = None,
                  on_commit: Callable[[Commit], None] | None = None,
                  on_progress: Callable[[int, int], None] | None = None) -> None:
         if value_format not in VALUE_FORMATS:
             raise OptionError(f"value format must be one of {VALUE_FORMATS}")
         if commit_records <= 0:
             raise OptionError("commit_records must be positive")
+        if timeout <= 0:
+            raise OptionError("timeout must be positive")
         self.topic = topic
         self.starting = parse_offset_spec(starting, option="--from")
         self.value_format = value_format
         self.commit_records = commit_records
         self.sink = DeltaSink(delta_path, app_id=app_id, partition_by=partition_by)
         self._own_client = client is None
-        self.client: KafkaClient = client or ConfluentClient(bootstrap,
-                                                             isolation_level=isolation_level)
+        self.client: KafkaClient = client or ConfluentClient(
+            bootstrap, isolation_level=isolation_level, timeout=timeout)
         self.on_commit = on_commit
         self.on_progress = on_progress
         self.state = ExportState.CREATED
@@ -177,7 +179,14 @@ class ExportJob:
 
         if self._value_schema is None:
             self._value_schema = self._existing_value_schema()
-        fields = json_values_to_arrow(records["value"], self._value_schema)
+        try:
+            fields = json_values_to_arrow(records["value"], self._value_schema)
+        except DecodeError as exc:
+            if exc.row is None:
+                raise
+            where = (f"{records['topic'][exc.row]} partition {records['partition'][exc.row]}"
+                     f" offset {records['offset'][exc.row]}")
+            raise DecodeError(f"{where}: {exc}", row=exc.row) from None
         self._value_schema = fields.schema
         meta = records.drop_columns(["value"])
         clash = set(fields.column_names) & set(meta.column_names)

@@ -13,7 +13,7 @@ import typing
 from typing import Any
 
 from ._deps import require
-from ._errors import OptionError
+from ._errors import DecodeError, OptionError
 
 
 def _spark_type(annotation: Any) -> Any:
@@ -69,7 +69,9 @@ def json_values_to_arrow(values: Any, schema: Any | None = None) -> Any:
 
     Nulls (tombstones) become rows of nulls. Values are joined into one
     newline-delimited buffer for Arrow's reader; if a value spans lines or the reader
-    disagrees on the row count, each value is parsed on its own instead.
+    disagrees on the row count, each value is parsed on its own instead. A value that is
+    not a JSON object, or does not fit the columns, raises ``DecodeError`` with its index
+    as ``row``.
     """
     pa = require("pyarrow")
     pc = require("pyarrow.compute")
@@ -90,7 +92,36 @@ def json_values_to_arrow(values: Any, schema: Any | None = None) -> Any:
                 return table
         except pa.ArrowInvalid:
             pass
+    rows = [_json_object(i, v) for i, v in enumerate(filled.to_pylist())]
+    try:
+        return pa.Table.from_pylist(rows, schema=schema)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        bad = _first_misfit(pa, rows, schema)
+        raise DecodeError(f"value does not fit the columns ({exc})", row=bad) from None
+
+
+def _json_object(row: int, value: bytes) -> dict[str, Any]:
     import orjson
 
-    rows = [orjson.loads(v) for v in filled.to_pylist()]
-    return pa.Table.from_pylist(rows, schema=schema)
+    try:
+        parsed = orjson.loads(value)
+    except orjson.JSONDecodeError as exc:
+        raise DecodeError(f"value is not JSON ({exc})", row=row) from None
+    if not isinstance(parsed, dict):
+        raise DecodeError(f"value is JSON but not an object (a {type(parsed).__name__})",
+                          row=row)
+    return parsed
+
+
+def _first_misfit(pa: Any, rows: list[dict[str, Any]], schema: Any) -> int:
+    """The index of the first row that cannot join the rows before it (the error path
+    only: a binary search over prefixes, since a prefix that fails fails when longer)."""
+    low, high = 0, len(rows)  # rows[:low] converts; rows[:high] fails
+    while high - low > 1:
+        mid = (low + high) // 2
+        try:
+            pa.Table.from_pylist(rows[:mid], schema=schema)
+            low = mid
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            high = mid
+    return high - 1

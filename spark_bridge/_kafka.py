@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any, Protocol
 
+from ._client_log import ClientLog
 from ._deps import require
 from ._errors import BrokerError, OffsetRangeError
 from ._offsets import Bounds, OffsetRange, TopicPartition
@@ -26,6 +27,7 @@ _FIRST, _SECOND = itemgetter(0), itemgetter(1)
 _PARTITION_EOF = -191
 _OFFSET_OUT_OF_RANGE = 1
 _AUTO_OFFSET_RESET = -140  # what librdkafka reports for out-of-range with reset=error
+_TRANSPORT, _TIMED_OUT = -195, -185  # no broker answered within the call's timeout
 
 
 @dataclass
@@ -86,17 +88,24 @@ def client_config(bootstrap: str, isolation_level: str,
 
 
 class ConfluentClient:
-    """``KafkaClient`` over one confluent-kafka Consumer (not thread-safe)."""
+    """``KafkaClient`` over one confluent-kafka Consumer (not thread-safe).
+
+    ``timeout`` bounds each metadata and offset request; librdkafka's own log goes to a
+    ``ClientLog``, never to stderr, and its newest problem becomes the reason in errors.
+    """
 
     def __init__(self, bootstrap: str, *, isolation_level: str = "read_committed",
                  extra: dict[str, str] | None = None, timeout: float = 15.0,
                  stall_timeout: float = 30.0) -> None:
         ck = require("confluent_kafka")
         self._ck = ck
+        self._bootstrap = bootstrap
         self._timeout = timeout
         self._stall_timeout = stall_timeout
+        self._log = ClientLog()
+        config = {**client_config(bootstrap, isolation_level, extra), "logger": self._log}
         try:
-            self._consumer = ck.Consumer(client_config(bootstrap, isolation_level, extra))
+            self._consumer = ck.Consumer(config)
         except ck.KafkaException as exc:
             raise BrokerError(f"cannot create Kafka client: {exc}") from exc
 
@@ -113,7 +122,18 @@ class ConfluentClient:
         try:
             return self._consumer.list_topics(topic, timeout=self._timeout)
         except self._ck.KafkaException as exc:
-            raise BrokerError(f"metadata request failed: {exc}") from exc
+            raise self._failure("metadata request failed", exc) from exc
+
+    def _failure(self, what: str, exc: Any) -> BrokerError:
+        """One line for a failed request; an unreachable broker is named as such, with
+        librdkafka's reason (a poll hands its queued log lines to ``ClientLog``)."""
+        code = exc.args[0].code() if exc.args and hasattr(exc.args[0], "code") else None
+        if code not in (_TRANSPORT, _TIMED_OUT):
+            return BrokerError(f"{what}: {exc}")
+        self._consumer.poll(0)
+        message = f"cannot reach the broker at {self._bootstrap} within {self._timeout:g}s"
+        reason = self._log.last_problem
+        return BrokerError(f"{message}: {reason}" if reason else message)
 
     def partitions(self, subscription: Subscription, *, missing_ok: bool) -> list[TopicPartition]:
         if subscription.assigned:
@@ -142,8 +162,8 @@ class ConfluentClient:
                     self._ck.TopicPartition(tp.topic, tp.partition), timeout=self._timeout,
                     cached=False)
             except self._ck.KafkaException as exc:
-                raise BrokerError(f"cannot list offsets of {tp.topic}/{tp.partition}: {exc}"
-                                  ) from exc
+                raise self._failure(f"cannot list offsets of {tp.topic}/{tp.partition}", exc
+                                    ) from exc
             out[tp] = Bounds(low, high)
         return out
 

@@ -112,3 +112,18 @@ def test_streaming_read_without_registration_gets_exact_rows(run: Run) -> None:
 def test_the_driver_never_imported_headrace(run: Run) -> None:
     # Spark's own lookup, in a worker process, found and loaded the source.
     assert run.report["driver_imported"] == []
+
+
+def test_the_hook_loads_nothing_until_spark_asks() -> None:
+    """Spark imports every ``pyspark_*`` module it finds: ours must cost nothing then,
+    and hand over the real source only when ``DefaultSource`` is read."""
+    code = ("import sys, pyspark_headrace; "
+            "print(sorted(m for m in sys.modules if m.startswith(('pyspark', 'headrace')))); "
+            "from pyspark.sql.datasource import DataSource; "
+            "from headrace.spark_bridge import HeadraceDataSource; "
+            "s = pyspark_headrace.DefaultSource; "
+            "print(s is HeadraceDataSource, issubclass(s, DataSource), s.name())")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["['pyspark_headrace']", "True True headrace"]

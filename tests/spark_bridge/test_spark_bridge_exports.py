@@ -8,6 +8,7 @@ import sys
 from headrace import spark_bridge
 from headrace.spark_bridge import (
     BrokerError,
+    DecodeError,
     DeltaError,
     MissingDependencyError,
     OffsetRangeError,
@@ -21,6 +22,7 @@ def test_all_is_pinned() -> None:
     assert spark_bridge.__all__ == [
         "BrokerError",
         "Commit",
+        "DecodeError",
         "DeltaError",
         "DeltaSink",
         "ExportJob",
@@ -49,13 +51,15 @@ def test_all_is_pinned() -> None:
 
 def test_error_tree_has_one_root_and_retriable_flags() -> None:
     for error in (OptionError, MissingDependencyError, BrokerError, OffsetRangeError,
-                  DeltaError, UnsupportedTableError):
+                  DecodeError, DeltaError, UnsupportedTableError):
         assert issubclass(error, SparkBridgeError)
     assert issubclass(OffsetRangeError, BrokerError)
     assert issubclass(UnsupportedTableError, DeltaError)
     assert BrokerError.retriable is True
     assert OffsetRangeError.retriable is False  # deleted records do not come back
     assert OptionError.retriable is False
+    assert DecodeError("not JSON", row=3).retriable is False  # the same bytes again
+    assert DecodeError("not JSON", row=3).row == 3
     assert DeltaError("lost a race", retriable=True).retriable is True
     assert DeltaError("bad table").retriable is False
 
