@@ -652,7 +652,7 @@ class App:
             "standby": sorted(standbys.tasks) if standbys is not None else [],
             "restore_remaining": restorer.remaining() if restorer is not None else 0,
             "consumed": self.consumed,
-            "produced": self.produced,
+            "produced": self.metrics.produced_total,  # delivered, as records_produced_total
         }
 
     def partition_count(self, topic: str) -> int:

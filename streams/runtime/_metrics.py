@@ -91,6 +91,8 @@ class AppMetrics:
         reg.register(self._late)
         # Topic -> kind of the topics this instance writes; unnamed topics are sinks.
         self.topic_kinds: dict[str, str] = {}
+        # The sum of records_produced_total, for the instance's status.
+        self.produced_total = 0
         self.consumer_lag = Gauge(
             "headrace_streams_consumer_lag", "Records behind the end of a source partition",
             ["topic", "partition"], registry=reg,
@@ -131,6 +133,7 @@ class AppMetrics:
         for topic, n in counts.items():
             if n > 0:
                 self.records_produced.labels(topic, kinds.get(topic, SINK)).inc(n)
+                self.produced_total += n
 
     def watch_late_records(self, late_records: Any) -> None:
         """Expose a DSL program's late-record counts (``StreamsBuilder.late_records``)."""

@@ -211,4 +211,14 @@ async def test_metrics_count_what_happened(
     # topics plus the repartition topic.
     consumed = sum(_by(samples, "headrace_streams_records_consumed_total").values())
     assert consumed == (GOOD + UNDECODABLE + 3) + len(PINGS) + GOOD
+    # The status line's "produced" is the same count.
+    total = sum(counted.values())
+    async def status_says() -> bool:
+        for _ in range(50):
+            lines = [line for line in inst.log().splitlines() if line.startswith("[status]")]
+            if lines and f" produced={total}" in lines[-1]:
+                return True
+            await asyncio.sleep(0.1)
+        return False
+    assert await status_says(), (total, inst.log()[-500:])
     assert inst.stop() == 0
