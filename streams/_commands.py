@@ -120,11 +120,10 @@ def build_app(args: argparse.Namespace) -> Any:
         )
         return App(topology=obj._topology_source, settings=settings,
                    default_key_serde=obj._serdes[0], default_value_serde=obj._serdes[1])
-    settings = AppSettings.load(args.settings, **_options(args)) if _has_application_id(args) else None
-    if settings is None:
+    if not _has_application_id(args):
         raise ConfigError(f"{args.target} is not an App: give it an application id with "
                           "--application-id (or HEADRACE_APPLICATION_ID, or in --settings)")
-    return App(topology=obj, settings=settings)
+    return App(topology=obj, settings=AppSettings.load(args.settings, **_options(args)))
 
 
 def _has_application_id(args: argparse.Namespace) -> bool:

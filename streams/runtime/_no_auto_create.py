@@ -86,7 +86,7 @@ def forbid_auto_create(kafka: Any) -> bool:
     """Make every Metadata request of ``kafka`` (an aiokafka consumer, producer or admin
     client) forbid topic auto-creation; ``False`` (and a warning) if aiokafka changed so
     that it cannot be done."""
-    client = getattr(kafka, "_client", None) or getattr(kafka, "client", None)
+    client: Any = getattr(kafka, "_client", None) or getattr(kafka, "client", None)
     get_conn = getattr(client, "_get_conn", None)
     probe = MetadataRequest(["t"])
     if get_conn is None or getattr(probe, "_allow_auto_topic_creation", False) is not None \

@@ -7,20 +7,20 @@ real Kafka's), so each test would see a topic appear if a client let it.
 from __future__ import annotations
 
 import asyncio
-import time
+import contextlib
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 from aiokafka import AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from headrace.streams.runtime import AppSettings, ClientError, SettingsError, _aiokafka
+from headrace.streams.runtime._aiokafka import AiokafkaRecordProducer
+from headrace.streams.runtime._no_auto_create import forbid_auto_create
 from rtprocs import Cluster, Instance
 
 from headrace import App, StreamsBuilder
-from headrace.streams.runtime import AppSettings, ClientError, SettingsError
-from headrace.streams.runtime import _aiokafka
-from headrace.streams.runtime._aiokafka import AiokafkaRecordProducer
-from headrace.streams.runtime._no_auto_create import forbid_auto_create
 
 
 async def _topics(bootstrap: str) -> set[str]:
@@ -133,9 +133,8 @@ async def test_a_source_topic_deleted_under_headrace_run_stops_it_with_one_error
     await _delete(bootstrap, source)
 
     assert inst.proc is not None
-    deadline = time.monotonic() + 30
-    while inst.proc.poll() is None and time.monotonic() < deadline:
-        await asyncio.sleep(0.1)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        await asyncio.to_thread(inst.proc.wait, 30)
     assert inst.proc.returncode == 1, inst.log()[-3000:]
     lines = inst.log().strip().splitlines()
     assert lines[-1] == (

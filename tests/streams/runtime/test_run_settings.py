@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from headrace.streams._commands import build_app
 from rtprocs import ROOT, Cluster
 
 from headrace.cli import build_parser
-from headrace.streams._commands import build_app
 
 APP = '''\
 from headrace import App, Serdes, StreamsBuilder
@@ -145,19 +145,24 @@ async def _read(bootstrap: str, topic: str, want: int, wait: float = 30) -> list
     return got
 
 
+def _run_without_flags(target: str, log_path: Path, **env: str) -> subprocess.Popen[bytes]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("HEADRACE_")}
+    with open(log_path, "wb") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "headrace", "run", target, "--status-interval", "0.5"],
+            stdout=log, stderr=log, cwd=ROOT,
+            env={**clean, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(ROOT), **env})
+
+
 async def test_headrace_run_uses_the_app_own_bootstrap_servers(cluster: Cluster, tmp_path: Path) -> None:
     """The broker listens on a free port, not 9092; only the App names it."""
     bootstrap = cluster.bootstrap
     assert not bootstrap.endswith(":9092")
     await _create(bootstrap, "own-in", "own-out")
     app_file = _app_file(tmp_path, bootstrap, "own-in", "own-out")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HEADRACE_")}
-    env.update(PYTHONUNBUFFERED="1", PYTHONPATH=str(ROOT), HEADRACE_LOG_LEVEL="Debug")
     log_path = tmp_path / "run.log"
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "headrace", "run", f"{app_file}:app", "--status-interval", "0.5"],
-            stdout=log, stderr=log, env=env, cwd=ROOT)
+    # No --bootstrap-servers flag and no HEADRACE_BOOTSTRAP_SERVERS.
+    proc = _run_without_flags(f"{app_file}:app", log_path, HEADRACE_LOG_LEVEL="Debug")
     try:
         producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
         await producer.start()
