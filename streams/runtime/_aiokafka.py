@@ -419,7 +419,7 @@ class AiokafkaRecordProducer:
         if count is None:
             try:
                 parts = await asyncio.wait_for(self._producer.partitions_for(topic), TOPIC_WAIT_S)
-            except (UnknownTopicOrPartitionError, asyncio.TimeoutError):
+            except (TimeoutError, UnknownTopicOrPartitionError):
                 # aiokafka would keep asking for its whole request timeout; a topic created
                 # a moment ago shows up well within TOPIC_WAIT_S even on a large cluster.
                 raise ClientError(
