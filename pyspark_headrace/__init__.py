@@ -8,7 +8,10 @@ under ``DefaultSource.name()``. This module is that hook; the data source itself
 
 ``DefaultSource`` is resolved on first access (PEP 562), so importing this module imports
 neither pyspark nor the bridge: only Spark's lookup, which already runs inside pyspark,
-pays for it.
+pays for it. If the bridge cannot be imported there (a pyspark older than the ``spark``
+extra asks for), the attribute is reported missing rather than raising: Spark's lookup
+catches only that, and any other error would make every Python data source of the
+session unavailable, not just this one.
 """
 
 from typing import Any
@@ -18,7 +21,9 @@ __all__ = ["DefaultSource"]
 
 def __getattr__(name: str) -> Any:
     if name == "DefaultSource":
-        from headrace.spark_bridge._source import HeadraceDataSource
-
+        try:
+            from headrace.spark_bridge._source import HeadraceDataSource
+        except ImportError as exc:
+            raise AttributeError(f"format('headrace') is unavailable: {exc}") from exc
         return HeadraceDataSource
     raise AttributeError(f"module 'pyspark_headrace' has no attribute {name!r}")

@@ -127,3 +127,14 @@ def test_the_hook_loads_nothing_until_spark_asks() -> None:
                           text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["['pyspark_headrace']", "True True headrace"]
+
+
+def test_a_bridge_that_cannot_load_is_skipped_not_fatal_to_spark() -> None:
+    # As under a pyspark older than the spark extra asks for: Spark's lookup checks
+    # hasattr(), which turns only AttributeError into "not a data source".
+    code = ("import sys; sys.modules['pyspark.sql.streaming.datasource'] = None; "
+            "import pyspark_headrace; print(hasattr(pyspark_headrace, 'DefaultSource'))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
