@@ -7,6 +7,10 @@
     export_topic("127.0.0.1:9092", "page-views", "/data/page_views")   # no Spark needed
     read_delta(spark, "/data/page_views").createOrReplaceTempView("page_views")
 
+Any Spark session finds ``format("headrace")`` on its own: PySpark 4 loads the
+``DefaultSource`` of the installed ``pyspark_headrace`` module. ``register_source`` and
+``spark_session`` register it explicitly, for sessions that cannot see that module.
+
 pyspark, pyarrow and deltalake (the ``spark`` extra) are imported only when used, so
 importing this package is cheap. ``HeadraceDataSource`` is resolved on first access.
 """
