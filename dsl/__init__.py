@@ -18,6 +18,10 @@ by key) or a :class:`GlobalKTable` (``StreamsBuilder.global_table``, by a select
 ``KTable.join``/``left_join``/``outer_join`` with another table, and ``KTable.join``/
 ``left_join`` by a foreign key. Joins that need co-partitioned inputs repartition a side
 whose key changed upstream.
+
+Serdes: internal topics and stores given no serde use the self-describing
+``Serdes.auto()``; a ``to()`` needs a serde for each side the program computed, or the
+App's default (``_serde_roles``).
 """
 
 from headrace.state import Window as Window

@@ -324,8 +324,8 @@ for _tag, _fn in {
     b"d": lambda d: _unpack_d(d)[0],
     b"T": lambda d: True,
     b"F": lambda d: False,
-    b"j": lambda d: _loads(memoryview(d)[1:]),
-    b"J": lambda d: _untree(_loads(memoryview(d)[1:])),
+    b"j": lambda d: _loads(d[1:]),
+    b"J": lambda d: _untree(_loads(d[1:])),
 }.items():
     _DEC[_tag[0]] = _fn
 

@@ -234,7 +234,14 @@ class KStream:
         partitioner: StreamPartitioner | None = None,
         name: str | None = None,
     ) -> None:
-        """Write every record to ``topic``, or to ``topic(key, value, timestamp)`` per record."""
+        """Write every record to ``topic``, or to ``topic(key, value, timestamp)`` per record.
+
+        Each side is written with the serde given here, else the one the stream carries,
+        else the App's default serde. A side with none of these passes through only if
+        it is a source topic's bytes, unchanged; any other side (computed by ``map``,
+        ``group_by``, a joiner, ...) makes the App refuse to start, and the test driver
+        to open, with an error naming this sink and its topic.
+        """
         node = SinkGraphNode(
             name or self._builder.new_name("KSTREAM-SINK-"),
             (self._node,),

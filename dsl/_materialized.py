@@ -5,6 +5,8 @@ Defaults follow Kafka Streams: a RocksDB store, changelogged to
 tables so that repeated updates of a key between commits reach downstream once.
 A store name left out is generated from the operator, which keeps it stable while the
 program does not change; name it to query it and to keep it across program changes.
+A key or value with no serde (given here or carried by the stream) is stored with the
+self-describing ``Serdes.auto()``.
 
 >>> m = materialized("counts", store="memory").with_caching_disabled()
 >>> (m.name, m.persistent, m.caching, m.logging)
