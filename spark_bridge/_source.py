@@ -176,5 +176,22 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
 
 def register(spark: Any) -> None:
-    """Make ``format("headrace")`` available in ``spark``."""
-    spark.dataSource.register(HeadraceDataSource)
+    """Make ``format("headrace")`` available in ``spark``.
+
+    Where Spark already found it on its own (the ``pyspark_headrace`` module), registering
+    again changes nothing but makes Spark warn that a session's source replaced a static
+    one, so it is skipped.
+    """
+    if not _known(spark):
+        spark.dataSource.register(HeadraceDataSource)
+
+
+def _known(spark: Any) -> bool:
+    """Whether the session already resolves ``headrace`` (found statically or registered)."""
+    from py4j.protocol import Py4JError
+
+    try:
+        manager = spark._jsparkSession.sessionState().dataSourceManager()
+        return bool(manager.dataSourceExists(HeadraceDataSource.name()))
+    except (AttributeError, Py4JError):  # Spark Connect: no JVM here; registering is safe
+        return False

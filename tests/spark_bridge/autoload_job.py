@@ -9,7 +9,8 @@ under the master and environment the test gives it, and nothing earlier in the p
 
 Prints one JSON object on its last line of stdout: the master, the executors that came
 up, the rows of a batch read and of a streaming read (AvailableNow into the memory
-sink), and the headrace modules the driver process itself imported.
+sink), and the headrace modules the driver process itself imported. Then it calls
+``register_source`` as older code does, and reads again.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ def main(master: str, bootstrap: str, topic: str, checkpoint: str) -> dict[str, 
                  .option("checkpointLocation", checkpoint)
                  .trigger(availableNow=True).start())
         query.awaitTermination(120)
-        return {
+        report = {
             "master": spark.sparkContext.master,
             "executors": executors,
             "batch": _rows(batch),
@@ -70,6 +71,14 @@ def main(master: str, bootstrap: str, topic: str, checkpoint: str) -> dict[str, 
             "driver_imported": sorted(m for m in sys.modules
                                       if m.split(".")[0] in ("headrace", "pyspark_headrace")),
         }
+        # Registering on top of what Spark found: no warning (the log shows WARN again),
+        # and the source still reads.
+        spark.sparkContext.setLogLevel("WARN")
+        from headrace.spark_bridge import register_source
+
+        register_source(spark)
+        report["batch_after_register"] = _rows(batch)
+        return report
     finally:
         spark.stop()
 

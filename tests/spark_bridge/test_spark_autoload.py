@@ -46,6 +46,7 @@ PARTITIONS = 3
 class Run:
     produced: list[list[Any]]  # [partition, offset, key, value], sorted
     report: dict[str, Any]
+    stderr: str  # the driver's, with Spark's log
 
 
 def _spark_home(tmp: Path) -> Path:
@@ -90,7 +91,7 @@ def run(broker_process: BrokerProcess, tmp_path_factory: pytest.TempPathFactory)
     assert done.returncode == 0, (
         f"the Spark job on {MASTER} failed ({done.returncode}):\n"
         f"{done.stdout[-3000:]}\n{done.stderr[-6000:]}")
-    return Run(produced, json.loads(done.stdout.strip().splitlines()[-1]))
+    return Run(produced, json.loads(done.stdout.strip().splitlines()[-1]), done.stderr)
 
 
 def test_the_job_ran_on_two_executor_processes(run: Run) -> None:
@@ -112,6 +113,11 @@ def test_streaming_read_without_registration_gets_exact_rows(run: Run) -> None:
 def test_the_driver_never_imported_headrace(run: Run) -> None:
     # Spark's own lookup, in a worker process, found and loaded the source.
     assert run.report["driver_imported"] == []
+
+
+def test_registering_again_is_quiet_and_harmless(run: Run) -> None:
+    assert run.report["batch_after_register"] == run.produced
+    assert "replaced a statically registered data source" not in run.stderr
 
 
 def test_the_hook_loads_nothing_until_spark_asks() -> None:
