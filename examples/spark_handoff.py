@@ -1,12 +1,13 @@
 """The hand-off: windowed page-view counts exported to Delta Lake, then a Spark SQL report.
 
-1. Put sample page views on ``page-views`` (keyed by user, the view's time as the
+1. Create the topics (an application never creates the topics it reads or writes),
+   then put sample page views on ``page-views`` (keyed by user, the view's time as the
    record timestamp), plus one view per page past the last minute's grace period so
    every sampled minute closes.
-2. Run the ``examples.page_views`` topology as a service (``streams.runtime.App`` in
+2. Run the ``examples.page_views`` topology as a service (``headrace.App`` in
    this process, in its own consumer group) until it has written one final count per
    page and minute to ``page-views-per-minute``.
-3. Export that topic to a Delta table with ``spark_bridge.export_topic`` (the JSON
+3. Export that topic to a Delta table with ``headrace.spark_bridge.export_topic`` (the JSON
    fields become columns); run the export a second time to show it copies nothing
    twice.
 4. Read the table into Spark and print a SQL report: views per page, the busiest
@@ -82,6 +83,25 @@ def _minute_of(view: TestRecord) -> int:
     return _stamp(view) // 60_000
 
 
+def create_topics(bootstrap: str, partitions: int = 1) -> None:
+    """Step 1: the topology's input and output topics, where they do not exist yet.
+
+    One partition by default: the views are published in time order, and a windowed count
+    drops a view that arrives after its minute closed, which the closing views of one
+    partition could do to views still queued on another."""
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    created = admin.create_topics([NewTopic(t, partitions, 1) for t in (VIEWS, PER_MINUTE)])
+    for future in created.values():
+        try:
+            future.result(30)
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                raise
+
+
 def publish_views(bootstrap: str, views: list[TestRecord]) -> None:
     """Step 1: the sampled views, then a view per page that closes the last minute."""
     from confluent_kafka import Producer
@@ -103,7 +123,7 @@ async def count_as_a_service(bootstrap: str, state_dir: str, finals: int,
     """Step 2: run the topology as a service until ``finals`` counts are on the topic."""
     from aiokafka import AIOKafkaConsumer
 
-    from headrace.streams.runtime import App
+    from headrace import App
 
     app = App(f"page-views-handoff-{uuid.uuid4().hex[:6]}", build_topology,
               bootstrap_servers=bootstrap, state_dir=state_dir, commit_interval_ms=200,
@@ -137,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     views = sample_views(args.views)
     finals = len({(v.value["page"], _minute_of(v)) for v in views})
     expected = Counter(v.value["page"] for v in views)
+    create_topics(args.bootstrap_servers)
     publish_views(args.bootstrap_servers, views)
     print(f"[topic]   {len(views)} views on {VIEWS}")
     with tempfile.TemporaryDirectory(prefix="handoff-state-") as state_dir:
