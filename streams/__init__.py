@@ -91,6 +91,6 @@ __all__ = [
 ]
 
 # The runtime imports the names above, so it comes last.
-from .runtime import App as App  # noqa: E402
+from .runtime import App as App
 
 __all__ += ["App"]

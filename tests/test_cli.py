@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from headrace.streams._commands import build_app
 
 import headrace
 from headrace.cli import build_parser
+from headrace.streams._commands import build_app
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -18,6 +18,9 @@ from typing import Any
 
 import pydantic
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from headrace.dsl import (
     DeserializationError,
     Serdes,
@@ -27,9 +30,6 @@ from headrace.dsl import (
     materialized,
 )
 from headrace.streams import ProcessingError, Topology, TopologyError
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from headrace.testing import TopologyTestDriver
 
 AUTO = Serdes.auto()

@@ -24,9 +24,9 @@ from first_topologies import (
     region_counts_app,
     word_count,
 )
-from headrace.streams import TopologyError
 
 from headrace import Serdes
+from headrace.streams import TopologyError
 from headrace.testing import TopologyTestDriver
 
 APP = {"application_id": "first"}

@@ -5,7 +5,14 @@ import sys
 from pathlib import Path
 
 from headrace.dsl import Serdes
-from headrace.examples.payments import BALANCES, PAYMENTS, SAMPLE, app, apply_payment, build_topology
+from headrace.examples.payments import (
+    BALANCES,
+    PAYMENTS,
+    SAMPLE,
+    app,
+    apply_payment,
+    build_topology,
+)
 from headrace.streams.testing import TestRecord, TopologyTestDriver
 
 S = Serdes.string()

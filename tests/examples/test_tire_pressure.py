@@ -3,7 +3,14 @@ import sys
 from pathlib import Path
 
 from headrace.dsl import Serdes
-from headrace.examples.tire_pressure import ALERTS, READINGS, SAMPLE, STATUS_STORE, T0, build_topology
+from headrace.examples.tire_pressure import (
+    ALERTS,
+    READINGS,
+    SAMPLE,
+    STATUS_STORE,
+    T0,
+    build_topology,
+)
 from headrace.streams.testing import TestRecord, TopologyTestDriver
 
 MINUTE = 60_000

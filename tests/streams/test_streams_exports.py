@@ -1,5 +1,4 @@
 from headrace import streams
-import headrace.streams.testing
 
 
 def test_streams_public_surface_is_pinned() -> None:

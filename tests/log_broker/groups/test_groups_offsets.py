@@ -176,7 +176,12 @@ def test_state_rebuilt_from_records_matches() -> None:
 
 
 def test_replay_materializes_transactional_offsets_only_on_commit_markers() -> None:
-    from headrace.log_broker.groups import OffsetKey, OffsetValue, encode_offset_key, encode_offset_value
+    from headrace.log_broker.groups import (
+        OffsetKey,
+        OffsetValue,
+        encode_offset_key,
+        encode_offset_value,
+    )
 
     def txn_batch(producer_id: int, offset: int, value: int) -> bytes:
         key = encode_offset_key(OffsetKey("g", "orders", 0))
@@ -208,7 +213,12 @@ def test_replay_materializes_transactional_offsets_only_on_commit_markers() -> N
 
 
 def _offset_batch(offset: int, value: int, producer_id: int = -1) -> bytes:
-    from headrace.log_broker.groups import OffsetKey, OffsetValue, encode_offset_key, encode_offset_value
+    from headrace.log_broker.groups import (
+        OffsetKey,
+        OffsetValue,
+        encode_offset_key,
+        encode_offset_value,
+    )
 
     key = encode_offset_key(OffsetKey("g", "orders", 0))
     record = _records.Record(offset, 0, key, encode_offset_value(OffsetValue(value, -1, "", 0)))

@@ -5,7 +5,12 @@ from typing import Any
 import pytest
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberMetadata
 
-from headrace.streams.runtime import CoPartitionError, PartitionGroupAssignor, TaskLayout, assign_tasks
+from headrace.streams.runtime import (
+    CoPartitionError,
+    PartitionGroupAssignor,
+    TaskLayout,
+    assign_tasks,
+)
 from headrace.streams.runtime._assignor import MemberInfo, _decode, assign_standbys
 
 TASKS = [f"0_{p}" for p in range(6)]

@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from headrace.dsl import Materialized
 
 from headrace import Serdes, SessionWindows, StreamsBuilder, TimeWindows
+from headrace.dsl import Materialized
 
 if TYPE_CHECKING:
     from rtprocs import Cluster, Instance

@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 from aiokafka import AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-from headrace.streams.runtime import AppSettings, ClientError, SettingsError, _aiokafka
-from headrace.streams.runtime._aiokafka import AiokafkaRecordProducer
-from headrace.streams.runtime._no_auto_create import forbid_auto_create
 from rtprocs import Cluster, Instance
 
 from headrace import App, StreamsBuilder
+from headrace.streams.runtime import AppSettings, ClientError, SettingsError, _aiokafka
+from headrace.streams.runtime._aiokafka import AiokafkaRecordProducer
+from headrace.streams.runtime._no_auto_create import forbid_auto_create
 
 
 async def _topics(bootstrap: str) -> set[str]:

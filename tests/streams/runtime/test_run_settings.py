@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-from headrace.streams._commands import build_app
 from rtprocs import ROOT, Cluster
 
 from headrace.cli import build_parser
+from headrace.streams._commands import build_app
 
 APP = '''\
 from headrace import App, Serdes, StreamsBuilder

@@ -1,5 +1,5 @@
-from headrace import streams
 import headrace.streams.runtime as runtime
+from headrace import streams
 
 
 def test_runtime_public_surface_is_pinned() -> None:
