@@ -84,6 +84,10 @@ def load_target(target: str) -> Any:
             raise ConfigError(f"cannot load {where}")
         module = importlib.util.module_from_spec(spec)
         sys.modules[path.stem] = module
+        # As ``python app.py`` would: the app's own folder first on the path, so the
+        # modules beside it import.
+        if str(path.parent) not in sys.path:
+            sys.path.insert(0, str(path.parent))
         spec.loader.exec_module(module)
     else:
         module = importlib.import_module(where)

@@ -72,3 +72,21 @@ def test_a_bad_log_level_is_one_line_listing_the_choices(tmp_path: Path) -> None
     assert done.returncode == 1
     assert done.stderr.count("\n") == 1
     assert "log_level: Input should be 'DEBUG', 'INFO', 'WARNING' or 'ERROR'" in done.stderr
+
+
+def test_run_loads_an_app_file_that_imports_a_module_beside_it(tmp_path: Path) -> None:
+    # `python app.py` puts app.py's folder on the path; `headrace run app.py:app` must too.
+    from headrace.streams._commands import load_target
+
+    app_dir = tmp_path / "myapp"
+    app_dir.mkdir()
+    (app_dir / "my_topics.py").write_text("SOURCE = 'orders-in'\n")
+    (app_dir / "app.py").write_text(
+        "from my_topics import SOURCE\n"
+        "from headrace import StreamsBuilder\n"
+        "def topology():\n"
+        "    builder = StreamsBuilder()\n"
+        "    builder.stream(SOURCE).to('orders-out')\n"
+        "    return builder.build()\n")
+    topology = load_target(f"{app_dir / 'app.py'}:topology")()
+    assert "orders-in" in str(topology.describe())

@@ -107,3 +107,17 @@ class Instance:
         return self.proc.wait(30)
 
 
+
+
+async def create_topics(bootstrap: str, *topics: str, partitions: int = 2) -> None:
+    """Create ``topics`` that do not exist yet: applications never create the topics they
+    read or write, so a test creates them first (a module's tests may share a broker)."""
+    from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        existing = set(await admin.list_topics())
+        await admin.create_topics([NewTopic(t, partitions, 1) for t in topics if t not in existing])
+    finally:
+        await admin.close()

@@ -14,21 +14,11 @@ from pathlib import Path
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-from rtprocs import Cluster, Instance
+from rtprocs import Cluster, Instance, create_topics
 from runtime_apps import COUNTS, INPUT
 
 pytestmark = pytest.mark.slow
 KEYS = [f"key-{i}" for i in range(12)]
-
-
-async def _create(bootstrap: str, *topics: str, partitions: int = 4) -> None:
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    try:
-        await admin.create_topics([NewTopic(t, partitions, 1) for t in topics])
-    finally:
-        await admin.close()
 
 
 async def _produce(bootstrap: str, topic: str, start: int, count: int) -> None:
@@ -87,7 +77,7 @@ async def test_instances_share_partitions_and_a_new_one_rebalances_without_loss(
 ) -> None:
     bootstrap = cluster.bootstrap
     topic_in, topic_out = f"{INPUT}-share", f"{COUNTS}-share"
-    await _create(bootstrap, topic_in, topic_out)
+    await create_topics(bootstrap, topic_in, topic_out, partitions=4)
     await _produce(bootstrap, topic_in, 0, 600)
     a = _spawn(instances, cluster, tmp_path, "count_share", "a")
     b = _spawn(instances, cluster, tmp_path, "count_share", "b")
@@ -114,7 +104,7 @@ async def test_killed_instance_hands_its_tasks_over_and_state_is_restored_from_t
 ) -> None:
     bootstrap = cluster.bootstrap
     topic_in, topic_out = f"{INPUT}-kill", f"{COUNTS}-kill"
-    await _create(bootstrap, topic_in, topic_out)
+    await create_topics(bootstrap, topic_in, topic_out, partitions=4)
     a = _spawn(instances, cluster, tmp_path, "count_kill", "a")
     b = _spawn(instances, cluster, tmp_path, "count_kill", "b")
     await asyncio.to_thread(a.wait_for, "tasks=0_", 40)
@@ -140,7 +130,7 @@ async def test_restart_with_its_state_dir_restores_from_the_checkpoint_not_from_
 ) -> None:
     bootstrap = cluster.bootstrap
     topic_in, topic_out = f"{INPUT}-restart", f"{COUNTS}-restart"
-    await _create(bootstrap, topic_in, topic_out)
+    await create_topics(bootstrap, topic_in, topic_out, partitions=4)
     first = _spawn(instances, cluster, tmp_path, "count_restart", "first", state="state")
     await asyncio.to_thread(first.wait_for, "tasks=0_", 40)
     await _produce(bootstrap, topic_in, 0, 600)

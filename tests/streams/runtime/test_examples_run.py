@@ -9,22 +9,13 @@ from pathlib import Path
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-from rtprocs import Cluster, Instance
+from aiokafka.admin import AIOKafkaAdminClient
+from rtprocs import Cluster, Instance, create_topics
 
 from headrace.examples import page_views, tire_pressure
 from headrace.examples.iot_sensors import ALERTS, DEAD_LETTERS, ENRICHED, READINGS, SAMPLE
 
 pytestmark = pytest.mark.slow
-
-
-async def _create(bootstrap: str, topics: list[str], partitions: int = 2) -> None:
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    try:
-        await admin.create_topics([NewTopic(t, partitions, 1) for t in topics])
-    finally:
-        await admin.close()
 
 
 async def _produce(bootstrap: str, topic: str, records: list[tuple[bytes, bytes, int | None]]) -> None:
@@ -79,7 +70,7 @@ async def test_iot_example_runs_as_a_service(
     cluster: Cluster, instances: list[Instance], tmp_path: Path
 ) -> None:
     bootstrap = cluster.bootstrap
-    await _create(bootstrap, [READINGS, ENRICHED, ALERTS, DEAD_LETTERS])
+    await create_topics(bootstrap, READINGS, ENRICHED, ALERTS, DEAD_LETTERS)
     inst = _service(instances, "headrace.examples.iot_sensors:build_topology", "iot", bootstrap, tmp_path)
     await asyncio.to_thread(inst.wait_for, "tasks=0_", 40)
     await _produce(bootstrap, READINGS, [(key.encode(), value, None) for key, value in SAMPLE])
@@ -97,7 +88,7 @@ async def test_page_views_example_counts_views_per_page_and_minute_as_a_service(
     RocksDB stores with changelogs, and each minute's final count comes out once the
     minute and its grace have passed."""
     bootstrap = cluster.bootstrap
-    await _create(bootstrap, [page_views.VIEWS, page_views.PER_MINUTE])
+    await create_topics(bootstrap, page_views.VIEWS, page_views.PER_MINUTE)
     inst = _service(instances, "headrace.examples.page_views:build_topology", "page-views", bootstrap, tmp_path)
     await asyncio.to_thread(inst.wait_for, "tasks=0_", 40)
     t0 = page_views.T0
@@ -132,7 +123,7 @@ async def test_tire_pressure_example_alerts_once_per_incident_as_a_service(
     cluster: Cluster, instances: list[Instance], tmp_path: Path
 ) -> None:
     bootstrap = cluster.bootstrap
-    await _create(bootstrap, [tire_pressure.READINGS, tire_pressure.ALERTS])
+    await create_topics(bootstrap, tire_pressure.READINGS, tire_pressure.ALERTS)
     inst = _service(instances, "headrace.examples.tire_pressure:build_topology", "tires", bootstrap, tmp_path)
     await asyncio.to_thread(inst.wait_for, "tasks=0_", 40)
     await _produce(bootstrap, tire_pressure.READINGS, [

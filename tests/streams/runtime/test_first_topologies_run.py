@@ -15,21 +15,10 @@ from typing import Any
 import first_topologies as ft
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-from rtprocs import ROOT, Cluster, Instance
+from rtprocs import ROOT, Cluster, Instance, create_topics
 
 pytestmark = pytest.mark.slow
 MODULE = ROOT / "tests" / "first_topologies.py"
-
-
-async def _create(bootstrap: str, topics: list[str]) -> None:
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    try:
-        existing = set(await admin.list_topics())  # the broker is shared by the module
-        await admin.create_topics([NewTopic(t, 2, 1) for t in topics if t not in existing])
-    finally:
-        await admin.close()
 
 
 async def _produce(bootstrap: str, topic: str, records: list[tuple[bytes | None, bytes | None]]) -> None:
@@ -68,7 +57,7 @@ async def _latest(bootstrap: str, topic: str, want: dict[str, int], wait: float 
 async def _run(cluster: Cluster, instances: list[Instance], tmp_path: Path, target: str,
                app_id: str, topics: list[str], source: str,
                records: list[tuple[bytes | None, bytes | None]], sink: str, want: dict[str, int]) -> None:
-    await _create(cluster.bootstrap, topics)
+    await create_topics(cluster.bootstrap, *topics)
     inst = Instance(f"{MODULE}:{target}", app_id, cluster.bootstrap, tmp_path / "state", app_id)
     instances.append(inst.start())
     await asyncio.to_thread(inst.wait_for, "tasks=", 60)
@@ -115,7 +104,7 @@ async def test_a_sink_without_serde_or_default_stops_the_app_at_start(
 ) -> None:
     """``region_counts`` run bare (not as its App): no default serdes, so the App stops
     at start naming the sink and its topic, before reading anything."""
-    await _create(cluster.bootstrap, [ft.USERS, ft.REGION_COUNTS])
+    await create_topics(cluster.bootstrap, ft.USERS, ft.REGION_COUNTS)
     inst = Instance(f"{MODULE}:region_counts", "first-bare", cluster.bootstrap,
                     tmp_path / "state", "bare")
     instances.append(inst.start())

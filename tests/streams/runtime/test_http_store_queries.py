@@ -4,19 +4,13 @@ store, which it holds whole."""
 
 from __future__ import annotations
 
-import asyncio
-import json
 import os
-import re
-import time
-import urllib.error
-import urllib.request
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 from aiokafka import AIOKafkaProducer
+from httpq import get, http_address, until
 
 from headrace.dsl import Materialized, Serdes, StreamsBuilder
 
@@ -51,35 +45,8 @@ def _instance(instances: list[Instance], prefix: str, bootstrap: str, tmp: Path,
     return inst
 
 
-async def _address(inst: Instance) -> str:
-    """The ``host:port`` the instance's HTTP server listens on (it picks a free port)."""
-    await asyncio.to_thread(inst.wait_for, "[run]", 60)
-    found = re.search(r"\[run\] .*; http://(\S+) \(", inst.log())
-    assert found is not None, inst.log()[-2000:]
-    return found.group(1)
 
 
-def _fetch(address: str, path: str) -> tuple[int, Any]:
-    try:
-        with urllib.request.urlopen(f"http://{address}{path}", timeout=10) as response:
-            return int(response.status), json.loads(response.read())
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read())
-
-
-async def get(address: str, path: str) -> tuple[int, Any]:
-    return await asyncio.to_thread(_fetch, address, path)
-
-
-async def _until(check: Callable[[], Any], wait: float = 30) -> None:
-    """Await ``check()`` until it returns true; fail with its last answer otherwise."""
-    deadline = time.monotonic() + wait
-    while True:
-        answer = await check()
-        if answer is True or time.monotonic() > deadline:
-            break
-        await asyncio.sleep(0.2)
-    assert answer is True, answer
 
 
 async def test_global_stores_answer_on_every_instance_and_task_stores_on_their_owner(
@@ -94,7 +61,7 @@ async def test_global_stores_answer_on_every_instance_and_task_stores_on_their_o
     a = _instance(instances, prefix, bootstrap, tmp_path, "a")
     b = _instance(instances, prefix, bootstrap, tmp_path, "b")
     await _one_task_each(a, b)
-    hosts = [await _address(a), await _address(b)]
+    hosts = [await http_address(a), await http_address(b)]
 
     # The listing names the global store next to the task store.
     for host in hosts:
@@ -121,7 +88,7 @@ async def test_global_stores_answer_on_every_instance_and_task_stores_on_their_o
         async def renamed(host: str = host) -> Any:
             status, body = await get(host, f"/stores/{GLOBAL_STORE}/c3")
             return True if (status, body["value"]) == (200, "renamed3") else body
-        await _until(renamed)
+        await until(renamed)
 
     # A task store key is answered by the instance that runs its task; the other
     # instance names that one. Orders are placed by the client's default partitioner.
@@ -145,7 +112,7 @@ async def test_global_stores_answer_on_every_instance_and_task_stores_on_their_o
             ok = (owner["value"], other["host"], other["task"]) == (n, owner["host"], owner["task"])
             owners.add(owner["host"])
             return True if ok and "held by another instance" in other["error"] else (ba, bb)
-        await _until(answered)
+        await until(answered)
     assert owners == set(hosts)  # the keys spread over both tasks, so both answered some
 
     status, body = await get(hosts[0], "/stores/no-such-store/k")

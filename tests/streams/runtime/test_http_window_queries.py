@@ -7,19 +7,15 @@ task, so the two answers together are the whole store."""
 
 from __future__ import annotations
 
-import asyncio
-import json
 import os
-import re
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from httpq import get, http_address, until
 
 from headrace import Serdes, SessionWindows, StreamsBuilder, TimeWindows
 from headrace.dsl import Materialized
@@ -80,27 +76,7 @@ def expected_sessions(user: str) -> list[dict[str, int]]:
 USERS = sorted({u for u, _ in CLICKS})
 
 
-def _fetch(address: str, path: str) -> tuple[int, Any]:
-    try:
-        with urllib.request.urlopen(f"http://{address}{path}", timeout=10) as response:
-            return int(response.status), json.loads(response.read())
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read())
 
-
-async def get(address: str, path: str) -> tuple[int, Any]:
-    return await asyncio.to_thread(_fetch, address, path)
-
-
-async def _until(check: Callable[[], Awaitable[Any]], wait: float = 30) -> Any:
-    """Await ``check()`` until it returns true; fail with its last answer otherwise."""
-    deadline = time.monotonic() + wait
-    while True:
-        answer = await check()
-        if answer is True or time.monotonic() > deadline:
-            break
-        await asyncio.sleep(0.2)
-    assert answer is True, answer
 
 
 async def _setup(bootstrap: str, prefix: str) -> None:
@@ -136,12 +112,6 @@ def _start(instances: list[Instance], prefix: str, bootstrap: str, tmp: Path, na
     return inst
 
 
-async def _address(inst: Instance) -> str:
-    await asyncio.to_thread(inst.wait_for, "[run]", 60)
-    found = re.search(r"\[run\] .*; http://(\S+) \(", inst.log())
-    assert found is not None, inst.log()[-2000:]
-    return found.group(1)
-
 
 def _held(inst: Instance) -> set[str]:
     lines = [line for line in inst.log().splitlines() if line.startswith("[status]")]
@@ -154,7 +124,7 @@ async def _split(a: Instance, b: Instance) -> None:
     async def split() -> Any:
         held = (_held(a), _held(b))
         return True if sorted(map(sorted, held)) == [["0_0"], ["0_1"]] else held
-    await _until(split, 60)
+    await until(split, 60)
 
 
 async def test_windows_sessions_and_ranges_across_two_instances(
@@ -164,7 +134,7 @@ async def test_windows_sessions_and_ranges_across_two_instances(
     await _setup(bootstrap, prefix)
     a = _start(instances, prefix, bootstrap, tmp_path, "a")
     b = _start(instances, prefix, bootstrap, tmp_path, "b")
-    hosts = [await _address(a), await _address(b)]
+    hosts = [await http_address(a), await http_address(b)]
     await _split(a, b)
 
     # Every user's windows and sessions: the owner answers them exactly, the other
@@ -183,7 +153,7 @@ async def test_windows_sessions_and_ranges_across_two_instances(
             assert "held by another instance" in other["error"], other
             owners[user] = owner["host"]
             return True
-        await _until(answered)
+        await until(answered)
         owner = owners[user]
         status, body = await get(owner, f"/stores/{SESSIONS}/{user}")
         assert (status, body["kind"], body["sessions"]) == (200, "session", expected_sessions(user)), body
@@ -216,7 +186,7 @@ async def test_windows_sessions_and_ranges_across_two_instances(
         answers = [await get(h, f"/stores/{WINDOWS}/nobody") for h in hosts]
         return True if sorted(s for s, _ in answers) == [200, 404] and [
             b["windows"] for s, b in answers if s == 200] == [[]] else answers
-    await _until(nobody)
+    await until(nobody)
 
     # Ranges: each instance answers its own tasks and names the other for the rest;
     # together the answers are the whole store, in key order within each answer.

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 from aiokafka import AIOKafkaProducer
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-from rtprocs import Cluster, Instance
+from aiokafka.admin import AIOKafkaAdminClient
+from rtprocs import Cluster, Instance, create_topics
 
 from headrace import App, StreamsBuilder
 from headrace.streams.runtime import AppSettings, ClientError, SettingsError, _aiokafka
@@ -28,15 +28,6 @@ async def _topics(bootstrap: str) -> set[str]:
     await admin.start()
     try:
         return set(await admin.list_topics())
-    finally:
-        await admin.close()
-
-
-async def _create(bootstrap: str, *topics: str, partitions: int = 2) -> None:
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    try:
-        await admin.create_topics([NewTopic(t, partitions, 1) for t in topics])
     finally:
         await admin.close()
 
@@ -85,7 +76,7 @@ def _copy_topology(source: str, sink: str) -> Any:
 
 async def test_an_app_with_a_missing_sink_fails_at_start(broker: Any, tmp_path: Path) -> None:
     bootstrap = broker.bootstrap_servers
-    await _create(bootstrap, "nac-in")
+    await create_topics(bootstrap, "nac-in")
     app = App("nac", _copy_topology("nac-in", "nac-out-missing"), bootstrap_servers=bootstrap,
               state_dir=tmp_path / "state")
     with pytest.raises(SettingsError, match="sink topics do not exist: nac-out-missing"):
@@ -118,7 +109,7 @@ async def test_a_source_topic_deleted_under_headrace_run_stops_it_with_one_error
 ) -> None:
     bootstrap = cluster.bootstrap
     source, sink = "nar-in", "nar-out"
-    await _create(bootstrap, source, sink, partitions=3)
+    await create_topics(bootstrap, source, sink, partitions=3)
     app_file = tmp_path / "copy_app.py"
     app_file.write_text(
         "from headrace import StreamsBuilder\n"

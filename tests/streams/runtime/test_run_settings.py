@@ -13,8 +13,7 @@ from typing import Any
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-from rtprocs import ROOT, Cluster
+from rtprocs import ROOT, Cluster, create_topics
 
 from headrace.cli import build_parser
 from headrace.streams._commands import build_app
@@ -122,15 +121,6 @@ def test_the_help_states_the_precedence() -> None:
     assert "the App's\nown constructor arguments; a settings file" in text
 
 
-async def _create(bootstrap: str, *topics: str) -> None:
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    try:
-        await admin.create_topics([NewTopic(t, 2, 1) for t in topics])
-    finally:
-        await admin.close()
-
-
 async def _read(bootstrap: str, topic: str, want: int, wait: float = 30) -> list[bytes]:
     consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest")
     await consumer.start()
@@ -158,7 +148,7 @@ async def test_headrace_run_uses_the_app_own_bootstrap_servers(cluster: Cluster,
     """The broker listens on a free port, not 9092; only the App names it."""
     bootstrap = cluster.bootstrap
     assert not bootstrap.endswith(":9092")
-    await _create(bootstrap, "own-in", "own-out")
+    await create_topics(bootstrap, "own-in", "own-out")
     app_file = _app_file(tmp_path, bootstrap, "own-in", "own-out")
     log_path = tmp_path / "run.log"
     # No --bootstrap-servers flag and no HEADRACE_BOOTSTRAP_SERVERS.
