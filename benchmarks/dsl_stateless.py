@@ -79,6 +79,17 @@ def main() -> None:
         lambda v: v * 3, lambda k, v: v % 2 == 0, *common)
     run("json values (orjson)", Serdes.json(), [{"id": i, "t": 20.5} for i in range(1000)],
         lambda v: v["t"], lambda k, v: v["id"] % 2 == 0, *common)
+    # The self-describing default of internal topics and stores, on the same values: its
+    # cost against the serde a user would otherwise have to name.
+    auto = Serdes.auto()
+    run("auto: string values", auto, [str(i) for i in range(1000)],
+        lambda v: v + "!", lambda k, v: v[-1] in "02468", *common)
+    run("auto: int values", auto, list(range(1000)),
+        lambda v: v * 3, lambda k, v: v % 2 == 0, *common)
+    run("auto: dict values", auto, [{"id": i, "t": 20.5} for i in range(1000)],
+        lambda v: v["t"], lambda k, v: v["id"] % 2 == 0, *common)
+    run("auto: tuple values", auto, [(i, "x", 20.5) for i in range(1000)],
+        lambda v: v[2], lambda k, v: v[0] % 2 == 0, *common)
 
 
 if __name__ == "__main__":
