@@ -23,6 +23,7 @@ from ._errors import ProductionError as ProductionError
 from ._errors import RestoreError as RestoreError
 from ._errors import RuntimeFailure as RuntimeFailure
 from ._errors import SettingsError as SettingsError
+from ._errors import SourceTopicDeletedError as SourceTopicDeletedError
 from ._errors import TransactionError as TransactionError
 from ._murmur2 import murmur2 as murmur2
 from ._murmur2 import partition_for_key as partition_for_key
@@ -46,6 +47,7 @@ __all__ = [
     "RestoreError",
     "RuntimeFailure",
     "SettingsError",
+    "SourceTopicDeletedError",
     "TaskLayout",
     "TopicAdmin",
     "TransactionError",

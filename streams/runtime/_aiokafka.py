@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Awaitable, Collection, Mapping, Sequence
 from itertools import islice
 from typing import Any
 
@@ -34,7 +34,7 @@ from ._client import (
     TopicPartition,
     TopicSpec,
 )
-from ._errors import ClientError
+from ._errors import ClientError, SourceTopicDeletedError
 from ._fastfetch import AS_TUPLES, as_tuple, install
 from ._murmur2 import KeyPartitioner
 from ._no_auto_create import forbid_auto_create, reported_by_the_runtime
@@ -146,7 +146,7 @@ class AiokafkaGroupConsumer:
             raise translate(error, "reading topic metadata") from error
         gone = sorted(t for t in suspects if not cluster.partitions_for_topic(t))
         if gone:
-            self._gone = ClientError(
+            self._gone = SourceTopicDeletedError(
                 f"source topic {', '.join(gone)} no longer exists: it was deleted while "
                 "the application ran (the application never re-creates it)"
             )
@@ -183,31 +183,36 @@ class AiokafkaGroupConsumer:
     async def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
         if not offsets:
             return
-        await self._check_missing()
         request = {AioTP(t, p): o for (t, p), o in offsets.items()}
-        while True:
-            # aiokafka retries a commit for a deleted topic without end; the commit is
-            # watched, and given up once a metadata refresh loses a source topic.
-            attempt = asyncio.ensure_future(self._consumer.commit(request))
-            try:
-                while not attempt.done() and not self._missing:
-                    await asyncio.wait({attempt}, timeout=0.2)
-            finally:
-                if not attempt.done():
-                    attempt.cancel()
-                    with contextlib.suppress(asyncio.CancelledError, KafkaError):
-                        await attempt
-            if attempt.cancelled():
-                await self._check_missing()  # raises when the topic is gone
-                continue  # a passing topic error: commit again
-            try:
-                attempt.result()
-            except (CommitFailedError, IllegalStateError) as error:
-                # The group moved on (a rebalance); not fatal: the new owner replays.
-                raise ClientError(f"committing offsets: {error!r}", retriable=True) from error
-            except KafkaError as error:
-                raise translate(error, "committing offsets") from error
-            return
+        try:
+            await self.while_sources_exist(self._consumer.commit(request))
+        except (CommitFailedError, IllegalStateError) as error:
+            # The group moved on (a rebalance); not fatal: the new owner replays.
+            raise ClientError(f"committing offsets: {error!r}", retriable=True) from error
+        except KafkaError as error:
+            raise translate(error, "committing offsets") from error
+
+    async def while_sources_exist(self, commit: Awaitable[None]) -> None:
+        """Await ``commit``; give it up once a source topic is confirmed deleted.
+
+        aiokafka retries an offset commit (plain, or TxnOffsetCommit inside a transaction)
+        for a deleted topic without end, and the group's rebalance commits right after the
+        refresh that lost the topic. So the commit is watched: when a metadata refresh
+        loses a source topic, a read of the whole cluster's metadata decides; a topic
+        really gone cancels the commit and raises, a passing topic error lets it go on."""
+        await self._check_missing()
+        attempt = asyncio.ensure_future(commit)
+        try:
+            while not attempt.done():
+                await asyncio.wait({attempt}, timeout=0.2)
+                if self._missing and not attempt.done():
+                    await self._check_missing()  # raises when the topic is gone
+        finally:
+            if not attempt.done():
+                attempt.cancel()
+                with contextlib.suppress(asyncio.CancelledError, KafkaError):
+                    await attempt
+        attempt.result()
 
     def assignment(self) -> set[TopicPartition]:
         return _tps(self._consumer.assignment())

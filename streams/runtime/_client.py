@@ -81,6 +81,11 @@ class GroupConsumer(Protocol):
     def generation_valid(self) -> bool:
         """Whether this member still belongs to the group's current generation."""
 
+    async def while_sources_exist(self, commit: Awaitable[None]) -> None:
+        """Await ``commit`` (of offsets, or of a transaction holding them), but give it up
+        and raise a :class:`ClientError` naming the topic once a source topic is found
+        deleted: a commit for a deleted topic may otherwise be retried without end."""
+
 
 class _AssignedReader(Protocol):
     """A consumer outside any group, assigned partitions and positioned by hand."""

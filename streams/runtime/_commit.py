@@ -97,7 +97,13 @@ from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from ._client import GroupConsumer, RecordProducer, TopicPartition, TransactionalProducer
-from ._errors import ClientError, FencedError, ProductionError, TransactionError
+from ._errors import (
+    ClientError,
+    FencedError,
+    ProductionError,
+    SourceTopicDeletedError,
+    TransactionError,
+)
 from ._handlers import ErrorHandler
 from ._metrics import AppMetrics
 from ._tasks import RuntimeTask
@@ -144,7 +150,9 @@ class TransactionSink:
                 "this member left the group's current generation; its partitions may "
                 "belong to another instance now, so its transaction must not commit"
             )
-        await self.producer.commit_transaction(offsets, self._group_id)
+        await self._consumer.while_sources_exist(
+            self.producer.commit_transaction(offsets, self._group_id)
+        )
 
     async def abort(self) -> None:
         await self.producer.abort_transaction()
@@ -195,6 +203,12 @@ class Committer:
             await self._commit(tasks)
         except FencedError:
             raise
+        except SourceTopicDeletedError:
+            # The producer still retries the offsets of the deleted topic and would not
+            # finish an abort; the application stops, and the broker aborts the open
+            # transaction at its timeout.
+            self.broken = True
+            raise
         except (TransactionError, ClientError, ProductionError) as error:
             await self.abort()
             if isinstance(error, TransactionError):
@@ -203,8 +217,9 @@ class Committer:
 
     async def abort(self) -> None:
         """Abort the open transaction; a failed abort is logged (the next InitProducerId
-        or the transaction timeout aborts it at the broker)."""
-        if isinstance(self._offsets, TransactionSink):
+        or the transaction timeout aborts it at the broker). A broken producer is not
+        asked again."""
+        if isinstance(self._offsets, TransactionSink) and not self.broken:
             try:
                 await self._offsets.abort()
             except (TransactionError, FencedError, ClientError) as error:

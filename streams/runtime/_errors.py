@@ -8,7 +8,10 @@ root::
         ├── SettingsError            a setting is missing, unknown or out of range
         ├── CoPartitionError         sources that must be co-partitioned are not
         ├── ClientError              the Kafka client failed (retriable when the
-        │                            underlying error is)
+        │   │                        underlying error is)
+        │   └── SourceTopicDeletedError
+        │                            a source topic was deleted while the application
+        │                            ran; not retriable (it is never re-created)
         ├── ProductionError          a record could not be produced and the handler
         │                            said fail
         ├── RestoreError             a store could not be restored from its changelog
@@ -46,6 +49,11 @@ class ClientError(RuntimeFailure):
     def __init__(self, message: str, *, retriable: bool = False) -> None:
         super().__init__(message)
         self.retriable = retriable
+
+
+class SourceTopicDeletedError(ClientError):
+    """A source topic was deleted while the application ran. The application never
+    re-creates it (its offsets and data are gone), so it stops."""
 
 
 class ProductionError(RuntimeFailure):

@@ -1,4 +1,5 @@
 from headrace import streams
+from headrace.streams import testing
 
 
 def test_streams_public_surface_is_pinned() -> None:
@@ -20,7 +21,7 @@ def test_streams_public_surface_is_pinned() -> None:
 
 
 def test_testing_public_surface_is_pinned() -> None:
-    assert sorted(streams.testing.__all__) == [
+    assert sorted(testing.__all__) == [
         "ChangelogEntry", "TestInputTopic", "TestOutputTopic", "TestRecord", "TopologyTestDriver",
     ]
 

@@ -4,7 +4,7 @@ restore progress past transaction markers."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -81,6 +81,9 @@ class FakeConsumer:
 
     def generation_valid(self) -> bool:
         return self.valid
+
+    async def while_sources_exist(self, commit: Awaitable[None]) -> None:
+        await commit
 
 
 def _records(start: int, n: int) -> list[ConsumedRecord]:

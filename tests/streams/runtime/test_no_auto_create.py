@@ -104,11 +104,13 @@ async def _delete(bootstrap: str, topic: str) -> None:
         await admin.close()
 
 
+@pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once_v2"])
 async def test_a_source_topic_deleted_under_headrace_run_stops_it_with_one_error(
-    cluster: Cluster, instances: list[Instance], tmp_path: Path
+    cluster: Cluster, instances: list[Instance], tmp_path: Path, guarantee: str
 ) -> None:
     bootstrap = cluster.bootstrap
-    source, sink = "nar-in", "nar-out"
+    app_id = "nar" if guarantee == "at_least_once" else "nar-eos"
+    source, sink = f"{app_id}-in", f"{app_id}-out"
     await create_topics(bootstrap, source, sink, partitions=3)
     app_file = tmp_path / "copy_app.py"
     app_file.write_text(
@@ -117,7 +119,8 @@ async def test_a_source_topic_deleted_under_headrace_run_stops_it_with_one_error
         "    builder = StreamsBuilder()\n"
         f"    builder.stream({source!r}).to({sink!r})\n"
         "    return builder\n")
-    inst = Instance(f"{app_file}:topology", "nar", bootstrap, tmp_path / "state", "nar")
+    inst = Instance(f"{app_file}:topology", app_id, bootstrap, tmp_path / "state", app_id,
+                    env={"HEADRACE_PROCESSING_GUARANTEE": guarantee})
     instances.append(inst.start())
     inst.wait_for("[status] running tasks=0_")
     await _produce(bootstrap, source, 10)
@@ -129,12 +132,12 @@ async def test_a_source_topic_deleted_under_headrace_run_stops_it_with_one_error
     assert inst.proc.returncode == 1, inst.log()[-3000:]
     lines = inst.log().strip().splitlines()
     assert lines[-1] == (
-        "headrace run: nar stopped: source topic nar-in no longer exists: it was deleted "
-        "while the application ran (the application never re-creates it)"
+        f"headrace run: {app_id} stopped: source topic {source} no longer exists: it was "
+        "deleted while the application ran (the application never re-creates it)"
     ), inst.log()[-3000:]
     assert "Traceback" not in inst.log()
     # Said once by the runtime's log and once by the command; nothing from aiokafka.
-    assert len([line for line in lines if "nar-in" in line and " INFO " not in line]) == 2
+    assert len([line for line in lines if source in line and " INFO " not in line]) == 2
     await asyncio.sleep(1)  # a refresh that would re-create it has had its chance
     topics = await _topics(bootstrap)
     assert source not in topics

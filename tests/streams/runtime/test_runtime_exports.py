@@ -7,8 +7,9 @@ def test_runtime_public_surface_is_pinned() -> None:
         "App", "AppSettings", "AppState", "AppStopped", "ChangelogReader", "ClientError",
         "ClientFactory", "CoPartitionError", "FencedError", "GroupConsumer",
         "PartitionGroupAssignor", "ProductionError", "RecordProducer", "RestoreError",
-        "RuntimeFailure", "SettingsError", "TaskLayout", "TopicAdmin", "TransactionError",
-        "TransactionalProducer", "assign_tasks", "murmur2", "partition_for_key",
+        "RuntimeFailure", "SettingsError", "SourceTopicDeletedError", "TaskLayout",
+        "TopicAdmin", "TransactionError", "TransactionalProducer", "assign_tasks", "murmur2",
+        "partition_for_key",
     ]
     for name in runtime.__all__:
         assert hasattr(runtime, name), name
@@ -16,7 +17,7 @@ def test_runtime_public_surface_is_pinned() -> None:
 
 def test_runtime_errors_hang_under_the_streams_root_and_say_if_retriable() -> None:
     errors = [getattr(runtime, n) for n in runtime.__all__ if n.endswith(("Error", "Failure", "Stopped"))]
-    assert len(errors) == 9
+    assert len(errors) == 10
     for error in errors:
         assert issubclass(error, runtime.RuntimeFailure)
         assert issubclass(error, streams.StreamsError)
@@ -25,3 +26,5 @@ def test_runtime_errors_hang_under_the_streams_root_and_say_if_retriable() -> No
     assert runtime.ClientError("x").retriable is False
     assert runtime.TransactionError.retriable is True  # aborted, the tasks rewind
     assert runtime.FencedError.retriable is False
+    assert issubclass(runtime.SourceTopicDeletedError, runtime.ClientError)
+    assert runtime.SourceTopicDeletedError("gone").retriable is False

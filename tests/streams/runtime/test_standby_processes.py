@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
-from rtprocs import Cluster, Instance
+from rtprocs import Cluster, Instance, create_topics
 from runtime_apps import COUNTS, INPUT
-from test_app_processes import KEYS, _create, _produce
+from test_app_processes import KEYS, _produce
 
 from headrace.state import TaskCheckpoint
 
@@ -103,7 +103,7 @@ async def test_a_killed_instances_tasks_resume_on_their_standbys_without_restori
     bootstrap = cluster.bootstrap
     app_id = {"at_least_once": "count_standby_alos", "exactly_once_v2": "count_standby_eos"}[guarantee]
     topic_in, topic_out = f"{INPUT}-{app_id}", f"{COUNTS}-{app_id}"
-    await _create(bootstrap, topic_in, topic_out, partitions=PARTITIONS)
+    await create_topics(bootstrap, topic_in, topic_out, partitions=PARTITIONS)
     env = {"HEADRACE_NUM_STANDBY_REPLICAS": "1", "HEADRACE_PROCESSING_GUARANTEE": guarantee}
     insts = []
     for name in ("a", "b", "c"):
