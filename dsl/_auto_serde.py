@@ -385,6 +385,8 @@ class SourceSideSerde(AutoSerde):
     pass through, as they came in (``dsl._serde_roles.for_sink``).
     """
 
+    source_side = True  # what an interactive query looks for (``streams.runtime._queries``)
+
     def __init__(self) -> None:
         super().__init__()
         self.name = "source-side"

@@ -664,6 +664,11 @@ class App:
         return layout.sources.get(subtopology, ()) if layout is not None else ()
 
     @property
+    def default_key_serde(self) -> Any:
+        """The serde of keys no node names one for (``None``: bytes)."""
+        return self._serdes[0]
+
+    @property
     def global_stores(self) -> GlobalStores | None:
         """The global stores; ``None`` until start-up creates them, or without global tables."""
         return self._globals

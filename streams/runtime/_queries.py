@@ -225,8 +225,13 @@ class StoreQueries:
         """The key as the typed store takes it, and its serialized bytes; a key the
         store's key serde refuses is a ``400``."""
         serde = getattr(self._app.topology.store_builder(store_name), "key_serde", None)
+        if getattr(serde, "source_side", False):
+            # The store keeps keys as a source without a key serde gave them: its bytes,
+            # or the App's default key serde's objects. Those bytes, not the store's own
+            # encoding of them, chose the key's partition.
+            serde = self._app.default_key_serde
         if serde is None:
-            return key, key.encode()
+            return key.encode(), key.encode()
         try:
             data = serde.serialize(f"{self._app.settings.application_id}-{store_name}-changelog", key)
         except Exception as error:  # any serde error: the caller sent a key it cannot take
