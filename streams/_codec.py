@@ -33,33 +33,34 @@ Encode = Callable[[Any], "bytes | None"]
 Decode = Callable[["bytes | None"], Any]
 
 
-def require_bytes(obj: Any) -> bytes | None:
-    if obj is None or type(obj) is bytes:
-        return obj
-    if isinstance(obj, bytes | bytearray | memoryview):
-        return bytes(obj)
-    raise TypeError(
-        f"no serde to write a {type(obj).__name__}: pass key_serde/value_serde to the "
-        "operator or set a default serde in the config"
-    )
-
-
-def bytes_only(node: str, topic: str, side: str) -> Encode:
-    """``require_bytes`` for the ``side`` (key or value) of sink ``node``, whose error
-    names the node and the topic."""
+def _bytes_or(complaint: Callable[[Any], str]) -> Encode:
+    """A writer of bytes as they are, raising ``TypeError(complaint(obj))`` for anything
+    else: where there is no serde, only bytes can be written."""
 
     def check(obj: Any) -> bytes | None:
         if obj is None or type(obj) is bytes:
             return obj
         if isinstance(obj, bytes | bytearray | memoryview):
             return bytes(obj)
-        raise TypeError(
-            f"sink {node} (topic {topic!r}) has no {side} serde and got a "
-            f"{type(obj).__name__}, not bytes: pass {side}_serializer to the sink or set "
-            f"default_{side}_serde"
-        )
+        raise TypeError(complaint(obj))
 
     return check
+
+
+require_bytes = _bytes_or(
+    lambda obj: f"no serde to write a {type(obj).__name__}: pass key_serde/value_serde to "
+    "the operator or set a default serde in the config"
+)
+
+
+def bytes_only(node: str, topic: str, side: str) -> Encode:
+    """``require_bytes`` for the ``side`` (key or value) of sink ``node``, whose error
+    names the node and the topic."""
+    return _bytes_or(
+        lambda obj: f"sink {node} (topic {topic!r}) has no {side} serde and got a "
+        f"{type(obj).__name__}, not bytes: pass {side}_serializer to the sink or set "
+        f"default_{side}_serde"
+    )
 
 
 class AppDefault:
