@@ -58,36 +58,30 @@ def check_names(params: Mapping[str, str], allowed: Collection[str], what: str) 
         raise BadQuery(f"unknown query parameter {unknown[0]!r}: {what} takes {takes}")
 
 
-def _millis(params: Mapping[str, str], name: str, default: int) -> int:
+def _integer(params: Mapping[str, str], name: str, default: int, low: int, high: int,
+             what: str) -> int:
+    """Parameter ``name`` as an integer in ``[low, high]`` (``default`` when absent)."""
     raw = params.get(name)
     if raw is None:
         return default
     try:
         value = int(raw)
     except ValueError:
-        raise BadQuery(f"{name!r} must be epoch milliseconds (an integer), got {raw!r}") from None
-    if not 0 <= value <= MAX_TIME:
-        raise BadQuery(f"{name!r} must be between 0 and {MAX_TIME}, got {value}")
+        raise BadQuery(f"{name!r} must be {what}, got {raw!r}") from None
+    if not low <= value <= high:
+        raise BadQuery(f"{name!r} must be between {low} and {high}, got {value}")
     return value
 
 
 def parse_time_bounds(params: Mapping[str, str]) -> TimeBounds:
     """``from`` and ``to`` (both optional, inclusive); ``from`` may not be after ``to``."""
-    time_from = _millis(params, "from", 0)
-    time_to = _millis(params, "to", MAX_TIME)
+    millis = "epoch milliseconds (an integer)"
+    time_from = _integer(params, "from", 0, 0, MAX_TIME, millis)
+    time_to = _integer(params, "to", MAX_TIME, 0, MAX_TIME, millis)
     if time_from > time_to:
         raise BadQuery(f"'from' ({time_from}) is after 'to' ({time_to})")
     return TimeBounds(time_from, time_to)
 
 
 def parse_limit(params: Mapping[str, str]) -> int:
-    raw = params.get("limit")
-    if raw is None:
-        return DEFAULT_LIMIT
-    try:
-        limit = int(raw)
-    except ValueError:
-        raise BadQuery(f"'limit' must be an integer, got {raw!r}") from None
-    if not 1 <= limit <= MAX_LIMIT:
-        raise BadQuery(f"'limit' must be between 1 and {MAX_LIMIT}, got {limit}")
-    return limit
+    return _integer(params, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT, "an integer")

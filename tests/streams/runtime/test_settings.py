@@ -48,10 +48,12 @@ def test_docstring_examples_run() -> None:
 
     import headrace.streams.runtime._murmur2 as murmur
     import headrace.streams.runtime._partition_groups as groups
+    import headrace.streams.runtime._query_params as query_params
     import headrace.streams.runtime._settings as settings
 
-    for module in (settings, murmur, groups):
-        assert doctest.testmod(module).failed == 0
+    for module in (settings, murmur, groups, query_params):
+        result = doctest.testmod(module)
+        assert result.attempted > 0 and result.failed == 0, module.__name__
 
 
 def test_headrace_run_flags_reach_the_app_settings(tmp_path: Path) -> None:
