@@ -19,9 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from headrace.dsl import Serdes, StreamsBuilder
-from headrace.streams import Topology
-from headrace.streams.testing import TopologyTestDriver
+from headrace import Serdes, StreamsBuilder, Topology
+from headrace.testing import TopologyTestDriver
 
 PROFILES, CLICKS, ENRICHED = "user-profiles", "clicks", "enriched-clicks"
 

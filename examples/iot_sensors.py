@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import pydantic
 
-from headrace.dsl import Serdes, StreamsBuilder
-from headrace.streams import DeadLetterQueueHandler, Topology
-from headrace.streams.testing import TopologyTestDriver
+from headrace import Serdes, StreamsBuilder, Topology
+from headrace.streams import DeadLetterQueueHandler
+from headrace.testing import TopologyTestDriver
 
 READINGS, ENRICHED, ALERTS, DEAD_LETTERS = (
     "sensor-readings",

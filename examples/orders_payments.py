@@ -21,9 +21,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from headrace.dsl import JoinWindows, Serdes, StreamsBuilder
-from headrace.streams import Topology
-from headrace.streams.testing import TestRecord, TopologyTestDriver
+from headrace import JoinWindows, Serdes, StreamsBuilder, Topology
+from headrace.testing import TestRecord, TopologyTestDriver
 
 ORDERS, PAYMENTS, STATUS = "orders", "payments", "order-status"
 MINUTE = 60_000

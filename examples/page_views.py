@@ -24,9 +24,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from headrace.dsl import Serdes, StreamsBuilder, TimeWindows, Windowed, materialized
-from headrace.streams import Topology
-from headrace.streams.testing import TestRecord, TopologyTestDriver
+from headrace import Serdes, StreamsBuilder, TimeWindows, Topology, materialized
+from headrace.dsl import Windowed
+from headrace.testing import TestRecord, TopologyTestDriver
 
 VIEWS, PER_MINUTE, STORE = "page-views", "page-views-per-minute", "page-views-per-minute"
 MINUTE = 60_000

@@ -20,10 +20,8 @@ Run ``python -m headrace.examples.payments`` to pipe sample payments through the
 
 from __future__ import annotations
 
-from headrace.dsl import Serdes, StreamsBuilder, materialized
-from headrace.streams import Topology
-from headrace.streams.runtime import App
-from headrace.streams.testing import TestRecord, TopologyTestDriver
+from headrace import App, Serdes, StreamsBuilder, Topology, materialized
+from headrace.testing import TestRecord, TopologyTestDriver
 
 PAYMENTS, BALANCES, STORE = "payments", "balances", "balances"
 

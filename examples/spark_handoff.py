@@ -31,9 +31,9 @@ import uuid
 from collections import Counter
 from typing import Any
 
-from headrace.dsl import Serdes
+from headrace import Serdes
 from headrace.examples.page_views import PER_MINUTE, T0, VIEWS, build, build_topology
-from headrace.streams.testing import TestRecord, TopologyTestDriver
+from headrace.testing import TestRecord, TopologyTestDriver
 
 PAGES = ("/home", "/pricing", "/docs", "/blog", "/signup")
 REPORT = """

@@ -24,9 +24,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from headrace.dsl import Serdes, StreamsBuilder, materialized
-from headrace.streams import Topology
-from headrace.streams.testing import TestRecord, TopologyTestDriver
+from headrace import Serdes, StreamsBuilder, Topology, materialized
+from headrace.testing import TestRecord, TopologyTestDriver
 
 READINGS, ALERTS, STATUS_STORE = "tire-pressure", "tire-alerts", "tire-status"
 HISTORY_MS = 15 * 60_000
