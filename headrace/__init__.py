@@ -42,18 +42,7 @@ _HOMES = {
     "materialized": "headrace.dsl",
 }
 
-__all__ = [
-    "App",
-    "JoinWindows",
-    "Serdes",
-    "SessionWindows",
-    "SlidingWindows",
-    "StreamsBuilder",
-    "TimeWindows",
-    "Topology",
-    "__version__",
-    "materialized",
-]
+__all__ = [*_HOMES, "__version__"]
 
 try:
     __version__ = version("headrace")
