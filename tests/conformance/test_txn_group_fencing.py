@@ -147,7 +147,9 @@ def test_consume_transform_produce_with_group_metadata(broker_process: BrokerPro
     finally:
         member.close()
     assert sorted(read("confluent", bs, sink, 2, "read_committed", expect=200)) == values
-    assert sum(tp.offset for tp in ends) == len(values)
+    # librdkafka's sticky partitioner may put all 200 null-keyed records in one partition;
+    # the other then has no committed offset (OFFSET_INVALID, -1001), which counts as 0.
+    assert sum(max(tp.offset, 0) for tp in ends) == len(values)
 
 
 def test_a_zombie_that_slept_through_a_rebalance_cannot_commit_offsets(
