@@ -83,8 +83,8 @@ class GroupConsumer(Protocol):
 
     async def while_sources_exist(self, commit: Awaitable[None]) -> None:
         """Await ``commit`` (of offsets, or of a transaction holding them), but give it up
-        and raise a :class:`ClientError` naming the topic once a source topic is found
-        deleted: a commit for a deleted topic may otherwise be retried without end."""
+        and raise :class:`SourceTopicDeletedError` naming the topic once a source topic is
+        found deleted: a commit for a deleted topic may otherwise be retried without end."""
 
 
 class _AssignedReader(Protocol):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import socket
@@ -119,5 +120,25 @@ async def create_topics(bootstrap: str, *topics: str, partitions: int = 2) -> No
     try:
         existing = set(await admin.list_topics())
         await admin.create_topics([NewTopic(t, partitions, 1) for t in topics if t not in existing])
+    finally:
+        await admin.close()
+
+
+async def until_committed(bootstrap: str, group: str, topic: str, records: int,
+                          wait: float = 40) -> None:
+    """Wait until ``group``'s committed offsets on ``topic`` add up to ``records``."""
+    from aiokafka.admin import AIOKafkaAdminClient
+
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        deadline = time.monotonic() + wait
+        while True:
+            offsets = await admin.list_consumer_group_offsets(group)
+            committed = sum(meta.offset for tp, meta in offsets.items() if tp.topic == topic)
+            if committed >= records:
+                return
+            assert time.monotonic() < deadline, f"{group} committed {committed} of {records} of {topic}"
+            await asyncio.sleep(0.1)
     finally:
         await admin.close()

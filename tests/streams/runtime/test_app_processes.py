@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-from aiokafka.admin import AIOKafkaAdminClient
-from rtprocs import Cluster, Instance, create_topics
+from rtprocs import Cluster, Instance, create_topics, until_committed
 from runtime_apps import COUNTS, INPUT
 
 pytestmark = pytest.mark.slow
@@ -47,23 +46,6 @@ async def _read_until(bootstrap: str, topic: str, done: object, wait: float = 60
     finally:
         await consumer.stop()
     raise AssertionError(f"only {len(out)} output records within {wait}s")
-
-
-async def _until_committed(bootstrap: str, group: str, topic: str, total: int, wait: float = 30) -> None:
-    """Wait until ``group``'s committed offsets on ``topic`` add up to ``total``."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    try:
-        deadline = time.monotonic() + wait
-        while True:
-            offsets = await admin.list_consumer_group_offsets(group)
-            committed = sum(meta.offset for tp, meta in offsets.items() if tp.topic == topic)
-            if committed >= total:
-                return
-            assert time.monotonic() < deadline, f"{group} committed {committed} of {total}"
-            await asyncio.sleep(0.1)
-    finally:
-        await admin.close()
 
 
 def _seen(out: list[tuple[bytes, bytes]]) -> set[str]:
@@ -132,7 +114,7 @@ async def test_killed_instance_hands_its_tasks_over_and_state_is_restored_from_t
     # Output is visible before its commit: kill b only once both members committed the
     # first 1,200, so b's changelog holds counts for a to restore (killed earlier, b's
     # uncommitted input would be replayed instead, with nothing to restore).
-    await _until_committed(bootstrap, "count_kill", topic_in, 1200)
+    await until_committed(bootstrap, "count_kill", topic_in, 1200)
     b.kill()  # SIGKILL: no commit, no checkpoint, no leave-group
     await _produce(bootstrap, topic_in, 1200, 1200)
     out = await _read_until(bootstrap, topic_out, _every(2400), wait=90)

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-from aiokafka.admin import AIOKafkaAdminClient
-from rtprocs import Cluster, Instance, create_topics
+from rtprocs import Cluster, Instance, create_topics, until_committed
 
 from headrace.examples import page_views, tire_pressure
 from headrace.examples.iot_sensors import ALERTS, DEAD_LETTERS, ENRICHED, READINGS, SAMPLE
@@ -41,23 +40,6 @@ async def _collect(bootstrap: str, topics: list[str], want: int, wait: float = 4
     finally:
         await consumer.stop()
     return got
-
-
-async def _wait_committed(bootstrap: str, group: str, topic: str, records: int,
-                          wait: float = 40) -> None:
-    """Until ``group`` has committed offsets covering ``records`` records of ``topic``."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    try:
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
-            offsets = await admin.list_consumer_group_offsets(group)
-            if sum(o.offset for tp, o in offsets.items() if tp.topic == topic) >= records:
-                return
-            await asyncio.sleep(0.2)
-    finally:
-        await admin.close()
-    raise AssertionError(f"{group} did not get through {records} records of {topic}")
 
 
 def _service(instances: list[Instance], target: str, app_id: str, bootstrap: str, tmp_path: Path) -> Instance:
@@ -105,7 +87,7 @@ async def test_page_views_example_counts_views_per_page_and_minute_as_a_service(
     # before an earlier view on its way to the page's task: send the closers only once
     # the counting task has taken in every view (else a view may rightly count as late).
     await _produce(bootstrap, page_views.VIEWS, records(views))
-    await _wait_committed(bootstrap, "page-views", "page-views-views-by-page-repartition",
+    await until_committed(bootstrap, "page-views", "page-views-views-by-page-repartition",
                           len(views))
     await _produce(bootstrap, page_views.VIEWS, records(closers))
     got = await _collect(bootstrap, [page_views.PER_MINUTE], want=3)
