@@ -125,12 +125,8 @@ class AiokafkaTransactionalProducer(AiokafkaRecordProducer):
         """Abort the open transaction, if any; raise when the abort itself fails."""
         if not self.in_transaction:
             return
-        # Batches still queued belong to the transaction being given up.
-        for chain in self._chains.values():
-            chain.cancel()
-        self._chains.clear()
-        self._deliveries.clear()
-        self._failures.clear()
+        # Records still queued belong to the transaction being given up.
+        self.discard_pending()
         try:
             await self._producer.abort_transaction()
         except KafkaError as error:
