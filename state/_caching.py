@@ -1,7 +1,9 @@
 """Caching wrappers: writes coalesce in a ``WriteCache`` until a flush.
 
 A flush happens on ``flush()`` (the task's commit), when a dirty entry must be
-evicted, and on ``close()``. The flush listener sees each key once per flush with
+evicted, on ``close()``, and when the task asks through the call the store registered
+with its context (``register_cache``; the runtime does so after a poll round that
+found no backlog). The flush listener sees each key once per flush with
 its latest value, which is how downstream operators receive coalesced updates.
 """
 
@@ -49,6 +51,12 @@ class _CachingStore(StoreWrapper[W]):
         self._context = context
         self._cache = WriteCache(self._cache.max_entries, self._flush_cache)
         self._open = True
+        # A task's context lets the runtime forward what the cache holds between
+        # commits (at low load, so results do not wait for the commit); without it
+        # the cache flushes on commit and eviction only.
+        register = getattr(context, "register_cache", None)
+        if register is not None:
+            register(self._flush_cache)
 
     def flush(self) -> None:
         self._flush_cache()

@@ -50,6 +50,8 @@ class TaskShared:
         self.commit_requested = False
         self.produced = produced
         self.observer = observer
+        # Each caching store's "forward what you hold" (``TaskExecutor.flush_caches``).
+        self.caches: list[Callable[[], None]] = []
 
 
 class TaskStoreContext:
@@ -86,6 +88,11 @@ class TaskStoreContext:
 
     def changelog_topic(self, store_name: str) -> str:
         return f"{self._shared.application_id}-{store_name}-changelog"
+
+    def register_cache(self, flush: Callable[[], None]) -> None:
+        """A caching store hands over the call that writes its pending updates down and
+        forwards them, so the task can do so between commits."""
+        self._shared.caches.append(flush)
 
     def log_change(self, store_name: str, key: bytes, value: bytes | None, timestamp: int) -> None:
         shared = self._shared

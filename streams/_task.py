@@ -235,6 +235,15 @@ class TaskExecutor:
         self._produced.clear()
         return out
 
+    def flush_caches(self) -> None:
+        """Forward what the caching stores hold (written down to their stores and
+        changelogs, and passed downstream), without making any store durable: the
+        output of recent records leaves now instead of at the commit."""
+        self._lifecycle.require(TaskState.RUNNING)
+        for flush in self._shared.caches:
+            flush()
+        self._end_wave()
+
     def flush(self) -> None:
         """Flush every store (a caching store forwards its pending updates here)."""
         self._lifecycle.require(TaskState.RUNNING)

@@ -110,6 +110,11 @@ class RuntimeTask:
         self.next_offsets[tp] = records[-1][2] + 1
         return executor.drain()
 
+    def forward_cached(self) -> list[ProducedRecord]:
+        """What the task's caches held, forwarded now (``TaskExecutor.flush_caches``)."""
+        self.executor.flush_caches()
+        return self.executor.drain()
+
     def offsets_to_commit(self) -> dict[TopicPartition, int]:
         return {tp: o for tp, o in self.next_offsets.items() if self.committed.get(tp) != o}
 

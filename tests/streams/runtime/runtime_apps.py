@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from headrace.dsl import Serdes, StreamsBuilder
 from headrace.state import Stores
 from headrace.streams import BatchProcessor, Rec, Topology
 
@@ -74,6 +75,29 @@ def count_standby_eos() -> Topology:
 
 def upper_tansu() -> Topology:
     return upper_topology(f"{INPUT}-upper", f"{UPPER}-upper")
+
+
+def upper_latency() -> Topology:
+    return upper_topology(f"{INPUT}-latency", f"{UPPER}-latency")
+
+
+def upper_latency_eos() -> Topology:
+    return upper_topology(f"{INPUT}-latency-eos", f"{UPPER}-latency-eos")
+
+
+def counts_latency() -> Topology:
+    """A DSL count (its store caches updates): ``key -> "count"``."""
+    string = Serdes.string()
+    builder = StreamsBuilder()
+    (
+        builder.stream(f"{INPUT}-latency-counts", key_serde=string, value_serde=string)
+        .group_by_key()
+        .count()
+        .to_stream()
+        .map_values(str)
+        .to(f"{COUNTS}-latency-counts", key_serde=string, value_serde=string)
+    )
+    return builder.build()
 
 
 # The payments job of the exactly-once tests: one pair of topics per test.
