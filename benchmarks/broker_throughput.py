@@ -46,12 +46,12 @@ def wait_listening(port: int, proc: subprocess.Popen[bytes], timeout: float = 30
 
 
 @contextmanager
-def headrace_broker(fsync: str) -> Iterator[str]:
+def headrace_broker(fsync: str, *options: str) -> Iterator[str]:
     port = free_port()
     data = tempfile.mkdtemp(prefix="headrace-bench-")
     proc = subprocess.Popen(
         [sys.executable, "-m", "headrace", "broker", "--data-dir", data,
-         "--listen", f"127.0.0.1:{port}", "--fsync", fsync],
+         "--listen", f"127.0.0.1:{port}", "--fsync", fsync, *options],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_listening(port, proc)
