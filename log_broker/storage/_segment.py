@@ -290,6 +290,10 @@ class LogSegment:
         self.offset_index.fsync()
         self.time_index.fsync()
 
+    def fsync_data(self) -> None:
+        """The log file alone (its bytes and size), not its indexes."""
+        os.fdatasync(self.fd)
+
     def close(self) -> None:
         self.offset_index.close()
         self.time_index.close()

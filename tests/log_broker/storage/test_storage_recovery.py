@@ -240,3 +240,57 @@ def test_reopen_with_log_append_time_segments(tmp_path: Path) -> None:
     header = _records.parse_batches(reopened.read(6, 100))[0]
     assert header.max_timestamp == 30
     reopened.close()
+
+
+def test_a_crash_that_loses_the_active_segments_unsynced_indexes_loses_nothing(
+    tmp_path: Path,
+) -> None:
+    # A sync writes the active segment's data and not its indexes (``PartitionLog.sync``):
+    # recovery rebuilds them from the data, so a crash image without them is whole.
+    log = open_log(tmp_path / "live", segment_bytes=len(batch(10)) * 2, index_interval_bytes=0)
+    _fill(log, 5)  # segments 0, 20 and the active 40
+    log.sync()
+    crashed_dir = tmp_path / "crashed"
+    shutil.copytree(log.directory, crashed_dir / "t-0")
+    for suffix in (".index", ".timeindex"):
+        (crashed_dir / "t-0" / f"{40:020d}{suffix}").write_bytes(b"")
+    crashed = PartitionLog.open(crashed_dir / "t-0", "t", 0, log.config)
+    assert [r.offset for r in all_records(crashed)] == list(range(50))
+    assert crashed.offset_for_timestamp(4_000) == (40, 4_000)
+    crashed.close()
+    log.close()
+
+
+def test_sync_writes_the_active_segments_data_and_whole_segments_behind_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    synced: list[tuple[str, str]] = []
+    real_fsync, real_fdatasync = os.fsync, os.fdatasync
+
+    def named(fd: int) -> str:
+        return os.path.basename(os.readlink(f"/proc/self/fd/{fd}"))
+
+    def fsync(fd: int) -> None:
+        synced.append(("fsync", named(fd)))
+        real_fsync(fd)
+
+    def fdatasync(fd: int) -> None:
+        synced.append(("fdatasync", named(fd)))
+        real_fdatasync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "fdatasync", fdatasync)
+    log = open_log(tmp_path, segment_bytes=len(batch(10)) * 2)
+    _fill(log, 1)
+    synced.clear()
+    log.sync()
+    assert ("fdatasync", f"{0:020d}.log") in synced
+    assert not any(name.startswith(f"{0:020d}.") and kind == "fsync" for kind, name in synced)
+    _fill(log, 2)  # segment 0 fills up; 20 is active now
+    synced.clear()
+    log.sync()
+    for suffix in (".log", ".index", ".timeindex"):
+        assert ("fsync", f"{0:020d}{suffix}") in synced  # whole, before the point passes it
+    assert ("fdatasync", f"{20:020d}.log") in synced
+    assert (log.directory / "recovery-point.checkpoint").exists()
+    log.close()
