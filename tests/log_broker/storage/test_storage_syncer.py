@@ -199,3 +199,34 @@ def test_files_removed_during_a_sync_are_closed_after_it(
         os.fstat(oldest_fd)
     assert log.flushed_offset == 8
     log.close()
+
+
+async def test_quick_syncs_run_on_the_event_loop_and_slow_ones_in_worker_threads(
+    tmp_path: Path,
+) -> None:
+    log = open_log(tmp_path)
+    real_sync = log.sync
+    disk = {"latency": 0.0}
+    threads: list[int] = []
+
+    def timed_sync() -> None:
+        threads.append(threading.get_ident())
+        time.sleep(disk["latency"])
+        real_sync()
+
+    log.sync = timed_sync  # type: ignore[method-assign]
+    syncer = GroupSyncer()
+    loop_thread = threading.get_ident()
+    for _ in range(5):
+        await _produce(syncer, log)
+    assert syncer.inline and set(threads) == {loop_thread}
+    disk["latency"] = 0.005  # a slow disk: the loop must not wait on it
+    for _ in range(10):
+        await _produce(syncer, log)
+    assert not syncer.inline and threads[-1] != loop_thread
+    disk["latency"] = 0.0
+    for _ in range(40):
+        await _produce(syncer, log)
+    assert syncer.inline and threads[-1] == loop_thread
+    syncer.close()
+    log.close()
