@@ -23,8 +23,9 @@ result by the end is reported as missing.
 Offered rates are 10%, 50% and 90% (``--loads``) of a measured maximum: for each
 workload and guarantee, both frameworks process a flood of pre-produced input, and the
 lower of their throughputs is the maximum, so that both run below capacity at every
-offered rate and are compared at the same rates. ``--max-rate stateless=N,windowed=N``
-skips the floods (one figure for both guarantees).
+offered rate and are compared at the same rates. ``--max-rate`` skips the floods: a
+figure per workload (``stateless=N``) or per workload and guarantee
+(``stateless-eos=N``).
 
 **The broker alone.** The same generator against the built-in broker (fsync on) and
 against Tansu (memory) at the stateless workload's 50% rate, no application: the time
@@ -32,7 +33,7 @@ from hand-off to the delivery report (``acks=all``).
 
 Run: ``.venv/bin/python benchmarks/latency.py [--seconds 20] [--loads 0.1,0.5,0.9]
 [--workloads stateless,windowed] [--guarantees alos,eos] [--frameworks headrace,quix]
-[--max-rate stateless=N,windowed=N] [--no-brokers] [--json FILE]``.
+[--max-rate stateless=N,windowed-eos=N,...] [--no-brokers] [--fsync never] [--json FILE]``.
 The same file is the program each process runs (``--role``).
 """
 
@@ -437,7 +438,7 @@ def main() -> None:
     parser.add_argument("--workloads", default="stateless,windowed")
     parser.add_argument("--guarantees", default="alos,eos")
     parser.add_argument("--frameworks", default="headrace,quix")
-    parser.add_argument("--max-rate", help="stateless=N,windowed=N: skip the floods")
+    parser.add_argument("--max-rate", help="stateless=N,windowed-eos=N,...: skip the floods")
     parser.add_argument("--no-brokers", action="store_true", help="skip the broker-alone part")
     parser.add_argument("--fsync", choices=("always", "never"), default="always")
     parser.add_argument("--json", help="also write the results to this file")
@@ -465,8 +466,9 @@ def main() -> None:
             bench = Bench(bootstrap, workdir, args.seconds, args.warmup)
             for workload in args.workloads.split(","):
                 for guarantee in args.guarantees.split(","):
-                    if workload in fixed:
-                        top = float(fixed[workload])
+                    given = fixed.get(f"{workload}-{guarantee}", fixed.get(workload))
+                    if given is not None:
+                        top = float(given)
                     else:
                         top = min(bench.flood(f, workload, guarantee) for f in frameworks)
                     results["max"][f"{workload}-{guarantee}"] = top
