@@ -60,6 +60,8 @@ from runtime_vs_peers import (
     Harness,
     drive,
     python_for,
+    quix_windowed_count,
+    stop,
     windowed_count,
 )
 
@@ -129,17 +131,7 @@ def run_quix(args: argparse.Namespace) -> None:
         sdf = sdf.filter(lambda v: v["amount"] >= 50).apply(mapped)
         sdf.to_topic(out)
     else:
-        from quixstreams.models import Serializer
-
-        class CountOnly(Serializer):  # type: ignore[misc]
-            def __call__(self, value: dict[str, Any], ctx: Any) -> bytes:
-                return str(value["n"]).encode()
-
-        out = app.topic(args.output, key_serializer="str", value_serializer=CountOnly())
-        sdf = sdf.tumbling_window(WINDOW_MS).count().current()
-        sdf = sdf.apply(lambda w, key, _ts, _h: {"k": f"{key}@{w['start']}", "n": w["value"]},
-                        metadata=True)
-        sdf.to_topic(out, key=lambda r: r["k"])
+        quix_windowed_count(app, sdf, args.output)
     app.run()
 
 
@@ -297,16 +289,6 @@ def start_role(role: str, log: pathlib.Path, *options: str) -> subprocess.Popen[
     with open(log, "wb") as out:
         return subprocess.Popen([python, __file__, "--role", role, *options], stdout=out,
                                 stderr=out, cwd=ROOT, env={**os.environ, "PYTHONWARNINGS": "ignore"})
-
-
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(10)
 
 
 def wait_for(proc: subprocess.Popen[bytes], log: pathlib.Path, timeout: float) -> None:

@@ -132,18 +132,24 @@ def run_quix(args: argparse.Namespace) -> None:
         sdf = sdf.apply(lambda v: {"user": v["user"], "page": v["page"], "amount_cents": v["amount"] * 100})
         sdf.to_topic(out)
     else:
-        from quixstreams.models import Serializer
-
-        class CountOnly(Serializer):  # type: ignore[misc]
-            def __call__(self, value: dict[str, Any], ctx: Any) -> bytes:
-                return str(value["n"]).encode()
-
-        out = app.topic(args.output, key_serializer="str", value_serializer=CountOnly())
-        sdf = sdf.tumbling_window(WINDOW_MS).count().current()
-        sdf = sdf.apply(lambda w, key, _ts, _h: {"k": f"{key}@{w['start']}", "n": w["value"]},
-                        metadata=True)
-        sdf.to_topic(out, key=lambda r: r["k"])
+        quix_windowed_count(app, sdf, args.output)
     app.run()
+
+
+def quix_windowed_count(app: Any, sdf: Any, output: str) -> None:
+    """The Quix Streams windowed count: ``key@window-start -> count`` on every update
+    (``.current()``), the count alone as the value (the latency benchmark runs it too)."""
+    from quixstreams.models import Serializer
+
+    class CountOnly(Serializer):  # type: ignore[misc]
+        def __call__(self, value: dict[str, Any], ctx: Any) -> bytes:
+            return str(value["n"]).encode()
+
+    out = app.topic(output, key_serializer="str", value_serializer=CountOnly())
+    sdf = sdf.tumbling_window(WINDOW_MS).count().current()
+    sdf = sdf.apply(lambda w, key, _ts, _h: {"k": f"{key}@{w['start']}", "n": w["value"]},
+                    metadata=True)
+    sdf.to_topic(out, key=lambda r: r["k"])
 
 
 def run_faust(args: argparse.Namespace) -> None:
@@ -363,14 +369,20 @@ def drive(harness: Harness, cmd: list[str], name: str, log_path: pathlib.Path, a
         # input offsets before its last sends are acknowledged) a chance to land.
         settle_output(harness, output)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+        stop(proc)
     assert joined is not None and done is not None
     return started, joined, done
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, and SIGKILL if the process has not exited 30 s later."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)
 
 
 def settle_output(harness: Harness, topic: str, quiet: float = 1.0, limit: float = 30.0) -> None:
