@@ -189,11 +189,11 @@ def run_reader(args: argparse.Namespace) -> None:
     """Read the output topic until SIGTERM; write (key, value, arrival) to ``--out``."""
     from confluent_kafka import Consumer, TopicPartition
 
-    stop = False
+    stopping = False
 
     def request_stop(*_: Any) -> None:
-        nonlocal stop
-        stop = True
+        nonlocal stopping
+        stopping = True
 
     signal.signal(signal.SIGTERM, request_stop)
     consumer = Consumer({"bootstrap.servers": args.bootstrap, "group.id": "latency-reader",
@@ -202,7 +202,7 @@ def run_reader(args: argparse.Namespace) -> None:
     consumer.assign([TopicPartition(args.topic, p, 0) for p in range(PARTITIONS)])
     seen: list[tuple[bytes | None, bytes | None, float]] = []
     print("reading", flush=True)
-    while not stop:
+    while not stopping:
         # consume(n, timeout) waits for n messages or the timeout, whichever is first:
         # wait for one, then take what else is there without waiting.
         first = consumer.poll(0.05)
