@@ -36,7 +36,7 @@ import enum
 import logging
 import signal
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from .._config import StreamsConfig
@@ -312,6 +312,7 @@ class App:
             lambda topic: self._counts.get(topic, 1), _now_ms, settings.exactly_once,
             global_stores=self._globals.stores if self._globals is not None else None,
         )
+        self.metrics.watch_stores(self._running_stores)
         stateful = {sub for sub, stores in logs.items() if stores and sub in sources}
         self.assignor = PartitionGroupAssignor(
             sources, self.host, self._local_state,
@@ -442,7 +443,7 @@ class App:
         exactly-once a result is visible only at the commit anyway, so the caches wait."""
         out: list[ProducedRecord] = []
         by_partition = self.tasks.by_partition
-        consumed = self.metrics.records_consumed
+        consumed, latency = self.metrics.records_consumed, self.metrics.process_latency
         fed: dict[str, RuntimeTask] = {}
         for tp, records in batches.items():
             task = by_partition.get(tp)
@@ -454,12 +455,14 @@ class App:
                 elif records:
                     log.warning("dropping %d records of %s-%d: no task", len(records), *tp)
                 continue
+            started = time.perf_counter()
             try:
                 out.extend(task.process(tp, records))
             except ProcessingError as error:
                 if self._processing_errors.fails:
                     raise
                 out.extend(self._replay(task, tp, records, error))
+            latency.labels(task.id).observe(time.perf_counter() - started)
             consumed.labels(task.id).inc(len(records))
             self.consumed += len(records)
             fed[task.id] = task
@@ -491,11 +494,15 @@ class App:
 
     async def _punctuate(self) -> None:
         now = _now_ms()
+        started = time.perf_counter()
+        ran = False
         out: list[ProducedRecord] = []
         for task in self.tasks.running():
             if task.executor.punctuate_wall_clock(now):
-                task.dirty = True
+                task.dirty = ran = True
             out.extend(task.executor.drain())
+        if ran:
+            self.metrics.punctuation_latency.observe(time.perf_counter() - started)
         if out:
             self.produced += len(out)
             await self._committer.send(out)
@@ -541,6 +548,7 @@ class App:
         """Close tasks that moved away; open new ones paused until restored, taking over
         the stores of this instance's standby of a task when it has one; then close the
         standbys no longer wanted and open the new ones."""
+        self.metrics.rebalances.inc()
         async with self._lock:
             gone = [t for t in self.tasks.tasks.values() if not set(t.sources) <= assigned]
             for task in gone:
@@ -578,6 +586,12 @@ class App:
                 standby.close()
         for task_id in sorted(wanted - set(self._standbys.tasks)):
             await self._standbys.add(self.tasks.open_standby(task_id))
+
+    def _running_stores(self) -> Iterator[tuple[str, str, Any]]:
+        """(task id, store name, store) of the running tasks, for the store metrics."""
+        for task in self.tasks.running():
+            for name, store in task.executor.stores.items():
+                yield task.id, name, store
 
     def _local_state(self) -> dict[str, int]:
         """Changelog offset sums of the tasks this instance has state for (assignor)."""
