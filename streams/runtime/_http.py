@@ -5,6 +5,7 @@ Routes:
 - ``GET /health``: ``200`` with the instance's state and tasks as JSON while it runs,
   ``503`` otherwise;
 - ``GET /metrics``: the Prometheus text exposition;
+- ``GET /topology``: the topology's ``describe()``, as data and as text;
 - ``GET /stores``: every store of the topology, global stores included;
 - ``GET /stores/{store}/{key}``: the key's value (a key-value store), or its windows or
   sessions (``?from=&to=`` bound their times), when this instance holds the key;
