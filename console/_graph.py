@@ -42,7 +42,8 @@ def _place(nodes: list[dict[str, Any]]) -> dict[str, tuple[int, int]]:
             depth[name] = 1 + max((depth_of(p, seen | {name}) for p in preds), default=-1)
         return depth[name]
 
-    placed, filled = {}, {}
+    placed: dict[str, tuple[int, int]] = {}
+    filled: dict[int, int] = {}
     for node in nodes:
         column = depth_of(node["name"])
         placed[node["name"]] = (column, filled.get(column, 0))
@@ -81,7 +82,7 @@ def _detail(node: dict[str, Any]) -> str:
         return f"reads /{node['topic_pattern']}/"
     if node["stores"]:
         return "stores " + ", ".join(node["stores"])
-    return node["kind"].lower()
+    return str(node["kind"]).lower()
 
 
 def _short(name: str, limit: int = 30) -> str:

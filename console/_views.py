@@ -34,7 +34,7 @@ def _time(ms: int | None) -> str:
 
 
 def overview(brokers: dict[str, Any], topics: list[dict[str, Any]], groups: list[dict[str, Any]],
-             apps: list[dict[str, Any]]) -> str:
+             apps: list[str]) -> str:
     user_topics = [t for t in topics if not t["internal"] and not t["name"].startswith("__")]
     return _figures([
         ("brokers", len(brokers["brokers"])), ("topics", len(user_topics)),
@@ -57,7 +57,7 @@ def broker_page(configs: list[dict[str, Any]]) -> str:
 def topics_page(topics: list[dict[str, Any]], admin: bool) -> str:
     rows = [(link(f"/topics/{quote(t['name'], safe='')}", t["name"]), t["partitions"], t["records"],
              t["end_offset"], "yes" if t["internal"] else "") for t in topics]
-    body = table(("TOPIC", "PARTITIONS", "RECORDS", "END OFFSETS", "INTERNAL"), rows, table_id="topics")
+    body: str = table(("TOPIC", "PARTITIONS", "RECORDS", "END OFFSETS", "INTERNAL"), rows, table_id="topics")
     if admin:
         body += ('<h2>Create a topic</h2><form class="inline" method="post" action="/topics">'
                  '<label>Name<input name="name" required></label>'
