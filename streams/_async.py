@@ -237,6 +237,14 @@ class AsyncStage:
         return len(self._running) + len(self._queued) >= self._concurrency
 
     @property
+    def room(self) -> int:
+        """How many more records the stage takes: its slots, plus as many queued. The
+        runtime feeds no more than this and fetches the rest again later, so a stage
+        holds at most twice its concurrency and an exactly-once commit, which waits
+        for all of it, waits at most about two calls' time."""
+        return max(0, 2 * self._concurrency - len(self._running) - len(self._queued))
+
+    @property
     def has_ready(self) -> bool:
         return bool(self._ready)
 

@@ -292,6 +292,11 @@ class TaskExecutor:
         queue, so the runtime stops fetching for the task (back-pressure)."""
         return any(stage.saturated for stage in self._stages)
 
+    @property
+    def async_room(self) -> int:
+        """How many more input records the async stages take now (``AsyncStage.room``)."""
+        return min(stage.room for stage in self._stages)
+
     def release(self) -> bool:
         """Push the results of finished async calls downstream (step 4 of ``_async.py``),
         upstream stages first, so a result that feeds a later stage is submitted to it in

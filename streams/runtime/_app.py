@@ -475,6 +475,10 @@ class App:
                 elif records:
                     log.warning("dropping %d records of %s-%d: no task", len(records), *tp)
                 continue
+            if task.executor.has_async:
+                records = self._async.admit(task, tp, records)
+                if not records:
+                    continue
             try:
                 out.extend(task.process(tp, records))
             except ProcessingError as error:

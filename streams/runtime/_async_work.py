@@ -7,9 +7,11 @@ record does in ``App._replay``: ``fail`` stops the instance, ``continue`` skips 
 record, ``dead_letter`` sends the raw consumed record to the dead-letter topic.
 
 Back-pressure: a task with an async stage whose call slots are all taken stops
-fetching (its source partitions are paused) until a slot frees; what one poll brought
-meanwhile waits in the stage's queue, so a task holds at most ``concurrency`` calls
-plus one poll's records per stage.
+fetching (its source partitions are paused) until a slot frees. A poll may bring more
+than the stages have room for (``AsyncStage.room``: as many queued as there are slots);
+the rest is not fed but fetched again (:meth:`AsyncWork.admit` seeks back to it), so a
+stage never holds more than twice its concurrency, and an exactly-once commit, which
+waits for all of it, waits about two calls' time.
 
 Commits: under at-least-once a task's offsets stop at the lowest record still in
 flight (``RuntimeTask.offsets_to_commit``), so nothing needs to wait. Under
@@ -26,8 +28,8 @@ import asyncio
 from collections.abc import Iterable
 
 from .._errors import ProcessingError
-from .._record import ProducedRecord
-from ._client import GroupConsumer
+from .._record import ConsumedRecord, ProducedRecord
+from ._client import GroupConsumer, TopicPartition
 from ._handlers import ErrorHandler
 from ._tasks import RuntimeTask
 
@@ -47,6 +49,20 @@ class AsyncWork:
     def busy(tasks: Iterable[RuntimeTask]) -> bool:
         """Whether any task has records in an async stage."""
         return any(t.executor.async_busy for t in tasks if t.executor.has_async)
+
+    def admit(
+        self, task: RuntimeTask, tp: TopicPartition, records: list[ConsumedRecord]
+    ) -> list[ConsumedRecord]:
+        """The head of ``records`` the task's async stages have room for; the consumer
+        fetches the rest again, from the first record not admitted."""
+        room = task.executor.async_room
+        if room >= len(records):
+            return records
+        self._consumer.seek(tp, records[room][2])
+        if task.id not in self._paused:
+            self._consumer.pause(task.sources)
+            self._paused.add(task.id)
+        return records[:room]
 
     def release(self, tasks: list[RuntimeTask]) -> list[ProducedRecord]:
         """Release every task's ready results; return the output, dead letters included;

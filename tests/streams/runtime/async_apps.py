@@ -12,8 +12,9 @@ ASYNC_IN, ASYNC_OUT = "async-in", "async-out"
 
 
 async def _slow_tag(value: str) -> str:
-    """A remote call that answers after 2-30 ms, in no particular order."""
-    await asyncio.sleep(random.uniform(0.002, 0.03))
+    """A remote call that answers after 20-60 ms, in no particular order: slow enough
+    that a SIGKILL lands while calls are in flight."""
+    await asyncio.sleep(random.uniform(0.02, 0.06))
     return f"{value}|done"
 
 
@@ -22,7 +23,7 @@ def _enrich(name: str) -> Topology:
     builder = StreamsBuilder()
     (
         builder.stream(f"{ASYNC_IN}-{name}", key_serde=string, value_serde=string)
-        .map_values_async(_slow_tag, concurrency=64)
+        .map_values_async(_slow_tag, concurrency=16)
         .to(f"{ASYNC_OUT}-{name}", key_serde=string, value_serde=string)
     )
     return builder.build()
