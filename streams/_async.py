@@ -106,6 +106,12 @@ class AsyncProcessor:
     def close(self) -> None:
         """Release what :meth:`init` acquired."""
 
+    def feed(self, records: list[Rec]) -> None:
+        """Submit ``(key, value, timestamp, headers, -1)`` records to this processor's
+        own calls, from a punctuation: its results are forwarded as any others. The
+        task binds this when it compiles the processor."""
+        raise TopologyError(f"{type(self).__name__} is not running in a task")
+
     # The two halves the stage calls; the DSL's operators override them to skip
     # building a Record per call.
     def start_call(self, rec: Rec) -> Any:
@@ -212,6 +218,7 @@ class AsyncStage:
         self._options = options
         self._concurrency = options.concurrency
         self._start_call = processor.start_call
+        processor.feed = self.submit  # type: ignore[method-assign]
         self._results = processor.results
         self._children = children
         self._shared = shared
