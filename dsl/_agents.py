@@ -163,10 +163,10 @@ class AgentApp(App):
             _to(out, agent.sink)
         first = sources[self._agents[0].topic.name]
         for timer in self._timers:
-            fn, interval = timer.fn, timer.interval_ms
+            tick, interval = timer.fn, timer.interval_ms
             ticks = first.filter(lambda k, v: False, name=f"timer-{timer.name}-ticks")
             out = ticks.process(
-                lambda fn=fn, interval=interval: TimerProcessor(fn, interval, stores),
+                lambda tick=tick, interval=interval: TimerProcessor(tick, interval, stores),
                 *stores,
                 name=f"timer-{timer.name}",
             )

@@ -38,6 +38,7 @@ import inspect
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ._errors import TopologyError
@@ -195,6 +196,10 @@ class _Call:
         self.error: BaseException | None = None
 
 
+async def _raising(error: Exception) -> Any:
+    raise error
+
+
 def _order_key(key: Any) -> Any:
     try:
         hash(key)
@@ -218,7 +223,7 @@ class AsyncStage:
         self._options = options
         self._concurrency = options.concurrency
         self._start_call = processor.start_call
-        processor.feed = self.submit  # type: ignore[method-assign]
+        processor.feed = self.submit  # type: ignore[method-assign,assignment]
         self._results = processor.results
         self._children = children
         self._shared = shared
@@ -230,6 +235,7 @@ class AsyncStage:
         self._unreleased = 0  # submitted, not yet released
         self._closed = False
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._plain = options.timeout is None and options.retries == 0
 
     # -- what the executor asks -----------------------------------------------------
 
@@ -249,7 +255,7 @@ class AsyncStage:
         runtime feeds no more than this and fetches the rest again later, so a stage
         holds at most twice its concurrency and an exactly-once commit, which waits
         for all of it, waits at most about two calls' time."""
-        return max(0, 2 * self._concurrency - len(self._running) - len(self._queued))
+        return max(0, 4 * self._concurrency - len(self._running) - len(self._queued))
 
     @property
     def has_ready(self) -> bool:
@@ -360,18 +366,27 @@ class AsyncStage:
         loop = self._loop
         if loop is None:
             loop = self._loop = self._shared.loop or asyncio.get_running_loop()
+        plain = self._plain
+        finished = self._finished
         while queued and len(running) < self._concurrency:
             call = queued.popleft()
-            task = loop.create_task(self._call(call.rec))
+            # Without a timeout or retries the user's coroutine is the task itself.
+            try:
+                made = self._start_call(call.rec) if plain else None
+            except Exception as error:  # a bad call fails its record, not the loop
+                made = _raising(error)
+            coro = made if asyncio.iscoroutine(made) else self._call(call.rec, made)
+            task = loop.create_task(coro)
             running.add(task)
-            task.add_done_callback(lambda t, c=call: self._finished(t, c))
+            task.add_done_callback(partial(finished, call))
 
-    async def _call(self, rec: Rec) -> Any:
+    async def _call(self, rec: Rec, first: Any = None) -> Any:
         options = self._options
         attempt = 0
         while True:
             try:
-                pending = self._start_call(rec)
+                pending = self._start_call(rec) if first is None else first
+                first = None
                 if options.timeout is None:
                     return await pending
                 return await asyncio.wait_for(pending, options.timeout)
@@ -381,7 +396,7 @@ class AsyncStage:
             await asyncio.sleep(options.backoff * 2**attempt)
             attempt += 1
 
-    def _finished(self, task: asyncio.Task[Any], call: _Call) -> None:
+    def _finished(self, call: _Call, task: asyncio.Task[Any]) -> None:
         if self._closed:
             return
         self._running.discard(task)

@@ -465,6 +465,7 @@ class App:
         by_partition = self.tasks.by_partition
         consumed = self.metrics.records_consumed
         fed: dict[str, RuntimeTask] = {}
+        batches = self._async.with_held(batches, by_partition)
         for tp, records in batches.items():
             task = by_partition.get(tp)
             if task is None or not task.running or not records:

@@ -9,9 +9,12 @@ record, ``dead_letter`` sends the raw consumed record to the dead-letter topic.
 Back-pressure: a task with an async stage whose call slots are all taken stops
 fetching (its source partitions are paused) until a slot frees. A poll may bring more
 than the stages have room for (``AsyncStage.room``: as many queued as there are slots);
-the rest is not fed but fetched again (:meth:`AsyncWork.admit` seeks back to it), so a
-stage never holds more than twice its concurrency, and an exactly-once commit, which
-waits for all of it, waits about two calls' time.
+the rest is held here, not fed (:meth:`AsyncWork.admit`), and fed first in the next
+rounds as room frees, while fetching stays paused. So a stage never holds more than
+twice its concurrency, the runtime at most one poll more, and an exactly-once commit,
+which waits for all a stage holds, waits about two calls' time. Held records are not
+consumed yet: no offset covers them, and they are dropped if their task goes away (its
+next owner, or the rewound task, fetches them again).
 
 Commits: under at-least-once a task's offsets stop at the lowest record still in
 flight (``RuntimeTask.offsets_to_commit``), so nothing needs to wait. Under
@@ -25,7 +28,7 @@ owner starts again from the lowest record that was in flight.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from .._errors import ProcessingError
 from .._record import ConsumedRecord, ProducedRecord
@@ -39,6 +42,7 @@ class AsyncWork:
         self._consumer = consumer
         self._errors = processing_errors
         self._paused: set[str] = set()
+        self._held: dict[TopicPartition, list[ConsumedRecord]] = {}
         self.ready = asyncio.Event()
         """Set when a call's result is ready to release: the loop stops waiting to poll."""
 
@@ -50,15 +54,33 @@ class AsyncWork:
         """Whether any task has records in an async stage."""
         return any(t.executor.async_busy for t in tasks if t.executor.has_async)
 
+    def with_held(
+        self,
+        batches: dict[TopicPartition, list[ConsumedRecord]],
+        by_partition: Mapping[TopicPartition, RuntimeTask],
+    ) -> dict[TopicPartition, list[ConsumedRecord]]:
+        """``batches`` with the held records of running tasks in front of their partitions'."""
+        if not self._held:
+            return batches
+        held, self._held = self._held, {}
+        merged: dict[TopicPartition, list[ConsumedRecord]] = {}
+        for tp, records in held.items():
+            task = by_partition.get(tp)
+            if task is not None and task.running:
+                merged[tp] = records + batches.get(tp, [])
+        for tp, records in batches.items():
+            merged.setdefault(tp, records)
+        return merged
+
     def admit(
         self, task: RuntimeTask, tp: TopicPartition, records: list[ConsumedRecord]
     ) -> list[ConsumedRecord]:
-        """The head of ``records`` the task's async stages have room for; the consumer
-        fetches the rest again, from the first record not admitted."""
+        """The head of ``records`` the task's async stages have room for; the rest is
+        held until there is room."""
         room = task.executor.async_room
         if room >= len(records):
             return records
-        self._consumer.seek(tp, records[room][2])
+        self._held[tp] = records[room:]
         if task.id not in self._paused:
             self._consumer.pause(task.sources)
             self._paused.add(task.id)
@@ -107,6 +129,9 @@ class AsyncWork:
             out.extend(self._errors.consumed(raw, error))
         return out
 
+    def _holds(self, task: RuntimeTask) -> bool:
+        return any(tp in self._held for tp in task.sources)
+
     def _back_pressure(self, tasks: list[RuntimeTask]) -> None:
         running = {t.id for t in tasks}
         self._paused &= running  # a task that closed or went back to restoring
@@ -118,6 +143,6 @@ class AsyncWork:
             if full and task.id not in self._paused:
                 self._consumer.pause(task.sources)
                 self._paused.add(task.id)
-            elif not full and task.id in self._paused:
+            elif not full and task.id in self._paused and not self._holds(task):
                 self._consumer.resume(task.sources)
                 self._paused.discard(task.id)

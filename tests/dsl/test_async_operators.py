@@ -160,3 +160,12 @@ def test_a_sync_function_or_an_unknown_option_is_refused_when_building() -> None
         stream.map_values_async(turns, paralellism=3)
     with pytest.raises(TopologyBuildError, match="order"):
         stream.filter_async(turns, order="sorted")
+
+
+def test_a_function_that_fails_before_awaiting_fails_its_record_only() -> None:
+    async def two_args(k: str, v: int) -> int:
+        return v
+
+    # Called with one argument (no with_key): the call itself raises TypeError.
+    with pytest.raises(ProcessingError, match="TypeError"):
+        run(lambda s: s.map_values_async(two_args), [("a", 1)])
