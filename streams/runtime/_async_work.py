@@ -41,8 +41,10 @@ class AsyncWork:
     def __init__(self, consumer: GroupConsumer, processing_errors: ErrorHandler) -> None:
         self._consumer = consumer
         self._errors = processing_errors
-        self._paused: set[str] = set()
-        self._held: dict[TopicPartition, list[ConsumedRecord]] = {}
+        # Both keyed by the task object, not its id: a task closed and opened again
+        # (a rebalance, a rewind) is a new object, its consumer positions set anew.
+        self._paused: set[RuntimeTask] = set()
+        self._held: dict[TopicPartition, tuple[RuntimeTask, list[ConsumedRecord]]] = {}
         self.ready = asyncio.Event()
         """Set when a call's result is ready to release: the loop stops waiting to poll."""
 
@@ -59,14 +61,14 @@ class AsyncWork:
         batches: dict[TopicPartition, list[ConsumedRecord]],
         by_partition: Mapping[TopicPartition, RuntimeTask],
     ) -> dict[TopicPartition, list[ConsumedRecord]]:
-        """``batches`` with the held records of running tasks in front of their partitions'."""
+        """``batches`` with the held records of running tasks in front of their partitions';
+        records held for a task that has since closed are dropped (fetched again)."""
         if not self._held:
             return batches
         held, self._held = self._held, {}
         merged: dict[TopicPartition, list[ConsumedRecord]] = {}
-        for tp, records in held.items():
-            task = by_partition.get(tp)
-            if task is not None and task.running:
+        for tp, (holder, records) in held.items():
+            if by_partition.get(tp) is holder and holder.running:
                 merged[tp] = records + batches.get(tp, [])
         for tp, records in batches.items():
             merged.setdefault(tp, records)
@@ -80,10 +82,10 @@ class AsyncWork:
         room = task.executor.async_room
         if room >= len(records):
             return records
-        self._held[tp] = records[room:]
-        if task.id not in self._paused:
+        self._held[tp] = (task, records[room:])
+        if task not in self._paused:
             self._consumer.pause(task.sources)
-            self._paused.add(task.id)
+            self._paused.add(task)
         return records[:room]
 
     def release(self, tasks: list[RuntimeTask]) -> list[ProducedRecord]:
@@ -133,16 +135,15 @@ class AsyncWork:
         return any(tp in self._held for tp in task.sources)
 
     def _back_pressure(self, tasks: list[RuntimeTask]) -> None:
-        running = {t.id for t in tasks}
-        self._paused &= running  # a task that closed or went back to restoring
+        self._paused &= set(tasks)  # a task that closed
         for task in tasks:
             executor = task.executor
             if not executor.has_async:
                 continue
             full = executor.async_saturated
-            if full and task.id not in self._paused:
+            if full and task not in self._paused:
                 self._consumer.pause(task.sources)
-                self._paused.add(task.id)
-            elif not full and task.id in self._paused and not self._holds(task):
+                self._paused.add(task)
+            elif not full and task in self._paused and not self._holds(task):
                 self._consumer.resume(task.sources)
-                self._paused.discard(task.id)
+                self._paused.discard(task)
