@@ -251,10 +251,10 @@ class AsyncStage:
 
     @property
     def room(self) -> int:
-        """How many more records the stage takes: its slots, plus as many queued. The
-        runtime feeds no more than this and fetches the rest again later, so a stage
-        holds at most twice its concurrency and an exactly-once commit, which waits
-        for all of it, waits at most about two calls' time."""
+        """How many more records the stage takes: up to four times its concurrency,
+        running and queued. The runtime feeds no more than this (it holds the rest), so
+        an exactly-once commit, which waits for all of it, waits about four calls' time,
+        while the queue is deep enough not to run dry during a commit."""
         return max(0, 4 * self._concurrency - len(self._running) - len(self._queued))
 
     @property
