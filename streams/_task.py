@@ -292,6 +292,10 @@ class TaskExecutor:
         queue, so the runtime stops fetching for the task (back-pressure)."""
         return any(stage.saturated for stage in self._stages)
 
+    def run_async_on(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Run async calls on ``loop`` (the test driver's own) instead of the running one."""
+        self._shared.loop = loop
+
     @property
     def async_room(self) -> int:
         """How many more input records the async stages take now (``AsyncStage.room``)."""

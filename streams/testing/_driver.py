@@ -73,16 +73,16 @@ class TopologyTestDriver:
         self._changelog: defaultdict[str, list[ChangelogEntry]] = defaultdict(list)
         self._lifecycle = Lifecycle("test driver", DriverState.OPEN, _DRIVER_TRANSITIONS)
         self._tasks: list[TaskExecutor] = []
-        self._loop = asyncio.new_event_loop()
+        # Made only for a topology with async processors (``_await_async``).
+        self._loop: asyncio.AbstractEventLoop | None = None
         try:
             global_sub = topology.global_subtopology()
             global_stores: dict[str, Any] = {}
             if global_sub is not None:
                 global_task = self._task(topology, global_sub.id, state_dir, {})
-                global_task.init()
                 global_stores = dict(global_task.stores)
             for sub in topology.subtopologies():
-                self._task(topology, sub.id, state_dir, global_stores).init()
+                self._task(topology, sub.id, state_dir, global_stores)
             self._settle()
         except BaseException:
             self.close()
@@ -100,9 +100,13 @@ class TopologyTestDriver:
             wall_clock_ms=self._wall,
             change_observer=self._observe,
             global_stores=global_stores,
-            loop=self._loop,
         )
         self._tasks.append(task)
+        task.init()
+        if task.has_async:
+            if self._loop is None:
+                self._loop = asyncio.new_event_loop()
+            task.run_async_on(self._loop)
         return task
 
     # -- topics -------------------------------------------------------------------------
@@ -217,18 +221,21 @@ class TopologyTestDriver:
     def _cancel_calls(self) -> None:
         """Let cancelled calls finish cancelling, then close the loop."""
         loop = self._loop
+        if loop is None:
+            return
         pending = asyncio.all_tasks(loop)
         if pending:
             loop.run_until_complete(asyncio.wait(pending))
         loop.close()
 
     def _await_async(self, task: TaskExecutor) -> None:
-        if not task.has_async:
+        loop = self._loop
+        if loop is None or not task.has_async:
             return
-        if self._loop.is_running():
+        if loop.is_running():
             raise RuntimeError("the test driver runs async processors on its own event loop; "
                                "use it from synchronous code (not inside a running loop)")
-        self._loop.run_until_complete(task.settle())
+        loop.run_until_complete(task.settle())
         for raw, error, node in task.take_failures():
             raise ProcessingError(
                 f"{node} failed on {raw[0]}-{raw[1]} offset {raw[2]}: {error!r}",
