@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import AsyncIterator
 
+from headrace import AgentApp, AgentStream
 from headrace.dsl import Serdes, StreamsBuilder
 from headrace.streams import Topology
 
@@ -39,3 +41,21 @@ def async_eos() -> Topology:
 
 def async_smoke() -> Topology:
     return _enrich("smoke")
+
+
+# A faust-style agent with a table, for the exactly-once crash test of agents.
+agents_eos = AgentApp("async-agents-eos")
+_string = Serdes.string()
+_source = agents_eos.topic(f"{ASYNC_IN}-agents", key_serde=_string, value_serde=_string)
+_sink = agents_eos.topic(f"{ASYNC_OUT}-agents", key_serde=_string, value_serde=_string)
+_seen = agents_eos.table("seen", default=int)
+
+
+@agents_eos.agent(_source, sink=_sink, concurrency=16)
+async def _count_and_tag(stream: AgentStream) -> AsyncIterator[str]:
+    """Tags each value after a slow call with how many records of its key the table
+    has counted: exact counts after a crash mean no record was counted twice."""
+    async for key, value in stream:
+        tagged = await _slow_tag(value)
+        _seen[key] += 1
+        yield f"{tagged}|{_seen[key]}"
