@@ -59,3 +59,7 @@ async def _count_and_tag(stream: AgentStream) -> AsyncIterator[str]:
         tagged = await _slow_tag(value)
         _seen[key] += 1
         yield f"{tagged}|{_seen[key]}"
+
+
+def async_rebalance() -> Topology:
+    return _enrich("rebalance")

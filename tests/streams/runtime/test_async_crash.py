@@ -131,6 +131,40 @@ async def test_an_agent_and_its_table_count_every_input_once_after_a_sigkill_und
         assert sorted(seen) == list(range(1, RECORDS // KEYS + 1)), key
 
 
+async def test_a_rebalance_mid_flight_cancels_the_moved_calls_cleanly_and_loses_nothing(
+    cluster: Cluster, instances: list[Instance], tmp_path: Path
+) -> None:
+    """A second instance joins while the first has calls in flight on both partitions:
+    the first commits behind its lowest call in flight, cancels the calls of the task it
+    hands over, and the second resumes from there; both stop cleanly."""
+    bootstrap = cluster.bootstrap
+    source, sink = f"{ASYNC_IN}-rebalance", f"{ASYNC_OUT}-rebalance"
+    await create_topics(bootstrap, source, sink, partitions=2)
+    await _produce(bootstrap, source)
+    reader = Reader(bootstrap, sink)
+    await reader.consumer.start()
+    target = f"{APPS}:async_rebalance"
+    try:
+        a = Instance(target, "async-rebalance", bootstrap, tmp_path / "a", "a").start()
+        instances.append(a)
+        await reader.read_until(300, distinct=False, wait=60)
+        b = Instance(target, "async-rebalance", bootstrap, tmp_path / "b", "b").start()
+        instances.append(b)
+        await asyncio.to_thread(b.wait_for, "tasks=0_", 60)
+        await reader.read_until(RECORDS, distinct=True, wait=90)
+        assert a.stop() == 0 and b.stop() == 0
+    finally:
+        await reader.consumer.stop()
+    assert {v for _k, v in reader.out} == set(range(RECORDS))
+    assert "Traceback" not in a.log() + b.log()
+    consumed_by_b = max(
+        int(line.split("consumed=")[1].split()[0])
+        for line in b.log().splitlines()
+        if "consumed=" in line
+    )
+    assert consumed_by_b > 0, "the second instance took over nothing: no rebalance mid-flight"
+
+
 async def test_a_call_failing_after_its_retries_goes_to_the_dead_letter_topic(
     cluster: Cluster, tmp_path: Path
 ) -> None:
