@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from ._errors import TopologyError
+from ._errors import ProcessingError, TopologyError
 from ._record import ConsumedRecord, Rec, Record
 
 if TYPE_CHECKING:
@@ -294,7 +294,6 @@ class AsyncStage:
             return False
         self._ready = []
         shared = self._shared
-        in_flight = shared.in_flight
         saved = (shared.topic, shared.partition)
         run: list[_Call] = []
         try:
@@ -307,28 +306,43 @@ class AsyncStage:
                     continue
                 self._push(run)
                 run = []
-                tp = (call.topic or "", call.partition)
-                rec = call.rec
-                raw = in_flight.raw(tp, rec[4]) or (
-                    call.topic or "",
-                    call.partition,
-                    rec[4],
-                    rec[2],
-                    None,
-                    None,
-                    rec[3],
-                )
-                shared.async_failures.append((raw, call.error, self.node))
-                in_flight.done(tp, rec[4])
+                self._fail(call, call.error)
             self._push(run)
         finally:
             shared.topic, shared.partition = saved
             self._unreleased -= len(ready)
         return True
 
+    def _fail(self, call: _Call, error: BaseException) -> None:
+        """Hand ``call``'s record to the failure list, as consumed (or as it was, when
+        it came from a punctuation); it is no longer in flight."""
+        in_flight = self._shared.in_flight
+        tp = (call.topic or "", call.partition)
+        rec = call.rec
+        raw = in_flight.raw(tp, rec[4]) or (tp[0], tp[1], rec[4], rec[2], None, None, rec[3])
+        self._shared.async_failures.append((raw, error, self.node))
+        in_flight.done(tp, rec[4])
+
     def _push(self, run: list[_Call]) -> None:
+        """Deliver ``run``; when turning a result into records or an operator downstream
+        fails, drop what the run produced and deliver its calls one by one, so only the
+        failing ones go to the failure list (as ``App._replay`` does for a batch)."""
         if not run:
             return
+        produced = self._shared.produced
+        mark = len(produced)
+        try:
+            self._deliver(run)
+        except Exception as error:
+            del produced[mark:]
+            if len(run) > 1:
+                for call in run:
+                    self._push([call])
+                return
+            cause = error.__cause__ if isinstance(error, ProcessingError) else None
+            self._fail(run[0], cause or error)
+
+    def _deliver(self, run: list[_Call]) -> None:
         shared = self._shared
         first = run[0]
         shared.topic, shared.partition = first.topic, first.partition

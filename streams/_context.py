@@ -228,6 +228,11 @@ class ProcessorContext:
                     push(batch)
             pending = self._pending
 
+    def discard_pending(self) -> None:
+        """Drop what was queued and not delivered: the batch that queued it failed and
+        is run again (record by record), which queues it again."""
+        self._pending = {}
+
     def _check_child(self, name: str) -> None:
         if name not in self._children:
             raise TopologyError(

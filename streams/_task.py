@@ -492,8 +492,12 @@ def _guarded(
         try:
             fn(batch)
         except StreamsError:
+            if context is not None:
+                context.discard_pending()
             raise
         except Exception as exc:
+            if context is not None:
+                context.discard_pending()
             raise _wrap(node, shared, exc) from exc
         if context is not None and context._pending:
             context.flush()
@@ -515,8 +519,10 @@ def _record_at_a_time(
                 ctx.headers = h
                 process(_new_tuple(Record, (k, v, ts, h)))
         except StreamsError:
+            ctx.discard_pending()
             raise
         except Exception as exc:
+            ctx.discard_pending()
             raise _wrap(node, shared, exc) from exc
         ctx.flush()
 

@@ -169,3 +169,22 @@ def test_a_function_that_fails_before_awaiting_fails_its_record_only() -> None:
     # Called with one argument (no with_key): the call itself raises TypeError.
     with pytest.raises(ProcessingError, match="TypeError"):
         run(lambda s: s.map_values_async(two_args), [("a", 1)])
+
+
+def test_a_bad_result_or_a_failure_downstream_fails_only_its_record() -> None:
+    async def pair(k: str, v: int) -> Any:
+        return (k, v) if v != 2 else "not a pair"
+
+    with pytest.raises(ProcessingError, match="offset 1"):
+        run(lambda s: s.map_async(pair, order="partition"), [("a", 1), ("b", 2), ("c", 3)])
+
+    async def same(v: int) -> int:
+        return v
+
+    def explode(k: str, v: int) -> int:
+        if v == 3:
+            raise ArithmeticError("downstream")
+        return v
+
+    with pytest.raises(ProcessingError, match="downstream"):
+        run(lambda s: s.map_values_async(same).map_values(explode, with_key=True), [("a", 3)])

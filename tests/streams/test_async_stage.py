@@ -235,3 +235,48 @@ def test_closing_cancels_calls_in_flight(state_dir: pathlib.Path) -> None:
 def test_options_out_of_range_are_refused(options: dict[str, object]) -> None:
     with pytest.raises(TopologyError):
         AsyncOptions(**options)  # type: ignore[arg-type]
+
+
+def test_a_failing_result_fails_its_record_alone_and_the_others_come_out_once(
+    state_dir: pathlib.Path,
+) -> None:
+    from headrace.streams import Processor
+
+    class Odd(AsyncProcessor):
+        options = AsyncOptions(concurrency=8, order="partition")
+
+        async def process(self, record: Record) -> Record:
+            if record.value == "bad-result":
+                raise LookupError("no such customer")
+            return record
+
+    class Downstream(Processor):
+        def process(self, record: Record) -> None:
+            if record.value == "bad-downstream":
+                raise ArithmeticError("downstream")
+            self.context.forward(record)
+
+    topology = (
+        Topology()
+        .add_source("in", "a", value_deserializer=Utf8())
+        .add_processor("odd", Odd, "in")
+        .add_processor("down", Downstream, "odd")
+        .add_sink("out", "out", "down", value_serializer=Utf8())
+    )
+    loop = asyncio.new_event_loop()
+    task = TaskExecutor(topology, 0, 0, {"application_id": "app"}, state_dir=state_dir, loop=loop)
+    task.init()
+    values = [b"ok0", b"bad-result", b"ok2", b"bad-downstream", b"ok4"]
+    try:
+        task.process_partition("a", 0, [("a", 0, o, 0, b"k", v, ()) for o, v in enumerate(values)])
+        loop.run_until_complete(task.settle())
+        assert [r[2] for r in task.drain()] == [b"ok0", b"ok2", b"ok4"]
+        failures = task.take_failures()
+        assert [(raw[2], raw[5], type(error)) for raw, error, _node in failures] == [
+            (1, b"bad-result", LookupError),
+            (3, b"bad-downstream", ArithmeticError),
+        ]
+        assert task.commit_offset("a", 0, 5) == 5  # failed records are handled, not in flight
+    finally:
+        task.close()
+        loop.close()
