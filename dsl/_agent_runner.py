@@ -125,8 +125,9 @@ class _Instance:
 
 async def _yielding_nothing(coroutine: Any) -> AsyncIterator[Any]:
     await coroutine
-    for nothing in ():
-        yield nothing
+    nothing: tuple[Any, ...] = ()
+    for item in nothing:  # never runs: the yield makes this an async generator
+        yield item
 
 
 def _as_records(rec: Rec, results: list[Any]) -> list[Rec]:
