@@ -20,12 +20,12 @@ async def _slow_tag(value: str) -> str:
     return f"{value}|done"
 
 
-def _enrich(name: str) -> Topology:
+def _enrich(name: str, concurrency: int = 16) -> Topology:
     string = Serdes.string()
     builder = StreamsBuilder()
     (
         builder.stream(f"{ASYNC_IN}-{name}", key_serde=string, value_serde=string)
-        .map_values_async(_slow_tag, concurrency=16)
+        .map_values_async(_slow_tag, concurrency=concurrency)
         .to(f"{ASYNC_OUT}-{name}", key_serde=string, value_serde=string)
     )
     return builder.build()
@@ -62,4 +62,5 @@ async def _count_and_tag(stream: AgentStream) -> AsyncIterator[str]:
 
 
 def async_rebalance() -> Topology:
-    return _enrich("rebalance")
+    # Slow enough (4 calls per task) that the input outlasts a second instance's start.
+    return _enrich("rebalance", concurrency=4)
