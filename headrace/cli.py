@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "headrace.log_broker._commands",
     "headrace.streams._commands",
     "headrace.spark_bridge._commands",
+    "headrace.schema_registry._commands",
     "headrace._demo",
 )
 
@@ -56,6 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
                 continue  # that package has no commands yet
             raise
         module.register(subparsers, broker_options)
+    from headrace._broker_registry import extend_broker_command
+
+    extend_broker_command(subparsers)
     return parser
 
 
