@@ -1,9 +1,11 @@
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import aiohttp
 import pytest
+from brokerproc import BrokerProcess, free_port
+from registryproc import wait_listening
 
 from headrace.schema_registry import SchemaRegistryServer
 
@@ -19,3 +21,15 @@ async def registry(broker: object) -> AsyncIterator[SchemaRegistryServer]:
 async def http(registry: SchemaRegistryServer) -> AsyncIterator[aiohttp.ClientSession]:
     async with aiohttp.ClientSession(base_url=registry.url) as session:
         yield session
+
+
+@pytest.fixture(scope="module")
+def registry_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A broker process with the registry inside, for blocking clients and serdes (a
+    registry in the test's own event loop could not answer a blocking call)."""
+    port = free_port()
+    data = tmp_path_factory.mktemp("registry-broker") / "data"
+    with BrokerProcess(data, "--schema-registry-listen", f"127.0.0.1:{port}") as broker:
+        assert broker.proc is not None
+        wait_listening(port, broker.proc)
+        yield f"http://127.0.0.1:{port}"

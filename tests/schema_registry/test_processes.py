@@ -5,31 +5,18 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from brokerproc import BrokerProcess, free_port
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+from registryproc import wait_listening
 
 
 def record(n: int) -> Schema:
     fields = [{"name": f"f{i}", "type": "int", "default": 0} for i in range(n)]
     return Schema(json.dumps({"type": "record", "name": "R", "fields": fields}), "AVRO")
-
-
-def wait_listening(port: int, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, f"exited with {proc.returncode}"
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.1)
-    raise AssertionError(f"nothing listens on {port} after {timeout}s")
 
 
 def start_registry(bootstrap: str, log: Path) -> tuple[subprocess.Popen[bytes], str]:
