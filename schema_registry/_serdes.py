@@ -34,6 +34,7 @@ from ._errors import SchemaRegistryError, SerdeSchemaError
 
 Encode = Callable[[Any], "bytes | None"]
 Decode = Callable[["bytes | None"], Any]
+MAX_WRITERS = 1000  # writer schemas kept per serde: bounds what odd records can make us keep
 SubjectStrategy = Callable[[str, bool, "str | None"], str]
 
 
@@ -196,7 +197,8 @@ class AvroSerde(SchemaSerde):
             auto_register=auto_register,
             subject_strategy=subject_strategy,
         )
-        self._writers: dict[int, Any] = {}
+        self._writers: dict[int, tuple[Any, Any]] = {}
+        self._canonical = json.dumps(document, sort_keys=True)
 
     def encode(self, topic: str, obj: Any) -> bytes:
         if self.model is not None and isinstance(obj, pydantic.BaseModel):
@@ -206,27 +208,34 @@ class AvroSerde(SchemaSerde):
         fastavro.schemaless_writer(out, self.parsed, obj)
         return out.getvalue()
 
-    def _writer_schema(self, schema_id: int) -> Any:
-        writer = self._writers.get(schema_id)
-        if writer is None:
+    def _writer_schema(self, schema_id: int) -> tuple[Any, Any]:
+        """The writer's parsed schema and the reader schema to resolve it with: None when
+        the writer's is this serde's own, as fastavro reads fastest without resolution."""
+        found = self._writers.get(schema_id)
+        if found is None:
             answer = self.registry.schema(schema_id)
             if answer.get("schemaType", "AVRO") != "AVRO":
                 raise SerdeSchemaError(f"schema {schema_id} is {answer['schemaType']}, not AVRO")
             named: dict[str, Any] = {}
             for ref in answer.get("references", ()):
                 quoted = urllib.parse.quote(ref["subject"], safe="")
-                found = self.registry.request(
+                version = self.registry.request(
                     "GET", f"/subjects/{quoted}/versions/{ref['version']}"
                 )
-                fastavro.parse_schema(json.loads(found["schema"]), named_schemas=named)
-            writer = fastavro.parse_schema(json.loads(answer["schema"]), named_schemas=named)
-            self._writers[schema_id] = writer
-        return writer
+                fastavro.parse_schema(json.loads(version["schema"]), named_schemas=named)
+            document = json.loads(answer["schema"])
+            writer = fastavro.parse_schema(document, named_schemas=named)
+            same = not named and json.dumps(document, sort_keys=True) == self._canonical
+            found = (writer, None if same else self.parsed)
+            if len(self._writers) >= MAX_WRITERS:
+                self._writers.clear()
+            self._writers[schema_id] = found
+        return found
 
     def decode(self, data: bytes) -> Any:
         schema_id, payload = _wire.split(data)
-        writer = self._writer_schema(schema_id)
-        value = fastavro.schemaless_reader(io.BytesIO(payload), writer, self.parsed)
+        writer, reader = self._writer_schema(schema_id)
+        value = fastavro.schemaless_reader(io.BytesIO(payload), writer, reader)
         if self.model is not None:
             return self.model.model_validate(value)
         return value
