@@ -30,7 +30,8 @@ PRIMITIVE = {
 
 
 def avro_schema(model: type[pydantic.BaseModel]) -> dict[str, Any]:
-    return _Builder().record(model)
+    schema: dict[str, Any] = _Builder().record(model)
+    return schema
 
 
 class _Builder:

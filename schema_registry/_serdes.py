@@ -324,7 +324,8 @@ class ProtobufSerde(SchemaSerde):
     def encode(self, topic: str, obj: Any) -> bytes:
         if not isinstance(obj, self.message_class):
             raise SerdeSchemaError(f"{self.name} got a {type(obj).__name__}")
-        return _wire.header(self.schema_id(topic)) + self._indexes + obj.SerializeToString()
+        payload: bytes = obj.SerializeToString()
+        return _wire.header(self.schema_id(topic)) + self._indexes + payload
 
     def decode(self, data: bytes) -> Any:
         _schema_id, rest = _wire.split(data)

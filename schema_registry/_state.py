@@ -86,8 +86,8 @@ class RegistryState:
 
     def apply(self, key: bytes | None, value: bytes | None) -> None:
         try:
-            k = json.loads(key) if key else None
-            v = json.loads(value) if value is not None else None
+            k: dict[str, Any] = json.loads(key) if key else {}
+            v: Any = json.loads(value) if value is not None else None
             kind = k.get("keytype") if isinstance(k, dict) else None
             if kind == "SCHEMA":
                 self._apply_schema(k, v)
