@@ -58,8 +58,10 @@ def build_parser() -> argparse.ArgumentParser:
             raise
         module.register(subparsers, broker_options)
     from headrace._broker_registry import extend_broker_command
+    from headrace._value_formats import extend_client_commands
 
     extend_broker_command(subparsers)
+    extend_client_commands(subparsers)
     return parser
 
 

@@ -24,12 +24,17 @@ async def http(registry: SchemaRegistryServer) -> AsyncIterator[aiohttp.ClientSe
 
 
 @pytest.fixture(scope="module")
-def registry_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A broker process with the registry inside, for blocking clients and serdes (a
-    registry in the test's own event loop could not answer a blocking call)."""
+def registry_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    """A broker process with the registry inside: (bootstrap, registry URL). For blocking
+    clients and serdes: a registry in the test's own event loop could not answer them."""
     port = free_port()
     data = tmp_path_factory.mktemp("registry-broker") / "data"
     with BrokerProcess(data, "--schema-registry-listen", f"127.0.0.1:{port}") as broker:
         assert broker.proc is not None
         wait_listening(port, broker.proc)
-        yield f"http://127.0.0.1:{port}"
+        yield broker.bootstrap, f"http://127.0.0.1:{port}"
+
+
+@pytest.fixture(scope="module")
+def registry_url(registry_broker: tuple[str, str]) -> str:
+    return registry_broker[1]
