@@ -8,7 +8,6 @@ from collections.abc import Iterator
 
 import pydantic
 import pytest
-import shop_pb2
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.schema_registry.error import SchemaRegistryError as ConfluentError
@@ -17,6 +16,7 @@ from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, Proto
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from headrace import Serdes
+from headrace.examples import shop_pb2
 from headrace.schema_registry import SchemaRegistryError
 
 ORDER_V1 = {
