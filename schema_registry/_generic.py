@@ -34,10 +34,19 @@ FORMATS = {"avro": "AVRO", "protobuf": "PROTOBUF", "json-schema": "JSON"}
 class RegistryDecoder:
     """``RegistryDecoder(url).decode(data)``: any registry-framed value to Python."""
 
-    def __init__(self, registry: str | RegistryClient, expect: str | None = None) -> None:
+    def __init__(
+        self,
+        registry: str | RegistryClient,
+        expect: str | None = None,
+        *,
+        avro_reader: str | None = None,
+    ) -> None:
+        """``avro_reader``: an Avro schema (JSON text) to read every Avro value as, by
+        Avro's resolution rules (a field the writer lacked takes its default)."""
         self.registry = (
             registry if isinstance(registry, RegistryClient) else RegistryClient(registry)
         )
+        self._avro_reader = fastavro.parse_schema(json.loads(avro_reader)) if avro_reader else None
         self.expect = FORMATS.get(expect, expect) if expect else None
         self._decoders: dict[int, Callable[[memoryview], Any]] = {}
         self.schemas: dict[int, dict[str, Any]] = {}
@@ -89,9 +98,10 @@ class RegistryDecoder:
         for found in self._referenced(answer):
             fastavro.parse_schema(json.loads(found["schema"]), named_schemas=named)
         writer = fastavro.parse_schema(json.loads(answer["schema"]), named_schemas=named)
+        reader = self._avro_reader
 
         def decode(payload: memoryview) -> Any:
-            return fastavro.schemaless_reader(io.BytesIO(payload), writer, None)
+            return fastavro.schemaless_reader(io.BytesIO(payload), writer, reader)
 
         return decode
 

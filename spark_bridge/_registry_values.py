@@ -93,3 +93,135 @@ def _schema_of(pa: Any, decoder: Any) -> Any:
             if pa.types.is_struct(record):
                 return pa.schema(list(record))
     return None
+
+
+# -- the columns a subject's latest schema promises, for Spark ----------------------------
+
+
+def value_arrow_schema(registry: Any, subject: str) -> tuple[Any, dict[str, Any]]:
+    """The Arrow columns of the latest schema registered under ``subject`` (an Avro or
+    JSON Schema record's fields, or a Protobuf file's first message's fields), and that
+    schema as the registry answered it."""
+    import base64
+    import json
+    import urllib.parse
+
+    import fastavro
+
+    pa = require("pyarrow")
+    quoted = urllib.parse.quote(subject, safe="")
+    latest = registry.request("GET", f"/subjects/{quoted}/versions/latest?format=serialized")
+    kind = latest.get("schemaType", "AVRO")
+    if kind == "AVRO":
+        record = arrow_type(pa, fastavro.parse_schema(json.loads(latest["schema"])), {})
+    elif kind == "JSON":
+        record = _json_schema_type(pa, json.loads(latest["schema"]))
+    else:
+        from google.protobuf import descriptor_pb2, descriptor_pool
+
+        from headrace.schema_registry._schema import _well_known
+
+        file = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(latest["schema"]))
+        pool = descriptor_pool.DescriptorPool()
+        for dep in file.dependency:
+            pool.Add(_well_known(dep))
+        message = pool.Add(file).message_types_by_name[file.message_type[0].name]
+        record = _proto_type(pa, message)
+    if not pa.types.is_struct(record):
+        raise DecodeError(f"the values of {subject} are not records: no columns to make")
+    return pa.schema(list(record)), latest
+
+
+def _json_schema_type(pa: Any, schema: Any) -> Any:
+    kind = schema.get("type") if isinstance(schema, dict) else None
+    if isinstance(kind, list):
+        kinds = [k for k in kind if k != "null"]
+        kind = kinds[0] if len(kinds) == 1 else None
+    if kind == "object" or (kind is None and isinstance(schema, dict) and "properties" in schema):
+        return pa.struct(
+            [
+                pa.field(name, _json_schema_type(pa, sub))
+                for name, sub in schema.get("properties", {}).items()
+            ]
+        )
+    if kind == "array":
+        return pa.list_(_json_schema_type(pa, schema.get("items", {})))
+    return {
+        "string": pa.string(),
+        "integer": pa.int64(),
+        "number": pa.float64(),
+        "boolean": pa.bool_(),
+    }.get(kind, pa.string())
+
+
+def _proto_type(pa: Any, message: Any) -> Any:
+    from google.protobuf.descriptor import FieldDescriptor as F
+
+    scalar = {
+        F.TYPE_DOUBLE: pa.float64(),
+        F.TYPE_FLOAT: pa.float32(),
+        F.TYPE_INT64: pa.int64(),
+        F.TYPE_UINT64: pa.uint64(),
+        F.TYPE_INT32: pa.int32(),
+        F.TYPE_FIXED64: pa.uint64(),
+        F.TYPE_FIXED32: pa.uint32(),
+        F.TYPE_BOOL: pa.bool_(),
+        F.TYPE_STRING: pa.string(),
+        F.TYPE_BYTES: pa.string(),  # JSON mapping: base64
+        F.TYPE_UINT32: pa.uint32(),
+        F.TYPE_ENUM: pa.string(),
+        F.TYPE_SFIXED32: pa.int32(),
+        F.TYPE_SFIXED64: pa.int64(),
+        F.TYPE_SINT32: pa.int32(),
+        F.TYPE_SINT64: pa.int64(),
+    }
+    fields = []
+    for field in message.fields:
+        kind = (
+            _proto_type(pa, field.message_type)
+            if field.type == F.TYPE_MESSAGE
+            else scalar[field.type]
+        )
+        if field.is_repeated:
+            kind = pa.list_(kind)
+        fields.append(pa.field(field.name, kind))
+    return pa.struct(fields)
+
+
+def decode_registry(
+    frame: Any,
+    registry_url: str,
+    subject: str,
+    *,
+    column: str = "value",
+    keep: tuple[str, ...] = ("key", "topic", "partition", "offset", "timestamp"),
+) -> Any:
+    """``frame`` with the registry-framed values in ``column`` decoded into typed
+    top-level columns: the fields of ``subject``'s latest schema (Avro, Protobuf or JSON
+    Schema), whichever schema each record was written with. Columns in ``keep`` that
+    the frame has stay in front. A value that does not decode fails the query, naming
+    why; nulls (tombstones) give rows of nulls."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+    from pyspark.sql.types import StructType
+
+    from headrace.schema_registry import RegistryClient
+    from headrace.schema_registry._generic import RegistryDecoder
+
+    pa = require("pyarrow")
+    fields, latest = value_arrow_schema(RegistryClient(registry_url), subject)
+    # Avro values of every version read as the latest, its defaults filling the gaps.
+    avro_reader = latest["schema"] if latest.get("schemaType", "AVRO") == "AVRO" else None
+    front = [c for c in keep if c in frame.columns and c not in fields.names]
+    source = frame.select(*front, column)
+    out = StructType([*(source.schema[name] for name in front), *from_arrow_schema(fields).fields])
+    names = [*front, *fields.names]
+
+    def decode(batches: Any) -> Any:
+        decoder = RegistryDecoder(registry_url, avro_reader=avro_reader)
+        for batch in batches:
+            values = registry_values_to_arrow(batch.column(column), decoder, fields)
+            arrays = [batch.column(name) for name in front]
+            arrays += [c.combine_chunks() for c in values.columns]
+            yield pa.RecordBatch.from_arrays(arrays, names=names)
+
+    return source.mapInArrow(decode, out)

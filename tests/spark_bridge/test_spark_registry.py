@@ -1,0 +1,120 @@
+"""Spark reads registry-encoded topics into typed columns (``decode_registry``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from brokerproc import BrokerProcess, free_port
+from confluent_kafka import Producer
+from kafka_clients import unique
+from registryproc import wait_listening
+
+from headrace import Serdes
+from headrace.examples import shop_pb2
+from headrace.spark_bridge import decode_registry, spark_session
+
+V1 = {
+    "type": "record",
+    "name": "Sale",
+    "fields": [{"name": "item", "type": "string"}, {"name": "cents", "type": "long"}],
+}
+V2 = {
+    "type": "record",
+    "name": "Sale",
+    "fields": [*V1["fields"], {"name": "vip", "type": "boolean", "default": False}],
+}
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    port = free_port()
+    data = tmp_path_factory.mktemp("spark-registry") / "data"
+    with BrokerProcess(data, "--schema-registry-listen", f"127.0.0.1:{port}") as broker:
+        assert broker.proc is not None
+        wait_listening(port, broker.proc)
+        yield broker.bootstrap, f"http://127.0.0.1:{port}"
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    session = spark_session("headrace-registry-tests", conf={"spark.sql.shuffle.partitions": "2"})
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+def produce(bootstrap: str, topic: str, values: list[bytes | None]) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    for value in values:
+        producer.produce(topic, value=value)
+    assert producer.flush(30) == 0
+
+
+def read(spark: Any, bootstrap: str, topic: str) -> Any:
+    return (
+        spark.read.format("headrace")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", topic)
+        .load()
+    )
+
+
+def test_avro_values_of_two_schema_versions_become_typed_columns(
+    spark: Any, cluster: tuple[str, str]
+) -> None:
+    bootstrap, url = cluster
+    topic = unique("sales")
+    old, new = Serdes.avro(V1, url), Serdes.avro(V2, url)
+    values = [
+        old.serialize(topic, {"item": "pen", "cents": 150}),
+        new.serialize(topic, {"item": "ink", "cents": 900, "vip": True}),
+        None,
+    ]
+    produce(bootstrap, topic, values)
+    frame = decode_registry(read(spark, bootstrap, topic), url, f"{topic}-value")
+    types = dict(frame.dtypes)
+    assert (types["item"], types["cents"], types["vip"]) == ("string", "bigint", "boolean")
+    frame.createOrReplaceTempView("sales")
+    rows = spark.sql(
+        "SELECT item, cents, vip FROM sales WHERE item IS NOT NULL ORDER BY offset"
+    ).collect()
+    # The v1 record reads with v2's default: the latest schema shapes every row.
+    assert [tuple(r) for r in rows] == [("pen", 150, False), ("ink", 900, True)]
+    assert spark.sql("SELECT count(*) FROM sales WHERE item IS NULL").first()[0] == 1
+
+
+def test_protobuf_values_become_typed_columns(spark: Any, cluster: tuple[str, str]) -> None:
+    bootstrap, url = cluster
+    topic = unique("customers")
+    serde = Serdes.protobuf(shop_pb2.Customer, url)
+    produce(
+        bootstrap,
+        topic,
+        [
+            serde.serialize(
+                topic,
+                shop_pb2.Customer(
+                    id="c1", name="Ada", tier=3, address=shop_pb2.Customer.Address(city="Oslo")
+                ),
+            )
+        ],
+    )
+    frame = decode_registry(read(spark, bootstrap, topic), url, f"{topic}-value")
+    assert dict(frame.dtypes)["tier"] == "int"
+    row = frame.select("id", "tier", "address.city").first()
+    assert tuple(row) == ("c1", 3, "Oslo")
+
+
+def test_a_value_that_does_not_decode_fails_the_query(
+    spark: Any, cluster: tuple[str, str], tmp_path: Path
+) -> None:
+    bootstrap, url = cluster
+    topic = unique("broken")
+    Serdes.avro(V1, url).serialize(topic, {"item": "x", "cents": 1})  # registers the subject
+    produce(bootstrap, topic, [b"not framed"])
+    frame = decode_registry(read(spark, bootstrap, topic), url, f"{topic}-value")
+    with pytest.raises(Exception, match="does not decode"):
+        frame.collect()
