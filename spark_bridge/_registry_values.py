@@ -151,7 +151,7 @@ def _json_schema_type(pa: Any, schema: Any) -> Any:
         "integer": pa.int64(),
         "number": pa.float64(),
         "boolean": pa.bool_(),
-    }.get(kind, pa.string())
+    }.get(str(kind), pa.string())
 
 
 def _proto_type(pa: Any, message: Any) -> Any:
