@@ -8,8 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from brokerproc import BrokerProcess, free_port
-from registryproc import wait_listening
+from registryproc import broker_with_registry
 
 from headrace.examples import shop_pb2
 from headrace.examples.schema_orders import (
@@ -26,21 +25,16 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.mark.slow
 def test_the_example_runs_as_a_program(tmp_path: Path) -> None:
-    port = free_port()
-    with BrokerProcess(
-        tmp_path / "data", "--schema-registry-listen", f"127.0.0.1:{port}"
-    ) as broker:
-        assert broker.proc is not None
-        wait_listening(port, broker.proc)
+    with broker_with_registry(tmp_path / "data") as (bootstrap, url):
         result = subprocess.run(
             [
                 sys.executable,
                 "-m",
                 "headrace.examples.schema_orders",
                 "--bootstrap-servers",
-                broker.bootstrap,
+                bootstrap,
                 "--schema-registry-url",
-                f"http://127.0.0.1:{port}",
+                url,
                 "--delta-path",
                 str(tmp_path / "orders"),
                 "--orders",
@@ -61,43 +55,39 @@ def test_the_example_runs_as_a_program(tmp_path: Path) -> None:
 
 
 def test_the_topology_joins_through_the_registry(tmp_path: Path) -> None:
+    from headrace import Serdes
     from headrace.testing import TopologyTestDriver
 
-    port = free_port()
-    with BrokerProcess(
-        tmp_path / "data", "--schema-registry-listen", f"127.0.0.1:{port}"
-    ) as broker:
-        assert broker.proc is not None
-        wait_listening(port, broker.proc)
-        url = f"http://127.0.0.1:{port}"
-        from headrace import Serdes
-
-        with TopologyTestDriver(build(url).build(), {"application_id": "so"}) as driver:
-            string = Serdes.string()
-            customers = driver.create_input_topic(
-                CUSTOMERS, string, Serdes.protobuf(shop_pb2.Customer, url)
-            )
-            orders = driver.create_input_topic(ORDERS, string, Serdes.avro(Order, url))
-            out = driver.create_output_topic(ENRICHED, string, Serdes.avro(EnrichedOrder, url))
-            customers.pipe_input(
+    with (
+        broker_with_registry(tmp_path / "data") as (_bootstrap, url),
+        TopologyTestDriver(build(url).build(), {"application_id": "so"}) as driver,
+    ):
+        string = Serdes.string()
+        customers = driver.create_input_topic(
+            CUSTOMERS, string, Serdes.protobuf(shop_pb2.Customer, url)
+        )
+        orders = driver.create_input_topic(ORDERS, string, Serdes.avro(Order, url))
+        out = driver.create_output_topic(ENRICHED, string, Serdes.avro(EnrichedOrder, url))
+        customers.pipe_input(
+            "c1",
+            shop_pb2.Customer(
+                id="c1", name="Ada", tier=2, address=shop_pb2.Customer.Address(city="Oslo")
+            ),
+        )
+        orders.pipe_input("c1", Order(order_id="o1", customer_id="c1", cents=300, quantity=2))
+        orders.pipe_input("c9", Order(order_id="o2", customer_id="c9", cents=1))
+        joined = out.read_key_values_to_list()
+        # The order of an unknown customer joins nothing.
+        assert [(kv.key, kv.value) for kv in joined] == [
+            (
                 "c1",
-                shop_pb2.Customer(
-                    id="c1", name="Ada", tier=2, address=shop_pb2.Customer.Address(city="Oslo")
+                EnrichedOrder(
+                    order_id="o1",
+                    customer_id="c1",
+                    customer_name="Ada",
+                    tier=2,
+                    city="Oslo",
+                    total_cents=600,
                 ),
             )
-            orders.pipe_input("c1", Order(order_id="o1", customer_id="c1", cents=300, quantity=2))
-            orders.pipe_input("c9", Order(order_id="o2", customer_id="c9", cents=1))  # none
-            joined = out.read_key_values_to_list()
-            assert [(kv.key, kv.value) for kv in joined] == [
-                (
-                    "c1",
-                    EnrichedOrder(
-                        order_id="o1",
-                        customer_id="c1",
-                        customer_name="Ada",
-                        tier=2,
-                        city="Oslo",
-                        total_cents=600,
-                    ),
-                )
-            ]  # the order of an unknown customer joins nothing
+        ]

@@ -4,8 +4,7 @@ from collections.abc import AsyncIterator, Iterator
 
 import aiohttp
 import pytest
-from brokerproc import BrokerProcess, free_port
-from registryproc import wait_listening
+from registryproc import broker_with_registry
 
 from headrace.schema_registry import SchemaRegistryServer
 
@@ -27,12 +26,8 @@ async def http(registry: SchemaRegistryServer) -> AsyncIterator[aiohttp.ClientSe
 def registry_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
     """A broker process with the registry inside: (bootstrap, registry URL). For blocking
     clients and serdes: a registry in the test's own event loop could not answer them."""
-    port = free_port()
-    data = tmp_path_factory.mktemp("registry-broker") / "data"
-    with BrokerProcess(data, "--schema-registry-listen", f"127.0.0.1:{port}") as broker:
-        assert broker.proc is not None
-        wait_listening(port, broker.proc)
-        yield broker.bootstrap, f"http://127.0.0.1:{port}"
+    with broker_with_registry(tmp_path_factory.mktemp("registry-broker") / "data") as both:
+        yield both
 
 
 @pytest.fixture(scope="module")

@@ -10,10 +10,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from brokerproc import BrokerProcess, free_port
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.error import SchemaRegistryError as ConfluentError
-from registryproc import wait_listening
+from registryproc import broker_with_registry
 
 from headrace import Serdes
 from headrace.schema_registry import SchemaRegistryError
@@ -26,17 +25,8 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     root = tmp_path_factory.mktemp("auth")
     users = root / "users"
     users.write_text("# name:password\nalice:s3cret\n")
-    port = free_port()
-    with BrokerProcess(
-        root / "data",
-        "--schema-registry-listen",
-        f"127.0.0.1:{port}",
-        "--schema-registry-users",
-        str(users),
-    ) as broker:
-        assert broker.proc is not None
-        wait_listening(port, broker.proc)
-        yield f"127.0.0.1:{port}"
+    with broker_with_registry(root / "data", "--schema-registry-users", str(users)) as both:
+        yield both[1].removeprefix("http://")
 
 
 def test_requests_without_credentials_are_refused(secured: str) -> None:

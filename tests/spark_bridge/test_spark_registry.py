@@ -7,10 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from brokerproc import BrokerProcess, free_port
 from confluent_kafka import Producer
 from kafka_clients import unique
-from registryproc import wait_listening
+from registryproc import broker_with_registry
 
 from headrace import Serdes
 from headrace.examples import shop_pb2
@@ -30,12 +29,8 @@ V2 = {
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
-    port = free_port()
-    data = tmp_path_factory.mktemp("spark-registry") / "data"
-    with BrokerProcess(data, "--schema-registry-listen", f"127.0.0.1:{port}") as broker:
-        assert broker.proc is not None
-        wait_listening(port, broker.proc)
-        yield broker.bootstrap, f"http://127.0.0.1:{port}"
+    with broker_with_registry(tmp_path_factory.mktemp("spark-registry") / "data") as both:
+        yield both
 
 
 @pytest.fixture(scope="module")
