@@ -9,6 +9,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 from google.protobuf import descriptor_pb2
@@ -19,10 +20,31 @@ MAIN = "schema.proto"
 TIMEOUT_S = 20.0
 
 
+CACHED = 256  # compiled files kept: a registration compiles off the event loop, then
+# again under the write lock, which must find it here rather than run protoc twice
+_compiled: dict[tuple[str, tuple[bytes, ...]], bytes] = {}
+_lock = threading.Lock()
+
+
 def compile_proto(
     text: str, imports: dict[str, descriptor_pb2.FileDescriptorProto]
 ) -> descriptor_pb2.FileDescriptorProto:
     """Compile ``text``; ``imports`` are the files it may import, by import name."""
+    key = (text, tuple(f.SerializeToString(deterministic=True) for f in imports.values()))
+    with _lock:
+        found = _compiled.get(key)
+    if found is None:
+        found = _compile(text, imports).SerializeToString()
+        with _lock:
+            if len(_compiled) >= CACHED:
+                _compiled.clear()
+            _compiled[key] = found
+    return descriptor_pb2.FileDescriptorProto.FromString(found)
+
+
+def _compile(
+    text: str, imports: dict[str, descriptor_pb2.FileDescriptorProto]
+) -> descriptor_pb2.FileDescriptorProto:
     try:
         import grpc_tools
     except ImportError as exc:  # pragma: no cover - a dependency

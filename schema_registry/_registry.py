@@ -14,6 +14,8 @@ is found here at once.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
@@ -26,6 +28,7 @@ from ._errors import (
     OperationNotPermitted,
     ReferenceExists,
     SchemaNotFound,
+    SchemaRegistryError,
     SubjectConfigNotFound,
     SubjectModeNotFound,
     SubjectNotFound,
@@ -100,6 +103,13 @@ class Registry:
         return parse_schema(
             body.get("schemaType"), body["schema"], references, self.state.resolve(references)
         )
+
+    async def _parse_off_loop(self, body: Any) -> None:
+        """Parse once in a thread: compiling ``.proto`` text runs protoc, which must not
+        hold up the event loop; the parse under the write lock then finds it cached.
+        Errors wait for that parse: this one may see references not yet caught up."""
+        with contextlib.suppress(SchemaRegistryError):
+            await asyncio.to_thread(self._parse_request, body)
 
     def _describe(self, subject: str, entry: Version, fmt: str | None = None) -> dict[str, Any]:
         schema = self.state.schemas[entry.id]
@@ -176,6 +186,7 @@ class Registry:
         return self.state.referenced_by(subject, entry.version)
 
     async def lookup(self, subject: str, body: Any, deleted: bool = False) -> dict[str, Any]:
+        await self._parse_off_loop(body)
         schema = self._parse_request(body)
 
         def answer() -> dict[str, Any]:
@@ -236,6 +247,7 @@ class Registry:
                 version = parse_version(body["version"]) or version
             return [schema_record(subject, version, schema_id, schema)], {"id": schema_id}
 
+        await self._parse_off_loop(body)
         return await self.log.write(build)
 
     async def delete_version(
@@ -306,6 +318,7 @@ class Registry:
         self, subject: str, version: str | int | None, body: Any, verbose: bool = False
     ) -> dict[str, Any]:
         """Against one version (``version``) or, when None, as registering would check."""
+        await self._parse_off_loop(body)
         schema = self._parse_request(body)
         await self.log.catch_up()
         live = self.state.versions(subject)
