@@ -191,3 +191,61 @@ def test_backward_compatible_avro_pairs_decode_with_fastavro(
         reader_fields,
         problems("BACKWARD", reader, [writer]),
     )
+
+
+# Richer types, one direction: whatever the check calls compatible decodes, whichever
+# union branch or enum symbol the data takes.
+
+ENUM_SYMBOLS = ["A", "B", "C"]
+
+
+def richer_types(field: str) -> st.SearchStrategy[Any]:
+    prim = st.sampled_from(PRIMITIVES)
+    nullable = prim.map(lambda p: ["null", p])
+    enum = st.lists(st.sampled_from(ENUM_SYMBOLS), min_size=1, unique=True).map(
+        lambda symbols: {"type": "enum", "name": f"E_{field}", "symbols": sorted(symbols)}
+    )
+    array = prim.map(lambda p: {"type": "array", "items": p})
+    return st.one_of(prim, nullable, enum, array)
+
+
+def sample_value(kind: Any, draw: st.DrawFn) -> Any:
+    if isinstance(kind, str):
+        return SAMPLE[kind]
+    if isinstance(kind, list):
+        return draw(st.sampled_from([None, SAMPLE[kind[1]]]))
+    if kind["type"] == "enum":
+        return draw(st.sampled_from(kind["symbols"]))
+    return [SAMPLE[kind["items"]]] * draw(st.integers(0, 2))
+
+
+@st.composite
+def richer_pair(
+    draw: st.DrawFn,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
+    names = draw(st.lists(st.sampled_from("abcdef"), min_size=1, max_size=4, unique=True))
+    writer = [{"name": n, "type": draw(richer_types(n))} for n in names]
+    reader = [
+        {"name": f["name"], "type": draw(st.one_of(st.just(f["type"]), richer_types(f["name"])))}
+        for f in writer
+        if draw(st.booleans()) or len(writer) == 1
+    ]
+    if draw(st.booleans()):
+        reader.append({"name": "added", "type": ["null", "string"], "default": None})
+    value = {f["name"]: sample_value(f["type"], draw) for f in writer}
+    return writer, reader, value
+
+
+@settings(max_examples=300, deadline=None)
+@given(richer_pair())
+def test_backward_compatible_richer_pairs_decode_with_fastavro(
+    case: tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]],
+) -> None:
+    writer_fields, reader_fields, value = case
+    writer, reader = avro(*writer_fields), avro(*reader_fields)
+    if not ok("BACKWARD", reader, writer):
+        return
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, writer.parsed, value)
+    decoded = fastavro.schemaless_reader(io.BytesIO(out.getvalue()), writer.parsed, reader.parsed)
+    assert set(decoded) == {f["name"] for f in reader_fields}
