@@ -225,3 +225,38 @@ def decode_registry(
             yield pa.RecordBatch.from_arrays(arrays, names=names)
 
     return source.mapInArrow(decode, out)
+
+
+class ValueColumns:
+    """The data source's ``value.format``: Kafka's columns with ``value`` replaced by the
+    fields of the subject's latest schema. Built on the driver (one registry request),
+    pickled to the workers, where each decodes with its own cached registry client."""
+
+    def __init__(self, registry_url: str, subject: str) -> None:
+        from headrace.schema_registry import RegistryClient
+
+        self.registry_url = registry_url
+        self.fields, latest = value_arrow_schema(RegistryClient(registry_url), subject)
+        self.avro_reader = latest["schema"] if latest.get("schemaType", "AVRO") == "AVRO" else None
+        self._decoder: Any = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_decoder": None}
+
+    def spark_schema(self, records: Any) -> Any:
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        pa = require("pyarrow")
+        kept = [f for f in records if f.name != "value" and f.name not in self.fields.names]
+        return from_arrow_schema(pa.schema([*kept, *self.fields]))
+
+    def decode(self, batch: Any) -> Any:
+        from headrace.schema_registry._generic import RegistryDecoder
+
+        pa = require("pyarrow")
+        if self._decoder is None:
+            self._decoder = RegistryDecoder(self.registry_url, avro_reader=self.avro_reader)
+        values = registry_values_to_arrow(batch.column("value"), self._decoder, self.fields)
+        kept = [n for n in batch.schema.names if n != "value" and n not in self.fields.names]
+        arrays = [batch.column(n) for n in kept] + [c.combine_chunks() for c in values.columns]
+        return pa.RecordBatch.from_arrays(arrays, names=[*kept, *self.fields.names])

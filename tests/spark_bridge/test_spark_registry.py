@@ -113,3 +113,31 @@ def test_a_value_that_does_not_decode_fails_the_query(
     frame = decode_registry(read(spark, bootstrap, topic), url, f"{topic}-value")
     with pytest.raises(Exception, match="does not decode"):
         frame.collect()
+
+
+def test_the_source_option_value_format_gives_typed_columns(
+    spark: Any, cluster: tuple[str, str]
+) -> None:
+    bootstrap, url = cluster
+    topic = unique("sales-source")
+    serde = Serdes.avro(V2, url)
+    produce(bootstrap, topic, [serde.serialize(topic, {"item": "cap", "cents": 70, "vip": True})])
+    frame = (
+        spark.read.format("headrace")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", topic)
+        .option("value.format", "avro")
+        .option("schema.registry.url", url)
+        .load()
+    )
+    assert [
+        c
+        for c in frame.columns
+        if c not in ("key", "topic", "partition", "offset", "timestamp", "timestampType")
+    ] == ["item", "cents", "vip"]
+    frame.createOrReplaceTempView("sales_source")
+    assert tuple(spark.sql("SELECT item, cents * 2, vip FROM sales_source").first()) == (
+        "cap",
+        140,
+        True,
+    )
