@@ -46,6 +46,7 @@ class RegistryDecoder:
         self.registry = (
             registry if isinstance(registry, RegistryClient) else RegistryClient(registry)
         )
+        self.avro_reader = avro_reader
         self._avro_reader = fastavro.parse_schema(json.loads(avro_reader)) if avro_reader else None
         self.expect = FORMATS.get(expect, expect) if expect else None
         self._decoders: dict[int, Callable[[memoryview], Any]] = {}

@@ -95,7 +95,11 @@ class ExportJob:
                 raise OptionError(f"value format {value_format} needs a schema registry URL")
             from headrace.schema_registry._generic import RegistryDecoder
 
-            self._registry_decoder = RegistryDecoder(schema_registry_url, value_format)
+            # Avro values read as the subject's latest schema: every commit has its columns.
+            reader = _latest_avro(schema_registry_url, f"{topic}-value") \
+                if value_format == "avro" else None
+            self._registry_decoder = RegistryDecoder(schema_registry_url, value_format,
+                                                     avro_reader=reader)
         if commit_records <= 0:
             raise OptionError("commit_records must be positive")
         if timeout <= 0:
@@ -217,6 +221,23 @@ class ExportJob:
         stored = pa.schema(table.schema().to_arrow())
         record_cols = set(record_schema(False).names)
         return pa.schema([f for f in stored if f.name not in record_cols])
+
+
+def _latest_avro(registry_url: str, subject: str) -> str | None:
+    """The subject's latest Avro schema text, or None when the subject has none yet."""
+    import urllib.parse
+
+    from headrace.schema_registry import RegistryClient, SchemaRegistryError
+
+    quoted = urllib.parse.quote(subject, safe="")
+    try:
+        latest = RegistryClient(registry_url).request(
+            "GET", f"/subjects/{quoted}/versions/latest")
+    except SchemaRegistryError as exc:
+        if exc.error_code in (40401, 40402):
+            return None
+        raise
+    return str(latest["schema"]) if latest.get("schemaType", "AVRO") == "AVRO" else None
 
 
 def export_topic(bootstrap: str, topic: str, delta_path: str, **options: Any) -> ExportResult:

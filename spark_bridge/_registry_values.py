@@ -86,9 +86,15 @@ def _schema_of(pa: Any, decoder: Any) -> Any:
 
     import fastavro
 
-    for answer in reversed(list(decoder.schemas.values())):
-        if answer.get("schemaType", "AVRO") == "AVRO":
-            parsed = fastavro.parse_schema(json.loads(answer["schema"]))
+    texts = [decoder.avro_reader] if decoder.avro_reader else []
+    texts += [
+        a["schema"]
+        for a in reversed(list(decoder.schemas.values()))
+        if a.get("schemaType", "AVRO") == "AVRO"
+    ]
+    for text in texts:
+        if text:
+            parsed = fastavro.parse_schema(json.loads(text))
             record = arrow_type(pa, parsed, {})
             if pa.types.is_struct(record):
                 return pa.schema(list(record))

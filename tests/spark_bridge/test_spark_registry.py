@@ -141,3 +141,36 @@ def test_the_source_option_value_format_gives_typed_columns(
         140,
         True,
     )
+
+
+def test_the_delta_export_writes_avro_fields_as_typed_columns(
+    cluster: tuple[str, str], tmp_path: Path
+) -> None:
+    import deltalake
+
+    from headrace.spark_bridge import export_topic
+
+    bootstrap, url = cluster
+    topic = unique("sales-export")
+    old, new = Serdes.avro(V1, url), Serdes.avro(V2, url)
+    produce(
+        bootstrap,
+        topic,
+        [
+            old.serialize(topic, {"item": "pen", "cents": 150}),
+            new.serialize(topic, {"item": "ink", "cents": 9, "vip": True}),
+        ],
+    )
+    result = export_topic(
+        bootstrap, topic, str(tmp_path / "sales"), value_format="avro", schema_registry_url=url
+    )
+    assert result.records == 2
+    table = deltalake.DeltaTable(str(tmp_path / "sales")).to_pyarrow_table()
+    assert str(table.schema.field("cents").type) == "int64"
+    assert str(table.schema.field("vip").type) == "bool"
+    rows = table.sort_by("offset").select(["item", "cents", "vip"]).to_pylist()
+    # The older record reads as the latest schema: its missing field takes the default.
+    assert rows == [
+        {"item": "pen", "cents": 150, "vip": False},
+        {"item": "ink", "cents": 9, "vip": True},
+    ]
