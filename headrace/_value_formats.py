@@ -19,7 +19,7 @@ FORMATS = ("raw", "avro", "protobuf", "json-schema")
 DEFAULT_REGISTRY = "http://127.0.0.1:8081"
 
 
-def extend_client_commands(subparsers: Any) -> None:
+def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
     for name, wrap in (("produce", _produce), ("consume", _consume)):
         command = subparsers.choices.get(name)
         if command is None:

@@ -26,7 +26,10 @@ COMMAND_MODULES = (
     "headrace.streams._commands",
     "headrace.spark_bridge._commands",
     "headrace.schema_registry._commands",
+    "headrace.console._commands",
     "headrace._demo",
+    "headrace._beside_broker",  # adds to `broker`, registered above
+    "headrace._value_formats",  # adds --value-format to `produce` and `consume`
 )
 
 
@@ -57,11 +60,6 @@ def build_parser() -> argparse.ArgumentParser:
                 continue  # that package has no commands yet
             raise
         module.register(subparsers, broker_options)
-    from headrace._broker_registry import extend_broker_command
-    from headrace._value_formats import extend_client_commands
-
-    extend_broker_command(subparsers)
-    extend_client_commands(subparsers)
     return parser
 
 

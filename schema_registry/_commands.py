@@ -7,9 +7,10 @@ import asyncio
 import logging
 import signal
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ._server import SchemaRegistryServer
+if TYPE_CHECKING:
+    from ._server import SchemaRegistryServer
 
 
 def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
@@ -56,6 +57,8 @@ def read_users(path: str | None) -> dict[str, str] | None:
 
 
 def server_from_args(args: argparse.Namespace, listen: str, bootstrap: str) -> SchemaRegistryServer:
+    from ._server import SchemaRegistryServer
+
     host, port = parse_listen(listen)
     return SchemaRegistryServer(
         bootstrap,

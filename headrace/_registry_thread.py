@@ -1,8 +1,9 @@
-"""``headrace broker --schema-registry-listen HOST:PORT``: the registry beside the broker.
+"""The schema registry in a thread of the broker's process (``headrace broker
+--schema-registry-listen``, composed in ``_beside_broker``).
 
-Composition, not import: the registry is a Kafka client of the broker's own listener,
-run on its own event loop in a thread of the broker's process, exactly as it would run
-against any other cluster. It starts once the broker answers and stops after it.
+The registry is a Kafka client of the broker's own listener, on its own event loop,
+exactly as it would run against any other cluster. It starts once the broker answers
+and stops after it.
 """
 
 from __future__ import annotations
@@ -12,41 +13,12 @@ import asyncio
 import logging
 import sys
 import threading
-from collections.abc import Callable
-from typing import Any
 
 log = logging.getLogger("headrace.schema_registry")
 START_TIMEOUT_S = 60.0
 
 
-def extend_broker_command(subparsers: Any) -> None:
-    broker = subparsers.choices.get("broker")
-    if broker is None:
-        return
-    from headrace.schema_registry._commands import add_registry_options
-
-    broker.add_argument(
-        "--schema-registry-listen",
-        metavar="HOST:PORT",
-        help="also run the schema registry on this address",
-    )
-    add_registry_options(broker)
-    run_broker: Callable[[argparse.Namespace], int] = broker.get_default("handler")
-
-    def handler(args: argparse.Namespace) -> int:
-        if not args.schema_registry_listen:
-            return run_broker(args)
-        registry = _RegistryThread(args)
-        registry.start()
-        try:
-            return run_broker(args)
-        finally:
-            registry.stop()
-
-    broker.set_defaults(handler=handler)
-
-
-class _RegistryThread:
+class RegistryThread:
     def __init__(self, args: argparse.Namespace) -> None:
         from headrace.schema_registry._commands import server_from_args
 
