@@ -1,9 +1,10 @@
 """What ``headrace broker`` can run beside the built-in broker: the web console
-(``--console-listen HOST:PORT``).
+(``--console-listen HOST:PORT``) and the schema registry (``--schema-registry-listen
+HOST:PORT``).
 
-The broker (log_broker) and the console (an application-side client of any cluster)
+The broker (log_broker) and these services (application-side clients of any cluster)
 never import each other; this module composes them at the top. The broker runs as it
-always does; the console runs in a thread of its own with its own event loop, as a
+always does; each service runs in a thread of its own with its own event loop, as a
 Kafka client of the broker's listener, started once the broker answers and stopped
 after the broker has stopped.
 """
@@ -28,8 +29,28 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
         return
     broker.add_argument("--console-listen", metavar="HOST:PORT",
                         help="also serve the web console here (read-only), for this broker")
+    broker.add_argument("--schema-registry-listen", metavar="HOST:PORT",
+                        help="also run the schema registry here, stored in this broker")
+    from headrace.schema_registry._commands import add_registry_options
+
+    add_registry_options(broker)
     run_broker: Callable[[argparse.Namespace], int] = broker.get_default("handler")
-    broker.set_defaults(handler=lambda args: _with_console(run_broker, args))
+    broker.set_defaults(
+        handler=lambda args: _with_registry(lambda a: _with_console(run_broker, a), args))
+
+
+def _with_registry(run_broker: Callable[[argparse.Namespace], int],
+                   args: argparse.Namespace) -> int:
+    if not args.schema_registry_listen:
+        return run_broker(args)
+    from headrace._registry_thread import RegistryThread
+
+    registry = RegistryThread(args)
+    registry.start()
+    try:
+        return run_broker(args)
+    finally:
+        registry.stop()
 
 
 def _with_console(run_broker: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:

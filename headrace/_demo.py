@@ -136,12 +136,16 @@ async def _broker(bootstrap: str | None) -> AsyncIterator[str]:
         yield bootstrap
         return
     from headrace.log_broker import Broker
+    from headrace.schema_registry import SchemaRegistryServer
 
     with tempfile.TemporaryDirectory(prefix="headrace-demo-") as data_dir:
         async with Broker(Path(data_dir) / "broker", port=0, num_partitions=PARTITIONS,
                           group_initial_rebalance_delay_ms=0) as broker:
             print(f"[broker]   built-in broker on {broker.bootstrap_servers} (data: {data_dir})")
-            yield broker.bootstrap_servers
+            # The registry beside it, as `headrace broker --schema-registry-listen` runs it.
+            async with SchemaRegistryServer(broker.bootstrap_servers, port=0) as registry:
+                print(f"[registry] schema registry on {registry.url}")
+                yield broker.bootstrap_servers
 
 
 async def _ensure_topics(bootstrap: str, topics: list[str]) -> dict[str, int]:

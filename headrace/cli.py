@@ -25,9 +25,11 @@ COMMAND_MODULES = (
     "headrace.log_broker._commands",
     "headrace.streams._commands",
     "headrace.spark_bridge._commands",
+    "headrace.schema_registry._commands",
     "headrace.console._commands",
     "headrace._demo",
     "headrace._beside_broker",  # adds to `broker`, registered above
+    "headrace._value_formats",  # adds --value-format to `produce` and `consume`
 )
 
 

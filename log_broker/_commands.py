@@ -64,7 +64,8 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
                          help="split each line into key and value at the first SEP")
     produce.add_argument("--partition", type=int)
     produce.add_argument("--acks", choices=("0", "1", "all"), default="all")
-    produce.set_defaults(handler=_client(_produce))
+    # encode_value: line to value bytes; headrace/ swaps it for schema-registry formats.
+    produce.set_defaults(handler=_client(_produce), encode_value=str.encode)
 
     consume = subparsers.add_parser("consume", parents=[broker_options],
                                     help="print records of a topic")
@@ -78,7 +79,8 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
     consume.add_argument("--print-partition", action="store_true",
                          help="prefix each record with partition and offset")
     consume.add_argument("--key-separator", default="\t", metavar="SEP")
-    consume.set_defaults(handler=_client(_consume))
+    # render_value: value bytes to the printed text; headrace/ swaps it for registry formats.
+    consume.set_defaults(handler=_client(_consume), render_value=_utf8)
 
     register_group_commands(subparsers, broker_options)
 
@@ -274,7 +276,7 @@ async def _produce(args: argparse.Namespace) -> int:
             if args.key_separator is not None and args.key_separator in line:
                 raw_key, _, line = line.partition(args.key_separator)
                 key = raw_key.encode()
-            pending.append(await producer.send(args.topic, line.encode(), key=key,
+            pending.append(await producer.send(args.topic, args.encode_value(line), key=key,
                                                partition=args.partition))
             count += 1
         for fut in pending:
@@ -283,6 +285,10 @@ async def _produce(args: argparse.Namespace) -> int:
         await producer.stop()
     print(f"produced {count} record(s) to {args.topic}", file=sys.stderr)
     return 0
+
+
+def _utf8(value: bytes) -> str:
+    return value.decode(errors="replace")
 
 
 async def _consume(args: argparse.Namespace) -> int:
@@ -316,7 +322,7 @@ async def _consume(args: argparse.Namespace) -> int:
                 parts.append(f"{record.partition}:{record.offset}")
             if args.print_key:
                 parts.append("" if record.key is None else record.key.decode(errors="replace"))
-            parts.append("" if record.value is None else record.value.decode(errors="replace"))
+            parts.append("" if record.value is None else args.render_value(record.value))
             print(args.key_separator.join(parts), flush=True)
             seen += 1
     finally:
