@@ -17,8 +17,8 @@ A page asks for generated text with a marker line:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
-import shutil
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,16 +35,22 @@ def on_config(config: Any, **_: Any) -> Any:
 
 
 def lay_out_api_tree() -> None:
-    """``.api-tree/headrace/...``: the package as installed, made of links to the sources."""
+    """``.api-tree/headrace/...``: the package as installed, made of links to the sources.
+
+    Links are added, never removed while valid, so two builds at once (a test and a
+    preview, say) never see the tree half made; links to deleted files are dropped."""
     package_dirs = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
-    shutil.rmtree(API_TREE, ignore_errors=True)
     for package, source in sorted(package_dirs.items()):
         target = API_TREE.joinpath(*package.split("."))
         target.mkdir(parents=True, exist_ok=True)
         for path in (ROOT / source).iterdir():
             # modules, and sub-packages that live inside their parent's folder
             if path.suffix == ".py" or (path / "__init__.py").exists():
-                (target / path.name).symlink_to(path)
+                with contextlib.suppress(FileExistsError):
+                    (target / path.name).symlink_to(path)
+    for link in API_TREE.rglob("*"):
+        if link.is_symlink() and not link.exists():
+            link.unlink()
 
 
 def on_page_markdown(markdown: str, page: Any, **_: Any) -> str:
