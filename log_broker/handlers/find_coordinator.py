@@ -21,10 +21,10 @@ async def handle(state: BrokerState, request: Request) -> Any:
     m = response_module(API_KEY, request.api_version)
     key_type = getattr(request.body, "key_type", GROUP)
     if key_type in (GROUP, TRANSACTION):
-        config = state.config
+        host, port = request.session.listener.advertised()
         return make(m.FindCoordinatorResponse, throttle_time=NO_THROTTLE,
-                    error_code=ErrorCode.none, error_message=None, node_id=config.node_id,
-                    host=config.host, port=config.port)
+                    error_code=ErrorCode.none, error_message=None,
+                    node_id=state.config.node_id, host=host, port=port)
     error, message = ErrorCode.invalid_request, f"unknown coordinator key type {key_type}"
     return make(m.FindCoordinatorResponse, throttle_time=NO_THROTTLE, error_code=error,
                 error_message=message, node_id=-1, host="", port=-1)

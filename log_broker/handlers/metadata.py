@@ -54,8 +54,10 @@ async def handle(state: BrokerState, request: Request) -> Any:
     else:
         names = [t.name for t in body.topics]
         auto_create = getattr(body, "allow_auto_topic_creation", True)
+    # Each client is told the address of the listener it came in through.
+    host, port = request.session.listener.advertised()
     broker = make(m.MetadataResponseBroker, node_id=state.config.node_id,
-                  host=state.config.host, port=state.config.port, rack=None)
+                  host=host, port=port, rack=None)
     return make(
         m.MetadataResponse,
         throttle_time=NO_THROTTLE,
