@@ -10,6 +10,7 @@ from .._entities import NO_THROTTLE, make
 from .._router import Route
 from .._state import BrokerState
 from .._wire import Request, response_module
+from ..security import Operation, ResourceType
 
 API_KEY = 16
 
@@ -17,7 +18,9 @@ API_KEY = 16
 async def handle(state: BrokerState, request: Request) -> Any:
     m = response_module(API_KEY, request.api_version)
     groups = tuple(make(m.ListedGroup, group_id=g.group_id, protocol_type=g.protocol_type)
-                   for g in state.groups.list_groups())
+                   for g in state.groups.list_groups()
+                   if request.session.allows(Operation.DESCRIBE, ResourceType.GROUP,
+                                             g.group_id))
     return make(m.ListGroupsResponse, throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
                 groups=groups)
 
