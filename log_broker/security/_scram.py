@@ -160,7 +160,9 @@ class ScramServerExchange:
         if not sep:
             raise ScramError("client-final has no proof")
         attributes = _attributes(without_proof)
-        if attributes.get("r") != self._nonce:
+        # Kafka accepts a final nonce that ends with the combined one (endsWith, not
+        # equals): librdkafka before 2.1 sends its own nonce in front of it again.
+        if not attributes.get("r", "").endswith(self._nonce):
             raise ScramError("client-final nonce does not match")
         if attributes.get("c") not in ("biws", "eSws"):  # base64 of "n,," and "y,,"
             raise ScramError("channel binding is not supported")
