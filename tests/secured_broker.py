@@ -19,7 +19,8 @@ from certs import Certificates, make_certificates
 from headrace.base import ClientSecurity
 
 STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
-PASSWORDS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
+PASSWORDS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret",
+             "streams": "streams-secret"}
 
 
 @dataclass
