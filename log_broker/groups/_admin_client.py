@@ -31,7 +31,10 @@ from kio.schema.request_header.v1.header import RequestHeader
 from kio.schema.response_header.v0.header import ResponseHeader
 from kio.serial import entity_reader, entity_writer
 
+from headrace.base import PLAINTEXT, ClientSecurity
+
 from .._entities import make
+from ..security._client_auth import authenticate
 from ._errors import AdminRequestError
 from ._offsets import TopicPartition
 
@@ -76,8 +79,10 @@ class _Connection:
 
 
 class GroupAdminClient:
-    def __init__(self, bootstrap_servers: str, *, timeout: float = 15.0) -> None:
+    def __init__(self, bootstrap_servers: str, *, timeout: float = 15.0,
+                 security: ClientSecurity = PLAINTEXT) -> None:
         self._bootstrap = [_address(a) for a in bootstrap_servers.split(",") if a.strip()]
+        self.security = security
         self._timeout = timeout
         self._connections: dict[tuple[str, int], _Connection] = {}
 
@@ -96,9 +101,16 @@ class GroupAdminClient:
     async def _connect(self, address: tuple[str, int]) -> _Connection:
         connection = self._connections.get(address)
         if connection is None:
-            reader, writer = await asyncio.wait_for(asyncio.open_connection(*address),
-                                                    self._timeout)
-            connection = self._connections[address] = _Connection(reader, writer, self._timeout)
+            reader, writer = await asyncio.wait_for(asyncio.open_connection(
+                *address, ssl=self.security.ssl_context()), self._timeout)
+            connection = _Connection(reader, writer, self._timeout)
+            if self.security.uses_sasl:
+                try:
+                    await authenticate(connection.request, self.security)
+                except BaseException:
+                    connection.close()
+                    raise
+            self._connections[address] = connection
         return connection
 
     async def _any(self, body: Any) -> Any:

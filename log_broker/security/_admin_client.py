@@ -27,15 +27,14 @@ from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
 from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeaderV1
-from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
-from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 from kio.serial import entity_reader, entity_writer
 
 from headrace.base import ClientSecurity, read_properties
 
 from .._entities import make
 from ._acl import AclBinding, AclFilter, Operation, PatternType, Permission, ResourceType
-from ._scram import ScramClientExchange, ScramMechanism
+from ._client_auth import authenticate
+from ._scram import ScramMechanism
 
 _SIZE = struct.Struct(">i")
 T = TypeVar("T")
@@ -73,7 +72,7 @@ class SecurityAdminClient:
             client = cls(reader, writer, timeout_s)
             try:
                 if security.uses_sasl:
-                    await client._authenticate(security)
+                    await authenticate(client.request, security)
             except BaseException:
                 client.close()
                 raise
@@ -120,24 +119,6 @@ class SecurityAdminClient:
             raise ConnectionError("response out of order")
         schema = load_response_schema(body.__api_key__, body.__version__)
         return entity_reader(schema)(data, used)[0]
-
-    async def _authenticate(self, security: ClientSecurity) -> None:
-        mechanism = str(security.sasl_mechanism).upper()
-        shake = await self.request(SaslHandshakeRequest(mechanism=mechanism))
-        _check(f"SASL mechanism {mechanism}", shake.error_code)
-        user, password = str(security.sasl_username), str(security.sasl_password)
-        if mechanism == "PLAIN":
-            token = f"\0{user}\0{password}".encode()
-            reply = await self.request(SaslAuthenticateRequest(auth_bytes=token))
-            _check("SASL authentication", reply.error_code, reply.error_message)
-            return
-        scram = ScramClientExchange(ScramMechanism.named(mechanism), user, password)
-        first = await self.request(SaslAuthenticateRequest(auth_bytes=scram.first()))
-        _check("SASL authentication", first.error_code, first.error_message)
-        final = await self.request(
-            SaslAuthenticateRequest(auth_bytes=scram.final(first.auth_bytes)))
-        _check("SASL authentication", final.error_code, final.error_message)
-        scram.verify(final.auth_bytes)
 
     async def describe_scram(self) -> dict[str, list[tuple[str, int]]]:
         response = await self.request(DescribeUserScramCredentialsRequest(users=None))

@@ -194,3 +194,19 @@ def test_users_online_and_acls_survive_a_restart(secured: SecuredBroker) -> None
     secured.headrace("users", "delete", "dave", *admin)
     with pytest.raises(PermissionError):
         login(secured, "dave", "dave-pw")
+
+
+def test_every_client_command_takes_command_config(secured: SecuredBroker) -> None:
+    admin = ["--bootstrap-servers", secured.address("SASL_SSL"),
+             "--command-config", str(secured.command_config())]
+    topic, group = unique("cli"), unique("cli-g")
+    secured.headrace("topics", "create", topic, "--partitions", "2", *admin)
+    assert topic in secured.headrace("topics", "list", *admin)
+    secured.headrace("produce", topic, *admin, stdin="one\ntwo\n")
+    out = secured.headrace("consume", topic, "--group", group, "--from-beginning",
+                           "--max-messages", "2", "--timeout-ms", "20000", *admin)
+    assert sorted(out.split()) == ["one", "two"]
+    assert "RECORDS" in secured.headrace("topics", "describe", topic, *admin)
+    assert group in secured.headrace("groups", "list", *admin)
+    assert topic in secured.headrace("groups", "describe", group, *admin)
+    secured.headrace("topics", "delete", topic, *admin)
