@@ -71,12 +71,12 @@ async def handle(state: BrokerState, request: Request) -> Any:
         Operation.WRITE, ResourceType.TRANSACTIONAL_ID, body.transactional_id)
         else ErrorCode.transactional_id_authorization_failed)
     for topic_data in body.topic_data:
-        results = []
-        refused = txn_refused or topic_code(request, Operation.WRITE, topic_data.name)
-        if refused is not None:
+        results: list[Any] = []
+        denied = txn_refused or topic_code(request, Operation.WRITE, topic_data.name)
+        if denied is not None:
             responses.append(make(m.TopicProduceResponse, name=topic_data.name,
                                   partition_responses=tuple(
-                                      _partition_result(m, p.index, refused)
+                                      _partition_result(m, p.index, denied)
                                       for p in topic_data.partition_data)))
             continue
         try:

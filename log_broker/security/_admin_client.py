@@ -9,12 +9,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import io
-import struct
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from kio.index import load_response_schema
 from kio.schema.alter_user_scram_credentials.v0 import request as alter_scram
 from kio.schema.create_acls.v3 import request as create_acls
 from kio.schema.delete_acls.v3 import request as delete_acls
@@ -23,20 +20,14 @@ from kio.schema.describe_user_scram_credentials.v0.request import (
     DescribeUserScramCredentialsRequest,
 )
 from kio.schema.errors import ErrorCode
-from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
-from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
-from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
-from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeaderV1
-from kio.serial import entity_reader, entity_writer
 
 from headrace.base import ClientSecurity, read_properties
 
-from .._entities import make
+from .._kio_connection import KioConnection
 from ._acl import AclBinding, AclFilter, Operation, PatternType, Permission, ResourceType
 from ._client_auth import authenticate
 from ._scram import ScramMechanism
 
-_SIZE = struct.Struct(">i")
 T = TypeVar("T")
 
 
@@ -51,11 +42,9 @@ def _check(what: str, code: Any, message: str | None = None) -> None:
 
 
 class SecurityAdminClient:
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                 timeout_s: float) -> None:
-        self._reader, self._writer = reader, writer
-        self._timeout_s = timeout_s
-        self._correlation = 0
+    def __init__(self, connection: KioConnection) -> None:
+        self._connection = connection
+        self.request = connection.request
 
     @classmethod
     async def connect(cls, bootstrap_servers: str, security: ClientSecurity,
@@ -69,14 +58,14 @@ class SecurityAdminClient:
             except OSError as exc:
                 last = exc
                 continue
-            client = cls(reader, writer, timeout_s)
+            connection = KioConnection(reader, writer, timeout_s, "headrace-admin")
             try:
                 if security.uses_sasl:
-                    await authenticate(client.request, security)
+                    await authenticate(connection.request, security)
             except BaseException:
-                client.close()
+                connection.close()
                 raise
-            return client
+            return cls(connection)
         raise ConnectionError(
             f"cannot reach a broker at {bootstrap_servers} (is one running?)") from last
 
@@ -92,33 +81,7 @@ class SecurityAdminClient:
             client.close()
 
     def close(self) -> None:
-        self._writer.close()
-
-    async def request(self, body: Any) -> Any:
-        flexible = body.__flexible__
-        header_cls = RequestHeaderV2 if flexible else RequestHeaderV1
-        async with asyncio.timeout(self._timeout_s):
-            self._correlation += 1
-            buf = io.BytesIO()
-            buf.write(b"\0\0\0\0")
-            entity_writer(header_cls)(buf, make(
-                header_cls, request_api_key=body.__api_key__,
-                request_api_version=body.__version__, correlation_id=self._correlation,
-                client_id="headrace-admin"))
-            entity_writer(type(body))(buf, body)
-            frame = buf.getbuffer()
-            _SIZE.pack_into(frame, 0, len(frame) - 4)
-            del frame
-            self._writer.write(buf.getvalue())
-            await self._writer.drain()
-            size = _SIZE.unpack(await self._reader.readexactly(4))[0]
-            data = await self._reader.readexactly(size)
-        response_header = ResponseHeaderV1 if flexible else ResponseHeaderV0
-        header, used = entity_reader(response_header)(data, 0)
-        if header.correlation_id != self._correlation:
-            raise ConnectionError("response out of order")
-        schema = load_response_schema(body.__api_key__, body.__version__)
-        return entity_reader(schema)(data, used)[0]
+        self._connection.close()
 
     async def describe_scram(self) -> dict[str, list[tuple[str, int]]]:
         response = await self.request(DescribeUserScramCredentialsRequest(users=None))
