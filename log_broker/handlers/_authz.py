@@ -27,6 +27,10 @@ class TransactionalIdAuthorizationError(TransactionError):
     error_code = int(ErrorCode.transactional_id_authorization_failed)
 
 
+class ClusterAuthorizationError(TransactionError):
+    error_code = int(ErrorCode.cluster_authorization_failed)
+
+
 def require_group(request: Any, operation: Operation, group_id: str) -> None:
     if not request.session.allows(operation, ResourceType.GROUP, group_id):
         raise GroupAuthorizationError(f"{request.session.principal} may not"
@@ -38,6 +42,19 @@ def require_transactional_id(request: Any, transactional_id: str | None) -> None
             Operation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
         raise TransactionalIdAuthorizationError(
             f"{request.session.principal} may not WRITE transactional id {transactional_id}")
+
+
+def require_producer_id(request: Any, transactional_id: str | None) -> None:
+    """InitProducerId: WRITE on the transactional id; without one (an idempotent
+    producer), IDEMPOTENT_WRITE on the cluster or WRITE on some topic, as Kafka 3.x."""
+    if transactional_id is not None:
+        require_transactional_id(request, transactional_id)
+        return
+    session = request.session
+    if not (session.allows(Operation.IDEMPOTENT_WRITE, ResourceType.CLUSTER)
+            or session.allows_any(Operation.WRITE, ResourceType.TOPIC)):
+        raise ClusterAuthorizationError(
+            f"{session.principal} may not write idempotently: no WRITE on any topic")
 
 
 def topic_code(request: Any, operation: Operation, topic: str) -> ErrorCode | None:

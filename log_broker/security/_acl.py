@@ -189,6 +189,28 @@ class Authorizer:
         return any(b.permission is Permission.ALLOW and b.operation in allowing
                    for b in mine)
 
+    def authorize_any(self, principal: str, host: str, operation: Operation,
+                      resource_type: ResourceType) -> bool:
+        """May the principal do ``operation`` on at least one resource of this type?
+
+        Kafka's ``authorizeByResourceType``: some ALLOW binding for it that no DENY
+        binding of the principal covers (an idempotent producer needs WRITE on some
+        topic, or IDEMPOTENT_WRITE on the cluster).
+        """
+        if principal in self._super_users:
+            return True
+        of_type = [b for b in self._bindings if b.resource_type is resource_type]
+        if not of_type:
+            return self._allow_if_no_acl
+        mine = [b for b in of_type
+                if b.principal in (principal, "User:*") and b.host in (host, WILDCARD)]
+        denies = [b for b in mine if b.permission is Permission.DENY
+                  and b.operation in (operation, Operation.ALL)]
+        allowing = {operation, Operation.ALL, *_IMPLIED_BY.get(operation, ())}
+        return any(b.permission is Permission.ALLOW and b.operation in allowing
+                   and not any(d.covers(resource_type, b.resource_name) for d in denies)
+                   for b in mine)
+
     def bindings(self, selected: AclFilter | None = None) -> list[AclBinding]:
         return [b for b in self._bindings if selected is None or selected.matches(b)]
 

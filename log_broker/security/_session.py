@@ -84,6 +84,13 @@ class Session:
         return self._authorizer.authorize(self.principal, self.peer_host, operation,
                                           resource_type, name)
 
+    def allows_any(self, operation: Operation, resource_type: ResourceType) -> bool:
+        """At least one resource of the type (``Authorizer.authorize_any``)."""
+        if self._authorizer is None:
+            return True
+        return self._authorizer.authorize_any(self.principal, self.peer_host, operation,
+                                              resource_type)
+
     @property
     def authorizer(self) -> Authorizer | None:
         return self._authorizer

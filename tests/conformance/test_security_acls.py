@@ -141,6 +141,10 @@ def test_principal_without_acls_is_refused_with_kafkas_codes(secured: SecuredBro
             transactional_id="alice-txn", transaction_timeout=timedelta(seconds=60),
             producer_id=-1, producer_epoch=-1))
         assert init.error_code == ErrorCode.transactional_id_authorization_failed
+        idempotent = bob.request(22, 4, InitProducerIdRequest(
+            transactional_id=None, transaction_timeout=timedelta(seconds=60),
+            producer_id=-1, producer_epoch=-1))
+        assert idempotent.error_code == ErrorCode.cluster_authorization_failed
         assert (produce_code(bob, alice_topic, transactional_id="alice-txn")
                 == ErrorCode.transactional_id_authorization_failed)
 

@@ -86,3 +86,16 @@ def test_bindings_persist_and_filters_select(tmp_path: Path) -> None:
     assert len(removed) == 2
     assert [b.resource_type for b in Authorizer.open(tmp_path).bindings()] == [
         ResourceType.GROUP]
+
+
+def test_any_resource_of_a_type() -> None:
+    a = authorizer(acl("orders", Operation.WRITE),
+                   acl("logs-", Operation.WRITE, DENY, PatternType.PREFIXED),
+                   acl("logs-app", Operation.WRITE, principal="User:bob"))
+    assert a.authorize_any("User:alice", "h", Operation.WRITE, TOPIC)
+    assert not a.authorize_any("User:alice", "h", Operation.READ, TOPIC)
+    assert not authorizer(acl("logs-app", Operation.WRITE),
+                          acl("logs-", Operation.WRITE, DENY, PatternType.PREFIXED)
+                          ).authorize_any("User:alice", "h", Operation.WRITE, TOPIC)
+    assert authorizer(allow_if_no_acl=True).authorize_any("User:x", "h", Operation.WRITE,
+                                                          TOPIC)
