@@ -140,7 +140,6 @@ class Connection:
                 item.cancel()
 
 
-
 def _ready(data: bytes) -> asyncio.Future[bytes | None]:
     done: asyncio.Future[bytes | None] = asyncio.get_running_loop().create_future()
     done.set_result(data)

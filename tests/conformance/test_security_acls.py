@@ -214,3 +214,73 @@ def test_every_client_command_takes_command_config(secured: SecuredBroker) -> No
     assert group in secured.headrace("groups", "list", *admin)
     assert topic in secured.headrace("groups", "describe", group, *admin)
     secured.headrace("topics", "delete", topic, *admin)
+
+
+def test_admin_clients_manage_acls_and_scram_users(secured: SecuredBroker) -> None:
+    """confluent-kafka's and kafka-python's admin APIs for ACLs and SCRAM users."""
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclBindingFilter,
+        AclOperation,
+        AclPermissionType,
+        AdminClient,
+        ResourcePatternType,
+        ResourceType,
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialUpsertion,
+    )
+
+    admin = AdminClient({"bootstrap.servers": secured.address("SASL_SSL"),
+                         **secured.sasl_ssl("admin").librdkafka_options()})
+    topic = unique("erin-t")
+    binding = AclBinding(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, "User:erin",
+                         "*", AclOperation.WRITE, AclPermissionType.ALLOW)
+    for future in admin.create_acls([binding]).values():
+        future.result(30)
+    found = admin.describe_acls(AclBindingFilter(
+        ResourceType.TOPIC, topic, ResourcePatternType.ANY, None, None, AclOperation.ANY,
+        AclPermissionType.ANY)).result(30)
+    assert [(b.name, b.principal, b.operation) for b in found] == [
+        (topic, "User:erin", AclOperation.WRITE)]
+    upsert = UserScramCredentialUpsertion(
+        "erin", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192), b"erin-pw")
+    for future in admin.alter_user_scram_credentials([upsert]).values():
+        future.result(30)
+    described = admin.describe_user_scram_credentials(["erin"]).result(30)
+    assert [(i.mechanism, i.iterations) for i in described["erin"].scram_credential_infos] == [
+        (ScramMechanism.SCRAM_SHA_512, 8192)]
+    got = secure_roundtrip_produce(secured, "erin", "erin-pw", topic)
+    assert got == ErrorCode.none
+
+    from kafka.admin import (
+        ACLFilter,
+        ACLOperation,
+        ACLPermissionType,
+        KafkaAdminClient,
+        ResourcePatternFilter,
+    )
+    from kafka.admin import ResourceType as KafkaPythonResource
+
+    kp = KafkaAdminClient(bootstrap_servers=secured.address("SASL_PLAINTEXT"),
+                          security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN",
+                          sasl_plain_username="admin", sasl_plain_password=PASSWORDS["admin"])
+    try:
+        selected = ACLFilter(principal="User:erin", host="*", operation=ACLOperation.ANY,
+                             permission_type=ACLPermissionType.ANY,
+                             resource_pattern=ResourcePatternFilter(
+                                 KafkaPythonResource.TOPIC, topic, 1))
+        acls, error = kp.describe_acls(selected)
+        assert error.errno == 0 and len(acls) == 1
+        deleted = kp.delete_acls([selected])
+        assert len(deleted[0][1]) == 1
+    finally:
+        kp.close()
+    assert secure_roundtrip_produce(secured, "erin", "erin-pw", topic) == (
+        ErrorCode.topic_authorization_failed)
+
+
+def secure_roundtrip_produce(secured: SecuredBroker, user: str, password: str,
+                             topic: str) -> int:
+    with login(secured, user, password) as client:
+        return produce_code(client, topic)
