@@ -13,7 +13,7 @@ import base64
 import json
 from pathlib import Path
 
-from ..storage import write_atomically
+from ..storage._checkpoint import write_atomically  # the storage layer's atomic write
 from ._scram import ScramCredential, ScramMechanism, new_credential
 
 FILE = Path("security") / "scram-credentials.json"

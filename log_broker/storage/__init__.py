@@ -4,7 +4,6 @@ Errors are rooted at ``StorageError`` (tree in ``_errors``); record batch parsin
 lives in ``log_broker._records`` and raises the same errors.
 """
 
-from ._checkpoint import write_atomically as write_atomically
 from ._config import CONFIG_DEFS as CONFIG_DEFS
 from ._config import ConfigDef as ConfigDef
 from ._config import ConfigEntry as ConfigEntry
@@ -65,5 +64,4 @@ __all__ = [
     "effective_configs",
     "validate_new_topic",
     "validate_topic_name",
-    "write_atomically",
 ]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import socket
+from pathlib import Path
+
 import pytest
 
 from headrace.base import parse_properties
@@ -57,3 +60,23 @@ def test_kafka_keys_become_broker_settings() -> None:
 def test_values_that_cannot_work_are_refused(text: str) -> None:
     with pytest.raises(SecurityConfigError):
         broker_settings(parse_properties(text))
+
+
+def test_flags_override_the_file(tmp_path: Path) -> None:
+    from brokerproc import BrokerProcess, free_port
+
+    file_port, flag_port = free_port(), free_port()
+    config = tmp_path / "server.properties"
+    config.write_text(f"log.dirs={tmp_path / 'from-file'}\nnum.partitions=4\n"
+                      f"listeners=PLAINTEXT://127.0.0.1:{file_port}\n")
+    broker = BrokerProcess(tmp_path / "from-flag", "--listen", f"127.0.0.1:{flag_port}",
+                           "--num-partitions", "2", port=flag_port, config=config)
+    with broker:
+        from kafka_clients import Confluent
+
+        Confluent().produce(broker.bootstrap, "auto", [(b"k", b"v")])
+        with socket.socket() as probe:  # the file's listener was replaced, not added
+            assert probe.connect_ex(("127.0.0.1", file_port)) != 0
+    assert sorted(p.name for p in (tmp_path / "from-flag").glob("auto-*")) == ["auto-0",
+                                                                              "auto-1"]
+    assert not (tmp_path / "from-file").exists()
