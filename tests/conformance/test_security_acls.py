@@ -247,8 +247,8 @@ def test_admin_clients_manage_acls_and_scram_users(secured: SecuredBroker) -> No
         "erin", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192), b"erin-pw")
     for future in admin.alter_user_scram_credentials([upsert]).values():
         future.result(30)
-    described = admin.describe_user_scram_credentials(["erin"]).result(30)
-    assert [(i.mechanism, i.iterations) for i in described["erin"].scram_credential_infos] == [
+    described = admin.describe_user_scram_credentials(["erin"])["erin"].result(30)
+    assert [(i.mechanism, i.iterations) for i in described.scram_credential_infos] == [
         (ScramMechanism.SCRAM_SHA_512, 8192)]
     got = secure_roundtrip_produce(secured, "erin", "erin-pw", topic)
     assert got == ErrorCode.none
@@ -257,6 +257,7 @@ def test_admin_clients_manage_acls_and_scram_users(secured: SecuredBroker) -> No
         ACLFilter,
         ACLOperation,
         ACLPermissionType,
+        ACLResourcePatternType,
         KafkaAdminClient,
         ResourcePatternFilter,
     )
@@ -269,7 +270,7 @@ def test_admin_clients_manage_acls_and_scram_users(secured: SecuredBroker) -> No
         selected = ACLFilter(principal="User:erin", host="*", operation=ACLOperation.ANY,
                              permission_type=ACLPermissionType.ANY,
                              resource_pattern=ResourcePatternFilter(
-                                 KafkaPythonResource.TOPIC, topic, 1))
+                                 KafkaPythonResource.TOPIC, topic, ACLResourcePatternType.ANY))
         acls, error = kp.describe_acls(selected)
         assert error.errno == 0 and len(acls) == 1
         deleted = kp.delete_acls([selected])
