@@ -105,7 +105,16 @@ def _delete(args: argparse.Namespace) -> int:
     else:
         from ._admin_client import SecurityAdminClient
 
-        asyncio.run(SecurityAdminClient.run(
-            args, lambda client: client.alter_scram(args.name, [], _mechanisms(args))))
+        async def delete(client: SecurityAdminClient) -> None:
+            held = [ScramMechanism.named(m) for m, _ in
+                    (await client.describe_scram()).get(args.name, [])]
+            # Without --mechanism: every mechanism the user has (asking to delete one it
+            # lacks would fail the whole request for that user).
+            wanted = _mechanisms(args) if args.mechanism else held
+            if not held or not wanted:
+                raise RuntimeError(f"no user {args.name!r}")
+            await client.alter_scram(args.name, [], wanted)
+
+        asyncio.run(SecurityAdminClient.run(args, delete))
     print(f"deleted user {args.name}")
     return 0

@@ -177,7 +177,8 @@ def test_super_user_needs_no_acls(secured: SecuredBroker) -> None:
 def test_users_online_and_acls_survive_a_restart(secured: SecuredBroker) -> None:
     admin = ["--bootstrap-servers", secured.address("SASL_SSL"),
              "--command-config", str(secured.command_config())]
-    secured.headrace("users", "add", "dave", "--password-stdin", *admin, stdin="dave-pw\n")
+    secured.headrace("users", "add", "dave", "--password-stdin", "--mechanism", "SCRAM-SHA-512",
+                     *admin, stdin="dave-pw\n")
     assert "dave" in secured.headrace("users", "list", *admin)
     topic = unique("dave-t")
     secured.allow("User:dave", "--topic", topic, operation="Write", pattern="literal")

@@ -66,3 +66,19 @@ def test_open_listener_off_this_host_is_warned_about(tmp_path: Path,
         security.warn_about_open_listeners(listeners)
     warned = [r.getMessage() for r in caplog.records]
     assert len(warned) == 1 and "WIDE on 0.0.0.0:9094" in warned[0]
+
+
+def test_inline_pem_keystore_serves_tls(tmp_path: Path) -> None:
+    from headrace.log_broker.security._tls import server_context
+
+    certs = make_certificates(tmp_path / "certs")
+    settings = security_from_properties({
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.certificate.chain": certs.server_cert.read_text(),
+        "ssl.keystore.key": certs.server_key.read_text(),
+        "ssl.truststore.certificates": certs.ca.read_text(),
+        "ssl.client.auth": "required"}).tls
+    assert settings is not None
+    context = server_context(settings)
+    assert context.verify_mode is ssl.CERT_REQUIRED
+    assert context.minimum_version is ssl.TLSVersion.TLSv1_2
