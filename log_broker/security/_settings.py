@@ -53,7 +53,7 @@ class TlsSettings:
 
     keystore_location: str | None = None
     certificate_chain: str | None = None
-    private_key: str | None = None
+    private_key: str | None = field(default=None, repr=False)  # inline PEM: a secret
     key_password: str | None = field(default=None, repr=False)
     truststore_location: str | None = None
     truststore_certificates: str | None = None
