@@ -143,9 +143,11 @@ def _client(command: Any) -> Any:
         try:
             return int(asyncio.run(command(args)) or 0)
         except KafkaConnectionError:
+            # aiokafka reports a refused login the same way as an unreachable broker.
+            hint = ("is one running, and do --command-config's credentials hold?"
+                    if getattr(args, "command_config", None) else "is one running?")
             raise ConnectionError(
-                f"cannot reach a broker at {args.bootstrap_servers} (is one running?)"
-            ) from None
+                f"cannot reach a broker at {args.bootstrap_servers} ({hint})") from None
 
     return handler
 
