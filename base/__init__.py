@@ -1,6 +1,9 @@
-"""What every layer needs and nothing of ours imports from: small, dependency-free helpers.
+"""What every layer needs and nothing of ours: it imports no other package of headrace.
 
-Errors: ``ClientSecurityError`` (a ValueError) for client security options that cannot work.
+- :mod:`headrace.base.progress`: a one-line progress bar for terminals.
+- ``ClientSecurity``: a Kafka client's TLS and SASL options, from code or from Kafka's
+  client properties (``read_properties``); ``ClientSecurityError`` (a ValueError) for
+  options that cannot work.
 """
 
 from ._client_security import PLAINTEXT as PLAINTEXT

@@ -30,6 +30,7 @@ from typing import Any
 from headrace.transactions import ProducerIdAllocator
 
 from ._config import BrokerConfig
+from ._metrics import BrokerMetrics
 from ._notify import AppendNotifier
 from ._server import Connection
 from ._state import BrokerState
@@ -78,6 +79,11 @@ class Broker:
         raise KeyError(f"no listener named {listener_name!r}")
 
     @property
+    def metrics(self) -> BrokerMetrics:
+        """The broker's Prometheus metrics (``metrics.registry``, ``metrics.exposition()``)."""
+        return self.state.metrics
+
+    @property
     def state(self) -> BrokerState:
         if self._state is None:
             raise RuntimeError("broker is not running")
@@ -110,7 +116,8 @@ class Broker:
             security = await asyncio.to_thread(
                 BrokerSecurity.open, config.data_dir, config.security,
                 config.bound_listeners())
-            bound = tuple([await self._listen(listener, security, build_router())
+            router = build_router()
+            bound = tuple([await self._listen(listener, security, router)
                            for listener in config.bound_listeners()])
         except BaseException:
             await self._close_servers()
@@ -125,6 +132,8 @@ class Broker:
             producer_ids=producer_ids,
             cluster_id=_cluster_id(config.data_dir), groups=groups, txn=txn, notifier=notifier,
             security=security)
+        self._state.metrics.watch(self._state, {r.api_key: r.handle.__module__.rsplit(".", 1)[-1]
+                                                for r in router})
         groups.start()
         await txn.start()
         self._maintenance = asyncio.create_task(self._maintain())
@@ -190,12 +199,17 @@ class Broker:
 
     async def _every(self, interval_ms: int, name: str,
                      prepare: Callable[[], Callable[[int], int]]) -> None:
+        metrics = self.state.metrics
         while True:
             await asyncio.sleep(interval_ms / 1000)
+            started = time.perf_counter()
             try:
                 await asyncio.to_thread(prepare(), int(time.time() * 1000))
+                metrics.maintenance_passes.labels(name, "ok").inc()
             except Exception:
+                metrics.maintenance_passes.labels(name, "failed").inc()
                 log.exception("%s pass failed", name)
+            metrics.maintenance_seconds.labels(name).observe(time.perf_counter() - started)
 
     async def stop(self) -> None:
         for server in self._servers:

@@ -45,6 +45,8 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
     broker.add_argument("--group-min-session-timeout-ms", type=int)
     broker.add_argument("--transaction-max-timeout-ms", type=int,
                         help="longest transaction.timeout.ms a producer may ask for")
+    broker.add_argument("--metrics-listen", metavar="HOST:PORT",
+                        help="serve Prometheus metrics at http://HOST:PORT/metrics")
     broker.set_defaults(handler=_run_broker)
 
     topics = subparsers.add_parser("topics", help="create, list, describe, delete topics")
@@ -126,11 +128,27 @@ def _run_broker(args: argparse.Namespace) -> int:
             listening = ", ".join(f"{listener.name}://{listener.host}:{listener.port}"
                                   for listener in broker.config.bound_listeners())
             print(f"headrace broker listening on {listening}", file=sys.stderr, flush=True)
-            await stop.wait()
+            served = _serve_metrics(broker, args.metrics_listen) if args.metrics_listen else None
+            try:
+                await stop.wait()
+            finally:
+                if served is not None:
+                    served.shutdown()
             logging.getLogger("headrace.broker").info("shutting down")
 
     asyncio.run(run())
     return 0
+
+
+def _serve_metrics(broker: Broker, listen: str) -> Any:
+    """Prometheus' own HTTP server, in a thread of its own, on the broker's registry."""
+    from prometheus_client import start_http_server
+
+    host, port = _parse_listen(listen)
+    server, _thread = start_http_server(port, host, registry=broker.metrics.registry)
+    print(f"headrace broker metrics on http://{host}:{server.server_port}/metrics",
+          file=sys.stderr, flush=True)
+    return server
 
 
 def _client(command: Any) -> Any:

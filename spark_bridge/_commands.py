@@ -70,8 +70,9 @@ def _command_config(args: argparse.Namespace) -> dict[str, str] | None:
 
 
 def _export(args: argparse.Namespace) -> int:
+    from headrace.base.progress import ProgressBar
+
     from ._export import ExportJob
-    from ._progress import ProgressBar
 
     bar: ProgressBar | None = None
 

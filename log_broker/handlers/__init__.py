@@ -18,6 +18,7 @@ from . import (
     describe_acls,
     describe_configs,
     describe_groups,
+    describe_transactions,
     describe_user_scram_credentials,
     end_txn,
     fetch,
@@ -28,6 +29,7 @@ from . import (
     leave_group,
     list_groups,
     list_offsets,
+    list_transactions,
     metadata,
     offset_commit,
     offset_fetch,
@@ -74,6 +76,8 @@ def build_router() -> Router:
         delete_acls.ROUTE,
         describe_user_scram_credentials.ROUTE,
         alter_user_scram_credentials.ROUTE,
+        describe_transactions.ROUTE,
+        list_transactions.ROUTE,
     ):
         router.add(route)
     router.add(api_versions.route(router))
