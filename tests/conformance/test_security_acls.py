@@ -7,10 +7,13 @@ aiokafka shows that a real client gets no data with a wrong password.
 from __future__ import annotations
 
 import asyncio
+import urllib.request
 from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
+from brokerproc import free_port
 from kafka_clients import unique
 from kio.schema.errors import ErrorCode
 from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
@@ -286,3 +289,25 @@ def secure_roundtrip_produce(secured: SecuredBroker, user: str, password: str,
                              topic: str) -> int:
     with login(secured, user, password) as client:
         return produce_code(client, topic)
+
+
+def test_console_reads_a_secured_broker(secured: SecuredBroker, tmp_path: Path) -> None:
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "console"))
+    from console_scene import spawn, stop, wait_http
+
+    topic = unique("console-t")
+    admin = ["--bootstrap-servers", secured.address("SASL_SSL"),
+             "--command-config", str(secured.command_config())]
+    secured.headrace("topics", "create", topic, *admin)
+    port = free_port()
+    console = spawn(["console", *admin, "--listen", f"127.0.0.1:{port}"],
+                    tmp_path / "console.log")
+    try:
+        wait_http(f"http://127.0.0.1:{port}/brokers")
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/topics", timeout=20) as page:
+            assert topic in page.read().decode()
+    finally:
+        stop(console)
+    assert PASSWORDS["admin"] not in (tmp_path / "console.log").read_text()
