@@ -38,7 +38,13 @@ def parse_listen(listen: str) -> tuple[str, int]:
 
 def console_from(args: argparse.Namespace, bootstrap_servers: str) -> Console:
     apps = [url if "://" in url else f"http://{url}" for url in args.apps.split(",") if url.strip()]
-    return Console(bootstrap_servers, apps=apps, admin=args.admin)
+    client_options = None
+    if getattr(args, "command_config", None):  # Kafka client properties: TLS, SASL
+        from headrace.base import ClientSecurity, read_properties
+
+        security = ClientSecurity.from_properties(read_properties(args.command_config))
+        client_options = security.aiokafka_options()
+    return Console(bootstrap_servers, apps=apps, admin=args.admin, client_options=client_options)
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -62,7 +62,9 @@ def _with_console(run_broker: Callable[[argparse.Namespace], int], args: argpars
     # The console's client logs every refused connection while the broker starts and
     # stops; the console's own state is what matters here, and it says so itself.
     logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
-    service = _ConsoleThread(args.listen, where)
+    # --listen's default moved to the broker command (a --config file may name listeners);
+    # the console reads the broker through the PLAINTEXT shorthand or its default.
+    service = _ConsoleThread(args.listen or "127.0.0.1:9092", where)
     service.start()
     try:
         return run_broker(args)

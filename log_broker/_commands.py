@@ -14,27 +14,36 @@ import signal
 import sys
 from typing import Any
 
+from headrace.base import ClientSecurity, read_properties
+
 from ._broker import Broker
+from ._server_properties import broker_settings
 from ._table import render_table
 from .groups import register_commands as register_group_commands
+from .security import register_commands as register_security_commands
 
 DEFAULT_SOURCE = 5  # DescribeConfigs' ConfigSource.DEFAULT_CONFIG
 
 
 def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
     broker = subparsers.add_parser("broker", help="run the built-in Kafka-protocol broker")
-    broker.add_argument("--data-dir", required=True, help="directory for logs and metadata")
-    broker.add_argument("--listen", default="127.0.0.1:9092", metavar="HOST:PORT")
+    # Defaults are None so that only flags actually given override --config's file.
+    broker.add_argument("--config", metavar="FILE",
+                        help="server.properties with Kafka's key names (listeners, ssl.*,"
+                             " sasl.enabled.mechanisms, authorizer.class.name, ...)")
+    broker.add_argument("--data-dir", help="directory for logs and metadata (log.dirs)")
+    broker.add_argument("--listen", metavar="HOST:PORT",
+                        help="one PLAINTEXT listener (default 127.0.0.1:9092)")
     broker.add_argument("--fsync", choices=("always", "never"), default="always",
                         help="fsync before acknowledging acks=1/all produces (default always)")
-    broker.add_argument("--num-partitions", type=int, default=1,
-                        help="partitions of auto-created topics")
+    broker.add_argument("--num-partitions", type=int,
+                        help="partitions of auto-created topics (default 1)")
     broker.add_argument("--no-auto-create-topics", action="store_true")
-    broker.add_argument("--group-initial-rebalance-delay-ms", type=int, default=3000)
-    broker.add_argument("--log-cleaner-backoff-ms", type=int, default=15_000,
+    broker.add_argument("--group-initial-rebalance-delay-ms", type=int)
+    broker.add_argument("--log-cleaner-backoff-ms", type=int,
                         help="pause between log cleaner passes over compacted topics")
-    broker.add_argument("--group-min-session-timeout-ms", type=int, default=6000)
-    broker.add_argument("--transaction-max-timeout-ms", type=int, default=900_000,
+    broker.add_argument("--group-min-session-timeout-ms", type=int)
+    broker.add_argument("--transaction-max-timeout-ms", type=int,
                         help="longest transaction.timeout.ms a producer may ask for")
     broker.add_argument("--metrics-listen", metavar="HOST:PORT",
                         help="serve Prometheus metrics at http://HOST:PORT/metrics")
@@ -83,6 +92,7 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
     consume.set_defaults(handler=_client(_consume), render_value=_utf8)
 
     register_group_commands(subparsers, broker_options)
+    register_security_commands(subparsers, broker_options)
 
 
 def _parse_listen(listen: str) -> tuple[str, int]:
@@ -95,14 +105,21 @@ def _parse_listen(listen: str) -> tuple[str, int]:
 def _run_broker(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    host, port = _parse_listen(args.listen)
-    broker = Broker(args.data_dir, host=host, port=port, fsync=args.fsync == "always",
-                    num_partitions=args.num_partitions,
-                    auto_create_topics_enable=not args.no_auto_create_topics,
-                    group_initial_rebalance_delay_ms=args.group_initial_rebalance_delay_ms,
-                    log_cleaner_backoff_ms=args.log_cleaner_backoff_ms,
-                    group_min_session_timeout_ms=args.group_min_session_timeout_ms,
-                    transaction_max_timeout_ms=args.transaction_max_timeout_ms)
+    settings = broker_settings(read_properties(args.config)) if args.config else {}
+    flags = {"data_dir": args.data_dir, "num_partitions": args.num_partitions,
+             "group_initial_rebalance_delay_ms": args.group_initial_rebalance_delay_ms,
+             "log_cleaner_backoff_ms": args.log_cleaner_backoff_ms,
+             "group_min_session_timeout_ms": args.group_min_session_timeout_ms,
+             "transaction_max_timeout_ms": args.transaction_max_timeout_ms}
+    settings.update({k: v for k, v in flags.items() if v is not None})
+    if args.no_auto_create_topics:
+        settings["auto_create_topics_enable"] = False
+    if args.listen is not None or "listeners" not in settings:
+        settings["host"], settings["port"] = _parse_listen(args.listen or "127.0.0.1:9092")
+        settings.pop("listeners", None)
+    if "data_dir" not in settings:
+        raise ValueError("give --data-dir (or log.dirs in --config)")
+    broker = Broker(settings.pop("data_dir"), fsync=args.fsync == "always", **settings)
 
     async def run() -> None:
         stop = asyncio.Event()
@@ -110,8 +127,9 @@ def _run_broker(args: argparse.Namespace) -> int:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
         async with broker:
-            print(f"headrace broker listening on {broker.bootstrap_servers}",
-                  file=sys.stderr, flush=True)
+            listening = ", ".join(f"{listener.name}://{listener.host}:{listener.port}"
+                                  for listener in broker.config.bound_listeners())
+            print(f"headrace broker listening on {listening}", file=sys.stderr, flush=True)
             served = _serve_metrics(broker, args.metrics_listen) if args.metrics_listen else None
             try:
                 await stop.wait()
@@ -145,11 +163,21 @@ def _client(command: Any) -> Any:
         try:
             return int(asyncio.run(command(args)) or 0)
         except KafkaConnectionError:
+            # aiokafka reports a refused login the same way as an unreachable broker.
+            hint = ("is one running, and do --command-config's credentials hold?"
+                    if getattr(args, "command_config", None) else "is one running?")
             raise ConnectionError(
-                f"cannot reach a broker at {args.bootstrap_servers} (is one running?)"
-            ) from None
+                f"cannot reach a broker at {args.bootstrap_servers} ({hint})") from None
 
     return handler
+
+
+def _security(args: argparse.Namespace) -> dict[str, Any]:
+    """aiokafka's security options from ``--command-config`` (none without it)."""
+    if not getattr(args, "command_config", None):
+        return {}
+    return ClientSecurity.from_properties(read_properties(args.command_config)
+                                          ).aiokafka_options()
 
 
 def _parse_configs(items: list[str]) -> dict[str, str]:
@@ -165,7 +193,8 @@ def _parse_configs(items: list[str]) -> dict[str, str]:
 async def _admin(args: argparse.Namespace) -> Any:
     from aiokafka.admin import AIOKafkaAdminClient
 
-    admin = AIOKafkaAdminClient(bootstrap_servers=args.bootstrap_servers)
+    admin = AIOKafkaAdminClient(bootstrap_servers=args.bootstrap_servers,
+                                **_security(args))
     await admin.start()
     return admin
 
@@ -224,7 +253,7 @@ async def _topics_describe(args: argparse.Namespace) -> int:
         await admin.close()
     partitions = sorted(p["partition"] for p in described["partitions"])
     tps = [TopicPartition(args.topic, p) for p in partitions]
-    consumer = AIOKafkaConsumer(bootstrap_servers=args.bootstrap_servers)
+    consumer = AIOKafkaConsumer(bootstrap_servers=args.bootstrap_servers, **_security(args))
     await consumer.start()
     try:
         starts = await consumer.beginning_offsets(tps)
@@ -265,7 +294,8 @@ async def _produce(args: argparse.Namespace) -> int:
     from aiokafka import AIOKafkaProducer
 
     acks: int | str = "all" if args.acks == "all" else int(args.acks)
-    producer = AIOKafkaProducer(bootstrap_servers=args.bootstrap_servers, acks=acks)
+    producer = AIOKafkaProducer(bootstrap_servers=args.bootstrap_servers, acks=acks,
+                                **_security(args))
     await producer.start()
     count = 0
     try:
@@ -297,7 +327,7 @@ async def _consume(args: argparse.Namespace) -> int:
     consumer = AIOKafkaConsumer(
         args.topic, bootstrap_servers=args.bootstrap_servers, group_id=args.group,
         auto_offset_reset="earliest" if args.from_beginning else "latest",
-        enable_auto_commit=args.group is not None)
+        enable_auto_commit=args.group is not None, **_security(args))
     await consumer.start()
     # SIGINT/SIGTERM end the loop so the consumer leaves its group cleanly; a
     # KeyboardInterrupt raised wherever the loop happens to be could skip that.

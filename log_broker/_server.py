@@ -30,6 +30,7 @@ from ._router import Router
 from ._state import BrokerState
 from ._wire import API_VERSIONS_KEY, decode_request, encode_response, peek_header
 from .handlers.api_versions import versions_response
+from .security import Session
 
 log = logging.getLogger("headrace.broker")
 
@@ -39,11 +40,13 @@ _CLOSE = object()
 
 class Connection:
     def __init__(self, state: BrokerState, router: Router, reader: asyncio.StreamReader,
-                 writer: asyncio.StreamWriter) -> None:
+                 writer: asyncio.StreamWriter, session: Session) -> None:
         self._state = state
         self._router = router
         self._reader = reader
         self._writer = writer
+        # Authentication and authorization: the one place security meets the server.
+        self._session = session
         self._peer = writer.get_extra_info("peername")
         self._client_host = f"/{self._peer[0]}" if self._peer else ""
         limit = state.config.max_in_flight_per_connection
@@ -94,7 +97,10 @@ class Connection:
             await self._pending.put(self._start(frame))
 
     def _start(self, frame: bytes) -> asyncio.Future[bytes | None]:
+        if self._session.expects_raw_token:
+            return _ready(self._session.raw_token(frame))
         api_key, api_version, correlation_id = peek_header(frame)
+        self._session.admit(api_key)
         route = self._router.get(api_key)
         if route is None:
             raise UnsupportedRequestError(f"unknown api key {api_key}")
@@ -104,11 +110,9 @@ class Connection:
                     f"api key {api_key} version {api_version} not in"
                     f" {route.min_version}..{route.max_version}")
             body = versions_response(self._router, 0, ErrorCode.unsupported_version)
-            done: asyncio.Future[bytes | None] = asyncio.get_running_loop().create_future()
-            done.set_result(encode_response(api_key, 0, correlation_id, body))
-            return done
+            return _ready(encode_response(api_key, 0, correlation_id, body))
         started = time.perf_counter()
-        request = decode_request(frame, self._client_host)
+        request = decode_request(frame, self._client_host, self._session)
 
         async def run() -> bytes | None:
             response = await route.handle(self._state, request)
@@ -142,3 +146,8 @@ class Connection:
             if item is not _CLOSE:
                 item.cancel()
 
+
+def _ready(data: bytes) -> asyncio.Future[bytes | None]:
+    done: asyncio.Future[bytes | None] = asyncio.get_running_loop().create_future()
+    done.set_result(data)
+    return done

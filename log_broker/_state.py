@@ -15,6 +15,7 @@ from .storage import GroupSyncer, LogManager, PartitionLog, Topic
 
 if TYPE_CHECKING:
     from ._txn_service import TxnService
+    from .security import BrokerSecurity
 
 # Topics the broker writes itself; clients may read them but not write or delete them.
 INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TXN_LOG_TOPIC})
@@ -30,6 +31,7 @@ class BrokerState:
     groups: GroupService
     txn: TxnService
     notifier: AppendNotifier = field(default_factory=AppendNotifier)
+    security: BrokerSecurity | None = None
     metrics: BrokerMetrics = field(default_factory=BrokerMetrics)
 
     def topic(self, name: str, *, auto_create: bool) -> Topic | None:

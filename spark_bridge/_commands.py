@@ -64,6 +64,17 @@ def _pairs(items: list[str], what: str) -> dict[str, str]:
     return out
 
 
+def _command_config(args: argparse.Namespace) -> dict[str, str] | None:
+    """librdkafka settings from ``--command-config`` (Kafka client properties)."""
+    if not args.command_config:
+        return None
+    from headrace.base import read_properties
+
+    from ._options import librdkafka_config
+
+    return librdkafka_config(read_properties(args.command_config))
+
+
 def _export(args: argparse.Namespace) -> int:
     from headrace.base.progress import ProgressBar
 
@@ -83,7 +94,7 @@ def _export(args: argparse.Namespace) -> int:
                     app_id=args.app_id, isolation_level=args.isolation_level,
                     commit_records=args.commit_records, timeout=args.timeout,
                     on_progress=None if args.no_progress or not sys.stderr.isatty()
-                    else progress)
+                    else progress, client_config=_command_config(args))
     result = job.run()
     if bar is not None:
         bar.finish()

@@ -86,7 +86,8 @@ class ExportJob:
                  timeout: float = 15.0, client: KafkaClient | None = None,
                  on_commit: Callable[[Commit], None] | None = None,
                  on_progress: Callable[[int, int], None] | None = None,
-                 schema_registry_url: str | None = None) -> None:
+                 schema_registry_url: str | None = None,
+                 client_config: dict[str, str] | None = None) -> None:
         if value_format not in VALUE_FORMATS:
             raise OptionError(f"value format must be one of {VALUE_FORMATS}")
         self._registry_decoder: Any = None
@@ -111,7 +112,8 @@ class ExportJob:
         self.sink = DeltaSink(delta_path, app_id=app_id, partition_by=partition_by)
         self._own_client = client is None
         self.client: KafkaClient = client or ConfluentClient(
-            bootstrap, isolation_level=isolation_level, timeout=timeout)
+            bootstrap, isolation_level=isolation_level, timeout=timeout,
+            extra=client_config)
         self.on_commit = on_commit
         self.on_progress = on_progress
         self.state = ExportState.CREATED

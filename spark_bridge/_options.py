@@ -12,10 +12,13 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from headrace.base import ClientSecurity
+
 from ._errors import OptionError
 from ._offsets import OffsetSpec, TopicPartition, parse_offset_spec
 
 ISOLATION_LEVELS = ("read_committed", "read_uncommitted")
+_SECURITY_PREFIXES = ("security.", "sasl.", "ssl.")
 _KNOWN = {
     "kafka.bootstrap.servers", "subscribe", "subscribepattern", "assign",
     "startingoffsets", "endingoffsets", "maxoffsetspertrigger", "isolation.level",
@@ -50,6 +53,21 @@ class SourceOptions:
     value_format: str = "binary"
     schema_registry_url: str | None = None
     value_subject: str | None = None
+
+
+def librdkafka_config(config: Mapping[str, str]) -> dict[str, str]:
+    """Kafka client settings for librdkafka: the Java client's security keys (as Spark
+    users write them: ``security.protocol``, ``sasl.jaas.config``,
+    ``ssl.truststore.location``) become librdkafka's; every other key passes unchanged."""
+    security = {k: v for k, v in config.items() if k.startswith(_SECURITY_PREFIXES)}
+    rest = {k: v for k, v in config.items() if k not in security}
+    if not security:
+        return rest
+    try:
+        translated = ClientSecurity.from_properties(security).librdkafka_options()
+    except ValueError as exc:
+        raise OptionError(f"kafka. security options: {exc}") from None
+    return {**rest, **translated}
 
 
 def _bool(options: Mapping[str, str], key: str, default: bool) -> bool:
@@ -123,8 +141,8 @@ def parse_options(raw: Mapping[str, str], *, streaming: bool) -> SourceOptions:
                                                             "read_committed")).lower()
     if isolation not in ISOLATION_LEVELS:
         raise OptionError(f"isolation.level must be one of {ISOLATION_LEVELS}")
-    client_config = {k.removeprefix("kafka."): v for k, v in options.items()
-                     if k.startswith("kafka.") and k not in _KNOWN}
+    client_config = librdkafka_config({k.removeprefix("kafka."): v for k, v in options.items()
+                                       if k.startswith("kafka.") and k not in _KNOWN})
     value_format, registry, subject = _value_options(options)
     return SourceOptions(
         value_format=value_format,

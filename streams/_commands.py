@@ -63,6 +63,8 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
     run.add_argument("--processing-guarantee", choices=("at_least_once", "exactly_once_v2"),
                      help="default at_least_once (see the README on choosing)")
     run.add_argument("--settings", help="a TOML or JSON settings file")
+    run.add_argument("--command-config", metavar="FILE",
+                     help="Kafka client properties (security.protocol, sasl.*, ssl.*)")
     run.add_argument("--status-interval", type=float, default=5.0, help="seconds between status lines (0: none)")
     run.add_argument("--log-format", metavar="{text,json}", help="default text")
     run.add_argument("--log-level", metavar="{debug,info,warning,error}",
@@ -110,7 +112,23 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
         "processing_guarantee": args.processing_guarantee,
         "log_format": args.log_format,
         "log_level": args.log_level,
+        **_security_options(args.command_config),
     }
+
+
+def _security_options(command_config: str | None) -> dict[str, Any]:
+    """App settings from a Kafka client properties file (none without one)."""
+    if not command_config:
+        return {}
+    from headrace.base import ClientSecurity, read_properties
+
+    security = ClientSecurity.from_properties(read_properties(command_config))
+    return {"security_protocol": security.security_protocol,
+            "sasl_mechanism": security.sasl_mechanism,
+            "sasl_username": security.sasl_username, "sasl_password": security.sasl_password,
+            "ssl_cafile": security.ssl_cafile, "ssl_certfile": security.ssl_certfile,
+            "ssl_keyfile": security.ssl_keyfile, "ssl_password": security.ssl_password,
+            "ssl_check_hostname": security.ssl_check_hostname}
 
 
 def build_app(args: argparse.Namespace) -> Any:

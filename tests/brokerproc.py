@@ -24,10 +24,14 @@ def free_port() -> int:
 
 
 class BrokerProcess:
-    def __init__(self, data_dir: Path, *extra_args: str, port: int | None = None) -> None:
+    def __init__(self, data_dir: Path, *extra_args: str, port: int | None = None,
+                 config: Path | None = None) -> None:
         self.data_dir = data_dir
         self.port = port or free_port()
         self.extra_args = extra_args
+        # With a server.properties, its listeners replace --listen; ``port`` must be one
+        # of them (the one start() waits for).
+        self.config = config
         self.proc: subprocess.Popen[bytes] | None = None
         self.log_path = data_dir.parent / f"broker-{self.port}.log"
 
@@ -40,8 +44,9 @@ class BrokerProcess:
         log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child process
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "headrace", "broker", "--data-dir", str(self.data_dir),
-             "--listen", self.bootstrap, "--group-initial-rebalance-delay-ms", "0",
-             *self.extra_args],
+             *(["--config", str(self.config)] if self.config else
+               ["--listen", self.bootstrap]),
+             "--group-initial-rebalance-delay-ms", "0", *self.extra_args],
             stdout=log, stderr=log, env={**os.environ, "PYTHONUNBUFFERED": "1"})
         log.close()
         deadline = time.monotonic() + timeout

@@ -1,7 +1,7 @@
 """Just enough of a Kafka client for the ``headrace groups`` commands.
 
-Requests are kio entities written over an asyncio stream, one at a time per
-connection; group requests go to the group's coordinator (FindCoordinator), so the
+Requests are kio entities written over an asyncio stream (``KioConnection``), one at
+a time per connection; group requests go to the group's coordinator (FindCoordinator), so the
 commands work against any Kafka-protocol broker, not only the built-in one. Only
 versions without tagged fields are used (request header v1, response header v0).
 """
@@ -9,12 +9,9 @@ versions without tagged fields are used (request header v1, response header v0).
 from __future__ import annotations
 
 import asyncio
-import io
-import struct
 from types import TracebackType
 from typing import Any
 
-from kio.index import load_response_schema
 from kio.schema.delete_groups.v1.request import DeleteGroupsRequest
 from kio.schema.describe_groups.v4.request import DescribeGroupsRequest
 from kio.schema.errors import ErrorCode
@@ -27,59 +24,23 @@ from kio.schema.offset_commit.v7.request import (
     OffsetCommitRequestTopic,
 )
 from kio.schema.offset_fetch.v5.request import OffsetFetchRequest
-from kio.schema.request_header.v1.header import RequestHeader
-from kio.schema.response_header.v0.header import ResponseHeader
-from kio.serial import entity_reader, entity_writer
+
+from headrace.base import PLAINTEXT, ClientSecurity
 
 from .._entities import make
+from .._kio_connection import KioConnection
+from ..security._client_auth import authenticate
 from ._errors import AdminRequestError
 from ._offsets import TopicPartition
 
-_SIZE = struct.Struct(">i")
-_write_header = entity_writer(RequestHeader)
-_read_header = entity_reader(ResponseHeader)
-
-
-class _Connection:
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                 timeout_s: float) -> None:
-        self._reader, self._writer = reader, writer
-        self._timeout_s = timeout_s
-        self._correlation = 0
-        self._lock = asyncio.Lock()
-
-    async def request(self, body: Any) -> Any:
-        async with self._lock, asyncio.timeout(self._timeout_s):
-            self._correlation += 1
-            buf = io.BytesIO()
-            buf.write(b"\0\0\0\0")
-            _write_header(buf, make(RequestHeader,
-                request_api_key=body.__api_key__, request_api_version=body.__version__,
-                correlation_id=self._correlation, client_id="headrace-groups"))
-            entity_writer(type(body))(buf, body)
-            frame = buf.getbuffer()
-            _SIZE.pack_into(frame, 0, len(frame) - 4)
-            del frame
-            self._writer.write(buf.getvalue())
-            await self._writer.drain()
-            size_bytes = await self._reader.readexactly(4)
-            data = await self._reader.readexactly(_SIZE.unpack(size_bytes)[0])
-        header, used = _read_header(data, 0)
-        if header.correlation_id != self._correlation:
-            raise ConnectionError("response out of order")
-        schema = load_response_schema(body.__api_key__, body.__version__)
-        response, _ = entity_reader(schema)(data, used)
-        return response
-
-    def close(self) -> None:
-        self._writer.close()
-
 
 class GroupAdminClient:
-    def __init__(self, bootstrap_servers: str, *, timeout: float = 15.0) -> None:
+    def __init__(self, bootstrap_servers: str, *, timeout: float = 15.0,
+                 security: ClientSecurity = PLAINTEXT) -> None:
         self._bootstrap = [_address(a) for a in bootstrap_servers.split(",") if a.strip()]
+        self.security = security
         self._timeout = timeout
-        self._connections: dict[tuple[str, int], _Connection] = {}
+        self._connections: dict[tuple[str, int], KioConnection] = {}
 
     async def __aenter__(self) -> GroupAdminClient:
         return self
@@ -93,12 +54,19 @@ class GroupAdminClient:
             connection.close()
         self._connections.clear()
 
-    async def _connect(self, address: tuple[str, int]) -> _Connection:
+    async def _connect(self, address: tuple[str, int]) -> KioConnection:
         connection = self._connections.get(address)
         if connection is None:
-            reader, writer = await asyncio.wait_for(asyncio.open_connection(*address),
-                                                    self._timeout)
-            connection = self._connections[address] = _Connection(reader, writer, self._timeout)
+            reader, writer = await asyncio.wait_for(asyncio.open_connection(
+                *address, ssl=self.security.ssl_context()), self._timeout)
+            connection = KioConnection(reader, writer, self._timeout, "headrace-groups")
+            if self.security.uses_sasl:
+                try:
+                    await authenticate(connection.request, self.security)
+                except BaseException:
+                    connection.close()
+                    raise
+            self._connections[address] = connection
         return connection
 
     async def _any(self, body: Any) -> Any:
@@ -112,7 +80,7 @@ class GroupAdminClient:
             f"cannot reach a broker at {','.join(f'{h}:{p}' for h, p in self._bootstrap)}"
             " (is one running?)") from last
 
-    async def _coordinator(self, group: str) -> _Connection:
+    async def _coordinator(self, group: str) -> KioConnection:
         response = await self._any(make(FindCoordinatorRequest, key=group, key_type=0))
         _check(f"finding the coordinator of {group!r}", response.error_code)
         return await self._connect((response.host, response.port))

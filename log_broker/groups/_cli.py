@@ -17,6 +17,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from headrace.base import PLAINTEXT, ClientSecurity, read_properties
+
 from .._table import render_table
 from ._admin_client import GroupAdminClient
 from ._errors import AdminRequestError
@@ -89,6 +91,14 @@ def decode_assignment(data: bytes) -> list[TopicPartition]:
     return found
 
 
+
+def _security(args: argparse.Namespace) -> ClientSecurity:
+    """Client security from ``--command-config`` (Kafka client properties), or none."""
+    if not getattr(args, "command_config", None):
+        return PLAINTEXT
+    return ClientSecurity.from_properties(read_properties(args.command_config))
+
+
 async def _topic_offsets(admin: GroupAdminClient, bootstrap: str, topics: set[str]
                          ) -> tuple[dict[TopicPartition, int], dict[TopicPartition, int]]:
     """(log start, log end) offsets of every partition of ``topics`` that exist."""
@@ -98,7 +108,8 @@ async def _topic_offsets(admin: GroupAdminClient, bootstrap: str, topics: set[st
     tps = [AioTP(tp.topic, tp.partition) for tp in await admin.partitions(topics)]
     if not tps:
         return {}, {}
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap)
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap,
+                                **admin.security.aiokafka_options())
     await consumer.start()
     try:
         starts = await consumer.beginning_offsets(tps)
@@ -110,7 +121,7 @@ async def _topic_offsets(admin: GroupAdminClient, bootstrap: str, topics: set[st
 
 
 async def _list(args: argparse.Namespace) -> int:
-    async with GroupAdminClient(args.bootstrap_servers) as admin:
+    async with GroupAdminClient(args.bootstrap_servers, security=_security(args)) as admin:
         rows = []
         for group, protocol_type in await admin.list_groups():
             described = await admin.describe(group)
@@ -121,7 +132,7 @@ async def _list(args: argparse.Namespace) -> int:
 
 
 async def _describe(args: argparse.Namespace) -> int:
-    async with GroupAdminClient(args.bootstrap_servers) as admin:
+    async with GroupAdminClient(args.bootstrap_servers, security=_security(args)) as admin:
         described = await admin.describe(args.group)
         if described.group_state == "Dead":
             raise RuntimeError(f"group {args.group!r} does not exist")
@@ -175,7 +186,8 @@ async def _targets(admin: GroupAdminClient, args: argparse.Namespace
         raise ValueError(f"--to-datetime expects an ISO 8601 time, got {args.to_datetime!r}"
                          ) from None
     timestamp = int(when.astimezone().timestamp() * 1000)
-    consumer = AIOKafkaConsumer(bootstrap_servers=args.bootstrap_servers)
+    consumer = AIOKafkaConsumer(bootstrap_servers=args.bootstrap_servers,
+                                **admin.security.aiokafka_options())
     await consumer.start()
     try:
         found = await consumer.offsets_for_times(
@@ -188,7 +200,7 @@ async def _targets(admin: GroupAdminClient, args: argparse.Namespace
 
 
 async def _reset(args: argparse.Namespace) -> int:
-    async with GroupAdminClient(args.bootstrap_servers) as admin:
+    async with GroupAdminClient(args.bootstrap_servers, security=_security(args)) as admin:
         described = await admin.describe(args.group)
         if described.group_state not in ("Empty", "Dead"):
             raise RuntimeError(
@@ -204,7 +216,7 @@ async def _reset(args: argparse.Namespace) -> int:
 
 
 async def _delete(args: argparse.Namespace) -> int:
-    async with GroupAdminClient(args.bootstrap_servers) as admin:
+    async with GroupAdminClient(args.bootstrap_servers, security=_security(args)) as admin:
         try:
             await admin.delete(args.group)
         except AdminRequestError as exc:

@@ -13,6 +13,7 @@ from .._entities import NO_THROTTLE, make
 from .._router import Route
 from .._state import BrokerState
 from .._wire import Request, response_module
+from ..security import Operation, ResourceType
 from ._txn_states import STATE_NAMES
 
 API_KEY = 65
@@ -44,7 +45,14 @@ def _describe(state: BrokerState, m: Any, transactional_id: str) -> Any:
 
 async def handle(state: BrokerState, request: Request) -> Any:
     m = response_module(API_KEY, request.api_version)
-    described = tuple(_describe(state, m, tid) for tid in request.body.transactional_ids)
+    described = tuple(
+        _describe(state, m, tid) if request.session.allows(
+            Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, tid) else
+        make(m.TransactionState, error_code=ErrorCode.transactional_id_authorization_failed,
+             transactional_id=tid, transaction_state="",
+             transaction_timeout=datetime.timedelta(0), transaction_start_time=_EPOCH,
+             producer_id=-1, producer_epoch=-1, topics=())
+        for tid in request.body.transactional_ids)
     return make(m.DescribeTransactionsResponse, throttle_time=NO_THROTTLE, transaction_states=described)
 
 

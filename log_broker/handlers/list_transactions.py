@@ -14,6 +14,7 @@ from .._entities import NO_THROTTLE, make
 from .._router import Route
 from .._state import BrokerState
 from .._wire import Request, response_module
+from ..security import Operation, ResourceType
 from ._txn_states import KNOWN_NAMES, STATE_NAMES
 
 API_KEY = 66
@@ -33,6 +34,9 @@ async def handle(state: BrokerState, request: Request) -> Any:
             continue
         if producers and meta.producer_id not in producers:
             continue
+        if not request.session.allows(Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID,
+                                      meta.transactional_id):
+            continue  # as Kafka: only the transactions the principal may describe
         if min_duration >= 0 and (meta.start_ms < 0 or now_ms - meta.start_ms < min_duration):
             continue
         listed.append(make(m.TransactionState, transactional_id=meta.transactional_id,
