@@ -20,7 +20,7 @@ from kio.schema.describe_groups.v4.request import DescribeGroupsRequest
 from kio.schema.errors import ErrorCode
 from kio.schema.find_coordinator.v2.request import FindCoordinatorRequest
 from kio.schema.list_groups.v2.request import ListGroupsRequest
-from kio.schema.metadata.v1.request import MetadataRequest, MetadataRequestTopic
+from kio.schema.metadata.v4.request import MetadataRequest, MetadataRequestTopic
 from kio.schema.offset_commit.v7.request import (
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
@@ -124,7 +124,8 @@ class GroupAdminClient:
 
     async def list_groups(self) -> list[tuple[str, str]]:
         """(group id, protocol type) from every broker of the cluster."""
-        metadata = await self._any(make(MetadataRequest, topics=()))
+        metadata = await self._any(make(MetadataRequest, topics=(),
+                                        allow_auto_topic_creation=False))
         found: dict[str, str] = {}
         for broker in metadata.brokers:
             connection = await self._connect((broker.host, broker.port))
@@ -134,11 +135,12 @@ class GroupAdminClient:
         return sorted(found.items())
 
     async def partitions(self, topics: set[str]) -> list[TopicPartition]:
-        """Every partition of those of ``topics`` that exist."""
+        """Every partition of those of ``topics`` that exist (never creating one: asking
+        about a topic with Metadata below v4 would auto-create it)."""
         if not topics:
             return []
-        metadata = await self._any(make(MetadataRequest, topics=tuple(
-            make(MetadataRequestTopic, name=t) for t in sorted(topics))))
+        metadata = await self._any(make(MetadataRequest, allow_auto_topic_creation=False,
+            topics=tuple(make(MetadataRequestTopic, name=t) for t in sorted(topics))))
         return sorted(TopicPartition(t.name, p.partition_index) for t in metadata.topics
                       if t.error_code == ErrorCode.none for p in t.partitions)
 
