@@ -90,7 +90,14 @@ def bash_script(parser: argparse.ArgumentParser) -> str:
         key = shlex.quote(" ".join(path))
         names = _subcommands(sub)
         options = [o for a in sub._actions for o in a.option_strings]
-        subcommands.append(f"        {key}) echo {shlex.quote(' '.join(names))} ;;")
+        # positional arguments with fixed choices (``completion bash``) complete too
+        names += [
+            str(c)
+            for a in sub._actions
+            if not a.option_strings and a.choices and not isinstance(a, argparse._SubParsersAction)
+            for c in a.choices
+        ]
+        subcommands.append(f"        {key}) echo {shlex.quote(' '.join(_subcommands(sub)))} ;;")
         words.append(f"        {key}) echo {shlex.quote(' '.join(names + options))} ;;")
         for action in sub._actions:
             if not action.option_strings or action.nargs == 0:

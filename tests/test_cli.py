@@ -90,3 +90,43 @@ def test_run_loads_an_app_file_that_imports_a_module_beside_it(tmp_path: Path) -
         "    return builder.build()\n")
     topology = load_target(f"{app_dir / 'app.py'}:topology")()
     assert "orders-in" in str(topology.describe())
+
+
+def _complete(script: str, *words: str) -> list[str]:
+    """What bash completes for ``words`` (the last one being typed)."""
+    quoted = " ".join(f"'{w}'" for w in words)
+    program = (f"{script}\nCOMP_WORDS=({quoted}); COMP_CWORD={len(words) - 1}; _headrace; "
+               'printf "%s\\n" "${COMPREPLY[@]}"')
+    done = subprocess.run(["bash", "-c", program], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    return sorted(line for line in done.stdout.splitlines() if line)
+
+
+def test_bash_completion_follows_the_parser(capsys: pytest.CaptureFixture[str]) -> None:
+    from clirun import headrace as run
+
+    script = run(capsys, "completion", "bash").out
+    assert "complete -F _headrace headrace" in script
+    assert _complete(script, "headrace", "gr") == ["groups"]
+    assert _complete(script, "headrace", "topics", "") == [
+        "--help", "-h", "alter", "create", "delete", "describe", "list"]
+    assert "--replication-factor" in _complete(script, "headrace", "topics", "create", "t",
+                                               "--re")
+    assert _complete(script, "headrace", "consume", "t", "--isolation-level", "read_") == [
+        "read_committed", "read_uncommitted"]
+    assert _complete(script, "headrace", "groups", "reset-offsets", "g", "--to-") == [
+        "--to-datetime", "--to-earliest", "--to-latest", "--to-offset"]
+    assert _complete(script, "headrace", "produce", "t", "--value-format", "") == [
+        "base64", "json", "long", "string"]
+    assert _complete(script, "headrace", "completion", "") == ["--help", "-h", "bash"]
+
+
+def test_usage_errors_exit_2_and_errors_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
+    from brokerproc import free_port
+    from clirun import headrace as run
+
+    assert run(capsys, "topics", check=False).code == 2  # no action
+    assert run(capsys, "consume", "t", "--isolation-level", "dirty", check=False).code == 2
+    unreachable = run(capsys, "topics", "list", "--bootstrap-servers",
+                      f"127.0.0.1:{free_port()}", check=False)
+    unreachable.one_line_error("cannot reach a broker", code=1)
