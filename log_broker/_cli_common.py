@@ -20,7 +20,7 @@ import asyncio
 import json
 import logging
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -28,7 +28,7 @@ from kio.schema.errors import ErrorCode
 
 from ._table import render_table
 
-Command = Callable[[argparse.Namespace], Awaitable[int | None]]
+Command = Callable[[argparse.Namespace], Coroutine[Any, Any, int | None]]
 
 
 class UsageError(ValueError):

@@ -153,7 +153,8 @@ class _Printer:
         if self.args.print_key:
             parts.append(self._text(self.key_text, key))
         parts.append(self._text(self.value_text, value))
-        return self.args.key_separator.join(parts) + "\n"
+        separator: str = self.args.key_separator
+        return separator.join(parts) + "\n"
 
     def _json(self, record: Any, key: Any, value: Any) -> str:
         return (
@@ -175,8 +176,8 @@ class _Printer:
         )
 
     def _template(self, record: Any, key: Any, value: Any) -> str:
-        fields = {
-            "t": lambda: record.topic,
+        fields: dict[str, Callable[[], str]] = {
+            "t": lambda: str(record.topic),
             "p": lambda: str(record.partition),
             "o": lambda: str(record.offset),
             "T": lambda: str(record.timestamp),
@@ -196,7 +197,8 @@ class _Printer:
                 return _ESCAPES.get(escape, match.group(0))
             return fields[field]() if field in fields else match.group(0)
 
-        return _TEMPLATE.sub(replace, self.args.format)
+        template: str = self.args.format
+        return _TEMPLATE.sub(replace, template)
 
 
 def _chosen(args: argparse.Namespace, known: set[int]) -> list[int]:

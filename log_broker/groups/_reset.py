@@ -128,7 +128,7 @@ async def _partitions(
     by_topic: dict[str, set[int]] = {}
     for tp in existing:
         by_topic.setdefault(tp.topic, set()).add(tp.partition)
-    chosen = set()
+    chosen: set[TopicPartition] = set()
     for topic, partitions in args.topic:
         if topic not in by_topic:
             raise UsageError(f"topic {topic!r} does not exist")
