@@ -1,7 +1,8 @@
 """``headrace produce TOPIC``: one record per line of stdin or a file.
 
 The producer is idempotent by default (with ``--acks all``, which idempotence needs), so
-a retried send is never written twice. With ``--transactional-id`` every line goes in one
+a retried send is never written twice; on a cluster that grants no producer id it falls
+back to a plain producer and says so. With ``--transactional-id`` every line goes in one
 transaction, committed after the last line and aborted on any error: all or nothing.
 
 A line that does not encode in the chosen format stops the command with its line
@@ -80,21 +81,42 @@ async def _lines(stream: IO[str]) -> AsyncIterator[str]:
         yield line[:-2] if line.endswith("\r\n") else line.removesuffix("\n")
 
 
-def _producer(args: argparse.Namespace) -> Any:
+def _producer(args: argparse.Namespace, idempotent: bool) -> Any:
     from aiokafka import AIOKafkaProducer
 
     if args.transactional_id is not None:
         if args.acks != "all" or args.no_idempotence:
             raise UsageError("--transactional-id needs --acks all and idempotence")
-        return AIOKafkaProducer(
-            **client_options(args), acks="all", transactional_id=args.transactional_id
-        )
+        return AIOKafkaProducer(**client_options(args), acks="all",
+                                transactional_id=args.transactional_id)
     acks: int | str = "all" if args.acks == "all" else int(args.acks)
-    return AIOKafkaProducer(
-        **client_options(args),
-        acks=acks,
-        enable_idempotence=args.acks == "all" and not args.no_idempotence,
-    )
+    return AIOKafkaProducer(**client_options(args), acks=acks, enable_idempotence=idempotent)
+
+
+async def _started_producer(args: argparse.Namespace) -> Any:
+    """A started producer: idempotent by default, and plain when the cluster grants no
+    producer id for the default (as Kafka's Java producer does when idempotence was not
+    asked for explicitly), saying so on stderr. A transactional one is never weakened."""
+    from aiokafka.errors import KafkaConnectionError, KafkaError
+
+    idempotent = args.acks == "all" and not args.no_idempotence
+    producer = _producer(args, idempotent)
+    try:
+        await producer.start()
+        return producer
+    except KafkaError as exc:
+        await producer.stop()
+        if isinstance(exc, KafkaConnectionError) or not idempotent or args.transactional_id:
+            raise
+        print(f"headrace produce: warning: the cluster gave no producer id ({exc}); "
+              "sending without idempotence", file=sys.stderr)
+    producer = _producer(args, False)
+    try:
+        await producer.start()
+    except BaseException:
+        await producer.stop()
+        raise
+    return producer
 
 
 async def _produce(args: argparse.Namespace) -> int:
@@ -136,9 +158,8 @@ async def _send_lines(
     headers: list[tuple[str, bytes]] | None,
 ) -> int:
     parse = _parser(args, encode_key, encode_value)
-    producer = _producer(args)
+    producer = await _started_producer(args)
     count = 0
-    await producer.start()
     try:
         transaction = producer.transaction() if args.transactional_id is not None else nullcontext()
         async with transaction:

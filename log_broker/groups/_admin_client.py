@@ -26,10 +26,11 @@ from kio.schema.offset_commit.v7.request import (
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
 )
-from kio.schema.offset_fetch.v5.request import OffsetFetchRequest
+from kio.schema.offset_fetch.v5.request import OffsetFetchRequest, OffsetFetchRequestTopic
 from kio.schema.request_header.v1.header import RequestHeader
 from kio.schema.response_header.v0.header import ResponseHeader
 from kio.serial import entity_reader, entity_writer
+from kio.serial.errors import DecodeError
 
 from .._entities import make
 from ._errors import AdminRequestError
@@ -144,6 +145,13 @@ class GroupAdminClient:
         return sorted(TopicPartition(t.name, p.partition_index) for t in metadata.topics
                       if t.error_code == ErrorCode.none for p in t.partitions)
 
+    async def _every_partition(self) -> tuple[OffsetFetchRequestTopic, ...]:
+        metadata = await self._any(make(MetadataRequest, topics=None,
+                                        allow_auto_topic_creation=False))
+        return tuple(make(OffsetFetchRequestTopic, name=t.name,
+                          partition_indexes=tuple(p.partition_index for p in t.partitions))
+                     for t in metadata.topics if t.error_code == ErrorCode.none)
+
     async def describe(self, group: str) -> Any:
         response = await self._on_coordinator(group, make(DescribeGroupsRequest,
             groups=(group,), include_authorized_operations=False))
@@ -152,8 +160,14 @@ class GroupAdminClient:
         return described
 
     async def committed(self, group: str) -> dict[TopicPartition, int]:
-        response = await self._on_coordinator(group, make(OffsetFetchRequest, group_id=group,
-                                                                        topics=None))
+        try:
+            response = await self._on_coordinator(group, make(OffsetFetchRequest,
+                                                              group_id=group, topics=None))
+        except DecodeError:
+            # Some brokers (Tansu 0.6) answer the all-topics form with a truncated body;
+            # the frame was read whole, so the connection is fine: ask topic by topic.
+            response = await self._on_coordinator(group, make(
+                OffsetFetchRequest, group_id=group, topics=await self._every_partition()))
         _check(f"fetching offsets of {group!r}", response.error_code)
         committed = {}
         for topic in response.topics:
