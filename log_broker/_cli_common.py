@@ -89,6 +89,23 @@ def run_client(command: Command) -> Callable[[argparse.Namespace], int]:
     return handler
 
 
+async def log_offsets(
+    args: argparse.Namespace, partitions: Sequence[Any]
+) -> tuple[dict[Any, int], dict[Any, int]]:
+    """(log start, log end) offset of each aiokafka ``TopicPartition`` given."""
+    from aiokafka import AIOKafkaConsumer
+
+    consumer = AIOKafkaConsumer(**client_options(args))
+    await consumer.start()
+    try:
+        return (
+            await consumer.beginning_offsets(partitions),
+            await consumer.end_offsets(partitions),
+        )
+    finally:
+        await consumer.stop()
+
+
 # ---------------------------------------------------------------------- parsing
 
 

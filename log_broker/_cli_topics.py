@@ -12,9 +12,9 @@ from ._cli_common import (
     UsageError,
     add_output_option,
     check,
-    client_options,
     emit,
     key_value,
+    log_offsets,
     run_client,
 )
 from ._cli_configs import alter_configs, describe_configs, open_admin
@@ -163,7 +163,7 @@ async def topic_partitions(admin: Any, topic: str) -> list[dict[str, Any]]:
 
 
 async def _describe(args: argparse.Namespace) -> int:
-    from aiokafka import AIOKafkaConsumer, TopicPartition
+    from aiokafka import TopicPartition
 
     admin = await open_admin(args)
     try:
@@ -172,13 +172,7 @@ async def _describe(args: argparse.Namespace) -> int:
     finally:
         await admin.close()
     tps = [TopicPartition(args.topic, p["partition"]) for p in partitions]
-    consumer = AIOKafkaConsumer(**client_options(args))
-    await consumer.start()
-    try:
-        starts = await consumer.beginning_offsets(tps)
-        ends = await consumer.end_offsets(tps)
-    finally:
-        await consumer.stop()
+    starts, ends = await log_offsets(args, tps)
     rows = [
         {
             "partition": tp.partition,

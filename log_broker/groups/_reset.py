@@ -20,7 +20,7 @@ import sys
 import time
 from datetime import timedelta
 
-from .._cli_common import UsageError, client_options, emit, parse_time
+from .._cli_common import UsageError, client_options, emit, log_offsets, parse_time
 from ._admin_client import GroupAdminClient
 from ._offsets import TopicPartition
 
@@ -97,19 +97,12 @@ async def topic_offsets(
     admin: GroupAdminClient, args: argparse.Namespace, topics: set[str]
 ) -> tuple[dict[TopicPartition, int], dict[TopicPartition, int]]:
     """(log start, log end) offsets of every partition of ``topics`` that exist."""
-    from aiokafka import AIOKafkaConsumer
     from aiokafka import TopicPartition as AioTP
 
     tps = [AioTP(tp.topic, tp.partition) for tp in await admin.partitions(topics)]
     if not tps:
         return {}, {}
-    consumer = AIOKafkaConsumer(**client_options(args))
-    await consumer.start()
-    try:
-        starts = await consumer.beginning_offsets(tps)
-        ends = await consumer.end_offsets(tps)
-    finally:
-        await consumer.stop()
+    starts, ends = await log_offsets(args, tps)
     return (
         {TopicPartition(tp.topic, tp.partition): o for tp, o in starts.items()},
         {TopicPartition(tp.topic, tp.partition): o for tp, o in ends.items()},
