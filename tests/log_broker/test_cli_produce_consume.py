@@ -409,3 +409,28 @@ def test_a_group_commits_only_what_was_printed(
         *bs,
     ).out
     assert again == "three\n4\n"
+
+
+def _first_batch_producer_id(broker_process: BrokerProcess, topic: str) -> int:
+    """The producerId of the first record batch in partition 0's log (-1: not idempotent)."""
+    segment = broker_process.data_dir / f"{topic}-0" / f"{0:020d}.log"
+    # baseOffset 8, batchLength 4, leaderEpoch 4, magic 1, crc 4, attributes 2,
+    # lastOffsetDelta 4, baseTimestamp 8, maxTimestamp 8, then producerId 8 bytes
+    (producer_id,) = struct.unpack_from(">q", segment.read_bytes(), 43)
+    return int(producer_id)
+
+
+def test_the_producer_is_idempotent_by_default(
+    capsys: pytest.CaptureFixture[str], broker_process: BrokerProcess, bs: list[str]
+) -> None:
+    for topic, flags in (
+        ("idem", ()),
+        ("plain", ("--no-idempotence",)),
+        ("acks-one", ("--acks", "1")),
+    ):
+        headrace(capsys, "topics", "create", topic, *bs)
+        done = headrace(capsys, "produce", topic, *flags, *bs, stdin="x\n")
+        assert "warning" not in done.err
+    assert _first_batch_producer_id(broker_process, "idem") >= 0
+    assert _first_batch_producer_id(broker_process, "plain") == -1
+    assert _first_batch_producer_id(broker_process, "acks-one") == -1
