@@ -162,6 +162,18 @@ FORMATS: dict[str, Format] = {
 }
 
 
+def encoder(name: str, target: Target) -> Encode:
+    """The encoder of format ``name`` for ``target``."""
+    make = FORMATS[name].encoder
+    if make is None:
+        raise FormatError(f"{name} is a format records can be read in, not written")
+    return make(target)
+
+
+def decoder(name: str, target: Target) -> Decode:
+    return FORMATS[name].decoder(target)
+
+
 def encodable() -> list[str]:
     return [name for name, f in FORMATS.items() if f.encoder is not None]
 

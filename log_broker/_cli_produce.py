@@ -20,7 +20,7 @@ from contextlib import nullcontext
 from typing import IO, Any
 
 from ._cli_common import UsageError, client_options, key_value, parse_time, run_client
-from ._cli_formats import FORMATS, Encode, FormatError, Target, encodable, formats_help
+from ._cli_formats import Encode, FormatError, Target, encodable, encoder, formats_help
 
 # Sends awaited at once: the producer batches them; the bound keeps the futures of a
 # large file from piling up in memory.
@@ -87,8 +87,9 @@ def _producer(args: argparse.Namespace, idempotent: bool) -> Any:
     if args.transactional_id is not None:
         if args.acks != "all" or args.no_idempotence:
             raise UsageError("--transactional-id needs --acks all and idempotence")
-        return AIOKafkaProducer(**client_options(args), acks="all",
-                                transactional_id=args.transactional_id)
+        return AIOKafkaProducer(
+            **client_options(args), acks="all", transactional_id=args.transactional_id
+        )
     acks: int | str = "all" if args.acks == "all" else int(args.acks)
     return AIOKafkaProducer(**client_options(args), acks=acks, enable_idempotence=idempotent)
 
@@ -108,8 +109,11 @@ async def _started_producer(args: argparse.Namespace) -> Any:
         await producer.stop()
         if isinstance(exc, KafkaConnectionError) or not idempotent or args.transactional_id:
             raise
-        print(f"headrace produce: warning: the cluster gave no producer id ({exc}); "
-              "sending without idempotence", file=sys.stderr)
+        print(
+            f"headrace produce: warning: the cluster gave no producer id ({exc}); "
+            "sending without idempotence",
+            file=sys.stderr,
+        )
     producer = _producer(args, False)
     try:
         await producer.start()
@@ -120,8 +124,8 @@ async def _started_producer(args: argparse.Namespace) -> Any:
 
 
 async def _produce(args: argparse.Namespace) -> int:
-    encode_key = FORMATS[args.key_format].encoder(Target(args.topic, True, args))  # type: ignore[misc]
-    encode_value = FORMATS[args.value_format].encoder(Target(args.topic, False, args))  # type: ignore[misc]
+    encode_key = encoder(args.key_format, Target(args.topic, True, args))
+    encode_value = encoder(args.value_format, Target(args.topic, False, args))
     headers = [(k, v.encode()) for k, v in args.header] or None
     stream = (
         await asyncio.to_thread(open, args.file, encoding="utf-8")
