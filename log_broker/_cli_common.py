@@ -83,6 +83,8 @@ def run_client(command: Command) -> Callable[[argparse.Namespace], int]:
             detail = ", ".join(str(a) for a in exc.args if a)
             if isinstance(errno, int) and errno > 0:
                 raise KafkaRequestError(detail or type(exc).__name__, errno) from None
+            if type(exc).__name__ == "IncompatibleBrokerVersion":
+                raise RuntimeError(f"the cluster does not offer this request ({detail})") from None
             # Not a broker's error code (-1: one the client library does not know).
             raise RuntimeError(f"{type(exc).__name__}{': ' if detail else ''}{detail}") from None
 
