@@ -59,6 +59,9 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
                       help="seconds between generated minutes, so results show live")
     demo.add_argument("--no-spark", action="store_true",
                       help="skip the hand-off to Delta Lake and the Spark SQL report")
+    demo.add_argument("--console-listen", default="127.0.0.1:0", metavar="HOST:PORT",
+                      help="where the web console serves while the demo runs "
+                           "(default: a free port on loopback; 'off' for none)")
     demo.set_defaults(handler=lambda args: asyncio.run(run_demo(args)))
 
 
@@ -214,12 +217,15 @@ async def run_demo(args: argparse.Namespace) -> int:
                 await app.start()
                 apps.append(app)
                 print(f"[service]  {app_id} running ({name} topology), http://{app.host}/health")
+            console = await _start_console(args.console_listen, bootstrap, apps)
             try:
                 await _wait_running(apps)
                 ok, views = await _generate_and_watch(args, bootstrap, ends, apps)
             finally:
                 for app in apps:
                     await app.stop()
+                if console is not None:
+                    await console.stop()
             if ok and not args.no_spark:
                 from ._handoff import hand_off
 
@@ -231,6 +237,19 @@ async def run_demo(args: argparse.Namespace) -> int:
     took = time.monotonic() - started
     print(f"[done]     {'all results match' if ok else 'RESULTS DO NOT MATCH'} ({took:.1f} s)")
     return 0 if ok else 1
+
+
+async def _start_console(listen: str, bootstrap: str, apps: list[Any]) -> Any:
+    """The web console on the demo's broker and services, or None when turned off."""
+    if listen == "off":
+        return None
+    from headrace.console import Console
+    from headrace.console._commands import parse_listen
+
+    console = Console(bootstrap, apps=[f"http://{app.host}" for app in apps])
+    await console.start(*parse_listen(listen))
+    print(f"[console]  http://{console.address} (topics, groups, the services and their topologies)")
+    return console
 
 
 async def _wait_running(apps: list[Any], within: float = 30) -> None:

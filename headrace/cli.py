@@ -25,7 +25,9 @@ COMMAND_MODULES = (
     "headrace.log_broker._commands",
     "headrace.streams._commands",
     "headrace.spark_bridge._commands",
+    "headrace.console._commands",
     "headrace._demo",
+    "headrace._beside_broker",  # adds to `broker`, registered above
     "headrace._completion",
 )
 

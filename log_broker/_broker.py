@@ -28,6 +28,7 @@ from typing import Any
 from headrace.transactions import ProducerIdAllocator
 
 from ._config import BrokerConfig
+from ._metrics import BrokerMetrics
 from ._notify import AppendNotifier
 from ._server import Connection
 from ._state import BrokerState
@@ -68,6 +69,11 @@ class Broker:
         return f"{self._config.host}:{self._config.port}"
 
     @property
+    def metrics(self) -> BrokerMetrics:
+        """The broker's Prometheus metrics (``metrics.registry``, ``metrics.exposition()``)."""
+        return self.state.metrics
+
+    @property
     def state(self) -> BrokerState:
         if self._state is None:
             raise RuntimeError("broker is not running")
@@ -106,6 +112,8 @@ class Broker:
             config=self._config, logs=logs, syncer=syncer,
             producer_ids=producer_ids,
             cluster_id=_cluster_id(config.data_dir), groups=groups, txn=txn, notifier=notifier)
+        self._state.metrics.watch(self._state, {r.api_key: r.handle.__module__.rsplit(".", 1)[-1]
+                                                for r in router})
         groups.start()
         await txn.start()
         self._maintenance = asyncio.create_task(self._maintain())
@@ -146,12 +154,17 @@ class Broker:
 
     async def _every(self, interval_ms: int, name: str,
                      prepare: Callable[[], Callable[[int], int]]) -> None:
+        metrics = self.state.metrics
         while True:
             await asyncio.sleep(interval_ms / 1000)
+            started = time.perf_counter()
             try:
                 await asyncio.to_thread(prepare(), int(time.time() * 1000))
+                metrics.maintenance_passes.labels(name, "ok").inc()
             except Exception:
+                metrics.maintenance_passes.labels(name, "failed").inc()
                 log.exception("%s pass failed", name)
+            metrics.maintenance_seconds.labels(name).observe(time.perf_counter() - started)
 
     async def stop(self) -> None:
         if self._server is not None:

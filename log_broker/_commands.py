@@ -39,6 +39,8 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
     broker.add_argument("--group-min-session-timeout-ms", type=int, default=6000)
     broker.add_argument("--transaction-max-timeout-ms", type=int, default=900_000,
                         help="longest transaction.timeout.ms a producer may ask for")
+    broker.add_argument("--metrics-listen", metavar="HOST:PORT",
+                        help="serve Prometheus metrics at http://HOST:PORT/metrics")
     broker.set_defaults(handler=_run_broker)
 
     for register_client_commands in (register_topics, register_produce, register_consume):
@@ -75,8 +77,24 @@ def _run_broker(args: argparse.Namespace) -> int:
         async with broker:
             print(f"headrace broker listening on {broker.bootstrap_servers}",
                   file=sys.stderr, flush=True)
-            await stop.wait()
+            served = _serve_metrics(broker, args.metrics_listen) if args.metrics_listen else None
+            try:
+                await stop.wait()
+            finally:
+                if served is not None:
+                    served.shutdown()
             logging.getLogger("headrace.broker").info("shutting down")
 
     asyncio.run(run())
     return 0
+
+
+def _serve_metrics(broker: Broker, listen: str) -> Any:
+    """Prometheus' own HTTP server, in a thread of its own, on the broker's registry."""
+    from prometheus_client import start_http_server
+
+    host, port = _parse_listen(listen)
+    server, _thread = start_http_server(port, host, registry=broker.metrics.registry)
+    print(f"headrace broker metrics on http://{host}:{server.server_port}/metrics",
+          file=sys.stderr, flush=True)
+    return server

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import struct
+import time
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -54,6 +55,9 @@ class Connection:
         When reading stops, responses already owed are still written; when writing stops
         (peer gone, handler bug), reading stops too.
         """
+        metrics = self._state.metrics
+        metrics.connections_opened.inc()
+        metrics.open_connections += 1
         reading = asyncio.create_task(self._read_requests())
         responding = asyncio.create_task(self._respond())
         try:
@@ -65,6 +69,7 @@ class Connection:
                 reading.cancel()
                 self._cancel_pending()
         finally:
+            metrics.open_connections -= 1
             for task in (reading, responding):
                 task.cancel()
             self._writer.close()
@@ -102,10 +107,12 @@ class Connection:
             done: asyncio.Future[bytes | None] = asyncio.get_running_loop().create_future()
             done.set_result(encode_response(api_key, 0, correlation_id, body))
             return done
+        started = time.perf_counter()
         request = decode_request(frame, self._client_host)
 
         async def run() -> bytes | None:
             response = await route.handle(self._state, request)
+            self._state.metrics.answered(api_key, api_version, started, request.body, response)
             if response is None:
                 return None
             return encode_response(api_key, api_version, correlation_id, response)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from headrace.transactions import TXN_LOG_TOPIC, ProducerIdAllocator
 
 from ._config import BrokerConfig
+from ._metrics import BrokerMetrics
 from ._notify import AppendNotifier
 from .groups import OFFSETS_TOPIC, GroupService
 from .storage import GroupSyncer, LogManager, PartitionLog, Topic
@@ -29,6 +30,7 @@ class BrokerState:
     groups: GroupService
     txn: TxnService
     notifier: AppendNotifier = field(default_factory=AppendNotifier)
+    metrics: BrokerMetrics = field(default_factory=BrokerMetrics)
 
     def topic(self, name: str, *, auto_create: bool) -> Topic | None:
         """The topic, created with broker defaults when allowed and missing.

@@ -59,8 +59,9 @@ def _pairs(items: list[str], what: str) -> dict[str, str]:
 
 
 def _export(args: argparse.Namespace) -> int:
+    from headrace.base.progress import ProgressBar
+
     from ._export import ExportJob
-    from ._progress import ProgressBar
 
     bar: ProgressBar | None = None
 

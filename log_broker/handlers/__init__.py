@@ -15,6 +15,7 @@ from . import (
     delete_topics,
     describe_configs,
     describe_groups,
+    describe_transactions,
     end_txn,
     fetch,
     find_coordinator,
@@ -24,6 +25,7 @@ from . import (
     leave_group,
     list_groups,
     list_offsets,
+    list_transactions,
     metadata,
     offset_commit,
     offset_fetch,
@@ -62,6 +64,8 @@ def build_router() -> Router:
         add_offsets_to_txn.ROUTE,
         end_txn.ROUTE,
         txn_offset_commit.ROUTE,
+        describe_transactions.ROUTE,
+        list_transactions.ROUTE,
     ):
         router.add(route)
     router.add(api_versions.route(router))

@@ -12,8 +12,8 @@ import json
 from collections.abc import Iterator
 
 import pytest
+from brokerproc import TansuProcess
 from clirun import headrace, table
-from tansuproc import TansuProcess
 
 
 @pytest.fixture(scope="module")

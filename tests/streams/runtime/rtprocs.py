@@ -11,8 +11,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tansuproc import TansuProcess as TansuProcess
-
 ROOT = Path(__file__).resolve().parents[3]
 APPS = Path(__file__).with_name("runtime_apps.py")
 
