@@ -1,9 +1,12 @@
-"""``--value-format avro|protobuf|json-schema`` for ``headrace produce`` and ``consume``.
+"""The schema registry's formats for ``headrace produce`` and ``consume``:
+``--value-format avro|protobuf|json-schema``.
 
-The two commands belong to log_broker, which knows nothing of schemas; they call
-``args.encode_value`` / ``args.render_value`` for each value. This module, at the top
-where both sides may meet, adds the options and, when a registry format is chosen,
-puts a schema-registry encoder or decoder in those places before the command runs.
+The two commands belong to log_broker, which knows nothing of schemas; their formats are
+a table of named entries (``log_broker._cli_formats``). This module, at the top where
+both sides may meet, adds the registry's formats to that table and to the commands'
+choices, with the options they need: ``--schema-registry-url``, and for produce
+``--value-schema-file``. Values are JSON text on the command line: produce encodes a
+JSON line with the schema, consume prints the decoded value as JSON.
 """
 
 from __future__ import annotations
@@ -11,87 +14,82 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-FORMATS = ("raw", "avro", "protobuf", "json-schema")
+REGISTRY_FORMATS = {
+    "avro": "Avro in the schema registry's wire format (values as JSON text)",
+    "protobuf": "Protobuf in the schema registry's wire format (values as JSON text)",
+    "json-schema": "JSON Schema in the schema registry's wire format",
+}
 DEFAULT_REGISTRY = "http://127.0.0.1:8081"
 
 
 def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
-    for name, wrap in (("produce", _produce), ("consume", _consume)):
-        command = subparsers.choices.get(name)
+    from headrace.log_broker import _cli_formats as formats
+
+    for name, help_text in REGISTRY_FORMATS.items():
+        formats.FORMATS[name] = formats.Format(name, help_text, _encoder(name), _decoder(name), _json_text)
+    for command_name in ("produce", "consume"):
+        command = subparsers.choices.get(command_name)
         if command is None:
             continue
+        for action in command._actions:  # argparse keeps an option's choices only here
+            if action.dest == "value_format" and action.choices is not None:
+                action.choices = [*action.choices, *REGISTRY_FORMATS]
         command.add_argument(
-            "--value-format",
-            choices=FORMATS,
-            default="raw",
-            help="registry wire format of values (default raw bytes/text)",
-        )
-        command.add_argument(
-            "--schema-registry-url",
-            metavar="URL",
+            "--schema-registry-url", metavar="URL",
             default=os.environ.get("HEADRACE_SCHEMA_REGISTRY_URL", DEFAULT_REGISTRY),
-            help="schema registry (default $HEADRACE_SCHEMA_REGISTRY_URL or %(default)s)",
-        )
-        if name == "produce":
-            command.add_argument(
-                "--value-schema-file",
-                metavar="FILE",
-                help="the value schema (Avro or JSON Schema JSON, .proto)",
-            )
-        run: Callable[[argparse.Namespace], int] = command.get_default("handler")
-        command.set_defaults(handler=wrap(run))
+            help="schema registry of the avro, protobuf and json-schema formats "
+                 "(default $HEADRACE_SCHEMA_REGISTRY_URL or %(default)s)")
+        if command_name == "produce":
+            command.add_argument("--value-schema-file", metavar="FILE",
+                                 help="the value schema of a registry format (Avro or JSON Schema "
+                                      "JSON, or .proto)")
 
 
-def _consume(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-    def handler(args: argparse.Namespace) -> int:
-        if args.value_format != "raw":
-            from headrace.schema_registry._generic import RegistryDecoder
+def _encoder(fmt: str) -> Any:
+    def make(target: Any) -> Any:
+        from headrace.log_broker._cli_formats import FormatError
 
-            decoder = RegistryDecoder(args.schema_registry_url, args.value_format)
+        if target.is_key:
+            raise FormatError(f"{fmt} is a value format here; keys take string, json, long or base64")
+        schema_file = getattr(target.args, "value_schema_file", None)
+        if not schema_file:
+            raise FormatError(f"--value-format {fmt} needs --value-schema-file")
+        encode = _serde(fmt, Path(schema_file).read_text(), target.args.schema_registry_url
+                        ).serializer_for(target.topic)
 
-            def render(value: bytes) -> str:
-                return json.dumps(decoder.decode(value), default=_plain)
+        def encode_line(line: str) -> bytes:
+            try:
+                value = json.loads(line)
+            except ValueError as exc:
+                raise FormatError(f"not a JSON value ({exc})") from None
+            data: bytes = encode(value)
+            return data
 
-            args.render_value = render
-        return run(args)
+        return encode_line
 
-    return handler
+    return make
+
+
+def _decoder(fmt: str) -> Any:
+    def make(target: Any) -> Any:
+        from headrace.schema_registry._generic import RegistryDecoder
+
+        return RegistryDecoder(target.args.schema_registry_url, fmt).decode
+
+    return make
+
+
+def _json_text(value: Any) -> str:
+    return json.dumps(value, default=_plain)
 
 
 def _plain(value: Any) -> Any:
     if isinstance(value, bytes):
         return value.decode("latin-1")
     return str(value)
-
-
-def _produce(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-    def handler(args: argparse.Namespace) -> int:
-        if args.value_format != "raw":
-            if not args.value_schema_file:
-                raise ValueError(f"--value-format {args.value_format} needs --value-schema-file")
-            serde = _serde(
-                args.value_format,
-                Path(args.value_schema_file).read_text(),
-                args.schema_registry_url,
-            )
-            encode = serde.serializer_for(args.topic)
-
-            def encode_value(line: str) -> bytes:
-                try:
-                    value = json.loads(line)
-                except ValueError as exc:
-                    raise ValueError(f"not a JSON value: {line[:80]!r}: {exc}") from exc
-                data: bytes = encode(value)
-                return data
-
-            args.encode_value = encode_value
-        return run(args)
-
-    return handler
 
 
 def _serde(value_format: str, schema: str, registry: str) -> Any:

@@ -1,8 +1,9 @@
-"""The broker-side subcommands: broker, topics, produce, consume, groups.
+"""The broker-side subcommands: broker, topics, produce, consume, groups, configs, records.
 
 ``broker`` runs the built-in broker in the foreground. The others are Kafka clients
 (aiokafka, and for groups a small kio client), so they work against any
-Kafka-protocol broker; ``groups`` lives with the group coordinator in ``groups``.
+Kafka-protocol broker; each lives in its own ``_cli_*`` module (what they share is in
+``_cli_common``), and ``groups`` lives with the group coordinator in ``groups``.
 """
 
 from __future__ import annotations
@@ -14,15 +15,17 @@ import signal
 import sys
 from typing import Any
 
-from headrace.base import ClientSecurity, read_properties
+from headrace.base import read_properties
 
 from ._broker import Broker
+from ._cli_configs import register as register_configs
+from ._cli_consume import register as register_consume
+from ._cli_produce import register as register_produce
+from ._cli_records import register as register_records
+from ._cli_topics import register as register_topics
 from ._server_properties import broker_settings
-from ._table import render_table
 from .groups import register_commands as register_group_commands
 from .security import register_commands as register_security_commands
-
-DEFAULT_SOURCE = 5  # DescribeConfigs' ConfigSource.DEFAULT_CONFIG
 
 
 def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
@@ -49,49 +52,11 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
                         help="serve Prometheus metrics at http://HOST:PORT/metrics")
     broker.set_defaults(handler=_run_broker)
 
-    topics = subparsers.add_parser("topics", help="create, list, describe, delete topics")
-    actions = topics.add_subparsers(dest="action", metavar="ACTION", required=True)
-    create = actions.add_parser("create", parents=[broker_options], help="create a topic")
-    create.add_argument("topic")
-    create.add_argument("--partitions", type=int, default=1)
-    create.add_argument("--config", action="append", default=[], metavar="KEY=VALUE")
-    create.set_defaults(handler=_client(_topics_create))
-    listing = actions.add_parser("list", parents=[broker_options], help="list topics")
-    listing.set_defaults(handler=_client(_topics_list))
-    describe = actions.add_parser("describe", parents=[broker_options],
-                                  help="partitions, offsets and configs of a topic")
-    describe.add_argument("topic")
-    describe.set_defaults(handler=_client(_topics_describe))
-    delete = actions.add_parser("delete", parents=[broker_options], help="delete a topic")
-    delete.add_argument("topic")
-    delete.set_defaults(handler=_client(_topics_delete))
-
-    produce = subparsers.add_parser("produce", parents=[broker_options],
-                                    help="send lines from stdin as records")
-    produce.add_argument("topic")
-    produce.add_argument("--key-separator", metavar="SEP",
-                         help="split each line into key and value at the first SEP")
-    produce.add_argument("--partition", type=int)
-    produce.add_argument("--acks", choices=("0", "1", "all"), default="all")
-    # encode_value: line to value bytes; headrace/ swaps it for schema-registry formats.
-    produce.set_defaults(handler=_client(_produce), encode_value=str.encode)
-
-    consume = subparsers.add_parser("consume", parents=[broker_options],
-                                    help="print records of a topic")
-    consume.add_argument("topic")
-    consume.add_argument("--group", help="consumer group (commits offsets)")
-    consume.add_argument("--from-beginning", action="store_true")
-    consume.add_argument("--max-messages", type=int)
-    consume.add_argument("--timeout-ms", type=int,
-                         help="stop after this long without a record")
-    consume.add_argument("--print-key", action="store_true")
-    consume.add_argument("--print-partition", action="store_true",
-                         help="prefix each record with partition and offset")
-    consume.add_argument("--key-separator", default="\t", metavar="SEP")
-    # render_value: value bytes to the printed text; headrace/ swaps it for registry formats.
-    consume.set_defaults(handler=_client(_consume), render_value=_utf8)
-
+    for register_client_commands in (register_topics, register_produce, register_consume):
+        register_client_commands(subparsers, broker_options)
     register_group_commands(subparsers, broker_options)
+    register_configs(subparsers, broker_options)
+    register_records(subparsers, broker_options)
     register_security_commands(subparsers, broker_options)
 
 
@@ -152,212 +117,3 @@ def _serve_metrics(broker: Broker, listen: str) -> Any:
           file=sys.stderr, flush=True)
     return server
 
-
-def _client(command: Any) -> Any:
-    """Run a client command; a broker that cannot be reached is one line, not a log dump."""
-
-    def handler(args: argparse.Namespace) -> int:
-        from aiokafka.errors import KafkaConnectionError
-
-        logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
-        try:
-            return int(asyncio.run(command(args)) or 0)
-        except KafkaConnectionError:
-            # aiokafka reports a refused login the same way as an unreachable broker.
-            hint = ("is one running, and do --command-config's credentials hold?"
-                    if getattr(args, "command_config", None) else "is one running?")
-            raise ConnectionError(
-                f"cannot reach a broker at {args.bootstrap_servers} ({hint})") from None
-
-    return handler
-
-
-def _security(args: argparse.Namespace) -> dict[str, Any]:
-    """aiokafka's security options from ``--command-config`` (none without it)."""
-    if not getattr(args, "command_config", None):
-        return {}
-    return ClientSecurity.from_properties(read_properties(args.command_config)
-                                          ).aiokafka_options()
-
-
-def _parse_configs(items: list[str]) -> dict[str, str]:
-    configs = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise ValueError(f"--config expects KEY=VALUE, got {item!r}")
-        configs[key] = value
-    return configs
-
-
-async def _admin(args: argparse.Namespace) -> Any:
-    from aiokafka.admin import AIOKafkaAdminClient
-
-    admin = AIOKafkaAdminClient(bootstrap_servers=args.bootstrap_servers,
-                                **_security(args))
-    await admin.start()
-    return admin
-
-
-async def _topics_create(args: argparse.Namespace) -> int:
-    from aiokafka.admin import NewTopic
-
-    admin = await _admin(args)
-    try:
-        topic = NewTopic(args.topic, args.partitions, 1,
-                         topic_configs=_parse_configs(args.config))
-        response = await admin.create_topics([topic])
-        for name, code, message in _topic_errors(response):
-            if code:
-                raise RuntimeError(f"cannot create {name!r}: {message or f'error {code}'}")
-        print(f"created topic {args.topic} with {args.partitions} partition(s)")
-    finally:
-        await admin.close()
-    return 0
-
-
-def _topic_errors(response: Any) -> list[tuple[str, int, str | None]]:
-    errors = []
-    for entry in response.topic_errors:
-        name, code = entry[0], entry[1]
-        message = entry[2] if len(entry) > 2 else None
-        errors.append((name, code, message))
-    return errors
-
-
-async def _topics_list(args: argparse.Namespace) -> int:
-    admin = await _admin(args)
-    try:
-        names = sorted(await admin.list_topics())
-        described = await admin.describe_topics(names) if names else []
-    finally:
-        await admin.close()
-    rows = [(t["topic"], len(t["partitions"])) for t in described]
-    print(render_table(("TOPIC", "PARTITIONS"), sorted(rows)))
-    return 0
-
-
-async def _topics_describe(args: argparse.Namespace) -> int:
-    from aiokafka import AIOKafkaConsumer, TopicPartition
-    from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
-
-    admin = await _admin(args)
-    try:
-        names = await admin.list_topics()
-        if args.topic not in names:
-            raise RuntimeError(f"topic {args.topic!r} does not exist")
-        resource = ConfigResource(ConfigResourceType.TOPIC, args.topic)
-        config_responses = await admin.describe_configs([resource])
-        [described] = await admin.describe_topics([args.topic])
-    finally:
-        await admin.close()
-    partitions = sorted(p["partition"] for p in described["partitions"])
-    tps = [TopicPartition(args.topic, p) for p in partitions]
-    consumer = AIOKafkaConsumer(bootstrap_servers=args.bootstrap_servers, **_security(args))
-    await consumer.start()
-    try:
-        starts = await consumer.beginning_offsets(tps)
-        ends = await consumer.end_offsets(tps)
-    finally:
-        await consumer.stop()
-    print(f"Topic: {args.topic}  Partitions: {len(tps)}")
-    print(render_table(("PARTITION", "START OFFSET", "END OFFSET", "RECORDS"),
-                       [(tp.partition, starts[tp], ends[tp], ends[tp] - starts[tp])
-                        for tp in tps]))
-    print()
-    rows = []
-    for response in config_responses:
-        for result in response.resources:
-            for entry in result[4]:
-                # v0 carries is_default (bool) where v1+ carry config_source (5: default)
-                name, value, source = entry[0], entry[1], entry[3]
-                is_default = source if isinstance(source, bool) else source == DEFAULT_SOURCE
-                rows.append((name, value, "default" if is_default else "override"))
-    print(render_table(("CONFIG", "VALUE", "SOURCE"), sorted(rows)))
-    return 0
-
-
-async def _topics_delete(args: argparse.Namespace) -> int:
-    admin = await _admin(args)
-    try:
-        response = await admin.delete_topics([args.topic])
-        for name, code in response.topic_error_codes:
-            if code:
-                raise RuntimeError(f"cannot delete {name!r}: error {code}")
-    finally:
-        await admin.close()
-    print(f"deleted topic {args.topic}")
-    return 0
-
-
-async def _produce(args: argparse.Namespace) -> int:
-    from aiokafka import AIOKafkaProducer
-
-    acks: int | str = "all" if args.acks == "all" else int(args.acks)
-    producer = AIOKafkaProducer(bootstrap_servers=args.bootstrap_servers, acks=acks,
-                                **_security(args))
-    await producer.start()
-    count = 0
-    try:
-        pending = []
-        for line in sys.stdin:
-            line = line.rstrip("\n")
-            key: bytes | None = None
-            if args.key_separator is not None and args.key_separator in line:
-                raw_key, _, line = line.partition(args.key_separator)
-                key = raw_key.encode()
-            pending.append(await producer.send(args.topic, args.encode_value(line), key=key,
-                                               partition=args.partition))
-            count += 1
-        for fut in pending:
-            await fut
-    finally:
-        await producer.stop()
-    print(f"produced {count} record(s) to {args.topic}", file=sys.stderr)
-    return 0
-
-
-def _utf8(value: bytes) -> str:
-    return value.decode(errors="replace")
-
-
-async def _consume(args: argparse.Namespace) -> int:
-    from aiokafka import AIOKafkaConsumer
-
-    consumer = AIOKafkaConsumer(
-        args.topic, bootstrap_servers=args.bootstrap_servers, group_id=args.group,
-        auto_offset_reset="earliest" if args.from_beginning else "latest",
-        enable_auto_commit=args.group is not None, **_security(args))
-    await consumer.start()
-    # SIGINT/SIGTERM end the loop so the consumer leaves its group cleanly; a
-    # KeyboardInterrupt raised wherever the loop happens to be could skip that.
-    stopping = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stopping.set)
-    stop_wait = asyncio.ensure_future(stopping.wait())
-    seen = 0
-    timeout = args.timeout_ms / 1000 if args.timeout_ms else None
-    try:
-        while args.max_messages is None or seen < args.max_messages:
-            fetch = asyncio.ensure_future(consumer.getone())
-            done, _ = await asyncio.wait({fetch, stop_wait}, timeout=timeout,
-                                         return_when=asyncio.FIRST_COMPLETED)
-            if fetch not in done:
-                fetch.cancel()
-                break
-            record = fetch.result()
-            parts = []
-            if args.print_partition:
-                parts.append(f"{record.partition}:{record.offset}")
-            if args.print_key:
-                parts.append("" if record.key is None else record.key.decode(errors="replace"))
-            parts.append("" if record.value is None else args.render_value(record.value))
-            print(args.key_separator.join(parts), flush=True)
-            seen += 1
-    finally:
-        stop_wait.cancel()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(sig)
-        await consumer.stop()
-    return 0

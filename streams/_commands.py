@@ -5,7 +5,8 @@ returning one of them; anything but an App needs an application id (``--applicat
 or ``HEADRACE_APPLICATION_ID``). Each setting comes from the first of these that has it:
 
 1. a flag given on the command line;
-2. a ``HEADRACE_*`` environment variable (``HEADRACE_BOOTSTRAP_SERVERS``, ...);
+2. a ``HEADRACE_*`` environment variable (``HEADRACE_BOOTSTRAP_SERVERS``, ...), or below
+   it the same line in a ``.env`` file (``--env-file``, default ``./.env``);
 3. the App's own constructor arguments (``App(..., bootstrap_servers=...)``);
 4. a settings file: ``--settings FILE``, over the App's own ``settings_file``;
 5. the defaults (``AppSettings``; the bootstrap servers default to 127.0.0.1:9092).
@@ -29,11 +30,14 @@ import signal
 import sys
 from typing import Any
 
+from ._describe_command import register as register_describe
+from ._dotenv import load_environment
 from ._errors import ConfigError
 
 _PRECEDENCE = """\
 Each setting comes from the first of: a flag given here; a HEADRACE_* environment
-variable (HEADRACE_BOOTSTRAP_SERVERS, HEADRACE_LOG_LEVEL, ... one per setting); the App's
+variable (HEADRACE_BOOTSTRAP_SERVERS, HEADRACE_LOG_LEVEL, ... one per setting), then the
+same in a .env file (--env-file, default ./.env when there is one); the App's
 own constructor arguments; a settings file (--settings, then the App's settings_file);
 the defaults. So `headrace run app.py:app` runs the App with its own settings, and a
 flag or variable overrides one only when given. Targets that are not an App use
@@ -65,11 +69,15 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
     run.add_argument("--settings", help="a TOML or JSON settings file")
     run.add_argument("--command-config", metavar="FILE",
                      help="Kafka client properties (security.protocol, sasl.*, ssl.*)")
+    run.add_argument("--env-file", metavar="FILE",
+                     help="HEADRACE_* settings below the real environment (default: ./.env "
+                          "when there is one)")
     run.add_argument("--status-interval", type=float, default=5.0, help="seconds between status lines (0: none)")
     run.add_argument("--log-format", metavar="{text,json}", help="default text")
     run.add_argument("--log-level", metavar="{debug,info,warning,error}",
                      help="in any case (default info)")
     run.set_defaults(handler=_run)
+    register_describe(subparsers)
 
 
 def load_target(target: str) -> Any:
@@ -135,23 +143,25 @@ def build_app(args: argparse.Namespace) -> Any:
     """The App ``args.target`` names, its settings resolved as the module docstring says."""
     from .runtime import App, AppSettings
 
+    env = load_environment(os.environ, args.env_file)
     obj = load_target(args.target)
     if isinstance(obj, App):
         settings = AppSettings.load(
-            [obj._settings_file, args.settings], base=obj._given_settings, **_options(args)
+            [obj._settings_file, args.settings], env, base=obj._given_settings,
+            **_options(args)
         )
         return App(topology=obj._topology_source, settings=settings,
                    default_key_serde=obj._serdes[0], default_value_serde=obj._serdes[1])
-    if not _has_application_id(args):
+    if not _has_application_id(args, env):
         raise ConfigError(f"{args.target} is not an App: give it an application id with "
                           "--application-id (or HEADRACE_APPLICATION_ID, or in --settings)")
-    return App(topology=obj, settings=AppSettings.load(args.settings, **_options(args)))
+    return App(topology=obj, settings=AppSettings.load(args.settings, env, **_options(args)))
 
 
-def _has_application_id(args: argparse.Namespace) -> bool:
+def _has_application_id(args: argparse.Namespace, env: dict[str, str]) -> bool:
     from .runtime._settings import ENV_PREFIX, _read_file
 
-    if args.application_id or os.environ.get(ENV_PREFIX + "APPLICATION_ID"):
+    if args.application_id or env.get(ENV_PREFIX + "APPLICATION_ID"):
         return True
     return args.settings is not None and "application_id" in _read_file(pathlib.Path(args.settings))
 

@@ -17,13 +17,14 @@ from kio.schema.describe_groups.v4.request import DescribeGroupsRequest
 from kio.schema.errors import ErrorCode
 from kio.schema.find_coordinator.v2.request import FindCoordinatorRequest
 from kio.schema.list_groups.v2.request import ListGroupsRequest
-from kio.schema.metadata.v1.request import MetadataRequest, MetadataRequestTopic
+from kio.schema.metadata.v4.request import MetadataRequest, MetadataRequestTopic
 from kio.schema.offset_commit.v7.request import (
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
 )
-from kio.schema.offset_fetch.v5.request import OffsetFetchRequest
+from kio.schema.offset_fetch.v5.request import OffsetFetchRequest, OffsetFetchRequestTopic
+from kio.serial.errors import DecodeError
 
 from headrace.base import PLAINTEXT, ClientSecurity
 
@@ -92,7 +93,8 @@ class GroupAdminClient:
 
     async def list_groups(self) -> list[tuple[str, str]]:
         """(group id, protocol type) from every broker of the cluster."""
-        metadata = await self._any(make(MetadataRequest, topics=()))
+        metadata = await self._any(make(MetadataRequest, topics=(),
+                                        allow_auto_topic_creation=False))
         found: dict[str, str] = {}
         for broker in metadata.brokers:
             connection = await self._connect((broker.host, broker.port))
@@ -102,13 +104,21 @@ class GroupAdminClient:
         return sorted(found.items())
 
     async def partitions(self, topics: set[str]) -> list[TopicPartition]:
-        """Every partition of those of ``topics`` that exist."""
+        """Every partition of those of ``topics`` that exist (never creating one: asking
+        about a topic with Metadata below v4 would auto-create it)."""
         if not topics:
             return []
-        metadata = await self._any(make(MetadataRequest, topics=tuple(
-            make(MetadataRequestTopic, name=t) for t in sorted(topics))))
+        metadata = await self._any(make(MetadataRequest, allow_auto_topic_creation=False,
+            topics=tuple(make(MetadataRequestTopic, name=t) for t in sorted(topics))))
         return sorted(TopicPartition(t.name, p.partition_index) for t in metadata.topics
                       if t.error_code == ErrorCode.none for p in t.partitions)
+
+    async def _every_partition(self) -> tuple[OffsetFetchRequestTopic, ...]:
+        metadata = await self._any(make(MetadataRequest, topics=None,
+                                        allow_auto_topic_creation=False))
+        return tuple(make(OffsetFetchRequestTopic, name=t.name,
+                          partition_indexes=tuple(p.partition_index for p in t.partitions))
+                     for t in metadata.topics if t.error_code == ErrorCode.none)
 
     async def describe(self, group: str) -> Any:
         response = await self._on_coordinator(group, make(DescribeGroupsRequest,
@@ -118,8 +128,14 @@ class GroupAdminClient:
         return described
 
     async def committed(self, group: str) -> dict[TopicPartition, int]:
-        response = await self._on_coordinator(group, make(OffsetFetchRequest, group_id=group,
-                                                                        topics=None))
+        try:
+            response = await self._on_coordinator(group, make(OffsetFetchRequest,
+                                                              group_id=group, topics=None))
+        except DecodeError:
+            # Some brokers (Tansu 0.6) answer the all-topics form with a truncated body;
+            # the frame was read whole, so the connection is fine: ask topic by topic.
+            response = await self._on_coordinator(group, make(
+                OffsetFetchRequest, group_id=group, topics=await self._every_partition()))
         _check(f"fetching offsets of {group!r}", response.error_code)
         committed = {}
         for topic in response.topics:
