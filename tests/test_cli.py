@@ -117,7 +117,7 @@ def test_bash_completion_follows_the_parser(capsys: pytest.CaptureFixture[str]) 
     assert _complete(script, "headrace", "groups", "reset-offsets", "g", "--to-") == [
         "--to-datetime", "--to-earliest", "--to-latest", "--to-offset"]
     assert _complete(script, "headrace", "produce", "t", "--value-format", "") == [
-        "base64", "json", "long", "string"]
+        "avro", "base64", "json", "json-schema", "long", "protobuf", "string"]
     assert _complete(script, "headrace", "completion", "") == ["--help", "-h", "bash"]
 
 
