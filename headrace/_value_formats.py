@@ -36,7 +36,8 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
             continue
         for action in command._actions:  # argparse keeps an option's choices only here
             if action.dest == "value_format" and action.choices is not None:
-                action.choices = [*action.choices, *REGISTRY_FORMATS]
+                # the table is module state: a parser built again already offers them
+                action.choices = [*action.choices, *(f for f in REGISTRY_FORMATS if f not in action.choices)]
         command.add_argument(
             "--schema-registry-url", metavar="URL",
             default=os.environ.get("HEADRACE_SCHEMA_REGISTRY_URL", DEFAULT_REGISTRY),
