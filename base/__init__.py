@@ -1,6 +1,7 @@
 """What every layer needs and nothing of ours: it imports no other package of headrace.
 
 - :mod:`headrace.base.progress`: a one-line progress bar for terminals.
+- :mod:`headrace.base.http`: serving an aiohttp application, the same way everywhere.
 - ``ClientSecurity``: a Kafka client's TLS and SASL options, from code or from Kafka's
   client properties (``read_properties``); ``ClientSecurityError`` (a ValueError) for
   options that cannot work.

@@ -19,6 +19,8 @@ from aiohttp import web
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError
 
+from headrace.base.http import HttpSite
+
 from . import _views as views
 from ._apps import AppsReader
 from ._cluster import ClusterReader
@@ -34,26 +36,24 @@ class Console:
         self.cluster = ClusterReader(bootstrap_servers, client_options)
         self.apps = AppsReader(apps or [])
         self.admin = admin
-        self._runner: web.AppRunner | None = None
+        self._site: HttpSite | None = None
 
     @property
     def address(self) -> str:
-        assert self._runner is not None
-        host, port = self._runner.addresses[0][:2]
-        return f"{host}:{port}"
+        if self._site is None:
+            raise RuntimeError("the console is not started")
+        return self._site.address
 
     async def start(self, host: str = "127.0.0.1", port: int = 8080) -> None:
         await self.cluster.start()
         await self.apps.start()
-        self._runner = web.AppRunner(self.application(), access_log=None, handle_signals=False,
-                                     keepalive_timeout=15)
-        await self._runner.setup()
-        await web.TCPSite(self._runner, host, port, shutdown_timeout=1.0).start()
+        self._site = HttpSite(self.application(), host, port)
+        await self._site.start()
 
     async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        if self._site is not None:
+            await self._site.stop()
+            self._site = None
         await self.apps.stop()
         await self.cluster.stop()
 

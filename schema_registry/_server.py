@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aiohttp import web
+from headrace.base.http import HttpSite
 
 from ._http import create_app
 from ._kafka_log import KafkaSchemaLog
@@ -38,7 +38,7 @@ class SchemaRegistryServer:
         self._host = host
         self._port = port
         self._users = users
-        self._runner: web.AppRunner | None = None
+        self._site: HttpSite | None = None
 
     @property
     def url(self) -> str:
@@ -46,22 +46,19 @@ class SchemaRegistryServer:
 
     async def start(self) -> None:
         await self.log.start()
+        site = HttpSite(create_app(self.registry, self._users), self._host, self._port)
         try:
-            runner = web.AppRunner(create_app(self.registry, self._users), access_log=None)
-            await runner.setup()
-            site = web.TCPSite(runner, self._host, self._port)
             await site.start()
         except BaseException:
             await self.log.stop()
             raise
-        self._runner = runner
-        if self._port == 0:
-            self._port = int(runner.addresses[0][1])
+        self._site = site
+        self._port = site.port
 
     async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        if self._site is not None:
+            await self._site.stop()
+            self._site = None
         await self.log.stop()
 
     async def __aenter__(self) -> SchemaRegistryServer:

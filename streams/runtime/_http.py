@@ -32,15 +32,13 @@ from typing import Any
 
 from aiohttp import web
 
+from headrace.base.http import HttpSite
+
 log = logging.getLogger("headrace.streams.runtime.http")
 
 Response = tuple[int, str, bytes]  # status, content type, body
 Params = dict[str, str]
 Route = Callable[[list[str], Params], Awaitable[Response]]
-
-# Seconds an idle keep-alive connection stays open; probes and lookups reconnect cheaply.
-KEEPALIVE_TIMEOUT = 15
-
 
 def json_response(status: int, body: Any) -> Response:
     return status, "application/json", json.dumps(body, default=str).encode()
@@ -50,30 +48,20 @@ class HttpServer:
     """Serves ``routes`` (first path segment -> handler of the remaining segments)."""
 
     def __init__(self, host: str, port: int, routes: dict[str, Route]) -> None:
-        self._host = host
-        self._port = port
         self._routes = routes
-        self._runner: web.AppRunner | None = None
+        app = web.Application()
+        app.router.add_route("*", "/{path:.*}", self._handle)
+        self._site = HttpSite(app, host, port)
 
     @property
     def address(self) -> str:
-        assert self._runner is not None
-        host, port = self._runner.addresses[0][:2]
-        return f"{host}:{port}"
+        return self._site.address
 
     async def start(self) -> None:
-        app = web.Application()
-        app.router.add_route("*", "/{path:.*}", self._handle)
-        runner = web.AppRunner(app, access_log=None, handle_signals=False,
-                               keepalive_timeout=KEEPALIVE_TIMEOUT)
-        await runner.setup()
-        await web.TCPSite(runner, self._host, self._port, shutdown_timeout=1.0).start()
-        self._runner = runner
+        await self._site.start()
 
     async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        await self._site.stop()
 
     async def _handle(self, request: web.Request) -> web.Response:
         status, ctype, body = await self._answer(request)
