@@ -9,7 +9,9 @@ Two kinds, so that the hot paths pay almost nothing:
 - **read when scraped**, from the broker's state: every partition's log start and end
   offsets and size, every group's state, members and lag per partition, open
   transactions and the age of the oldest, open connections, fsync count and time,
-  and the maintenance passes (retention, compaction) with their failures.
+  and the maintenance passes (retention, compaction) with their failures;
+- **per refused login** (SaslAuthenticate, or a bare SASL token): authentication
+  failures by listener.
 
 Names follow Prometheus conventions: ``headrace_broker_`` prefix, ``_total`` on
 counters, ``_seconds`` and ``_bytes`` units.
@@ -52,6 +54,9 @@ class BrokerMetrics:
                                   ["topic"], registry=reg)
         self.bytes_out = Counter("headrace_broker_bytes_out", "Record batch bytes fetched, by topic",
                                  ["topic"], registry=reg)
+        self.authentication_failures = Counter(
+            "headrace_broker_authentication_failures", "SASL logins refused, by listener",
+            ["listener"], registry=reg)
         self.connections_opened = Counter("headrace_broker_connections_opened",
                                           "Client connections accepted", registry=reg)
         self.maintenance_passes = Counter("headrace_broker_maintenance_passes",
@@ -64,6 +69,9 @@ class BrokerMetrics:
         self._names: dict[int, str] = {}
         self._state_reader = _StateCollector(self)
         reg.register(self._state_reader)
+
+    def authentication_failed(self, listener: str) -> None:
+        self.authentication_failures.labels(listener).inc()
 
     def watch(self, state: BrokerState, api_names: dict[int, str]) -> None:
         """Read partitions, groups and transactions from ``state`` when scraped."""

@@ -30,7 +30,7 @@ from ._router import Router
 from ._state import BrokerState
 from ._wire import API_VERSIONS_KEY, decode_request, encode_response, peek_header
 from .handlers.api_versions import versions_response
-from .security import Session
+from .security import SaslFailedError, Session
 
 log = logging.getLogger("headrace.broker")
 
@@ -98,7 +98,11 @@ class Connection:
 
     def _start(self, frame: bytes) -> asyncio.Future[bytes | None]:
         if self._session.expects_raw_token:
-            return _ready(self._session.raw_token(frame))
+            try:
+                return _ready(self._session.raw_token(frame))
+            except SaslFailedError:
+                self._state.metrics.authentication_failed(self._session.listener.name)
+                raise
         api_key, api_version, correlation_id = peek_header(frame)
         self._session.admit(api_key)
         route = self._router.get(api_key)

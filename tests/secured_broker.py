@@ -29,6 +29,7 @@ class SecuredBroker:
     certs: Certificates
     ports: dict[str, int]
     workdir: Path
+    metrics_url: str
 
     def address(self, listener: str) -> str:
         return f"127.0.0.1:{self.ports[listener]}"
@@ -94,5 +95,7 @@ def start_secured_broker(workdir: Path, *extra: str) -> SecuredBroker:
         f"authorizer.class.name={STANDARD_AUTHORIZER}\n"
         "super.users=User:admin\n"
         "allow.everyone.if.no.acl.found=false\n")
-    process = BrokerProcess(data, *extra, port=ports["SASL_SSL"], config=config).start()
-    return SecuredBroker(process, certs, ports, workdir)
+    metrics_port = free_port()
+    process = BrokerProcess(data, *extra, "--metrics-listen", f"127.0.0.1:{metrics_port}",
+                            port=ports["SASL_SSL"], config=config).start()
+    return SecuredBroker(process, certs, ports, workdir, f"http://127.0.0.1:{metrics_port}/metrics")

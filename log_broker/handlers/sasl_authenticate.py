@@ -20,7 +20,7 @@ API_KEY = 36
 log = logging.getLogger("headrace.broker")
 
 
-async def handle(_state: Any, request: Request) -> Any:
+async def handle(state: Any, request: Request) -> Any:
     m = response_module(API_KEY, request.api_version)
     session = request.session
     if session.sasl is None:
@@ -31,6 +31,7 @@ async def handle(_state: Any, request: Request) -> Any:
     except SaslError as exc:
         log.info("SASL authentication failed from %s on listener %s", session.peer_host,
                  session.listener.name)
+        state.metrics.authentication_failed(session.listener.name)
         return make(m.SaslAuthenticateResponse,
                     error_code=ErrorCode.sasl_authentication_failed,
                     error_message=str(exc), auth_bytes=b"")

@@ -69,10 +69,24 @@ def metadata(client: RawClient, topics: list[str] | None) -> dict[str, int]:
     return {t.name: int(t.error_code) for t in client.request(3, 8, body).topics}
 
 
+def _authentication_failures(secured: SecuredBroker) -> dict[str, float]:
+    import urllib.request
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    with urllib.request.urlopen(secured.metrics_url, timeout=10) as response:
+        families = text_string_to_metric_families(response.read().decode())
+        return {s.labels["listener"]: s.value for f in families for s in f.samples
+                if s.name == "headrace_broker_authentication_failures_total"}
+
+
 def test_wrong_password_fails_and_gets_no_data(secured: SecuredBroker) -> None:
+    before = _authentication_failures(secured).get("SASL_PLAINTEXT", 0.0)
     with pytest.raises(PermissionError) as failed:
         login(secured, "alice", "not-her-password")
     assert failed.value.args[0] == ErrorCode.sasl_authentication_failed
+    # The broker's metrics count the refused login, under its listener.
+    assert _authentication_failures(secured).get("SASL_PLAINTEXT", 0.0) >= before + 1
 
     from aiokafka import AIOKafkaConsumer
     from aiokafka.errors import KafkaConnectionError
