@@ -8,8 +8,6 @@ versions without tagged fields are used (request header v1, response header v0).
 
 from __future__ import annotations
 
-import asyncio
-from types import TracebackType
 from typing import Any
 
 from kio.schema.delete_groups.v1.request import DeleteGroupsRequest
@@ -29,57 +27,17 @@ from kio.serial.errors import DecodeError
 from headrace.base import PLAINTEXT, ClientSecurity
 
 from .._entities import make
+from .._kio_admin import KioAdmin
 from .._kio_connection import KioConnection
-from ..security._client_auth import authenticate
 from ._errors import AdminRequestError
 from ._offsets import TopicPartition
 
 
-class GroupAdminClient:
+class GroupAdminClient(KioAdmin):
     def __init__(self, bootstrap_servers: str, *, timeout: float = 15.0,
                  security: ClientSecurity = PLAINTEXT) -> None:
-        self._bootstrap = [_address(a) for a in bootstrap_servers.split(",") if a.strip()]
-        self.security = security
-        self._timeout = timeout
-        self._connections: dict[tuple[str, int], KioConnection] = {}
-
-    async def __aenter__(self) -> GroupAdminClient:
-        return self
-
-    async def __aexit__(self, exc_type: type[BaseException] | None,
-                        exc: BaseException | None, tb: TracebackType | None) -> None:
-        self.close()
-
-    def close(self) -> None:
-        for connection in self._connections.values():
-            connection.close()
-        self._connections.clear()
-
-    async def _connect(self, address: tuple[str, int]) -> KioConnection:
-        connection = self._connections.get(address)
-        if connection is None:
-            reader, writer = await asyncio.wait_for(asyncio.open_connection(
-                *address, ssl=self.security.ssl_context()), self._timeout)
-            connection = KioConnection(reader, writer, self._timeout, "headrace-groups")
-            if self.security.uses_sasl:
-                try:
-                    await authenticate(connection.request, self.security)
-                except BaseException:
-                    connection.close()
-                    raise
-            self._connections[address] = connection
-        return connection
-
-    async def _any(self, body: Any) -> Any:
-        last: OSError | None = None
-        for address in self._bootstrap:
-            try:
-                return await (await self._connect(address)).request(body)
-            except OSError as exc:
-                last = exc
-        raise ConnectionError(
-            f"cannot reach a broker at {','.join(f'{h}:{p}' for h, p in self._bootstrap)}"
-            " (is one running?)") from last
+        super().__init__(bootstrap_servers, timeout=timeout, security=security,
+                         client_id="headrace-groups")
 
     async def _coordinator(self, group: str) -> KioConnection:
         response = await self._any(make(FindCoordinatorRequest, key=group, key_type=0))
@@ -173,10 +131,3 @@ class GroupAdminClient:
 def _check(what: str, code: ErrorCode) -> None:
     if code != ErrorCode.none:
         raise AdminRequestError(what, int(code), code.name.upper(), code.retriable)
-
-
-def _address(text: str) -> tuple[str, int]:
-    host, _, port = text.strip().rpartition(":")
-    if not host or not port.isdigit():
-        raise ValueError(f"bootstrap server must be HOST:PORT, got {text!r}")
-    return host, int(port)
