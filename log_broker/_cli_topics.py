@@ -12,12 +12,14 @@ from ._cli_common import (
     UsageError,
     add_output_option,
     check,
+    dash,
     emit,
     key_value,
     log_offsets,
     run_client,
 )
 from ._cli_configs import alter_configs, describe_configs, open_admin
+from ._cli_log_dirs import partition_sizes
 
 BROKER_DEFAULT = -1  # CreateTopics: "use the broker's default" for partitions and replicas
 TOPIC = 2
@@ -173,12 +175,14 @@ async def _describe(args: argparse.Namespace) -> int:
         await admin.close()
     tps = [TopicPartition(args.topic, p["partition"]) for p in partitions]
     starts, ends = await log_offsets(args, tps)
+    sizes = await partition_sizes(args, args.topic, [tp.partition for tp in tps]) or {}
     rows = [
         {
             "partition": tp.partition,
             "start_offset": starts[tp],
             "end_offset": ends[tp],
             "records": ends[tp] - starts[tp],
+            "size_bytes": sizes.get(tp.partition),
             "leader": p["leader"],
             "replicas": p["replicas"],
             "isr": p["isr"],
@@ -191,13 +195,14 @@ async def _describe(args: argparse.Namespace) -> int:
         return 0
     emit(
         args,
-        ("PARTITION", "START OFFSET", "END OFFSET", "RECORDS", "LEADER", "REPLICAS", "ISR"),
+        ("PARTITION", "START OFFSET", "END OFFSET", "RECORDS", "BYTES", "LEADER", "REPLICAS", "ISR"),
         [
             (
                 r["partition"],
                 r["start_offset"],
                 r["end_offset"],
                 r["records"],
+                dash(r["size_bytes"]),
                 r["leader"],
                 ",".join(map(str, r["replicas"])),
                 ",".join(map(str, r["isr"])),

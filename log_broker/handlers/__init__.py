@@ -19,6 +19,7 @@ from . import (
     describe_acls,
     describe_configs,
     describe_groups,
+    describe_log_dirs,
     describe_transactions,
     describe_user_scram_credentials,
     end_txn,
@@ -79,6 +80,7 @@ def build_router() -> Router:
         describe_user_scram_credentials.ROUTE,
         alter_user_scram_credentials.ROUTE,
         describe_transactions.ROUTE,
+        describe_log_dirs.ROUTE,
         list_transactions.ROUTE,
     ):
         router.add(route)

@@ -57,6 +57,11 @@ def test_create_list_describe_delete(capsys: pytest.CaptureFixture[str], bs: lis
     assert [p["partition"] for p in data["partitions"]] == [0, 1, 2]
     assert sum(p["end_offset"] - p["start_offset"] for p in data["partitions"]) == 30
     assert all(p["leader"] >= 0 and p["replicas"] == p["isr"] for p in data["partitions"])
+    # Bytes on disk (DescribeLogDirs): a partition with records takes more than an empty one.
+    sizes = {p["partition"]: p["size_bytes"] for p in data["partitions"]}
+    held = {p["partition"]: p["end_offset"] - p["start_offset"] for p in data["partitions"]}
+    assert all((sizes[p] > 0) == (held[p] > 0) for p in sizes), (sizes, held)
+    assert [int(r[4]) for r in rows] == [sizes[p] for p in (0, 1, 2)]
     assert {"name": "retention.ms", "value": "3600000", "source": "override"} in data["configs"]
 
     assert headrace(capsys, "topics", "delete", "orders", *bs).out == "deleted topic orders\n"
