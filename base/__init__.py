@@ -2,6 +2,9 @@
 
 - :mod:`headrace.base.progress`: a one-line progress bar for terminals.
 - :mod:`headrace.base.http`: serving an aiohttp application, the same way everywhere.
+- :mod:`headrace.base.kafka_admin`: kio requests to any Kafka-protocol broker, with TLS
+  and SASL, for what aiokafka does not ask (groups as a non-member, log directories,
+  transactions, ACLs); :mod:`headrace.base.scram`: SCRAM for both ends of a login.
 - ``ClientSecurity``: a Kafka client's TLS and SASL options, from code or from Kafka's
   client properties (``read_properties``); ``ClientSecurityError`` (a ValueError) for
   options that cannot work.

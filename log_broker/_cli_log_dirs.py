@@ -13,9 +13,10 @@ from kio.schema.errors import ErrorCode
 from kio.schema.metadata.v4.request import MetadataRequest
 from kio.serial.errors import DecodeError
 
+from headrace.base.kafka_admin import KioAdmin
+
 from ._cli_common import client_security
 from ._entities import make
-from ._kio_admin import KioAdmin
 
 log = logging.getLogger("headrace.cli")
 

@@ -25,10 +25,9 @@ from kio.schema.offset_fetch.v5.request import OffsetFetchRequest, OffsetFetchRe
 from kio.serial.errors import DecodeError
 
 from headrace.base import PLAINTEXT, ClientSecurity
+from headrace.base.kafka_admin import KioAdmin, KioConnection
 
 from .._entities import make
-from .._kio_admin import KioAdmin
-from .._kio_connection import KioConnection
 from ._errors import AdminRequestError
 from ._offsets import TopicPartition
 

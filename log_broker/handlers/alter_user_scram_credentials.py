@@ -8,12 +8,13 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from headrace.base.scram import MIN_ITERATIONS, ScramCredential
+
 from .._entities import NO_THROTTLE, make
 from .._router import Route
 from .._state import BrokerState
 from .._wire import Request, response_module
 from ..security import CredentialStore, Operation, ResourceType, ScramMechanism
-from ..security._scram import MIN_ITERATIONS, ScramCredential
 
 API_KEY = 51
 MAX_ITERATIONS = 16384  # Kafka's upper bound: more only slows every login

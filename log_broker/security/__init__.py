@@ -7,6 +7,8 @@ that close the connection they arrived on.
 
 from typing import Any as _Any
 
+from headrace.base.scram import ScramMechanism as ScramMechanism
+
 from ._acl import CLUSTER_NAME as CLUSTER_NAME
 from ._acl import AclBinding as AclBinding
 from ._acl import AclFilter as AclFilter
@@ -19,7 +21,6 @@ from ._broker_security import BrokerSecurity as BrokerSecurity
 from ._credentials import CredentialStore as CredentialStore
 from ._sasl import SaslError as SaslError
 from ._sasl import SaslState as SaslState
-from ._scram import ScramMechanism as ScramMechanism
 from ._session import AuthenticationRequiredError as AuthenticationRequiredError
 from ._session import SaslFailedError as SaslFailedError
 from ._session import Session as Session

@@ -22,11 +22,10 @@ from kio.schema.describe_user_scram_credentials.v0.request import (
 from kio.schema.errors import ErrorCode
 
 from headrace.base import ClientSecurity, read_properties
+from headrace.base.kafka_admin import KioConnection, authenticate
+from headrace.base.scram import ScramMechanism
 
-from .._kio_connection import KioConnection
 from ._acl import AclBinding, AclFilter, Operation, PatternType, Permission, ResourceType
-from ._client_auth import authenticate
-from ._scram import ScramMechanism
 
 T = TypeVar("T")
 

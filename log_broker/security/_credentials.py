@@ -13,8 +13,9 @@ import base64
 import json
 from pathlib import Path
 
+from headrace.base.scram import ScramCredential, ScramMechanism, new_credential
+
 from ..storage._checkpoint import write_atomically  # the storage layer's atomic write
-from ._scram import ScramCredential, ScramMechanism, new_credential
 
 FILE = Path("security") / "scram-credentials.json"
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from enum import Enum
 
+from headrace.base.scram import ScramError, ScramMechanism, ScramServerExchange
+
 from ._credentials import CredentialStore
-from ._scram import ScramError, ScramMechanism, ScramServerExchange
 
 PLAIN = "PLAIN"
 MECHANISMS = (PLAIN, *(m.kafka_name for m in ScramMechanism))

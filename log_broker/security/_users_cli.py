@@ -17,9 +17,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from headrace.base.scram import DEFAULT_ITERATIONS, ScramMechanism, salted_password
+
 from .._table import render_table
 from ._credentials import CredentialStore
-from ._scram import DEFAULT_ITERATIONS, ScramMechanism, salted_password
 
 
 def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from headrace.log_broker.security import CredentialStore, ScramMechanism
-from headrace.log_broker.security._sasl import SaslError, SaslExchange, SaslState
-from headrace.log_broker.security._scram import (
+from headrace.base.scram import (
     ScramClientExchange,
     ScramError,
     ScramServerExchange,
     new_credential,
 )
+from headrace.log_broker.security import CredentialStore, ScramMechanism
+from headrace.log_broker.security._sasl import SaslError, SaslExchange, SaslState
 
 
 @pytest.mark.parametrize("mechanism", list(ScramMechanism))

@@ -1,4 +1,4 @@
-"""The client's side of the SASL exchange, for the broker's own admin commands.
+"""The client's side of the SASL exchange, for headrace's own kio clients.
 
 ``authenticate(request, security)`` runs SaslHandshake v1 and SaslAuthenticate v1 (no
 tagged fields, so any of our small kio clients can send them) over a connection whose
@@ -14,9 +14,8 @@ from kio.schema.errors import ErrorCode
 from kio.schema.sasl_authenticate.v1.request import SaslAuthenticateRequest
 from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 
-from headrace.base import ClientSecurity
-
-from ._scram import ScramClientExchange, ScramMechanism
+from ._client_security import ClientSecurity
+from .scram import ScramClientExchange, ScramMechanism
 
 
 class ClientAuthenticationError(ConnectionError):

@@ -1,7 +1,7 @@
 """One client connection that writes kio request entities and reads their responses.
 
-For the broker's own admin commands (groups, users, acls), which talk to any Kafka-
-protocol broker. One request at a time per connection. Which headers go with a body
+For headrace's own admin clients (the groups, users and acls commands, the console),
+which talk to any Kafka-protocol broker. One request at a time per connection. Which headers go with a body
 follow the protocol: request header v2 and response header v1 for flexible versions,
 v1 and v0 otherwise (ApiVersions aside, which these commands do not send).
 """
@@ -19,8 +19,6 @@ from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
 from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeaderV1
 from kio.serial import entity_reader, entity_writer
-
-from ._entities import make
 
 _SIZE = struct.Struct(">i")
 
@@ -41,8 +39,8 @@ class KioConnection:
             self._correlation += 1
             buf = io.BytesIO()
             buf.write(b"\0\0\0\0")
-            entity_writer(request_header)(buf, make(
-                request_header, request_api_key=body.__api_key__,
+            entity_writer(request_header)(buf, request_header(
+                request_api_key=body.__api_key__,
                 request_api_version=body.__version__, correlation_id=self._correlation,
                 client_id=self._client_id))
             entity_writer(type(body))(buf, body)

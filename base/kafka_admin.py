@@ -12,10 +12,10 @@ import asyncio
 from types import TracebackType
 from typing import Any, Self
 
-from headrace.base import PLAINTEXT, ClientSecurity
-
-from ._kio_connection import KioConnection
-from .security._client_auth import authenticate
+from ._client_security import PLAINTEXT, ClientSecurity
+from ._kio_connection import KioConnection as KioConnection
+from ._sasl_client import ClientAuthenticationError as ClientAuthenticationError
+from ._sasl_client import authenticate as authenticate
 
 
 class KioAdmin:
