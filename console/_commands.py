@@ -9,6 +9,8 @@ import signal
 import sys
 from typing import Any
 
+from headrace.base import PLAINTEXT, ClientSecurity, read_properties
+
 from ._web import Console
 
 
@@ -38,13 +40,10 @@ def parse_listen(listen: str) -> tuple[str, int]:
 
 def console_from(args: argparse.Namespace, bootstrap_servers: str) -> Console:
     apps = [url if "://" in url else f"http://{url}" for url in args.apps.split(",") if url.strip()]
-    client_options = None
+    security = PLAINTEXT
     if getattr(args, "command_config", None):  # Kafka client properties: TLS, SASL
-        from headrace.base import ClientSecurity, read_properties
-
         security = ClientSecurity.from_properties(read_properties(args.command_config))
-        client_options = security.aiokafka_options()
-    return Console(bootstrap_servers, apps=apps, admin=args.admin, client_options=client_options)
+    return Console(bootstrap_servers, apps=apps, admin=args.admin, security=security)
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -8,7 +8,7 @@ from html import escape
 from typing import Any
 
 NAV = (("/", "Overview"), ("/brokers", "Brokers"), ("/topics", "Topics"),
-       ("/groups", "Consumer groups"), ("/apps", "Applications"))
+       ("/groups", "Consumer groups"), ("/transactions", "Transactions"), ("/apps", "Applications"))
 
 
 class Markup(str):

@@ -162,6 +162,16 @@ def _reset_form(group: dict[str, Any], plan: list[dict[str, Any]] | None) -> str
             '<button name="step" value="execute">Apply this reset</button></form>')
 
 
+def transactions_page(transactions: list[dict[str, Any]]) -> str:
+    rows = [(t["transactional_id"], t["state"], t["producer_id"], t["producer_epoch"], t["coordinator"],
+             _time(t["started_ms"]), f"{t['age_s']:.1f} s", f"{t['timeout_ms'] / 1000:g} s",
+             ", ".join(t["partitions"]) or None) for t in transactions]
+    return (_figures([("open transactions", len(transactions)),
+                      ("oldest", f"{transactions[0]['age_s']:.1f} s" if transactions else "-")])
+            + table(("TRANSACTIONAL ID", "STATE", "PRODUCER", "EPOCH", "COORDINATOR", "STARTED", "AGE",
+                     "TIMEOUT", "PARTITIONS"), rows, table_id="transactions"))
+
+
 def apps_page(apps: list[dict[str, Any]]) -> str:
     rows = []
     for app in apps:

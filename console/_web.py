@@ -19,12 +19,14 @@ from aiohttp import web
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError
 
+from headrace.base import PLAINTEXT, ClientSecurity
 from headrace.base.http import HttpSite
 
 from . import _views as views
 from ._apps import AppsReader
 from ._cluster import ClusterReader
 from ._html import error_box, fragment, page
+from ._transactions import TransactionsReader
 
 STATIC = Path(__file__).parent / "static"
 Render = Callable[[web.Request], Awaitable[tuple[str, str]]]  # (title, body)
@@ -32,8 +34,9 @@ Render = Callable[[web.Request], Awaitable[tuple[str, str]]]  # (title, body)
 
 class Console:
     def __init__(self, bootstrap_servers: str, *, apps: list[str] | None = None, admin: bool = False,
-                 client_options: dict[str, Any] | None = None) -> None:
-        self.cluster = ClusterReader(bootstrap_servers, client_options)
+                 security: ClientSecurity = PLAINTEXT) -> None:
+        self.cluster = ClusterReader(bootstrap_servers, security.aiokafka_options())
+        self._bootstrap_servers, self._security = bootstrap_servers, security
         self.apps = AppsReader(apps or [])
         self.admin = admin
         self._site: HttpSite | None = None
@@ -65,6 +68,7 @@ class Console:
             ("/topics/{name}", "/topics", self._topic), ("/topics/{name}/messages", "/topics", self._messages),
             ("/groups", "/groups", self._groups), ("/groups/{id}", "/groups", self._group),
             ("/apps", "/apps", self._apps), ("/apps/{index}", "/apps", self._app),
+            ("/transactions", "/transactions", self._transactions),
         ]
         for path, nav, render in pages:
             app.router.add_get(path, self._page(nav, render, refresh=path != "/topics/{name}/messages"))
@@ -80,7 +84,7 @@ class Console:
                 title, body = await render(request)
             except web.HTTPException:
                 raise
-            except (TimeoutError, KafkaError, OSError) as error:
+            except (TimeoutError, KafkaError, OSError, EOFError) as error:
                 title, body, status = "Cluster unavailable", error_box(f"{type(error).__name__}: {error}"), 502
             return self._html(request, title, body, nav, refresh, status)
         return handle
@@ -148,6 +152,11 @@ class Console:
         if group is None:
             raise web.HTTPNotFound(text=f"group {group_id!r} does not exist")
         return f"Group {group_id}", views.group_page(group, self.admin, plan, message)
+
+    async def _transactions(self, request: web.Request) -> tuple[str, str]:
+        async with TransactionsReader(self._bootstrap_servers, security=self._security,
+                                      client_id="headrace-console") as reader:
+            return "Transactions in flight", views.transactions_page(await reader.in_flight())
 
     async def _apps(self, request: web.Request) -> tuple[str, str]:
         return "Applications", views.apps_page(await self.apps.overview())

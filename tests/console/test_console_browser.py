@@ -140,3 +140,12 @@ def test_values_refresh_without_reloading(scene: Scene, browser: Any) -> None:
         time.sleep(0.5)
     assert browser.execute_script("return window.sameDocument === true;")
     screenshot(browser, "topic-after-refresh")
+
+
+def test_transactions_page_shows_the_open_transaction(scene: Scene, browser: Any) -> None:
+    _open(browser, f"{scene.console_url}/transactions", "transactions")
+    rows = {r[0]: r for r in _table(browser, "transactions")}
+    txn = rows["console-open-txn"]
+    assert txn[1] == "Ongoing" and txn[8] == f"{PENDING}-0"
+    assert float(txn[6].split()[0]) > 0 and txn[7] == "600 s"
+    assert _figure(browser, "open transactions") == str(len(rows))
