@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from httpq import http_address
 from rtprocs import Cluster, Instance, create_topics, until_committed
 from runtime_apps import COUNTS, INPUT
 
@@ -99,6 +100,24 @@ async def test_instances_share_partitions_and_a_new_one_rebalances_without_loss(
         assert inst.stop() == 0
 
 
+async def _restore_metrics(address: str) -> dict[str, float]:
+    """The restore families of an instance's /metrics, summed over tasks and stores."""
+    import urllib.request
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    def scrape() -> str:
+        with urllib.request.urlopen(f"http://{address}/metrics", timeout=10) as response:
+            return str(response.read().decode())
+
+    sums = {"headrace_streams_restored_records_total": 0.0, "headrace_streams_restore_remaining_records": 0.0}
+    for family in text_string_to_metric_families(await asyncio.to_thread(scrape)):
+        for sample in family.samples:
+            if sample.name in sums:
+                sums[sample.name] += sample.value
+    return sums
+
+
 async def test_killed_instance_hands_its_tasks_over_and_state_is_restored_from_the_changelog(
     cluster: Cluster, instances: list[Instance], tmp_path: Path
 ) -> None:
@@ -122,6 +141,10 @@ async def test_killed_instance_hands_its_tasks_over_and_state_is_restored_from_t
     assert "restored" in a.log() and "records; running" in a.log()
     restored = [line for line in a.log().splitlines() if "restored" in line and " 0 records" not in line]
     assert restored, a.log()[-3000:]
+    # ... and its metrics say so: records restored per store, none left to restore.
+    metrics = await _restore_metrics(await http_address(a))
+    assert metrics["headrace_streams_restored_records_total"] > 0, metrics
+    assert metrics["headrace_streams_restore_remaining_records"] == 0, metrics
     counts = _max_counts(out)
     per_key = Counter(KEYS[i % len(KEYS)].encode() for i in range(2400))
     for key, n in per_key.items():
