@@ -25,17 +25,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import _records
+from .._batch_validation import BatchRules, validate_batches
 from ._checkpoint import fsync_dir, write_atomically, write_offset
 from ._compaction import install
+from ._compression import DEFAULT_INFLATE_LIMIT
 from ._config import TopicConfig
 from ._errors import (
     InvalidRecordError,
     KafkaStorageError,
     LogClosedError,
     OffsetOutOfRangeError,
-    RecordTooLargeError,
 )
-from ._keys import require_keys
 from ._recovery import (
     CLEAN_SHUTDOWN_FILE,
     LOG_START_FILE,
@@ -173,8 +173,8 @@ class PartitionLog:
     ) -> AppendResult:
         """Validate a produce payload, assign offsets and append it; all or nothing.
 
-        Steps: parse and check every batch (CRC, size limit, no control batches from
-        producers, on a compacted topic a key on every record); roll the active segment
+        Steps: parse and check every batch, down to each record
+        (``_batch_validation``); roll the active segment
         if the payload would overflow it or it is too old; patch each batch's base
         offset (and stamp LogAppendTime if the topic asks for it); write the payload
         with one pwrite; index the batches; publish the new end offset. Nothing is
@@ -184,20 +184,17 @@ class PartitionLog:
         if not headers:
             raise InvalidRecordError("produce payload holds no record batches")
         config = self._config
-        count = 0
-        for header in headers:
-            if header.size > config.max_message_bytes:
-                raise RecordTooLargeError(
-                    f"batch of {header.size} bytes exceeds max.message.bytes "
-                    f"{config.max_message_bytes}"
-                )
-            if header.is_control and not allow_control:
-                raise InvalidRecordError("producers may not write control batches")
-            count += header.last_offset_delta + 1
-        if config.compact:
-            # Per-record work, but only for compacted topics: a record without a key
-            # could never be compacted away (Kafka refuses it the same way).
-            require_keys(payload, headers)
+        validate_batches(
+            payload,
+            headers,
+            BatchRules(
+                max_message_bytes=config.max_message_bytes,
+                require_keys=config.compact,
+                allow_control=allow_control,
+                inflate_limit=DEFAULT_INFLATE_LIMIT,
+            ),
+        )
+        count = sum(header.last_offset_delta + 1 for header in headers)
         log_append = config.log_append_time
         with self._lock:
             if self._state is not LogState.OPEN:
@@ -515,4 +512,3 @@ class PartitionLog:
                     segment.close()
             self._transition(LogState.DELETED)
             shutil.rmtree(self.directory, ignore_errors=True)
-
