@@ -12,26 +12,25 @@ breaks compaction. So before an append, per batch:
 4. the body is decompressed under a size cap (CORRUPT_MESSAGE past it);
 5. every record decodes: lengths, varints, fields inside the record, exactly
    ``recordsCount`` records and no bytes left over (CORRUPT_MESSAGE);
-6. offset deltas are 0, 1, ... in order, timestamps (CreateTime) are not above the
-   batch's maxTimestamp, and on a compacted topic every record has a key
-   (INVALID_RECORD);
+6. offset deltas are 0, 1, ... in order, and on a compacted topic every record has a
+   key (INVALID_RECORD);
 7. a control batch holds one well-formed end-transaction marker (INVALID_RECORD).
 
-The record walk runs in C (``_record_walk``); what is left in Python is per batch, not
-per record, apart from list comparisons that run in C too.
+Timestamps are checked as varints only: like Kafka with its default
+``message.timestamp.*.max.ms``, no record timestamp is refused, and a wrong
+maxTimestamp only misplaces its own batch in the time index.
+
+The record walk runs in C (``_record_walk``); no Python code runs per record.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import partial
-from operator import is_not
 
 from . import _records
-from ._record_walk import walk
+from ._record_walk import check_records
 from .storage._compression import decompress
 from .storage._errors import InvalidRecordError, RecordTooLargeError
-from .storage._keys import KEYLESS_MESSAGE
 
 __all__ = ["BatchRules", "validate_batches"]
 
@@ -40,7 +39,6 @@ __all__ = ["BatchRules", "validate_batches"]
 _PRODUCER_ATTRIBUTES = 0x3F
 _COMPRESSION_MASK = 0x07
 _ATTRIBUTES_AT = 21
-_has_timestamp = partial(is_not, None)
 
 
 class BatchRules:
@@ -98,7 +96,6 @@ def _check_header(header: _records.BatchHeader, rules: BatchRules) -> None:
 
 
 def _check_records(view: memoryview, header: _records.BatchHeader, rules: BatchRules) -> None:
-    where = f"batch at byte {header.position}"
     start = header.position
     body = view[start + _records.HEADER_SIZE : start + header.size]
     head = bytearray(view[start : start + _records.HEADER_SIZE])
@@ -106,21 +103,9 @@ def _check_records(view: memoryview, header: _records.BatchHeader, rules: BatchR
     if header.compression:
         body = memoryview(decompress(header.compression, bytes(body), rules.inflate_limit))
         head[_ATTRIBUTES_AT + 1] &= ~_COMPRESSION_MASK & 0xFF
-    log_append = header.timestamp_type is _records.TimestampType.LOG_APPEND_TIME
-    fields = walk(head, body, log_append_time=log_append)
-    if fields.offset_deltas != list(range(header.records_count)):
-        raise InvalidRecordError(f"{where} has record offset deltas out of order or range")
-    if not log_append:
-        latest = max(filter(_has_timestamp, fields.timestamps), default=None)
-        if latest is not None and latest > header.max_timestamp:
-            raise InvalidRecordError(
-                f"{where} has a record timestamp {latest} above its maxTimestamp "
-                f"{header.max_timestamp}"
-            )
+    check_records(head, body, require_keys=rules.require_keys and not header.is_control)
     if header.is_control:
         _check_marker(view, header)
-    elif rules.require_keys and None in fields.keys:
-        raise InvalidRecordError(KEYLESS_MESSAGE)
 
 
 def _check_marker(view: memoryview, header: _records.BatchHeader) -> None:

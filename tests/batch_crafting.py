@@ -14,7 +14,6 @@ BATCH_LENGTH_AT = 8
 CRC_AT = 17
 ATTRIBUTES_AT = 21
 LAST_OFFSET_DELTA_AT = 23
-MAX_TIMESTAMP_AT = 35
 COUNT_AT = 57
 
 
@@ -85,7 +84,6 @@ def malformed() -> dict[str, tuple[bytes, int]]:
         ),
         "bytes after the last record": (with_body(two, body + b"\x00\x00"), corrupt),
         "record cut short": (with_body(two, body[:-3]), corrupt),
-        "timestamp above maxTimestamp": (with_field(two, MAX_TIMESTAMP_AT, ">q", 10), invalid),
         "unknown attribute bits": (with_field(two, ATTRIBUTES_AT, ">h", 0x100), invalid),
         "transactional without producer id": (with_field(two, ATTRIBUTES_AT, ">h", 0x10), invalid),
         "control batch from a producer": (

@@ -16,8 +16,6 @@ from .. import _records
 from ._compression import decompress
 from ._errors import CorruptRecordError
 
-KEYLESS_MESSAGE = "Compacted topic cannot accept message without key"
-
 
 def _varint(buf: bytes, pos: int) -> tuple[int, int]:
     shift = 0
