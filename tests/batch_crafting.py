@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import struct
+from datetime import timedelta
+from typing import Any
 
 import zstandard
 from crc32c import crc32c
+from kio.schema.produce.v8 import request as produce
 
 from headrace.log_broker import _records
 
@@ -104,3 +107,17 @@ def _bad_header_name() -> bytes:
     # "\xe9" encodes as c3 a9 in UTF-8; ff fe (same length) is not UTF-8.
     body = with_header[_records.HEADER_SIZE :].replace(b"\xc3\xa9", b"\xff\xfe")
     return with_body(with_header, body)
+
+
+def produce_body(topic: str, records: bytes) -> Any:
+    """A Produce v8 request (acks=all) of ``records`` to partition 0 of ``topic``."""
+    return produce.ProduceRequest(
+        acks=-1,
+        timeout=timedelta(seconds=5),
+        topic_data=(
+            produce.TopicProduceData(
+                name=topic,
+                partition_data=(produce.PartitionProduceData(index=0, records=records),),
+            ),
+        ),
+    )

@@ -105,9 +105,12 @@ class LogManager:
     """Owns every topic and partition log under one data directory."""
 
     def __init__(
-        self, data_dir: Path, num_partitions_default: int, defaults: Mapping[str, str]
-    ) -> None:
+        self, data_dir: Path, num_partitions_default: int, defaults: Mapping[str, str],
+        max_partitions: int | None = None,
+    ) -> None:  # fmt: skip
         self.data_dir = data_dir
+        # Partitions in all topics together (max.broker.partitions); None: no limit.
+        self.max_partitions = max_partitions
         self.num_partitions_default = num_partitions_default
         self._defaults = dict(defaults)
         self._topics: dict[str, Topic] = {}
@@ -122,6 +125,7 @@ class LogManager:
         *,
         num_partitions_default: int = 1,
         defaults: Mapping[str, str] | None = None,
+        max_partitions: int | None = None,
     ) -> LogManager:
         """Open every topic found under ``data_dir``, recovering each partition.
 
@@ -130,7 +134,7 @@ class LogManager:
         """
         data_dir = Path(data_dir)
         (data_dir / TOPICS_DIR).mkdir(parents=True, exist_ok=True)
-        manager = cls(data_dir, num_partitions_default, defaults or {})
+        manager = cls(data_dir, num_partitions_default, defaults or {}, max_partitions)
         TopicConfig.from_overrides({}, manager._defaults)  # bad broker defaults fail here
         try:
             for path in sorted((data_dir / TOPICS_DIR).glob("*.json")):
@@ -215,6 +219,7 @@ class LogManager:
             config = validate_new_topic(
                 name, num_partitions, overrides, existing=self._topics, defaults=self._defaults
             )
+            self._check_total(num_partitions)
             topic = Topic(name, uuid.uuid4(), [], config, overrides)
             self._write_meta(topic, num_partitions)
             try:
@@ -228,6 +233,14 @@ class LogManager:
             self._topics[name] = topic
             return topic
 
+    def _check_total(self, adding: int) -> None:
+        held = sum(len(topic.partitions) for topic in self._topics.values())
+        if self.max_partitions is not None and held + adding > self.max_partitions:
+            raise InvalidPartitionsError(
+                f"{adding} more partitions would make {held + adding} on this broker, above "
+                f"max.broker.partitions {self.max_partitions} (each keeps files open)"
+            )
+
     def add_partitions(self, name: str, total: int) -> Topic:
         """Grow a topic to ``total`` partitions (CreatePartitions); never shrinks."""
         with self._lock:
@@ -238,6 +251,7 @@ class LogManager:
                     f"{total} would not add any"
                 )
             _check_partitions(total)
+            self._check_total(total - len(topic.partitions))
             # Metadata first: partition directories beyond its count count as orphans.
             self._write_meta(topic, total)
             for partition in range(len(topic.partitions), total):

@@ -3,29 +3,12 @@ reach a consumer; librdkafka reads on past the offset where they would have been
 
 from __future__ import annotations
 
-from datetime import timedelta
-from typing import Any
-
 import pytest
-from batch_crafting import good, malformed
+from batch_crafting import good, malformed, produce_body
 from brokerproc import BrokerProcess
-from kio.schema.produce.v8 import request as produce
 from rawkafka import RawClient
 
 CASES = malformed()
-
-
-def produce_body(topic: str, records: bytes) -> Any:
-    return produce.ProduceRequest(
-        acks=-1,
-        timeout=timedelta(seconds=5),
-        topic_data=(
-            produce.TopicProduceData(
-                name=topic,
-                partition_data=(produce.PartitionProduceData(index=0, records=records),),
-            ),
-        ),
-    )
 
 
 def create(bootstrap: str, topic: str, configs: dict[str, str]) -> None:
