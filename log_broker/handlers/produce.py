@@ -64,7 +64,8 @@ async def handle(state: BrokerState, request: Request) -> Any:
 
     now_ms = int(time.time() * 1000)
     touched: list[storage.PartitionLog] = []
-    responses: list[Any] = []
+    responses: list[tuple[str, list[Any]]] = []
+    appended: list[tuple[list[Any], int, storage.PartitionLog]] = []  # result slot, log
     for topic_data in body.topic_data:
         results = []
         try:
@@ -105,19 +106,31 @@ async def handle(state: BrokerState, request: Request) -> Any:
                 continue
             touched.append(log)
             state.notifier.notify((log.topic, log.partition))
+            appended.append((results, len(results), log))
             results.append(_partition_result(
                 m, part.index, ErrorCode.none, result.base_offset, result.log_start_offset,
                 result.log_append_time_ms))
-        responses.append(make(m.TopicProduceResponse, name=topic_data.name,
-                              partition_responses=tuple(results)))
+        responses.append((topic_data.name, results))
 
     if acks == 0:
         if touched:
             _sync_in_background(state, touched)
         return None
     if touched:
-        await asyncio.gather(*(state.syncer.sync(log) for log in touched))
-    return make(m.ProduceResponse, responses=tuple(responses), throttle_time=NO_THROTTLE)
+        synced = await asyncio.gather(*(state.syncer.sync(log) for log in touched),
+                                      return_exceptions=True)
+        failed = {log: exc for log, exc in zip(touched, synced, strict=True)
+                  if isinstance(exc, storage.StorageError)}
+        for results, slot, log in appended:  # not durable: say so, not "appended"
+            if log in failed:
+                results[slot] = _partition_result(m, log.partition, error_code_for(failed[log]),
+                                                  message=str(failed[log]))
+        if unexpected := next((exc for exc in synced if isinstance(exc, BaseException)
+                               and not isinstance(exc, storage.StorageError)), None):
+            raise unexpected
+    return make(m.ProduceResponse, throttle_time=NO_THROTTLE, responses=tuple(
+        make(m.TopicProduceResponse, name=name, partition_responses=tuple(results))
+        for name, results in responses))
 
 
 def _check_producers(state: BrokerState, log: storage.PartitionLog, payload: bytearray

@@ -16,8 +16,8 @@ A file that a running sync may still fsync is closed only when that sync ends.
 
 from __future__ import annotations
 
+import contextlib
 import enum
-import os
 import shutil
 import threading
 from bisect import bisect_right
@@ -36,6 +36,7 @@ from ._errors import (
     LogClosedError,
     OffsetOutOfRangeError,
 )
+from ._faults import storage_fault
 from ._recovery import (
     CLEAN_SHUTDOWN_FILE,
     LOG_START_FILE,
@@ -200,7 +201,10 @@ class PartitionLog:
             if self._state is not LogState.OPEN:
                 raise LogClosedError(f"{self!r} is not open")
             first_offset = self._log_end_offset
-            segment = self._segment_for(len(payload), first_offset + count, now_ms)
+            try:
+                segment = self._segment_for(len(payload), first_offset + count, now_ms)
+            except OSError as exc:
+                raise storage_fault(exc, "roll a segment in", self.directory) from exc
             start = segment.size
             next_offset = first_offset
             max_timestamp = -1
@@ -212,28 +216,30 @@ class PartitionLog:
                     timestamp = now_ms
                 max_timestamp = max(max_timestamp, timestamp)
                 next_offset += header.last_offset_delta + 1
+            # All or nothing: data and index entries are written before anything is
+            # published; if either write fails, both are cut back, so an error answer
+            # never leaves a record behind that a retry would duplicate.
+            mark = segment.mark()
             try:
                 segment.write(payload)
+                offset = first_offset
+                for header in headers:
+                    segment.track(
+                        offset, start + header.position, header.size,
+                        now_ms if log_append else header.max_timestamp,
+                    )  # fmt: skip
+                    offset += header.last_offset_delta + 1
+                segment.write_indexes()
             except OSError as exc:
-                os.ftruncate(segment.fd, start)
-                raise KafkaStorageError(f"cannot write to {segment.path}: {exc}") from exc
-            offset = first_offset
-            for header in headers:
-                segment.track(
-                    offset, start + header.position, header.size,
-                    now_ms if log_append else header.max_timestamp,
-                )  # fmt: skip
-                offset += header.last_offset_delta + 1
+                with contextlib.suppress(OSError):
+                    segment.rollback(mark)
+                raise storage_fault(exc, "append to", segment.path) from exc
             segment.next_offset = next_offset
             if segment.roll_base_ms is None:
                 segment.roll_base_ms = now_ms
             self._dirty.add(segment)
             self._size += len(payload)
             self._log_end_offset = next_offset
-            try:
-                segment.write_indexes()
-            except OSError as exc:
-                raise KafkaStorageError(f"cannot write index of {segment.path}: {exc}") from exc
             return AppendResult(
                 first_offset, next_offset - 1, now_ms if log_append else -1,
                 self._log_start_offset, max_timestamp,
@@ -457,7 +463,7 @@ class PartitionLog:
                     self._dirty |= dirty
                     self._indexes_unsynced |= whole
                     self._dir_dirty |= dir_dirty
-                raise KafkaStorageError(f"fsync failed in {self.directory}: {exc}") from exc
+                raise storage_fault(exc, "fsync", self.directory) from exc
             finally:
                 with self._lock:
                     self._syncing = False

@@ -8,6 +8,7 @@ batch. The owner (``PartitionLog``) serialises appends and decides when to roll.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from dataclasses import replace
@@ -101,6 +102,24 @@ class LogSegment:
     def write_indexes(self) -> None:
         self.offset_index.write_pending()
         self.time_index.write_pending()
+
+    def mark(self) -> tuple[int, ...]:
+        """What ``rollback`` restores: the segment as it is before an append."""
+        return (self.size, self.next_offset, self.max_timestamp, self._max_timestamp_offset,
+                self._bytes_since_index, len(self.offset_index), len(self.time_index))
+
+    def rollback(self, mark: tuple[int, ...]) -> None:
+        """Forget everything appended since ``mark`` was taken, in memory first (so the
+        bytes are unreadable and the next append overwrites them even if the files
+        cannot be cut), then in the files."""
+        (self.size, self.next_offset, self.max_timestamp, self._max_timestamp_offset,
+         self._bytes_since_index, offset_entries, time_entries) = mark
+        # Each step on its own: a file that cannot be cut must not stop the others.
+        with contextlib.suppress(OSError):
+            self.offset_index.discard_after(offset_entries)
+        with contextlib.suppress(OSError):
+            self.time_index.discard_after(time_entries)
+        os.ftruncate(self.fd, self.size)
 
     def seal(self) -> None:
         """Record the final largest timestamp, so a reopen and retention see it without
