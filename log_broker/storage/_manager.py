@@ -13,8 +13,8 @@ directories that belong to no topic (left by a deletion that was cut short).
 
 from __future__ import annotations
 
+import logging
 import re
-import shutil
 import threading
 import uuid
 from collections.abc import Iterable, Mapping
@@ -39,7 +39,10 @@ from ._errors import (
 from ._log import PartitionLog
 from ._markers import AbortedIndexOf
 
+log = logging.getLogger("headrace.broker.storage")
+
 TOPICS_DIR = ".topics"
+STRAY_DIR = "stray-partitions"  # partition directories no topic claimed at start-up
 MAX_TOPIC_NAME_LENGTH = 249
 MAX_PARTITIONS = 100_000  # far beyond what one broker serves; stops absurd requests
 _LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
@@ -163,7 +166,11 @@ class LogManager:
         return PartitionLog.open(self.data_dir / f"{name}-{partition}", name, partition, config)
 
     def _remove_orphans(self) -> None:
-        for entry in self.data_dir.iterdir():
+        """Move partition directories no topic claims into ``stray/``, with an ERROR
+        line each: their topic's metadata is missing or names fewer partitions, which
+        a crashed delete leaves behind, but so does a lost or damaged metadata file,
+        and then the directory holds a live topic's data."""
+        for entry in sorted(self.data_dir.iterdir()):
             match = _PARTITION_DIR.fullmatch(entry.name)
             if not entry.is_dir() or match is None:
                 continue
@@ -171,7 +178,21 @@ class LogManager:
             if (topic is None or int(match[2]) >= len(topic.partitions)) and _holds_only_log_files(
                 entry
             ):
-                shutil.rmtree(entry, ignore_errors=True)
+                self._set_aside(entry, "no topic metadata" if topic is None else
+                                f"topic {topic.name!r} has {len(topic.partitions)} partitions")
+
+    def _set_aside(self, directory: Path, why: str) -> None:
+        stray = self.data_dir / STRAY_DIR
+        stray.mkdir(exist_ok=True)
+        target = stray / directory.name
+        suffix = 1
+        while target.exists():
+            target, suffix = stray / f"{directory.name}.{suffix}", suffix + 1
+        size = sum(f.stat().st_size for f in directory.iterdir() if f.is_file())
+        log.error("partition directory %s (%d bytes) belongs to no topic (%s); moved to %s",
+                  directory, size, why, target)
+        directory.replace(target)
+        fsync_dir(self.data_dir)
 
     def _write_meta(self, topic: Topic, partitions: int | None = None) -> None:
         meta = {

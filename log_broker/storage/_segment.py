@@ -21,6 +21,9 @@ _WALK_CHUNK = 16 * 1024
 _RECOVERY_CHUNK = 8 * 1024 * 1024
 
 
+QUARANTINE_SUFFIX = ".quarantine"
+
+
 def segment_name(base_offset: int) -> str:
     return f"{base_offset:020d}"
 
@@ -298,9 +301,29 @@ class LogSegment:
             want = max(_RECOVERY_CHUNK, needed)
         self.size = position
         if position < file_size:
+            self._quarantine(position, file_size)
             os.ftruncate(self.fd, position)
         self.seal()
         return file_size - position
+
+    @property
+    def quarantine_path(self) -> Path:
+        """Where ``rebuild`` keeps the bytes it cuts off (never read as a segment)."""
+        return self.path.with_name(self.path.name + QUARANTINE_SUFFIX)
+
+    def _quarantine(self, start: int, end: int) -> None:
+        # Copy the cut bytes aside before cutting: they may hold acknowledged records
+        # behind one damaged batch, which an operator may want to salvage.
+        with open(self.quarantine_path, "ab") as out:
+            position = start
+            while position < end:
+                chunk = os.pread(self.fd, min(_RECOVERY_CHUNK, end - position), position)
+                if not chunk:
+                    break
+                out.write(chunk)
+                position += len(chunk)
+            out.flush()
+            os.fsync(out.fileno())
 
     # ------------------------------------------------------------------ lifetime
 
