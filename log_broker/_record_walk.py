@@ -10,6 +10,13 @@ Nothing per record is kept: the decoder's record objects are dropped as soon as 
 offset is compared, because keeping 10,000 of them (and their key and value copies)
 costs ten times the walk itself in allocation and garbage collection.
 
+One known difference: a record's attributes byte is an int8 in the protocol, but
+aiokafka reads it as a varint, so a record whose attributes byte has its top bit set
+(no client writes one; Kafka defines no record attribute) is misread. Nearly always
+the misread record then fails the length check and the batch is refused; a record
+crafted so that both readings fit its length would pass with fields other than a Java
+consumer reads. Closing that needs a decoder of our own in C.
+
 aiokafka's decoder reads up to ten bytes past a varint it starts near the end of its
 buffer, so the walk always hands it a private copy followed by zero padding: a zero
 byte ends any varint, and every read past the end then fails a bounds check.
@@ -92,6 +99,9 @@ def _check_python(
     records_count = _COUNT.unpack_from(header, _COUNT_AT)[0]
     data = bytes(body)
     read_varint, read_bytes = _records._read_varint, _records._read_bytes
+    # Structure first, as in the compiled walk: a batch that is both garbled and out
+    # of order is CORRUPT_MESSAGE either way.
+    in_order, keyless = True, False
     pos = 0
     for index in range(records_count):
         length, pos = read_varint(data, pos)
@@ -116,9 +126,11 @@ def _check_python(
             _header_value, pos = read_bytes(data, pos)
         if pos != end:
             raise CorruptRecordError("record length disagrees with its contents")
-        if delta != index:
-            raise InvalidRecordError(OUT_OF_ORDER)
-        if require_keys and key is None:
-            raise InvalidRecordError(KEYLESS)
+        in_order = in_order and delta == index
+        keyless = keyless or (require_keys and key is None)
     if pos != len(data):
         raise CorruptRecordError(f"{len(data) - pos} bytes left after the last record")
+    if not in_order:
+        raise InvalidRecordError(OUT_OF_ORDER)
+    if keyless:
+        raise InvalidRecordError(KEYLESS)
