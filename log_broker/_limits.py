@@ -130,6 +130,10 @@ class RateLimitedLog:
         want of file descriptors up to a hundred times per wake-up, each with a traceback."""
         message = str(context.get("message", "unhandled error in the event loop"))
         exception = context.get("exception")
+        if isinstance(exception, OSError):
+            # Out of descriptors or buffers: the cause is the line; a traceback adds nothing.
+            self.log(logging.ERROR, message, "%s: %s", message, exception)
+            return
         self.log(
             logging.ERROR,
             message,
