@@ -8,7 +8,9 @@ Names follow Kafka's broker settings where Kafka has one (``max.connections``,
   rest of the request must arrive within this time, or the connection is closed (a
   client sending a frame a byte a minute never counts as idle);
 - ``max.broker.partitions``: partitions the broker holds in total (each keeps three
-  files open), checked when topics are created or grown.
+  files open), checked when topics are created or grown; also the most topics plus
+  partitions one request may name, since no honest request names more than exist
+  (a 100 MiB Fetch could otherwise list millions, each costing the loop some work).
 
 Where Kafka's default is "unlimited", the default here is derived from the process's
 open-file limit (raised to its hard limit at start), so the broker refuses a client
@@ -29,6 +31,7 @@ __all__ = [
     "ConnectionLimiter",
     "FileBudget",
     "RateLimitedLog",
+    "entries_in",
     "file_budget",
     "read_exactly_within",
 ]
@@ -151,3 +154,27 @@ async def read_exactly_within(
         return await reader.readexactly(size)
     async with asyncio.timeout(timeout_s):
         return await reader.readexactly(size)
+
+
+def entries_in(body: Any) -> int:
+    """Topics and partitions a request names: the lengths of the tuples in its fields
+    and one level down (topics, then each topic's partitions), counted without
+    touching each partition."""
+    count = 0
+    for value in _tuple_fields(body):
+        count += len(value)
+        for item in value:
+            count += sum(len(inner) for inner in _tuple_fields(item))
+    return count
+
+
+def _tuple_fields(entity: Any) -> list[tuple[Any, ...]]:
+    fields = getattr(entity, "__dataclass_fields__", None)
+    if fields is None:
+        return []
+    found = []
+    for name in fields:
+        value = getattr(entity, name)
+        if isinstance(value, tuple) and value and hasattr(value[0], "__dataclass_fields__"):
+            found.append(value)
+    return found

@@ -16,7 +16,7 @@ from batch_crafting import good, produce_body
 from brokerproc import BrokerProcess
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.fetch.v11 import request as fetch
-from rawkafka import RawClient
+from rawkafka import RawClient, encode, frame
 
 from headrace.log_broker import Broker
 from headrace.log_broker._limits import ConnectionLimiter, RateLimitedLog
@@ -174,3 +174,28 @@ def test_a_connection_flood_at_a_low_file_limit_is_refused_quietly(tmp_path: Pat
         assert log.count("out of system resource") <= 1, log[-3000:]
         assert len(log.splitlines()) < 20, log[-3000:]
         assert "Traceback" not in log
+
+
+async def test_a_request_naming_more_partitions_than_can_exist_is_refused(tmp_path: Path) -> None:
+    async with Broker(tmp_path, max_broker_partitions=100) as broker:
+
+        def fetch_naming(count: int) -> RawClient:
+            client = RawClient(broker.bootstrap_servers)
+            body = fetch.FetchRequest(
+                max_wait=timedelta(0), min_bytes=0, forgotten_topics_data=(),
+                topics=(fetch.FetchTopic(topic="t", partitions=tuple(
+                    fetch.FetchPartition(partition=p, fetch_offset=0, partition_max_bytes=1)
+                    for p in range(count))),),
+            )  # fmt: skip
+            client.send_raw(frame(encode(1, 11, body)))
+            return client
+
+        def scenario() -> None:
+            fine = fetch_naming(50)
+            assert len(fine.recv_frame()) > 0
+            fine.close()
+            broad = fetch_naming(5_000)
+            assert broad.is_closed_by_peer()
+            broad.close()
+
+        await in_thread(scenario)
