@@ -12,7 +12,9 @@ Workload (librdkafka clients, confluent-kafka), on a 3-partition topic:
   commit_transaction (abort_transaction) returned.
 Faults, one every few seconds, at random: SIGKILL and restart; SIGSTOP for up to 3 s,
 then SIGCONT; SIGKILL, then garbage appended to a random partition's active segment
-(a torn tail), then restart.
+(a torn tail), then restart; with ``--tmpfs-mib N`` (root only: it mounts a tmpfs of
+N MiB as the data directory) also a full disk: a file fills the free space for up to
+3 s, then goes.
 At the end, with the broker up, a read_committed and a read_uncommitted consumer read
 every partition from the start. Anomalies reported:
 - lost: an acknowledged value (or a committed transaction's value) nobody reads;
@@ -31,11 +33,14 @@ import argparse
 import os
 import random
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
@@ -148,17 +153,35 @@ def torn_tail(data_dir: Path, rng: random.Random) -> None:
             f.write(os.urandom(rng.randint(1, 300)))
 
 
+def fill_disk(directory: Path, rng: random.Random) -> None:
+    """Fill the file system of ``directory``, hold it full a moment, free it again."""
+    filler = directory / "filler"
+    try:
+        with open(filler, "wb") as f:
+            while True:
+                f.write(bytes(1 << 16))
+    except OSError:
+        pass  # full
+    time.sleep(rng.uniform(0.5, 3))
+    filler.unlink()
+
+
 def inject_faults(
     broker: BrokerProcess,
     history: History,
     stop: threading.Event,
     rng: random.Random,
     every_s: float,
+    disk_full: bool,
 ) -> None:
+    kinds = ["kill", "pause", "torn-tail"] + (["disk-full"] if disk_full else [])
     while not stop.wait(rng.uniform(every_s / 2, every_s * 1.5)):
-        kind = rng.choice(["kill", "pause", "torn-tail"])
+        kind = rng.choice(kinds)
         history.faults[kind] += 1
         assert broker.proc is not None
+        if kind == "disk-full":
+            fill_disk(broker.data_dir.parent, rng)
+            continue
         if kind == "pause":
             broker.proc.send_signal(signal.SIGSTOP)
             time.sleep(rng.uniform(0.2, 3))
@@ -236,15 +259,30 @@ def check(
     return {kind: found for kind, found in anomalies.items() if found}
 
 
-def run(seconds: float, seed: int, every_s: float, producers: int = 2) -> int:
+@contextmanager
+def data_disk(tmpfs_mib: int | None) -> Iterator[Path]:
+    """A temporary directory, on a tmpfs of its own when a size is given."""
+    with tempfile.TemporaryDirectory(prefix="headrace-jepsen-") as tmp:
+        if tmpfs_mib is None:
+            yield Path(tmp)
+            return
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={tmpfs_mib}m", "tmpfs", tmp], check=True
+        )
+        try:
+            yield Path(tmp)
+        finally:
+            subprocess.run(["umount", tmp], check=True)
+
+
+def run(
+    seconds: float, seed: int, every_s: float, tmpfs_mib: int | None = None, producers: int = 2
+) -> int:
     from confluent_kafka.admin import AdminClient, NewTopic
 
     rng = random.Random(seed)
     history = History()
-    with (
-        tempfile.TemporaryDirectory(prefix="headrace-jepsen-") as tmp,
-        BrokerProcess(Path(tmp) / "data") as broker,
-    ):
+    with data_disk(tmpfs_mib) as disk, BrokerProcess(disk / "data") as broker:
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
         admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)])[TOPIC].result(30)
         stop = threading.Event()
@@ -262,7 +300,10 @@ def run(seconds: float, seed: int, every_s: float, producers: int = 2) -> int:
         )
         for worker in workers:
             worker.start()
-        faults = threading.Thread(target=inject_faults, args=(broker, history, stop, rng, every_s))
+        faults = threading.Thread(
+            target=inject_faults,
+            args=(broker, history, stop, rng, every_s, tmpfs_mib is not None),
+        )
         faults.start()
         time.sleep(seconds)
         stop.set()
@@ -296,8 +337,14 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=1800)
     parser.add_argument("--seed", type=int, default=int(time.time()))
     parser.add_argument("--fault-every", type=float, default=5.0, metavar="SECONDS")
+    parser.add_argument(
+        "--tmpfs-mib",
+        type=int,
+        metavar="MIB",
+        help="data on a tmpfs of this size, and full-disk faults (root)",
+    )
     args = parser.parse_args()
-    sys.exit(run(args.seconds, args.seed, args.fault_every))
+    sys.exit(run(args.seconds, args.seed, args.fault_every, args.tmpfs_mib))
 
 
 if __name__ == "__main__":
