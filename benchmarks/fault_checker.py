@@ -321,7 +321,8 @@ def run(
         f"records, read_uncommitted {sum(map(len, uncommitted.values()))}"
     )
     print(
-        f"recovery cuts logged: {log.count('recovery of')}; read_uncommitted saw "
+        f"recovery cuts logged: {log.count('recovery of')}; disk errors logged: "
+        f"{log.count('logged once per cause')}; read_uncommitted saw "
         f"{len(history.aborted & {v for r in uncommitted.values() for _, v in r})} aborted"
     )
     if not anomalies:
