@@ -8,9 +8,10 @@ Names follow Kafka's broker settings where Kafka has one (``max.connections``,
   rest of the request must arrive within this time, or the connection is closed (a
   client sending a frame a byte a minute never counts as idle);
 - ``max.broker.partitions``: partitions the broker holds in total (each keeps three
-  files open), checked when topics are created or grown; also the most topics plus
-  partitions one request may name, since no honest request names more than exist
-  (a 100 MiB Fetch could otherwise list millions, each costing the loop some work).
+  files open), checked when topics are created or grown; it also bounds the topics
+  and partitions one request may name (``broad_request_cap``), since no honest
+  request names more than can exist (a 100 MiB Fetch could otherwise list millions,
+  each costing the loop some work).
 
 Where Kafka's default is "unlimited", the default here is derived from the process's
 open-file limit (raised to its hard limit at start), so the broker refuses a client
@@ -31,6 +32,7 @@ __all__ = [
     "ConnectionLimiter",
     "FileBudget",
     "RateLimitedLog",
+    "broad_request_cap",
     "entries_in",
     "file_budget",
     "read_exactly_within",
@@ -154,6 +156,14 @@ async def read_exactly_within(
         return await reader.readexactly(size)
     async with asyncio.timeout(timeout_s):
         return await reader.readexactly(size)
+
+
+def broad_request_cap(max_broker_partitions: int | None) -> int:
+    """Topics plus partitions one request may name: each count is at most the
+    partitions that can exist, so twice ``max.broker.partitions`` (at least 1,000)."""
+    if max_broker_partitions is None:
+        return 2**31 - 1
+    return max(2 * max_broker_partitions, 1000)
 
 
 def entries_in(body: Any) -> int:

@@ -32,7 +32,7 @@ from ._errors import (
     RequestTooBroadError,
     UnsupportedRequestError,
 )
-from ._limits import entries_in, read_exactly_within
+from ._limits import broad_request_cap, entries_in, read_exactly_within
 from ._router import Router
 from ._state import BrokerState
 from ._wire import API_VERSIONS_KEY, decode_request, encode_response, peek_header
@@ -129,11 +129,11 @@ class Connection:
             done.set_result(encode_response(api_key, 0, correlation_id, body))
             return done
         request = decode_request(frame, self._client_host)
-        cap = self._state.config.max_broker_partitions or 0
-        if cap and (named := entries_in(request.body)) > cap:
+        cap = broad_request_cap(self._state.config.max_broker_partitions)
+        if (named := entries_in(request.body)) > cap:
             raise RequestTooBroadError(
-                f"api key {api_key} names {named} topics and partitions, above "
-                f"max.broker.partitions {cap}")
+                f"api key {api_key} names {named} topics and partitions, more than"
+                f" {cap} (twice max.broker.partitions)")
 
         async def run() -> bytes | None:
             response = await route.handle(self._state, request)
