@@ -8,9 +8,11 @@ from typing import Any
 
 import zstandard
 from crc32c import crc32c
+from hypothesis import strategies as st
 from kio.schema.produce.v8 import request as produce
 
 from headrace.log_broker import _records
+from headrace.log_broker.storage._compression import compress
 
 # Byte offsets of header fields in a magic-2 batch.
 BATCH_LENGTH_AT = 8
@@ -121,3 +123,62 @@ def produce_body(topic: str, records: bytes) -> Any:
             ),
         ),
     )
+
+
+# ---------------------------------------------------------------- structure-aware fuzzing
+
+# Header fields by (offset, struct format); the CRC and batchLength are fixed by reseal.
+FIELDS = [(12, ">i"), (ATTRIBUTES_AT, ">h"), (LAST_OFFSET_DELTA_AT, ">i"), (27, ">q"),
+          (35, ">q"), (43, ">q"), (51, ">h"), (53, ">i"), (COUNT_AT, ">i")]  # fmt: skip
+EDGES = [0, 1, -1, 2, 7, 0x10, 0x20, 0x40, 0x7F, 0x80, 0xFF, 2**15 - 1, -(2**15), 2**31 - 1,
+         -(2**31), 2**63 - 1, -(2**63), 1_000_000]  # fmt: skip
+
+
+@st.composite
+def records(draw: st.DrawFn) -> list[_records.Record]:
+    count = draw(st.integers(1, 6))
+    blob = st.one_of(st.none(), st.binary(max_size=40))
+    return [
+        _records.Record(
+            i, 1_000 + draw(st.integers(-5, 5)), draw(blob), draw(blob),
+            tuple(draw(st.lists(st.tuples(st.text(max_size=5), blob), max_size=2))),
+        )
+        for i in range(count)
+    ]  # fmt: skip
+
+
+def _fits(fmt: str, value: int) -> int:
+    bits = struct.calcsize(fmt) * 8
+    return (value + 2 ** (bits - 1)) % 2**bits - 2 ** (bits - 1)
+
+
+@st.composite
+def mutated_batches(draw: st.DrawFn) -> bytes:
+    codec = draw(st.sampled_from(list(_records.Compression)))
+    batch = bytearray(_records.encode_batch(draw(records())))
+    body = bytes(batch[_records.HEADER_SIZE :])
+    for _ in range(draw(st.integers(0, 3))):  # mutate the record bytes
+        kind = draw(st.sampled_from(["flip", "insert", "delete", "truncate", "append"]))
+        at = draw(st.integers(0, max(len(body) - 1, 0)))
+        if kind == "flip" and body:
+            body = body[:at] + bytes([draw(st.integers(0, 255))]) + body[at + 1 :]
+        elif kind == "insert":
+            body = body[:at] + draw(st.binary(min_size=1, max_size=12)) + body[at:]
+        elif kind == "delete":
+            body = body[:at] + body[at + draw(st.integers(1, 12)) :]
+        elif kind == "truncate":
+            body = body[:at]
+        else:
+            body += draw(st.binary(min_size=1, max_size=12))
+    if codec is not _records.Compression.NONE:
+        body = compress(codec, body)
+        struct.pack_into(">h", batch, ATTRIBUTES_AT, int(codec))
+        if draw(st.booleans()):  # damage the compressed stream itself
+            at = draw(st.integers(0, len(body) - 1))
+            body = body[:at] + bytes([draw(st.integers(0, 255))]) + body[at + 1 :]
+    batch = batch[: _records.HEADER_SIZE] + body
+    for _ in range(draw(st.integers(0, 3))):  # mutate header fields
+        at, fmt = draw(st.sampled_from(FIELDS))
+        value = draw(st.one_of(st.sampled_from(EDGES), st.integers(-300, 300)))
+        struct.pack_into(fmt, batch, at, _fits(fmt, value))
+    return reseal(batch)
