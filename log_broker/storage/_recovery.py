@@ -66,8 +66,12 @@ def recover_segments(path: Path, index_interval: int) -> Recovered:
             if cut:
                 log.error(
                     "recovery of %s cut %d bytes after offset %d (a torn or corrupt batch "
-                    "at byte %d); the bytes are kept in %s", segment.path, cut,
-                    segment.next_offset, segment.size, segment.quarantine_path,
+                    "at byte %d); the bytes are kept in %s",
+                    segment.path,
+                    cut,
+                    segment.next_offset,
+                    segment.size,
+                    segment.quarantine_path,
                 )
             if cut and not last:
                 # Bytes after a hole cannot be trusted to follow on: set them aside.
@@ -94,8 +98,14 @@ def _set_aside(directory: Path, base: int) -> None:
     """Move a whole segment that follows a cut out of the log, keeping its data."""
     data = directory / f"{segment_name(base)}.log"
     kept = data.with_name(data.name + QUARANTINE_SUFFIX)
-    log.error("recovery set aside segment %s (%d bytes, from offset %d) as %s: it follows "
-              "a cut and may not continue the log", data, data.stat().st_size, base, kept)
+    log.error(
+        "recovery set aside segment %s (%d bytes, from offset %d) as %s: it follows "
+        "a cut and may not continue the log",
+        data,
+        data.stat().st_size,
+        base,
+        kept,
+    )
     data.replace(kept)
     remove_segment_files(directory, base)
 
