@@ -12,7 +12,8 @@ from batch_crafting import good
 
 from headrace.log_broker import Broker
 from headrace.log_broker.storage import LogManager, PartitionLog, TopicConfig
-from headrace.log_broker.storage._recovery import CLEAN_SHUTDOWN_FILE
+from headrace.log_broker.storage._checkpoint import write_offset
+from headrace.log_broker.storage._recovery import CLEAN_SHUTDOWN_FILE, RECOVERY_POINT_FILE
 from headrace.transactions import ProducerIdAllocator
 from headrace.transactions._errors import CorruptSnapshotError
 
@@ -80,3 +81,29 @@ async def test_the_broker_names_a_corrupt_producer_id_file(tmp_path: Path) -> No
     with pytest.raises(CorruptSnapshotError, match=re.escape(str(tmp_path / "producer_ids"))):
         async with Broker(tmp_path):
             pass
+
+
+def test_segments_after_a_cut_are_set_aside_not_deleted(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    config = TopicConfig.from_overrides({"segment.bytes": "200"})  # a segment per batch
+    log = PartitionLog.open(tmp_path / "t-0", "t", 0, config)
+    for i in range(4):
+        log.append(bytearray(good([f"value-{i}".encode() * 8])), now_ms=1)
+    log.close()
+    directory = tmp_path / "t-0"
+    segments = sorted(directory.glob("*.log"))
+    assert len(segments) == 4
+    raw = bytearray(segments[1].read_bytes())
+    raw[70] ^= 0xFF
+    segments[1].write_bytes(raw)
+    (directory / CLEAN_SHUTDOWN_FILE).unlink()
+    write_offset(directory / RECOVERY_POINT_FILE, 0)  # as if nothing had been synced
+    later = {path.name: path.read_bytes() for path in segments[2:]}
+    with caplog.at_level(logging.ERROR):
+        log = PartitionLog.open(directory, "t", 0, config)
+    assert log.log_end_offset == 1
+    for name, data in later.items():
+        assert (directory / (name + ".quarantine")).read_bytes() == data
+        assert any(name in r.getMessage() and "set aside" in r.getMessage() for r in caplog.records)
+    log.close()
