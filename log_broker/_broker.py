@@ -93,8 +93,9 @@ class Broker:
     async def start(self) -> None:
         config = self._config
         config.data_dir.mkdir(parents=True, exist_ok=True)
-        asyncio.get_running_loop().set_exception_handler(
-            self._rate_limited.loop_exception_handler)
+        loop = asyncio.get_running_loop()
+        if loop.get_exception_handler() is None:  # an embedding program's own one stays
+            loop.set_exception_handler(self._rate_limited.loop_exception_handler)
         logs = await asyncio.to_thread(
             LogManager.open, config.data_dir, num_partitions_default=config.num_partitions,
             max_partitions=config.max_broker_partitions)
