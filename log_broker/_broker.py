@@ -96,6 +96,10 @@ class Broker:
         loop = asyncio.get_running_loop()
         if loop.get_exception_handler() is None:  # an embedding program's own one stays
             loop.set_exception_handler(self._rate_limited.loop_exception_handler)
+        # The record checks' compiled decoder loads here, not on the loop at a first produce.
+        from ._record_walk import fast_record_walk  # here: storage imports it first
+
+        await asyncio.to_thread(fast_record_walk)
         logs = await asyncio.to_thread(
             LogManager.open, config.data_dir, num_partitions_default=config.num_partitions,
             max_partitions=config.max_broker_partitions)

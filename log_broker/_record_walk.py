@@ -3,7 +3,7 @@
 This is the one module of the broker that touches aiokafka's private names. Checking
 a produced batch record by record in Python costs about 1.3 us a record, more than
 the rest of a produce; aiokafka's compiled ``DefaultRecordBatch`` reads the same
-fields in about 0.05 us. ``FAST_RECORD_WALK`` reports whether it is in use; without it
+fields in about 0.05 us. ``fast_record_walk()`` reports whether it is in use; without it
 ``check_records`` falls back to a Python walker with the same checks.
 
 Nothing per record is kept: the decoder's record objects are dropped as soon as their
@@ -26,18 +26,30 @@ from __future__ import annotations
 
 import struct
 from operator import attrgetter
+from typing import Any
 
 from . import _records
 from .storage._errors import CorruptRecordError, InvalidRecordError
 
-__all__ = ["FAST_RECORD_WALK", "check_records"]
+__all__ = ["check_records", "fast_record_walk"]
 
-try:
-    from aiokafka.record._crecords import DefaultRecordBatch as _CDefaultRecordBatch
-except ImportError:  # pragma: no cover - aiokafka built without its extensions
-    _CDefaultRecordBatch = None
+_NOT_LOADED: Any = object()
+# Loaded on first use: importing the broker must not load the application side's
+# Kafka client (tests/test_package_surface.py).
+_CDefaultRecordBatch: Any = _NOT_LOADED
 
-FAST_RECORD_WALK = _CDefaultRecordBatch is not None
+
+def fast_record_walk() -> bool:
+    """Load aiokafka's compiled decoder if not yet tried; whether it is in use."""
+    global _CDefaultRecordBatch
+    if _CDefaultRecordBatch is _NOT_LOADED:
+        try:
+            from aiokafka.record._crecords import DefaultRecordBatch
+        except ImportError:  # pragma: no cover - aiokafka built without its extensions
+            DefaultRecordBatch = None
+        _CDefaultRecordBatch = DefaultRecordBatch
+    return _CDefaultRecordBatch is not None
+
 
 _PADDING = bytes(32)
 _HEADER_SIZE = 61
@@ -64,7 +76,7 @@ def check_records(
     or bytes are left over; ``InvalidRecordError`` when the offset deltas are not
     0, 1, 2, ... in order, or (``require_keys``) a record has no key.
     """
-    if _CDefaultRecordBatch is None:
+    if not fast_record_walk():
         _check_python(header, body, require_keys=require_keys)
         return
     buf = bytearray(len(header) + len(body) + len(_PADDING))

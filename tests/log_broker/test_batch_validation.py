@@ -21,7 +21,7 @@ def walker(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> s
     if request.param == "python":
         monkeypatch.setattr(_record_walk, "_CDefaultRecordBatch", None)
     else:
-        assert _record_walk.FAST_RECORD_WALK, "aiokafka's compiled record decoder is missing"
+        assert _record_walk.fast_record_walk(), "aiokafka's compiled record decoder is missing"
     return str(request.param)
 
 
