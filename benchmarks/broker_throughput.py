@@ -81,16 +81,17 @@ def tansu_broker() -> Iterator[str]:
         proc.wait(30)
 
 
-def create_topic(bs: str) -> None:
+def create_topic(bs: str, topic: str = TOPIC, extra: dict[str, str] | None = None) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    admin = AdminClient({"bootstrap.servers": bs})
-    for f in admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)]).values():
+    admin = AdminClient({"bootstrap.servers": bs, **(extra or {})})
+    for f in admin.create_topics([NewTopic(topic, PARTITIONS, 1)]).values():
         f.result(30)
     time.sleep(0.5)
 
 
-def produce(bs: str, records: int, size: int) -> float:
+def produce(bs: str, records: int, size: int, topic: str = TOPIC,
+            extra: dict[str, str] | None = None) -> float:
     """Send with librdkafka's batch API so the client's Python loop is not what is timed.
 
     No per-message delivery callback (that would cost a Python call per record); the
@@ -100,7 +101,7 @@ def produce(bs: str, records: int, size: int) -> float:
 
     producer = Producer({"bootstrap.servers": bs, "acks": "all", "linger.ms": 5,
                          "batch.size": 1_000_000, "queue.buffering.max.messages": 500_000,
-                         "compression.type": "none"})
+                         "compression.type": "none", **(extra or {})})
     chunk = 10_000
     messages = [{"value": b"x" * size} for _ in range(chunk)]
     started = time.perf_counter()
@@ -109,7 +110,7 @@ def produce(bs: str, records: int, size: int) -> float:
         part = messages[: min(chunk, records - sent)]
         while True:
             try:
-                queued = producer.produce_batch(TOPIC, part, partition=(sent // chunk) % PARTITIONS)
+                queued = producer.produce_batch(topic, part, partition=(sent // chunk) % PARTITIONS)
                 break
             except BufferError:
                 producer.poll(0.005)
@@ -124,15 +125,17 @@ def produce(bs: str, records: int, size: int) -> float:
     return elapsed
 
 
-def consume(bs: str, records: int) -> float:
+def consume(bs: str, records: int, topic: str = TOPIC,
+            extra: dict[str, str] | None = None) -> float:
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
     # librdkafka stops fetching for fetch.queue.backoff.ms (default 1 s) whenever its
     # local queue is full; with a fast broker that idles the consumer most of each
     # second, so both brokers are measured with a short back-off.
     consumer = Consumer({"bootstrap.servers": bs, "group.id": "bench",
-                         "enable.auto.commit": False, "fetch.queue.backoff.ms": 10})
-    consumer.assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
+                         "enable.auto.commit": False, "fetch.queue.backoff.ms": 10,
+                         **(extra or {})})
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
     seen = 0
     started = time.perf_counter()
     deadline = started + 300

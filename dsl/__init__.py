@@ -27,6 +27,10 @@ App's default (``_serde_roles``).
 from headrace.state import Window as Window
 from headrace.state import Windowed as Windowed
 
+from ._agent_runner import AgentStream as AgentStream
+from ._agent_tables import Table as Table
+from ._agents import AgentApp as AgentApp
+from ._agents import AgentTopic as AgentTopic
 from ._branched import BranchedKStream as BranchedKStream
 from ._builder import StreamsBuilder as StreamsBuilder
 from ._errors import DeserializationError as DeserializationError
@@ -58,6 +62,9 @@ from ._windows import SlidingWindows as SlidingWindows
 from ._windows import TimeWindows as TimeWindows
 
 __all__ = [
+    "AgentApp",
+    "AgentStream",
+    "AgentTopic",
     "BranchedKStream",
     "DeserializationError",
     "DslError",
@@ -80,6 +87,7 @@ __all__ = [
     "SlidingWindows",
     "StreamsBuilder",
     "Suppressed",
+    "Table",
     "TimeWindowedKStream",
     "TimeWindowedSerde",
     "TimeWindows",

@@ -14,8 +14,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TextIO, overload
 
-from headrace.streams import ProcessorSupplier, StreamPartitioner, TopicNameExtractor
+from headrace.streams import (
+    AsyncOptions,
+    ProcessorSupplier,
+    StreamPartitioner,
+    TopicNameExtractor,
+    TopologyError,
+)
+from headrace.streams._async import require_coroutine_function
 
+from . import _async_operators as aops
 from . import _operators as ops
 from ._errors import TopologyBuildError
 from ._graph import GraphNode, ProcessorGraphNode, RepartitionGraphNode, SinkGraphNode
@@ -175,6 +183,60 @@ class KStream:
         node_name = name or self._builder.new_name("KSTREAM-PRINTER-")
         fn = ops.print_fn(label or node_name, file, mapper)
         self._add("", node_name, _transform(fn))
+
+    # -- async operators ----------------------------------------------------------------
+    # Each runs ``async def`` calls concurrently per task (``concurrency``), forwards
+    # results per key in input order (``order="key"``), in input order ("partition")
+    # or as they finish ("none"); ``timeout`` (seconds) bounds an attempt, ``retries``
+    # repeats a failed one after ``backoff * 2**attempt`` seconds; a call that still
+    # fails goes to the processing error handler. An offset is committed only once its
+    # record's results, and every earlier record's, are out (``streams/_async.py``).
+
+    def _async(
+        self, prefix: str, name: str | None, operator: type[aops._AsyncOperator],
+        fn: aops.AsyncFn, with_key: bool, options: dict[str, Any],
+    ) -> GraphNode:
+        what = f"KStream.{prefix.lower().replace('-', '_')}"
+        try:
+            require_coroutine_function(fn, what)
+            opts = AsyncOptions(**options)
+        except TypeError as error:
+            raise TopologyBuildError(
+                f"{what}: {error} (options: concurrency, order, timeout, retries, backoff)"
+            ) from error
+        except TopologyError as error:
+            raise TopologyBuildError(f"{what}: {error}") from error
+        node_prefix = f"KSTREAM-{prefix.replace('-', '')}-"
+        return self._add(node_prefix, name, lambda: operator(fn, opts, with_key))
+
+    def map_values_async(
+        self, mapper: aops.AsyncFn, *, with_key: bool = False, name: str | None = None, **options: Any
+    ) -> KStream:
+        """Replace each value by ``await mapper(value)`` (``mapper(key, value)`` with
+        ``with_key``); options: ``concurrency``, ``order``, ``timeout``, ``retries``, ``backoff``."""
+        node = self._async("MAP-VALUES-ASYNC", name, aops.AsyncMapValues, mapper, with_key, options)
+        return self._same_key(node, None)
+
+    def map_async(self, mapper: aops.AsyncFn, *, name: str | None = None, **options: Any) -> KStream:
+        """Replace each record by ``await mapper(key, value) -> (new_key, new_value)``."""
+        return self._new_key(self._async("MAP-ASYNC", name, aops.AsyncMap, mapper, True, options))
+
+    def flat_map_values_async(
+        self, mapper: aops.AsyncFn, *, with_key: bool = False, name: str | None = None, **options: Any
+    ) -> KStream:
+        """One record per value of ``await mapper(value)``, same key."""
+        node = self._async("FLAT-MAP-VALUES-ASYNC", name, aops.AsyncFlatMapValues, mapper, with_key, options)
+        return self._same_key(node, None)
+
+    def filter_async(self, predicate: aops.AsyncFn, *, name: str | None = None, **options: Any) -> KStream:
+        """Keep the records for which ``await predicate(key, value)`` is true."""
+        node = self._async("FILTER-ASYNC", name, aops.AsyncFilter, predicate, True, options)
+        return self._same_key(node, self.value_serde)
+
+    def foreach_async(self, action: aops.AsyncFn, *, name: str | None = None, **options: Any) -> None:
+        """``await action(key, value)`` for each record; nothing follows. The input
+        offset is committed only after the action finished for it and every record before."""
+        self._async("FOREACH-ASYNC", name, aops.AsyncForeach, action, True, options)
 
     def split(self, *, name: str | None = None) -> BranchedKStream:
         """Start routing records to named branches; see :class:`BranchedKStream`."""

@@ -257,6 +257,30 @@ class Serdes:
         return _model(model)
 
     @staticmethod
+    def avro(schema_or_model: Any, registry: Any, **options: Any) -> Any:
+        """Avro in the schema registry's wire format; ``schema_or_model`` is an Avro
+        schema (dict or JSON text) or a pydantic model. Options: ``is_key``,
+        ``auto_register`` (default True), ``subject_strategy`` (``"topic"``, ``"record"``,
+        ``"topic_record"`` or a function). See ``headrace.schema_registry``."""
+        from headrace.schema_registry import AvroSerde
+
+        return AvroSerde(schema_or_model, registry, **options)
+
+    @staticmethod
+    def protobuf(message_class: Any, registry: Any, **options: Any) -> Any:
+        """Protobuf messages of ``message_class`` in the registry's wire format."""
+        from headrace.schema_registry import ProtobufSerde
+
+        return ProtobufSerde(message_class, registry, **options)
+
+    @staticmethod
+    def json_schema(schema_or_model: Any, registry: Any, **options: Any) -> Any:
+        """JSON validated by a JSON Schema (or a pydantic model's), registry framed."""
+        from headrace.schema_registry import JsonSchemaSerde
+
+        return JsonSchemaSerde(schema_or_model, registry, **options)
+
+    @staticmethod
     def auto() -> Serde[Any]:
         """The self-describing serde: str, bytes, int, float, bool, None, dict, list,
         tuple, datetime, pydantic models and more, each written with a type tag so it

@@ -19,24 +19,36 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from headrace.dsl import AgentApp as AgentApp
+    from headrace.dsl import AgentStream as AgentStream
+    from headrace.dsl import AgentTopic as AgentTopic
     from headrace.dsl import JoinWindows as JoinWindows
     from headrace.dsl import Serdes as Serdes
     from headrace.dsl import SessionWindows as SessionWindows
     from headrace.dsl import SlidingWindows as SlidingWindows
     from headrace.dsl import StreamsBuilder as StreamsBuilder
+    from headrace.dsl import Table as Table
     from headrace.dsl import TimeWindows as TimeWindows
     from headrace.dsl import materialized as materialized
+    from headrace.streams import AsyncOptions as AsyncOptions
+    from headrace.streams import AsyncProcessor as AsyncProcessor
     from headrace.streams import Topology as Topology
     from headrace.streams.runtime import App as App
 
 # Where each public name is defined.
 _HOMES = {
+    "AgentApp": "headrace.dsl",
+    "AgentStream": "headrace.dsl",
+    "AgentTopic": "headrace.dsl",
     "App": "headrace.streams.runtime",
+    "AsyncOptions": "headrace.streams",
+    "AsyncProcessor": "headrace.streams",
     "JoinWindows": "headrace.dsl",
     "Serdes": "headrace.dsl",
     "SessionWindows": "headrace.dsl",
     "SlidingWindows": "headrace.dsl",
     "StreamsBuilder": "headrace.dsl",
+    "Table": "headrace.dsl",
     "TimeWindows": "headrace.dsl",
     "Topology": "headrace.streams",
     "materialized": "headrace.dsl",

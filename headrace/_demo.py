@@ -59,6 +59,9 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
                       help="seconds between generated minutes, so results show live")
     demo.add_argument("--no-spark", action="store_true",
                       help="skip the hand-off to Delta Lake and the Spark SQL report")
+    demo.add_argument("--console-listen", default="127.0.0.1:0", metavar="HOST:PORT",
+                      help="where the web console serves while the demo runs "
+                           "(default: a free port on loopback; 'off' for none)")
     demo.set_defaults(handler=lambda args: asyncio.run(run_demo(args)))
 
 
@@ -133,12 +136,16 @@ async def _broker(bootstrap: str | None) -> AsyncIterator[str]:
         yield bootstrap
         return
     from headrace.log_broker import Broker
+    from headrace.schema_registry import SchemaRegistryServer
 
     with tempfile.TemporaryDirectory(prefix="headrace-demo-") as data_dir:
         async with Broker(Path(data_dir) / "broker", port=0, num_partitions=PARTITIONS,
                           group_initial_rebalance_delay_ms=0) as broker:
             print(f"[broker]   built-in broker on {broker.bootstrap_servers} (data: {data_dir})")
-            yield broker.bootstrap_servers
+            # The registry beside it, as `headrace broker --schema-registry-listen` runs it.
+            async with SchemaRegistryServer(broker.bootstrap_servers, port=0) as registry:
+                print(f"[registry] schema registry on {registry.url}")
+                yield broker.bootstrap_servers
 
 
 async def _ensure_topics(bootstrap: str, topics: list[str]) -> dict[str, int]:
@@ -214,12 +221,15 @@ async def run_demo(args: argparse.Namespace) -> int:
                 await app.start()
                 apps.append(app)
                 print(f"[service]  {app_id} running ({name} topology), http://{app.host}/health")
+            console = await _start_console(args.console_listen, bootstrap, apps)
             try:
                 await _wait_running(apps)
                 ok, views = await _generate_and_watch(args, bootstrap, ends, apps)
             finally:
                 for app in apps:
                     await app.stop()
+                if console is not None:
+                    await console.stop()
             if ok and not args.no_spark:
                 from ._handoff import hand_off
 
@@ -231,6 +241,19 @@ async def run_demo(args: argparse.Namespace) -> int:
     took = time.monotonic() - started
     print(f"[done]     {'all results match' if ok else 'RESULTS DO NOT MATCH'} ({took:.1f} s)")
     return 0 if ok else 1
+
+
+async def _start_console(listen: str, bootstrap: str, apps: list[Any]) -> Any:
+    """The web console on the demo's broker and services, or None when turned off."""
+    if listen == "off":
+        return None
+    from headrace.console import Console
+    from headrace.console._commands import parse_listen
+
+    console = Console(bootstrap, apps=[f"http://{app.host}" for app in apps])
+    await console.start(*parse_listen(listen))
+    print(f"[console]  http://{console.address} (topics, groups, the services and their topologies)")
+    return console
 
 
 async def _wait_running(apps: list[Any], within: float = 30) -> None:

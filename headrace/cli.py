@@ -4,8 +4,8 @@ Each package owns its subcommands and exposes ``register(subparsers, broker_opti
 this module only joins them. ``broker_options`` is an argparse parent parser carrying
 ``--bootstrap-servers`` so every command that talks to a broker spells it the same way.
 
-A command handler returns an exit code. A ``CommandError`` (or any error carrying a
-user-facing message) is printed as one line, never as a traceback.
+A command handler returns an exit code: 0 ok, 1 error, 2 usage. An error is printed as
+one line, never as a traceback; its ``exit_status`` attribute, if any, is the exit code.
 """
 
 from __future__ import annotations
@@ -25,7 +25,12 @@ COMMAND_MODULES = (
     "headrace.log_broker._commands",
     "headrace.streams._commands",
     "headrace.spark_bridge._commands",
+    "headrace.schema_registry._commands",
+    "headrace.console._commands",
     "headrace._demo",
+    "headrace._beside_broker",  # adds to `broker`, registered above
+    "headrace._value_formats",  # adds the schema registry's formats to `produce` and `consume`
+    "headrace._completion",
 )
 
 
@@ -37,6 +42,9 @@ def _broker_options() -> argparse.ArgumentParser:
         metavar="HOST:PORT[,...]",
         help="broker(s) to talk to (default: $HEADRACE_BOOTSTRAP_SERVERS or %(default)s)",
     )
+    parent.add_argument(
+        "--command-config", metavar="FILE",
+        help="Kafka client properties: security.protocol, sasl.*, ssl.* (as Kafka's tools)")
     return parent
 
 
@@ -72,7 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         message = str(exc) or type(exc).__name__
         print(f"headrace {args.command}: error: {message}", file=sys.stderr)
-        return 1
+        return int(getattr(exc, "exit_status", 1))  # 2 for a usage error, as argparse
 
 
 if __name__ == "__main__":

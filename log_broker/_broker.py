@@ -4,7 +4,9 @@ Start-up, in order: open (and recover) every partition log, create or replay
 ``__consumer_offsets`` to restore groups and committed offsets, load the producer-id
 allocator and the cluster id, bind the listener (port 0 picks a free port, and the
 bound port is what Metadata advertises), then start the group timers and the
-maintenance loop. Shut-down reverses it: stop accepting, close client connections,
+maintenance loop. Each listener gets its own server (its TLS context, its SASL
+requirement); security's stores (credentials, ACLs) open before the first one binds.
+Shut-down reverses it: stop accepting, close client connections,
 stop maintenance and group timers (letting group writes in flight become durable),
 then close the logs so each writes its clean-shutdown marker after a final sync.
 Transactions start after groups (markers reach the group offsets) and before the
@@ -29,12 +31,14 @@ from headrace.transactions import ProducerIdAllocator
 
 from ._config import BrokerConfig
 from ._limits import ConnectionLimiter, RateLimitedLog, file_budget
+from ._metrics import BrokerMetrics
 from ._notify import AppendNotifier
 from ._server import Connection
 from ._state import BrokerState
 from ._txn_service import TxnService
 from .groups import GroupConfig, GroupService
 from .handlers import build_router
+from .security import BrokerSecurity, Listener
 from .storage import GroupSyncer, LogManager
 
 log = logging.getLogger("headrace.broker")
@@ -71,7 +75,7 @@ class Broker:
         self._limiter = ConnectionLimiter(
             self._config.max_connections or 0, self._config.max_connections_per_ip or 0)
         self._rate_limited = RateLimitedLog(log)
-        self._server: asyncio.Server | None = None
+        self._servers: list[asyncio.Server] = []
         self._state: BrokerState | None = None
         self._connections: set[asyncio.Task[None]] = set()
         self._maintenance: asyncio.Task[None] | None = None
@@ -83,6 +87,18 @@ class Broker:
     @property
     def bootstrap_servers(self) -> str:
         return f"{self._config.host}:{self._config.port}"
+
+    def address(self, listener_name: str) -> str:
+        """HOST:PORT of one listener, by name (``SASL_SSL``), once bound."""
+        for listener in self._config.bound_listeners():
+            if listener.name == listener_name.upper():
+                return f"{listener.host}:{listener.port}"
+        raise KeyError(f"no listener named {listener_name!r}")
+
+    @property
+    def metrics(self) -> BrokerMetrics:
+        """The broker's Prometheus metrics (``metrics.registry``, ``metrics.exposition()``)."""
+        return self.state.metrics
 
     @property
     def state(self) -> BrokerState:
@@ -121,21 +137,58 @@ class Broker:
         except BaseException:
             logs.close()
             raise
-        router = build_router()
-        self._server = await asyncio.start_server(
-            lambda r, w: self._serve(Connection(self.state, router, r, w)),
-            host=config.host, port=config.port, limit=2**20)
-        port = self._server.sockets[0].getsockname()[1]
-        self._config = dataclasses.replace(config, port=port)
+        try:
+            security = await asyncio.to_thread(
+                BrokerSecurity.open, config.data_dir, config.security,
+                config.bound_listeners())
+            router = build_router()
+            bound = tuple([await self._listen(listener, security, router)
+                           for listener in config.bound_listeners()])
+        except BaseException:
+            await self._close_servers()
+            logs.close()
+            raise
+        self._config = dataclasses.replace(
+            config, host=bound[0].host, port=bound[0].port,
+            listeners=bound if config.listeners else ())
+        security.warn_about_open_listeners(bound)
         self._state = BrokerState(
             config=self._config, logs=logs, syncer=syncer,
             producer_ids=producer_ids,
-            cluster_id=_cluster_id(config.data_dir), groups=groups, txn=txn, notifier=notifier)
+            cluster_id=_cluster_id(config.data_dir), groups=groups, txn=txn, notifier=notifier,
+            security=security)
+        self._state.metrics.watch(self._state, {r.api_key: r.handle.__module__.rsplit(".", 1)[-1]
+                                                for r in router})
         groups.start()
         await txn.start()
         self._maintenance = asyncio.create_task(self._maintain())
         log.info("broker %d listening on %s (data in %s, fsync %s)", config.node_id,
-                 self.bootstrap_servers, config.data_dir, "on" if config.fsync else "off")
+                 ", ".join(f"{b.name}://{b.host}:{b.port}" for b in bound),
+                 config.data_dir, "on" if config.fsync else "off")
+
+    async def _listen(self, listener: Listener, security: BrokerSecurity,
+                      router: Any) -> Listener:
+        # The listener as bound (port 0 resolved) is what its sessions advertise.
+        bound = listener
+
+        def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> Any:
+            session = security.new_session(bound, writer)
+            return self._serve(Connection(self.state, router, reader, writer, session))
+
+        server = await asyncio.start_server(
+            accept, host=listener.host, port=listener.port, limit=2**20,
+            ssl=security.ssl_for(listener))
+        self._servers.append(server)
+        port = server.sockets[0].getsockname()[1]
+        bound = dataclasses.replace(listener, port=port)
+        return bound
+
+    async def _close_servers(self) -> None:
+        for server in self._servers:
+            server.close()
+        for server in self._servers:
+            await server.wait_closed()
+        self._servers = []
 
     async def _serve(self, connection: Connection) -> None:
         host = connection.peer_host
@@ -179,16 +232,21 @@ class Broker:
 
     async def _every(self, interval_ms: int, name: str,
                      prepare: Callable[[], Callable[[int], int]]) -> None:
+        metrics = self.state.metrics
         while True:
             await asyncio.sleep(interval_ms / 1000)
+            started = time.perf_counter()
             try:
                 await asyncio.to_thread(prepare(), int(time.time() * 1000))
+                metrics.maintenance_passes.labels(name, "ok").inc()
             except Exception:
+                metrics.maintenance_passes.labels(name, "failed").inc()
                 log.exception("%s pass failed", name)
+            metrics.maintenance_seconds.labels(name).observe(time.perf_counter() - started)
 
     async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
+        for server in self._servers:
+            server.close()
         for task in list(self._connections):
             task.cancel()
         if self._connections:
@@ -197,9 +255,7 @@ class Broker:
             self._maintenance.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._maintenance
-        if self._server is not None:
-            await self._server.wait_closed()
-            self._server = None
+        await self._close_servers()
         if self._state is not None:
             await self._state.txn.stop()
             await self._state.groups.stop()
@@ -209,8 +265,8 @@ class Broker:
         log.info("broker stopped")
 
     async def serve_forever(self) -> None:
-        assert self._server is not None
-        await self._server.serve_forever()
+        assert self._servers
+        await asyncio.gather(*(server.serve_forever() for server in self._servers))
 
     async def __aenter__(self) -> Broker:
         await self.start()

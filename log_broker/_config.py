@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from .security import Listener, SecurityConfig
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +39,13 @@ class BrokerConfig:
     offsets_topic_num_partitions: int = 10
     transaction_max_timeout_ms: int = 900_000
     offsets_retention_minutes: int = 7 * 24 * 60
+    # Empty: one PLAINTEXT listener on host:port. Otherwise host and port are the first
+    # listener's once the broker is bound.
+    listeners: tuple[Listener, ...] = ()
+    security: SecurityConfig = field(default_factory=SecurityConfig)
+
+    def bound_listeners(self) -> tuple[Listener, ...]:
+        return self.listeners or (Listener("PLAINTEXT", "PLAINTEXT", self.host, self.port),)
 
     def broker_configs(self) -> dict[str, str]:
         """Broker-level settings as DescribeConfigs reports them."""

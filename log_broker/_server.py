@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import struct
+import time
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -37,6 +38,7 @@ from ._router import Router
 from ._state import BrokerState
 from ._wire import API_VERSIONS_KEY, decode_request, encode_response, peek_header
 from .handlers.api_versions import versions_response
+from .security import Session
 
 log = logging.getLogger("headrace.broker")
 
@@ -46,11 +48,13 @@ _CLOSE = object()
 
 class Connection:
     def __init__(self, state: BrokerState, router: Router, reader: asyncio.StreamReader,
-                 writer: asyncio.StreamWriter) -> None:
+                 writer: asyncio.StreamWriter, session: Session) -> None:
         self._state = state
         self._router = router
         self._reader = reader
         self._writer = writer
+        # Authentication and authorization: the one place security meets the server.
+        self._session = session
         self._peer = writer.get_extra_info("peername")
         self._client_host = f"/{self._peer[0]}" if self._peer else ""
         self.peer_host = str(self._peer[0]) if self._peer else ""
@@ -67,6 +71,9 @@ class Connection:
         When reading stops, responses already owed are still written; when writing stops
         (peer gone, handler bug), reading stops too.
         """
+        metrics = self._state.metrics
+        metrics.connections_opened.inc()
+        metrics.open_connections += 1
         reading = asyncio.create_task(self._read_requests())
         responding = asyncio.create_task(self._respond())
         try:
@@ -78,6 +85,7 @@ class Connection:
                 reading.cancel()
                 self._cancel_pending()
         finally:
+            metrics.open_connections -= 1
             for task in (reading, responding):
                 task.cancel()
             self._writer.close()
@@ -115,7 +123,10 @@ class Connection:
             await self._pending.put(self._start(frame))
 
     def _start(self, frame: bytes) -> asyncio.Future[bytes | None]:
+        if self._session.expects_raw_token:
+            return _ready(self._session.raw_token(frame))
         api_key, api_version, correlation_id = peek_header(frame)
+        self._session.admit(api_key)
         route = self._router.get(api_key)
         if route is None:
             raise UnsupportedRequestError(f"unknown api key {api_key}")
@@ -125,10 +136,9 @@ class Connection:
                     f"api key {api_key} version {api_version} not in"
                     f" {route.min_version}..{route.max_version}")
             body = versions_response(self._router, 0, ErrorCode.unsupported_version)
-            done: asyncio.Future[bytes | None] = asyncio.get_running_loop().create_future()
-            done.set_result(encode_response(api_key, 0, correlation_id, body))
-            return done
-        request = decode_request(frame, self._client_host)
+            return _ready(encode_response(api_key, 0, correlation_id, body))
+        started = time.perf_counter()
+        request = decode_request(frame, self._client_host, self._session)
         cap = broad_request_cap(self._state.config.max_broker_partitions)
         if (named := entries_in(request.body)) > cap:
             raise RequestTooBroadError(
@@ -137,6 +147,7 @@ class Connection:
 
         async def run() -> bytes | None:
             response = await route.handle(self._state, request)
+            self._state.metrics.answered(api_key, api_version, started, request.body, response)
             if response is None:
                 return None
             return encode_response(api_key, api_version, correlation_id, response)
@@ -166,3 +177,8 @@ class Connection:
             if item is not _CLOSE:
                 item.cancel()
 
+
+def _ready(data: bytes) -> asyncio.Future[bytes | None]:
+    done: asyncio.Future[bytes | None] = asyncio.get_running_loop().create_future()
+    done.set_result(data)
+    return done

@@ -8,12 +8,14 @@ from typing import TYPE_CHECKING
 from headrace.transactions import TXN_LOG_TOPIC, ProducerIdAllocator
 
 from ._config import BrokerConfig
+from ._metrics import BrokerMetrics
 from ._notify import AppendNotifier
 from .groups import OFFSETS_TOPIC, GroupService
 from .storage import GroupSyncer, LogManager, PartitionLog, Topic
 
 if TYPE_CHECKING:
     from ._txn_service import TxnService
+    from .security import BrokerSecurity
 
 # Topics the broker writes itself; clients may read them but not write or delete them.
 INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TXN_LOG_TOPIC})
@@ -29,6 +31,8 @@ class BrokerState:
     groups: GroupService
     txn: TxnService
     notifier: AppendNotifier = field(default_factory=AppendNotifier)
+    security: BrokerSecurity | None = None
+    metrics: BrokerMetrics = field(default_factory=BrokerMetrics)
 
     def topic(self, name: str, *, auto_create: bool) -> Topic | None:
         """The topic, created with broker defaults when allowed and missing.

@@ -39,6 +39,7 @@ from ._offsets import TopicPartition as TopicPartition
 from ._readback import read_delta as read_delta
 from ._readback import register_delta_tables as register_delta_tables
 from ._register import register_source as register_source
+from ._registry_values import decode_registry as decode_registry
 from ._session import spark_session as spark_session
 
 __all__ = [
@@ -59,6 +60,7 @@ __all__ = [
     "TopicPartition",
     "UnsupportedTableError",
     "decode_json",
+    "decode_registry",
     "export_topic",
     "json_values_to_arrow",
     "read_delta",

@@ -7,10 +7,12 @@ local by default, or on ``--master`` for a real cluster.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
 from ._errors import OptionError
+from ._export import VALUE_FORMATS
 
 
 def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
@@ -25,8 +27,12 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
     export.add_argument("--from", dest="starting", default="earliest",
                         metavar="earliest|latest|JSON",
                         help="where partitions the table has no record of start")
-    export.add_argument("--value-format", choices=("binary", "json"), default="binary",
-                        help="json: store the value's fields as columns")
+    export.add_argument("--value-format", choices=VALUE_FORMATS, default="binary",
+                        help="json, avro, protobuf, json-schema: store the value's fields "
+                        "as columns (the last three through the schema registry)")
+    export.add_argument("--schema-registry-url", metavar="URL",
+                        default=os.environ.get("HEADRACE_SCHEMA_REGISTRY_URL",
+                                               "http://127.0.0.1:8081"))
     export.add_argument("--app-id", default="headrace-export",
                         help="names the offsets recorded in the table (one writer per id)")
     export.add_argument("--isolation-level", default="read_committed",
@@ -58,9 +64,21 @@ def _pairs(items: list[str], what: str) -> dict[str, str]:
     return out
 
 
+def _command_config(args: argparse.Namespace) -> dict[str, str] | None:
+    """librdkafka settings from ``--command-config`` (Kafka client properties)."""
+    if not args.command_config:
+        return None
+    from headrace.base import read_properties
+
+    from ._options import librdkafka_config
+
+    return librdkafka_config(read_properties(args.command_config))
+
+
 def _export(args: argparse.Namespace) -> int:
+    from headrace.base.progress import ProgressBar
+
     from ._export import ExportJob
-    from ._progress import ProgressBar
 
     bar: ProgressBar | None = None
 
@@ -72,10 +90,11 @@ def _export(args: argparse.Namespace) -> int:
 
     job = ExportJob(args.bootstrap_servers, args.topic, args.delta_path,
                     starting=args.starting, value_format=args.value_format,
+                    schema_registry_url=args.schema_registry_url,
                     app_id=args.app_id, isolation_level=args.isolation_level,
                     commit_records=args.commit_records, timeout=args.timeout,
                     on_progress=None if args.no_progress or not sys.stderr.isatty()
-                    else progress)
+                    else progress, client_config=_command_config(args))
     result = job.run()
     if bar is not None:
         bar.finish()

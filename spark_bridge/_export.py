@@ -22,7 +22,7 @@ from ._kafka import ConfluentClient, KafkaClient
 from ._offsets import OffsetRange, TopicPartition, parse_offset_spec, plan_ranges, resolve
 from ._options import Subscription
 
-VALUE_FORMATS = ("binary", "json")
+VALUE_FORMATS = ("binary", "json", "avro", "protobuf", "json-schema")
 
 
 class ExportState(enum.Enum):
@@ -85,9 +85,22 @@ class ExportJob:
                  commit_records: int = 500_000, partition_by: list[str] | None = None,
                  timeout: float = 15.0, client: KafkaClient | None = None,
                  on_commit: Callable[[Commit], None] | None = None,
-                 on_progress: Callable[[int, int], None] | None = None) -> None:
+                 on_progress: Callable[[int, int], None] | None = None,
+                 schema_registry_url: str | None = None,
+                 client_config: dict[str, str] | None = None) -> None:
         if value_format not in VALUE_FORMATS:
             raise OptionError(f"value format must be one of {VALUE_FORMATS}")
+        self._registry_decoder: Any = None
+        if value_format not in ("binary", "json"):
+            if not schema_registry_url:
+                raise OptionError(f"value format {value_format} needs a schema registry URL")
+            from headrace.schema_registry._generic import RegistryDecoder
+
+            # Avro values read as the subject's latest schema: every commit has its columns.
+            reader = _latest_avro(schema_registry_url, f"{topic}-value") \
+                if value_format == "avro" else None
+            self._registry_decoder = RegistryDecoder(schema_registry_url, value_format,
+                                                     avro_reader=reader)
         if commit_records <= 0:
             raise OptionError("commit_records must be positive")
         if timeout <= 0:
@@ -99,7 +112,8 @@ class ExportJob:
         self.sink = DeltaSink(delta_path, app_id=app_id, partition_by=partition_by)
         self._own_client = client is None
         self.client: KafkaClient = client or ConfluentClient(
-            bootstrap, isolation_level=isolation_level, timeout=timeout)
+            bootstrap, isolation_level=isolation_level, timeout=timeout,
+            extra=client_config)
         self.on_commit = on_commit
         self.on_progress = on_progress
         self.state = ExportState.CREATED
@@ -176,11 +190,16 @@ class ExportJob:
         if self.value_format == "binary":
             return records
         from ._json import json_values_to_arrow
+        from ._registry_values import registry_values_to_arrow
 
         if self._value_schema is None:
             self._value_schema = self._existing_value_schema()
         try:
-            fields = json_values_to_arrow(records["value"], self._value_schema)
+            if self._registry_decoder is not None:
+                fields = registry_values_to_arrow(records["value"], self._registry_decoder,
+                                                  self._value_schema)
+            else:
+                fields = json_values_to_arrow(records["value"], self._value_schema)
         except DecodeError as exc:
             if exc.row is None:
                 raise
@@ -191,7 +210,7 @@ class ExportJob:
         meta = records.drop_columns(["value"])
         clash = set(fields.column_names) & set(meta.column_names)
         if clash:
-            raise OptionError(f"JSON fields {sorted(clash)} clash with record columns")
+            raise OptionError(f"value fields {sorted(clash)} clash with record columns")
         for name in fields.column_names:
             meta = meta.append_column(fields.schema.field(name), fields[name])
         return meta
@@ -204,6 +223,23 @@ class ExportJob:
         stored = pa.schema(table.schema().to_arrow())
         record_cols = set(record_schema(False).names)
         return pa.schema([f for f in stored if f.name not in record_cols])
+
+
+def _latest_avro(registry_url: str, subject: str) -> str | None:
+    """The subject's latest Avro schema text, or None when the subject has none yet."""
+    import urllib.parse
+
+    from headrace.schema_registry import RegistryClient, SchemaRegistryError
+
+    quoted = urllib.parse.quote(subject, safe="")
+    try:
+        latest = RegistryClient(registry_url).request(
+            "GET", f"/subjects/{quoted}/versions/latest")
+    except SchemaRegistryError as exc:
+        if exc.error_code in (40401, 40402):
+            return None
+        raise
+    return str(latest["schema"]) if latest.get("schemaType", "AVRO") == "AVRO" else None
 
 
 def export_topic(bootstrap: str, topic: str, delta_path: str, **options: Any) -> ExportResult:

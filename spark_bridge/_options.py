@@ -12,15 +12,20 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from headrace.base import ClientSecurity
+
 from ._errors import OptionError
 from ._offsets import OffsetSpec, TopicPartition, parse_offset_spec
 
 ISOLATION_LEVELS = ("read_committed", "read_uncommitted")
+_SECURITY_PREFIXES = ("security.", "sasl.", "ssl.")
 _KNOWN = {
     "kafka.bootstrap.servers", "subscribe", "subscribepattern", "assign",
     "startingoffsets", "endingoffsets", "maxoffsetspertrigger", "isolation.level",
     "kafka.isolation.level", "includeheaders", "failondataloss", "path",
+    "value.format", "schema.registry.url", "value.subject",
 }
+VALUE_FORMATS = ("binary", "avro", "protobuf", "json-schema")
 
 
 @dataclass(frozen=True)
@@ -43,6 +48,26 @@ class SourceOptions:
     include_headers: bool = False
     fail_on_data_loss: bool = True
     client_config: dict[str, str] = field(default_factory=dict)
+    # value.format avro|protobuf|json-schema: the value's fields as typed columns, by the
+    # latest schema of value.subject (default <topic>-value) in the registry.
+    value_format: str = "binary"
+    schema_registry_url: str | None = None
+    value_subject: str | None = None
+
+
+def librdkafka_config(config: Mapping[str, str]) -> dict[str, str]:
+    """Kafka client settings for librdkafka: the Java client's security keys (as Spark
+    users write them: ``security.protocol``, ``sasl.jaas.config``,
+    ``ssl.truststore.location``) become librdkafka's; every other key passes unchanged."""
+    security = {k: v for k, v in config.items() if k.startswith(_SECURITY_PREFIXES)}
+    rest = {k: v for k, v in config.items() if k not in security}
+    if not security:
+        return rest
+    try:
+        translated = ClientSecurity.from_properties(security).librdkafka_options()
+    except ValueError as exc:
+        raise OptionError(f"kafka. security options: {exc}") from None
+    return {**rest, **translated}
 
 
 def _bool(options: Mapping[str, str], key: str, default: bool) -> bool:
@@ -116,9 +141,13 @@ def parse_options(raw: Mapping[str, str], *, streaming: bool) -> SourceOptions:
                                                             "read_committed")).lower()
     if isolation not in ISOLATION_LEVELS:
         raise OptionError(f"isolation.level must be one of {ISOLATION_LEVELS}")
-    client_config = {k.removeprefix("kafka."): v for k, v in options.items()
-                     if k.startswith("kafka.") and k not in _KNOWN}
+    client_config = librdkafka_config({k.removeprefix("kafka."): v for k, v in options.items()
+                                       if k.startswith("kafka.") and k not in _KNOWN})
+    value_format, registry, subject = _value_options(options)
     return SourceOptions(
+        value_format=value_format,
+        schema_registry_url=registry,
+        value_subject=subject,
         bootstrap_servers=bootstrap,
         subscription=_subscription(options),
         starting=starting,
@@ -129,3 +158,22 @@ def parse_options(raw: Mapping[str, str], *, streaming: bool) -> SourceOptions:
         fail_on_data_loss=_bool(options, "failondataloss", True),
         client_config=client_config,
     )
+
+
+def _value_options(options: Mapping[str, str]) -> tuple[str, str | None, str | None]:
+    value_format = options.get("value.format", "binary").lower()
+    if value_format not in VALUE_FORMATS:
+        raise OptionError(f"value.format must be one of {VALUE_FORMATS}")
+    if value_format == "binary":
+        return value_format, None, None
+    registry = options.get("schema.registry.url")
+    if not registry:
+        raise OptionError(f"value.format={value_format} needs schema.registry.url")
+    subject = options.get("value.subject")
+    if subject is None:
+        topics = [t.strip() for t in options.get("subscribe", "").split(",") if t.strip()]
+        if len(topics) != 1:
+            raise OptionError("value.format needs value.subject unless exactly one topic is "
+                              "subscribed (then <topic>-value)")
+        subject = f"{topics[0]}-value"
+    return value_format, registry, subject

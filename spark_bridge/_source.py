@@ -42,6 +42,7 @@ from ._offsets import (
     to_json_offsets,
 )
 from ._options import SourceOptions, parse_options
+from ._registry_values import ValueColumns
 
 _CHUNK = 100_000  # records per Arrow batch handed to Spark
 
@@ -59,13 +60,22 @@ def _client(options: SourceOptions) -> ConfluentClient:
                            extra=options.client_config)
 
 
-def _read(options: SourceOptions, partition: InputPartition) -> Iterator[Any]:
+def _read(options: SourceOptions, partition: InputPartition,
+          values: ValueColumns | None = None) -> Iterator[Any]:
     assert isinstance(partition, RangePartition)
     r = partition.range
     schema = record_schema(options.include_headers)
     with _client(options) as client:
         for cols in client.read([r], chunk=_CHUNK, with_headers=options.include_headers):
-            yield to_record_batch(cols, schema)
+            batch = to_record_batch(cols, schema)
+            yield batch if values is None else values.decode(batch)
+
+
+def _value_columns(options: SourceOptions) -> ValueColumns | None:
+    if options.value_format == "binary":
+        return None
+    assert options.schema_registry_url and options.value_subject  # parse_options checks
+    return ValueColumns(options.schema_registry_url, options.value_subject)
 
 
 class HeadraceDataSource(DataSource):
@@ -75,9 +85,15 @@ class HeadraceDataSource(DataSource):
     def name(cls) -> str:
         return "headrace"
 
-    def schema(self) -> str:
-        headers = {k.lower(): str(v) for k, v in self.options.items()}.get("includeheaders")
-        return spark_ddl((headers or "false").strip().lower() == "true")
+    def schema(self) -> str | StructType:
+        options = {k.lower(): str(v) for k, v in self.options.items()}
+        headers = (options.get("includeheaders") or "false").strip().lower() == "true"
+        if options.get("value.format", "binary").lower() == "binary":
+            return spark_ddl(headers)
+        values = _value_columns(parse_options(self.options, streaming=False))
+        assert values is not None
+        spark_schema: StructType = values.spark_schema(record_schema(headers))
+        return spark_schema
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return BatchReader(parse_options(self.options, streaming=False))
@@ -91,6 +107,7 @@ class BatchReader(DataSourceReader):
 
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
+        self.values = _value_columns(options)  # planned once, on the driver
 
     def partitions(self) -> Sequence[InputPartition]:
         o = self.options
@@ -105,7 +122,7 @@ class BatchReader(DataSourceReader):
             RangePartition(OffsetRange("", 0, 0, 0))]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        return _read(self.options, partition)
+        return _read(self.options, partition, self.values)
 
 
 class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -118,6 +135,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
+        self.values = _value_columns(options)
         self._client: ConfluentClient | None = None
         self._available_now: dict[TopicPartition, int] | None = None
 
@@ -163,7 +181,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 for r in plan_ranges(from_json_offsets(start), from_json_offsets(end))]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        return _read(self.options, partition)
+        return _read(self.options, partition, self.values)
 
     def commit(self, end: dict[str, Any]) -> None:
         # Nothing to tell the broker: Spark's checkpoint, not a consumer group, owns progress.

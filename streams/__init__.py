@@ -1,5 +1,7 @@
 """The processor API, the Topology, the task executor and (in ``streams.testing``) the test driver."""
 
+from ._async import AsyncOptions as AsyncOptions
+from ._async import AsyncProcessor as AsyncProcessor
 from ._config import StreamsConfig as StreamsConfig
 from ._context import ProcessorContext as ProcessorContext
 from ._describe import NodeDescription as NodeDescription
@@ -45,6 +47,8 @@ from ._task import TaskExecutor as TaskExecutor
 from ._topology import Topology as Topology
 
 __all__ = [
+    "AsyncOptions",
+    "AsyncProcessor",
     "BatchProcessor",
     "Cancellable",
     "ConfigError",

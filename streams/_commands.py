@@ -5,7 +5,8 @@ returning one of them; anything but an App needs an application id (``--applicat
 or ``HEADRACE_APPLICATION_ID``). Each setting comes from the first of these that has it:
 
 1. a flag given on the command line;
-2. a ``HEADRACE_*`` environment variable (``HEADRACE_BOOTSTRAP_SERVERS``, ...);
+2. a ``HEADRACE_*`` environment variable (``HEADRACE_BOOTSTRAP_SERVERS``, ...), or below
+   it the same line in a ``.env`` file (``--env-file``, default ``./.env``);
 3. the App's own constructor arguments (``App(..., bootstrap_servers=...)``);
 4. a settings file: ``--settings FILE``, over the App's own ``settings_file``;
 5. the defaults (``AppSettings``; the bootstrap servers default to 127.0.0.1:9092).
@@ -29,11 +30,14 @@ import signal
 import sys
 from typing import Any
 
+from ._describe_command import register as register_describe
+from ._dotenv import load_environment
 from ._errors import ConfigError
 
 _PRECEDENCE = """\
 Each setting comes from the first of: a flag given here; a HEADRACE_* environment
-variable (HEADRACE_BOOTSTRAP_SERVERS, HEADRACE_LOG_LEVEL, ... one per setting); the App's
+variable (HEADRACE_BOOTSTRAP_SERVERS, HEADRACE_LOG_LEVEL, ... one per setting), then the
+same in a .env file (--env-file, default ./.env when there is one); the App's
 own constructor arguments; a settings file (--settings, then the App's settings_file);
 the defaults. So `headrace run app.py:app` runs the App with its own settings, and a
 flag or variable overrides one only when given. Targets that are not an App use
@@ -63,11 +67,17 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
     run.add_argument("--processing-guarantee", choices=("at_least_once", "exactly_once_v2"),
                      help="default at_least_once (see the README on choosing)")
     run.add_argument("--settings", help="a TOML or JSON settings file")
+    run.add_argument("--command-config", metavar="FILE",
+                     help="Kafka client properties (security.protocol, sasl.*, ssl.*)")
+    run.add_argument("--env-file", metavar="FILE",
+                     help="HEADRACE_* settings below the real environment (default: ./.env "
+                          "when there is one)")
     run.add_argument("--status-interval", type=float, default=5.0, help="seconds between status lines (0: none)")
     run.add_argument("--log-format", metavar="{text,json}", help="default text")
     run.add_argument("--log-level", metavar="{debug,info,warning,error}",
                      help="in any case (default info)")
     run.set_defaults(handler=_run)
+    register_describe(subparsers)
 
 
 def load_target(target: str) -> Any:
@@ -110,30 +120,48 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
         "processing_guarantee": args.processing_guarantee,
         "log_format": args.log_format,
         "log_level": args.log_level,
+        **_security_options(args.command_config),
     }
+
+
+def _security_options(command_config: str | None) -> dict[str, Any]:
+    """App settings from a Kafka client properties file (none without one)."""
+    if not command_config:
+        return {}
+    from headrace.base import ClientSecurity, read_properties
+
+    security = ClientSecurity.from_properties(read_properties(command_config))
+    return {"security_protocol": security.security_protocol,
+            "sasl_mechanism": security.sasl_mechanism,
+            "sasl_username": security.sasl_username, "sasl_password": security.sasl_password,
+            "ssl_cafile": security.ssl_cafile, "ssl_certfile": security.ssl_certfile,
+            "ssl_keyfile": security.ssl_keyfile, "ssl_password": security.ssl_password,
+            "ssl_check_hostname": security.ssl_check_hostname}
 
 
 def build_app(args: argparse.Namespace) -> Any:
     """The App ``args.target`` names, its settings resolved as the module docstring says."""
     from .runtime import App, AppSettings
 
+    env = load_environment(os.environ, args.env_file)
     obj = load_target(args.target)
     if isinstance(obj, App):
         settings = AppSettings.load(
-            [obj._settings_file, args.settings], base=obj._given_settings, **_options(args)
+            [obj._settings_file, args.settings], env, base=obj._given_settings,
+            **_options(args)
         )
         return App(topology=obj._topology_source, settings=settings,
                    default_key_serde=obj._serdes[0], default_value_serde=obj._serdes[1])
-    if not _has_application_id(args):
+    if not _has_application_id(args, env):
         raise ConfigError(f"{args.target} is not an App: give it an application id with "
                           "--application-id (or HEADRACE_APPLICATION_ID, or in --settings)")
-    return App(topology=obj, settings=AppSettings.load(args.settings, **_options(args)))
+    return App(topology=obj, settings=AppSettings.load(args.settings, env, **_options(args)))
 
 
-def _has_application_id(args: argparse.Namespace) -> bool:
+def _has_application_id(args: argparse.Namespace, env: dict[str, str]) -> bool:
     from .runtime._settings import ENV_PREFIX, _read_file
 
-    if args.application_id or os.environ.get(ENV_PREFIX + "APPLICATION_ID"):
+    if args.application_id or env.get(ENV_PREFIX + "APPLICATION_ID"):
         return True
     return args.settings is not None and "application_id" in _read_file(pathlib.Path(args.settings))
 
@@ -155,6 +183,29 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+async def _show_restores(app: Any, interval: float = 0.2) -> None:
+    """While tasks restore their stores, a progress bar of the changelog records left
+    (on a terminal only: ``_serve`` starts this when stderr is one)."""
+    from headrace.base.progress import ProgressBar
+
+    bar: ProgressBar | None = None
+    left = 0
+    while True:
+        await asyncio.sleep(interval)
+        remaining = app.status()["restore_remaining"]
+        if remaining and bar is None:
+            bar, left = ProgressBar(remaining, label="restoring "), remaining
+        elif bar is not None:
+            if remaining > left:  # more tasks to restore joined in
+                bar.total += remaining - left
+            else:
+                bar.advance(left - remaining)
+            left = remaining
+            if not remaining:
+                bar.finish()
+                bar = None
+
+
 async def _serve(app: Any, status_interval: float) -> None:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
@@ -167,6 +218,7 @@ async def _serve(app: Any, status_interval: float) -> None:
     print(f"[run] {app.settings.application_id} running against {app.settings.bootstrap_servers}"
           + (f"; http://{app.host} (/health /metrics /stores)" if app.host else ""), flush=True)
     waiter = asyncio.ensure_future(stop.wait())
+    restores = asyncio.ensure_future(_show_restores(app)) if sys.stderr.isatty() else None
     try:
         while not waiter.done() and not app._loop_task.done():
             await asyncio.wait({waiter, app._loop_task}, timeout=status_interval or None,
@@ -180,6 +232,8 @@ async def _serve(app: Any, status_interval: float) -> None:
                       f" consumed={s['consumed']} produced={s['produced']}", flush=True)
     finally:
         waiter.cancel()
+        if restores is not None:
+            restores.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await app.stop()
     from .runtime import AppStopped

@@ -8,11 +8,13 @@ the processor's children and the stores it is connected to.
 
 from __future__ import annotations
 
+import asyncio
 import pathlib
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
+from ._async import Failure, InFlight
 from ._errors import ProcessingError, StateStoreError, StreamsError, TopologyError
 from ._processor import Cancellable, PunctuationType, Punctuator
 from ._punctuation import PunctuationQueue
@@ -20,6 +22,10 @@ from ._record import NO_HEADERS, Headers, ProducedRecord, Rec, Record, RecordMet
 
 Push = Callable[[list[Rec]], None]
 ChangeObserver = Callable[[str, bytes, "bytes | None", int], None]
+
+
+def _nothing() -> None:
+    pass
 
 
 class TaskShared:
@@ -52,6 +58,13 @@ class TaskShared:
         self.observer = observer
         # Each caching store's "forward what you hold" (``TaskExecutor.flush_caches``).
         self.caches: list[Callable[[], None]] = []
+        # Async stages (``_async.py``): records in flight per source partition, calls
+        # that failed for good, the loop their calls run on (``None``: the running
+        # one) and what to call when a result becomes ready to release.
+        self.in_flight = InFlight()
+        self.async_failures: list[Failure] = []
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.wake: Callable[[], None] = _nothing
 
 
 class TaskStoreContext:
@@ -214,6 +227,11 @@ class ProcessorContext:
                 if batch:
                     push(batch)
             pending = self._pending
+
+    def discard_pending(self) -> None:
+        """Drop what was queued and not delivered: the batch that queued it failed and
+        is run again (record by record), which queues it again."""
+        self._pending = {}
 
     def _check_child(self, name: str) -> None:
         if name not in self._children:

@@ -13,12 +13,14 @@ input in order, so per-key results match record-at-a-time processing.
 
 from __future__ import annotations
 
+import asyncio
 import pathlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import groupby
 from operator import itemgetter
 from typing import Any
 
+from ._async import AsyncProcessor, AsyncStage, Failure
 from ._config import StreamsConfig
 from ._context import ChangeObserver, ProcessorContext, Push, TaskShared, TaskStoreContext
 from ._errors import ProcessingError, StreamsError, TopologyError
@@ -63,6 +65,8 @@ class TaskExecutor:
         change_observer: ChangeObserver | None = None,
         partitions_for: Callable[[str], int] = lambda topic: 1,
         global_stores: Mapping[str, Any] | None = None,
+        loop: asyncio.AbstractEventLoop | None = None,
+        wake: Callable[[], None] | None = None,
     ) -> None:
         self.config = StreamsConfig.of(config)
         if subtopology_id == GLOBAL:
@@ -91,6 +95,10 @@ class TaskExecutor:
             change_observer,
         )
         self._shared.global_stores.update(global_stores or {})
+        self._shared.loop = loop
+        if wake is not None:
+            self._shared.wake = wake
+        self._stages: list[AsyncStage] = []  # upstream first
         self._partitions_for = partitions_for
         self._lifecycle = Lifecycle(f"task {self.task_id}", TaskState.CREATED, TASK_TRANSITIONS)
         self._processors: list[tuple[str, AnyProcessor, ProcessorContext]] = []
@@ -155,6 +163,9 @@ class TaskExecutor:
             return
         running = self._lifecycle.state is TaskState.RUNNING
         self._lifecycle.move(TaskState.CLOSED)
+        for stage in self._stages:
+            stage.close()
+        self._shared.in_flight.clear()
         if running:
             for _name, processor, _ctx in self._processors:
                 processor.close()
@@ -190,6 +201,17 @@ class TaskExecutor:
         batch = decode(records)
         if not batch:
             return
+        if self._stages:
+            try:
+                self._process_decoded(batch, push)
+            finally:
+                shared.in_flight.retain((topic, partition), records)
+            return
+        self._process_decoded(batch, push)
+
+    def _process_decoded(self, batch: list[Rec], push: Push) -> None:
+        shared = self._shared
+        topic, partition = shared.topic, shared.partition
         queue = shared.stream_punctuations
         due = queue.next_due()
         if due == NEVER:
@@ -251,6 +273,72 @@ class TaskExecutor:
             store.flush()
         self._end_wave()
         self._shared.commit_requested = False
+
+    # -- async stages (``_async.py``) ------------------------------------------------------
+
+    @property
+    def has_async(self) -> bool:
+        """Whether the task has async processors at all."""
+        return bool(self._stages)
+
+    @property
+    def async_busy(self) -> bool:
+        """Whether any record is in an async stage, queued, running or ready."""
+        return any(stage.busy for stage in self._stages)
+
+    @property
+    def async_saturated(self) -> bool:
+        """Whether some async stage has every call slot taken: more input would only
+        queue, so the runtime stops fetching for the task (back-pressure)."""
+        return any(stage.saturated for stage in self._stages)
+
+    def run_async_on(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Run async calls on ``loop`` (the test driver's own) instead of the running one."""
+        self._shared.loop = loop
+
+    @property
+    def async_room(self) -> int:
+        """How many more input records the async stages take now (``AsyncStage.room``)."""
+        return min(stage.room for stage in self._stages)
+
+    def release(self) -> bool:
+        """Push the results of finished async calls downstream (step 4 of ``_async.py``),
+        upstream stages first, so a result that feeds a later stage is submitted to it in
+        the same pass; return whether anything was released."""
+        self._lifecycle.require(TaskState.RUNNING)
+        released = False
+        for stage in self._stages:
+            if stage.has_ready:
+                released = stage.release() or released
+        if released:
+            self._end_wave()
+        return released
+
+    async def settle(self) -> None:
+        """Wait until no record is left in any async stage, releasing results as they
+        finish: under exactly-once the transaction commits only after this."""
+        while self._lifecycle.state is TaskState.RUNNING and self.async_busy:
+            running = set().union(*(stage.running_calls() for stage in self._stages))
+            if running:
+                await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+            elif not any(stage.has_ready for stage in self._stages):
+                await asyncio.sleep(0)
+            self.release()
+
+    def commit_offset(self, topic: str, partition: int, next_offset: int) -> int:
+        """The offset of ``topic``-``partition`` that may be committed when the next one
+        to read is ``next_offset``: the lowest still in flight, if that is lower."""
+        lowest = self._shared.in_flight.lowest((topic, partition))
+        return next_offset if lowest is None or lowest >= next_offset else lowest
+
+    def take_failures(self) -> list[Failure]:
+        """The async calls that failed for good since the last call, released in order."""
+        failures = self._shared.async_failures
+        if not failures:
+            return []
+        out = failures[:]
+        failures.clear()
+        return out
 
     # -- inspection ---------------------------------------------------------------------
 
@@ -363,6 +451,10 @@ class TaskExecutor:
         )
         processor = node.supplier()
         self._processors.append((node.name, processor, context))
+        if isinstance(processor, AsyncProcessor):
+            stage = AsyncStage(node.name, processor, children, self._shared)
+            self._stages.insert(0, stage)  # compiled children first
+            return stage.submit
         process_batch = getattr(processor, "process_batch", None)
         if process_batch is not None:
             return _guarded(node.name, process_batch, self._shared, context)
@@ -400,8 +492,12 @@ def _guarded(
         try:
             fn(batch)
         except StreamsError:
+            if context is not None:
+                context.discard_pending()
             raise
         except Exception as exc:
+            if context is not None:
+                context.discard_pending()
             raise _wrap(node, shared, exc) from exc
         if context is not None and context._pending:
             context.flush()
@@ -423,8 +519,10 @@ def _record_at_a_time(
                 ctx.headers = h
                 process(_new_tuple(Record, (k, v, ts, h)))
         except StreamsError:
+            ctx.discard_pending()
             raise
         except Exception as exc:
+            ctx.discard_pending()
             raise _wrap(node, shared, exc) from exc
         ctx.flush()
 

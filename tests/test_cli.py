@@ -90,3 +90,114 @@ def test_run_loads_an_app_file_that_imports_a_module_beside_it(tmp_path: Path) -
         "    return builder.build()\n")
     topology = load_target(f"{app_dir / 'app.py'}:topology")()
     assert "orders-in" in str(topology.describe())
+
+
+def _complete(script: str, *words: str) -> list[str]:
+    """What bash completes for ``words`` (the last one being typed)."""
+    quoted = " ".join(f"'{w}'" for w in words)
+    program = (f"{script}\nCOMP_WORDS=({quoted}); COMP_CWORD={len(words) - 1}; _headrace; "
+               'printf "%s\\n" "${COMPREPLY[@]}"')
+    done = subprocess.run(["bash", "-c", program], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    return sorted(line for line in done.stdout.splitlines() if line)
+
+
+def test_bash_completion_follows_the_parser(capsys: pytest.CaptureFixture[str]) -> None:
+    from clirun import headrace as run
+
+    script = run(capsys, "completion", "bash").out
+    assert "complete -F _headrace headrace" in script
+    assert _complete(script, "headrace", "gr") == ["groups"]
+    assert _complete(script, "headrace", "topics", "") == [
+        "--help", "-h", "alter", "create", "delete", "describe", "list"]
+    assert "--replication-factor" in _complete(script, "headrace", "topics", "create", "t",
+                                               "--re")
+    assert _complete(script, "headrace", "consume", "t", "--isolation-level", "read_") == [
+        "read_committed", "read_uncommitted"]
+    assert _complete(script, "headrace", "groups", "reset-offsets", "g", "--to-") == [
+        "--to-datetime", "--to-earliest", "--to-latest", "--to-offset"]
+    assert _complete(script, "headrace", "produce", "t", "--value-format", "") == [
+        "avro", "base64", "json", "json-schema", "long", "protobuf", "string"]
+    assert _complete(script, "headrace", "completion", "") == ["--help", "-h", "bash"]
+
+
+def test_usage_errors_exit_2_and_errors_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
+    from brokerproc import free_port
+    from clirun import headrace as run
+
+    assert run(capsys, "topics", check=False).code == 2  # no action
+    assert run(capsys, "consume", "t", "--isolation-level", "dirty", check=False).code == 2
+    unreachable = run(capsys, "topics", "list", "--bootstrap-servers",
+                      f"127.0.0.1:{free_port()}", check=False)
+    unreachable.one_line_error("cannot reach a broker", code=1)
+
+
+def test_run_reads_a_dot_env_file_below_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "topo.py").write_text(TOPOLOGY)
+    target = f"{tmp_path / 'topo.py'}:topology"
+    for name in ("HEADRACE_LOG_LEVEL", "HEADRACE_APPLICATION_ID", "HEADRACE_STATE_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".env").write_text(
+        "# written for the team\n"
+        "export HEADRACE_APPLICATION_ID=from-dotenv\n"
+        'HEADRACE_LOG_LEVEL="warning"  \n'
+        "HEADRACE_STATE_DIR='/srv/state' \n"
+        "DATABASE_URL=postgres://elsewhere  # not ours\n")
+    settings = build_app(build_parser().parse_args(["run", target])).settings
+    assert (settings.application_id, settings.log_level) == ("from-dotenv", "WARNING")
+    assert str(settings.state_dir) == "/srv/state"
+
+    monkeypatch.setenv("HEADRACE_LOG_LEVEL", "error")  # the real environment wins
+    assert build_app(build_parser().parse_args(["run", target])).settings.log_level == "ERROR"
+    flag = build_parser().parse_args(["run", target, "--log-level", "debug"])
+    assert build_app(flag).settings.log_level == "DEBUG"  # and a flag over both
+
+    other = tmp_path / "prod.env"
+    other.write_text("HEADRACE_APPLICATION_ID=prod\n")
+    chosen = build_parser().parse_args(["run", target, "--env-file", str(other)])
+    assert build_app(chosen).settings.application_id == "prod"
+
+
+def test_bad_env_files_are_one_line(tmp_path: Path) -> None:
+    (tmp_path / "topo.py").write_text(TOPOLOGY)
+    target = f"{tmp_path / 'topo.py'}:topology"
+    missing = _headrace("run", target, "--env-file", str(tmp_path / "nope.env"))
+    assert (missing.returncode, missing.stderr) == (
+        1, f"headrace run: error: no such env file: {tmp_path / 'nope.env'}\n")
+    (tmp_path / "bad.env").write_text("HEADRACE_APPLICATION_ID=a\nthis is not a setting\n")
+    bad = _headrace("run", target, "--env-file", str(tmp_path / "bad.env"))
+    assert bad.returncode == 1 and bad.stderr.count("\n") == 1
+    assert "bad.env, line 2: expected KEY=VALUE" in bad.stderr
+
+
+def test_describe_prints_the_topology_of_any_target(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from clirun import headrace as run
+
+    (tmp_path / "topo.py").write_text(TOPOLOGY + "\nfrom headrace import App\n"
+                                      "app = App('describe-me', topology)\n")
+    for name in ("topology", "app"):
+        out = run(capsys, "describe", f"{tmp_path / 'topo.py'}:{name}").out
+        assert "Sub-topology: 0" in out and "in" in out and "out" in out
+    out = run(capsys, "describe", "headrace.examples.page_views:build_topology").out
+    assert "page-views-per-minute" in out
+    run(capsys, "describe", f"{tmp_path / 'topo.py'}:absent", check=False).one_line_error(
+        "has no attribute 'absent'")
+
+
+def test_dot_env_quoting() -> None:
+    import doctest
+
+    from headrace.streams import _dotenv
+
+    assert doctest.testmod(_dotenv).failed == 0
+    parsed = _dotenv.parse('HEADRACE_A="x\\ty \\"q\\" # kept"\nHEADRACE_B=plain # comment\n'
+                           "HEADRACE_C='raw \\n'\nHEADRACE_D=\n")
+    assert parsed == {"HEADRACE_A": 'x\ty "q" # kept', "HEADRACE_B": "plain",
+                      "HEADRACE_C": "raw \\n", "HEADRACE_D": ""}
+    with pytest.raises(Exception, match="line 1: unterminated"):
+        _dotenv.parse('HEADRACE_A="open\n')

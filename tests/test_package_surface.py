@@ -18,7 +18,8 @@ def test_headrace_public_surface_is_pinned() -> None:
     import headrace
 
     assert sorted(headrace.__all__) == [
-        "App", "JoinWindows", "Serdes", "SessionWindows", "SlidingWindows", "StreamsBuilder",
+        "AgentApp", "AgentStream", "AgentTopic", "App", "AsyncOptions", "AsyncProcessor",
+        "JoinWindows", "Serdes", "SessionWindows", "SlidingWindows", "StreamsBuilder", "Table",
         "TimeWindows", "Topology", "__version__", "materialized",
     ]
     for name in headrace.__all__:
@@ -34,8 +35,10 @@ def test_public_names_are_the_sub_packages_own() -> None:
     assert headrace.App is streams.App is runtime.App
     assert headrace.StreamsBuilder is dsl.StreamsBuilder
     assert headrace.Topology is streams.Topology
+    assert headrace.AsyncProcessor is streams.AsyncProcessor
+    assert headrace.AsyncOptions is streams.AsyncOptions
     for name in ("Serdes", "TimeWindows", "SlidingWindows", "SessionWindows", "JoinWindows",
-                 "materialized"):
+                 "materialized", "AgentApp", "AgentStream", "AgentTopic", "Table"):
         assert getattr(headrace, name) is getattr(dsl, name), name
     assert headrace.testing.TopologyTestDriver is testing.TopologyTestDriver
     assert sorted(headrace.testing.__all__) == [

@@ -16,57 +16,26 @@ The shell blocks are two runs:
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
-import signal
-import subprocess
 from pathlib import Path
 
 import pytest
 from brokerproc import free_port
+from doc_blocks import blocks, clean_env, move_ports, run_bash, shell_env, tags
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
-FENCE = re.compile(r"^```(\S*)\n(.*?)^```", flags=re.S | re.M)
 TAGS = {"python", "sh", "text"}
 
 
 def _blocks(tag: str) -> list[str]:
-    return [body for block_tag, body in FENCE.findall(README.read_text()) if block_tag == tag]
-
-
-def _env() -> dict[str, str]:
-    """The caller's environment without settings that would redirect the README's commands."""
-    return {k: v for k, v in os.environ.items() if k != "PYTHONPATH" and not k.startswith("HEADRACE_")}
-
-
-def _run_bash(script: str, cwd: Path, env: dict[str, str], timeout: float) -> subprocess.CompletedProcess[str]:
-    """``script`` under ``bash -euo pipefail``; whatever it leaves running is stopped after.
-
-    bash runs in a process group of its own, and the commands it starts with ``&`` stay in
-    that group, so a script that fails (or times out) before its ``kill`` lines does not
-    leave a broker or a service behind: the group is sent SIGTERM by its id.
-    """
-    proc = subprocess.Popen(["bash", "-euo", "pipefail", "-c", script], cwd=cwd, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGTERM)
-        out, err = proc.communicate(timeout=30)
-        err += f"\n(timed out after {timeout} s)"
-    finally:
-        # ProcessLookupError: the group is gone, everything it started has stopped.
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    return blocks(README, tag)
 
 
 def test_every_block_is_tagged_run_or_shown() -> None:
-    tags = [tag for tag, _body in FENCE.findall(README.read_text())]
-    assert tags, "no fenced blocks found"
-    assert set(tags) <= TAGS, f"tag each README block as one of {sorted(TAGS)}: {tags}"
+    found = tags(README)
+    assert found, "no fenced blocks found"
+    assert set(found) <= TAGS, f"tag each README block as one of {sorted(TAGS)}: {found}"
 
 
 def test_python_blocks_run_in_order(capsys: pytest.CaptureFixture[str]) -> None:
@@ -90,7 +59,7 @@ def test_quickstart_runs_from_the_checkout() -> None:
     line = "scripts/dev test "
     assert quickstart.count(line) == 1, quickstart
     script = quickstart.replace(line, "scripts/dev test --collect-only -q tests/test_readme.py ")
-    result = _run_bash(script, ROOT, _env(), timeout=240)
+    result = run_bash(script, ROOT, clean_env(), timeout=240)
     out = result.stdout
     assert result.returncode == 0, out + result.stderr
     # scripts/dev demo: the whole pipeline, the Spark report included, checked by itself.
@@ -108,13 +77,10 @@ def test_the_tour_runs_as_written(tmp_path: Path) -> None:
     # HEADRACE_BOOTSTRAP_SERVERS (which every headrace command reads in place of its
     # default) names the moved broker for the commands that rely on the default.
     broker_port, http_port = free_port(), free_port()
-    script = tour
-    for default, port in ((9092, broker_port), (8080, http_port)):
-        assert re.search(rf"\b{default}\b", script), f"the tour no longer uses port {default}"
-        script = re.sub(rf"\b{default}\b", str(port), script)
-    env = {**_env(), "HEADRACE_BOOTSTRAP_SERVERS": f"127.0.0.1:{broker_port}",
-           "PATH": f"{ROOT / '.venv' / 'bin'}{os.pathsep}{os.environ['PATH']}"}
-    result = _run_bash(script, tmp_path, env, timeout=240)
+    for default in (9092, 8080):
+        assert re.search(rf"\b{default}\b", tour), f"the tour no longer uses port {default}"
+    script = move_ports(tour, {9092: broker_port, 8080: http_port})
+    result = run_bash(script, tmp_path, shell_env(f"127.0.0.1:{broker_port}"), timeout=240)
     (tmp_path / "tour.out").write_text(result.stdout)
     logs = "\n".join(f"--- {log.name}\n{log.read_text()[-3000:]}" for log in sorted(tmp_path.glob("*.log")))
     assert result.returncode == 0, f"{result.stdout}\n{result.stderr}\n{logs}"

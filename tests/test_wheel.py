@@ -142,7 +142,8 @@ def test_the_distribution_puts_only_headrace_at_the_top_of_site_packages(install
     if (ROOT / "pyspark_headrace").is_dir() or (ROOT / "pyspark_headrace.py").is_file():
         assert "pyspark_headrace" in tops, "the checkout has pyspark_headrace; the wheel must ship it"
     # The layers are sub-packages, not top-level names a user's folder could shadow.
-    for layer in ("dsl", "streams", "state", "log_broker", "transactions", "spark_bridge", "examples"):
+    for layer in ("dsl", "streams", "state", "log_broker", "transactions", "spark_bridge", "examples",
+                  "schema_registry"):
         assert (site / "headrace" / layer / "__init__.py").is_file(), layer
         assert not (site / layer).exists(), layer
 

@@ -1,7 +1,7 @@
 """Just enough of a Kafka client for the ``headrace groups`` commands.
 
-Requests are kio entities written over an asyncio stream, one at a time per
-connection; group requests go to the group's coordinator (FindCoordinator), so the
+Requests are kio entities written over an asyncio stream (``KioConnection``), one at
+a time per connection; group requests go to the group's coordinator (FindCoordinator), so the
 commands work against any Kafka-protocol broker, not only the built-in one. Only
 versions without tagged fields are used (request header v1, response header v0).
 """
@@ -9,77 +9,39 @@ versions without tagged fields are used (request header v1, response header v0).
 from __future__ import annotations
 
 import asyncio
-import io
-import struct
 from types import TracebackType
 from typing import Any
 
-from kio.index import load_response_schema
 from kio.schema.delete_groups.v1.request import DeleteGroupsRequest
 from kio.schema.describe_groups.v4.request import DescribeGroupsRequest
 from kio.schema.errors import ErrorCode
 from kio.schema.find_coordinator.v2.request import FindCoordinatorRequest
 from kio.schema.list_groups.v2.request import ListGroupsRequest
-from kio.schema.metadata.v1.request import MetadataRequest, MetadataRequestTopic
+from kio.schema.metadata.v4.request import MetadataRequest, MetadataRequestTopic
 from kio.schema.offset_commit.v7.request import (
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
 )
-from kio.schema.offset_fetch.v5.request import OffsetFetchRequest
-from kio.schema.request_header.v1.header import RequestHeader
-from kio.schema.response_header.v0.header import ResponseHeader
-from kio.serial import entity_reader, entity_writer
+from kio.schema.offset_fetch.v5.request import OffsetFetchRequest, OffsetFetchRequestTopic
+from kio.serial.errors import DecodeError
+
+from headrace.base import PLAINTEXT, ClientSecurity
 
 from .._entities import make
+from .._kio_connection import KioConnection
+from ..security._client_auth import authenticate
 from ._errors import AdminRequestError
 from ._offsets import TopicPartition
 
-_SIZE = struct.Struct(">i")
-_write_header = entity_writer(RequestHeader)
-_read_header = entity_reader(ResponseHeader)
-
-
-class _Connection:
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                 timeout_s: float) -> None:
-        self._reader, self._writer = reader, writer
-        self._timeout_s = timeout_s
-        self._correlation = 0
-        self._lock = asyncio.Lock()
-
-    async def request(self, body: Any) -> Any:
-        async with self._lock, asyncio.timeout(self._timeout_s):
-            self._correlation += 1
-            buf = io.BytesIO()
-            buf.write(b"\0\0\0\0")
-            _write_header(buf, make(RequestHeader,
-                request_api_key=body.__api_key__, request_api_version=body.__version__,
-                correlation_id=self._correlation, client_id="headrace-groups"))
-            entity_writer(type(body))(buf, body)
-            frame = buf.getbuffer()
-            _SIZE.pack_into(frame, 0, len(frame) - 4)
-            del frame
-            self._writer.write(buf.getvalue())
-            await self._writer.drain()
-            size_bytes = await self._reader.readexactly(4)
-            data = await self._reader.readexactly(_SIZE.unpack(size_bytes)[0])
-        header, used = _read_header(data, 0)
-        if header.correlation_id != self._correlation:
-            raise ConnectionError("response out of order")
-        schema = load_response_schema(body.__api_key__, body.__version__)
-        response, _ = entity_reader(schema)(data, used)
-        return response
-
-    def close(self) -> None:
-        self._writer.close()
-
 
 class GroupAdminClient:
-    def __init__(self, bootstrap_servers: str, *, timeout: float = 15.0) -> None:
+    def __init__(self, bootstrap_servers: str, *, timeout: float = 15.0,
+                 security: ClientSecurity = PLAINTEXT) -> None:
         self._bootstrap = [_address(a) for a in bootstrap_servers.split(",") if a.strip()]
+        self.security = security
         self._timeout = timeout
-        self._connections: dict[tuple[str, int], _Connection] = {}
+        self._connections: dict[tuple[str, int], KioConnection] = {}
 
     async def __aenter__(self) -> GroupAdminClient:
         return self
@@ -93,12 +55,19 @@ class GroupAdminClient:
             connection.close()
         self._connections.clear()
 
-    async def _connect(self, address: tuple[str, int]) -> _Connection:
+    async def _connect(self, address: tuple[str, int]) -> KioConnection:
         connection = self._connections.get(address)
         if connection is None:
-            reader, writer = await asyncio.wait_for(asyncio.open_connection(*address),
-                                                    self._timeout)
-            connection = self._connections[address] = _Connection(reader, writer, self._timeout)
+            reader, writer = await asyncio.wait_for(asyncio.open_connection(
+                *address, ssl=self.security.ssl_context()), self._timeout)
+            connection = KioConnection(reader, writer, self._timeout, "headrace-groups")
+            if self.security.uses_sasl:
+                try:
+                    await authenticate(connection.request, self.security)
+                except BaseException:
+                    connection.close()
+                    raise
+            self._connections[address] = connection
         return connection
 
     async def _any(self, body: Any) -> Any:
@@ -112,7 +81,7 @@ class GroupAdminClient:
             f"cannot reach a broker at {','.join(f'{h}:{p}' for h, p in self._bootstrap)}"
             " (is one running?)") from last
 
-    async def _coordinator(self, group: str) -> _Connection:
+    async def _coordinator(self, group: str) -> KioConnection:
         response = await self._any(make(FindCoordinatorRequest, key=group, key_type=0))
         _check(f"finding the coordinator of {group!r}", response.error_code)
         return await self._connect((response.host, response.port))
@@ -124,7 +93,8 @@ class GroupAdminClient:
 
     async def list_groups(self) -> list[tuple[str, str]]:
         """(group id, protocol type) from every broker of the cluster."""
-        metadata = await self._any(make(MetadataRequest, topics=()))
+        metadata = await self._any(make(MetadataRequest, topics=(),
+                                        allow_auto_topic_creation=False))
         found: dict[str, str] = {}
         for broker in metadata.brokers:
             connection = await self._connect((broker.host, broker.port))
@@ -134,13 +104,21 @@ class GroupAdminClient:
         return sorted(found.items())
 
     async def partitions(self, topics: set[str]) -> list[TopicPartition]:
-        """Every partition of those of ``topics`` that exist."""
+        """Every partition of those of ``topics`` that exist (never creating one: asking
+        about a topic with Metadata below v4 would auto-create it)."""
         if not topics:
             return []
-        metadata = await self._any(make(MetadataRequest, topics=tuple(
-            make(MetadataRequestTopic, name=t) for t in sorted(topics))))
+        metadata = await self._any(make(MetadataRequest, allow_auto_topic_creation=False,
+            topics=tuple(make(MetadataRequestTopic, name=t) for t in sorted(topics))))
         return sorted(TopicPartition(t.name, p.partition_index) for t in metadata.topics
                       if t.error_code == ErrorCode.none for p in t.partitions)
+
+    async def _every_partition(self) -> tuple[OffsetFetchRequestTopic, ...]:
+        metadata = await self._any(make(MetadataRequest, topics=None,
+                                        allow_auto_topic_creation=False))
+        return tuple(make(OffsetFetchRequestTopic, name=t.name,
+                          partition_indexes=tuple(p.partition_index for p in t.partitions))
+                     for t in metadata.topics if t.error_code == ErrorCode.none)
 
     async def describe(self, group: str) -> Any:
         response = await self._on_coordinator(group, make(DescribeGroupsRequest,
@@ -150,8 +128,14 @@ class GroupAdminClient:
         return described
 
     async def committed(self, group: str) -> dict[TopicPartition, int]:
-        response = await self._on_coordinator(group, make(OffsetFetchRequest, group_id=group,
-                                                                        topics=None))
+        try:
+            response = await self._on_coordinator(group, make(OffsetFetchRequest,
+                                                              group_id=group, topics=None))
+        except DecodeError:
+            # Some brokers (Tansu 0.6) answer the all-topics form with a truncated body;
+            # the frame was read whole, so the connection is fine: ask topic by topic.
+            response = await self._on_coordinator(group, make(
+                OffsetFetchRequest, group_id=group, topics=await self._every_partition()))
         _check(f"fetching offsets of {group!r}", response.error_code)
         committed = {}
         for topic in response.topics:

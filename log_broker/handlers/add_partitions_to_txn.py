@@ -18,6 +18,8 @@ from .._entities import NO_THROTTLE, make
 from .._router import Route
 from .._state import BrokerState
 from .._wire import Request, response_module
+from ..security import Operation, ResourceType
+from ._authz import topic_code
 from ._txn import txn_error_code
 
 API_KEY = 24
@@ -29,7 +31,14 @@ async def handle(state: BrokerState, request: Request) -> Any:
     wanted = [TopicPartition(t.name, p) for t in body.v3_and_below_topics for p in t.partitions]
     codes = {tp: ErrorCode.none for tp in wanted}
     missing = {tp for tp in wanted if state.partition_log(tp.topic, tp.partition) is None}
-    if missing:
+    refused = {tp: code for tp in wanted
+               if (code := topic_code(request, Operation.WRITE, tp.topic)) is not None}
+    if not request.session.allows(Operation.WRITE, ResourceType.TRANSACTIONAL_ID,
+                                  body.v3_and_below_transactional_id):
+        codes = dict.fromkeys(wanted, ErrorCode.transactional_id_authorization_failed)
+    elif refused:
+        codes = {tp: refused.get(tp, ErrorCode.operation_not_attempted) for tp in wanted}
+    elif missing:
         codes = {tp: ErrorCode.unknown_topic_or_partition if tp in missing
                  else ErrorCode.operation_not_attempted for tp in wanted}
     else:

@@ -13,10 +13,13 @@ from .._entities import NO_THROTTLE, make
 from .._router import Route
 from .._state import BrokerState
 from .._wire import Request, response_module
+from ..security import Operation
+from ._authz import config_code
 from ._codes import error_code_for
 
 ALTER_CONFIGS = 33
 INCREMENTAL_ALTER_CONFIGS = 44
+
 TOPIC = 2
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
@@ -77,8 +80,10 @@ def _handler(api_key: int, response_name: str, change_for: Callable[[Any], Chang
         m = response_module(api_key, request.api_version)
         responses = []
         for resource in request.body.resources:
-            error, message = _apply(state, resource, change_for(resource),
-                                    request.body.validate_only)
+            refused = config_code(request, Operation.ALTER_CONFIGS, resource)
+            error, message = ((refused, None) if refused is not None else
+                              _apply(state, resource, change_for(resource),
+                                     request.body.validate_only))
             responses.append(make(m.AlterConfigsResourceResponse, error_code=error,
                                   error_message=message, resource_type=resource.resource_type,
                                   resource_name=resource.resource_name))

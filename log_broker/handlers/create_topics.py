@@ -12,6 +12,7 @@ from .._entities import NO_THROTTLE, make
 from .._router import Route
 from .._state import BrokerState
 from .._wire import Request, response_module
+from ._authz import may_create_topic
 from ._codes import error_code_for
 
 API_KEY = 19
@@ -45,7 +46,9 @@ async def handle(state: BrokerState, request: Request) -> Any:
     m = response_module(API_KEY, request.api_version)
     results = []
     for topic in body.topics:
-        error, message = await _create(state, topic, body.validate_only)
+        error, message = (await _create(state, topic, body.validate_only)
+                          if may_create_topic(request, topic.name) else
+                          (ErrorCode.topic_authorization_failed, "not allowed to create it"))
         results.append(make(m.CreatableTopicResult, name=topic.name, error_code=error,
                             error_message=message, num_partitions=-1, replication_factor=-1,
                             configs=None))

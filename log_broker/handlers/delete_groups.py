@@ -11,6 +11,7 @@ from .._router import Route
 from .._state import BrokerState
 from .._wire import Request, response_module
 from ..groups import GroupError
+from ..security import Operation, ResourceType
 
 API_KEY = 42
 
@@ -28,7 +29,9 @@ async def handle(state: BrokerState, request: Request) -> Any:
     results = []
     for group_id in request.body.groups_names:
         results.append(make(m.DeletableGroupResult, group_id=group_id,
-                            error_code=await _delete(state, group_id)))
+                            error_code=await _delete(state, group_id) if request.session.allows(
+                                Operation.DELETE, ResourceType.GROUP, group_id)
+                            else ErrorCode.group_authorization_failed))
     return make(m.DeleteGroupsResponse, throttle_time=NO_THROTTLE, results=tuple(results))
 
 

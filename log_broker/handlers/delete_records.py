@@ -13,6 +13,8 @@ from .._entities import NO_THROTTLE, make
 from .._router import Route
 from .._state import INTERNAL_TOPICS, BrokerState
 from .._wire import Request, response_module
+from ..security import Operation
+from ._authz import topic_code
 
 API_KEY = 21
 
@@ -42,8 +44,13 @@ async def handle(state: BrokerState, request: Request) -> Any:
     m = response_module(API_KEY, request.api_version)
     topics = tuple(
         make(m.DeleteRecordsTopicResult, name=t.name,
-             partitions=tuple(_delete(state, m, t.name, p) for p in t.partitions))
+             partitions=tuple(
+                 _delete(state, m, t.name, p) if refused is None else
+                 make(m.DeleteRecordsPartitionResult, partition_index=p.partition_index,
+                      low_watermark=-1, error_code=refused)
+                 for p in t.partitions))
         for t in request.body.topics
+        for refused in [topic_code(request, Operation.DELETE, t.name)]
     )
     return make(m.DeleteRecordsResponse, throttle_time=NO_THROTTLE, topics=topics)
 

@@ -10,6 +10,8 @@ from .._entities import NO_THROTTLE, make
 from .._router import Route
 from .._state import INTERNAL_TOPICS, BrokerState
 from .._wire import Request, response_module
+from ..security import Operation
+from ._authz import topic_code
 
 API_KEY = 20
 
@@ -18,7 +20,9 @@ async def handle(state: BrokerState, request: Request) -> Any:
     m = response_module(API_KEY, request.api_version)
     results = []
     for name in request.body.topic_names:
-        if name in INTERNAL_TOPICS:
+        if (refused := topic_code(request, Operation.DELETE, name)) is not None:
+            error = refused
+        elif name in INTERNAL_TOPICS:
             error = ErrorCode.invalid_topic_exception
         elif name in state.logs.topics():
             state.logs.delete_topic(name)

@@ -15,6 +15,8 @@ from .._entities import NO_THROTTLE, make
 from .._router import Route
 from .._state import BrokerState
 from .._wire import Request, response_module
+from ..security import Operation
+from ._authz import config_code
 
 API_KEY = 32
 TOPIC = 2
@@ -68,7 +70,12 @@ def _result(state: BrokerState, m: Any, resource: Any, body: Any) -> Any:
 
 async def handle(state: BrokerState, request: Request) -> Any:
     m = response_module(API_KEY, request.api_version)
-    results = tuple(_result(state, m, r, request.body) for r in request.body.resources)
+    results = tuple(
+        _result(state, m, r, request.body) if refused is None else
+        make(m.DescribeConfigsResult, error_code=refused, error_message=None,
+             resource_type=r.resource_type, resource_name=r.resource_name, configs=())
+        for r in request.body.resources
+        for refused in [config_code(request, Operation.DESCRIBE_CONFIGS, r)])
     return make(m.DescribeConfigsResponse, throttle_time=NO_THROTTLE, results=results)
 
 

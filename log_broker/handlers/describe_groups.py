@@ -14,6 +14,7 @@ from .._entities import NO_THROTTLE, make
 from .._router import Route
 from .._state import BrokerState
 from .._wire import Request, response_module
+from ..security import Operation, ResourceType
 
 API_KEY = 15
 _OPERATIONS_OMITTED = -(2**31)
@@ -44,7 +45,13 @@ async def handle(state: BrokerState, request: Request) -> Any:
     m = response_module(API_KEY, request.api_version)
     operations = (_GROUP_OPERATIONS if getattr(body, "include_authorized_operations", False)
                   else _OPERATIONS_OMITTED)
-    groups = tuple(_describe(state, m, group_id, operations) for group_id in body.groups)
+    groups = tuple(
+        _describe(state, m, group_id, operations)
+        if request.session.allows(Operation.DESCRIBE, ResourceType.GROUP, group_id) else
+        make(m.DescribedGroup, error_code=ErrorCode.group_authorization_failed,
+             group_id=group_id, group_state="", protocol_type="", protocol_data="",
+             members=(), authorized_operations=operations)
+        for group_id in body.groups)
     return make(m.DescribeGroupsResponse, throttle_time=NO_THROTTLE, groups=groups)
 
 

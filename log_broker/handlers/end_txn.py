@@ -18,6 +18,7 @@ from .._entities import NO_THROTTLE, make
 from .._router import Route
 from .._state import BrokerState
 from .._wire import Request, response_module
+from ._authz import require_transactional_id
 from ._txn import txn_error_code
 
 API_KEY = 26
@@ -27,6 +28,7 @@ async def handle(state: BrokerState, request: Request) -> Any:
     m = response_module(API_KEY, request.api_version)
     body = request.body
     try:
+        require_transactional_id(request, body.transactional_id)
         await state.txn.coordinator.end_txn(body.transactional_id, body.producer_id,
                                             body.producer_epoch, commit=body.committed)
         code = ErrorCode.none

@@ -27,12 +27,15 @@ from .._entities import NO_THROTTLE, make
 from .._router import Route
 from .._state import BrokerState
 from .._wire import Request, response_module
+from ..security import Operation
+from ._authz import topic_code
 
 API_KEY = 1
 READ_COMMITTED = 1
 
 
-def _read_all(state: BrokerState, m: Any, body: Any) -> tuple[list[Any], int, bool]:
+def _read_all(state: BrokerState, m: Any, body: Any, denied: set[str]
+              ) -> tuple[list[Any], int, bool]:
     # fetch.max.bytes caps every response, whatever the client asks for.
     cap = state.config.fetch_max_bytes
     remaining = min(body.max_bytes, cap) if body.max_bytes > 0 else cap
@@ -43,6 +46,10 @@ def _read_all(state: BrokerState, m: Any, body: Any) -> tuple[list[Any], int, bo
     for fetch_topic in body.topics:
         partitions = []
         for p in fetch_topic.partitions:
+            if fetch_topic.topic in denied:
+                errors = True
+                partitions.append(_empty(m, p.partition, ErrorCode.topic_authorization_failed))
+                continue
             log = state.partition_log(fetch_topic.topic, p.partition)
             if log is None:
                 errors = True
@@ -104,8 +111,9 @@ async def handle(state: BrokerState, request: Request) -> Any:
     m = response_module(API_KEY, request.api_version)
     deadline = time.monotonic() + body.max_wait.total_seconds()
     wanted = [(t.topic, p.partition) for t in body.topics for p in t.partitions]
+    denied = {t.topic for t in body.topics if topic_code(request, Operation.READ, t.topic)}
     while True:
-        topics, total, errors = _read_all(state, m, body)
+        topics, total, errors = _read_all(state, m, body, denied)
         left = deadline - time.monotonic()
         if total >= body.min_bytes or errors or left <= 0 or not wanted:
             break

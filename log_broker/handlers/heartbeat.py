@@ -9,6 +9,8 @@ from .._router import Route
 from .._state import BrokerState
 from .._wire import Request, response_module
 from ..groups import GroupError
+from ..security import Operation
+from ._authz import require_group
 from ._groups import code_of
 
 API_KEY = 12
@@ -19,6 +21,7 @@ async def handle(state: BrokerState, request: Request) -> Any:
     m = response_module(API_KEY, request.api_version)
     error: GroupError | None = None
     try:
+        require_group(request, Operation.READ, body.group_id)
         state.groups.heartbeat(body.group_id, body.generation_id, body.member_id,
                                getattr(body, "group_instance_id", None))
     except GroupError as exc:

@@ -20,6 +20,7 @@ from .._entities import NO_THROTTLE, make
 from .._router import Route
 from .._state import BrokerState
 from .._wire import Request, response_module
+from ._authz import require_producer_id
 from ._txn import txn_error_code
 
 API_KEY = 22
@@ -34,6 +35,7 @@ async def handle(state: BrokerState, request: Request) -> Any:
         expected = ProducerIdAndEpoch(producer_id, getattr(body, "producer_epoch", -1))
     timeout_ms = int(body.transaction_timeout.total_seconds() * 1000)
     try:
+        require_producer_id(request, body.transactional_id)
         pid, epoch = await state.txn.coordinator.init_producer_id(
             body.transactional_id, timeout_ms, expected)
     except TransactionError as exc:

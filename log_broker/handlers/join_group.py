@@ -15,6 +15,8 @@ from .._router import Route
 from .._state import BrokerState
 from .._wire import Request, response_module
 from ..groups import GroupError, JoinRequest, MemberIdRequiredError
+from ..security import Operation
+from ._authz import require_group
 from ._groups import code_of, millis
 
 API_KEY = 11
@@ -41,6 +43,7 @@ async def handle(state: BrokerState, request: Request) -> Any:
         protocols=tuple((p.name, bytes(p.metadata)) for p in body.protocols),
         require_known_member_id=version >= 4)
     try:
+        require_group(request, Operation.READ, body.group_id)
         result = await state.groups.join(join)
     except MemberIdRequiredError as exc:
         return _error(m, exc, exc.member_id)

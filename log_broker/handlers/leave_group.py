@@ -15,6 +15,8 @@ from .._router import Route
 from .._state import BrokerState
 from .._wire import Request, response_module
 from ..groups import GroupError
+from ..security import Operation
+from ._authz import require_group
 from ._groups import code_of
 
 API_KEY = 13
@@ -28,6 +30,7 @@ async def handle(state: BrokerState, request: Request) -> Any:
     else:
         leaving = [(body.member_id, None)]
     try:
+        require_group(request, Operation.READ, body.group_id)
         results = state.groups.leave(body.group_id, leaving)
     except GroupError as exc:
         return make(m.LeaveGroupResponse, throttle_time=NO_THROTTLE, error_code=code_of(exc),

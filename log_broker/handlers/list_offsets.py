@@ -14,6 +14,8 @@ from .._entities import NO_THROTTLE, make
 from .._router import Route
 from .._state import BrokerState
 from .._wire import Request, response_module
+from ..security import Operation
+from ._authz import topic_code
 
 API_KEY = 2
 LATEST = -1
@@ -50,9 +52,14 @@ async def handle(state: BrokerState, request: Request) -> Any:
     read_committed = getattr(request.body, "isolation_level", 0) == READ_COMMITTED
     topics = tuple(
         make(m.ListOffsetsTopicResponse, name=t.name,
-             partitions=tuple(_lookup(state, m, t.name, p, read_committed)
-                              for p in t.partitions))
+             partitions=tuple(
+                 _lookup(state, m, t.name, p, read_committed) if described else
+                 make(m.ListOffsetsPartitionResponse, partition_index=p.partition_index,
+                      error_code=ErrorCode.topic_authorization_failed, timestamp=-1,
+                      offset=-1, old_style_offsets=())
+                 for p in t.partitions))
         for t in request.body.topics
+        for described in [topic_code(request, Operation.DESCRIBE, t.name) is None]
     )
     return make(m.ListOffsetsResponse, throttle_time=NO_THROTTLE, topics=topics)
 

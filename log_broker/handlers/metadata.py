@@ -15,6 +15,8 @@ from .._entities import NO_THROTTLE, make
 from .._router import Route
 from .._state import INTERNAL_TOPICS, BrokerState
 from .._wire import Request, response_module
+from ..security import Operation
+from ._authz import may_create_topic, topic_code
 from ._codes import error_code_for
 
 API_KEY = 3
@@ -22,8 +24,14 @@ API_KEY = 3
 _OPERATIONS_OMITTED = -(2**31)
 
 
-def _topic_entry(m: Any, state: BrokerState, name: str, auto_create: bool) -> Any:
+def _topic_entry(m: Any, state: BrokerState, name: str, auto_create: bool,
+                 request: Request) -> Any:
     node = state.config.node_id
+    if topic_code(request, Operation.DESCRIBE, name) is not None:
+        return make(m.MetadataResponseTopic, error_code=ErrorCode.topic_authorization_failed,
+                    name=name, topic_id=None, is_internal=False, partitions=(),
+                    topic_authorized_operations=_OPERATIONS_OMITTED)
+    auto_create = auto_create and may_create_topic(request, name)
     try:
         topic = state.topic(name, auto_create=auto_create)
     except storage.StorageError as exc:
@@ -49,20 +57,24 @@ async def handle(state: BrokerState, request: Request) -> Any:
     body, version = request.body, request.api_version
     m = response_module(API_KEY, version)
     if body.topics is None or (version == 0 and not body.topics):
-        names = sorted(state.logs.topics())
+        # Listing every topic lists only those the principal may describe.
+        names = [name for name in sorted(state.logs.topics())
+                 if topic_code(request, Operation.DESCRIBE, name) is None]
         auto_create = False
     else:
         names = [t.name for t in body.topics]
         auto_create = getattr(body, "allow_auto_topic_creation", True)
+    # Each client is told the address of the listener it came in through.
+    host, port = request.session.listener.advertised()
     broker = make(m.MetadataResponseBroker, node_id=state.config.node_id,
-                  host=state.config.host, port=state.config.port, rack=None)
+                  host=host, port=port, rack=None)
     return make(
         m.MetadataResponse,
         throttle_time=NO_THROTTLE,
         brokers=(broker,),
         cluster_id=state.cluster_id,
         controller_id=state.config.node_id,
-        topics=tuple(_topic_entry(m, state, name, auto_create) for name in names),
+        topics=tuple(_topic_entry(m, state, name, auto_create, request) for name in names),
         cluster_authorized_operations=_OPERATIONS_OMITTED,
     )
 

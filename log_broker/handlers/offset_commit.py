@@ -19,6 +19,8 @@ from .._router import Route
 from .._state import BrokerState
 from .._wire import Request, response_module
 from ..groups import GroupError, NewOffset, TopicPartition
+from ..security import Operation
+from ._authz import require_group, topic_code
 
 API_KEY = 8
 
@@ -42,13 +44,15 @@ async def handle(state: BrokerState, request: Request) -> Any:
     for topic in body.topics:
         for p in topic.partitions:
             tp = TopicPartition(topic.name, p.partition_index)
-            codes[tp] = _check(state, topic.name, p)
+            codes[tp] = (topic_code(request, Operation.READ, topic.name)
+                         or _check(state, topic.name, p))
             if codes[tp] is ErrorCode.none:
                 offsets[tp] = NewOffset(p.committed_offset,
                                         getattr(p, "committed_leader_epoch", -1),
                                         p.committed_metadata or "")
     if offsets:
         try:
+            require_group(request, Operation.READ, body.group_id)
             await state.groups.commit(body.group_id, body.generation_id_or_member_epoch,
                                       body.member_id, getattr(body, "group_instance_id", None),
                                       offsets)

@@ -33,6 +33,8 @@ from .._router import Route
 from .._state import INTERNAL_TOPICS, BrokerState
 from .._txn_partitions import PartitionTxn
 from .._wire import Request, response_module
+from ..security import Operation, ResourceType
+from ._authz import topic_code
 from ._codes import error_code_for
 
 API_KEY = 0
@@ -66,8 +68,16 @@ async def handle(state: BrokerState, request: Request) -> Any:
     touched: list[storage.PartitionLog] = []
     responses: list[tuple[str, list[Any]]] = []
     appended: list[tuple[list[Any], int, storage.PartitionLog]] = []  # result slot, log
+    txn_refused = (None if body.transactional_id is None or request.session.allows(
+        Operation.WRITE, ResourceType.TRANSACTIONAL_ID, body.transactional_id)
+        else ErrorCode.transactional_id_authorization_failed)
     for topic_data in body.topic_data:
-        results = []
+        results: list[Any] = []
+        denied = txn_refused or topic_code(request, Operation.WRITE, topic_data.name)
+        if denied is not None:
+            responses.append((topic_data.name, [
+                _partition_result(m, p.index, denied) for p in topic_data.partition_data]))
+            continue
         try:
             topic = state.topic(topic_data.name, auto_create=True)
         except storage.StorageError as exc:

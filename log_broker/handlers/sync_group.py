@@ -12,6 +12,8 @@ from .._router import Route
 from .._state import BrokerState
 from .._wire import Request, response_module
 from ..groups import GroupError
+from ..security import Operation
+from ._authz import require_group
 from ._groups import code_of
 
 API_KEY = 14
@@ -22,6 +24,7 @@ async def handle(state: BrokerState, request: Request) -> Any:
     m = response_module(API_KEY, request.api_version)
     assignments = {a.member_id: bytes(a.assignment) for a in body.assignments}
     try:
+        require_group(request, Operation.READ, body.group_id)
         assignment = await state.groups.sync(
             body.group_id, body.generation_id, body.member_id,
             getattr(body, "group_instance_id", None), assignments)

@@ -34,6 +34,8 @@ from .._router import Route
 from .._state import BrokerState
 from .._wire import Request, response_module
 from ..groups import GroupError, NewOffset, TopicPartition
+from ..security import Operation
+from ._authz import require_group, require_transactional_id, topic_code
 from ._txn import txn_error_code
 
 API_KEY = 28
@@ -47,7 +49,9 @@ async def handle(state: BrokerState, request: Request) -> Any:
     for t in body.topics:
         for p in t.partitions:
             tp = TopicPartition(t.name, p.partition_index)
-            if state.partition_log(t.name, p.partition_index) is None:
+            if (refused := topic_code(request, Operation.READ, t.name)) is not None:
+                codes[tp] = refused
+            elif state.partition_log(t.name, p.partition_index) is None:
                 codes[tp] = ErrorCode.unknown_topic_or_partition
             else:
                 offsets[tp] = NewOffset(p.committed_offset,
@@ -55,6 +59,8 @@ async def handle(state: BrokerState, request: Request) -> Any:
                                         p.committed_metadata or "")
     common = ErrorCode.none
     try:
+        require_transactional_id(request, body.transactional_id)
+        require_group(request, Operation.READ, body.group_id)
         state.txn.coordinator.check_producer(body.transactional_id, body.producer_id,
                                              body.producer_epoch)
         await state.groups.txn_commit(

@@ -15,7 +15,7 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def write_atomically(path: Path, data: bytes) -> None:
+def write_atomically(path: Path, data: bytes, mode: int = 0o644) -> None:
     """Replace ``path`` with ``data`` so that after a crash it holds the old or the new
     content, never a mix.
 
@@ -23,7 +23,7 @@ def write_atomically(path: Path, data: bytes) -> None:
     the directory so the rename itself survives.
     """
     temporary = path.with_name(path.name + ".tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
         view = memoryview(data)
         while view:

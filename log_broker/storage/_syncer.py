@@ -46,6 +46,7 @@ class GroupSyncer:
         self._pending: dict[PartitionLog, _Waiters] = {}
         self._runner: asyncio.Task[None] | None = None
         self.sync_seconds = 0.0  # moving average of one log sync
+        self.syncs, self.sync_seconds_total = 0, 0.0  # for the broker's metrics
         self.inline = True  # whether rounds sync on the event loop (module docstring)
 
     async def sync(self, log: PartitionLog) -> None:
@@ -105,6 +106,8 @@ class GroupSyncer:
             log.sync()
         finally:
             took = time.perf_counter() - started
+            self.syncs += 1
+            self.sync_seconds_total += took
             average = self.sync_seconds = self.sync_seconds + _WEIGHT * (took - self.sync_seconds)
             if self.inline and average > INLINE_UP_TO_S:
                 self.inline = False

@@ -93,6 +93,7 @@ class AiokafkaGroupConsumer:
             session_timeout_ms=settings.session_timeout_ms,
             heartbeat_interval_ms=settings.heartbeat_interval_ms,
             isolation_level=_isolation(settings),
+            **settings.client_security().aiokafka_options(),
         )
         self._reset = settings.auto_offset_reset
         forbid_auto_create(self._consumer)
@@ -275,6 +276,7 @@ class AiokafkaChangelogReader:
             max_partition_fetch_bytes=settings.max_partition_fetch_bytes,
             # Under exactly-once a changelog holds aborted writes; restoring must skip them.
             isolation_level=_isolation(settings),
+            **settings.client_security().aiokafka_options(),
         )
         forbid_auto_create(self._consumer)
 
@@ -407,6 +409,7 @@ class AiokafkaRecordProducer:
             if settings.compression_type == "none"
             else settings.compression_type,
             **({"enable_idempotence": True, **transactional} if transactional else {}),
+            **settings.client_security().aiokafka_options(),
         )
         forbid_auto_create(self._producer)
         self._partition = KeyPartitioner()
@@ -548,9 +551,11 @@ class AiokafkaRecordProducer:
 
 class AiokafkaAdmin:
     def __init__(self, settings: AppSettings) -> None:
-        self._admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap_servers)
+        self._admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap_servers,
+                                          **settings.client_security().aiokafka_options())
         forbid_auto_create(self._admin)
-        self._replication = 1
+        self._replication = settings.replication_factor
+        self._topic_configs = settings.topic_configs
 
     async def start(self) -> None:
         try:
@@ -578,7 +583,13 @@ class AiokafkaAdmin:
         if not specs:
             return
         new = [
-            NewTopic(s.name, s.partitions, self._replication, topic_configs=dict(s.config))
+            # The App's own settings for a topic (cleanup.policy of a changelog) win over
+            # the user's topic.-prefixed ones.
+            NewTopic(s.name, s.partitions, self._replication,
+                     # aiokafka refuses replication factor -1 (the broker's default)
+                     # unless an assignment is given; an empty one says "none".
+                     replica_assignments={} if self._replication == -1 else None,
+                     topic_configs={**self._topic_configs, **dict(s.config)})
             for s in specs
         ]
         try:

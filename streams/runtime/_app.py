@@ -36,7 +36,7 @@ import enum
 import logging
 import signal
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from .._config import StreamsConfig
@@ -47,6 +47,7 @@ from .._record import ConsumedRecord, ProducedRecord
 from .._topology import Topology
 from ._aiokafka import AiokafkaClients
 from ._assignor import PartitionGroupAssignor
+from ._async_work import AsyncWork
 from ._client import ClientFactory, RecordProducer, TopicPartition, TopicSpec
 from ._commit import Committer, GroupOffsetSink, OffsetSink, TransactionSink
 from ._counted import CountingClients
@@ -118,6 +119,9 @@ def resolve_topology(
     if callable(source):
         return resolve_topology(source(), on_builder)
     raise SettingsError(f"not a topology: {source!r}")
+
+
+_ASYNC_POLL_MS = 5
 
 
 def _now_ms() -> int:
@@ -311,7 +315,9 @@ class App:
             topology, config, settings.state_dir, sources, logs,
             lambda topic: self._counts.get(topic, 1), _now_ms, settings.exactly_once,
             global_stores=self._globals.stores if self._globals is not None else None,
+            wake=lambda: self._async.wake(),
         )
+        self.metrics.watch_stores(self._running_stores)
         stateful = {sub for sub, stores in logs.items() if stores and sub in sources}
         self.assignor = PartitionGroupAssignor(
             sources, self.host, self._local_state,
@@ -344,6 +350,7 @@ class App:
             )
         self._consumer = self._clients.group_consumer(app_id, self.assignor)
         await self._consumer.start()
+        self._async = AsyncWork(self._consumer, self._processing_errors)
         sink: OffsetSink = (
             TransactionSink(txn_producer, self._consumer, app_id)
             if settings.exactly_once
@@ -388,6 +395,11 @@ class App:
         try:
             while not self._stop_requested.is_set():
                 timeout = 0 if self._restorer.busy else settings.poll_timeout_ms
+                if self._async.ready.is_set():
+                    timeout = 0
+                elif timeout and self._async.busy(self.tasks.running()):
+                    # Results that finish meanwhile do not wake a poll: come back soon.
+                    timeout = min(timeout, _ASYNC_POLL_MS)
                 batches = await self._consumer.poll(timeout, settings.max_poll_records)
                 async with self._lock:
                     if self._globals is not None:
@@ -407,7 +419,7 @@ class App:
                         t.executor.commit_requested for t in running
                     ):
                         try:
-                            await self._committer.commit(running)
+                            await self._commit(running)
                         except (TransactionError, FencedError) as error:
                             await self._rewind(error)
                         if self._globals is not None:
@@ -427,6 +439,16 @@ class App:
         finally:
             await self._shutdown()
 
+    async def _commit(self, tasks: list[RuntimeTask]) -> None:
+        """Commit ``tasks``; under exactly-once their async calls finish first and
+        their output joins the transaction (``_async_work.py``)."""
+        if self.settings.exactly_once:
+            out = await self._async.settle(tasks)
+            if out:
+                self.produced += len(out)
+                await self._committer.send(out)
+        await self._committer.commit(tasks)
+
     async def _rewind(self, error: TransactionError | FencedError) -> None:
         """A transaction was aborted: rewind the tasks (``_rewind.py``); a fenced
         instance that must stop raises ``FencedError`` out of the loop."""
@@ -442,8 +464,9 @@ class App:
         exactly-once a result is visible only at the commit anyway, so the caches wait."""
         out: list[ProducedRecord] = []
         by_partition = self.tasks.by_partition
-        consumed = self.metrics.records_consumed
+        consumed, latency = self.metrics.records_consumed, self.metrics.process_latency
         fed: dict[str, RuntimeTask] = {}
+        batches = self._async.with_held(batches, by_partition)
         for tp, records in batches.items():
             task = by_partition.get(tp)
             if task is None or not task.running or not records:
@@ -454,15 +477,22 @@ class App:
                 elif records:
                     log.warning("dropping %d records of %s-%d: no task", len(records), *tp)
                 continue
+            if task.executor.has_async:
+                records = self._async.admit(task, tp, records)
+                if not records:
+                    continue
+            started = time.perf_counter()
             try:
                 out.extend(task.process(tp, records))
             except ProcessingError as error:
                 if self._processing_errors.fails:
                     raise
                 out.extend(self._replay(task, tp, records, error))
+            latency.labels(task.id).observe(time.perf_counter() - started)
             consumed.labels(task.id).inc(len(records))
             self.consumed += len(records)
             fed[task.id] = task
+        out.extend(self._async.release(self.tasks.running()))
         if fed and not self.settings.exactly_once and (
             sum(map(len, batches.values())) < self.settings.max_poll_records
         ):
@@ -491,11 +521,15 @@ class App:
 
     async def _punctuate(self) -> None:
         now = _now_ms()
+        started = time.perf_counter()
+        ran = False
         out: list[ProducedRecord] = []
         for task in self.tasks.running():
             if task.executor.punctuate_wall_clock(now):
-                task.dirty = True
+                task.dirty = ran = True
             out.extend(task.executor.drain())
+        if ran:
+            self.metrics.punctuation_latency.observe(time.perf_counter() - started)
         if out:
             self.produced += len(out)
             await self._committer.send(out)
@@ -520,7 +554,7 @@ class App:
             if self._failure is not None:
                 return
             try:
-                await self._committer.commit(self.tasks.running())
+                await self._commit(self.tasks.running())
             except (TransactionError, FencedError) as error:
                 # Aborted: every task rewinds; the new assignment reopens them from
                 # their snapshots at the committed offsets.
@@ -541,6 +575,7 @@ class App:
         """Close tasks that moved away; open new ones paused until restored, taking over
         the stores of this instance's standby of a task when it has one; then close the
         standbys no longer wanted and open the new ones."""
+        self.metrics.rebalances.inc()
         async with self._lock:
             gone = [t for t in self.tasks.tasks.values() if not set(t.sources) <= assigned]
             for task in gone:
@@ -579,6 +614,12 @@ class App:
         for task_id in sorted(wanted - set(self._standbys.tasks)):
             await self._standbys.add(self.tasks.open_standby(task_id))
 
+    def _running_stores(self) -> Iterator[tuple[str, str, Any]]:
+        """(task id, store name, store) of the running tasks, for the store metrics."""
+        for task in self.tasks.running():
+            for name, store in task.executor.stores.items():
+                yield task.id, name, store
+
     def _local_state(self) -> dict[str, int]:
         """Changelog offset sums of the tasks this instance has state for (assignor)."""
         sums = self.tasks.local_state()
@@ -604,7 +645,7 @@ class App:
         if not failed:
             try:
                 async with self._lock:
-                    await self._committer.commit(self.tasks.running())
+                    await self._commit(self.tasks.running())
             except Exception as error:
                 self._failure = error
                 log.error("final commit failed: %s", error)

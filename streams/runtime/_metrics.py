@@ -22,15 +22,34 @@ What the record counters count:
 - ``headrace_streams_late_records_dropped_total{operator}``: records a windowed
   aggregation dropped because all their windows had closed, per operator (read from
   the DSL program's ``late_records`` when it is scraped).
+
+What the timings and the state families hold:
+
+- ``headrace_streams_process_latency_seconds{task}``: the time a task took over one
+  polled batch of a partition (a histogram; with ``records_consumed_total`` it gives
+  records per second and the time per record);
+- ``headrace_streams_punctuation_latency_seconds``: one round of wall-clock
+  punctuations that ran something; ``commit_latency_seconds``: one full commit;
+- ``headrace_streams_store_operations_total{task, store, operation}`` and
+  ``headrace_streams_store_operation_seconds{task, store, operation}`` (a summary of
+  the operations the store timed: it samples gets and puts), and
+  ``headrace_streams_store_keys{task, store}`` (a key-value store's estimate), read
+  from the running tasks' stores when scraped;
+- ``headrace_streams_rebalances_total``: assignments this instance received.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from prometheus_client.core import CounterMetricFamily, Metric
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    Metric,
+    SummaryMetricFamily,
+)
 
 SINK, REPARTITION, CHANGELOG, DEAD_LETTER = "sink", "repartition", "changelog", "dead_letter"
 
@@ -60,6 +79,47 @@ class _LateRecords:
             "headrace_streams_late_records_dropped",
             "Records windowed aggregations dropped as late (all their windows closed)",
             labels=["operator"],
+        )
+
+
+StoreListing = Callable[[], Iterable[tuple[str, str, Any]]]  # (task id, store name, store)
+_STORE_OPERATIONS = ("get", "put", "put_all", "delete", "range", "flush", "restore")
+
+
+class _StoreStats:
+    """Operation counts and timings and key estimates of the stores of running tasks."""
+
+    def __init__(self) -> None:
+        self.listing: StoreListing = lambda: ()
+
+    def describe(self) -> Iterator[Metric]:
+        yield from self._families()
+
+    def collect(self) -> Iterator[Metric]:
+        operations, seconds, keys = self._families()
+        for task, name, store in self.listing():
+            stats = getattr(store, "metrics", None)
+            if stats is not None:
+                for op in _STORE_OPERATIONS:
+                    op_stats = getattr(stats, op)
+                    operations.add_metric([task, name, op], op_stats.count)
+                    seconds.add_metric([task, name, op], op_stats.timed, op_stats.total_ns / 1e9)
+            estimate = getattr(store, "approximate_num_entries", None)
+            if estimate is not None:
+                keys.add_metric([task, name], estimate())
+        yield from (operations, seconds, keys)
+
+    @staticmethod
+    def _families() -> tuple[CounterMetricFamily, SummaryMetricFamily, GaugeMetricFamily]:
+        labels = ["task", "store", "operation"]
+        return (
+            CounterMetricFamily("headrace_streams_store_operations",
+                                "Store operations, by task, store and operation", labels=labels),
+            SummaryMetricFamily("headrace_streams_store_operation_seconds",
+                                "Time of the store operations that were timed (gets and puts "
+                                "are sampled)", labels=labels),
+            GaugeMetricFamily("headrace_streams_store_keys",
+                              "Estimated keys in a key-value store", labels=["task", "store"]),
         )
 
 
@@ -119,6 +179,21 @@ class AppMetrics:
             ["kind", "action"], registry=reg,
         )
         self.tasks = Gauge("headrace_streams_tasks", "Tasks by state", ["state"], registry=reg)
+        self.process_latency = Histogram(
+            "headrace_streams_process_latency_seconds",
+            "Time a task took over one polled batch of a partition", ["task"],
+            buckets=(0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1), registry=reg,
+        )
+        self.punctuation_latency = Histogram(
+            "headrace_streams_punctuation_latency_seconds",
+            "Time of one round of wall-clock punctuations that ran something",
+            buckets=(0.0001, 0.001, 0.01, 0.1, 1), registry=reg,
+        )
+        self.rebalances = Counter(
+            "headrace_streams_rebalances", "Assignments this instance received", registry=reg
+        )
+        self._stores = _StoreStats()
+        reg.register(self._stores)
 
     def name_topics(self, changelogs: set[str], repartitions: set[str], dead_letters: str) -> None:
         """Say which written topics are internal, for the ``kind`` label."""
@@ -139,6 +214,10 @@ class AppMetrics:
         """Expose a DSL program's late-record counts (``StreamsBuilder.late_records``)."""
         if late_records is not None and late_records not in self._late.sources:
             self._late.sources.append(late_records)
+
+    def watch_stores(self, listing: StoreListing) -> None:
+        """Read store statistics, when scraped, from ``listing()``'s stores."""
+        self._stores.listing = listing
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

@@ -34,6 +34,7 @@ as a Kafka Streams client asks every ``StreamsMetadata`` of a store.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from ._global import GlobalState
@@ -63,7 +64,8 @@ class StoreQueries:
         self._app = app
 
     def routes(self) -> dict[str, Route]:
-        return {"health": self.health, "metrics": self.metrics, "stores": self.stores}
+        return {"health": self.health, "metrics": self.metrics, "stores": self.stores,
+                "topology": self.topology}
 
     async def health(self, _segments: list[str], _params: Params) -> Response:
         status = self._app.status()
@@ -72,6 +74,14 @@ class StoreQueries:
 
     async def metrics(self, _segments: list[str], _params: Params) -> Response:
         return 200, "text/plain; version=0.0.4; charset=utf-8", self._app.metrics.exposition()
+
+    async def topology(self, segments: list[str], params: Params) -> Response:
+        """The running topology's ``describe()``, as data (sub-topologies of nodes with
+        their neighbours, topics and stores) and as Kafka Streams' text."""
+        if segments or params:
+            return json_response(400, {"error": "/topology takes no path or parameters"})
+        description = self._app.topology.describe()
+        return json_response(200, {**dataclasses.asdict(description), "text": str(description)})
 
     async def stores(self, segments: list[str], params: Params) -> Response:
         """Route ``/stores[/{store}[/{key}]]``; every refusal is a :class:`QueryError`,

@@ -33,6 +33,8 @@ from typing import Any, Literal
 
 import pydantic
 
+from headrace.base import ClientSecurity
+
 from ._errors import SettingsError
 
 ENV_PREFIX = "HEADRACE_"
@@ -86,11 +88,37 @@ class AppSettings(pydantic.BaseModel):
     dead_letter_topic: str | None = None
     log_format: Literal["json", "text"] = "text"
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    # Reaching a secured cluster; every client the App opens gets these. Passwords are
+    # SecretStr: repr, str, logs and status show them as asterisks.
+    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = None
+    sasl_username: str | None = None
+    sasl_password: pydantic.SecretStr | None = None
+    ssl_cafile: pathlib.Path | None = None
+    ssl_certfile: pathlib.Path | None = None
+    ssl_keyfile: pathlib.Path | None = None
+    ssl_password: pydantic.SecretStr | None = None
+    ssl_check_hostname: bool = True
+    # Internal topics (changelogs, repartition topics): -1 is the broker's default, as in
+    # Kafka Streams; ``topic_configs`` are Kafka Streams' ``topic.``-prefixed configs.
+    replication_factor: int = pydantic.Field(default=-1, ge=-1)
+    topic_configs: dict[str, str] = pydantic.Field(default_factory=dict)
 
     @pydantic.field_validator("log_level", mode="before")
     @classmethod
     def _upper(cls, value: Any) -> Any:
         return value.strip().upper() if isinstance(value, str) else value
+
+    @pydantic.field_validator("security_protocol", "sasl_mechanism", mode="before")
+    @classmethod
+    def _upper_words(cls, value: Any) -> Any:
+        return value.strip().upper() if isinstance(value, str) else value
+
+    @pydantic.field_validator("topic_configs", mode="before")
+    @classmethod
+    def _configs_from_json(cls, value: Any) -> Any:
+        # From HEADRACE_TOPIC_CONFIGS: a JSON object of strings.
+        return json.loads(value) if isinstance(value, str) else value
 
     @pydantic.field_validator("log_format", mode="before")
     @classmethod
@@ -101,6 +129,12 @@ class AppSettings(pydantic.BaseModel):
     def _check(self) -> AppSettings:
         if self.heartbeat_interval_ms * 3 > self.session_timeout_ms:
             raise ValueError("heartbeat_interval_ms must be at most a third of session_timeout_ms")
+        if self.replication_factor == 0:
+            raise ValueError("replication_factor must be -1 (the broker's default) or >= 1")
+        if self.security_protocol in ("SASL_PLAINTEXT", "SASL_SSL") and (
+                self.sasl_username is None or self.sasl_password is None):
+            raise ValueError(f"security_protocol {self.security_protocol} needs"
+                             " sasl_username and sasl_password")
         if self.transaction_timeout >= self.session_timeout_ms:
             # A dead instance's open transaction must be aborted before the group hands
             # its partitions to another instance, or the new owner's reads stall on it.
@@ -113,6 +147,22 @@ class AppSettings(pydantic.BaseModel):
         if self.transaction_timeout_ms is not None:
             return self.transaction_timeout_ms
         return self.session_timeout_ms // 2
+
+    def client_security(self) -> ClientSecurity:
+        """The security options every Kafka client of this App is opened with."""
+
+        def secret(value: pydantic.SecretStr | None) -> str | None:
+            return None if value is None else value.get_secret_value()
+
+        def path(value: pathlib.Path | None) -> str | None:
+            return None if value is None else str(value)
+
+        return ClientSecurity(
+            security_protocol=self.security_protocol, sasl_mechanism=self.sasl_mechanism,
+            sasl_username=self.sasl_username, sasl_password=secret(self.sasl_password),
+            ssl_cafile=path(self.ssl_cafile), ssl_certfile=path(self.ssl_certfile),
+            ssl_keyfile=path(self.ssl_keyfile), ssl_password=secret(self.ssl_password),
+            ssl_check_hostname=self.ssl_check_hostname)
 
     @property
     def exactly_once(self) -> bool:
@@ -180,4 +230,16 @@ def _read_file(path: pathlib.Path) -> dict[str, Any]:
         raise SettingsError(f"settings file {path} is malformed: {error}") from error
     if not isinstance(data, dict):
         raise SettingsError(f"settings file {path} must hold a table of settings")
-    return {str(k).replace("-", "_").replace(".", "_"): v for k, v in data.items()}
+    values: dict[str, Any] = {}
+    for key, value in data.items():
+        key = str(key)
+        if key.startswith("topic.") and key != "topic.":
+            # Kafka Streams' spelling: ``"topic.min.insync.replicas" = "2"``.
+            values.setdefault("topic_configs", {})[key[len("topic."):]] = str(value)
+        else:
+            values[key.replace("-", "_").replace(".", "_")] = value
+    if isinstance(data.get("topic"), dict):  # or a [topic] table
+        values["topic_configs"] = {**{k: str(v) for k, v in data["topic"].items()},
+                                   **values.get("topic_configs", {})}
+        values.pop("topic", None)
+    return values

@@ -116,7 +116,15 @@ class RuntimeTask:
         return self.executor.drain()
 
     def offsets_to_commit(self) -> dict[TopicPartition, int]:
-        return {tp: o for tp, o in self.next_offsets.items() if self.committed.get(tp) != o}
+        """The next offset per source partition, held back to the lowest record still
+        in an async stage (``streams/_async.py``), where it moved since the last commit."""
+        position = self.executor.commit_offset
+        out: dict[TopicPartition, int] = {}
+        for tp, o in self.next_offsets.items():
+            o = position(tp[0], tp[1], o)
+            if self.committed.get(tp) != o:
+                out[tp] = o
+        return out
 
     def write_checkpoint(self) -> None:
         if self.changelog_offsets:
@@ -149,8 +157,10 @@ class TaskManager:
         clock_ms: Callable[[], int],
         exactly_once: bool = False,
         global_stores: Mapping[str, Any] | None = None,
+        wake: Callable[[], None] | None = None,
     ) -> None:
         self._exactly_once = exactly_once
+        self._wake = wake  # a task's async results are ready (``_async_work.py``)
         # Read by every task, owned by the instance's global task (``_global.py``).
         self._global_stores = dict(global_stores or {})
         self._topology = topology
@@ -295,6 +305,7 @@ class TaskManager:
             wall_clock_ms=self._clock_ms(),
             partitions_for=self._partitions_for,
             global_stores=self._global_stores,
+            wake=self._wake,
         )
         executor.init()
         changelogs = {

@@ -5,7 +5,13 @@ one task per sub-topology, all on partition 0. After every pipe it settles the t
 Global stores get one more task, ``global``, which reads their topics whole; it is
 initialised first and every other task reads its stores.
 
-Settling, step by step: flush every task's stores (as a commit would, so caches forward
+Async processors (``streams/_async.py``) run on the driver's own event loop: settling
+first awaits every call in flight and releases its results, so a test sees the output
+of every record it piped, whatever the calls' delays; order follows the processor's
+``order``. A call that fails for good raises :class:`~streams.ProcessingError` here,
+as a failing synchronous operator does.
+
+Settling, step by step: await the async calls in flight; flush every task's stores (as a commit would, so caches forward
 their updates); take every task's produced records; append each to its topic's output
 queue; feed those whose topic the topology reads (repartition topics, for one) back into
 the task that reads it; repeat until no task produces anything.
@@ -13,6 +19,7 @@ the task that reads it; repeat until no task produces anything.
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import pathlib
 import shutil
@@ -24,7 +31,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from .._config import StreamsConfig
-from .._errors import StateStoreError, TopologyError
+from .._errors import ProcessingError, StateStoreError, TopologyError
 from .._lifecycle import Lifecycle
 from .._record import ConsumedRecord, ProducedRecord
 from .._task import TaskExecutor
@@ -66,15 +73,16 @@ class TopologyTestDriver:
         self._changelog: defaultdict[str, list[ChangelogEntry]] = defaultdict(list)
         self._lifecycle = Lifecycle("test driver", DriverState.OPEN, _DRIVER_TRANSITIONS)
         self._tasks: list[TaskExecutor] = []
+        # Made only for a topology with async processors (``_await_async``).
+        self._loop: asyncio.AbstractEventLoop | None = None
         try:
             global_sub = topology.global_subtopology()
             global_stores: dict[str, Any] = {}
             if global_sub is not None:
                 global_task = self._task(topology, global_sub.id, state_dir, {})
-                global_task.init()
                 global_stores = dict(global_task.stores)
             for sub in topology.subtopologies():
-                self._task(topology, sub.id, state_dir, global_stores).init()
+                self._task(topology, sub.id, state_dir, global_stores)
             self._settle()
         except BaseException:
             self.close()
@@ -94,6 +102,11 @@ class TopologyTestDriver:
             global_stores=global_stores,
         )
         self._tasks.append(task)
+        task.init()
+        if task.has_async:
+            if self._loop is None:
+                self._loop = asyncio.new_event_loop()
+            task.run_async_on(self._loop)
         return task
 
     # -- topics -------------------------------------------------------------------------
@@ -171,6 +184,7 @@ class TopologyTestDriver:
             for task in reversed(self._tasks):  # the global task, first, closes last
                 task.close()
         finally:
+            self._cancel_calls()
             if self._temp_dir is not None:
                 shutil.rmtree(self._temp_dir, ignore_errors=True)
 
@@ -204,10 +218,35 @@ class TopologyTestDriver:
         task.process_partition(topic, 0, self._consumed(topic, records))
         self._settle()
 
+    def _cancel_calls(self) -> None:
+        """Let cancelled calls finish cancelling, then close the loop."""
+        loop = self._loop
+        if loop is None:
+            return
+        pending = asyncio.all_tasks(loop)
+        if pending:
+            loop.run_until_complete(asyncio.wait(pending))
+        loop.close()
+
+    def _await_async(self, task: TaskExecutor) -> None:
+        loop = self._loop
+        if loop is None or not task.has_async:
+            return
+        if loop.is_running():
+            raise RuntimeError("the test driver runs async processors on its own event loop; "
+                               "use it from synchronous code (not inside a running loop)")
+        loop.run_until_complete(task.settle())
+        for raw, error, node in task.take_failures():
+            raise ProcessingError(
+                f"{node} failed on {raw[0]}-{raw[1]} offset {raw[2]}: {error!r}",
+                node=node, topic=raw[0], partition=raw[1],
+            ) from error
+
     def _settle(self) -> None:
         while True:
             produced: list[ProducedRecord] = []
             for task in self._tasks:
+                self._await_async(task)
                 task.flush()
                 produced.extend(task.drain())
             if not produced:

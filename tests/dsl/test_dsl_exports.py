@@ -3,11 +3,13 @@ from headrace import dsl
 
 def test_dsl_public_surface_is_pinned() -> None:
     assert sorted(dsl.__all__) == [
+        "AgentApp", "AgentStream", "AgentTopic",
         "BranchedKStream", "DeserializationError", "DslError", "GlobalKTable", "JoinWindows",
         "KGroupedStream", "KGroupedTable",
         "KStream", "KTable", "LateRecord", "LateRecords", "Materialized", "Serde", "SerdeError",
         "Serdes", "SerializationError", "SessionWindowedKStream", "SessionWindowedSerde",
-        "SessionWindows", "SlidingWindows", "StreamsBuilder", "Suppressed", "TimeWindowedKStream",
+        "SessionWindows", "SlidingWindows", "StreamsBuilder", "Suppressed", "Table",
+        "TimeWindowedKStream",
         "TimeWindowedSerde", "TimeWindows", "TopologyBuildError", "Window", "Windowed",
         "WindowedSerdes", "materialized", "until_window_closes",
     ]

@@ -17,7 +17,7 @@ from pathlib import Path
 import psutil
 import pytest
 from batch_crafting import mutated_batches, produce_body
-from brokerproc import BrokerProcess
+from brokerproc import BrokerProcess, free_port
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kio.index import load_request_schema
@@ -190,3 +190,83 @@ def test_fuzzed_requests_leave_broker_serving(tmp_path: Path) -> None:
         assert "handler failed" not in broker.log_path.read_text()
         print(f"{sent['n']} bad requests in {time.monotonic() - started:.1f}s,"
               f" rss growth {growth / 2**20:.1f} MiB")
+
+
+# --------------------------------------------------------------------- the SASL exchange
+def _sasl_frames(version: int, mechanism: str, tokens: list[bytes]) -> list[bytes]:
+    from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
+    from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
+
+    frames = [encode(17, version, SaslHandshakeRequest(mechanism=mechanism))]
+    for token in tokens:
+        if version == 0:  # after SaslHandshake v0 the tokens travel bare
+            frames.append(token)
+        else:
+            frames.append(encode(36, 2, SaslAuthenticateRequest(auth_bytes=token)))
+    return frames
+
+
+@st.composite
+def sasl_attacks(draw: st.DrawFn) -> bytes:
+    mechanism = draw(st.sampled_from(["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI",
+                                      "", "x" * 300]))
+    version = draw(st.sampled_from([0, 1]))
+    plausible = st.sampled_from([
+        b"\0fuzzer\0wrong", b"\0\0", b"n,,n=fuzzer,r=abc", b"n,,n=,r=", b"y,,n=a,r=b",
+        b"c=biws,r=abc,p=AAAA", b"c=biws,r=abc,p=!!!", b"n,,m=ext,n=a,r=b", b"\xff" * 9])
+    tokens = draw(st.lists(st.one_of(plausible, st.binary(max_size=300)), max_size=4))
+    frames = _sasl_frames(version, mechanism, tokens)
+    if draw(st.booleans()):  # garble one frame of the exchange
+        index = draw(st.integers(0, len(frames) - 1))
+        data = bytearray(frames[index] or b"\0")
+        data[draw(st.integers(0, len(data) - 1))] = draw(st.integers(0, 255))
+        frames[index] = bytes(data)
+    # Whatever follows an exchange that did not succeed must never be served.
+    frames.append(VALID[draw(st.integers(1, len(VALID) - 1))])
+    return b"".join(frame(f) for f in frames)
+
+
+@pytest.mark.slow
+def test_fuzzed_sasl_exchanges_serve_nothing_and_leave_broker_serving(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from rawkafka import RawClient
+
+    data = tmp_path / "data"
+    subprocess.run([sys.executable, "-m", "headrace", "users", "add", "fuzzer",
+                    "--password-stdin", "--data-dir", str(data)], input="right\n",
+                   text=True, check=True, capture_output=True, timeout=60)
+    port = free_port()
+    config = tmp_path / "server.properties"
+    config.write_text(f"listeners=SASL_PLAINTEXT://127.0.0.1:{port}\n")
+    with BrokerProcess(data, port=port, config=config) as broker:
+        served = {"n": 0, "sent": 0}
+
+        @settings(max_examples=800, deadline=None, database=None,
+                  suppress_health_check=list(HealthCheck))
+        @given(sasl_attacks())
+        def attack(payload: bytes) -> None:
+            served["sent"] += 1
+            send_and_drain(port, payload)
+
+        attack()
+        assert broker.proc is not None and broker.proc.poll() is None, broker.log()
+        log_text = broker.log_path.read_text()
+        assert "handler failed" not in log_text
+        assert log_text.count("SASL authentication failed") > 50  # the exchanges ran
+        assert "before SASL authentication" in log_text  # and what followed was refused
+        # The fuzzer never authenticated, so none of its produce requests wrote a byte.
+        with RawClient(f"127.0.0.1:{port}") as good:
+            from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
+            from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
+
+            assert good.request(17, 1, SaslHandshakeRequest(mechanism="PLAIN")).error_code == 0
+            reply = good.request(36, 2, SaslAuthenticateRequest(auth_bytes=b"\0fuzzer\0right"))
+            assert reply.error_code == 0
+            listed = good.request(3, 8, MetadataRequest(
+                topics=None, allow_auto_topic_creation=False,
+                include_cluster_authorized_operations=False,
+                include_topic_authorized_operations=False))
+            assert [t.name for t in listed.topics if t.name == "fuzz"] == []
+        assert served["sent"] >= 500

@@ -269,3 +269,51 @@ def test_empty_and_partitioned_tables_read_back(spark: Any, tmp_path: Path) -> N
     parts = read_delta(spark, str(tmp_path / "parts"))
     assert sorted((r.day, r.views) for r in parts.collect()) == [("d1", 1), ("d1", 2),
                                                                  ("d2", 3)]
+
+
+# ------------------------------------------------------------------------- secured reads
+@pytest.fixture(scope="module")
+def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    from secured_broker import start_secured_broker
+
+    broker = start_secured_broker(tmp_path_factory.mktemp("secured-spark"))
+    try:
+        yield broker
+    finally:
+        broker.process.stop()
+
+
+def test_batch_read_over_sasl_ssl_with_spark_kafka_options(spark: Any, secured: Any) -> None:
+    """The options a Spark user writes for Spark's own Kafka source (Java client keys)."""
+    import asyncio
+
+    from aiokafka import AIOKafkaProducer
+
+    topic, bootstrap = unique("spark-sec"), secured.address("SASL_SSL")
+    admin = ["--bootstrap-servers", bootstrap,
+             "--command-config", str(secured.command_config("admin"))]
+    secured.headrace("topics", "create", topic, "--partitions", "2", *admin)
+    secured.allow("User:streams", "--topic", topic, operation="Read", pattern="literal")
+    secured.allow("User:streams", "--group", "headrace-spark-bridge", operation="Describe",
+                  pattern="literal")
+
+    async def fill() -> None:
+        producer = AIOKafkaProducer(bootstrap_servers=bootstrap,
+                                    **secured.sasl_ssl("admin").aiokafka_options())
+        await producer.start()
+        try:
+            for i in range(20):
+                await producer.send(topic, f"v{i}".encode())
+            await producer.flush()
+        finally:
+            await producer.stop()
+
+    asyncio.run(fill())
+    jaas = ('org.apache.kafka.common.security.scram.ScramLoginModule required'
+            ' username="streams" password="streams-secret";')
+    frame = source(spark, bootstrap, topic, **{
+        "kafka.security.protocol": "SASL_SSL", "kafka.sasl.mechanism": "SCRAM-SHA-512",
+        "kafka.sasl.jaas.config": jaas,
+        "kafka.ssl.truststore.location": str(secured.certs.ca)})
+    values = sorted(bytes(row.value).decode() for row in frame.select("value").collect())
+    assert values == sorted(f"v{i}" for i in range(20))

@@ -37,6 +37,7 @@ def test_all_is_pinned() -> None:
         "TopicPartition",
         "UnsupportedTableError",
         "decode_json",
+        "decode_registry",
         "export_topic",
         "json_values_to_arrow",
         "read_delta",

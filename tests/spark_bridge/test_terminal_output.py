@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from headrace.spark_bridge._progress import ProgressBar
+from headrace.base.progress import ProgressBar
 from headrace.spark_bridge._table import render_table
 
 

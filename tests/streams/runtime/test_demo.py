@@ -30,6 +30,7 @@ def test_demo_runs_the_pipeline_on_the_embedded_broker_and_shows_results_live() 
     assert result.returncode == 0, out + result.stderr
     assert took < 90  # Spark takes ~10 s of it
     assert "[broker]   built-in broker on 127.0.0.1:" in out
+    assert "[console]  http://127.0.0.1:" in out
     assert "[done]     all results match" in out
     assert "page views: 10000 of 10000 counted, in 25 of 25 page-minutes" in out
     # The hand-off: exactly once into Delta, then Spark SQL agrees with what was generated.

@@ -131,6 +131,17 @@ def _metrics(address: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], floa
     }
 
 
+def _all_samples(address: str) -> dict[str, dict[tuple[tuple[str, str], ...], float]]:
+    """Every sample of every family, by sample name; parsing fails on a malformed family."""
+    with urllib.request.urlopen(f"http://{address}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    found: dict[str, dict[tuple[tuple[str, str], ...], float]] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            found.setdefault(sample.name, {})[tuple(sorted(sample.labels.items()))] = sample.value
+    return found
+
+
 def _by(samples: dict[Any, float], name: str) -> dict[tuple[tuple[str, str], ...], float]:
     return {labels: v for (n, labels), v in samples.items() if n == name}
 
@@ -221,4 +232,22 @@ async def test_metrics_count_what_happened(
             await asyncio.sleep(0.1)
         return False
     assert await status_says(), (total, inst.log()[-500:])
+
+    # What operators watch besides the counts: time per batch of every task that was
+    # fed, its stores' operations and sizes, and the assignment that started it all.
+    every = await asyncio.to_thread(_all_samples, address)
+    batches = every["headrace_streams_process_latency_seconds_count"]
+    tasks_fed = {dict(labels)["task"] for labels, n in _by(samples, "headrace_streams_records_consumed_total").items() if n}
+    assert {dict(labels)["task"] for labels, n in batches.items() if n} == tasks_fed
+    assert every["headrace_streams_rebalances_total"][()] >= 1
+    keys = {dict(labels)["store"]: 0.0 for labels in every["headrace_streams_store_keys"]}
+    for labels, n in every["headrace_streams_store_keys"].items():
+        keys[dict(labels)["store"]] += n
+    assert keys["totals"] == 2  # the groups "a" and "b"
+    operations = {(dict(labels)["store"], dict(labels)["operation"]): n
+                  for labels, n in every["headrace_streams_store_operations_total"].items() if n}
+    for store in ("totals", "pings-per-second"):  # each read and wrote its store
+        writes = operations.get((store, "put"), 0) + operations.get((store, "put_all"), 0)
+        assert writes >= 1 and operations.get((store, "get"), 0) >= 1, operations
+    assert every["headrace_streams_commit_latency_seconds_count"][()] >= 1
     assert inst.stop() == 0

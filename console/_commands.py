@@ -1,0 +1,71 @@
+"""``headrace console``: the web console, against any Kafka-compatible cluster."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from typing import Any
+
+from ._web import Console
+
+
+def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
+    console = subparsers.add_parser("console", parents=[broker_options],
+                                    help="a web console of a cluster and its applications")
+    console.add_argument("--listen", default="127.0.0.1:8080", metavar="HOST:PORT",
+                         help="where the console serves (default: %(default)s)")
+    add_options(console)
+    console.set_defaults(handler=_run)
+
+
+def add_options(parser: argparse.ArgumentParser) -> None:
+    """The options of the console itself, shared with ``headrace broker --console-listen``."""
+    parser.add_argument("--apps", default="", metavar="URL[,URL...]",
+                        help="HTTP addresses of application instances to show (their --http-port)")
+    parser.add_argument("--admin", action="store_true",
+                        help="allow creating topics and resetting group offsets (read-only without it)")
+
+
+def parse_listen(listen: str) -> tuple[str, int]:
+    host, sep, port = listen.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ValueError(f"--listen expects HOST:PORT, got {listen!r}")
+    return host or "127.0.0.1", int(port)
+
+
+def console_from(args: argparse.Namespace, bootstrap_servers: str) -> Console:
+    apps = [url if "://" in url else f"http://{url}" for url in args.apps.split(",") if url.strip()]
+    client_options = None
+    if getattr(args, "command_config", None):  # Kafka client properties: TLS, SASL
+        from headrace.base import ClientSecurity, read_properties
+
+        security = ClientSecurity.from_properties(read_properties(args.command_config))
+        client_options = security.aiokafka_options()
+    return Console(bootstrap_servers, apps=apps, admin=args.admin, client_options=client_options)
+
+
+def _run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
+    host, port = parse_listen(args.listen)
+
+    async def run() -> None:
+        console = console_from(args, args.bootstrap_servers)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await console.start(host, port)
+        try:
+            print(f"headrace console on http://{console.address} ({args.bootstrap_servers})",
+                  file=sys.stderr, flush=True)
+            await stop.wait()
+        finally:
+            await console.stop()
+
+    asyncio.run(run())
+    return 0

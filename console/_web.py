@@ -1,0 +1,265 @@
+"""The console's HTTP application (aiohttp): one route per page, each rendered whole
+or, for a live refresh, as its ``<main>`` only; static CSS and JavaScript from the
+package; and, in admin mode only, the two actions that change the cluster.
+
+Read-only unless started with ``admin=True``. The actions are POSTs that must come
+from the console's own pages (their ``Origin`` names this host), so another site open
+in the same browser cannot submit them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.errors import KafkaError
+
+from . import _views as views
+from ._apps import AppsReader
+from ._cluster import ClusterReader
+from ._html import error_box, fragment, page
+
+STATIC = Path(__file__).parent / "static"
+Render = Callable[[web.Request], Awaitable[tuple[str, str]]]  # (title, body)
+
+
+class Console:
+    def __init__(self, bootstrap_servers: str, *, apps: list[str] | None = None, admin: bool = False,
+                 client_options: dict[str, Any] | None = None) -> None:
+        self.cluster = ClusterReader(bootstrap_servers, client_options)
+        self.apps = AppsReader(apps or [])
+        self.admin = admin
+        self._runner: web.AppRunner | None = None
+
+    @property
+    def address(self) -> str:
+        assert self._runner is not None
+        host, port = self._runner.addresses[0][:2]
+        return f"{host}:{port}"
+
+    async def start(self, host: str = "127.0.0.1", port: int = 8080) -> None:
+        await self.cluster.start()
+        await self.apps.start()
+        self._runner = web.AppRunner(self.application(), access_log=None, handle_signals=False,
+                                     keepalive_timeout=15)
+        await self._runner.setup()
+        await web.TCPSite(self._runner, host, port, shutdown_timeout=1.0).start()
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        await self.apps.stop()
+        await self.cluster.stop()
+
+    def application(self) -> web.Application:
+        app = web.Application(client_max_size=64 * 1024)
+        pages: list[tuple[str, str, Render]] = [
+            ("/", "/", self._overview), ("/brokers", "/brokers", self._brokers),
+            ("/brokers/{id}", "/brokers", self._broker), ("/topics", "/topics", self._topics),
+            ("/topics/{name}", "/topics", self._topic), ("/topics/{name}/messages", "/topics", self._messages),
+            ("/groups", "/groups", self._groups), ("/groups/{id}", "/groups", self._group),
+            ("/apps", "/apps", self._apps), ("/apps/{index}", "/apps", self._app),
+        ]
+        for path, nav, render in pages:
+            app.router.add_get(path, self._page(nav, render, refresh=path != "/topics/{name}/messages"))
+        app.router.add_post("/topics", self._create_topic)
+        app.router.add_post("/groups/{id}/reset", self._reset_offsets)
+        app.router.add_static("/static", STATIC)
+        return app
+
+    def _page(self, nav: str, render: Render, refresh: bool) -> Callable[[web.Request], Awaitable[web.Response]]:
+        async def handle(request: web.Request) -> web.Response:
+            status = 200
+            try:
+                title, body = await render(request)
+            except web.HTTPException:
+                raise
+            except (TimeoutError, KafkaError, OSError) as error:
+                title, body, status = "Cluster unavailable", error_box(f"{type(error).__name__}: {error}"), 502
+            return self._html(request, title, body, nav, refresh, status)
+        return handle
+
+    def _html(self, request: web.Request, title: str, body: str, nav: str, refresh: bool = True,
+              status: int = 200) -> web.Response:
+        if request.headers.get("X-Console-Fragment"):
+            text = fragment(title, body)
+        else:
+            text = page(title, body, active=nav, cluster=self.cluster.bootstrap_servers, refresh=refresh,
+                        admin=self.admin)
+        return web.Response(text=text, content_type="text/html", status=status)
+
+    # -- pages --------------------------------------------------------------------------
+
+    async def _overview(self, request: web.Request) -> tuple[str, str]:
+        brokers, topics, groups = await asyncio.gather(
+            self.cluster.brokers(), self.cluster.topics(), self.cluster.groups())
+        return "Overview", views.overview(brokers, topics, groups, self.apps.urls)
+
+    async def _brokers(self, request: web.Request) -> tuple[str, str]:
+        return "Brokers", views.brokers_page(await self.cluster.brokers())
+
+    async def _broker(self, request: web.Request) -> tuple[str, str]:
+        broker_id = _int(request.match_info["id"], "broker id")
+        return f"Broker {broker_id}", views.broker_page(await self.cluster.broker_configs(broker_id))
+
+    async def _topics(self, request: web.Request) -> tuple[str, str]:
+        return "Topics", views.topics_page(await self.cluster.topics(), self.admin)
+
+    async def _topic(self, request: web.Request) -> tuple[str, str]:
+        name = request.match_info["name"]
+        topic = await self.cluster.topic(name)
+        if topic is None:
+            raise web.HTTPNotFound(text=f"topic {name!r} does not exist")
+        return f"Topic {name}", views.topic_page(topic)
+
+    async def _messages(self, request: web.Request) -> tuple[str, str]:
+        name = request.match_info["name"]
+        topic = await self.cluster.topic(name)
+        if topic is None:
+            raise web.HTTPNotFound(text=f"topic {name!r} does not exist")
+        query = dict(request.query)
+        try:
+            partition = query.get("partition")
+            messages = await self.cluster.messages(
+                name, [_int(partition, "partition")] if partition else None,
+                offset=_int(query["offset"], "offset") if query.get("offset") else None,
+                timestamp=_time_ms(query["from_time"]) if query.get("from_time") else None,
+                limit=_int(query.get("limit") or "50", "limit"),
+                read_committed=query.get("isolation", "read_committed") != "read_uncommitted",
+                key_format=query.get("key_format", "string"), value_format=query.get("value_format", "string"))
+            error = None
+        except ValueError as bad:
+            messages, error = None, str(bad)
+        return f"Messages of {name}", views.messages_page(topic, messages, query, error)
+
+    async def _groups(self, request: web.Request) -> tuple[str, str]:
+        return "Consumer groups", views.groups_page(await self.cluster.groups())
+
+    async def _group(self, request: web.Request, plan: list[dict[str, Any]] | None = None,
+                     message: str | None = None) -> tuple[str, str]:
+        group_id = request.match_info["id"]
+        group = await self.cluster.group(group_id)
+        if group is None:
+            raise web.HTTPNotFound(text=f"group {group_id!r} does not exist")
+        return f"Group {group_id}", views.group_page(group, self.admin, plan, message)
+
+    async def _apps(self, request: web.Request) -> tuple[str, str]:
+        return "Applications", views.apps_page(await self.apps.overview())
+
+    async def _app(self, request: web.Request) -> tuple[str, str]:
+        index = _int(request.match_info["index"], "application")
+        if not 0 <= index < len(self.apps.urls):
+            raise web.HTTPNotFound(text="no such application")
+        app = await self.apps.app(index)
+        name = (app["health"] or {}).get("application_id") or app["url"]
+        return f"Application {name}", views.app_page(app)
+
+    # -- admin actions ------------------------------------------------------------------
+
+    def _check_action(self, request: web.Request) -> None:
+        if not self.admin:
+            raise web.HTTPForbidden(text="the console is read-only; start it with --admin to change the cluster")
+        origin = request.headers.get("Origin")
+        if origin is not None and origin.split("://", 1)[-1] != request.host:
+            raise web.HTTPForbidden(text="actions must come from the console's own pages")
+
+    async def _create_topic(self, request: web.Request) -> web.Response:
+        self._check_action(request)
+        form = await request.post()
+        name = str(form.get("name", "")).strip()
+        try:
+            configs = dict(item.split("=", 1) for item in str(form.get("configs", "")).split(",") if item.strip())
+            await self.cluster.create_topic(name, _int(str(form.get("partitions") or "1"), "partitions"),
+                                            _int(str(form.get("replication_factor") or "1"), "replication factor"),
+                                            {k.strip(): v.strip() for k, v in configs.items()})
+        except (ValueError, KafkaError) as error:
+            body = error_box(str(error)) + views.topics_page(await self.cluster.topics(), self.admin)
+            return self._html(request, "Topics", body, "/topics", status=400)
+        raise web.HTTPSeeOther(f"/topics/{name}")
+
+    async def _reset_offsets(self, request: web.Request) -> web.Response:
+        """Preview, then apply: a reset shows its plan first, and only a second POST of
+        that plan (``step=execute``) commits it; a group with members is refused, as
+        kafka-consumer-groups does, since its members would overwrite the new offsets."""
+        self._check_action(request)
+        form = {k: str(v) for k, v in (await request.post()).items()}
+        group_id = request.match_info["id"]
+        group = await self.cluster.group(group_id)
+        if group is None:
+            raise web.HTTPNotFound(text=f"group {group_id!r} does not exist")
+        if group["members"]:
+            title, body = await self._group(request, message=f"group {group_id!r} has {len(group['members'])} "
+                                            "active member(s); stop them before resetting its offsets")
+            return self._html(request, title, body, "/groups", status=409)
+        try:
+            plan = await self._plan(group, form)
+        except ValueError as error:
+            title, body = await self._group(request, message=str(error))
+            return self._html(request, title, body, "/groups", status=400)
+        if form.get("step") == "execute":
+            await self._commit(group_id, {TopicPartition(p["topic"], p["partition"]): p["new"] for p in plan})
+            raise web.HTTPSeeOther(f"/groups/{group_id}")
+        title, body = await self._group(request, plan=plan)
+        return self._html(request, title, body, "/groups", refresh=False)
+
+    async def _plan(self, group: dict[str, Any], form: dict[str, str]) -> list[dict[str, Any]]:
+        to, topic = form.get("to", "earliest"), form.get("topic", "").strip()
+        rows = [o for o in group["offsets"] if not topic or o["topic"] == topic]
+        if not rows:
+            raise ValueError(f"the group has no committed offsets{f' on {topic!r}' if topic else ''}")
+        bounds = {}
+        for name in {o["topic"] for o in rows}:
+            info = await self.cluster.topic(name)
+            if info is None:
+                raise ValueError(f"topic {name!r} does not exist")
+            bounds.update({(name, p["partition"]): (p["start_offset"], p["end_offset"]) for p in info["partitions"]})
+        request = {"to": to, "topic": topic, "offset": form.get("offset", "")}
+        plan = []
+        for o in rows:
+            start, end = bounds[(o["topic"], o["partition"])]
+            if to == "earliest":
+                new = start
+            elif to == "latest":
+                new = end
+            elif to == "offset":
+                new = max(start, min(end, _int(form.get("offset", ""), "offset")))
+            else:
+                raise ValueError(f"cannot reset to {to!r}")
+            plan.append({"topic": o["topic"], "partition": o["partition"], "current": o["committed"], "new": new,
+                         "request": request})
+        return plan
+
+    async def _commit(self, group_id: str, offsets: dict[TopicPartition, int]) -> None:
+        consumer = AIOKafkaConsumer(**self.cluster.client_options, group_id=group_id, enable_auto_commit=False)
+        await consumer.start()
+        try:
+            consumer.assign(list(offsets))
+            await consumer.commit(offsets)
+        finally:
+            await consumer.stop()
+
+
+def _int(text: str, what: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"{what} must be a whole number, not {text!r}") from None
+
+
+def _time_ms(text: str) -> int:
+    """Epoch milliseconds, or an ISO-8601 time (UTC when it names no zone)."""
+    if text.strip().isdigit():
+        return int(text)
+    try:
+        when = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"from time must be epoch milliseconds or an ISO-8601 time, not {text!r}") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return int(when.timestamp() * 1000)

@@ -1,0 +1,208 @@
+"""The broker's Prometheus metrics (``headrace broker --metrics-listen``).
+
+Two kinds, so that the hot paths pay almost nothing:
+
+- **per request**, counted once when its handler returns (``Connection``): requests by
+  API and version, their latency, the error codes their responses carry, and for
+  produce and fetch the bytes and record batches in and out per topic, read from the
+  batches' headers (never per record);
+- **read when scraped**, from the broker's state: every partition's log start and end
+  offsets and size, every group's state, members and lag per partition, open
+  transactions and the age of the oldest, open connections, fsync count and time,
+  and the maintenance passes (retention, compaction) with their failures.
+
+Names follow Prometheus conventions: ``headrace_broker_`` prefix, ``_total`` on
+counters, ``_seconds`` and ``_bytes`` units.
+"""
+
+from __future__ import annotations
+
+import struct
+import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.errors import ErrorCode
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+
+if TYPE_CHECKING:
+    from ._state import BrokerState
+
+PRODUCE_KEY, FETCH_KEY = 0, 1
+_BATCH_LENGTH = struct.Struct(">i")  # at byte 8 of a record batch: bytes after the first 12
+_LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
+
+
+class BrokerMetrics:
+    def __init__(self) -> None:
+        self.registry = reg = CollectorRegistry()
+        self.requests = Counter("headrace_broker_requests", "Requests answered, by API and version",
+                                ["api", "version"], registry=reg)
+        self.request_latency = Histogram(
+            "headrace_broker_request_latency_seconds",
+            "Time from a request's arrival to its response (produce: including the fsync)",
+            ["api"], buckets=_LATENCY_BUCKETS, registry=reg)
+        self.response_errors = Counter(
+            "headrace_broker_response_errors", "Error codes in responses (top level, topics and partitions)",
+            ["api", "error"], registry=reg)
+        self.bytes_in = Counter("headrace_broker_bytes_in", "Record batch bytes produced, by topic",
+                                ["topic"], registry=reg)
+        self.batches_in = Counter("headrace_broker_batches_in", "Record batches produced, by topic",
+                                  ["topic"], registry=reg)
+        self.bytes_out = Counter("headrace_broker_bytes_out", "Record batch bytes fetched, by topic",
+                                 ["topic"], registry=reg)
+        self.connections_opened = Counter("headrace_broker_connections_opened",
+                                          "Client connections accepted", registry=reg)
+        self.maintenance_passes = Counter("headrace_broker_maintenance_passes",
+                                          "Retention and compaction passes, by kind and outcome",
+                                          ["kind", "outcome"], registry=reg)
+        self.maintenance_seconds = Histogram("headrace_broker_maintenance_seconds",
+                                             "Time of one retention or compaction pass", ["kind"],
+                                             buckets=(0.01, 0.1, 1, 10, 60), registry=reg)
+        self.open_connections = 0
+        self._names: dict[int, str] = {}
+        self._state_reader = _StateCollector(self)
+        reg.register(self._state_reader)
+
+    def watch(self, state: BrokerState, api_names: dict[int, str]) -> None:
+        """Read partitions, groups and transactions from ``state`` when scraped."""
+        self._state_reader.state = state
+        self._names = dict(api_names)
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)
+
+    # -- per request --------------------------------------------------------------------
+
+    def answered(self, api_key: int, version: int, started: float, request: Any, response: Any) -> None:
+        api = self._names.get(api_key, str(api_key))
+        self.requests.labels(api, str(version)).inc()
+        self.request_latency.labels(api).observe(time.perf_counter() - started)
+        if response is not None:
+            for code in _error_codes(response):
+                self.response_errors.labels(api, _error_name(code)).inc()
+        if api_key == PRODUCE_KEY:
+            for topic in request.topic_data:
+                for partition in topic.partition_data:
+                    size, batches = _batches(partition.records)
+                    self.bytes_in.labels(topic.name).inc(size)
+                    self.batches_in.labels(topic.name).inc(batches)
+        elif api_key == FETCH_KEY and response is not None:
+            for topic in response.responses:
+                size = sum(len(p.records or b"") for p in topic.partitions)
+                if size:
+                    self.bytes_out.labels(_topic_name(topic)).inc(size)
+
+
+def _batches(records: bytes | None) -> tuple[int, int]:
+    """(bytes, batches) of a produce request's records, from the batch headers."""
+    if not records:
+        return 0, 0
+    position, batches = 0, 0
+    while position + 12 <= len(records):
+        (length,) = _BATCH_LENGTH.unpack_from(records, position + 8)
+        position += 12 + max(length, 0)
+        batches += 1
+    return len(records), batches
+
+
+def _topic_name(topic: Any) -> str:
+    name = getattr(topic, "topic", None) or getattr(topic, "name", None)
+    return str(name) if name is not None else str(getattr(topic, "topic_id", "?"))
+
+
+def _error_codes(response: Any) -> Iterator[int]:
+    """The non-zero error codes of a response: its own, and those of the items of its
+    list fields and of their list fields (topics, then partitions)."""
+    yield from _codes_of(response, depth=3)
+
+
+def _codes_of(entity: Any, depth: int) -> Iterator[int]:
+    code = getattr(entity, "error_code", None)
+    if code is not None and int(code) != 0:
+        yield int(code)
+    if depth == 0 or not hasattr(entity, "__dataclass_fields__"):
+        return
+    for name in entity.__dataclass_fields__:
+        value = getattr(entity, name)
+        if isinstance(value, tuple) and value and hasattr(value[0], "__dataclass_fields__"):
+            for item in value:
+                yield from _codes_of(item, depth - 1)
+
+
+def _error_name(code: int) -> str:
+    try:
+        return ErrorCode(code).name.upper()
+    except ValueError:
+        return str(code)
+
+
+class _StateCollector:
+    """Families read from the broker's state at scrape time."""
+
+    def __init__(self, metrics: BrokerMetrics) -> None:
+        self.metrics = metrics
+        self.state: BrokerState | None = None
+
+    def describe(self) -> Iterator[Metric]:
+        return iter(())  # the families depend on the state; nothing to check up front
+
+    def collect(self) -> Iterator[Metric]:
+        state = self.state
+        if state is None:
+            return
+        yield from self._logs(state)
+        yield from self._groups(state)
+        yield from self._transactions(state)
+        connections = GaugeMetricFamily("headrace_broker_connections", "Open client connections")
+        connections.add_metric([], self.metrics.open_connections)
+        yield connections
+        syncs = CounterMetricFamily("headrace_broker_fsyncs", "Log syncs (fsync) done for durable acks")
+        syncs.add_metric([], state.syncer.syncs)
+        sync_time = CounterMetricFamily("headrace_broker_fsync_seconds", "Time spent in log syncs")
+        sync_time.add_metric([], state.syncer.sync_seconds_total)
+        yield from (syncs, sync_time)
+
+    @staticmethod
+    def _logs(state: BrokerState) -> Iterator[Metric]:
+        labels = ["topic", "partition"]
+        start = GaugeMetricFamily("headrace_broker_log_start_offset", "First offset of a partition", labels=labels)
+        end = GaugeMetricFamily("headrace_broker_log_end_offset", "Offset the next record gets", labels=labels)
+        size = GaugeMetricFamily("headrace_broker_log_size_bytes", "Bytes of a partition's segments", labels=labels)
+        for log in state.logs.logs():
+            key = [log.topic, str(log.partition)]
+            start.add_metric(key, log.log_start_offset)
+            end.add_metric(key, log.log_end_offset)
+            size.add_metric(key, log.size_bytes)
+        yield from (start, end, size)
+
+    @staticmethod
+    def _groups(state: BrokerState) -> Iterator[Metric]:
+        members = GaugeMetricFamily("headrace_broker_group_members", "Members of a group", labels=["group"])
+        states = GaugeMetricFamily("headrace_broker_group_state", "1 for the state a group is in",
+                                   labels=["group", "state"])
+        lag = GaugeMetricFamily("headrace_broker_group_lag", "Records between a group's committed offset "
+                                "and the end of the partition", labels=["group", "topic", "partition"])
+        for listing in state.groups.list_groups():
+            described = state.groups.describe(listing.group_id)
+            members.add_metric([listing.group_id], len(described.members))
+            states.add_metric([listing.group_id, described.state.value], 1)
+            for tp, value in state.groups.fetch(listing.group_id, None).items():
+                log = state.logs.get_log(tp.topic, tp.partition)
+                if log is not None and value.offset >= 0:
+                    lag.add_metric([listing.group_id, tp.topic, str(tp.partition)],
+                                   max(0, log.log_end_offset - value.offset))
+        yield from (members, states, lag)
+
+    @staticmethod
+    def _transactions(state: BrokerState) -> Iterator[Metric]:
+        now_ms = time.time() * 1000
+        open_txns = [m for m in state.txn.coordinator.transactions() if m.start_ms >= 0
+                     and m.state.name in ("ONGOING", "PREPARE_COMMIT", "PREPARE_ABORT")]
+        count = GaugeMetricFamily("headrace_broker_transactions_open", "Transactions begun and not yet complete")
+        count.add_metric([], len(open_txns))
+        oldest = GaugeMetricFamily("headrace_broker_transaction_oldest_age_seconds",
+                                   "Age of the oldest open transaction (0 when none)")
+        oldest.add_metric([], max(((now_ms - m.start_ms) / 1000 for m in open_txns), default=0.0))
+        yield from (count, oldest)

@@ -1,0 +1,69 @@
+"""CreatePartitions (key 37): grow a topic's partition count; never shrinks it.
+
+1. Internal topics are refused: their partition count decides where a group's or a
+   transaction's state lives, so changing it would lose that state.
+2. Manual replica assignments are refused, as in CreateTopics (one broker).
+3. The new count must exceed the current one; storage writes the topic's metadata
+   first, then opens each new partition's log.
+
+Records already written keep their partitions: keyed records produced from now on may
+land elsewhere, as in Kafka.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from .. import storage
+from .._entities import NO_THROTTLE, make
+from .._router import Route
+from .._state import INTERNAL_TOPICS, BrokerState
+from .._wire import Request, response_module
+from ._codes import error_code_for
+
+API_KEY = 37
+
+
+def _grow(state: BrokerState, topic: Any, validate_only: bool) -> tuple[ErrorCode, str | None]:
+    if topic.name in INTERNAL_TOPICS:
+        return ErrorCode.invalid_topic_exception, f"{topic.name} is internal"
+    if topic.assignments:
+        return ErrorCode.invalid_replica_assignment, "manual replica assignment is not supported"
+    existing = state.logs.topics().get(topic.name)
+    if existing is None:
+        return ErrorCode.unknown_topic_or_partition, f"topic {topic.name!r} does not exist"
+    current = len(existing.partitions)
+    if topic.count <= current:
+        return (
+            ErrorCode.invalid_partitions,
+            f"topic {topic.name!r} has {current} partitions; {topic.count} would not add any",
+        )
+    if validate_only:
+        return ErrorCode.none, None
+    try:
+        state.logs.add_partitions(topic.name, topic.count)
+    except storage.StorageError as exc:
+        return error_code_for(exc), str(exc)
+    return ErrorCode.none, None
+
+
+async def handle(state: BrokerState, request: Request) -> Any:
+    body = request.body
+    m = response_module(API_KEY, request.api_version)
+    results = []
+    for topic in body.topics:
+        error, message = _grow(state, topic, body.validate_only)
+        results.append(
+            make(
+                m.CreatePartitionsTopicResult,
+                name=topic.name,
+                error_code=error,
+                error_message=message,
+            )
+        )
+    return make(m.CreatePartitionsResponse, throttle_time=NO_THROTTLE, results=tuple(results))
+
+
+ROUTE = Route(API_KEY, 0, 3, handle)

@@ -1,0 +1,63 @@
+"""Broker security: listeners and TLS, SASL (PLAIN, SCRAM), credentials and ACLs.
+
+Errors: ``SecurityConfigError`` (a server.properties value that cannot work) is a
+ValueError; ``AuthenticationRequiredError`` and ``SaslFailedError`` are BrokerErrors
+that close the connection they arrived on.
+"""
+
+from typing import Any as _Any
+
+from ._acl import CLUSTER_NAME as CLUSTER_NAME
+from ._acl import AclBinding as AclBinding
+from ._acl import AclFilter as AclFilter
+from ._acl import Authorizer as Authorizer
+from ._acl import Operation as Operation
+from ._acl import PatternType as PatternType
+from ._acl import Permission as Permission
+from ._acl import ResourceType as ResourceType
+from ._broker_security import BrokerSecurity as BrokerSecurity
+from ._credentials import CredentialStore as CredentialStore
+from ._sasl import SaslError as SaslError
+from ._sasl import SaslState as SaslState
+from ._scram import ScramMechanism as ScramMechanism
+from ._session import AuthenticationRequiredError as AuthenticationRequiredError
+from ._session import SaslFailedError as SaslFailedError
+from ._session import Session as Session
+from ._settings import Listener as Listener
+from ._settings import SecurityConfig as SecurityConfig
+from ._settings import SecurityConfigError as SecurityConfigError
+from ._settings import parse_listeners as parse_listeners
+from ._settings import security_from_properties as security_from_properties
+
+__all__ = [
+    "CLUSTER_NAME",
+    "AclBinding",
+    "AclFilter",
+    "AuthenticationRequiredError",
+    "Authorizer",
+    "BrokerSecurity",
+    "CredentialStore",
+    "Listener",
+    "Operation",
+    "PatternType",
+    "Permission",
+    "ResourceType",
+    "SaslError",
+    "SaslFailedError",
+    "SaslState",
+    "ScramMechanism",
+    "SecurityConfig",
+    "SecurityConfigError",
+    "Session",
+    "parse_listeners",
+    "register_commands",
+    "security_from_properties",
+]
+
+
+def register_commands(subparsers: _Any, broker_options: _Any) -> None:
+    """``headrace users`` and ``headrace acls``."""
+    from . import _acls_cli, _users_cli
+
+    _users_cli.register(subparsers, broker_options)
+    _acls_cli.register(subparsers, broker_options)

@@ -1,0 +1,61 @@
+"""Run the ``headrace`` command in this process, as a user would run it in a shell.
+
+``headrace(capsys, *argv)`` calls ``headrace.cli.main`` and returns its exit status with
+what it printed; a usage error (argparse's exit 2) is returned like any other status.
+``stdin`` stands in for the terminal's input.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+from dataclasses import dataclass
+
+import pytest
+
+from headrace.cli import main
+
+
+@dataclass(frozen=True)
+class Done:
+    code: int
+    out: str
+    err: str
+
+    def one_line_error(self, text: str, code: int = 1) -> None:
+        assert self.code == code, (self.code, self.out, self.err)
+        assert "Traceback" not in self.err
+        assert self.err.strip().count("\n") == 0, self.err
+        assert text in self.err, self.err
+
+
+def headrace(
+    capsys: pytest.CaptureFixture[str], *argv: str, stdin: str | None = None, check: bool = True
+) -> Done:
+    capsys.readouterr()  # what came before is not this command's
+    saved = sys.stdin
+    if stdin is not None:
+        sys.stdin = io.StringIO(stdin)
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:  # argparse's usage errors and --help
+        code = int(exc.code or 0)
+    finally:
+        sys.stdin = saved
+    captured = capsys.readouterr()
+    done = Done(code, captured.out, captured.err)
+    if check:
+        assert code == 0, (argv, captured.err)
+    return done
+
+
+def table(out: str, header: str) -> list[list[str]]:
+    """The rows of the table whose header line starts with ``header``."""
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header))
+    rows = []
+    for line in lines[start + 1 :]:
+        if not line.strip():
+            break
+        rows.append(line.split())
+    return rows

@@ -1,0 +1,313 @@
+"""Authentication and ACLs as a client meets them, over the wire, against one broker.
+
+Raw requests (kio entities over a socket) pin the exact error codes Kafka uses;
+aiokafka shows that a real client gets no data with a wrong password.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import urllib.request
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from brokerproc import free_port
+from kafka_clients import unique
+from kio.schema.errors import ErrorCode
+from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
+from kio.schema.join_group.v5.request import JoinGroupRequest, JoinGroupRequestProtocol
+from kio.schema.metadata.v8.request import MetadataRequest, MetadataRequestTopic
+from kio.schema.produce.v8 import request as produce
+from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
+from kio.schema.sasl_handshake.v0.request import SaslHandshakeRequest as HandshakeV0
+from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
+from rawkafka import RawClient, record_batch
+from secured_broker import PASSWORDS, SecuredBroker, start_secured_broker
+
+pytestmark = pytest.mark.conformance
+
+
+@pytest.fixture(scope="module")
+def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecuredBroker]:
+    broker = start_secured_broker(tmp_path_factory.mktemp("acls"))
+    try:
+        broker.allow("User:alice", "--topic", "alice-", "--group", "alice-",
+                     "--transactional-id", "alice-")
+        yield broker
+    finally:
+        broker.process.stop()
+
+
+def login(secured: SecuredBroker, user: str, password: str | None = None) -> RawClient:
+    client = RawClient(secured.address("SASL_PLAINTEXT"))
+    shake = client.request(17, 1, SaslHandshakeRequest(mechanism="PLAIN"))
+    assert shake.error_code == ErrorCode.none
+    token = f"\0{user}\0{password or PASSWORDS[user]}".encode()
+    reply = client.request(36, 2, SaslAuthenticateRequest(auth_bytes=token))
+    if reply.error_code != ErrorCode.none:
+        client.close()
+        raise PermissionError(reply.error_code)
+    return client
+
+
+def produce_code(client: RawClient, topic: str, transactional_id: str | None = None) -> int:
+    body = produce.ProduceRequest(
+        transactional_id=transactional_id, acks=-1, timeout=timedelta(seconds=5),
+        topic_data=(produce.TopicProduceData(name=topic, partition_data=(
+            produce.PartitionProduceData(index=0, records=record_batch([b"v"])),)),))
+    response = client.request(0, 8, body)
+    return int(response.responses[0].partition_responses[0].error_code)
+
+
+def metadata(client: RawClient, topics: list[str] | None) -> dict[str, int]:
+    body = MetadataRequest(
+        topics=None if topics is None else tuple(MetadataRequestTopic(name=t) for t in topics),
+        allow_auto_topic_creation=True, include_cluster_authorized_operations=False,
+        include_topic_authorized_operations=False)
+    return {t.name: int(t.error_code) for t in client.request(3, 8, body).topics}
+
+
+def test_wrong_password_fails_and_gets_no_data(secured: SecuredBroker) -> None:
+    with pytest.raises(PermissionError) as failed:
+        login(secured, "alice", "not-her-password")
+    assert failed.value.args[0] == ErrorCode.sasl_authentication_failed
+
+    from aiokafka import AIOKafkaConsumer
+    from aiokafka.errors import KafkaConnectionError
+
+    async def consume() -> None:
+        consumer = AIOKafkaConsumer(
+            "alice-data", bootstrap_servers=secured.address("SASL_SSL"),
+            request_timeout_ms=5000, **secured.sasl_ssl("alice", password="wrong")
+            .aiokafka_options())
+        try:
+            await consumer.start()
+        finally:
+            await consumer.stop()
+
+    with pytest.raises(KafkaConnectionError):
+        asyncio.run(consume())
+
+
+def test_nothing_but_the_sasl_exchange_before_authentication(secured: SecuredBroker) -> None:
+    client = RawClient(secured.address("SASL_PLAINTEXT"))
+    try:
+        with pytest.raises(ConnectionError):
+            metadata(client, None)
+    finally:
+        client.close()
+    # After a failed exchange, the connection serves nothing either.
+    client = RawClient(secured.address("SASL_PLAINTEXT"))
+    try:
+        client.request(17, 1, SaslHandshakeRequest(mechanism="PLAIN"))
+        reply = client.request(36, 2, SaslAuthenticateRequest(auth_bytes=b"\0alice\0no"))
+        assert reply.error_code == ErrorCode.sasl_authentication_failed
+        with pytest.raises(ConnectionError):
+            metadata(client, None)
+    finally:
+        client.close()
+
+
+def test_handshake_v0_then_bare_tokens(secured: SecuredBroker) -> None:
+    client = RawClient(secured.address("SASL_PLAINTEXT"))
+    try:
+        shake = client.request(17, 0, HandshakeV0(mechanism="PLAIN"))
+        assert shake.error_code == ErrorCode.none
+        assert "SCRAM-SHA-512" in shake.mechanisms
+        token = f"\0alice\0{PASSWORDS['alice']}".encode()
+        client.send_raw(len(token).to_bytes(4, "big") + token)
+        assert client.recv_frame() == b""
+        topic = unique("alice-v0")
+        assert metadata(client, [topic]) == {topic: ErrorCode.none}
+    finally:
+        client.close()
+
+
+def test_principal_without_acls_is_refused_with_kafkas_codes(secured: SecuredBroker) -> None:
+    alice_topic = unique("alice-t")
+    with login(secured, "alice") as alice:
+        assert produce_code(alice, alice_topic) == ErrorCode.none
+    with login(secured, "bob") as bob:
+        assert produce_code(bob, alice_topic) == ErrorCode.topic_authorization_failed
+        assert metadata(bob, [alice_topic]) == {
+            alice_topic: ErrorCode.topic_authorization_failed}
+        assert alice_topic not in metadata(bob, None)
+        join = bob.request(11, 5, JoinGroupRequest(
+            group_id="alice-group", session_timeout=timedelta(seconds=10),
+            rebalance_timeout=timedelta(seconds=10), member_id="", group_instance_id=None,
+            protocol_type="consumer",
+            protocols=(JoinGroupRequestProtocol(name="range", metadata=b""),)))
+        assert join.error_code == ErrorCode.group_authorization_failed
+        init = bob.request(22, 4, InitProducerIdRequest(
+            transactional_id="alice-txn", transaction_timeout=timedelta(seconds=60),
+            producer_id=-1, producer_epoch=-1))
+        assert init.error_code == ErrorCode.transactional_id_authorization_failed
+        idempotent = bob.request(22, 4, InitProducerIdRequest(
+            transactional_id=None, transaction_timeout=timedelta(seconds=60),
+            producer_id=-1, producer_epoch=-1))
+        assert idempotent.error_code == ErrorCode.cluster_authorization_failed
+        assert (produce_code(bob, alice_topic, transactional_id="alice-txn")
+                == ErrorCode.transactional_id_authorization_failed)
+
+
+def test_prefixed_acls_cover_names_that_start_with_the_prefix(secured: SecuredBroker) -> None:
+    with login(secured, "alice") as alice:
+        assert produce_code(alice, unique("alice-prefixed")) == ErrorCode.none
+        assert produce_code(alice, unique("alicx")) == ErrorCode.topic_authorization_failed
+        assert produce_code(alice, unique("other")) == ErrorCode.topic_authorization_failed
+
+
+def test_deny_wins_over_allow(secured: SecuredBroker) -> None:
+    topic = unique("carol-topic")
+    secured.allow("User:bob", "--topic", topic, operation="Write", pattern="literal")
+    with login(secured, "bob") as bob:
+        assert produce_code(bob, topic) == ErrorCode.none
+    secured.headrace("acls", "add", "--bootstrap-servers", secured.address("SASL_SSL"),
+                     "--command-config", str(secured.command_config()),
+                     "--deny-principal", "User:bob", "--operation", "Write",
+                     "--topic", "carol-", "--resource-pattern-type", "prefixed")
+    with login(secured, "bob") as bob:
+        assert produce_code(bob, topic) == ErrorCode.topic_authorization_failed
+
+
+def test_super_user_needs_no_acls(secured: SecuredBroker) -> None:
+    with login(secured, "admin") as admin:
+        assert produce_code(admin, unique("anything")) == ErrorCode.none
+
+
+def test_users_online_and_acls_survive_a_restart(secured: SecuredBroker) -> None:
+    admin = ["--bootstrap-servers", secured.address("SASL_SSL"),
+             "--command-config", str(secured.command_config())]
+    secured.headrace("users", "add", "dave", "--password-stdin", "--mechanism", "SCRAM-SHA-512",
+                     *admin, stdin="dave-pw\n")
+    assert "dave" in secured.headrace("users", "list", *admin)
+    topic = unique("dave-t")
+    secured.allow("User:dave", "--topic", topic, operation="Write", pattern="literal")
+    with login(secured, "dave", "dave-pw") as dave:
+        assert produce_code(dave, topic) == ErrorCode.none
+
+    secured.process.stop()
+    secured.process.start()
+    listed = secured.headrace("acls", "list", "--topic", topic, *admin)
+    assert "User:dave" in listed and "WRITE" in listed
+    with login(secured, "dave", "dave-pw") as dave:
+        assert produce_code(dave, topic) == ErrorCode.none
+
+    secured.headrace("acls", "remove", "--allow-principal", "User:dave", "--operation",
+                     "Write", "--topic", topic, *admin)
+    with login(secured, "dave", "dave-pw") as dave:
+        assert produce_code(dave, topic) == ErrorCode.topic_authorization_failed
+    secured.headrace("users", "delete", "dave", *admin)
+    with pytest.raises(PermissionError):
+        login(secured, "dave", "dave-pw")
+
+
+def test_every_client_command_takes_command_config(secured: SecuredBroker) -> None:
+    admin = ["--bootstrap-servers", secured.address("SASL_SSL"),
+             "--command-config", str(secured.command_config())]
+    topic, group = unique("cli"), unique("cli-g")
+    secured.headrace("topics", "create", topic, "--partitions", "2", *admin)
+    assert topic in secured.headrace("topics", "list", *admin)
+    secured.headrace("produce", topic, *admin, stdin="one\ntwo\n")
+    out = secured.headrace("consume", topic, "--group", group, "--from-beginning",
+                           "--max-messages", "2", "--timeout-ms", "20000", *admin)
+    assert sorted(out.split()) == ["one", "two"]
+    assert "RECORDS" in secured.headrace("topics", "describe", topic, *admin)
+    assert group in secured.headrace("groups", "list", *admin)
+    assert topic in secured.headrace("groups", "describe", group, *admin)
+    secured.headrace("topics", "delete", topic, *admin)
+
+
+def test_admin_clients_manage_acls_and_scram_users(secured: SecuredBroker) -> None:
+    """confluent-kafka's and kafka-python's admin APIs for ACLs and SCRAM users."""
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclBindingFilter,
+        AclOperation,
+        AclPermissionType,
+        AdminClient,
+        ResourcePatternType,
+        ResourceType,
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialUpsertion,
+    )
+
+    admin = AdminClient({"bootstrap.servers": secured.address("SASL_SSL"),
+                         **secured.sasl_ssl("admin").librdkafka_options()})
+    topic = unique("erin-t")
+    binding = AclBinding(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, "User:erin",
+                         "*", AclOperation.WRITE, AclPermissionType.ALLOW)
+    for future in admin.create_acls([binding]).values():
+        future.result(30)
+    found = admin.describe_acls(AclBindingFilter(
+        ResourceType.TOPIC, topic, ResourcePatternType.ANY, None, None, AclOperation.ANY,
+        AclPermissionType.ANY)).result(30)
+    assert [(b.name, b.principal, b.operation) for b in found] == [
+        (topic, "User:erin", AclOperation.WRITE)]
+    upsert = UserScramCredentialUpsertion(
+        "erin", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192), b"erin-pw")
+    for future in admin.alter_user_scram_credentials([upsert]).values():
+        future.result(30)
+    described = admin.describe_user_scram_credentials(["erin"])["erin"].result(30)
+    assert [(i.mechanism, i.iterations) for i in described.scram_credential_infos] == [
+        (ScramMechanism.SCRAM_SHA_512, 8192)]
+    got = secure_roundtrip_produce(secured, "erin", "erin-pw", topic)
+    assert got == ErrorCode.none
+
+    from kafka.admin import (
+        ACLFilter,
+        ACLOperation,
+        ACLPermissionType,
+        ACLResourcePatternType,
+        KafkaAdminClient,
+        ResourcePatternFilter,
+    )
+    from kafka.admin import ResourceType as KafkaPythonResource
+
+    kp = KafkaAdminClient(bootstrap_servers=secured.address("SASL_PLAINTEXT"),
+                          security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN",
+                          sasl_plain_username="admin", sasl_plain_password=PASSWORDS["admin"])
+    try:
+        selected = ACLFilter(principal="User:erin", host="*", operation=ACLOperation.ANY,
+                             permission_type=ACLPermissionType.ANY,
+                             resource_pattern=ResourcePatternFilter(
+                                 KafkaPythonResource.TOPIC, topic, ACLResourcePatternType.ANY))
+        acls, error = kp.describe_acls(selected)
+        assert error.errno == 0 and len(acls) == 1
+        deleted = kp.delete_acls([selected])
+        assert len(deleted[0][1]) == 1
+    finally:
+        kp.close()
+    assert secure_roundtrip_produce(secured, "erin", "erin-pw", topic) == (
+        ErrorCode.topic_authorization_failed)
+
+
+def secure_roundtrip_produce(secured: SecuredBroker, user: str, password: str,
+                             topic: str) -> int:
+    with login(secured, user, password) as client:
+        return produce_code(client, topic)
+
+
+def test_console_reads_a_secured_broker(secured: SecuredBroker, tmp_path: Path) -> None:
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "console"))
+    from console_scene import spawn, stop, wait_http
+
+    topic = unique("console-t")
+    admin = ["--bootstrap-servers", secured.address("SASL_SSL"),
+             "--command-config", str(secured.command_config())]
+    secured.headrace("topics", "create", topic, *admin)
+    port = free_port()
+    console = spawn(["console", *admin, "--listen", f"127.0.0.1:{port}"],
+                    tmp_path / "console.log")
+    try:
+        wait_http(f"http://127.0.0.1:{port}/brokers")
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/topics", timeout=20) as page:
+            assert topic in page.read().decode()
+    finally:
+        stop(console)
+    assert PASSWORDS["admin"] not in (tmp_path / "console.log").read_text()

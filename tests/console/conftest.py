@@ -1,0 +1,57 @@
+"""The console tests' fixtures: the scene of ``console_scene.py``, with a read-only
+console on it, and a headless browser."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from brokerproc import BrokerProcess, free_port
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from console_scene import Scene, setup_cluster, spawn, stop, wait_http
+
+
+@pytest.fixture(scope="module")
+def scene(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scene]:
+    tmp = tmp_path_factory.mktemp("console")
+    with BrokerProcess(tmp / "data") as broker:
+        txn = setup_cluster(broker.bootstrap)
+        app_port, console_port = free_port(), free_port()
+        app = spawn(["run", "headrace.examples.page_views:build_topology", "--application-id", "page-views",
+                      "--bootstrap-servers", broker.bootstrap, "--state-dir", str(tmp / "state"),
+                      "--http-port", str(app_port)], tmp / "app.log")
+        console = spawn(["console", "--bootstrap-servers", broker.bootstrap, "--listen",
+                          f"127.0.0.1:{console_port}", "--apps", f"127.0.0.1:{app_port}"], tmp / "console.log")
+        try:
+            wait_http(f"http://127.0.0.1:{app_port}/health")
+            wait_http(f"http://127.0.0.1:{console_port}/brokers")
+            yield Scene(broker.bootstrap, f"http://127.0.0.1:{app_port}", f"http://127.0.0.1:{console_port}", tmp)
+        finally:
+            stop(console)
+            stop(app)
+            del txn
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    """Headless chromium through chromedriver (Debian's chromium and chromium-driver)."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    chromium = shutil.which("chromium")
+    driver_path = shutil.which("chromedriver")
+    assert chromium and driver_path, "the console's browser tests need Debian's chromium and chromium-driver"
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1000"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(options=options, service=Service(driver_path))
+    try:
+        yield driver
+    finally:
+        driver.quit()

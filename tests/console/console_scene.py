@@ -1,0 +1,92 @@
+"""What the console tests look at: a cluster worth looking at, and screenshots kept.
+
+The module-wide scene: the built-in broker with a topic of orders, a consumer group
+that is behind on it, a transaction left open on another topic, and a running
+application (the page-views example) with its HTTP endpoints; a read-only console
+(``headrace console`` as a process) shows all of it.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = Path(os.environ.get("HEADRACE_TEST_ARTIFACTS", ROOT / ".test-artifacts")) / "console"
+ORDERS, ORDERS_PER_PARTITION, COMMITTED = "orders", (12, 10, 8), (12, 4, 0)
+PENDING, PENDING_RECORDS = "pending", 5
+
+
+@dataclass
+class Scene:
+    bootstrap: str
+    app_url: str
+    console_url: str
+    tmp: Path
+
+
+def wait_http(url: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise AssertionError(f"{url} did not answer")
+
+
+def setup_cluster(bootstrap: str) -> object:
+    """Topics, records, a lagging group and an open transaction; returns the producer that
+    holds the transaction open (it must outlive the tests)."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    topics = [NewTopic(ORDERS, 3, 1), NewTopic(PENDING, 1, 1),
+              NewTopic("page-views", 2, 1), NewTopic("page-views-per-minute", 2, 1)]
+    for future in admin.create_topics(topics).values():
+        future.result(30)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for partition, count in enumerate(ORDERS_PER_PARTITION):
+        for i in range(count):
+            producer.produce(ORDERS, key=f"order-{partition}-{i}", value=f'{{"n": {i}}}', partition=partition)
+    producer.flush(30)
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "billing", "enable.auto.commit": False})
+    consumer.commit(offsets=[TopicPartition(ORDERS, p, o) for p, o in enumerate(COMMITTED)], asynchronous=False)
+    consumer.close()
+    txn = Producer({"bootstrap.servers": bootstrap, "transactional.id": "console-open-txn",
+                    "transaction.timeout.ms": 600_000})
+    txn.init_transactions(30)
+    txn.begin_transaction()
+    for i in range(PENDING_RECORDS):
+        txn.produce(PENDING, key=b"k", value=struct.pack(">q", i))
+    txn.flush(30)
+    return txn
+
+
+def spawn(args: list[str], log: Path) -> subprocess.Popen[bytes]:
+    with open(log, "ab") as out:
+        return subprocess.Popen([sys.executable, "-m", "headrace", *args], stdout=out, stderr=out,
+                                env={**os.environ, "PYTHONUNBUFFERED": "1"}, cwd=ROOT)
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)
+
+
+def screenshot(driver: object, name: str) -> None:
+    """Keep what the page looked like: a test artifact under .test-artifacts/console."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    driver.save_screenshot(str(ARTIFACTS / f"{name}.png"))  # type: ignore[attr-defined]
