@@ -46,11 +46,11 @@ def wait_listening(port: int, proc: subprocess.Popen[bytes], timeout: float = 30
 
 
 @contextmanager
-def headrace_broker(fsync: str, *options: str) -> Iterator[str]:
+def headrace_broker(fsync: str, *options: str, python: str = sys.executable) -> Iterator[str]:
     port = free_port()
     data = tempfile.mkdtemp(prefix="headrace-bench-")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "headrace", "broker", "--data-dir", data,
+        [python, "-m", "headrace", "broker", "--data-dir", data,
          "--listen", f"127.0.0.1:{port}", "--fsync", fsync, *options],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -167,7 +167,13 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=3,
                         help="alternate the brokers this many times; medians are reported")
+    parser.add_argument("--baseline-python", metavar="PYTHON",
+                        help="instead of Tansu, compare with the headrace broker this Python"
+                             " interpreter runs (another checkout's .venv/bin/python)")
     args = parser.parse_args()
+    if args.baseline_python:
+        compare_with_baseline(args)
+        return
     print(f"{args.records:,} records of {args.size} bytes, {PARTITIONS} partitions,"
           " librdkafka producer (acks=all) and consumer")
     tansu, headrace = [], []
@@ -178,6 +184,21 @@ def main() -> None:
     produce_ratio = median(h[0] / t[0] for h, t in zip(headrace, tansu, strict=True))
     consume_ratio = median(h[1] / t[1] for h, t in zip(headrace, tansu, strict=True))
     print(f"median ratio headrace/tansu over {args.rounds} rounds:"
+          f"   produce {produce_ratio:.2f}   consume {consume_ratio:.2f}")
+
+
+def compare_with_baseline(args: argparse.Namespace) -> None:
+    """The same broker before and after a change, alternating, fsync on for both."""
+    print(f"{args.records:,} records of {args.size} bytes, {PARTITIONS} partitions: headrace"
+          f" against the headrace of {args.baseline_python}")
+    before, after = [], []
+    for _ in range(args.rounds):
+        before.append(measure("before", headrace_broker("always", python=args.baseline_python),
+                              args.records, args.size))
+        after.append(measure("after", headrace_broker("always"), args.records, args.size))
+    produce_ratio = median(a[0] / b[0] for a, b in zip(after, before, strict=True))
+    consume_ratio = median(a[1] / b[1] for a, b in zip(after, before, strict=True))
+    print(f"median ratio after/before over {args.rounds} rounds:"
           f"   produce {produce_ratio:.2f}   consume {consume_ratio:.2f}")
 
 

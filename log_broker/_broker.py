@@ -30,6 +30,7 @@ from typing import Any
 from headrace.transactions import ProducerIdAllocator
 
 from ._config import BrokerConfig
+from ._limits import ConnectionLimiter, RateLimitedLog, file_budget
 from ._metrics import BrokerMetrics
 from ._notify import AppendNotifier
 from ._server import Connection
@@ -54,10 +55,26 @@ def _cluster_id(data_dir: Path) -> str:
     return cluster_id
 
 
+def _with_limits(config: BrokerConfig) -> BrokerConfig:
+    """Fill the limits left at None from the open-file budget (see ``_limits``)."""
+    budget = file_budget()
+    max_connections = config.max_connections or budget.max_connections
+    return dataclasses.replace(
+        config,
+        max_connections=max_connections,
+        max_connections_per_ip=config.max_connections_per_ip or max_connections,
+        max_broker_partitions=config.max_broker_partitions or budget.max_broker_partitions,
+    )
+
+
 class Broker:
     def __init__(self, data_dir: str | Path, *, host: str = "127.0.0.1", port: int = 0,
                  **settings: Any) -> None:
-        self._config = BrokerConfig(data_dir=Path(data_dir), host=host, port=port, **settings)
+        self._config = _with_limits(
+            BrokerConfig(data_dir=Path(data_dir), host=host, port=port, **settings))
+        self._limiter = ConnectionLimiter(
+            self._config.max_connections or 0, self._config.max_connections_per_ip or 0)
+        self._rate_limited = RateLimitedLog(log)
         self._servers: list[asyncio.Server] = []
         self._state: BrokerState | None = None
         self._connections: set[asyncio.Task[None]] = set()
@@ -92,8 +109,16 @@ class Broker:
     async def start(self) -> None:
         config = self._config
         config.data_dir.mkdir(parents=True, exist_ok=True)
+        loop = asyncio.get_running_loop()
+        if loop.get_exception_handler() is None:  # an embedding program's own one stays
+            loop.set_exception_handler(self._rate_limited.loop_exception_handler)
+        # The record checks' compiled decoder loads here, not on the loop at a first produce.
+        from ._record_walk import fast_record_walk  # here: storage imports it first
+
+        await asyncio.to_thread(fast_record_walk)
         logs = await asyncio.to_thread(
-            LogManager.open, config.data_dir, num_partitions_default=config.num_partitions)
+            LogManager.open, config.data_dir, num_partitions_default=config.num_partitions,
+            max_partitions=config.max_broker_partitions)
         syncer = GroupSyncer(enabled=config.fsync)
         notifier = AppendNotifier()
         group_config = GroupConfig(
@@ -166,6 +191,13 @@ class Broker:
         self._servers = []
 
     async def _serve(self, connection: Connection) -> None:
+        host = connection.peer_host
+        refused = self._limiter.admit(host)
+        if refused is not None:
+            self._rate_limited.log(logging.WARNING, "refused", "refusing a connection from %s: %s",
+                                   host, refused)
+            connection.close()
+            return
         task = asyncio.current_task()
         assert task is not None
         self._connections.add(task)
@@ -175,6 +207,7 @@ class Broker:
             pass  # stop() cancels connections; asyncio's stream callback must not see it
         finally:
             self._connections.discard(task)
+            self._limiter.release(host)
 
     async def _maintain(self) -> None:
         # Retention and compaction each on its own interval, both in worker threads.

@@ -48,6 +48,21 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
     broker.add_argument("--group-min-session-timeout-ms", type=int)
     broker.add_argument("--transaction-max-timeout-ms", type=int,
                         help="longest transaction.timeout.ms a producer may ask for")
+    limits = broker.add_argument_group("limits (Kafka's broker settings of the same names)")
+    limits.add_argument("--fetch-max-bytes", type=int,
+                        help="largest Fetch response, whatever the client asks for (55 MiB)")
+    limits.add_argument("--socket-request-max-bytes", type=int, help="default 100 MiB")
+    limits.add_argument("--max-connections", type=int,
+                        help="default: a quarter of the open-file limit")
+    limits.add_argument("--max-connections-per-ip", type=int,
+                        help="default: --max-connections")
+    limits.add_argument("--connections-max-idle-ms", type=int, help="default 600000")
+    limits.add_argument("--socket-request-read-timeout-ms", type=int,
+                        help="time for the rest of a request once its size has arrived"
+                             " (default 30000)")
+    limits.add_argument("--max-broker-partitions", type=int,
+                        help="partitions in all topics together; default from the open-file"
+                             " limit")
     broker.add_argument("--metrics-listen", metavar="HOST:PORT",
                         help="serve Prometheus metrics at http://HOST:PORT/metrics")
     broker.set_defaults(handler=_run_broker)
@@ -75,7 +90,14 @@ def _run_broker(args: argparse.Namespace) -> int:
              "group_initial_rebalance_delay_ms": args.group_initial_rebalance_delay_ms,
              "log_cleaner_backoff_ms": args.log_cleaner_backoff_ms,
              "group_min_session_timeout_ms": args.group_min_session_timeout_ms,
-             "transaction_max_timeout_ms": args.transaction_max_timeout_ms}
+             "transaction_max_timeout_ms": args.transaction_max_timeout_ms,
+             "fetch_max_bytes": args.fetch_max_bytes,
+             "socket_request_max_bytes": args.socket_request_max_bytes,
+             "max_connections": args.max_connections,
+             "max_connections_per_ip": args.max_connections_per_ip,
+             "connections_max_idle_ms": args.connections_max_idle_ms,
+             "socket_request_read_timeout_ms": args.socket_request_read_timeout_ms,
+             "max_broker_partitions": args.max_broker_partitions}
     settings.update({k: v for k, v in flags.items() if v is not None})
     if args.no_auto_create_topics:
         settings["auto_create_topics_enable"] = False

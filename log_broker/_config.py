@@ -19,6 +19,14 @@ class BrokerConfig:
     auto_create_topics_enable: bool = True
     num_partitions: int = 1
     socket_request_max_bytes: int = 100 * 1024 * 1024
+    # Bounds on what clients may make the broker spend (see ``_limits``). None: derived
+    # from the open-file limit at start.
+    fetch_max_bytes: int = 55 * 1024 * 1024
+    max_connections: int | None = None
+    max_connections_per_ip: int | None = None
+    connections_max_idle_ms: int = 600_000
+    socket_request_read_timeout_ms: int = 30_000
+    max_broker_partitions: int | None = None
     # Requests one connection may have in flight before the server stops reading from it.
     max_in_flight_per_connection: int = 64
     retention_check_interval_ms: int = 300_000
@@ -48,6 +56,12 @@ class BrokerConfig:
             "auto.create.topics.enable": str(self.auto_create_topics_enable).lower(),
             "num.partitions": str(self.num_partitions),
             "socket.request.max.bytes": str(self.socket_request_max_bytes),
+            "fetch.max.bytes": str(self.fetch_max_bytes),
+            "max.connections": str(self.max_connections),
+            "max.connections.per.ip": str(self.max_connections_per_ip),
+            "connections.max.idle.ms": str(self.connections_max_idle_ms),
+            "socket.request.read.timeout.ms": str(self.socket_request_read_timeout_ms),
+            "max.broker.partitions": str(self.max_broker_partitions),
             "log.retention.check.interval.ms": str(self.retention_check_interval_ms),
             "log.cleaner.backoff.ms": str(self.log_cleaner_backoff_ms),
             "group.initial.rebalance.delay.ms": str(self.group_initial_rebalance_delay_ms),

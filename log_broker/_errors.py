@@ -4,6 +4,7 @@
     +-- MalformedRequestError        bytes that do not decode as the request they claim
     +-- FrameTooLargeError           a size prefix beyond socket.request.max.bytes
     +-- UnsupportedRequestError      an API key or version this broker does not serve
+    +-- RequestTooBroadError         more topics and partitions than the broker could hold
 
 Storage errors have their own root in ``log_broker.storage``; handlers translate both
 kinds into Kafka error codes where they answer a client.
@@ -25,4 +26,8 @@ class FrameTooLargeError(BrokerError):
 
 
 class UnsupportedRequestError(BrokerError):
+    pass
+
+
+class RequestTooBroadError(BrokerError):
     pass

@@ -11,7 +11,9 @@ Bad input never takes more than its own connection down:
 - bytes that do not decode as the request they claim close the connection;
 - an API or version the broker does not serve closes the connection, as Kafka does,
   except ApiVersions, which is answered (in v0) with UNSUPPORTED_VERSION and the
-  supported ranges so the client can pick a version.
+  supported ranges so the client can pick a version;
+- no request for ``connections.max.idle.ms``, or a request whose bytes stop coming for
+  ``socket.request.read.timeout.ms`` after its size prefix, closes the connection.
 Each of these is logged on one line with the peer's address.
 """
 
@@ -25,7 +27,13 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from ._errors import BrokerError, FrameTooLargeError, UnsupportedRequestError
+from ._errors import (
+    BrokerError,
+    FrameTooLargeError,
+    RequestTooBroadError,
+    UnsupportedRequestError,
+)
+from ._limits import broad_request_cap, entries_in, read_exactly_within
 from ._router import Router
 from ._state import BrokerState
 from ._wire import API_VERSIONS_KEY, decode_request, encode_response, peek_header
@@ -49,8 +57,13 @@ class Connection:
         self._session = session
         self._peer = writer.get_extra_info("peername")
         self._client_host = f"/{self._peer[0]}" if self._peer else ""
+        self.peer_host = str(self._peer[0]) if self._peer else ""
         limit = state.config.max_in_flight_per_connection
         self._pending: asyncio.Queue[Any] = asyncio.Queue(maxsize=limit)
+
+    def close(self) -> None:
+        """Close the socket without serving (a connection refused at admission)."""
+        self._writer.close()
 
     async def serve(self) -> None:
         """Serve until the client leaves or misbehaves, then close the socket.
@@ -82,18 +95,31 @@ class Connection:
             await self._read_frames()
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
+        except TimeoutError as exc:
+            log.info("closing connection from %s: %s", self._peer, exc)
         except BrokerError as exc:
             log.warning("closing connection from %s: %s", self._peer, exc)
 
     async def _read_frames(self) -> None:
-        max_bytes = self._state.config.socket_request_max_bytes
+        config = self._state.config
+        max_bytes = config.socket_request_max_bytes
+        idle_s = config.connections_max_idle_ms / 1000
+        read_s = config.socket_request_read_timeout_ms / 1000
         while True:
-            size_bytes = await self._reader.readexactly(4)
+            try:
+                size_bytes = await read_exactly_within(self._reader, 4, idle_s)
+            except TimeoutError:
+                raise TimeoutError(f"idle for {idle_s:.0f} s (connections.max.idle.ms)") from None
             (size,) = _SIZE.unpack(size_bytes)
             if size < 0 or size > max_bytes:
                 raise FrameTooLargeError(
                     f"request size {size} outside 0..{max_bytes} (socket.request.max.bytes)")
-            frame = await self._reader.readexactly(size)
+            try:
+                frame = await read_exactly_within(self._reader, size, read_s)
+            except TimeoutError:
+                raise TimeoutError(
+                    f"request of {size} bytes not received within {read_s:.0f} s"
+                    " (socket.request.read.timeout.ms)") from None
             await self._pending.put(self._start(frame))
 
     def _start(self, frame: bytes) -> asyncio.Future[bytes | None]:
@@ -117,6 +143,11 @@ class Connection:
             return _ready(encode_response(api_key, 0, correlation_id, body))
         started = time.perf_counter()
         request = decode_request(frame, self._client_host, self._session)
+        cap = broad_request_cap(self._state.config.max_broker_partitions)
+        if (named := entries_in(request.body)) > cap:
+            raise RequestTooBroadError(
+                f"api key {api_key} names {named} topics and partitions, more than"
+                f" {cap} (twice max.broker.partitions)")
 
         async def run() -> bytes | None:
             response = await route.handle(self._state, request)

@@ -25,8 +25,9 @@ def free_port() -> int:
 
 class BrokerProcess:
     def __init__(self, data_dir: Path, *extra_args: str, port: int | None = None,
-                 config: Path | None = None) -> None:
+                 config: Path | None = None, open_files: int | None = None) -> None:
         self.data_dir = data_dir
+        self.open_files = open_files  # the broker's RLIMIT_NOFILE (soft and hard), if set
         self.port = port or free_port()
         self.extra_args = extra_args
         # With a server.properties, its listeners replace --listen; ``port`` must be one
@@ -47,7 +48,8 @@ class BrokerProcess:
              *(["--config", str(self.config)] if self.config else
                ["--listen", self.bootstrap]),
              "--group-initial-rebalance-delay-ms", "0", *self.extra_args],
-            stdout=log, stderr=log, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+            stdout=log, stderr=log, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            preexec_fn=None if self.open_files is None else self._limit_open_files)
         log.close()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -59,6 +61,12 @@ class BrokerProcess:
             except OSError:
                 time.sleep(0.05)
         raise RuntimeError(f"broker did not listen within {timeout}s: {self.log()}")
+
+    def _limit_open_files(self) -> None:
+        import resource
+
+        assert self.open_files is not None
+        resource.setrlimit(resource.RLIMIT_NOFILE, (self.open_files, self.open_files))
 
     def log(self) -> str:
         try:

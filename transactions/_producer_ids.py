@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ._errors import CorruptSnapshotError
+
 BLOCK_SIZE = 1000
 
 
@@ -23,9 +25,21 @@ class ProducerIdAllocator:
 
     def _read_reserved_end(self) -> int:
         try:
-            return int(self._path.read_text().strip() or 0)
+            text = self._path.read_bytes().strip()
         except FileNotFoundError:
             return 0
+        try:
+            end = int(text or 0)
+        except ValueError:
+            end = -1
+        if end < 0:
+            # Guessing would risk handing out an id already in use: stop, and say where.
+            raise CorruptSnapshotError(
+                f"producer id file {self._path} is corrupt (holds {text[:40]!r}, not a "
+                "count); put in it a number above every producer id ever issued, e.g. the "
+                "largest in the broker's log, rounded up to the next thousand"
+            )
+        return end
 
     def _reserve(self, end: int) -> None:
         tmp = self._path.with_suffix(".tmp")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -18,7 +19,8 @@ API_KEY = 19
 BROKER_DEFAULT = -1
 
 
-def _create(state: BrokerState, topic: Any, validate_only: bool) -> tuple[ErrorCode, str | None]:
+async def _create(state: BrokerState, topic: Any, validate_only: bool
+                  ) -> tuple[ErrorCode, str | None]:
     if topic.replication_factor not in (BROKER_DEFAULT, 1):
         return (ErrorCode.invalid_replication_factor,
                 f"replication factor {topic.replication_factor} > 1 available broker")
@@ -32,7 +34,8 @@ def _create(state: BrokerState, topic: Any, validate_only: bool) -> tuple[ErrorC
             storage.validate_new_topic(topic.name, partitions, overrides,
                                        existing=state.logs.topics())
         else:
-            state.logs.create_topic(topic.name, partitions, overrides)
+            # Off the event loop: thousands of partitions take seconds to create.
+            await asyncio.to_thread(state.logs.create_topic, topic.name, partitions, overrides)
     except storage.StorageError as exc:
         return error_code_for(exc), str(exc)
     return ErrorCode.none, None
@@ -43,9 +46,9 @@ async def handle(state: BrokerState, request: Request) -> Any:
     m = response_module(API_KEY, request.api_version)
     results = []
     for topic in body.topics:
-        error, message = (_create(state, topic, body.validate_only)
-                           if may_create_topic(request, topic.name) else
-                           (ErrorCode.topic_authorization_failed, "not allowed to create it"))
+        error, message = (await _create(state, topic, body.validate_only)
+                          if may_create_topic(request, topic.name) else
+                          (ErrorCode.topic_authorization_failed, "not allowed to create it"))
         results.append(make(m.CreatableTopicResult, name=topic.name, error_code=error,
                             error_message=message, num_partitions=-1, replication_factor=-1,
                             configs=None))

@@ -36,7 +36,9 @@ READ_COMMITTED = 1
 
 def _read_all(state: BrokerState, m: Any, body: Any, denied: set[str]
               ) -> tuple[list[Any], int, bool]:
-    remaining = body.max_bytes if body.max_bytes > 0 else 2**31 - 1
+    # fetch.max.bytes caps every response, whatever the client asks for.
+    cap = state.config.fetch_max_bytes
+    remaining = min(body.max_bytes, cap) if body.max_bytes > 0 else cap
     total = 0
     errors = False
     read_committed = getattr(body, "isolation_level", 0) == READ_COMMITTED

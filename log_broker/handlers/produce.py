@@ -66,7 +66,8 @@ async def handle(state: BrokerState, request: Request) -> Any:
 
     now_ms = int(time.time() * 1000)
     touched: list[storage.PartitionLog] = []
-    responses: list[Any] = []
+    responses: list[tuple[str, list[Any]]] = []
+    appended: list[tuple[list[Any], int, storage.PartitionLog]] = []  # result slot, log
     txn_refused = (None if body.transactional_id is None or request.session.allows(
         Operation.WRITE, ResourceType.TRANSACTIONAL_ID, body.transactional_id)
         else ErrorCode.transactional_id_authorization_failed)
@@ -74,10 +75,8 @@ async def handle(state: BrokerState, request: Request) -> Any:
         results: list[Any] = []
         denied = txn_refused or topic_code(request, Operation.WRITE, topic_data.name)
         if denied is not None:
-            responses.append(make(m.TopicProduceResponse, name=topic_data.name,
-                                  partition_responses=tuple(
-                                      _partition_result(m, p.index, denied)
-                                      for p in topic_data.partition_data)))
+            responses.append((topic_data.name, [
+                _partition_result(m, p.index, denied) for p in topic_data.partition_data]))
             continue
         try:
             topic = state.topic(topic_data.name, auto_create=True)
@@ -117,19 +116,31 @@ async def handle(state: BrokerState, request: Request) -> Any:
                 continue
             touched.append(log)
             state.notifier.notify((log.topic, log.partition))
+            appended.append((results, len(results), log))
             results.append(_partition_result(
                 m, part.index, ErrorCode.none, result.base_offset, result.log_start_offset,
                 result.log_append_time_ms))
-        responses.append(make(m.TopicProduceResponse, name=topic_data.name,
-                              partition_responses=tuple(results)))
+        responses.append((topic_data.name, results))
 
     if acks == 0:
         if touched:
             _sync_in_background(state, touched)
         return None
     if touched:
-        await asyncio.gather(*(state.syncer.sync(log) for log in touched))
-    return make(m.ProduceResponse, responses=tuple(responses), throttle_time=NO_THROTTLE)
+        synced = await asyncio.gather(*(state.syncer.sync(log) for log in touched),
+                                      return_exceptions=True)
+        failed = {log: exc for log, exc in zip(touched, synced, strict=True)
+                  if isinstance(exc, storage.StorageError)}
+        for results, slot, log in appended:  # not durable: say so, not "appended"
+            if log in failed:
+                results[slot] = _partition_result(m, log.partition, error_code_for(failed[log]),
+                                                  message=str(failed[log]))
+        if unexpected := next((exc for exc in synced if isinstance(exc, BaseException)
+                               and not isinstance(exc, storage.StorageError)), None):
+            raise unexpected
+    return make(m.ProduceResponse, throttle_time=NO_THROTTLE, responses=tuple(
+        make(m.TopicProduceResponse, name=name, partition_responses=tuple(results))
+        for name, results in responses))
 
 
 def _check_producers(state: BrokerState, log: storage.PartitionLog, payload: bytearray

@@ -263,16 +263,29 @@ def _key_map(
 
 
 class Cleaner:
-    """Cleans a broker's compacted logs, one pass at a time, dirtiest log first."""
+    """Cleans a broker's compacted logs, one pass at a time, dirtiest log first.
 
-    def __init__(self, *, max_map_bytes: int = DEFAULT_MAX_MAP_BYTES) -> None:
+    Each log is cleaned in isolation: whatever goes wrong with one (damaged bytes, a
+    full disk, a bug) is logged with its partition, counted in ``failures``, and that
+    log alone waits before its next try, twice as long after each failure in a row
+    (``retry_backoff_ms`` up to ``max_retry_backoff_ms``); the other logs, the group
+    offsets among them, are cleaned as usual.
+    """
+
+    def __init__(self, *, max_map_bytes: int = DEFAULT_MAX_MAP_BYTES,
+                 retry_backoff_ms: int = 15_000, max_retry_backoff_ms: int = 3_600_000) -> None:
         self.max_map_bytes = max_map_bytes
+        self.retry_backoff_ms = retry_backoff_ms
+        self.max_retry_backoff_ms = max_retry_backoff_ms
+        self.failures = 0  # passes over one log that failed, since start
         # One pass at a time: a second caller returns at once instead of waiting.
         self._running = threading.Lock()
         # Logs whose last pass could compact nothing (an open transaction at their
         # first dirty offset), with the shape of the log it found so: the same shape
         # again would only read the log again to find the same.
         self._stalled: dict[PartitionLog, tuple[object, ...]] = {}
+        # Logs whose last passes failed: (failures in a row, not before this time).
+        self._failing: dict[PartitionLog, tuple[int, int]] = {}
 
     def run(self, logs: Iterable[PartitionLog], now_ms: int,
             clean_up_to: CleanUpTo | None = None,
@@ -283,34 +296,66 @@ class Cleaner:
         if not self._running.acquire(blocking=False):
             return []
         try:
-            logs = list(logs)
-            bounds = {each: None if clean_up_to is None else clean_up_to(each) for each in logs}
-            due = [(found, each) for each in logs
-                   if (found := plan(each, now_ms, bounds[each])) is not None]
+            due: list[tuple[CleanPlan, PartitionLog, int | None]] = []
+            for each in logs:
+                if self._waiting(each, now_ms):
+                    continue
+                try:
+                    bound = None if clean_up_to is None else clean_up_to(each)
+                    found = plan(each, now_ms, bound)
+                except Exception:
+                    self._failed(each, now_ms)
+                    continue
+                if found is not None:
+                    due.append((found, each, bound))
             due.sort(key=lambda item: item[0].dirty_ratio, reverse=True)
             done = []
-            for _, each in due:
-                fresh = plan(each, now_ms, bounds[each])  # an earlier pass took time: look again
-                if fresh is None or self._stalled.get(each) == _shape(each, fresh):
-                    continue
-                aborted = None if aborted_index is None else aborted_index(each)
+            for _, each, bound in due:
                 try:
-                    stats = clean_log(each, fresh, now_ms, max_map_bytes=self.max_map_bytes,
-                                      aborted=aborted)
-                except StorageError:
-                    # One damaged log must not stop the others from being cleaned.
-                    log.exception("cannot clean %s", each)
+                    stats = self._clean(each, now_ms, bound, aborted_index)
+                except Exception:
+                    self._failed(each, now_ms)
                     continue
+                self._failing.pop(each, None)
                 if stats is not None:
-                    self._stalled.pop(each, None)
                     done.append(stats)
-                elif each.state is LogState.OPEN:
-                    self._stalled[each] = _shape(each, fresh)
             for gone in [each for each in self._stalled if each.state is not LogState.OPEN]:
                 del self._stalled[gone]
+            for gone in [each for each in self._failing if each.state is not LogState.OPEN]:
+                del self._failing[gone]
             return done
         finally:
             self._running.release()
+
+    def _clean(self, each: PartitionLog, now_ms: int, bound: int | None,
+               aborted_index: AbortedIndexOf | None) -> CleanStats | None:
+        fresh = plan(each, now_ms, bound)  # an earlier pass took time: look again
+        if fresh is None or self._stalled.get(each) == _shape(each, fresh):
+            return None
+        aborted = None if aborted_index is None else aborted_index(each)
+        stats = clean_log(each, fresh, now_ms, max_map_bytes=self.max_map_bytes,
+                          aborted=aborted)
+        if stats is not None:
+            self._stalled.pop(each, None)
+        elif each.state is LogState.OPEN:
+            self._stalled[each] = _shape(each, fresh)
+        return stats
+
+    def _waiting(self, each: PartitionLog, now_ms: int) -> bool:
+        failing = self._failing.get(each)
+        return failing is not None and now_ms < failing[1]
+
+    def _failed(self, each: PartitionLog, now_ms: int) -> None:
+        if each.state is not LogState.OPEN:
+            return  # closed or deleted under the pass: nothing is wrong with it
+        in_a_row = self._failing.get(each, (0, 0))[0] + 1
+        wait_ms = min(self.retry_backoff_ms * 2 ** (in_a_row - 1), self.max_retry_backoff_ms)
+        self._failing[each] = (in_a_row, now_ms + wait_ms)
+        self.failures += 1
+        log.exception(
+            "cannot clean %s-%d (failure %d in a row); other partitions go on, this one "
+            "is tried again in %d ms", each.topic, each.partition, in_a_row, wait_ms,
+        )
 
 
 def _shape(partition_log: PartitionLog, cleaning: CleanPlan) -> tuple[object, ...]:

@@ -95,6 +95,11 @@ class OffsetIndex:
     def truncate_to(self, count: int) -> None:
         """Keep the first ``count`` entries, in memory and on disk."""
         self.write_pending()
+        self.discard_after(count)
+
+    def discard_after(self, count: int) -> None:
+        """Undo a failed append: drop entries past ``count``, written or not."""
+        self._pending.clear()
         del self.offsets[count:]
         del self.positions[count:]
         os.ftruncate(self._fd, count * _OFFSET_ENTRY.size)
@@ -166,6 +171,11 @@ class TimeIndex:
 
     def truncate_to(self, count: int) -> None:
         self.write_pending()
+        self.discard_after(count)
+
+    def discard_after(self, count: int) -> None:
+        """Undo a failed append: drop entries past ``count``, written or not."""
+        self._pending.clear()
         del self.timestamps[count:]
         del self.offsets[count:]
         os.ftruncate(self._fd, count * _TIME_ENTRY.size)

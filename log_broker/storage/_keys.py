@@ -1,7 +1,6 @@
 """Record keys of a batch without decoding the rest of each record.
 
-Compaction needs only (offset, key, is-tombstone) to build its key map, and a
-compacted topic's produce path needs only "does every record have a key". Walking the
+Compaction needs only (offset, key, is-tombstone) to build its key map. Walking the
 varints for just those fields, and skipping the value and headers by their lengths,
 costs far less than building a ``Record`` per record.
 
@@ -13,13 +12,9 @@ Record layout inside a (decompressed) batch body, every integer a zigzag varint:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from .. import _records
 from ._compression import decompress
-from ._errors import CorruptRecordError, InvalidRecordError
-
-KEYLESS_MESSAGE = "Compacted topic cannot accept message without key"
+from ._errors import CorruptRecordError
 
 
 def _varint(buf: bytes, pos: int) -> tuple[int, int]:
@@ -74,26 +69,3 @@ def batch_keys(
         out.append((base + delta, key, value_length >= 0))
         pos = end
     return out
-
-
-def require_keys(
-    buf: bytes | bytearray | memoryview, headers: Sequence[_records.BatchHeader]
-) -> None:
-    """Raise ``InvalidRecordError`` (Kafka's INVALID_RECORD) if any data record of the
-    batches has no key; control batches carry markers, not data, and are skipped."""
-    for header in headers:
-        if header.is_control:
-            continue
-        body = _body(buf, header)
-        pos = 0
-        for _ in range(header.records_count):
-            length, pos = _varint(body, pos)
-            end = pos + length
-            if length < 0 or end > len(body):
-                raise CorruptRecordError("record length runs past the end of the batch")
-            _ts, at = _varint(body, pos + 1)
-            _delta, at = _varint(body, at)
-            key_length, _ = _varint(body, at)
-            if key_length < 0:
-                raise InvalidRecordError(KEYLESS_MESSAGE)
-            pos = end

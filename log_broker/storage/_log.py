@@ -16,8 +16,8 @@ A file that a running sync may still fsync is closed only when that sync ends.
 
 from __future__ import annotations
 
+import contextlib
 import enum
-import os
 import shutil
 import threading
 from bisect import bisect_right
@@ -25,17 +25,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import _records
+from .._batch_validation import BatchRules, validate_batches
 from ._checkpoint import fsync_dir, write_atomically, write_offset
 from ._compaction import install
+from ._compression import DEFAULT_INFLATE_LIMIT
 from ._config import TopicConfig
 from ._errors import (
     InvalidRecordError,
     KafkaStorageError,
     LogClosedError,
     OffsetOutOfRangeError,
-    RecordTooLargeError,
 )
-from ._keys import require_keys
+from ._faults import storage_fault
 from ._recovery import (
     CLEAN_SHUTDOWN_FILE,
     LOG_START_FILE,
@@ -173,8 +174,8 @@ class PartitionLog:
     ) -> AppendResult:
         """Validate a produce payload, assign offsets and append it; all or nothing.
 
-        Steps: parse and check every batch (CRC, size limit, no control batches from
-        producers, on a compacted topic a key on every record); roll the active segment
+        Steps: parse and check every batch, down to each record
+        (``_batch_validation``); roll the active segment
         if the payload would overflow it or it is too old; patch each batch's base
         offset (and stamp LogAppendTime if the topic asks for it); write the payload
         with one pwrite; index the batches; publish the new end offset. Nothing is
@@ -184,26 +185,26 @@ class PartitionLog:
         if not headers:
             raise InvalidRecordError("produce payload holds no record batches")
         config = self._config
-        count = 0
-        for header in headers:
-            if header.size > config.max_message_bytes:
-                raise RecordTooLargeError(
-                    f"batch of {header.size} bytes exceeds max.message.bytes "
-                    f"{config.max_message_bytes}"
-                )
-            if header.is_control and not allow_control:
-                raise InvalidRecordError("producers may not write control batches")
-            count += header.last_offset_delta + 1
-        if config.compact:
-            # Per-record work, but only for compacted topics: a record without a key
-            # could never be compacted away (Kafka refuses it the same way).
-            require_keys(payload, headers)
+        validate_batches(
+            payload,
+            headers,
+            BatchRules(
+                max_message_bytes=config.max_message_bytes,
+                require_keys=config.compact,
+                allow_control=allow_control,
+                inflate_limit=DEFAULT_INFLATE_LIMIT,
+            ),
+        )
+        count = sum(header.last_offset_delta + 1 for header in headers)
         log_append = config.log_append_time
         with self._lock:
             if self._state is not LogState.OPEN:
                 raise LogClosedError(f"{self!r} is not open")
             first_offset = self._log_end_offset
-            segment = self._segment_for(len(payload), first_offset + count, now_ms)
+            try:
+                segment = self._segment_for(len(payload), first_offset + count, now_ms)
+            except OSError as exc:
+                raise storage_fault(exc, "roll a segment in", self.directory) from exc
             start = segment.size
             next_offset = first_offset
             max_timestamp = -1
@@ -215,28 +216,30 @@ class PartitionLog:
                     timestamp = now_ms
                 max_timestamp = max(max_timestamp, timestamp)
                 next_offset += header.last_offset_delta + 1
+            # All or nothing: data and index entries are written before anything is
+            # published; if either write fails, both are cut back, so an error answer
+            # never leaves a record behind that a retry would duplicate.
+            mark = segment.mark()
             try:
                 segment.write(payload)
+                offset = first_offset
+                for header in headers:
+                    segment.track(
+                        offset, start + header.position, header.size,
+                        now_ms if log_append else header.max_timestamp,
+                    )  # fmt: skip
+                    offset += header.last_offset_delta + 1
+                segment.write_indexes()
             except OSError as exc:
-                os.ftruncate(segment.fd, start)
-                raise KafkaStorageError(f"cannot write to {segment.path}: {exc}") from exc
-            offset = first_offset
-            for header in headers:
-                segment.track(
-                    offset, start + header.position, header.size,
-                    now_ms if log_append else header.max_timestamp,
-                )  # fmt: skip
-                offset += header.last_offset_delta + 1
+                with contextlib.suppress(OSError):
+                    segment.rollback(mark)
+                raise storage_fault(exc, "append to", segment.path) from exc
             segment.next_offset = next_offset
             if segment.roll_base_ms is None:
                 segment.roll_base_ms = now_ms
             self._dirty.add(segment)
             self._size += len(payload)
             self._log_end_offset = next_offset
-            try:
-                segment.write_indexes()
-            except OSError as exc:
-                raise KafkaStorageError(f"cannot write index of {segment.path}: {exc}") from exc
             return AppendResult(
                 first_offset, next_offset - 1, now_ms if log_append else -1,
                 self._log_start_offset, max_timestamp,
@@ -460,7 +463,7 @@ class PartitionLog:
                     self._dirty |= dirty
                     self._indexes_unsynced |= whole
                     self._dir_dirty |= dir_dirty
-                raise KafkaStorageError(f"fsync failed in {self.directory}: {exc}") from exc
+                raise storage_fault(exc, "fsync", self.directory) from exc
             finally:
                 with self._lock:
                     self._syncing = False
@@ -515,4 +518,3 @@ class PartitionLog:
                     segment.close()
             self._transition(LogState.DELETED)
             shutil.rmtree(self.directory, ignore_errors=True)
-

@@ -13,8 +13,8 @@ directories that belong to no topic (left by a deletion that was cut short).
 
 from __future__ import annotations
 
+import logging
 import re
-import shutil
 import threading
 import uuid
 from collections.abc import Iterable, Mapping
@@ -39,7 +39,10 @@ from ._errors import (
 from ._log import PartitionLog
 from ._markers import AbortedIndexOf
 
+log = logging.getLogger("headrace.broker.storage")
+
 TOPICS_DIR = ".topics"
+STRAY_DIR = "stray-partitions"  # partition directories no topic claimed at start-up
 MAX_TOPIC_NAME_LENGTH = 249
 MAX_PARTITIONS = 100_000  # far beyond what one broker serves; stops absurd requests
 _LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
@@ -105,9 +108,12 @@ class LogManager:
     """Owns every topic and partition log under one data directory."""
 
     def __init__(
-        self, data_dir: Path, num_partitions_default: int, defaults: Mapping[str, str]
-    ) -> None:
+        self, data_dir: Path, num_partitions_default: int, defaults: Mapping[str, str],
+        max_partitions: int | None = None,
+    ) -> None:  # fmt: skip
         self.data_dir = data_dir
+        # Partitions in all topics together (max.broker.partitions); None: no limit.
+        self.max_partitions = max_partitions
         self.num_partitions_default = num_partitions_default
         self._defaults = dict(defaults)
         self._topics: dict[str, Topic] = {}
@@ -122,6 +128,7 @@ class LogManager:
         *,
         num_partitions_default: int = 1,
         defaults: Mapping[str, str] | None = None,
+        max_partitions: int | None = None,
     ) -> LogManager:
         """Open every topic found under ``data_dir``, recovering each partition.
 
@@ -130,7 +137,7 @@ class LogManager:
         """
         data_dir = Path(data_dir)
         (data_dir / TOPICS_DIR).mkdir(parents=True, exist_ok=True)
-        manager = cls(data_dir, num_partitions_default, defaults or {})
+        manager = cls(data_dir, num_partitions_default, defaults or {}, max_partitions)
         TopicConfig.from_overrides({}, manager._defaults)  # bad broker defaults fail here
         try:
             for path in sorted((data_dir / TOPICS_DIR).glob("*.json")):
@@ -159,7 +166,11 @@ class LogManager:
         return PartitionLog.open(self.data_dir / f"{name}-{partition}", name, partition, config)
 
     def _remove_orphans(self) -> None:
-        for entry in self.data_dir.iterdir():
+        """Move partition directories no topic claims into ``stray/``, with an ERROR
+        line each: their topic's metadata is missing or names fewer partitions, which
+        a crashed delete leaves behind, but so does a lost or damaged metadata file,
+        and then the directory holds a live topic's data."""
+        for entry in sorted(self.data_dir.iterdir()):
             match = _PARTITION_DIR.fullmatch(entry.name)
             if not entry.is_dir() or match is None:
                 continue
@@ -167,7 +178,21 @@ class LogManager:
             if (topic is None or int(match[2]) >= len(topic.partitions)) and _holds_only_log_files(
                 entry
             ):
-                shutil.rmtree(entry, ignore_errors=True)
+                self._set_aside(entry, "no topic metadata" if topic is None else
+                                f"topic {topic.name!r} has {len(topic.partitions)} partitions")
+
+    def _set_aside(self, directory: Path, why: str) -> None:
+        stray = self.data_dir / STRAY_DIR
+        stray.mkdir(exist_ok=True)
+        target = stray / directory.name
+        suffix = 1
+        while target.exists():
+            target, suffix = stray / f"{directory.name}.{suffix}", suffix + 1
+        size = sum(f.stat().st_size for f in directory.iterdir() if f.is_file())
+        log.error("partition directory %s (%d bytes) belongs to no topic (%s); moved to %s",
+                  directory, size, why, target)
+        directory.replace(target)
+        fsync_dir(self.data_dir)
 
     def _write_meta(self, topic: Topic, partitions: int | None = None) -> None:
         meta = {
@@ -215,6 +240,7 @@ class LogManager:
             config = validate_new_topic(
                 name, num_partitions, overrides, existing=self._topics, defaults=self._defaults
             )
+            self._check_total(num_partitions)
             topic = Topic(name, uuid.uuid4(), [], config, overrides)
             self._write_meta(topic, num_partitions)
             try:
@@ -228,6 +254,14 @@ class LogManager:
             self._topics[name] = topic
             return topic
 
+    def _check_total(self, adding: int) -> None:
+        held = sum(len(topic.partitions) for topic in self._topics.values())
+        if self.max_partitions is not None and held + adding > self.max_partitions:
+            raise InvalidPartitionsError(
+                f"{adding} more partitions would make {held + adding} on this broker, above "
+                f"max.broker.partitions {self.max_partitions} (each keeps files open)"
+            )
+
     def add_partitions(self, name: str, total: int) -> Topic:
         """Grow a topic to ``total`` partitions (CreatePartitions); never shrinks."""
         with self._lock:
@@ -238,6 +272,7 @@ class LogManager:
                     f"{total} would not add any"
                 )
             _check_partitions(total)
+            self._check_total(total - len(topic.partitions))
             # Metadata first: partition directories beyond its count count as orphans.
             self._write_meta(topic, total)
             for partition in range(len(topic.partitions), total):

@@ -12,12 +12,15 @@ Files a log keeps beside its segments::
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
 from ._checkpoint import fsync_dir, read_offset
 from ._compaction import finish_interrupted
-from ._segment import LogSegment, remove_segment_files
+from ._segment import QUARANTINE_SUFFIX, LogSegment, remove_segment_files, segment_name
+
+log = logging.getLogger("headrace.broker.storage")
 
 CLEAN_SHUTDOWN_FILE = ".clean-shutdown"
 LOG_START_FILE = "log-start-offset.checkpoint"
@@ -59,10 +62,21 @@ def recover_segments(path: Path, index_interval: int) -> Recovered:
             if trusted and segment.load():
                 continue
             rebuilt.append(segment)
-            if segment.rebuild(verify=True) and not last:
-                # Bytes after a hole cannot be trusted to follow on: drop them.
+            cut = segment.rebuild(verify=True)
+            if cut:
+                log.error(
+                    "recovery of %s cut %d bytes after offset %d (a torn or corrupt batch "
+                    "at byte %d); the bytes are kept in %s",
+                    segment.path,
+                    cut,
+                    segment.next_offset,
+                    segment.size,
+                    segment.quarantine_path,
+                )
+            if cut and not last:
+                # Bytes after a hole cannot be trusted to follow on: set them aside.
                 for later in bases[i + 1 :]:
-                    remove_segment_files(path, later)
+                    _set_aside(path, later)
                 break
         if not segments:
             segments.append(LogSegment(path, stored_start, index_interval))
@@ -78,6 +92,22 @@ def recover_segments(path: Path, index_interval: int) -> Recovered:
     end = segments[-1].next_offset
     log_start = min(max(stored_start, segments[0].base_offset), end)
     return Recovered(segments, log_start, recovery_base, clean)
+
+
+def _set_aside(directory: Path, base: int) -> None:
+    """Move a whole segment that follows a cut out of the log, keeping its data."""
+    data = directory / f"{segment_name(base)}.log"
+    kept = data.with_name(data.name + QUARANTINE_SUFFIX)
+    log.error(
+        "recovery set aside segment %s (%d bytes, from offset %d) as %s: it follows "
+        "a cut and may not continue the log",
+        data,
+        data.stat().st_size,
+        base,
+        kept,
+    )
+    data.replace(kept)
+    remove_segment_files(directory, base)
 
 
 def _segment_bases(directory: Path) -> list[int]:

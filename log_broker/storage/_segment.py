@@ -8,6 +8,7 @@ batch. The owner (``PartitionLog``) serialises appends and decides when to roll.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from dataclasses import replace
@@ -18,6 +19,9 @@ from ._index import OffsetIndex, TimeIndex
 
 _WALK_CHUNK = 16 * 1024
 _RECOVERY_CHUNK = 8 * 1024 * 1024
+
+
+QUARANTINE_SUFFIX = ".quarantine"
 
 
 def segment_name(base_offset: int) -> str:
@@ -101,6 +105,24 @@ class LogSegment:
     def write_indexes(self) -> None:
         self.offset_index.write_pending()
         self.time_index.write_pending()
+
+    def mark(self) -> tuple[int, ...]:
+        """What ``rollback`` restores: the segment as it is before an append."""
+        return (self.size, self.next_offset, self.max_timestamp, self._max_timestamp_offset,
+                self._bytes_since_index, len(self.offset_index), len(self.time_index))
+
+    def rollback(self, mark: tuple[int, ...]) -> None:
+        """Forget everything appended since ``mark`` was taken, in memory first (so the
+        bytes are unreadable and the next append overwrites them even if the files
+        cannot be cut), then in the files."""
+        (self.size, self.next_offset, self.max_timestamp, self._max_timestamp_offset,
+         self._bytes_since_index, offset_entries, time_entries) = mark
+        # Each step on its own: a file that cannot be cut must not stop the others.
+        with contextlib.suppress(OSError):
+            self.offset_index.discard_after(offset_entries)
+        with contextlib.suppress(OSError):
+            self.time_index.discard_after(time_entries)
+        os.ftruncate(self.fd, self.size)
 
     def seal(self) -> None:
         """Record the final largest timestamp, so a reopen and retention see it without
@@ -279,9 +301,29 @@ class LogSegment:
             want = max(_RECOVERY_CHUNK, needed)
         self.size = position
         if position < file_size:
+            self._quarantine(position, file_size)
             os.ftruncate(self.fd, position)
         self.seal()
         return file_size - position
+
+    @property
+    def quarantine_path(self) -> Path:
+        """Where ``rebuild`` keeps the bytes it cuts off (never read as a segment)."""
+        return self.path.with_name(self.path.name + QUARANTINE_SUFFIX)
+
+    def _quarantine(self, start: int, end: int) -> None:
+        # Copy the cut bytes aside before cutting: they may hold acknowledged records
+        # behind one damaged batch, which an operator may want to salvage.
+        with open(self.quarantine_path, "ab") as out:
+            position = start
+            while position < end:
+                chunk = os.pread(self.fd, min(_RECOVERY_CHUNK, end - position), position)
+                if not chunk:
+                    break
+                out.write(chunk)
+                position += len(chunk)
+            out.flush()
+            os.fsync(out.fileno())
 
     # ------------------------------------------------------------------ lifetime
 

@@ -1,4 +1,5 @@
-"""Thousands of malformed, truncated and oversized requests against a running broker.
+"""Twenty thousand malformed, truncated and oversized requests against a running broker,
+many of them produces whose batches have a valid CRC and malformed content.
 
 The broker must stay up, keep its memory bounded, and keep serving a well-behaved
 client on another connection the whole time.
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from batch_crafting import mutated_batches, produce_body
 from brokerproc import BrokerProcess, free_port
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -21,7 +23,7 @@ from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.fetch.v11 import request as fetch
 from kio.schema.metadata.v8.request import MetadataRequest
 from kio.schema.produce.v8 import request as produce
-from rawkafka import encode, frame, record_batch
+from rawkafka import RawClient, encode, frame, record_batch
 
 VALID = [
     encode(18, 3, ApiVersionsRequest(client_software_name="fuzz", client_software_version="1")),
@@ -71,10 +73,36 @@ def _recv_exact(conn: socket.socket, n: int) -> bytes:
 
 
 
+def assert_topic_decodes(bootstrap: str, topic: str) -> None:
+    from headrace.log_broker import _records
+
+    client = RawClient(bootstrap)
+    offset, data = 0, b""
+    while True:
+        body = fetch.FetchRequest(max_wait=timedelta(0), min_bytes=0, forgotten_topics_data=(),
+                                  topics=(fetch.FetchTopic(topic=topic, partitions=(
+                                      fetch.FetchPartition(partition=0, fetch_offset=offset,
+                                                           partition_max_bytes=1 << 20),)),))
+        data = client.request(1, 11, body).responses[0].partitions[0].records or b""
+        if not data:
+            break
+        for header in _records.scan_batches(data):
+            found = _records.decode_records(data, header)
+            assert [r.offset for r in found] == list(range(offset, offset + len(found)))
+            offset += len(found)
+    client.close()
+    assert offset > 0
+
+
 @st.composite
 def bad_inputs(draw: st.DrawFn) -> bytes:
     kind = draw(st.sampled_from(["random", "truncated", "flipped", "huge", "short-frame",
-                                 "bad-version", "tail"]))
+                                 "bad-version", "tail", "batch", "batch"]))
+    # Not yet: a correct header for every served API followed by random bytes. kio's
+    # native decoder (kio 0.6.5) aborted the whole broker on one such body ("memory
+    # allocation of 271088188472 bytes failed": an array length taken on trust).
+    if kind == "batch":  # a well-framed produce whose batch has a valid CRC, bad content
+        return frame(encode(0, 8, produce_body("fuzz", draw(mutated_batches()))))
     valid = draw(st.sampled_from(VALID))
     if kind == "random":
         return frame(draw(st.binary(max_size=600)))
@@ -109,7 +137,7 @@ def test_fuzzed_requests_leave_broker_serving(tmp_path: Path) -> None:
         rss_before = process.memory_info().rss
         sent = {"n": 0}
 
-        @settings(max_examples=3000, deadline=None, database=None,
+        @settings(max_examples=20_000, deadline=None, database=None,
                   suppress_health_check=list(HealthCheck))
         @given(bad_inputs())
         def attack(data: bytes) -> None:
@@ -121,12 +149,15 @@ def test_fuzzed_requests_leave_broker_serving(tmp_path: Path) -> None:
 
         started = time.monotonic()
         attack()
-        assert sent["n"] >= 2000
+        assert sent["n"] >= 15_000
         assert broker.proc.poll() is None, broker.log()
         ask_api_versions(good, 10**6)
         good.close()
         growth = process.memory_info().rss - rss_before
         assert growth < 64 * 2**20, f"broker grew by {growth / 2**20:.1f} MiB"
+
+        # Whatever the fuzzed produces stored decodes whole, offsets without a gap.
+        assert_topic_decodes(broker.bootstrap, "fuzz")
 
         from kafka_clients import Confluent
 
