@@ -24,11 +24,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from mkdocs.plugins import event_priority
+
 MARKER = "<!-- generated: {} -->"
 ROOT = Path(__file__).resolve().parents[2]
 API_TREE = ROOT / ".api-tree"
 
 
+@event_priority(100)  # before mkdocstrings reads its paths (hooks run after plugins otherwise)
 def on_config(config: Any, **_: Any) -> Any:
     lay_out_api_tree()
     return config
