@@ -29,6 +29,7 @@ from kio.serial import entity_reader, entity_writer
 from kio.static.constants import EntityType
 
 from ._errors import MalformedRequestError
+from ._length_guard import check_body
 
 API_VERSIONS_KEY = 18
 _KEY_AND_VERSION = struct.Struct(">hhi")
@@ -57,10 +58,10 @@ def peek_header(frame: bytes | memoryview) -> tuple[int, int, int]:
 
 
 @cache
-def _request_codec(api_key: int, api_version: int) -> tuple[Any, Any]:
+def _request_codec(api_key: int, api_version: int) -> tuple[Any, Any, Any]:
     schema = load_request_schema(api_key, api_version)
     header = RequestHeaderV2 if schema.__flexible__ else RequestHeaderV1
-    return entity_reader(header), entity_reader(schema)
+    return entity_reader(header), entity_reader(schema), schema
 
 
 @cache
@@ -86,9 +87,11 @@ def decode_request(frame: bytes, client_host: str = "", session: Any = None) -> 
     names, or when bytes are left over.
     """
     api_key, api_version, _ = peek_header(frame)
-    header_reader, body_reader = _request_codec(api_key, api_version)
+    header_reader, body_reader, schema = _request_codec(api_key, api_version)
     try:
         header, header_size = header_reader(frame, 0)
+        # kio aborts the process on a length it cannot allocate: check them all first
+        check_body(schema, frame, header_size)
         body, body_size = body_reader(frame, header_size)
     except Exception as exc:  # kio raises several types for truncated or garbled input
         raise MalformedRequestError(
