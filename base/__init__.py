@@ -16,5 +16,10 @@ from ._client_security import ClientSecurityError as ClientSecurityError
 from ._properties import parse_properties as parse_properties
 from ._properties import read_properties as read_properties
 
-__all__ = ["PLAINTEXT", "ClientSecurity", "ClientSecurityError", "parse_properties",
-           "read_properties"]
+__all__ = [
+    "PLAINTEXT",
+    "ClientSecurity",
+    "ClientSecurityError",
+    "parse_properties",
+    "read_properties",
+]

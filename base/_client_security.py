@@ -45,14 +45,14 @@ class ClientSecurity:
         protocol = self.security_protocol.upper()
         if protocol not in PROTOCOLS:
             raise ClientSecurityError(
-                f"security_protocol must be one of {', '.join(PROTOCOLS)}, got {protocol!r}")
+                f"security_protocol must be one of {', '.join(PROTOCOLS)}, got {protocol!r}"
+            )
         object.__setattr__(self, "security_protocol", protocol)
         if self.uses_sasl:
             if not self.sasl_mechanism:
                 object.__setattr__(self, "sasl_mechanism", "PLAIN")
             if self.sasl_username is None or self.sasl_password is None:
-                raise ClientSecurityError(
-                    f"{protocol} needs sasl_username and sasl_password")
+                raise ClientSecurityError(f"{protocol} needs sasl_username and sasl_password")
 
     def __str__(self) -> str:
         return repr(self)
@@ -77,13 +77,15 @@ class ClientSecurity:
         return cls(
             security_protocol=props.get("security.protocol", "PLAINTEXT"),
             sasl_mechanism=props.get("sasl.mechanism", props.get("sasl.mechanisms")),
-            sasl_username=username, sasl_password=password,
+            sasl_username=username,
+            sasl_password=password,
             ssl_cafile=props.get("ssl.truststore.location", props.get("ssl.ca.location")),
             ssl_certfile=props.get("ssl.certificate.location", keystore),
             ssl_keyfile=props.get("ssl.key.location", keystore),
             ssl_password=props.get("ssl.key.password"),
-            ssl_check_hostname=props.get("ssl.endpoint.identification.algorithm",
-                                         "https").strip() != "")
+            ssl_check_hostname=props.get("ssl.endpoint.identification.algorithm", "https").strip()
+            != "",
+        )
 
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> ClientSecurity:
@@ -102,12 +104,13 @@ class ClientSecurity:
         context.check_hostname = self.ssl_check_hostname
         if self.ssl_certfile:
             try:
-                context.load_cert_chain(self.ssl_certfile, self.ssl_keyfile,
-                                        password=self.ssl_password)
+                context.load_cert_chain(
+                    self.ssl_certfile, self.ssl_keyfile, password=self.ssl_password
+                )
             except (OSError, ssl.SSLError) as exc:
                 raise ClientSecurityError(
-                    f"cannot load the client certificate {self.ssl_certfile}: "
-                    f"{type(exc).__name__}") from None
+                    f"cannot load the client certificate {self.ssl_certfile}: {type(exc).__name__}"
+                ) from None
         return context
 
     def aiokafka_options(self) -> dict[str, Any]:
@@ -116,18 +119,24 @@ class ClientSecurity:
         if self.uses_tls:
             options["ssl_context"] = self.ssl_context()
         if self.uses_sasl:
-            options.update(sasl_mechanism=self.sasl_mechanism,
-                           sasl_plain_username=self.sasl_username,
-                           sasl_plain_password=self.sasl_password)
+            options.update(
+                sasl_mechanism=self.sasl_mechanism,
+                sasl_plain_username=self.sasl_username,
+                sasl_plain_password=self.sasl_password,
+            )
         return options
 
     def librdkafka_options(self) -> dict[str, str]:
         """confluent-kafka's (librdkafka's) configuration keys."""
         options = {"security.protocol": self.security_protocol.lower()}
         if self.uses_sasl:
-            options.update({"sasl.mechanism": str(self.sasl_mechanism),
-                            "sasl.username": str(self.sasl_username),
-                            "sasl.password": str(self.sasl_password)})
+            options.update(
+                {
+                    "sasl.mechanism": str(self.sasl_mechanism),
+                    "sasl.username": str(self.sasl_username),
+                    "sasl.password": str(self.sasl_password),
+                }
+            )
         if self.uses_tls:
             if self.ssl_cafile:
                 options["ssl.ca.location"] = self.ssl_cafile

@@ -24,8 +24,13 @@ _SIZE = struct.Struct(">i")
 
 
 class KioConnection:
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                 timeout_s: float, client_id: str) -> None:
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        timeout_s: float,
+        client_id: str,
+    ) -> None:
         self._reader, self._writer = reader, writer
         self._timeout_s = timeout_s
         self._client_id = client_id
@@ -39,10 +44,15 @@ class KioConnection:
             self._correlation += 1
             buf = io.BytesIO()
             buf.write(b"\0\0\0\0")
-            entity_writer(request_header)(buf, request_header(
-                request_api_key=body.__api_key__,
-                request_api_version=body.__version__, correlation_id=self._correlation,
-                client_id=self._client_id))
+            entity_writer(request_header)(
+                buf,
+                request_header(
+                    request_api_key=body.__api_key__,
+                    request_api_version=body.__version__,
+                    correlation_id=self._correlation,
+                    client_id=self._client_id,
+                ),
+            )
             entity_writer(type(body))(buf, body)
             frame = buf.getbuffer()
             _SIZE.pack_into(frame, 0, len(frame) - 4)

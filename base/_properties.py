@@ -20,8 +20,8 @@ def _unescape(text: str) -> str:
         ch = text[i]
         if ch == "\\" and i + 1 < len(text):
             nxt = text[i + 1]
-            if nxt == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", text[i + 2:i + 6]):
-                out.append(chr(int(text[i + 2:i + 6], 16)))
+            if nxt == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", text[i + 2 : i + 6]):
+                out.append(chr(int(text[i + 2 : i + 6], 16)))
                 i += 6
                 continue
             out.append(_ESCAPES.get(nxt, nxt))
@@ -57,7 +57,7 @@ def parse_properties(text: str) -> dict[str, str]:
         if match is None:
             key, value = line, ""
         else:
-            key, value = line[: match.start()], line[match.end():]
+            key, value = line[: match.start()], line[match.end() :]
         properties[_unescape(key)] = _unescape(value.strip())
     return properties
 

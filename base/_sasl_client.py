@@ -24,19 +24,18 @@ class ClientAuthenticationError(ConnectionError):
 
 def _check(what: str, code: Any, message: str | None = None) -> None:
     if code != ErrorCode.none:
-        raise ClientAuthenticationError(f"{what}: {ErrorCode(code).name.upper()}"
-                                        + (f" ({message})" if message else ""))
+        raise ClientAuthenticationError(
+            f"{what}: {ErrorCode(code).name.upper()}" + (f" ({message})" if message else "")
+        )
 
 
-async def authenticate(request: Callable[[Any], Awaitable[Any]],
-                       security: ClientSecurity) -> None:
+async def authenticate(request: Callable[[Any], Awaitable[Any]], security: ClientSecurity) -> None:
     mechanism = str(security.sasl_mechanism).upper()
     shake = await request(SaslHandshakeRequest(mechanism=mechanism))
     _check(f"SASL mechanism {mechanism}", shake.error_code)
     user, password = str(security.sasl_username), str(security.sasl_password)
     if mechanism == "PLAIN":
-        reply = await request(SaslAuthenticateRequest(auth_bytes=f"\0{user}\0{password}"
-                                                      .encode()))
+        reply = await request(SaslAuthenticateRequest(auth_bytes=f"\0{user}\0{password}".encode()))
         _check("SASL authentication", reply.error_code, reply.error_message)
         return
     scram = ScramClientExchange(ScramMechanism.named(mechanism), user, password)

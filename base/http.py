@@ -36,8 +36,13 @@ class HttpSite:
         return int(self.address.rsplit(":", 1)[1])
 
     async def start(self) -> None:
-        runner = web.AppRunner(self._app, access_log=None, handle_signals=False,
-                               keepalive_timeout=KEEPALIVE_TIMEOUT, shutdown_timeout=1.0)
+        runner = web.AppRunner(
+            self._app,
+            access_log=None,
+            handle_signals=False,
+            keepalive_timeout=KEEPALIVE_TIMEOUT,
+            shutdown_timeout=1.0,
+        )
         await runner.setup()
         try:
             await web.TCPSite(runner, self._host, self._port).start()

@@ -19,8 +19,14 @@ from ._sasl_client import authenticate as authenticate
 
 
 class KioAdmin:
-    def __init__(self, bootstrap_servers: str, *, timeout: float = 15.0,
-                 security: ClientSecurity = PLAINTEXT, client_id: str = "headrace-admin") -> None:
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        *,
+        timeout: float = 15.0,
+        security: ClientSecurity = PLAINTEXT,
+        client_id: str = "headrace-admin",
+    ) -> None:
         self._bootstrap = [_address(a) for a in bootstrap_servers.split(",") if a.strip()]
         self.security = security
         self._timeout = timeout
@@ -30,8 +36,12 @@ class KioAdmin:
     async def __aenter__(self) -> Self:
         return self
 
-    async def __aexit__(self, exc_type: type[BaseException] | None,
-                        exc: BaseException | None, tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.close()
 
     def close(self) -> None:
@@ -42,8 +52,9 @@ class KioAdmin:
     async def _connect(self, address: tuple[str, int]) -> KioConnection:
         connection = self._connections.get(address)
         if connection is None:
-            reader, writer = await asyncio.wait_for(asyncio.open_connection(
-                *address, ssl=self.security.ssl_context()), self._timeout)
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_connection(*address, ssl=self.security.ssl_context()), self._timeout
+            )
             connection = KioConnection(reader, writer, self._timeout, self._client_id)
             if self.security.uses_sasl:
                 try:
@@ -63,7 +74,8 @@ class KioAdmin:
                 last = exc
         raise ConnectionError(
             f"cannot reach a broker at {','.join(f'{h}:{p}' for h, p in self._bootstrap)}"
-            " (is one running?)") from last
+            " (is one running?)"
+        ) from last
 
 
 def _address(text: str) -> tuple[str, int]:

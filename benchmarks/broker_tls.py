@@ -34,23 +34,55 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="headrace-tls-bench-"))
     certs = make_certificates(work / "certs")
     data = work / "data"
-    subprocess.run([sys.executable, "-m", "headrace", "users", "add", "bench",
-                    "--password-stdin", "--data-dir", str(data)], input="bench-pw\n",
-                   text=True, check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "headrace",
+            "users",
+            "add",
+            "bench",
+            "--password-stdin",
+            "--data-dir",
+            str(data),
+        ],
+        input="bench-pw\n",
+        text=True,
+        check=True,
+        capture_output=True,
+    )
     plain, tls = free_port(), free_port()
     config = work / "server.properties"
     config.write_text(
         f"listeners=PLAINTEXT://127.0.0.1:{plain},SASL_SSL://127.0.0.1:{tls}\n"
-        f"ssl.keystore.type=PEM\nssl.keystore.location={certs.server_keystore}\n")
-    proc = subprocess.Popen([sys.executable, "-m", "headrace", "broker", "--config",
-                             str(config), "--data-dir", str(data)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        f"ssl.keystore.type=PEM\nssl.keystore.location={certs.server_keystore}\n"
+    )
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "headrace",
+            "broker",
+            "--config",
+            str(config),
+            "--data-dir",
+            str(data),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     listeners = {
         "plaintext": (f"127.0.0.1:{plain}", {}),
-        "tls (SASL_SSL)": (f"127.0.0.1:{tls}", {
-            "security.protocol": "sasl_ssl", "sasl.mechanism": "SCRAM-SHA-512",
-            "sasl.username": "bench", "sasl.password": "bench-pw",
-            "ssl.ca.location": str(certs.ca)}),
+        "tls (SASL_SSL)": (
+            f"127.0.0.1:{tls}",
+            {
+                "security.protocol": "sasl_ssl",
+                "sasl.mechanism": "SCRAM-SHA-512",
+                "sasl.username": "bench",
+                "sasl.password": "bench-pw",
+                "ssl.ca.location": str(certs.ca),
+            },
+        ),
     }
     results: dict[str, list[tuple[float, float]]] = {name: [] for name in listeners}
     try:
@@ -64,16 +96,21 @@ def main() -> None:
                 p = produce(bs, args.records, args.size, topic, extra)
                 c = consume(bs, args.records, topic, extra)
                 results[name].append((args.records / p, args.records / c))
-                print(f"{name:<16} produce {args.records / p:>10,.0f} rec/s"
-                      f"   consume {args.records / c:>10,.0f} rec/s", flush=True)
+                print(
+                    f"{name:<16} produce {args.records / p:>10,.0f} rec/s"
+                    f"   consume {args.records / c:>10,.0f} rec/s",
+                    flush=True,
+                )
     finally:
         proc.terminate()
         proc.wait(30)
         shutil.rmtree(work, ignore_errors=True)
     pairs = list(zip(results["tls (SASL_SSL)"], results["plaintext"], strict=True))
-    print(f"median ratio tls/plaintext over {args.rounds} rounds:"
-          f"   produce {median(t[0] / p[0] for t, p in pairs):.2f}"
-          f"   consume {median(t[1] / p[1] for t, p in pairs):.2f}")
+    print(
+        f"median ratio tls/plaintext over {args.rounds} rounds:"
+        f"   produce {median(t[0] / p[0] for t, p in pairs):.2f}"
+        f"   consume {median(t[1] / p[1] for t, p in pairs):.2f}"
+    )
 
 
 if __name__ == "__main__":

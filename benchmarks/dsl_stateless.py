@@ -25,7 +25,9 @@ from headrace.dsl import Serde, Serdes, StreamsBuilder
 from headrace.streams import ConsumedRecord, TaskExecutor
 
 
-def build(serde: Serde[Any], mapper: Callable[[Any], Any], predicate: Callable[[Any, Any], bool]) -> Any:
+def build(
+    serde: Serde[Any], mapper: Callable[[Any], Any], predicate: Callable[[Any, Any], bool]
+) -> Any:
     builder = StreamsBuilder()
     (
         builder.stream("in", key_serde=Serdes.bytes(), value_serde=serde)
@@ -36,8 +38,16 @@ def build(serde: Serde[Any], mapper: Callable[[Any], Any], predicate: Callable[[
     return builder.build()
 
 
-def run(name: str, serde: Serde[Any], values: list[Any], mapper: Callable[[Any], Any],
-        predicate: Callable[[Any, Any], bool], records: int, batch: int, repeats: int) -> float:
+def run(
+    name: str,
+    serde: Serde[Any],
+    values: list[Any],
+    mapper: Callable[[Any], Any],
+    predicate: Callable[[Any, Any], bool],
+    records: int,
+    batch: int,
+    repeats: int,
+) -> float:
     topology = build(serde, mapper, predicate)
     encoded = [serde.serialize("in", v) for v in values]
     consumed: list[ConsumedRecord] = [
@@ -70,26 +80,76 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
     common = (args.records, args.batch, args.repeats)
-    print(f"filter + map_values + to, {args.records:,} records, batches of {args.batch}, best of {args.repeats}")
-    run("bytes values", Serdes.bytes(), [b"%d" % i for i in range(1000)],
-        lambda v: v + b"!", lambda k, v: v[-1] % 2 == 0, *common)
-    run("string values (UTF-8)", Serdes.string(), [str(i) for i in range(1000)],
-        lambda v: v + "!", lambda k, v: v[-1] in "02468", *common)
-    run("long values (8-byte big-endian)", Serdes.long(), list(range(1000)),
-        lambda v: v * 3, lambda k, v: v % 2 == 0, *common)
-    run("json values (orjson)", Serdes.json(), [{"id": i, "t": 20.5} for i in range(1000)],
-        lambda v: v["t"], lambda k, v: v["id"] % 2 == 0, *common)
+    print(
+        f"filter + map_values + to, {args.records:,} records, batches of {args.batch}, best of {args.repeats}"
+    )
+    run(
+        "bytes values",
+        Serdes.bytes(),
+        [b"%d" % i for i in range(1000)],
+        lambda v: v + b"!",
+        lambda k, v: v[-1] % 2 == 0,
+        *common,
+    )
+    run(
+        "string values (UTF-8)",
+        Serdes.string(),
+        [str(i) for i in range(1000)],
+        lambda v: v + "!",
+        lambda k, v: v[-1] in "02468",
+        *common,
+    )
+    run(
+        "long values (8-byte big-endian)",
+        Serdes.long(),
+        list(range(1000)),
+        lambda v: v * 3,
+        lambda k, v: v % 2 == 0,
+        *common,
+    )
+    run(
+        "json values (orjson)",
+        Serdes.json(),
+        [{"id": i, "t": 20.5} for i in range(1000)],
+        lambda v: v["t"],
+        lambda k, v: v["id"] % 2 == 0,
+        *common,
+    )
     # The self-describing default of internal topics and stores, on the same values: its
     # cost against the serde a user would otherwise have to name.
     auto = Serdes.auto()
-    run("auto: string values", auto, [str(i) for i in range(1000)],
-        lambda v: v + "!", lambda k, v: v[-1] in "02468", *common)
-    run("auto: int values", auto, list(range(1000)),
-        lambda v: v * 3, lambda k, v: v % 2 == 0, *common)
-    run("auto: dict values", auto, [{"id": i, "t": 20.5} for i in range(1000)],
-        lambda v: v["t"], lambda k, v: v["id"] % 2 == 0, *common)
-    run("auto: tuple values", auto, [(i, "x", 20.5) for i in range(1000)],
-        lambda v: v[2], lambda k, v: v[0] % 2 == 0, *common)
+    run(
+        "auto: string values",
+        auto,
+        [str(i) for i in range(1000)],
+        lambda v: v + "!",
+        lambda k, v: v[-1] in "02468",
+        *common,
+    )
+    run(
+        "auto: int values",
+        auto,
+        list(range(1000)),
+        lambda v: v * 3,
+        lambda k, v: v % 2 == 0,
+        *common,
+    )
+    run(
+        "auto: dict values",
+        auto,
+        [{"id": i, "t": 20.5} for i in range(1000)],
+        lambda v: v["t"],
+        lambda k, v: v["id"] % 2 == 0,
+        *common,
+    )
+    run(
+        "auto: tuple values",
+        auto,
+        [(i, "x", 20.5) for i in range(1000)],
+        lambda v: v[2],
+        lambda k, v: v[0] % 2 == 0,
+        *common,
+    )
 
 
 if __name__ == "__main__":

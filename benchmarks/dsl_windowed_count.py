@@ -60,16 +60,31 @@ def events(records: int, keys: int) -> list[ConsumedRecord]:
     names = [f"key-{i}".encode() for i in range(keys)]
     start = 1_700_000_000_000
     return [
-        ("clicks", 0, i, start + max(0, i // 10 - rng.randrange(0, 2_000)), names[rng.randrange(keys)], b"1", ())
+        (
+            "clicks",
+            0,
+            i,
+            start + max(0, i // 10 - rng.randrange(0, 2_000)),
+            names[rng.randrange(keys)],
+            b"1",
+            (),
+        )
         for i in range(records)
     ]
 
 
-def run(label: str, consumed: list[ConsumedRecord], batch: int, with_output: bool, store: str) -> float:
+def run(
+    label: str, consumed: list[ConsumedRecord], batch: int, with_output: bool, store: str
+) -> float:
     batches = [consumed[i : i + batch] for i in range(0, len(consumed), batch)]
     with tempfile.TemporaryDirectory() as state_dir:
-        task = TaskExecutor(build(with_output, store), 0, 0, {"application_id": "bench"},
-                            state_dir=pathlib.Path(state_dir))
+        task = TaskExecutor(
+            build(with_output, store),
+            0,
+            0,
+            {"application_id": "bench"},
+            state_dir=pathlib.Path(state_dir),
+        )
         task.init()
         # The prepared input (a million tuples) stands in for records the runtime would
         # fetch and drop batch by batch: keep it out of the collector's full passes.
@@ -94,8 +109,10 @@ def run(label: str, consumed: list[ConsumedRecord], batch: int, with_output: boo
         gc.unfreeze()
     assert total == len(consumed), (total, len(consumed))  # nothing late with 5 s grace
     rate, cpu_rate = len(consumed) / elapsed, len(consumed) / cpu
-    print(f"{label:<36} {rate:>10,.0f} records/s wall, {cpu_rate:>10,.0f} per CPU second "
-          f"({produced:,} records produced)")
+    print(
+        f"{label:<36} {rate:>10,.0f} records/s wall, {cpu_rate:>10,.0f} per CPU second "
+        f"({produced:,} records produced)"
+    )
     return cpu_rate
 
 
@@ -107,8 +124,10 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     consumed = events(args.records, args.keys)
-    print(f"windowed count, {args.records:,} records over {args.keys:,} keys, "
-          f"batches of {args.batch}, commit every {COMMIT_EVERY:,}")
+    print(
+        f"windowed count, {args.records:,} records over {args.keys:,} keys, "
+        f"batches of {args.batch}, commit every {COMMIT_EVERY:,}"
+    )
     for label, with_output, store in (
         ("rocksdb, count only (changelog)", False, "rocksdb"),
         ("rocksdb, count -> to_stream -> to", True, "rocksdb"),

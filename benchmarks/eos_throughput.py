@@ -52,10 +52,12 @@ from runtime_vs_peers import (  # the sibling module, found by the path above
 )
 
 ACCOUNTS = 1000
-RUNS = {"headrace-alos": ("headrace", "at_least_once"),
-        "headrace-eos": ("headrace", "exactly_once_v2"),
-        "quix-eos": ("quix", "exactly-once"),
-        "quix-alos": ("quix", "at-least-once")}
+RUNS = {
+    "headrace-alos": ("headrace", "at_least_once"),
+    "headrace-eos": ("headrace", "exactly_once_v2"),
+    "quix-eos": ("quix", "exactly-once"),
+    "quix-alos": ("quix", "at-least-once"),
+}
 
 
 def payment(i: int, rng: random.Random) -> tuple[bytes, bytes]:
@@ -88,19 +90,31 @@ def run_headrace(args: argparse.Namespace) -> None:
         builder = build(source=args.input, sink=args.output)
     else:
         builder = StreamsBuilder()
-        windowed_count(builder.stream(args.input, key_serde=Serdes.string(),
-                                      value_serde=Serdes.json()), args.output)
-    App(args.app_id, builder, bootstrap_servers=args.bootstrap, state_dir=args.state_dir,
-        commit_interval_ms=int(COMMIT_S * 1000), processing_guarantee=args.guarantee,
-        log_level="WARNING").run()
+        windowed_count(
+            builder.stream(args.input, key_serde=Serdes.string(), value_serde=Serdes.json()),
+            args.output,
+        )
+    App(
+        args.app_id,
+        builder,
+        bootstrap_servers=args.bootstrap,
+        state_dir=args.state_dir,
+        commit_interval_ms=int(COMMIT_S * 1000),
+        processing_guarantee=args.guarantee,
+        log_level="WARNING",
+    ).run()
 
 
 def run_quix(args: argparse.Namespace) -> None:
     from quixstreams import Application
 
     app = Application(
-        broker_address=args.bootstrap, consumer_group=args.app_id, auto_offset_reset="earliest",
-        commit_interval=COMMIT_S, state_dir=args.state_dir, loglevel="WARNING",
+        broker_address=args.bootstrap,
+        consumer_group=args.app_id,
+        auto_offset_reset="earliest",
+        commit_interval=COMMIT_S,
+        state_dir=args.state_dir,
+        loglevel="WARNING",
         processing_guarantee=args.guarantee,
     )
     if args.workload == "payments":
@@ -124,8 +138,9 @@ def run_quix(args: argparse.Namespace) -> None:
         source = app.topic(args.input, key_deserializer="str", value_deserializer="json")
         out = app.topic(args.output, key_serializer="str", value_serializer=CountOnly())
         sdf = app.dataframe(source).tumbling_window(WINDOW_MS).count().current()
-        sdf = sdf.apply(lambda w, key, _ts, _h: {"k": f"{key}@{w['start']}", "n": w["value"]},
-                        metadata=True)
+        sdf = sdf.apply(
+            lambda w, key, _ts, _h: {"k": f"{key}@{w['start']}", "n": w["value"]}, metadata=True
+        )
         sdf.to_topic(out, key=lambda r: r["k"])
     app.run()
 
@@ -139,9 +154,15 @@ ROLES = {"headrace": run_headrace, "quix": run_quix}
 def produce_payments(harness: Harness, topic: str) -> None:
     from confluent_kafka import Producer
 
-    producer = Producer({"bootstrap.servers": harness.bootstrap, "linger.ms": 20,
-                         "batch.size": 1_000_000, "queue.buffering.max.messages": 1_000_000,
-                         "partitioner": "murmur2_random"})
+    producer = Producer(
+        {
+            "bootstrap.servers": harness.bootstrap,
+            "linger.ms": 20,
+            "batch.size": 1_000_000,
+            "queue.buffering.max.messages": 1_000_000,
+            "partitioner": "murmur2_random",
+        }
+    )
     for key, value in payments(harness.records):
         while True:
             try:
@@ -159,8 +180,14 @@ def read_committed(harness: Harness, topic: str) -> list[tuple[bytes, bytes]]:
     from confluent_kafka import Consumer, TopicPartition
 
     ends = harness.ends(topic)
-    consumer = Consumer({"bootstrap.servers": harness.bootstrap, "group.id": "eos-bench-reader",
-                         "enable.auto.commit": False, "isolation.level": "read_committed"})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": harness.bootstrap,
+            "group.id": "eos-bench-reader",
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+        }
+    )
     parts = [TopicPartition(topic, p, 0) for p in range(PARTITIONS)]
     consumer.assign(parts)
     out: list[tuple[bytes, bytes]] = []
@@ -176,7 +203,9 @@ def read_committed(harness: Harness, topic: str) -> list[tuple[bytes, bytes]]:
         consumer.close()
 
 
-def check_payments(out: list[tuple[bytes, bytes]], expected: dict[str, tuple[int, int]]) -> dict[str, Any]:
+def check_payments(
+    out: list[tuple[bytes, bytes]], expected: dict[str, tuple[int, int]]
+) -> dict[str, Any]:
     last: dict[str, tuple[int, int]] = {}
     for key, value in out:
         total, n = value.decode().split(",")
@@ -189,26 +218,56 @@ def check_payments(out: list[tuple[bytes, bytes]], expected: dict[str, tuple[int
     return {"outputs": len(out), "verdict": verdict}
 
 
-def run_one(harness: Harness, run: str, workload: str, input_topic: str, ends: list[int],
-            expected: Any, timeout: float) -> dict[str, Any]:
+def run_one(
+    harness: Harness,
+    run: str,
+    workload: str,
+    input_topic: str,
+    ends: list[int],
+    expected: Any,
+    timeout: float,
+) -> dict[str, Any]:
     framework, guarantee = RUNS[run]
     name = f"{run}-{workload}"
     output, app_id = f"out-{name}", f"eos-bench-{name}"
     harness.create(output)
     log_path = harness.workdir / f"{name}.log"
-    cmd = [python_for(framework), __file__, "--role", framework, "--workload", workload,
-           "--bootstrap", harness.bootstrap, "--input", input_topic, "--output", output,
-           "--app-id", app_id, "--state-dir", str(harness.workdir / f"state-{name}"),
-           "--guarantee", guarantee]
-    _started, joined, done = drive(harness, cmd, name, log_path, app_id, input_topic, ends,
-                                   output, timeout)
+    cmd = [
+        python_for(framework),
+        __file__,
+        "--role",
+        framework,
+        "--workload",
+        workload,
+        "--bootstrap",
+        harness.bootstrap,
+        "--input",
+        input_topic,
+        "--output",
+        output,
+        "--app-id",
+        app_id,
+        "--state-dir",
+        str(harness.workdir / f"state-{name}"),
+        "--guarantee",
+        guarantee,
+    ]
+    _started, joined, done = drive(
+        harness, cmd, name, log_path, app_id, input_topic, ends, output, timeout
+    )
     out = read_committed(harness, output)
     result: dict[str, Any] = {"run": run, "workload": workload, "processing_s": done - joined}
-    result.update(check_payments(out, expected) if workload == "payments"
-                  else check(out, "windowed", expected))
+    result.update(
+        check_payments(out, expected)
+        if workload == "payments"
+        else check(out, "windowed", expected)
+    )
     result["rate"] = harness.records / result["processing_s"]
-    print(f"{run:<14} {workload:<9} {result['rate']:>9,.0f} rec/s ({result['processing_s']:5.1f} s)"
-          f"  {result['outputs']:>8,} outputs  {result['verdict']}", flush=True)
+    print(
+        f"{run:<14} {workload:<9} {result['rate']:>9,.0f} rec/s ({result['processing_s']:5.1f} s)"
+        f"  {result['outputs']:>8,} outputs  {result['verdict']}",
+        flush=True,
+    )
     return result
 
 
@@ -219,8 +278,15 @@ def main() -> None:
     parser.add_argument("--workloads", default="windowed,payments")
     parser.add_argument("--timeout", type=float, default=900)
     parser.add_argument("--role", choices=sorted(ROLES))
-    for option in ("--workload", "--bootstrap", "--input", "--output", "--app-id", "--state-dir",
-                   "--guarantee"):
+    for option in (
+        "--workload",
+        "--bootstrap",
+        "--input",
+        "--output",
+        "--app-id",
+        "--state-dir",
+        "--guarantee",
+    ):
         parser.add_argument(option)
     args = parser.parse_args()
     if args.role:
@@ -234,10 +300,26 @@ def main() -> None:
         port = free_port()
         with open(workdir / "broker.log", "wb") as broker_log:
             broker = subprocess.Popen(
-                [sys.executable, "-m", "headrace", "broker", "--data-dir", str(workdir / "data"),
-                 "--listen", f"127.0.0.1:{port}", "--group-initial-rebalance-delay-ms", "0",
-                 "--fsync", "never", "--num-partitions", str(PARTITIONS)],
-                stdout=broker_log, stderr=broker_log, cwd=ROOT)
+                [
+                    sys.executable,
+                    "-m",
+                    "headrace",
+                    "broker",
+                    "--data-dir",
+                    str(workdir / "data"),
+                    "--listen",
+                    f"127.0.0.1:{port}",
+                    "--group-initial-rebalance-delay-ms",
+                    "0",
+                    "--fsync",
+                    "never",
+                    "--num-partitions",
+                    str(PARTITIONS),
+                ],
+                stdout=broker_log,
+                stderr=broker_log,
+                cwd=ROOT,
+            )
         try:
             results = bench(f"127.0.0.1:{port}", args, runs, workloads, workdir)
         finally:
@@ -246,8 +328,13 @@ def main() -> None:
     report(results, workloads)
 
 
-def bench(bootstrap: str, args: argparse.Namespace, runs: list[str], workloads: list[str],
-          workdir: pathlib.Path) -> list[dict[str, Any]]:
+def bench(
+    bootstrap: str,
+    args: argparse.Namespace,
+    runs: list[str],
+    workloads: list[str],
+    workdir: pathlib.Path,
+) -> list[dict[str, Any]]:
     deadline = time.monotonic() + 20
     while True:
         try:
@@ -261,15 +348,27 @@ def bench(bootstrap: str, args: argparse.Namespace, runs: list[str], workloads: 
     harness.produce_input("page-views")
     produce_payments(harness, "payments")
     inputs = {"windowed": "page-views", "payments": "payments"}
-    expected = {"windowed": expected_windows(args.records), "payments": expected_payments(args.records)}
+    expected = {
+        "windowed": expected_windows(args.records),
+        "payments": expected_payments(args.records),
+    }
     print(f"input: {args.records:,} records per workload in {PARTITIONS} partitions", flush=True)
     results = []
     try:
         for workload in workloads:
             ends = harness.ends(inputs[workload])
             for run in runs:
-                results.append(run_one(harness, run, workload, inputs[workload], ends,
-                                       expected[workload], args.timeout))
+                results.append(
+                    run_one(
+                        harness,
+                        run,
+                        workload,
+                        inputs[workload],
+                        ends,
+                        expected[workload],
+                        args.timeout,
+                    )
+                )
     finally:
         harness.close()
     return results
@@ -283,7 +382,9 @@ def report(results: list[dict[str, Any]], workloads: list[str]) -> None:
             continue
         for other in ("headrace-alos", "quix-eos"):
             if (other, workload) in by:
-                print(f"{workload:<9} headrace-eos / {other:<14} {eos['rate'] / by[(other, workload)]['rate']:5.2f}x")
+                print(
+                    f"{workload:<9} headrace-eos / {other:<14} {eos['rate'] / by[(other, workload)]['rate']:5.2f}x"
+                )
 
 
 if __name__ == "__main__":

@@ -69,7 +69,9 @@ def free_port() -> int:
 class Run:
     """One fail-over: two instances, input consumed, one killed."""
 
-    def __init__(self, bootstrap: str, workdir: pathlib.Path, standbys: int, records: int, keys: int) -> None:
+    def __init__(
+        self, bootstrap: str, workdir: pathlib.Path, standbys: int, records: int, keys: int
+    ) -> None:
         self.bootstrap = bootstrap
         self.standbys = standbys
         self.app_id = f"failover-standby{standbys}"
@@ -86,8 +88,14 @@ class Run:
         admin = AdminClient({"bootstrap.servers": self.bootstrap})
         for future in admin.create_topics([NewTopic(self.topic, PARTITIONS, 1)]).values():
             future.result()
-        producer = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 20,
-                             "batch.size": 1_000_000, "queue.buffering.max.messages": 1_000_000})
+        producer = Producer(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "linger.ms": 20,
+                "batch.size": 1_000_000,
+                "queue.buffering.max.messages": 1_000_000,
+            }
+        )
         for i in range(self.records):
             while True:
                 try:
@@ -98,16 +106,39 @@ class Run:
         producer.flush(120)
 
     def start(self, name: str) -> None:
-        env = {**os.environ, "FAILOVER_INPUT": self.topic, "PYTHONPATH": str(ROOT),
-               "HEADRACE_SESSION_TIMEOUT_MS": str(SESSION_TIMEOUT_MS),
-               "HEADRACE_HEARTBEAT_INTERVAL_MS": "500"}
+        env = {
+            **os.environ,
+            "FAILOVER_INPUT": self.topic,
+            "PYTHONPATH": str(ROOT),
+            "HEADRACE_SESSION_TIMEOUT_MS": str(SESSION_TIMEOUT_MS),
+            "HEADRACE_HEARTBEAT_INTERVAL_MS": "500",
+        }
         log = open(self.workdir / f"{self.app_id}-{name}.log", "wb")  # noqa: SIM115 - the child's
         self.procs[name] = subprocess.Popen(
-            [sys.executable, "-m", "headrace", "run", f"{__file__}:topology",
-             "--application-id", self.app_id, "--bootstrap-servers", self.bootstrap,
-             "--state-dir", str(self.workdir / f"{self.app_id}-{name}"), "--log-format", "json",
-             "--num-standby-replicas", str(self.standbys), "--status-interval", "0.5"],
-            stdout=log, stderr=log, env=env, cwd=ROOT)
+            [
+                sys.executable,
+                "-m",
+                "headrace",
+                "run",
+                f"{__file__}:topology",
+                "--application-id",
+                self.app_id,
+                "--bootstrap-servers",
+                self.bootstrap,
+                "--state-dir",
+                str(self.workdir / f"{self.app_id}-{name}"),
+                "--log-format",
+                "json",
+                "--num-standby-replicas",
+                str(self.standbys),
+                "--status-interval",
+                "0.5",
+            ],
+            stdout=log,
+            stderr=log,
+            env=env,
+            cwd=ROOT,
+        )
         log.close()
 
     def log(self, name: str) -> list[dict[str, Any]]:
@@ -155,8 +186,10 @@ class Run:
         changelog = f"{self.app_id}-counts-changelog"
         consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "failover-watch"})
         try:
-            ends = {p: consumer.get_watermark_offsets(TopicPartition(changelog, p), timeout=10)[1]
-                    for p in range(PARTITIONS)}
+            ends = {
+                p: consumer.get_watermark_offsets(TopicPartition(changelog, p), timeout=10)[1]
+                for p in range(PARTITIONS)
+            }
         finally:
             consumer.close()
         for name in self.procs:
@@ -166,7 +199,10 @@ class Run:
             for task in standbys:
                 directory = self.workdir / f"{self.app_id}-{name}" / self.app_id / task
                 partition = int(task.split("_")[1])
-                if TaskCheckpoint(directory).read_checkpoint().get((changelog, partition)) != ends[partition]:
+                if (
+                    TaskCheckpoint(directory).read_checkpoint().get((changelog, partition))
+                    != ends[partition]
+                ):
                     return False
         return True
 
@@ -185,21 +221,32 @@ class Run:
         del self.procs["a"]
 
         def restored() -> list[dict[str, Any]]:
-            return [e for e in self.log("b") if e["ts"] >= _iso(killed_at)
-                    and any(e["msg"].startswith(f"task {t} restored ") for t in moved)]
+            return [
+                e
+                for e in self.log("b")
+                if e["ts"] >= _iso(killed_at)
+                and any(e["msg"].startswith(f"task {t} restored ") for t in moved)
+            ]
 
         self.wait("moved tasks running", lambda: len(restored()) >= len(moved))
         # The first moved task opened: from here the survivor rebuilds or takes over state.
-        opened = next(e for e in self.log("b") if e["ts"] >= _iso(killed_at)
-                      and any(e["msg"].startswith(f"task {t} ") for t in moved))
+        opened = next(
+            e
+            for e in self.log("b")
+            if e["ts"] >= _iso(killed_at) and any(e["msg"].startswith(f"task {t} ") for t in moved)
+        )
         done = restored()
         records = sum(int(e["msg"].split(" restored ")[1].split()[0]) for e in done)
         last = max(_epoch(e["ts"]) for e in done)
         self.procs["b"].send_signal(signal.SIGTERM)
         self.procs["b"].wait(60)
-        return {"standbys": self.standbys, "moved": moved, "restored_records": records,
-                "detection_s": _epoch(opened["ts"]) - killed_at,
-                "restore_s": last - _epoch(opened["ts"])}
+        return {
+            "standbys": self.standbys,
+            "moved": moved,
+            "restored_records": records,
+            "detection_s": _epoch(opened["ts"]) - killed_at,
+            "restore_s": last - _epoch(opened["ts"]),
+        }
 
     def stop(self) -> None:
         for proc in self.procs.values():
@@ -240,10 +287,24 @@ def main() -> None:
         port = free_port()
         broker_log = open(workdir / "broker.log", "wb")  # noqa: SIM115 - the child's
         broker = subprocess.Popen(
-            [sys.executable, "-m", "headrace", "broker", "--data-dir", str(workdir / "data"),
-             "--listen", f"127.0.0.1:{port}", "--group-initial-rebalance-delay-ms", "0",
-             "--fsync", "never"],
-            stdout=broker_log, stderr=broker_log, cwd=ROOT)
+            [
+                sys.executable,
+                "-m",
+                "headrace",
+                "broker",
+                "--data-dir",
+                str(workdir / "data"),
+                "--listen",
+                f"127.0.0.1:{port}",
+                "--group-initial-rebalance-delay-ms",
+                "0",
+                "--fsync",
+                "never",
+            ],
+            stdout=broker_log,
+            stderr=broker_log,
+            cwd=ROOT,
+        )
         try:
             wait_for_port(port)
             for standbys in (0, 1):
@@ -261,8 +322,10 @@ def main() -> None:
     print("| standby replicas | restored records | detection (s) | restore (s) |")
     print("|-----------------:|-----------------:|--------------:|------------:|")
     for r in results:
-        print(f"| {r['standbys']:>16} | {r['restored_records']:>16,} | {r['detection_s']:>13.1f} "
-              f"| {r['restore_s']:>11.2f} |")
+        print(
+            f"| {r['standbys']:>16} | {r['restored_records']:>16,} | {r['detection_s']:>13.1f} "
+            f"| {r['restore_s']:>11.2f} |"
+        )
 
 
 if __name__ == "__main__":

@@ -73,8 +73,13 @@ FLOOD_RECORDS = 200_000
 def record(i: int, sent: float) -> tuple[bytes, bytes, int]:
     """Record ``i``: key, JSON value (with ``seq`` and ``sent``), timestamp (the hand-off)."""
     user = f"user-{(i * 7) % USERS}"
-    value = {"user": user, "page": PAGES[i % len(PAGES)], "amount": (i * 37) % 100,
-             "seq": i, "sent": sent}
+    value = {
+        "user": user,
+        "page": PAGES[i % len(PAGES)],
+        "amount": (i * 37) % 100,
+        "seq": i,
+        "sent": sent,
+    }
     return user.encode(), json.dumps(value, separators=(",", ":")).encode(), int(sent * 1000)
 
 
@@ -95,8 +100,13 @@ def commit_ms(args: argparse.Namespace) -> int | None:
 
 
 def mapped(v: dict[str, Any]) -> dict[str, Any]:
-    return {"user": v["user"], "page": v["page"], "amount_cents": v["amount"] * 100,
-            "seq": v.get("seq"), "sent": v.get("sent")}
+    return {
+        "user": v["user"],
+        "page": v["page"],
+        "amount_cents": v["amount"] * 100,
+        "seq": v.get("seq"),
+        "sent": v.get("sent"),
+    }
 
 
 def run_headrace(args: argparse.Namespace) -> None:
@@ -105,13 +115,22 @@ def run_headrace(args: argparse.Namespace) -> None:
     builder = StreamsBuilder()
     views = builder.stream(args.input, key_serde=Serdes.string(), value_serde=Serdes.json())
     if args.workload == "stateless":
-        (views.filter(lambda _k, v: v["amount"] >= 50).map_values(mapped)
-         .to(args.output, key_serde=Serdes.string(), value_serde=Serdes.json()))
+        (
+            views.filter(lambda _k, v: v["amount"] >= 50)
+            .map_values(mapped)
+            .to(args.output, key_serde=Serdes.string(), value_serde=Serdes.json())
+        )
     else:
         windowed_count(views, args.output)
-    App(args.app_id, builder, bootstrap_servers=args.bootstrap, state_dir=args.state_dir,
+    App(
+        args.app_id,
+        builder,
+        bootstrap_servers=args.bootstrap,
+        state_dir=args.state_dir,
         processing_guarantee="exactly_once_v2" if args.guarantee == "eos" else "at_least_once",
-        commit_interval_ms=commit_ms(args), log_level="WARNING").run()
+        commit_interval_ms=commit_ms(args),
+        log_level="WARNING",
+    ).run()
 
 
 def run_quix(args: argparse.Namespace) -> None:
@@ -119,8 +138,11 @@ def run_quix(args: argparse.Namespace) -> None:
 
     interval = commit_ms(args)
     app = Application(
-        broker_address=args.bootstrap, consumer_group=args.app_id, auto_offset_reset="earliest",
-        state_dir=args.state_dir, loglevel="WARNING",
+        broker_address=args.bootstrap,
+        consumer_group=args.app_id,
+        auto_offset_reset="earliest",
+        state_dir=args.state_dir,
+        loglevel="WARNING",
         processing_guarantee="exactly-once" if args.guarantee == "eos" else "at-least-once",
         **({"commit_interval": interval / 1000} if interval else {}),
     )
@@ -145,10 +167,16 @@ def run_generator(args: argparse.Namespace) -> None:
     from confluent_kafka import Producer
 
     flood = args.rate == 0
-    producer = Producer({
-        "bootstrap.servers": args.bootstrap, "acks": "all", "enable.idempotence": True,
-        "linger.ms": 5 if flood else 0, "queue.buffering.max.messages": 1_000_000,
-        "partitioner": "murmur2_random"})
+    producer = Producer(
+        {
+            "bootstrap.servers": args.bootstrap,
+            "acks": "all",
+            "enable.idempotence": True,
+            "linger.ms": 5 if flood else 0,
+            "queue.buffering.max.messages": 1_000_000,
+            "partitioner": "murmur2_random",
+        }
+    )
     total = args.count if flood else int(args.rate * args.seconds)
     sent = [0.0] * total
     acked: list[float] = []
@@ -170,8 +198,9 @@ def run_generator(args: argparse.Namespace) -> None:
         now = time.time()
         key, value, ts = record(i, now)
         try:
-            producer.produce(args.topic, value, key, timestamp=ts,
-                             on_delivery=None if flood else delivered)
+            producer.produce(
+                args.topic, value, key, timestamp=ts, on_delivery=None if flood else delivered
+            )
         except BufferError:
             producer.poll(0.01)
             continue
@@ -196,9 +225,16 @@ def run_reader(args: argparse.Namespace) -> None:
         stopping = True
 
     signal.signal(signal.SIGTERM, request_stop)
-    consumer = Consumer({"bootstrap.servers": args.bootstrap, "group.id": "latency-reader",
-                         "enable.auto.commit": False, "isolation.level": "read_committed",
-                         "fetch.wait.max.ms": 100, "fetch.queue.backoff.ms": 1})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": args.bootstrap,
+            "group.id": "latency-reader",
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+            "fetch.wait.max.ms": 100,
+            "fetch.queue.backoff.ms": 1,
+        }
+    )
     consumer.assign([TopicPartition(args.topic, p, 0) for p in range(PARTITIONS)])
     seen: list[tuple[bytes | None, bytes | None, float]] = []
     print("reading", flush=True)
@@ -216,8 +252,12 @@ def run_reader(args: argparse.Namespace) -> None:
         pickle.dump(seen, f)
 
 
-ROLES = {"headrace": run_headrace, "quix": run_quix, "generator": run_generator,
-         "reader": run_reader}
+ROLES = {
+    "headrace": run_headrace,
+    "quix": run_quix,
+    "generator": run_generator,
+    "reader": run_reader,
+}
 
 
 # -- the figures ------------------------------------------------------------------------
@@ -231,13 +271,18 @@ def percentile(sorted_values: list[float], q: float) -> float:
 
 def summary(latencies_s: list[float]) -> dict[str, float]:
     values = sorted(latencies_s)
-    return {"p50": percentile(values, 0.5) * 1000, "p99": percentile(values, 0.99) * 1000,
-            "p999": percentile(values, 0.999) * 1000,
-            "max": (values[-1] * 1000) if values else float("nan"), "n": len(values)}
+    return {
+        "p50": percentile(values, 0.5) * 1000,
+        "p99": percentile(values, 0.99) * 1000,
+        "p999": percentile(values, 0.999) * 1000,
+        "max": (values[-1] * 1000) if values else float("nan"),
+        "n": len(values),
+    }
 
 
-def stateless_latencies(sent: list[float], seen: list[tuple[bytes, bytes, float]],
-                        since: float) -> tuple[list[float], int]:
+def stateless_latencies(
+    sent: list[float], seen: list[tuple[bytes, bytes, float]], since: float
+) -> tuple[list[float], int]:
     arrived: dict[int, float] = {}
     for _key, value, at in seen:
         seq = json.loads(value)["seq"]
@@ -253,8 +298,9 @@ def stateless_latencies(sent: list[float], seen: list[tuple[bytes, bytes, float]
     return latencies, missing
 
 
-def windowed_latencies(sent: list[float], seen: list[tuple[bytes, bytes, float]],
-                       since: float) -> tuple[list[float], int]:
+def windowed_latencies(
+    sent: list[float], seen: list[tuple[bytes, bytes, float]], since: float
+) -> tuple[list[float], int]:
     """Record i is the n-th of its user and window; its result is the first output for
     that user and window with a count of n or more."""
     inputs: dict[str, list[float]] = {}
@@ -287,8 +333,13 @@ def windowed_latencies(sent: list[float], seen: list[tuple[bytes, bytes, float]]
 def start_role(role: str, log: pathlib.Path, *options: str) -> subprocess.Popen[bytes]:
     python = python_for(role) if role in ("headrace", "quix") else sys.executable
     with open(log, "wb") as out:
-        return subprocess.Popen([python, __file__, "--role", role, *options], stdout=out,
-                                stderr=out, cwd=ROOT, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+        return subprocess.Popen(
+            [python, __file__, "--role", role, *options],
+            stdout=out,
+            stderr=out,
+            cwd=ROOT,
+            env={**os.environ, "PYTHONWARNINGS": "ignore"},
+        )
 
 
 def wait_for(proc: subprocess.Popen[bytes], log: pathlib.Path, timeout: float) -> None:
@@ -302,7 +353,9 @@ def wait_for(proc: subprocess.Popen[bytes], log: pathlib.Path, timeout: float) -
 
 
 class Bench:
-    def __init__(self, bootstrap: str, workdir: pathlib.Path, seconds: float, warmup: float) -> None:
+    def __init__(
+        self, bootstrap: str, workdir: pathlib.Path, seconds: float, warmup: float
+    ) -> None:
         self.bootstrap = bootstrap
         self.workdir = workdir
         self.seconds = seconds
@@ -310,23 +363,55 @@ class Bench:
         self.harness = Harness(bootstrap, FLOOD_RECORDS, workdir)
         self.runs = 0
 
-    def app(self, framework: str, workload: str, guarantee: str, name: str, commit: int = 0
-            ) -> tuple[list[str], str, str, str]:
+    def app(
+        self, framework: str, workload: str, guarantee: str, name: str, commit: int = 0
+    ) -> tuple[list[str], str, str, str]:
         self.runs += 1
         tag = f"{name}-{self.runs}"
         source, output, app_id = f"in-{tag}", f"out-{tag}", f"app-{tag}"
         self.harness.create(source, output)
-        cmd = [python_for(framework), __file__, "--role", framework, "--workload", workload,
-               "--guarantee", guarantee, "--bootstrap", self.bootstrap, "--input", source,
-               "--output", output, "--app-id", app_id,
-               "--state-dir", str(self.workdir / f"state-{tag}"), "--commit-ms", str(commit)]
+        cmd = [
+            python_for(framework),
+            __file__,
+            "--role",
+            framework,
+            "--workload",
+            workload,
+            "--guarantee",
+            guarantee,
+            "--bootstrap",
+            self.bootstrap,
+            "--input",
+            source,
+            "--output",
+            output,
+            "--app-id",
+            app_id,
+            "--state-dir",
+            str(self.workdir / f"state-{tag}"),
+            "--commit-ms",
+            str(commit),
+        ]
         return cmd, source, output, app_id
 
     def generate(self, topic: str, rate: float, tag: str) -> dict[str, Any]:
         out, log = self.workdir / f"gen-{tag}.pickle", self.workdir / f"gen-{tag}.log"
-        proc = start_role("generator", log, "--bootstrap", self.bootstrap, "--topic", topic,
-                          "--rate", str(rate), "--seconds", str(self.seconds),
-                          "--count", str(FLOOD_RECORDS), "--out", str(out))
+        proc = start_role(
+            "generator",
+            log,
+            "--bootstrap",
+            self.bootstrap,
+            "--topic",
+            topic,
+            "--rate",
+            str(rate),
+            "--seconds",
+            str(self.seconds),
+            "--count",
+            str(FLOOD_RECORDS),
+            "--out",
+            str(out),
+        )
         wait_for(proc, log, self.seconds * 3 + 120)
         with open(out, "rb") as f:
             return pickle.load(f)  # type: ignore[no-any-return]
@@ -338,24 +423,39 @@ class Bench:
         cmd, source, output, app_id = self.app(framework, workload, guarantee, name, EOS_COMMIT_MS)
         self.generate(source, 0, name)
         ends = self.harness.ends(source)
-        _started, joined, done = drive(self.harness, cmd, name, self.workdir / f"{name}.log",
-                                       app_id, source, ends, output, 600)
+        _started, joined, done = drive(
+            self.harness, cmd, name, self.workdir / f"{name}.log", app_id, source, ends, output, 600
+        )
         rate = sum(ends) / (done - joined)
         print(f"max {framework:<9} {workload:<10} {guarantee:<5} {rate:>10,.0f} rec/s", flush=True)
         return rate
 
-    def latency(self, framework: str, workload: str, guarantee: str, rate: float,
-                load: float) -> dict[str, Any]:
+    def latency(
+        self, framework: str, workload: str, guarantee: str, rate: float, load: float
+    ) -> dict[str, Any]:
         name = f"{framework}-{workload}-{guarantee}-{int(load * 100)}"
         cmd, source, output, app_id = self.app(framework, workload, guarantee, name)
         app_log = self.workdir / f"{name}.log"
         with open(app_log, "wb") as log:
-            app = subprocess.Popen(cmd, stdout=log, stderr=log, cwd=ROOT,
-                                   env={**os.environ, "PYTHONWARNINGS": "ignore"})
+            app = subprocess.Popen(
+                cmd,
+                stdout=log,
+                stderr=log,
+                cwd=ROOT,
+                env={**os.environ, "PYTHONWARNINGS": "ignore"},
+            )
         reader_log = self.workdir / f"read-{name}.log"
         reader_out = self.workdir / f"read-{name}.pickle"
-        reader = start_role("reader", reader_log, "--bootstrap", self.bootstrap,
-                            "--topic", output, "--out", str(reader_out))
+        reader = start_role(
+            "reader",
+            reader_log,
+            "--bootstrap",
+            self.bootstrap,
+            "--topic",
+            output,
+            "--out",
+            str(reader_out),
+        )
         try:
             deadline = time.monotonic() + 120
             while not self.harness.stable(app_id):
@@ -377,13 +477,24 @@ class Bench:
         measure = stateless_latencies if workload == "stateless" else windowed_latencies
         latencies, missing = measure(sent["sent"], seen, since)
         offered = len(sent["sent"]) / sent["elapsed"]
-        result = {"framework": framework, "workload": workload, "guarantee": guarantee,
-                  "load": load, "rate": rate, "offered": offered, "missing": missing,
-                  "machine_load": load_avg, **summary(latencies)}
-        print(f"{framework:<9} {workload:<10} {guarantee:<5} {int(load * 100):>3}% "
-              f"{offered:>9,.0f} rec/s  p50 {result['p50']:8.1f}  p99 {result['p99']:8.1f}  "
-              f"p99.9 {result['p999']:8.1f}  max {result['max']:8.1f} ms  "
-              f"({result['n']:,} results, {missing} missing, load {load_avg:.1f})", flush=True)
+        result = {
+            "framework": framework,
+            "workload": workload,
+            "guarantee": guarantee,
+            "load": load,
+            "rate": rate,
+            "offered": offered,
+            "missing": missing,
+            "machine_load": load_avg,
+            **summary(latencies),
+        }
+        print(
+            f"{framework:<9} {workload:<10} {guarantee:<5} {int(load * 100):>3}% "
+            f"{offered:>9,.0f} rec/s  p50 {result['p50']:8.1f}  p99 {result['p99']:8.1f}  "
+            f"p99.9 {result['p999']:8.1f}  max {result['max']:8.1f} ms  "
+            f"({result['n']:,} results, {missing} missing, load {load_avg:.1f})",
+            flush=True,
+        )
         return result
 
     def broker_alone(self, broker: str, bootstrap: str, rate: float) -> dict[str, Any]:
@@ -405,10 +516,17 @@ class Bench:
         # overall: compare the sorted hand-off and report times of the records after the
         # warm-up, a close and cheap estimate at a steady rate.
         handed = sorted(t for t in sent["sent"] if t >= since)
-        acked = sorted(sent["acked"])[-len(handed):]
-        result = {"broker": broker, "rate": rate, **summary([a - h for h, a in zip(handed, acked, strict=True)])}
-        print(f"broker {broker:<9} {rate:>9,.0f} rec/s produce acks=all  p50 {result['p50']:8.1f}  "
-              f"p99 {result['p99']:8.1f}  max {result['max']:8.1f} ms", flush=True)
+        acked = sorted(sent["acked"])[-len(handed) :]
+        result = {
+            "broker": broker,
+            "rate": rate,
+            **summary([a - h for h, a in zip(handed, acked, strict=True)]),
+        }
+        print(
+            f"broker {broker:<9} {rate:>9,.0f} rec/s produce acks=all  p50 {result['p50']:8.1f}  "
+            f"p99 {result['p99']:8.1f}  max {result['max']:8.1f} ms",
+            flush=True,
+        )
         return result
 
 
@@ -425,8 +543,17 @@ def main() -> None:
     parser.add_argument("--fsync", choices=("always", "never"), default="always")
     parser.add_argument("--json", help="also write the results to this file")
     parser.add_argument("--role", choices=sorted(ROLES))
-    for option in ("--workload", "--guarantee", "--bootstrap", "--input", "--output",
-                   "--app-id", "--state-dir", "--topic", "--out"):
+    for option in (
+        "--workload",
+        "--guarantee",
+        "--bootstrap",
+        "--input",
+        "--output",
+        "--app-id",
+        "--state-dir",
+        "--topic",
+        "--out",
+    ):
         parser.add_argument(option)
     parser.add_argument("--rate", type=float, default=0)
     parser.add_argument("--count", type=int, default=FLOOD_RECORDS)
@@ -457,7 +584,8 @@ def main() -> None:
                     for load in loads:
                         for framework in frameworks:
                             results["latency"].append(
-                                bench.latency(framework, workload, guarantee, top * load, load))
+                                bench.latency(framework, workload, guarantee, top * load, load)
+                            )
             half = results["max"].get("stateless-alos", 4000) * 0.5
             if not args.no_brokers:
                 results["brokers"].append(bench.broker_alone("headrace", bootstrap, half))
@@ -478,8 +606,11 @@ def report(results: list[dict[str, Any]], frameworks: list[str]) -> None:
         for peer in (f for f in frameworks if f != "headrace"):
             theirs = by.get((peer, workload, guarantee, load))
             if theirs:
-                print(f"{workload:<10} {guarantee:<5} {int(load * 100):>3}%  p99 headrace/{peer} "
-                      f"{ours['p99'] / theirs['p99']:6.3f}", flush=True)
+                print(
+                    f"{workload:<10} {guarantee:<5} {int(load * 100):>3}%  p99 headrace/{peer} "
+                    f"{ours['p99'] / theirs['p99']:6.3f}",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

@@ -108,28 +108,42 @@ def run_headrace(args: argparse.Namespace) -> None:
     if args.workload == "stateless":
         (
             views.filter(lambda _k, v: v["amount"] >= 50)
-            .map_values(lambda v: {"user": v["user"], "page": v["page"], "amount_cents": v["amount"] * 100})
+            .map_values(
+                lambda v: {"user": v["user"], "page": v["page"], "amount_cents": v["amount"] * 100}
+            )
             .to(args.output, key_serde=Serdes.string(), value_serde=Serdes.json())
         )
     else:
         windowed_count(views, args.output)
-    App(args.app_id, builder, bootstrap_servers=args.bootstrap, state_dir=args.state_dir,
-        commit_interval_ms=int(COMMIT_S * 1000), log_level="WARNING").run()
+    App(
+        args.app_id,
+        builder,
+        bootstrap_servers=args.bootstrap,
+        state_dir=args.state_dir,
+        commit_interval_ms=int(COMMIT_S * 1000),
+        log_level="WARNING",
+    ).run()
 
 
 def run_quix(args: argparse.Namespace) -> None:
     from quixstreams import Application
 
     app = Application(
-        broker_address=args.bootstrap, consumer_group=args.app_id, auto_offset_reset="earliest",
-        commit_interval=COMMIT_S, state_dir=args.state_dir, loglevel="WARNING",
+        broker_address=args.bootstrap,
+        consumer_group=args.app_id,
+        auto_offset_reset="earliest",
+        commit_interval=COMMIT_S,
+        state_dir=args.state_dir,
+        loglevel="WARNING",
     )
     source = app.topic(args.input, key_deserializer="str", value_deserializer="json")
     sdf = app.dataframe(source)
     if args.workload == "stateless":
         out = app.topic(args.output, key_serializer="str", value_serializer="json")
         sdf = sdf.filter(lambda v: v["amount"] >= 50)
-        sdf = sdf.apply(lambda v: {"user": v["user"], "page": v["page"], "amount_cents": v["amount"] * 100})
+        sdf = sdf.apply(
+            lambda v: {"user": v["user"], "page": v["page"], "amount_cents": v["amount"] * 100}
+        )
         sdf.to_topic(out)
     else:
         quix_windowed_count(app, sdf, args.output)
@@ -147,8 +161,9 @@ def quix_windowed_count(app: Any, sdf: Any, output: str) -> None:
 
     out = app.topic(output, key_serializer="str", value_serializer=CountOnly())
     sdf = sdf.tumbling_window(WINDOW_MS).count().current()
-    sdf = sdf.apply(lambda w, key, _ts, _h: {"k": f"{key}@{w['start']}", "n": w["value"]},
-                    metadata=True)
+    sdf = sdf.apply(
+        lambda w, key, _ts, _h: {"k": f"{key}@{w['start']}", "n": w["value"]}, metadata=True
+    )
     sdf.to_topic(out, key=lambda r: r["k"])
 
 
@@ -159,9 +174,14 @@ def run_faust(args: argparse.Namespace) -> None:
     import orjson
 
     app = faust.App(
-        args.app_id, broker=f"kafka://{args.bootstrap}", store="memory://", web_enabled=False,
-        topic_partitions=PARTITIONS, broker_commit_interval=COMMIT_S,
-        consumer_auto_offset_reset="earliest", datadir=args.state_dir,
+        args.app_id,
+        broker=f"kafka://{args.bootstrap}",
+        store="memory://",
+        web_enabled=False,
+        topic_partitions=PARTITIONS,
+        broker_commit_interval=COMMIT_S,
+        consumer_auto_offset_reset="earliest",
+        datadir=args.state_dir,
     )
     source = app.topic(args.input, key_serializer="raw", value_serializer="raw")
     out = app.topic(args.output, key_serializer="raw", value_serializer="raw")
@@ -172,12 +192,18 @@ def run_faust(args: argparse.Namespace) -> None:
             async for key, value in stream.items():
                 v = orjson.loads(value)
                 if v["amount"] >= 50:
-                    mapped = {"user": v["user"], "page": v["page"], "amount_cents": v["amount"] * 100}
+                    mapped = {
+                        "user": v["user"],
+                        "page": v["page"],
+                        "amount_cents": v["amount"] * 100,
+                    }
                     await out.send(key=key, value=orjson.dumps(mapped))
     else:
-        counts = app.Table("views", default=int).tumbling(
-            timedelta(milliseconds=WINDOW_MS), expires=timedelta(hours=1)
-        ).relative_to_stream()
+        counts = (
+            app.Table("views", default=int)
+            .tumbling(timedelta(milliseconds=WINDOW_MS), expires=timedelta(hours=1))
+            .relative_to_stream()
+        )
 
         @app.agent(source)
         async def windowed(stream: Any) -> None:
@@ -193,7 +219,9 @@ def run_faust(args: argparse.Namespace) -> None:
 
 
 ROLES: dict[str, Callable[[argparse.Namespace], None]] = {
-    "headrace": run_headrace, "quix": run_quix, "faust": run_faust,
+    "headrace": run_headrace,
+    "quix": run_quix,
+    "faust": run_faust,
 }
 
 
@@ -208,8 +236,9 @@ def python_for(framework: str) -> str:
     if not python.exists():
         print(f"creating {PEERS_VENV} ...", flush=True)
         subprocess.run([sys.executable, "-m", "venv", str(PEERS_VENV)], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", "-r",
-                        str(PEERS_REQUIREMENTS)], check=True)
+        subprocess.run(
+            [str(python), "-m", "pip", "install", "-q", "-r", str(PEERS_REQUIREMENTS)], check=True
+        )
     return str(python)
 
 
@@ -230,8 +259,13 @@ class Harness:
         self.records = records
         self.workdir = workdir
         self.admin = AdminClient({"bootstrap.servers": bootstrap})
-        self.watcher = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-watcher",
-                                 "enable.auto.commit": False})
+        self.watcher = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": "bench-watcher",
+                "enable.auto.commit": False,
+            }
+        )
         self._offset_readers: dict[str, Any] = {}
 
     def create(self, *topics: str) -> None:
@@ -244,9 +278,15 @@ class Harness:
     def produce_input(self, topic: str) -> float:
         from confluent_kafka import Producer
 
-        producer = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 20,
-                             "batch.size": 1_000_000, "queue.buffering.max.messages": 1_000_000,
-                             "partitioner": "murmur2_random"})
+        producer = Producer(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "linger.ms": 20,
+                "batch.size": 1_000_000,
+                "queue.buffering.max.messages": 1_000_000,
+                "partitioner": "murmur2_random",
+            }
+        )
         started = time.perf_counter()
         for i in range(self.records):
             key, value, ts = event(i)
@@ -262,8 +302,10 @@ class Harness:
     def ends(self, topic: str) -> list[int]:
         from confluent_kafka import TopicPartition
 
-        return [self.watcher.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
-                for p in range(PARTITIONS)]
+        return [
+            self.watcher.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+            for p in range(PARTITIONS)
+        ]
 
     def stable(self, group: str) -> bool:
         """Whether ``group`` has members with partitions assigned (it is Stable)."""
@@ -283,7 +325,12 @@ class Harness:
         consumer = self._offset_readers.get(group)
         if consumer is None:
             consumer = self._offset_readers[group] = Consumer(
-                {"bootstrap.servers": self.bootstrap, "group.id": group, "enable.auto.commit": False})
+                {
+                    "bootstrap.servers": self.bootstrap,
+                    "group.id": group,
+                    "enable.auto.commit": False,
+                }
+            )
         got = consumer.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=10)
         return [max(tp.offset, 0) for tp in got]
 
@@ -296,8 +343,14 @@ class Harness:
         from confluent_kafka import Consumer, TopicPartition
 
         ends = self.ends(topic)
-        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "bench-reader",
-                             "enable.auto.commit": False, "enable.partition.eof": False})
+        consumer = Consumer(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "group.id": "bench-reader",
+                "enable.auto.commit": False,
+                "enable.partition.eof": False,
+            }
+        )
         consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
         out: list[tuple[bytes, bytes]] = []
         try:
@@ -310,37 +363,85 @@ class Harness:
         return out
 
 
-def run_one(harness: Harness, framework: str, workload: str, input_topic: str,
-            input_ends: list[int], expected: Any, timeout: float) -> dict[str, Any]:
+def run_one(
+    harness: Harness,
+    framework: str,
+    workload: str,
+    input_topic: str,
+    input_ends: list[int],
+    expected: Any,
+    timeout: float,
+) -> dict[str, Any]:
     name = f"{framework}-{workload}"
     output, app_id = f"out-{name}", f"bench-{name}"
     harness.create(output)
     log_path = harness.workdir / f"{name}.log"
-    cmd = [python_for(framework), __file__, "--role", framework, "--workload", workload,
-           "--bootstrap", harness.bootstrap, "--input", input_topic, "--output", output,
-           "--app-id", app_id, "--state-dir", str(harness.workdir / f"state-{name}")]
+    cmd = [
+        python_for(framework),
+        __file__,
+        "--role",
+        framework,
+        "--workload",
+        workload,
+        "--bootstrap",
+        harness.bootstrap,
+        "--input",
+        input_topic,
+        "--output",
+        output,
+        "--app-id",
+        app_id,
+        "--state-dir",
+        str(harness.workdir / f"state-{name}"),
+    ]
 
     def output_complete() -> bool:
         return workload != "stateless" or sum(harness.ends(output)) >= expected
 
-    started, joined, done = drive(harness, cmd, name, log_path, app_id, input_topic,
-                                  input_ends, output, timeout, output_complete)
-    result = {"framework": framework, "workload": workload, "total_s": done - started,
-              "processing_s": done - joined}
+    started, joined, done = drive(
+        harness,
+        cmd,
+        name,
+        log_path,
+        app_id,
+        input_topic,
+        input_ends,
+        output,
+        timeout,
+        output_complete,
+    )
+    result = {
+        "framework": framework,
+        "workload": workload,
+        "total_s": done - started,
+        "processing_s": done - joined,
+    }
     result.update(check(harness.read_all(output), workload, expected))
     result["rate"] = harness.records / result["processing_s"]
     # The machine is shared: its load during the run says how far the figure can be trusted.
     result["load"] = os.getloadavg()[0]
-    print(f"{framework:<9} {workload:<10} {harness.records / result['total_s']:>10,.0f} rec/s total "
-          f"({result['total_s']:6.1f} s)  {result['rate']:>10,.0f} rec/s processing "
-          f"({result['processing_s']:6.1f} s)  {result['outputs']:>9,} outputs  {result['verdict']}"
-          f"  (load {result['load']:.1f})", flush=True)
+    print(
+        f"{framework:<9} {workload:<10} {harness.records / result['total_s']:>10,.0f} rec/s total "
+        f"({result['total_s']:6.1f} s)  {result['rate']:>10,.0f} rec/s processing "
+        f"({result['processing_s']:6.1f} s)  {result['outputs']:>9,} outputs  {result['verdict']}"
+        f"  (load {result['load']:.1f})",
+        flush=True,
+    )
     return result
 
 
-def drive(harness: Harness, cmd: list[str], name: str, log_path: pathlib.Path, app_id: str,
-          input_topic: str, input_ends: list[int], output: str, timeout: float,
-          output_complete: Any = lambda: True) -> tuple[float, float, float]:
+def drive(
+    harness: Harness,
+    cmd: list[str],
+    name: str,
+    log_path: pathlib.Path,
+    app_id: str,
+    input_topic: str,
+    input_ends: list[int],
+    output: str,
+    timeout: float,
+    output_complete: Any = lambda: True,
+) -> tuple[float, float, float]:
     """Run one framework's process until its group has committed all of the input.
 
     Returns (started, joined, done): process start, the group turning stable (the
@@ -349,8 +450,9 @@ def drive(harness: Harness, cmd: list[str], name: str, log_path: pathlib.Path, a
     """
     with open(log_path, "wb") as log:
         started = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=log, stderr=log, cwd=ROOT,
-                                env={**os.environ, "PYTHONWARNINGS": "ignore"})
+        proc = subprocess.Popen(
+            cmd, stdout=log, stderr=log, cwd=ROOT, env={**os.environ, "PYTHONWARNINGS": "ignore"}
+        )
     joined = done = None
     try:
         while done is None:
@@ -358,7 +460,9 @@ def drive(harness: Harness, cmd: list[str], name: str, log_path: pathlib.Path, a
             if proc.poll() is not None:
                 raise RuntimeError(f"{name} exited with {proc.returncode}:\n{_tail(log_path)}")
             if time.perf_counter() - started > timeout:
-                raise RuntimeError(f"{name} did not finish within {timeout:.0f}s:\n{_tail(log_path)}")
+                raise RuntimeError(
+                    f"{name} did not finish within {timeout:.0f}s:\n{_tail(log_path)}"
+                )
             if joined is None and harness.stable(app_id):
                 joined = time.perf_counter()
             if joined is None or not output_complete():
@@ -413,9 +517,12 @@ def check(out: list[tuple[bytes, bytes]], workload: str, expected: Any) -> dict[
             best[name] = n
     wrong = sorted((name, best.get(name), n) for name, n in expected.items() if best.get(name) != n)
     extra = sorted(set(best) - set(expected))
-    verdict = ("ok" if not wrong and not extra else
-               f"WRONG ({len(wrong)} of {len(expected)} windows differ, e.g. (window, got, want)"
-               f" {wrong[:3]}; {len(extra)} unexpected windows {extra[:3]})")
+    verdict = (
+        "ok"
+        if not wrong and not extra
+        else f"WRONG ({len(wrong)} of {len(expected)} windows differ, e.g. (window, got, want)"
+        f" {wrong[:3]}; {len(extra)} unexpected windows {extra[:3]})"
+    )
     return {"outputs": len(out), "verdict": verdict}
 
 
@@ -443,10 +550,26 @@ def main() -> None:
         port = free_port()
         broker_log = open(workdir / "broker.log", "wb")  # noqa: SIM115 - handed to the child
         broker = subprocess.Popen(
-            [sys.executable, "-m", "headrace", "broker", "--data-dir", str(workdir / "data"),
-             "--listen", f"127.0.0.1:{port}", "--group-initial-rebalance-delay-ms", "0",
-             "--fsync", args.fsync, "--num-partitions", str(PARTITIONS)],
-            stdout=broker_log, stderr=broker_log, cwd=ROOT)
+            [
+                sys.executable,
+                "-m",
+                "headrace",
+                "broker",
+                "--data-dir",
+                str(workdir / "data"),
+                "--listen",
+                f"127.0.0.1:{port}",
+                "--group-initial-rebalance-delay-ms",
+                "0",
+                "--fsync",
+                args.fsync,
+                "--num-partitions",
+                str(PARTITIONS),
+            ],
+            stdout=broker_log,
+            stderr=broker_log,
+            cwd=ROOT,
+        )
         try:
             results = bench(f"127.0.0.1:{port}", args, frameworks, workloads, workdir)
         finally:
@@ -458,8 +581,13 @@ def main() -> None:
         pathlib.Path(args.json).write_text(json.dumps(results, indent=2))
 
 
-def bench(bootstrap: str, args: argparse.Namespace, frameworks: list[str], workloads: list[str],
-          workdir: pathlib.Path) -> list[dict[str, Any]]:
+def bench(
+    bootstrap: str,
+    args: argparse.Namespace,
+    frameworks: list[str],
+    workloads: list[str],
+    workdir: pathlib.Path,
+) -> list[dict[str, Any]]:
     deadline = time.monotonic() + 20
     while True:
         try:
@@ -472,15 +600,30 @@ def bench(bootstrap: str, args: argparse.Namespace, frameworks: list[str], workl
             time.sleep(0.2)
     seconds = harness.produce_input("page-views")
     ends = harness.ends("page-views")
-    print(f"input: {sum(ends):,} records in {PARTITIONS} partitions, produced in {seconds:.1f} s; "
-          f"broker fsync={args.fsync}", flush=True)
-    expected = {"stateless": expected_stateless(args.records), "windowed": expected_windows(args.records)}
+    print(
+        f"input: {sum(ends):,} records in {PARTITIONS} partitions, produced in {seconds:.1f} s; "
+        f"broker fsync={args.fsync}",
+        flush=True,
+    )
+    expected = {
+        "stateless": expected_stateless(args.records),
+        "windowed": expected_windows(args.records),
+    }
     results = []
     try:
         for workload in workloads:
             for framework in frameworks:
-                results.append(run_one(harness, framework, workload, "page-views", ends,
-                                       expected[workload], args.timeout))
+                results.append(
+                    run_one(
+                        harness,
+                        framework,
+                        workload,
+                        "page-views",
+                        ends,
+                        expected[workload],
+                        args.timeout,
+                    )
+                )
     finally:
         harness.close()
     return results
@@ -494,8 +637,10 @@ def report(results: list[dict[str, Any]], frameworks: list[str], workloads: list
             continue
         for peer in (f for f in frameworks if f != "headrace"):
             theirs = by[(peer, workload)]
-            print(f"{workload:<10} headrace / {peer:<6} processing {ours['rate'] / theirs['rate']:5.1f}x"
-                  f"   total {theirs['total_s'] / ours['total_s']:5.1f}x")
+            print(
+                f"{workload:<10} headrace / {peer:<6} processing {ours['rate'] / theirs['rate']:5.1f}x"
+                f"   total {theirs['total_s'] / ours['total_s']:5.1f}x"
+            )
 
 
 if __name__ == "__main__":

@@ -47,9 +47,23 @@ def broker(partitions: int) -> Iterator[str]:
     port = _free_port()
     data = tempfile.mkdtemp(prefix="headrace-bench-")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "headrace", "broker", "--data-dir", data, "--listen",
-         f"127.0.0.1:{port}", "--fsync", "never", "--num-partitions", str(partitions)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        [
+            sys.executable,
+            "-m",
+            "headrace",
+            "broker",
+            "--data-dir",
+            data,
+            "--listen",
+            f"127.0.0.1:{port}",
+            "--fsync",
+            "never",
+            "--num-partitions",
+            str(partitions),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -74,8 +88,15 @@ def produce(bootstrap: str, records: int, size: int, partitions: int) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for f in admin.create_topics([NewTopic(TOPIC, partitions, 1)]).values():
         f.result(15)
-    p = Producer({"bootstrap.servers": bootstrap, "acks": "1", "linger.ms": 20,
-                  "batch.num.messages": 10_000, "compression.type": "none"})
+    p = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": "1",
+            "linger.ms": 20,
+            "batch.num.messages": 10_000,
+            "compression.type": "none",
+        }
+    )
     value = b"x" * size
     for i in range(records):
         while True:
@@ -91,8 +112,14 @@ def produce(bootstrap: str, records: int, size: int, partitions: int) -> None:
 def raw_consume(bootstrap: str, records: int, partitions: int) -> float:
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-raw",
-                  "enable.auto.commit": False, "queued.min.messages": 200_000})
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "bench-raw",
+            "enable.auto.commit": False,
+            "queued.min.messages": 200_000,
+        }
+    )
     c.assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in range(partitions)])
     started = time.perf_counter()
     seen = 0
@@ -120,8 +147,12 @@ def spark_path(bootstrap: str, path: str, records: int) -> float:
 
     spark = spark_session("bench")
     spark.sparkContext.setLogLevel("ERROR")
-    frame = (spark.read.format("headrace").option("kafka.bootstrap.servers", bootstrap)
-             .option("subscribe", TOPIC).load())
+    frame = (
+        spark.read.format("headrace")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", TOPIC)
+        .load()
+    )
     frame.limit(1).collect()  # warm the Python workers
     started = time.perf_counter()
     written = DeltaSink(path).append_records(frame.toArrow())
@@ -143,24 +174,32 @@ def main() -> None:
     with broker(args.partitions) as bootstrap, tempfile.TemporaryDirectory() as tmp:
         started = time.perf_counter()
         produce(bootstrap, args.records, args.size, args.partitions)
-        print(f"produced {args.records:,} x {args.size} B in"
-              f" {time.perf_counter() - started:.1f}s", flush=True)
+        print(
+            f"produced {args.records:,} x {args.size} B in {time.perf_counter() - started:.1f}s",
+            flush=True,
+        )
         # Raw and export alternate, so both see the same load on a shared machine.
         raws, exports = [], []
         for i in range(args.repeat):
             raws.append(raw_consume(bootstrap, args.records, args.partitions))
             exports.append(export(bootstrap, f"{tmp}/export-{i}", args.records))
-            print(f"  run {i + 1}: raw {raws[-1]:,.0f} rec/s, export {exports[-1]:,.0f} rec/s"
-                  f" ({exports[-1] / raws[-1]:.2f})", flush=True)
+            print(
+                f"  run {i + 1}: raw {raws[-1]:,.0f} rec/s, export {exports[-1]:,.0f} rec/s"
+                f" ({exports[-1] / raws[-1]:.2f})",
+                flush=True,
+            )
         raw, best = max(raws), max(exports)
         ratios = sorted(e / r for e, r in zip(exports, raws, strict=True))
         print(f"raw librdkafka consume : {raw:>12,.0f} rec/s (best of {args.repeat})")
-        print(f"export to Delta        : {best:>12,.0f} rec/s (best; {best / raw:.2f} of best raw,"
-              f" median per-run ratio {ratios[len(ratios) // 2]:.2f}; every rerun wrote 0 rows)",
-              flush=True)
+        print(
+            f"export to Delta        : {best:>12,.0f} rec/s (best; {best / raw:.2f} of best raw,"
+            f" median per-run ratio {ratios[len(ratios) // 2]:.2f}; every rerun wrote 0 rows)",
+            flush=True,
+        )
         if args.spark:
-            spark = max(spark_path(bootstrap, f"{tmp}/spark-{i}", args.records)
-                        for i in range(args.repeat))
+            spark = max(
+                spark_path(bootstrap, f"{tmp}/spark-{i}", args.records) for i in range(args.repeat)
+            )
             print(f"Spark read -> Delta    : {spark:>12,.0f} rec/s  ({spark / raw:.2f} of raw)")
             from pyspark.sql import SparkSession
 

@@ -157,7 +157,9 @@ def main() -> None:
         print(f"key-value stores, {args.kv_ops:,} distinct 8-byte keys, 16-byte values:")
         kv_figures(args.kv_ops, tmp)
         events = windowed_events(args.records, args.keys)
-        print(f"windowed count, {args.records:,} updates over {args.keys:,} keys, 1-minute windows:")
+        print(
+            f"windowed count, {args.records:,} updates over {args.keys:,} keys, 1-minute windows:"
+        )
         seconds, logged = windowed_count_full_stack(events, tmp)
         print(
             f"  rocksdb, typed+metered+caching+logging, commit every {COMMIT_EVERY:,}: "

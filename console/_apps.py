@@ -46,11 +46,18 @@ class AppsReader:
     async def app(self, index: int) -> dict[str, Any]:
         url = self.urls[index]
         health, metrics, topology = await asyncio.gather(
-            self._get(f"{url}/health", json=True), self._get(f"{url}/metrics"),
-            self._get(f"{url}/topology", json=True))
-        return {"index": index, "url": url, "reachable": health is not None,
-                "health": health, "metrics": summarise(metrics) if metrics else {},
-                "topology": topology}
+            self._get(f"{url}/health", json=True),
+            self._get(f"{url}/metrics"),
+            self._get(f"{url}/topology", json=True),
+        )
+        return {
+            "index": index,
+            "url": url,
+            "reachable": health is not None,
+            "health": health,
+            "metrics": summarise(metrics) if metrics else {},
+            "topology": topology,
+        }
 
     async def _get(self, url: str, json: bool = False) -> Any:
         assert self._session is not None

@@ -35,7 +35,9 @@ class Message:
 
 
 class ClusterReader:
-    def __init__(self, bootstrap_servers: str, client_options: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, bootstrap_servers: str, client_options: dict[str, Any] | None = None
+    ) -> None:
         self.bootstrap_servers = bootstrap_servers
         self._options = {"bootstrap_servers": bootstrap_servers, **(client_options or {})}
         self._admin: AIOKafkaAdminClient | None = None
@@ -65,10 +67,18 @@ class ClusterReader:
 
     async def brokers(self) -> dict[str, Any]:
         cluster = await self.admin.describe_cluster()
-        brokers = sorted(({"id": b["node_id"], "host": b["host"], "port": b["port"],
-                           "rack": b.get("rack")} for b in cluster["brokers"]), key=lambda b: b["id"])
-        return {"cluster_id": cluster.get("cluster_id"), "controller": cluster.get("controller_id"),
-                "brokers": brokers}
+        brokers = sorted(
+            (
+                {"id": b["node_id"], "host": b["host"], "port": b["port"], "rack": b.get("rack")}
+                for b in cluster["brokers"]
+            ),
+            key=lambda b: b["id"],
+        )
+        return {
+            "cluster_id": cluster.get("cluster_id"),
+            "controller": cluster.get("controller_id"),
+            "brokers": brokers,
+        }
 
     async def broker_configs(self, broker_id: int) -> list[dict[str, Any]]:
         return await self._configs(ConfigResource(ConfigResourceType.BROKER, str(broker_id)))
@@ -80,17 +90,22 @@ class ClusterReader:
         if not names:
             return []
         described = await self.admin.describe_topics(names)
-        tps = [TopicPartition(t["topic"], p["partition"]) for t in described for p in t["partitions"]]
+        tps = [
+            TopicPartition(t["topic"], p["partition"]) for t in described for p in t["partitions"]
+        ]
         starts, ends = await self._offsets(tps)
         rows = []
         for topic in sorted(described, key=lambda t: t["topic"]):
             mine = [tp for tp in tps if tp.topic == topic["topic"]]
-            rows.append({
-                "name": topic["topic"], "internal": bool(topic.get("is_internal")),
-                "partitions": len(topic["partitions"]),
-                "records": sum(ends[tp] - starts[tp] for tp in mine),
-                "end_offset": sum(ends[tp] for tp in mine),
-            })
+            rows.append(
+                {
+                    "name": topic["topic"],
+                    "internal": bool(topic.get("is_internal")),
+                    "partitions": len(topic["partitions"]),
+                    "records": sum(ends[tp] - starts[tp] for tp in mine),
+                    "end_offset": sum(ends[tp] for tp in mine),
+                }
+            )
         return rows
 
     async def topic(self, name: str) -> dict[str, Any] | None:
@@ -102,52 +117,96 @@ class ClusterReader:
         starts, ends = await self._offsets(tps)
         return {
             "name": name,
-            "partitions": [{"partition": tp.partition, "leader": p["leader"],
-                            "replicas": list(p["replicas"]), "isr": list(p["isr"]),
-                            "start_offset": starts[tp], "end_offset": ends[tp],
-                            "records": ends[tp] - starts[tp]}
-                           for tp, p in zip(tps, partitions, strict=True)],
+            "partitions": [
+                {
+                    "partition": tp.partition,
+                    "leader": p["leader"],
+                    "replicas": list(p["replicas"]),
+                    "isr": list(p["isr"]),
+                    "start_offset": starts[tp],
+                    "end_offset": ends[tp],
+                    "records": ends[tp] - starts[tp],
+                }
+                for tp, p in zip(tps, partitions, strict=True)
+            ],
             "configs": await self._configs(ConfigResource(ConfigResourceType.TOPIC, name)),
         }
 
-    async def create_topic(self, name: str, partitions: int, replication_factor: int,
-                           configs: dict[str, str]) -> None:
+    async def create_topic(
+        self, name: str, partitions: int, replication_factor: int, configs: dict[str, str]
+    ) -> None:
         if not name or partitions < 1 or replication_factor < 1:
-            raise ValueError("a topic needs a name, at least one partition and a replication factor of 1 or more")
+            raise ValueError(
+                "a topic needs a name, at least one partition and a replication factor of 1 or more"
+            )
         response = await self.admin.create_topics(
-            [NewTopic(name, partitions, replication_factor, topic_configs=configs)])
+            [NewTopic(name, partitions, replication_factor, topic_configs=configs)]
+        )
         for entry in response.topic_errors:
             if entry[1]:
-                raise ValueError(f"cannot create {name!r}: {entry[2] if len(entry) > 2 else entry[1]}")
+                raise ValueError(
+                    f"cannot create {name!r}: {entry[2] if len(entry) > 2 else entry[1]}"
+                )
 
-    async def messages(self, topic: str, partitions: list[int] | None = None, *, offset: int | None = None,
-                       timestamp: int | None = None, limit: int = 50, read_committed: bool = True,
-                       key_format: str = "string", value_format: str = "string") -> list[Message]:
+    async def messages(
+        self,
+        topic: str,
+        partitions: list[int] | None = None,
+        *,
+        offset: int | None = None,
+        timestamp: int | None = None,
+        limit: int = 50,
+        read_committed: bool = True,
+        key_format: str = "string",
+        value_format: str = "string",
+    ) -> list[Message]:
         """Up to ``limit`` records of each chosen partition from ``offset`` (or the first
         at or after ``timestamp``, or the last ``limit`` when neither is given)."""
         limit = max(1, min(limit, MAX_MESSAGES))
         info = await self.topic(topic)
         if info is None:
             raise LookupError(f"topic {topic!r} does not exist")
-        chosen = [p["partition"] for p in info["partitions"] if partitions is None or p["partition"] in partitions]
+        chosen = [
+            p["partition"]
+            for p in info["partitions"]
+            if partitions is None or p["partition"] in partitions
+        ]
         tps = [TopicPartition(topic, p) for p in chosen]
-        consumer = AIOKafkaConsumer(**self._options, enable_auto_commit=False,
-                                    isolation_level="read_committed" if read_committed else "read_uncommitted")
+        consumer = AIOKafkaConsumer(
+            **self._options,
+            enable_auto_commit=False,
+            isolation_level="read_committed" if read_committed else "read_uncommitted",
+        )
         async with self._lock:
             await consumer.start()
             try:
-                return await self._browse(consumer, tps, info, offset, timestamp, limit,
-                                          key_format, value_format)
+                return await self._browse(
+                    consumer, tps, info, offset, timestamp, limit, key_format, value_format
+                )
             finally:
                 await consumer.stop()
 
-    async def _browse(self, consumer: AIOKafkaConsumer, tps: list[TopicPartition], info: dict[str, Any],
-                      offset: int | None, timestamp: int | None, limit: int,
-                      key_format: str, value_format: str) -> list[Message]:
+    async def _browse(
+        self,
+        consumer: AIOKafkaConsumer,
+        tps: list[TopicPartition],
+        info: dict[str, Any],
+        offset: int | None,
+        timestamp: int | None,
+        limit: int,
+        key_format: str,
+        value_format: str,
+    ) -> list[Message]:
         consumer.assign(tps)
-        bounds = {TopicPartition(info["name"], p["partition"]): (p["start_offset"], p["end_offset"])
-                  for p in info["partitions"]}
-        by_time = await consumer.offsets_for_times({tp: timestamp for tp in tps}) if timestamp is not None else {}
+        bounds = {
+            TopicPartition(info["name"], p["partition"]): (p["start_offset"], p["end_offset"])
+            for p in info["partitions"]
+        }
+        by_time = (
+            await consumer.offsets_for_times({tp: timestamp for tp in tps})
+            if timestamp is not None
+            else {}
+        )
         wanted: dict[TopicPartition, int] = {}
         for tp in tps:
             start, end = bounds[tp]
@@ -174,11 +233,19 @@ class ClusterReader:
                 for record in records:
                     if record.offset >= stop:
                         break
-                    out.append(Message(
-                        tp.partition, record.offset, record.timestamp,
-                        decode(record.key, key_format), decode(record.value, value_format),
-                        [(k, decode(v, "string") or "") for k, v in record.headers]))
-                if records and (records[-1].offset + 1 >= stop or await consumer.position(tp) >= stop):
+                    out.append(
+                        Message(
+                            tp.partition,
+                            record.offset,
+                            record.timestamp,
+                            decode(record.key, key_format),
+                            decode(record.value, value_format),
+                            [(k, decode(v, "string") or "") for k, v in record.headers],
+                        )
+                    )
+                if records and (
+                    records[-1].offset + 1 >= stop or await consumer.position(tp) >= stop
+                ):
                     consumer.pause(tp)
                     del wanted[tp]
             for tp in list(wanted):  # transaction markers end a partition without a record
@@ -194,47 +261,79 @@ class ClusterReader:
         if not ids:
             return []
         described = {g["group"]: g for g in await self._describe_groups(ids)}
-        return [{"group": group, "state": described[group]["state"],
-                 "members": len(described[group]["members"]),
-                 "protocol": described[group]["protocol"]} for group in ids if group in described]
+        return [
+            {
+                "group": group,
+                "state": described[group]["state"],
+                "members": len(described[group]["members"]),
+                "protocol": described[group]["protocol"],
+            }
+            for group in ids
+            if group in described
+        ]
 
     async def group(self, group_id: str) -> dict[str, Any] | None:
         [described] = await self._describe_groups([group_id])
         committed = await self.admin.list_consumer_group_offsets(group_id)
         if described["state"] == "Dead" and not committed:
             return None
-        assigned = {tp: member["member_id"] for member in described["members"] for tp in member["assignment"]}
+        assigned = {
+            tp: member["member_id"]
+            for member in described["members"]
+            for tp in member["assignment"]
+        }
         tps = sorted(set(committed) | set(assigned))
         _starts, ends = await self._offsets(tps)
         offsets = []
         for tp in tps:
             meta = committed.get(tp)
             position = meta.offset if meta is not None and meta.offset >= 0 else None
-            offsets.append({"topic": tp.topic, "partition": tp.partition, "committed": position,
-                            "end_offset": ends.get(tp), "member": assigned.get(tp),
-                            "lag": None if position is None or tp not in ends else max(0, ends[tp] - position)})
-        return {**described, "offsets": offsets,
-                "lag": sum(o["lag"] for o in offsets if o["lag"] is not None)}
+            offsets.append(
+                {
+                    "topic": tp.topic,
+                    "partition": tp.partition,
+                    "committed": position,
+                    "end_offset": ends.get(tp),
+                    "member": assigned.get(tp),
+                    "lag": None
+                    if position is None or tp not in ends
+                    else max(0, ends[tp] - position),
+                }
+            )
+        return {
+            **described,
+            "offsets": offsets,
+            "lag": sum(o["lag"] for o in offsets if o["lag"] is not None),
+        }
 
     async def _describe_groups(self, ids: list[str]) -> list[dict[str, Any]]:
         # One group per request: aiokafka sends DescribeGroups v3 but reads the answer
         # as v2, which lacks v3's field after each group, so a second group in one
         # response is read from the wrong bytes (and the failed read drops the connection).
-        responses = await asyncio.gather(*(self.admin.describe_consumer_groups([group]) for group in ids))
+        responses = await asyncio.gather(
+            *(self.admin.describe_consumer_groups([group]) for group in ids)
+        )
         out = []
         for response in (r for listed in responses for r in listed):
             for group in response.groups:
                 error_code, group_id, state, protocol_type, protocol, members = group[:6]
-                out.append({
-                    "group": group_id, "state": state, "protocol_type": protocol_type,
-                    "protocol": protocol, "error_code": error_code,
-                    "members": [_member(m, protocol_type) for m in members],
-                })
+                out.append(
+                    {
+                        "group": group_id,
+                        "state": state,
+                        "protocol_type": protocol_type,
+                        "protocol": protocol,
+                        "error_code": error_code,
+                        "members": [_member(m, protocol_type) for m in members],
+                    }
+                )
         return out
 
     # -- helpers ------------------------------------------------------------------------
 
-    async def _offsets(self, tps: list[TopicPartition]) -> tuple[dict[TopicPartition, int], dict[TopicPartition, int]]:
+    async def _offsets(
+        self, tps: list[TopicPartition]
+    ) -> tuple[dict[TopicPartition, int], dict[TopicPartition, int]]:
         if not tps:
             return {}, {}
         consumer = AIOKafkaConsumer(**self._options, enable_auto_commit=False)
@@ -252,22 +351,39 @@ class ClusterReader:
                     # v0 carries is_default (a bool) where v1+ carry config_source
                     name, value, source, sensitive = entry[0], entry[1], entry[3], entry[4]
                     default = source if isinstance(source, bool) else source == _DEFAULT_SOURCE
-                    rows.append({"name": name, "value": None if sensitive else value,
-                                 "source": "default" if default else "override"})
+                    rows.append(
+                        {
+                            "name": name,
+                            "value": None if sensitive else value,
+                            "source": "default" if default else "override",
+                        }
+                    )
         return sorted(rows, key=lambda r: r["name"])
 
 
 def _member(member: Any, protocol_type: str) -> dict[str, Any]:
     member_id, group_instance_id, client_id, client_host = member[0], None, member[1], member[2]
     if len(member) == 6:  # DescribeGroups v4+: group_instance_id after member_id
-        member_id, group_instance_id, client_id, client_host = member[0], member[1], member[2], member[3]
+        member_id, group_instance_id, client_id, client_host = (
+            member[0],
+            member[1],
+            member[2],
+            member[3],
+        )
     raw_assignment = member[-1]
     assignment: list[TopicPartition] = []
     if protocol_type == "consumer" and raw_assignment:
         try:
             decoded = ConsumerProtocolMemberAssignment.decode(raw_assignment)
-            assignment = [TopicPartition(topic, p) for topic, parts in decoded.assignment for p in parts]
+            assignment = [
+                TopicPartition(topic, p) for topic, parts in decoded.assignment for p in parts
+            ]
         except Exception:  # a member of another protocol's layout: shown without partitions
             assignment = []
-    return {"member_id": member_id, "group_instance_id": group_instance_id, "client_id": client_id,
-            "client_host": client_host, "assignment": sorted(assignment)}
+    return {
+        "member_id": member_id,
+        "group_instance_id": group_instance_id,
+        "client_id": client_id,
+        "client_host": client_host,
+        "assignment": sorted(assignment),
+    }

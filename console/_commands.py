@@ -15,20 +15,32 @@ from ._web import Console
 
 
 def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
-    console = subparsers.add_parser("console", parents=[broker_options],
-                                    help="a web console of a cluster and its applications")
-    console.add_argument("--listen", default="127.0.0.1:8080", metavar="HOST:PORT",
-                         help="where the console serves (default: %(default)s)")
+    console = subparsers.add_parser(
+        "console", parents=[broker_options], help="a web console of a cluster and its applications"
+    )
+    console.add_argument(
+        "--listen",
+        default="127.0.0.1:8080",
+        metavar="HOST:PORT",
+        help="where the console serves (default: %(default)s)",
+    )
     add_options(console)
     console.set_defaults(handler=_run)
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:
     """The options of the console itself, shared with ``headrace broker --console-listen``."""
-    parser.add_argument("--apps", default="", metavar="URL[,URL...]",
-                        help="HTTP addresses of application instances to show (their --http-port)")
-    parser.add_argument("--admin", action="store_true",
-                        help="allow creating topics and resetting group offsets (read-only without it)")
+    parser.add_argument(
+        "--apps",
+        default="",
+        metavar="URL[,URL...]",
+        help="HTTP addresses of application instances to show (their --http-port)",
+    )
+    parser.add_argument(
+        "--admin",
+        action="store_true",
+        help="allow creating topics and resetting group offsets (read-only without it)",
+    )
 
 
 def parse_listen(listen: str) -> tuple[str, int]:
@@ -47,8 +59,11 @@ def console_from(args: argparse.Namespace, bootstrap_servers: str) -> Console:
 
 
 def _run(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
     logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
     host, port = parse_listen(args.listen)
 
@@ -60,8 +75,11 @@ def _run(args: argparse.Namespace) -> int:
             loop.add_signal_handler(sig, stop.set)
         await console.start(host, port)
         try:
-            print(f"headrace console on http://{console.address} ({args.bootstrap_servers})",
-                  file=sys.stderr, flush=True)
+            print(
+                f"headrace console on http://{console.address} ({args.bootstrap_servers})",
+                file=sys.stderr,
+                flush=True,
+            )
             await stop.wait()
         finally:
             await console.stop()

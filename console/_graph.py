@@ -25,10 +25,12 @@ def topology_svg(description: dict[str, Any]) -> str:
         width = max(width, columns * (NODE_W + GAP_X))
         bands.append(_band(sub, placed, y))
         y += band_h + BAND_GAP
-    return (f'<svg class="topology" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{y}" '
-            f'viewBox="0 0 {width} {y}"><defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" '
-            'markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z"/>'
-            f'</marker></defs>{"".join(bands)}</svg>')
+    return (
+        f'<svg class="topology" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{y}" '
+        f'viewBox="0 0 {width} {y}"><defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" '
+        'markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z"/>'
+        f"</marker></defs>{''.join(bands)}</svg>"
+    )
 
 
 def _place(nodes: list[dict[str, Any]]) -> dict[str, tuple[int, int]]:
@@ -62,8 +64,10 @@ def _band(sub: dict[str, Any], placed: dict[str, tuple[int, int]], top: int) -> 
         for successor in node["successors"]:
             if successor in placed:
                 sx, sy = box(successor)
-                parts.append(f'<line class="edge" x1="{x + NODE_W}" y1="{y + NODE_H / 2}" '
-                             f'x2="{sx}" y2="{sy + NODE_H / 2}" marker-end="url(#arrow)"/>')
+                parts.append(
+                    f'<line class="edge" x1="{x + NODE_W}" y1="{y + NODE_H / 2}" '
+                    f'x2="{sx}" y2="{sy + NODE_H / 2}" marker-end="url(#arrow)"/>'
+                )
     for node in sub["nodes"]:
         x, y = box(node["name"])
         detail = _detail(node)
@@ -71,7 +75,8 @@ def _band(sub: dict[str, Any], placed: dict[str, tuple[int, int]], top: int) -> 
             f'<g class="node {node["kind"].lower()}"><title>{escape(node["name"])}</title>'
             f'<rect x="{x}" y="{y}" width="{NODE_W}" height="{NODE_H}" rx="6"/>'
             f'<text x="{x + 8}" y="{y + 18}">{escape(_short(node["name"]))}</text>'
-            f'<text class="detail" x="{x + 8}" y="{y + 36}">{escape(_short(detail, 36))}</text></g>')
+            f'<text class="detail" x="{x + 8}" y="{y + 36}">{escape(_short(detail, 36))}</text></g>'
+        )
     return "".join(parts)
 
 

@@ -7,8 +7,14 @@ from collections.abc import Iterable, Sequence
 from html import escape
 from typing import Any
 
-NAV = (("/", "Overview"), ("/brokers", "Brokers"), ("/topics", "Topics"),
-       ("/groups", "Consumer groups"), ("/transactions", "Transactions"), ("/apps", "Applications"))
+NAV = (
+    ("/", "Overview"),
+    ("/brokers", "Brokers"),
+    ("/topics", "Topics"),
+    ("/groups", "Consumer groups"),
+    ("/transactions", "Transactions"),
+    ("/apps", "Applications"),
+)
 
 
 class Markup(str):
@@ -40,11 +46,18 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], *, table_id: st
     return Markup(f"<table{ident}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
 
 
-def page(title: str, body: str, *, active: str, cluster: str, refresh: bool = True,
-         admin: bool = False) -> str:
-    nav = "".join(f'<a href="{href}"{" class=active" if href == active else ""}>{escape(name)}</a>'
-                  for href, name in NAV)
-    mode = '<span class="mode admin">admin mode</span>' if admin else '<span class="mode">read-only</span>'
+def page(
+    title: str, body: str, *, active: str, cluster: str, refresh: bool = True, admin: bool = False
+) -> str:
+    nav = "".join(
+        f'<a href="{href}"{" class=active" if href == active else ""}>{escape(name)}</a>'
+        for href, name in NAV
+    )
+    mode = (
+        '<span class="mode admin">admin mode</span>'
+        if admin
+        else '<span class="mode">read-only</span>'
+    )
     return (
         "<!doctype html><html lang=en><head><meta charset=utf-8>"
         f"<title>{escape(title)} · headrace console</title>"

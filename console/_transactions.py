@@ -35,12 +35,17 @@ class TransactionsReader(KioAdmin):
                 if txn.error_code != ErrorCode.none:
                     continue  # finished between the two requests
                 started = txn.transaction_start_time.timestamp()
-                found.append({
-                    "transactional_id": txn.transactional_id, "state": txn.transaction_state,
-                    "producer_id": txn.producer_id, "producer_epoch": txn.producer_epoch,
-                    "coordinator": broker.node_id,
-                    "timeout_ms": int(txn.transaction_timeout.total_seconds() * 1000),
-                    "started_ms": int(started * 1000), "age_s": max(0.0, now - started),
-                    "partitions": [f"{t.topic}-{p}" for t in txn.topics for p in t.partitions],
-                })
+                found.append(
+                    {
+                        "transactional_id": txn.transactional_id,
+                        "state": txn.transaction_state,
+                        "producer_id": txn.producer_id,
+                        "producer_epoch": txn.producer_epoch,
+                        "coordinator": broker.node_id,
+                        "timeout_ms": int(txn.transaction_timeout.total_seconds() * 1000),
+                        "started_ms": int(started * 1000),
+                        "age_s": max(0.0, now - started),
+                        "partitions": [f"{t.topic}-{p}" for t in txn.topics for p in t.partitions],
+                    }
+                )
         return sorted(found, key=lambda t: -t["age_s"])

@@ -33,8 +33,14 @@ Render = Callable[[web.Request], Awaitable[tuple[str, str]]]  # (title, body)
 
 
 class Console:
-    def __init__(self, bootstrap_servers: str, *, apps: list[str] | None = None, admin: bool = False,
-                 security: ClientSecurity = PLAINTEXT) -> None:
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        *,
+        apps: list[str] | None = None,
+        admin: bool = False,
+        security: ClientSecurity = PLAINTEXT,
+    ) -> None:
         self.cluster = ClusterReader(bootstrap_servers, security.aiokafka_options())
         self._bootstrap_servers, self._security = bootstrap_servers, security
         self.apps = AppsReader(apps or [])
@@ -63,21 +69,30 @@ class Console:
     def application(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024)
         pages: list[tuple[str, str, Render]] = [
-            ("/", "/", self._overview), ("/brokers", "/brokers", self._brokers),
-            ("/brokers/{id}", "/brokers", self._broker), ("/topics", "/topics", self._topics),
-            ("/topics/{name}", "/topics", self._topic), ("/topics/{name}/messages", "/topics", self._messages),
-            ("/groups", "/groups", self._groups), ("/groups/{id}", "/groups", self._group),
-            ("/apps", "/apps", self._apps), ("/apps/{index}", "/apps", self._app),
+            ("/", "/", self._overview),
+            ("/brokers", "/brokers", self._brokers),
+            ("/brokers/{id}", "/brokers", self._broker),
+            ("/topics", "/topics", self._topics),
+            ("/topics/{name}", "/topics", self._topic),
+            ("/topics/{name}/messages", "/topics", self._messages),
+            ("/groups", "/groups", self._groups),
+            ("/groups/{id}", "/groups", self._group),
+            ("/apps", "/apps", self._apps),
+            ("/apps/{index}", "/apps", self._app),
             ("/transactions", "/transactions", self._transactions),
         ]
         for path, nav, render in pages:
-            app.router.add_get(path, self._page(nav, render, refresh=path != "/topics/{name}/messages"))
+            app.router.add_get(
+                path, self._page(nav, render, refresh=path != "/topics/{name}/messages")
+            )
         app.router.add_post("/topics", self._create_topic)
         app.router.add_post("/groups/{id}/reset", self._reset_offsets)
         app.router.add_static("/static", STATIC)
         return app
 
-    def _page(self, nav: str, render: Render, refresh: bool) -> Callable[[web.Request], Awaitable[web.Response]]:
+    def _page(
+        self, nav: str, render: Render, refresh: bool
+    ) -> Callable[[web.Request], Awaitable[web.Response]]:
         async def handle(request: web.Request) -> web.Response:
             status = 200
             try:
@@ -85,24 +100,43 @@ class Console:
             except web.HTTPException:
                 raise
             except (TimeoutError, KafkaError, OSError, EOFError) as error:
-                title, body, status = "Cluster unavailable", error_box(f"{type(error).__name__}: {error}"), 502
+                title, body, status = (
+                    "Cluster unavailable",
+                    error_box(f"{type(error).__name__}: {error}"),
+                    502,
+                )
             return self._html(request, title, body, nav, refresh, status)
+
         return handle
 
-    def _html(self, request: web.Request, title: str, body: str, nav: str, refresh: bool = True,
-              status: int = 200) -> web.Response:
+    def _html(
+        self,
+        request: web.Request,
+        title: str,
+        body: str,
+        nav: str,
+        refresh: bool = True,
+        status: int = 200,
+    ) -> web.Response:
         if request.headers.get("X-Console-Fragment"):
             text = fragment(title, body)
         else:
-            text = page(title, body, active=nav, cluster=self.cluster.bootstrap_servers, refresh=refresh,
-                        admin=self.admin)
+            text = page(
+                title,
+                body,
+                active=nav,
+                cluster=self.cluster.bootstrap_servers,
+                refresh=refresh,
+                admin=self.admin,
+            )
         return web.Response(text=text, content_type="text/html", status=status)
 
     # -- pages --------------------------------------------------------------------------
 
     async def _overview(self, request: web.Request) -> tuple[str, str]:
         brokers, topics, groups = await asyncio.gather(
-            self.cluster.brokers(), self.cluster.topics(), self.cluster.groups())
+            self.cluster.brokers(), self.cluster.topics(), self.cluster.groups()
+        )
         return "Overview", views.overview(brokers, topics, groups, self.apps.urls)
 
     async def _brokers(self, request: web.Request) -> tuple[str, str]:
@@ -110,7 +144,9 @@ class Console:
 
     async def _broker(self, request: web.Request) -> tuple[str, str]:
         broker_id = _int(request.match_info["id"], "broker id")
-        return f"Broker {broker_id}", views.broker_page(await self.cluster.broker_configs(broker_id))
+        return f"Broker {broker_id}", views.broker_page(
+            await self.cluster.broker_configs(broker_id)
+        )
 
     async def _topics(self, request: web.Request) -> tuple[str, str]:
         return "Topics", views.topics_page(await self.cluster.topics(), self.admin)
@@ -131,12 +167,15 @@ class Console:
         try:
             partition = query.get("partition")
             messages = await self.cluster.messages(
-                name, [_int(partition, "partition")] if partition else None,
+                name,
+                [_int(partition, "partition")] if partition else None,
                 offset=_int(query["offset"], "offset") if query.get("offset") else None,
                 timestamp=_time_ms(query["from_time"]) if query.get("from_time") else None,
                 limit=_int(query.get("limit") or "50", "limit"),
                 read_committed=query.get("isolation", "read_committed") != "read_uncommitted",
-                key_format=query.get("key_format", "string"), value_format=query.get("value_format", "string"))
+                key_format=query.get("key_format", "string"),
+                value_format=query.get("value_format", "string"),
+            )
             error = None
         except ValueError as bad:
             messages, error = None, str(bad)
@@ -145,8 +184,12 @@ class Console:
     async def _groups(self, request: web.Request) -> tuple[str, str]:
         return "Consumer groups", views.groups_page(await self.cluster.groups())
 
-    async def _group(self, request: web.Request, plan: list[dict[str, Any]] | None = None,
-                     message: str | None = None) -> tuple[str, str]:
+    async def _group(
+        self,
+        request: web.Request,
+        plan: list[dict[str, Any]] | None = None,
+        message: str | None = None,
+    ) -> tuple[str, str]:
         group_id = request.match_info["id"]
         group = await self.cluster.group(group_id)
         if group is None:
@@ -154,8 +197,9 @@ class Console:
         return f"Group {group_id}", views.group_page(group, self.admin, plan, message)
 
     async def _transactions(self, request: web.Request) -> tuple[str, str]:
-        async with TransactionsReader(self._bootstrap_servers, security=self._security,
-                                      client_id="headrace-console") as reader:
+        async with TransactionsReader(
+            self._bootstrap_servers, security=self._security, client_id="headrace-console"
+        ) as reader:
             return "Transactions in flight", views.transactions_page(await reader.in_flight())
 
     async def _apps(self, request: web.Request) -> tuple[str, str]:
@@ -173,7 +217,9 @@ class Console:
 
     def _check_action(self, request: web.Request) -> None:
         if not self.admin:
-            raise web.HTTPForbidden(text="the console is read-only; start it with --admin to change the cluster")
+            raise web.HTTPForbidden(
+                text="the console is read-only; start it with --admin to change the cluster"
+            )
         origin = request.headers.get("Origin")
         if origin is not None and origin.split("://", 1)[-1] != request.host:
             raise web.HTTPForbidden(text="actions must come from the console's own pages")
@@ -183,12 +229,21 @@ class Console:
         form = await request.post()
         name = str(form.get("name", "")).strip()
         try:
-            configs = dict(item.split("=", 1) for item in str(form.get("configs", "")).split(",") if item.strip())
-            await self.cluster.create_topic(name, _int(str(form.get("partitions") or "1"), "partitions"),
-                                            _int(str(form.get("replication_factor") or "1"), "replication factor"),
-                                            {k.strip(): v.strip() for k, v in configs.items()})
+            configs = dict(
+                item.split("=", 1)
+                for item in str(form.get("configs", "")).split(",")
+                if item.strip()
+            )
+            await self.cluster.create_topic(
+                name,
+                _int(str(form.get("partitions") or "1"), "partitions"),
+                _int(str(form.get("replication_factor") or "1"), "replication factor"),
+                {k.strip(): v.strip() for k, v in configs.items()},
+            )
         except (ValueError, KafkaError) as error:
-            body = error_box(str(error)) + views.topics_page(await self.cluster.topics(), self.admin)
+            body = error_box(str(error)) + views.topics_page(
+                await self.cluster.topics(), self.admin
+            )
             return self._html(request, "Topics", body, "/topics", status=400)
         raise web.HTTPSeeOther(f"/topics/{name}")
 
@@ -203,8 +258,11 @@ class Console:
         if group is None:
             raise web.HTTPNotFound(text=f"group {group_id!r} does not exist")
         if group["members"]:
-            title, body = await self._group(request, message=f"group {group_id!r} has {len(group['members'])} "
-                                            "active member(s); stop them before resetting its offsets")
+            title, body = await self._group(
+                request,
+                message=f"group {group_id!r} has {len(group['members'])} "
+                "active member(s); stop them before resetting its offsets",
+            )
             return self._html(request, title, body, "/groups", status=409)
         try:
             plan = await self._plan(group, form)
@@ -212,7 +270,9 @@ class Console:
             title, body = await self._group(request, message=str(error))
             return self._html(request, title, body, "/groups", status=400)
         if form.get("step") == "execute":
-            await self._commit(group_id, {TopicPartition(p["topic"], p["partition"]): p["new"] for p in plan})
+            await self._commit(
+                group_id, {TopicPartition(p["topic"], p["partition"]): p["new"] for p in plan}
+            )
             raise web.HTTPSeeOther(f"/groups/{group_id}")
         title, body = await self._group(request, plan=plan)
         return self._html(request, title, body, "/groups", refresh=False)
@@ -221,13 +281,20 @@ class Console:
         to, topic = form.get("to", "earliest"), form.get("topic", "").strip()
         rows = [o for o in group["offsets"] if not topic or o["topic"] == topic]
         if not rows:
-            raise ValueError(f"the group has no committed offsets{f' on {topic!r}' if topic else ''}")
+            raise ValueError(
+                f"the group has no committed offsets{f' on {topic!r}' if topic else ''}"
+            )
         bounds = {}
         for name in {o["topic"] for o in rows}:
             info = await self.cluster.topic(name)
             if info is None:
                 raise ValueError(f"topic {name!r} does not exist")
-            bounds.update({(name, p["partition"]): (p["start_offset"], p["end_offset"]) for p in info["partitions"]})
+            bounds.update(
+                {
+                    (name, p["partition"]): (p["start_offset"], p["end_offset"])
+                    for p in info["partitions"]
+                }
+            )
         request = {"to": to, "topic": topic, "offset": form.get("offset", "")}
         plan = []
         for o in rows:
@@ -240,12 +307,21 @@ class Console:
                 new = max(start, min(end, _int(form.get("offset", ""), "offset")))
             else:
                 raise ValueError(f"cannot reset to {to!r}")
-            plan.append({"topic": o["topic"], "partition": o["partition"], "current": o["committed"], "new": new,
-                         "request": request})
+            plan.append(
+                {
+                    "topic": o["topic"],
+                    "partition": o["partition"],
+                    "current": o["committed"],
+                    "new": new,
+                    "request": request,
+                }
+            )
         return plan
 
     async def _commit(self, group_id: str, offsets: dict[TopicPartition, int]) -> None:
-        consumer = AIOKafkaConsumer(**self.cluster.client_options, group_id=group_id, enable_auto_commit=False)
+        consumer = AIOKafkaConsumer(
+            **self.cluster.client_options, group_id=group_id, enable_auto_commit=False
+        )
         await consumer.start()
         try:
             consumer.assign(list(offsets))
@@ -268,7 +344,9 @@ def _time_ms(text: str) -> int:
     try:
         when = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError:
-        raise ValueError(f"from time must be epoch milliseconds or an ISO-8601 time, not {text!r}") from None
+        raise ValueError(
+            f"from time must be epoch milliseconds or an ISO-8601 time, not {text!r}"
+        ) from None
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return int(when.timestamp() * 1000)

@@ -106,7 +106,9 @@ class WindowedAggregateBase(AggregateBase):
         self._last_input_wall = context.current_system_time_ms()
         self._observed_at_last_input = -1
         if self._final and idle is not None:
-            context.schedule(max(1, idle // 4), PunctuationType.WALL_CLOCK_TIME, self._on_wall_clock)
+            context.schedule(
+                max(1, idle // 4), PunctuationType.WALL_CLOCK_TIME, self._on_wall_clock
+            )
             self._idle_ms = idle
         if self._final:
             self._time_store = context.get_state_store(self._node.final_store.name)

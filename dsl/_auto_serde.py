@@ -78,7 +78,9 @@ _pack_d = struct.Struct(">cd").pack
 _unpack_d = struct.Struct(">xd").unpack
 _dumps, _loads = orjson.dumps, orjson.loads
 _PLAIN_OPTIONS = (
-    orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATACLASS
+    orjson.OPT_PASSTHROUGH_DATETIME
+    | orjson.OPT_PASSTHROUGH_SUBCLASS
+    | orjson.OPT_PASSTHROUGH_DATACLASS
 )
 
 Enc = Callable[[Any], bytes]
@@ -373,7 +375,9 @@ class AutoSerde(Serde[Any]):
     """The serde of the module docstring; ``Serdes.auto()`` returns the shared one."""
 
     def __init__(self) -> None:
-        super().__init__("auto", _encode, _decode, bare_encode=_bare_encode, bare_decode=_bare_decode)
+        super().__init__(
+            "auto", _encode, _decode, bare_encode=_bare_encode, bare_decode=_bare_decode
+        )
 
 
 class SourceSideSerde(AutoSerde):

@@ -48,7 +48,9 @@ class BranchedKStream:
             self._source, self._split_name, (*self._branches, _Branch(predicate, name, chain))
         )
 
-    def default_branch(self, *, name: str | None = None, chain: Chain | None = None) -> dict[str, KStream]:
+    def default_branch(
+        self, *, name: str | None = None, chain: Chain | None = None
+    ) -> dict[str, KStream]:
         """Finish the split; records no predicate took go to this branch."""
         return self._finish(_Branch(None, name, chain))
 

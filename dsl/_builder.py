@@ -113,7 +113,9 @@ class StreamsBuilder:
             (source,),
             store_builders=(store.key_value_store(),),
         )
-        node.supplier = lambda: TableSource(node, store.store_name, store.key_serde, store.value_serde)
+        node.supplier = lambda: TableSource(
+            node, store.store_name, store.key_serde, store.value_serde
+        )
         self.add_node(node)
         return KTable(
             self,
@@ -142,7 +144,9 @@ class StreamsBuilder:
         store = (
             (materialized or Materialized())
             .resolve(
-                self.new_name(f"{topic}-STATE-STORE-"), source_side(key_serde), source_side(value_serde)
+                self.new_name(f"{topic}-STATE-STORE-"),
+                source_side(key_serde),
+                source_side(value_serde),
             )
             .with_logging_disabled()
             .with_caching_disabled()

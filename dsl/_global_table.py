@@ -70,7 +70,11 @@ class GlobalKTable:
     topic: str
 
     def __init__(
-        self, builder: StreamsBuilder, node: GlobalStoreGraphNode, key_serde: Any, value_serde: Any,
+        self,
+        builder: StreamsBuilder,
+        node: GlobalStoreGraphNode,
+        key_serde: Any,
+        value_serde: Any,
         store_name: str,
     ) -> None:
         for attr, value in (

@@ -67,7 +67,11 @@ class KGroupedStream:
         return self._repartition[0]
 
     def _aggregate(
-        self, prefix: str, fold: Fold, materialized: Materialized | None, value_serde: Any,
+        self,
+        prefix: str,
+        fold: Fold,
+        materialized: Materialized | None,
+        value_serde: Any,
         name: str | None,
     ) -> KTable:
         builder = self.builder
@@ -84,18 +88,29 @@ class KGroupedStream:
         node.supplier = lambda: StreamAggregate(node, spec)
         builder.add_node(node)
         return KTable(
-            builder, node, store.key_serde, store.value_serde,
-            store_name=store.store_name, getter=StoreValueGetterSupplier(store.store_name),
+            builder,
+            node,
+            store.key_serde,
+            store.value_serde,
+            store_name=store.store_name,
+            getter=StoreValueGetterSupplier(store.store_name),
         )
 
     def count(self, *, materialized: Materialized | None = None, name: str | None = None) -> KTable:
         """The number of records per key (records with a ``None`` key or value are skipped)."""
         return self._aggregate("KSTREAM-AGGREGATE-", CountFold(), materialized, Serdes.long(), name)
 
-    def reduce(self, reducer: Callable[[Any, Any], Any], *, materialized: Materialized | None = None,
-               name: str | None = None) -> KTable:
+    def reduce(
+        self,
+        reducer: Callable[[Any, Any], Any],
+        *,
+        materialized: Materialized | None = None,
+        name: str | None = None,
+    ) -> KTable:
         """``reducer(aggregate, value)`` over each key's values; the first value starts it."""
-        return self._aggregate("KSTREAM-REDUCE-", ReduceFold(reducer), materialized, self.value_serde, name)
+        return self._aggregate(
+            "KSTREAM-REDUCE-", ReduceFold(reducer), materialized, self.value_serde, name
+        )
 
     def aggregate(
         self,
@@ -123,16 +138,28 @@ class KGroupedTable:
 
     __slots__ = ("_builder", "_node", "key_serde", "name", "value_serde")
 
-    def __init__(self, builder: StreamsBuilder, node: GraphNode, key_serde: Any,
-                 value_serde: Any, name: str | None) -> None:
+    def __init__(
+        self,
+        builder: StreamsBuilder,
+        node: GraphNode,
+        key_serde: Any,
+        value_serde: Any,
+        name: str | None,
+    ) -> None:
         self._builder = builder
         self._node = node
         self.key_serde = key_serde
         self.value_serde = value_serde
         self.name = name
 
-    def _aggregate(self, prefix: str, fold: TableFold, materialized: Materialized | None,
-                   value_serde: Any, name: str | None) -> KTable:
+    def _aggregate(
+        self,
+        prefix: str,
+        fold: TableFold,
+        materialized: Materialized | None,
+        value_serde: Any,
+        name: str | None,
+    ) -> KTable:
         builder = self._builder
         store = (materialized or Materialized()).resolve(
             builder.new_name(f"{prefix}STATE-STORE-"), self.key_serde, value_serde
@@ -147,13 +174,19 @@ class KGroupedTable:
         builder.add_node(repartition)
         spec = AggregateSpec(store.store_name, store.key_serde, store.value_serde, fold)
         node = TableGraphNode(
-            name or builder.new_name(prefix), (repartition,), store_builders=(store.key_value_store(),)
+            name or builder.new_name(prefix),
+            (repartition,),
+            store_builders=(store.key_value_store(),),
         )
         node.supplier = lambda: TableAggregate(node, spec)
         builder.add_node(node)
         return KTable(
-            builder, node, store.key_serde, store.value_serde,
-            store_name=store.store_name, getter=StoreValueGetterSupplier(store.store_name),
+            builder,
+            node,
+            store.key_serde,
+            store.value_serde,
+            store_name=store.store_name,
+            getter=StoreValueGetterSupplier(store.store_name),
         )
 
     def count(self, *, materialized: Materialized | None = None, name: str | None = None) -> KTable:

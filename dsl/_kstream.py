@@ -131,7 +131,9 @@ class KStream:
         node = self._add("KSTREAM-FILTER-", name, _transform(ops.filter_fn(predicate, False)))
         return self._same_key(node, self.value_serde)
 
-    def map(self, mapper: Callable[[Any, Any], tuple[Any, Any]], *, name: str | None = None) -> KStream:
+    def map(
+        self, mapper: Callable[[Any, Any], tuple[Any, Any]], *, name: str | None = None
+    ) -> KStream:
         """Replace each record by ``mapper(key, value) -> (new_key, new_value)``."""
         return self._new_key(self._add("KSTREAM-MAP-", name, _transform(ops.map_fn(mapper))))
 
@@ -139,17 +141,25 @@ class KStream:
         self, mapper: Callable[..., Any], *, with_key: bool = False, name: str | None = None
     ) -> KStream:
         """Replace each value by ``mapper(value)`` (``mapper(key, value)`` with ``with_key``)."""
-        node = self._add("KSTREAM-MAPVALUES-", name, _transform(ops.map_values_fn(mapper, with_key)))
+        node = self._add(
+            "KSTREAM-MAPVALUES-", name, _transform(ops.map_values_fn(mapper, with_key))
+        )
         return self._same_key(node, None)
 
     def flat_map(
         self, mapper: Callable[[Any, Any], Iterable[tuple[Any, Any]]], *, name: str | None = None
     ) -> KStream:
         """Replace each record by the zero or more ``(key, value)`` pairs of ``mapper``."""
-        return self._new_key(self._add("KSTREAM-FLATMAP-", name, _transform(ops.flat_map_fn(mapper))))
+        return self._new_key(
+            self._add("KSTREAM-FLATMAP-", name, _transform(ops.flat_map_fn(mapper)))
+        )
 
     def flat_map_values(
-        self, mapper: Callable[..., Iterable[Any]], *, with_key: bool = False, name: str | None = None
+        self,
+        mapper: Callable[..., Iterable[Any]],
+        *,
+        with_key: bool = False,
+        name: str | None = None,
     ) -> KStream:
         """Replace each record by one record per value of ``mapper(value)``, same key."""
         fn = ops.flat_map_values_fn(mapper, with_key)
@@ -193,8 +203,13 @@ class KStream:
     # record's results, and every earlier record's, are out (``streams/_async.py``).
 
     def _async(
-        self, prefix: str, name: str | None, operator: type[aops._AsyncOperator],
-        fn: aops.AsyncFn, with_key: bool, options: dict[str, Any],
+        self,
+        prefix: str,
+        name: str | None,
+        operator: type[aops._AsyncOperator],
+        fn: aops.AsyncFn,
+        with_key: bool,
+        options: dict[str, Any],
     ) -> GraphNode:
         what = f"KStream.{prefix.lower().replace('-', '_')}"
         try:
@@ -210,30 +225,48 @@ class KStream:
         return self._add(node_prefix, name, lambda: operator(fn, opts, with_key))
 
     def map_values_async(
-        self, mapper: aops.AsyncFn, *, with_key: bool = False, name: str | None = None, **options: Any
+        self,
+        mapper: aops.AsyncFn,
+        *,
+        with_key: bool = False,
+        name: str | None = None,
+        **options: Any,
     ) -> KStream:
         """Replace each value by ``await mapper(value)`` (``mapper(key, value)`` with
         ``with_key``); options: ``concurrency``, ``order``, ``timeout``, ``retries``, ``backoff``."""
         node = self._async("MAP-VALUES-ASYNC", name, aops.AsyncMapValues, mapper, with_key, options)
         return self._same_key(node, None)
 
-    def map_async(self, mapper: aops.AsyncFn, *, name: str | None = None, **options: Any) -> KStream:
+    def map_async(
+        self, mapper: aops.AsyncFn, *, name: str | None = None, **options: Any
+    ) -> KStream:
         """Replace each record by ``await mapper(key, value) -> (new_key, new_value)``."""
         return self._new_key(self._async("MAP-ASYNC", name, aops.AsyncMap, mapper, True, options))
 
     def flat_map_values_async(
-        self, mapper: aops.AsyncFn, *, with_key: bool = False, name: str | None = None, **options: Any
+        self,
+        mapper: aops.AsyncFn,
+        *,
+        with_key: bool = False,
+        name: str | None = None,
+        **options: Any,
     ) -> KStream:
         """One record per value of ``await mapper(value)``, same key."""
-        node = self._async("FLAT-MAP-VALUES-ASYNC", name, aops.AsyncFlatMapValues, mapper, with_key, options)
+        node = self._async(
+            "FLAT-MAP-VALUES-ASYNC", name, aops.AsyncFlatMapValues, mapper, with_key, options
+        )
         return self._same_key(node, None)
 
-    def filter_async(self, predicate: aops.AsyncFn, *, name: str | None = None, **options: Any) -> KStream:
+    def filter_async(
+        self, predicate: aops.AsyncFn, *, name: str | None = None, **options: Any
+    ) -> KStream:
         """Keep the records for which ``await predicate(key, value)`` is true."""
         node = self._async("FILTER-ASYNC", name, aops.AsyncFilter, predicate, True, options)
         return self._same_key(node, self.value_serde)
 
-    def foreach_async(self, action: aops.AsyncFn, *, name: str | None = None, **options: Any) -> None:
+    def foreach_async(
+        self, action: aops.AsyncFn, *, name: str | None = None, **options: Any
+    ) -> None:
         """``await action(key, value)`` for each record; nothing follows. The input
         offset is committed only after the action finished for it and every record before."""
         self._async("FOREACH-ASYNC", name, aops.AsyncForeach, action, True, options)
@@ -355,15 +388,22 @@ class KStream:
     # -- joins --------------------------------------------------------------------------
 
     @overload
-    def join(self, other: KStream, joiner: Callable[..., Any], windows: JoinWindows, /,
-             **options: Any) -> KStream: ...
+    def join(
+        self, other: KStream, joiner: Callable[..., Any], windows: JoinWindows, /, **options: Any
+    ) -> KStream: ...
 
     @overload
     def join(self, other: KTable, joiner: Callable[..., Any], /, **options: Any) -> KStream: ...
 
     @overload
-    def join(self, other: GlobalKTable, key_selector: Callable[[Any, Any], Any],
-             joiner: Callable[..., Any], /, **options: Any) -> KStream: ...
+    def join(
+        self,
+        other: GlobalKTable,
+        key_selector: Callable[[Any, Any], Any],
+        joiner: Callable[..., Any],
+        /,
+        **options: Any,
+    ) -> KStream: ...
 
     def join(self, other: Any, first: Any, second: Any = None, /, **options: Any) -> KStream:
         """Inner join with another stream (``join(other, joiner, JoinWindows...)``), a
@@ -374,15 +414,24 @@ class KStream:
         return stream_join(self, "inner", other, first, second, options)
 
     @overload
-    def left_join(self, other: KStream, joiner: Callable[..., Any], windows: JoinWindows, /,
-                  **options: Any) -> KStream: ...
+    def left_join(
+        self, other: KStream, joiner: Callable[..., Any], windows: JoinWindows, /, **options: Any
+    ) -> KStream: ...
 
     @overload
-    def left_join(self, other: KTable, joiner: Callable[..., Any], /, **options: Any) -> KStream: ...
+    def left_join(
+        self, other: KTable, joiner: Callable[..., Any], /, **options: Any
+    ) -> KStream: ...
 
     @overload
-    def left_join(self, other: GlobalKTable, key_selector: Callable[[Any, Any], Any],
-                  joiner: Callable[..., Any], /, **options: Any) -> KStream: ...
+    def left_join(
+        self,
+        other: GlobalKTable,
+        key_selector: Callable[[Any, Any], Any],
+        joiner: Callable[..., Any],
+        /,
+        **options: Any,
+    ) -> KStream: ...
 
     def left_join(self, other: Any, first: Any, second: Any = None, /, **options: Any) -> KStream:
         """Like :meth:`join`, but every record of this stream yields a result:

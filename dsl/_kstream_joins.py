@@ -43,17 +43,23 @@ def stream_join(
 
     if isinstance(other, KStream):
         if second is None:
-            raise TopologyBuildError("a stream-stream join needs JoinWindows: join(other, joiner, windows)")
+            raise TopologyBuildError(
+                "a stream-stream join needs JoinWindows: join(other, joiner, windows)"
+            )
         return _stream_stream(stream, other, first, second, kind, **options)
     if kind == "outer":
-        raise TopologyBuildError("outer_join needs another stream; a table supports join and left_join")
+        raise TopologyBuildError(
+            "outer_join needs another stream; a table supports join and left_join"
+        )
     if isinstance(other, KTable):
         if second is not None:
             raise TopologyBuildError("a stream-table join takes join(table, joiner)")
         return _stream_table(stream, other, first, kind == "left", **options)
     if isinstance(other, GlobalKTable):
         if second is None:
-            raise TopologyBuildError("a stream-global join takes join(global_table, key_selector, joiner)")
+            raise TopologyBuildError(
+                "a stream-global join takes join(global_table, key_selector, joiner)"
+            )
         return _stream_global(stream, other, first, second, kind == "left", **options)
     raise TopologyBuildError(f"cannot join a stream with a {type(other).__name__}")
 
@@ -96,7 +102,9 @@ def _stream_stream(
     right_node = left_node if self_join else side_input(other, f"{join_name}-right", ks, rvs)
 
     needed = windows.required_retention()
-    retention_ms = windows.default_retention() if retention is None else to_ms(retention, "retention")
+    retention_ms = (
+        windows.default_retention() if retention is None else to_ms(retention, "retention")
+    )
     if retention_ms < needed:
         raise TopologyBuildError(
             f"retention {retention_ms} ms of join {join_name} is shorter than its windows need "
@@ -109,7 +117,10 @@ def _stream_stream(
         b = Stores.window_store(store_name, max(retention_ms, size), size, True, persistent)
         return b if logging else b.with_logging_disabled()
 
-    stores = [window_store(f"{join_name}-this-join-store"), window_store(f"{join_name}-other-join-store")]
+    stores = [
+        window_store(f"{join_name}-this-join-store"),
+        window_store(f"{join_name}-other-join-store"),
+    ]
     outer_store = None
     if kind != "inner":
         outer_store = f"{join_name}-outer-join-store"
@@ -129,7 +140,11 @@ def _stream_stream(
         right_serde=rvs,
     )
     node = StreamStreamJoinNode(
-        join_name, (left_node, right_node), spec=spec, store_builders=tuple(stores), self_join=self_join
+        join_name,
+        (left_node, right_node),
+        spec=spec,
+        store_builders=tuple(stores),
+        self_join=self_join,
     )
     builder.add_node(node)
     builder.add_copartition_group(CopartitionGroup(join_name, (left_node, right_node)))

@@ -126,7 +126,9 @@ class KTable:
         node = op
         store_name = None
         if materialized is not None:
-            node, store = materialize(builder, node, materialized, prefix, self.key_serde, value_serde)
+            node, store = materialize(
+                builder, node, materialized, prefix, self.key_serde, value_serde
+            )
             store_name = store.store_name
             getter = tn.StoreValueGetterSupplier(store.store_name)
             value_serde = store.value_serde
@@ -141,35 +143,60 @@ class KTable:
             origin=self._origin if materialized is None else None,
         )
 
-    def _filtered(self, predicate: Predicate, keep: bool, name: str | None,
-                  materialized: Materialized | None) -> KTable:
+    def _filtered(
+        self, predicate: Predicate, keep: bool, name: str | None, materialized: Materialized | None
+    ) -> KTable:
         getter = None
         if self._getter is not None:
             getter = tn.DerivedValueGetterSupplier(
                 self._getter, lambda k, v: v if bool(predicate(k, v)) == keep else None
             )
         return self._derive(
-            "KTABLE-FILTER-", name, lambda node: tn.TableFilter(node, predicate, keep),
-            self.value_serde, getter, materialized,
+            "KTABLE-FILTER-",
+            name,
+            lambda node: tn.TableFilter(node, predicate, keep),
+            self.value_serde,
+            getter,
+            materialized,
         )
 
-    def filter(self, predicate: Predicate, *, materialized: Materialized | None = None,
-               name: str | None = None) -> KTable:
+    def filter(
+        self,
+        predicate: Predicate,
+        *,
+        materialized: Materialized | None = None,
+        name: str | None = None,
+    ) -> KTable:
         """Rows for which ``predicate(key, value)`` holds; a row that stops passing is deleted."""
         return self._filtered(predicate, True, name, materialized)
 
-    def filter_not(self, predicate: Predicate, *, materialized: Materialized | None = None,
-                   name: str | None = None) -> KTable:
+    def filter_not(
+        self,
+        predicate: Predicate,
+        *,
+        materialized: Materialized | None = None,
+        name: str | None = None,
+    ) -> KTable:
         """Rows for which ``predicate(key, value)`` does not hold."""
         return self._filtered(predicate, False, name, materialized)
 
-    def map_values(self, mapper: Callable[..., Any], *, with_key: bool = False,
-                   materialized: Materialized | None = None, name: str | None = None) -> KTable:
+    def map_values(
+        self,
+        mapper: Callable[..., Any],
+        *,
+        with_key: bool = False,
+        materialized: Materialized | None = None,
+        name: str | None = None,
+    ) -> KTable:
         """Each row's value replaced by ``mapper(value)`` (``mapper(key, value)`` with ``with_key``)."""
         fn: Callable[[Any, Any], Any] = mapper if with_key else (lambda k, v: mapper(v))
         getter = None if self._getter is None else tn.DerivedValueGetterSupplier(self._getter, fn)
         return self._derive(
-            "KTABLE-MAPVALUES-", name, lambda node: tn.TableMapValues(node, fn), None, getter,
+            "KTABLE-MAPVALUES-",
+            name,
+            lambda node: tn.TableMapValues(node, fn),
+            None,
+            getter,
             materialized,
         )
 
@@ -237,23 +264,51 @@ class KTable:
         origin.suppressed_via = tuple(chain)
         assert isinstance(node, TableGraphNode)
         return KTable(
-            self._builder, node, self.key_serde, self.value_serde,
-            store_name=self._store_name, getter=None, windows=self._windows, origin=origin,
+            self._builder,
+            node,
+            self.key_serde,
+            self.value_serde,
+            store_name=self._store_name,
+            getter=None,
+            windows=self._windows,
+            origin=origin,
         )
 
     # -- joins --------------------------------------------------------------------------
 
     @overload
-    def join(self, other: KTable, joiner: Callable[[Any, Any], Any], /, *,
-             materialized: Materialized | None = None, name: str | None = None) -> KTable: ...
+    def join(
+        self,
+        other: KTable,
+        joiner: Callable[[Any, Any], Any],
+        /,
+        *,
+        materialized: Materialized | None = None,
+        name: str | None = None,
+    ) -> KTable: ...
 
     @overload
-    def join(self, other: KTable, foreign_key_extractor: Callable[[Any], Any],
-             joiner: Callable[[Any, Any], Any], /, *, materialized: Materialized | None = None,
-             name: str | None = None) -> KTable: ...
+    def join(
+        self,
+        other: KTable,
+        foreign_key_extractor: Callable[[Any], Any],
+        joiner: Callable[[Any, Any], Any],
+        /,
+        *,
+        materialized: Materialized | None = None,
+        name: str | None = None,
+    ) -> KTable: ...
 
-    def join(self, other: KTable, first: Callable[..., Any], second: Callable[..., Any] | None = None,
-             /, *, materialized: Materialized | None = None, name: str | None = None) -> KTable:
+    def join(
+        self,
+        other: KTable,
+        first: Callable[..., Any],
+        second: Callable[..., Any] | None = None,
+        /,
+        *,
+        materialized: Materialized | None = None,
+        name: str | None = None,
+    ) -> KTable:
         """Rows present in both tables, ``joiner(value, other_value)``: by key with
         ``join(other, joiner)``, by foreign key with ``join(other, foreign_key_extractor,
         joiner)`` (``foreign_key_extractor(value)`` names the other table's key)."""
@@ -262,25 +317,53 @@ class KTable:
         return table_join(self, "inner", other, first, second, materialized, name)
 
     @overload
-    def left_join(self, other: KTable, joiner: Callable[[Any, Any], Any], /, *,
-                  materialized: Materialized | None = None, name: str | None = None) -> KTable: ...
+    def left_join(
+        self,
+        other: KTable,
+        joiner: Callable[[Any, Any], Any],
+        /,
+        *,
+        materialized: Materialized | None = None,
+        name: str | None = None,
+    ) -> KTable: ...
 
     @overload
-    def left_join(self, other: KTable, foreign_key_extractor: Callable[[Any], Any],
-                  joiner: Callable[[Any, Any], Any], /, *,
-                  materialized: Materialized | None = None, name: str | None = None) -> KTable: ...
+    def left_join(
+        self,
+        other: KTable,
+        foreign_key_extractor: Callable[[Any], Any],
+        joiner: Callable[[Any, Any], Any],
+        /,
+        *,
+        materialized: Materialized | None = None,
+        name: str | None = None,
+    ) -> KTable: ...
 
-    def left_join(self, other: KTable, first: Callable[..., Any],
-                  second: Callable[..., Any] | None = None, /, *,
-                  materialized: Materialized | None = None, name: str | None = None) -> KTable:
+    def left_join(
+        self,
+        other: KTable,
+        first: Callable[..., Any],
+        second: Callable[..., Any] | None = None,
+        /,
+        *,
+        materialized: Materialized | None = None,
+        name: str | None = None,
+    ) -> KTable:
         """Every row of this table, joined with the other's when there is one
         (``joiner(value, None)`` when not); by key or by foreign key, as :meth:`join`."""
         from ._ktable_joins import table_join
 
         return table_join(self, "left", other, first, second, materialized, name)
 
-    def outer_join(self, other: KTable, joiner: Callable[[Any, Any], Any], /, *,
-                   materialized: Materialized | None = None, name: str | None = None) -> KTable:
+    def outer_join(
+        self,
+        other: KTable,
+        joiner: Callable[[Any, Any], Any],
+        /,
+        *,
+        materialized: Materialized | None = None,
+        name: str | None = None,
+    ) -> KTable:
         """Rows present in either table, by key; the missing side is ``None``."""
         from ._ktable_joins import table_join
 

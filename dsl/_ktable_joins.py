@@ -63,8 +63,12 @@ def table_join(
 
 
 def _by_key(
-    table: KTable, other: KTable, joiner: Callable[[Any, Any], Any], kind: str,
-    materialized: Materialized | None, name: str | None,
+    table: KTable,
+    other: KTable,
+    joiner: Callable[[Any, Any], Any],
+    kind: str,
+    materialized: Materialized | None,
+    name: str | None,
 ) -> KTable:
     from ._ktable import KTable, materialize
 
@@ -73,17 +77,24 @@ def _by_key(
     left_getter, right_getter = table.value_getter_supplier(), other.value_getter_supplier()
     row = row_fn(joiner, kind)
     this = TableGraphNode(
-        f"{join_name}-this", (table._node,), store_names=right_getter.store_names,
+        f"{join_name}-this",
+        (table._node,),
+        store_names=right_getter.store_names,
         old_values_from_parent=True,
     )
     this.supplier = lambda: TableJoinSide(this, right_getter, row, True, kind)
     that = TableGraphNode(
-        f"{join_name}-other", (other._node,), store_names=left_getter.store_names,
+        f"{join_name}-other",
+        (other._node,),
+        store_names=left_getter.store_names,
         old_values_from_parent=True,
     )
     that.supplier = lambda: TableJoinSide(that, left_getter, row, False, kind)
     merge = TableGraphNode(
-        join_name, (this, that), supplier=lambda: Transform(pass_through), old_values_from_parent=True
+        join_name,
+        (this, that),
+        supplier=lambda: Transform(pass_through),
+        old_values_from_parent=True,
     )
     for node in (this, that, merge):
         builder.add_node(node)
@@ -99,7 +110,9 @@ def _by_key(
         store_name = store.store_name
         getter = tn.StoreValueGetterSupplier(store.store_name)
         value_serde = store.value_serde
-    return KTable(builder, result, table.key_serde, value_serde, store_name=store_name, getter=getter)
+    return KTable(
+        builder, result, table.key_serde, value_serde, store_name=store_name, getter=getter
+    )
 
 
 @dataclass(eq=False)
@@ -114,11 +127,17 @@ class _SubscribeNode(GraphNode):
         spec = self.spec
         assert spec is not None
         topic = f"{self.name}-subscription-registration-topic"
-        topology.add_processor(self.output_name, lambda: SubscriptionSend(spec), *self.parent_names())
+        topology.add_processor(
+            self.output_name, lambda: SubscriptionSend(spec), *self.parent_names()
+        )
         topology.add_internal_topic(topic)
         raw = Serdes.bytes()
         topology.add_sink(
-            spec.subscription_sink, topic, self.output_name, key_serializer=raw, value_serializer=raw
+            spec.subscription_sink,
+            topic,
+            self.output_name,
+            key_serializer=raw,
+            value_serializer=raw,
         )
 
 
@@ -148,7 +167,8 @@ class _AnswerNode(GraphNode):
             f"{n}-subscription-source", registrations, key_deserializer=raw, value_deserializer=raw
         )
         topology.add_processor(
-            f"{n}-subscription-receive", lambda: SubscriptionReceive(spec, right_getter),
+            f"{n}-subscription-receive",
+            lambda: SubscriptionReceive(spec, right_getter),
             f"{n}-subscription-source",
         )
         topology.connect_processor_and_state_stores(
@@ -160,11 +180,16 @@ class _AnswerNode(GraphNode):
         topology.connect_processor_and_state_stores(f"{n}-foreign-update", spec.subscription_store)
         topology.add_internal_topic(responses)
         topology.add_sink(
-            f"{n}-response-sink", responses, f"{n}-subscription-receive", f"{n}-foreign-update",
-            key_serializer=raw, value_serializer=raw,
+            f"{n}-response-sink",
+            responses,
+            f"{n}-subscription-receive",
+            f"{n}-foreign-update",
+            key_serializer=raw,
+            value_serializer=raw,
         )
         topology.add_source(
-            f"{n}-response-source", responses,
+            f"{n}-response-source",
+            responses,
             key_deserializer=for_internal(spec.left_key_serde),
             value_deserializer=raw,
         )
@@ -175,8 +200,13 @@ class _AnswerNode(GraphNode):
 
 
 def _by_foreign_key(
-    table: KTable, other: KTable, extractor: Callable[[Any], Any], joiner: Callable[[Any, Any], Any],
-    left_join: bool, materialized: Materialized | None, name: str | None,
+    table: KTable,
+    other: KTable,
+    extractor: Callable[[Any], Any],
+    joiner: Callable[[Any, Any], Any],
+    left_join: bool,
+    materialized: Materialized | None,
+    name: str | None,
 ) -> KTable:
     from ._ktable import KTable
 
@@ -184,29 +214,50 @@ def _by_foreign_key(
     join_name = name or builder.new_name("KTABLE-FK-JOIN-")
     left_getter, right_getter = table.value_getter_supplier(), other.value_getter_supplier()
     table.enable_send_old_values()  # a row's old foreign key is unsubscribed
-    store = (materialized or Materialized()).resolve(
-        f"{join_name}-STATE-STORE", table.key_serde, None
-    ).with_caching_disabled()
+    store = (
+        (materialized or Materialized())
+        .resolve(f"{join_name}-STATE-STORE", table.key_serde, None)
+        .with_caching_disabled()
+    )
     spec = FkJoinSpec(
-        join_name, extractor, joiner, left_join,
-        table.key_serde, table.value_serde, other.key_serde, other.value_serde,
+        join_name,
+        extractor,
+        joiner,
+        left_join,
+        table.key_serde,
+        table.value_serde,
+        other.key_serde,
+        other.value_serde,
         subscription_store=f"{join_name}-subscription-store",
         result_node=join_name,
         subscription_sink=f"{join_name}-subscription-sink",
     )
     subscribe = _SubscribeNode(join_name, (table._node,), spec=spec)
     answer = _AnswerNode(
-        join_name, (other._node,), spec=spec,
+        join_name,
+        (other._node,),
+        spec=spec,
         store_builder=Materialized(  # keys and values are the join's own bytes
             spec.subscription_store, key_serde=Serdes.bytes(), value_serde=Serdes.bytes()
-        ).with_caching_disabled().key_value_store(),
-        left_getter=left_getter, right_getter=right_getter,
+        )
+        .with_caching_disabled()
+        .key_value_store(),
+        left_getter=left_getter,
+        right_getter=right_getter,
     )
-    result = TableGraphNode(join_name, (answer, subscribe), store_builders=(store.key_value_store(),))
-    result.supplier = lambda: ResultTable(result, store.store_name, store.key_serde, store.value_serde)
+    result = TableGraphNode(
+        join_name, (answer, subscribe), store_builders=(store.key_value_store(),)
+    )
+    result.supplier = lambda: ResultTable(
+        result, store.store_name, store.key_serde, store.value_serde
+    )
     for node in (subscribe, answer, result):
         builder.add_node(node)
     return KTable(
-        builder, result, table.key_serde, store.value_serde, store_name=store.store_name,
+        builder,
+        result,
+        table.key_serde,
+        store.value_serde,
+        store_name=store.store_name,
         getter=tn.StoreValueGetterSupplier(store.store_name),
     )

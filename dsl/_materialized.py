@@ -107,14 +107,14 @@ class Materialized:
     def window_store(self, window_size: int, default_retention: int) -> Any:
         retention = self._retention(default_retention, window_size)
         return self._finish(
-            Stores.window_store(
-                self.store_name, retention, window_size, persistent=self.persistent
-            )
+            Stores.window_store(self.store_name, retention, window_size, persistent=self.persistent)
         )
 
     def session_store(self, default_retention: int, minimum: int) -> Any:
         retention = self._retention(default_retention, minimum)
-        return self._finish(Stores.session_store(self.store_name, retention, persistent=self.persistent))
+        return self._finish(
+            Stores.session_store(self.store_name, retention, persistent=self.persistent)
+        )
 
     def _retention(self, default: int, minimum: int) -> int:
         if self.retention_ms is None:

@@ -41,9 +41,7 @@ def filter_fn(predicate: Callable[[Any, Any], bool], keep: bool) -> BatchFn:
 
 
 def map_fn(mapper: Callable[[Any, Any], tuple[Any, Any]]) -> BatchFn:
-    return lambda b: [
-        (kv[0], kv[1], t, h, o) for k, v, t, h, o in b for kv in (mapper(k, v),)
-    ]
+    return lambda b: [(kv[0], kv[1], t, h, o) for k, v, t, h, o in b for kv in (mapper(k, v),)]
 
 
 def map_values_fn(mapper: Callable[..., Any], with_key: bool) -> BatchFn:
@@ -53,9 +51,7 @@ def map_values_fn(mapper: Callable[..., Any], with_key: bool) -> BatchFn:
 
 
 def flat_map_fn(mapper: Callable[[Any, Any], Iterable[tuple[Any, Any]]]) -> BatchFn:
-    return lambda b: [
-        (k2, v2, t, h, o) for k, v, t, h, o in b for k2, v2 in mapper(k, v)
-    ]
+    return lambda b: [(k2, v2, t, h, o) for k, v, t, h, o in b for k2, v2 in mapper(k, v)]
 
 
 def flat_map_values_fn(mapper: Callable[..., Iterable[Any]], with_key: bool) -> BatchFn:
@@ -85,9 +81,7 @@ def drop_null_keys(b: list[Rec]) -> list[Rec]:
     return [r for r in b if r[0] is not None]
 
 
-def print_fn(
-    label: str, file: TextIO | None, mapper: Callable[[Any, Any], str] | None
-) -> BatchFn:
+def print_fn(label: str, file: TextIO | None, mapper: Callable[[Any, Any], str] | None) -> BatchFn:
     """Write ``[label]: key, value`` per record (or ``[label]: mapper(key, value)``)."""
 
     def show(b: list[Rec]) -> list[Rec]:

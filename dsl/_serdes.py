@@ -110,9 +110,7 @@ def _fixed_width(name: str, fmt: str, java: str, kinds: tuple[type, ...]) -> Ser
         if data is None:
             return None
         if len(data) != size:
-            raise DeserializationError(
-                f"Size of data received by {java}Deserializer is not {size}"
-            )
+            raise DeserializationError(f"Size of data received by {java}Deserializer is not {size}")
         return unpack(data)[0]
 
     return Serde(name, encode, decode)
@@ -138,7 +136,9 @@ def _string(encoding: str) -> Serde[str]:
     if codecs.lookup(encoding).name != "utf-8":
         return Serde(f"string({encoding})", encode, decode)
     # UTF-8 is the default of both methods, so the unbound methods are the bare codec.
-    return Serde(f"string({encoding})", encode, decode, bare_encode=str.encode, bare_decode=bytes.decode)
+    return Serde(
+        f"string({encoding})", encode, decode, bare_encode=str.encode, bare_decode=bytes.decode
+    )
 
 
 def _json() -> Serde[Any]:
@@ -172,9 +172,7 @@ def _model(model: type[T]) -> Serde[T]:
         if obj is None:
             return None
         if check and not isinstance(obj, model):
-            raise SerializationError(
-                f"model serde for {model.__name__} got a {type(obj).__name__}"
-            )
+            raise SerializationError(f"model serde for {model.__name__} got a {type(obj).__name__}")
         return adapter.dump_json(obj)
 
     def decode(data: builtins.bytes | None) -> T | None:

@@ -98,4 +98,3 @@ class SessionWindowAggregate(TypedWindowedAggregate):
         else:
             old = same_window_old if self._send_old else None
             out.append((target, _new_tuple(Change, (new, old)), newest, (), -1))
-

@@ -111,4 +111,3 @@ class SlidingWindowAggregate(TypedWindowedAggregate):
         old = self._store.get(key, start) if self._send_old else None
         self._store.put(key, new, start)
         out.append((windowed, _new_tuple(Change, (new, old)), newest, (), -1))
-

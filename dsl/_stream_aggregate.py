@@ -52,4 +52,3 @@ class StreamAggregate(KeyValueAggregate):
                 old = new
             put(kb, ev(old))
         self._forward_changes(out)
-

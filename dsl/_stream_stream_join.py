@@ -105,14 +105,20 @@ class _Side:
         self.grace = windows.grace_ms
         self.outer = spec.left_outer if left else spec.right_outer
         self.other_outer = spec.right_outer if left else spec.left_outer
-        own, other = (spec.this_store, spec.other_store) if left else (spec.other_store, spec.this_store)
+        own, other = (
+            (spec.this_store, spec.other_store) if left else (spec.other_store, spec.this_store)
+        )
         self.own = context.get_state_store(own).inner.raw
         self.other = context.get_state_store(other).inner.raw
-        own_serde, other_serde = (spec.left_serde, spec.right_serde) if left else (spec.right_serde, spec.left_serde)
+        own_serde, other_serde = (
+            (spec.left_serde, spec.right_serde) if left else (spec.right_serde, spec.left_serde)
+        )
         self.ev = encoder(own_serde, context.application_id + "-" + own + "-changelog")
         self.dv_other = decoder(other_serde, context.application_id + "-" + other + "-changelog")
         pair = spec.pair
-        self.pair: PairFn = pair if left else (lambda k, right, left_value: pair(k, left_value, right))
+        self.pair: PairFn = (
+            pair if left else (lambda k, right, left_value: pair(k, left_value, right))
+        )
 
 
 class StreamJoinProcessor(BatchProcessor):
@@ -130,8 +136,12 @@ class StreamJoinProcessor(BatchProcessor):
         self._ek = encoder(spec.key_serde, topic)
         self._dk = decoder(spec.key_serde, topic)
         self._dl = decoder(spec.left_serde, topic)
-        self._dr = decoder(spec.right_serde, f"{context.application_id}-{spec.other_store}-changelog")
-        self._outer = None if spec.outer_store is None else context.get_state_store(spec.outer_store)
+        self._dr = decoder(
+            spec.right_serde, f"{context.application_id}-{spec.other_store}-changelog"
+        )
+        self._outer = (
+            None if spec.outer_store is None else context.get_state_store(spec.outer_store)
+        )
         anchor = context.get_state_store(spec.this_store)
         state = spec.states.get(anchor)
         if state is None:
@@ -260,7 +270,9 @@ class StreamStreamJoinNode(GraphNode):
         this, other = f"{self.name}-this", f"{self.name}-other"
         parents = self.parent_names()
         if self.self_join:
-            topology.add_processor(this, lambda: StreamJoinProcessor(spec, (True, False)), parents[0])
+            topology.add_processor(
+                this, lambda: StreamJoinProcessor(spec, (True, False)), parents[0]
+            )
             topology.connect_processor_and_state_stores(this, *stores)
             topology.add_processor(self.name, lambda: Transform(pass_through), this)
             return

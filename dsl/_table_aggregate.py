@@ -72,7 +72,9 @@ class TableAggregate(KeyValueAggregate):
             if cached:
                 pending[kb] = ts
             else:
-                out.append((k, _new_tuple(Change, (new_agg, old_agg if send_old else None)), ts, (), -1))
+                out.append(
+                    (k, _new_tuple(Change, (new_agg, old_agg if send_old else None)), ts, (), -1)
+                )
         for kb, agg in current.items():
             put(kb, ev(agg))
         self._forward_changes(out)

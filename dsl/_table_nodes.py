@@ -239,7 +239,9 @@ def drop_tombstones_fn(batch: list[Rec]) -> list[Rec]:
     return [r for r in batch if r[1][0] is not None]
 
 
-def group_by_map_fn(selector: Callable[[Any, Any], tuple[Any, Any]]) -> Callable[[list[Rec]], list[Rec]]:
+def group_by_map_fn(
+    selector: Callable[[Any, Any], tuple[Any, Any]],
+) -> Callable[[list[Rec]], list[Rec]]:
     """Each change becomes a subtract record for the old row's new key (first) and an
     add record for the new row's new key, as Kafka Streams' table re-grouping does."""
 

@@ -46,22 +46,33 @@ class _WindowedBase:
     _grouped: KGroupedStream
     _emit: _Emit
 
-    def _node(self, prefix: str, name: str | None, store: Materialized, stores: tuple[Any, ...],
-              make: Callable[[TableGraphNode], Any]) -> TableGraphNode:
+    def _node(
+        self,
+        prefix: str,
+        name: str | None,
+        store: Materialized,
+        stores: tuple[Any, ...],
+        make: Callable[[TableGraphNode], Any],
+    ) -> TableGraphNode:
         builder = self._grouped.builder
         parent = self._grouped.input_node(store.store_name)
         node = TableGraphNode(name or builder.new_name(prefix), (parent,), store_builders=stores)
         node.supplier = lambda: make(node)
         node.final_store = dataclasses.replace(
-            store, name=f"{store.store_name}-stream-time", key_serde=Serdes.bytes(),
-            value_serde=Serdes.long(), caching=False,
+            store,
+            name=f"{store.store_name}-stream-time",
+            key_serde=Serdes.bytes(),
+            value_serde=Serdes.long(),
+            caching=False,
         ).key_value_store()
         node.emit_final = self._emit.final
         node.idle_close_ms = self._emit.idle_close_ms
         builder.add_node(node)
         return node
 
-    def _store(self, prefix: str, materialized: Materialized | None, value_serde: Any) -> Materialized:
+    def _store(
+        self, prefix: str, materialized: Materialized | None, value_serde: Any
+    ) -> Materialized:
         return (materialized or Materialized()).resolve(
             self._grouped.builder.new_name(f"{prefix}STATE-STORE-"),
             self._grouped.key_serde,
@@ -70,30 +81,63 @@ class _WindowedBase:
 
     def _spec(self, store: Materialized, fold: Fold, on_late: LateCallback | None) -> AggregateSpec:
         return AggregateSpec(
-            store.store_name, store.key_serde, store.value_serde, fold,
-            late=self._grouped.builder.late_records, on_late=on_late,
+            store.store_name,
+            store.key_serde,
+            store.value_serde,
+            fold,
+            late=self._grouped.builder.late_records,
+            on_late=on_late,
         )
 
-    def _aggregate(self, prefix: str, fold: Fold, materialized: Materialized | None,
-                   value_serde: Any, name: str | None, on_late: LateCallback | None) -> KTable:
+    def _aggregate(
+        self,
+        prefix: str,
+        fold: Fold,
+        materialized: Materialized | None,
+        value_serde: Any,
+        name: str | None,
+        on_late: LateCallback | None,
+    ) -> KTable:
         raise NotImplementedError
 
-    def count(self, *, materialized: Materialized | None = None, name: str | None = None,
-              on_late: LateCallback | None = None) -> KTable:
-        return self._aggregate("KSTREAM-AGGREGATE-", CountFold(), materialized, Serdes.long(),
-                               name, on_late)
+    def count(
+        self,
+        *,
+        materialized: Materialized | None = None,
+        name: str | None = None,
+        on_late: LateCallback | None = None,
+    ) -> KTable:
+        return self._aggregate(
+            "KSTREAM-AGGREGATE-", CountFold(), materialized, Serdes.long(), name, on_late
+        )
 
-    def reduce(self, reducer: Callable[[Any, Any], Any], *, materialized: Materialized | None = None,
-               name: str | None = None, on_late: LateCallback | None = None) -> KTable:
-        return self._aggregate("KSTREAM-REDUCE-", ReduceFold(reducer), materialized,
-                               self._grouped.value_serde, name, on_late)
+    def reduce(
+        self,
+        reducer: Callable[[Any, Any], Any],
+        *,
+        materialized: Materialized | None = None,
+        name: str | None = None,
+        on_late: LateCallback | None = None,
+    ) -> KTable:
+        return self._aggregate(
+            "KSTREAM-REDUCE-",
+            ReduceFold(reducer),
+            materialized,
+            self._grouped.value_serde,
+            name,
+            on_late,
+        )
 
 
 class TimeWindowedKStream(_WindowedBase):
     __slots__ = ("_emit", "_grouped", "_windows")
 
-    def __init__(self, grouped: KGroupedStream, windows: TimeWindows | SlidingWindows,
-                 emit: _Emit | None = None) -> None:
+    def __init__(
+        self,
+        grouped: KGroupedStream,
+        windows: TimeWindows | SlidingWindows,
+        emit: _Emit | None = None,
+    ) -> None:
         self._grouped = grouped
         self._windows = windows
         self._emit = emit or _Emit()
@@ -106,8 +150,15 @@ class TimeWindowedKStream(_WindowedBase):
             self._grouped, self._windows, _Emit(True, suppressed.idle_close_ms)
         )
 
-    def _aggregate(self, prefix: str, fold: Fold, materialized: Materialized | None,
-                   value_serde: Any, name: str | None, on_late: LateCallback | None) -> KTable:
+    def _aggregate(
+        self,
+        prefix: str,
+        fold: Fold,
+        materialized: Materialized | None,
+        value_serde: Any,
+        name: str | None,
+        on_late: LateCallback | None,
+    ) -> KTable:
         windows = self._windows
         store = self._store(prefix, materialized, value_serde)
         spec = self._spec(store, fold, on_late)
@@ -126,32 +177,56 @@ class TimeWindowedKStream(_WindowedBase):
             )
             stores = (stores[0], _retain_duplicates(stores[1]))
             node = self._node(
-                prefix, name, store, stores,
+                prefix,
+                name,
+                store,
+                stores,
                 lambda n: SlidingWindowAggregate(n, spec, windows, retention, buffer.store_name),
             )
         else:
             time_windows = windows
             node = self._node(
-                prefix, name, store, (store.window_store(size, retention),),
+                prefix,
+                name,
+                store,
+                (store.window_store(size, retention),),
                 lambda n: TimeWindowAggregate(n, spec, time_windows, retention),
             )
         return KTable(
-            self._grouped.builder, node, TimeWindowedSerde(store.key_serde, size),
-            store.value_serde, store_name=store.store_name, windows=windows, origin=node,
+            self._grouped.builder,
+            node,
+            TimeWindowedSerde(store.key_serde, size),
+            store.value_serde,
+            store_name=store.store_name,
+            windows=windows,
+            origin=node,
         )
 
-    def aggregate(self, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any],
-                  *, materialized: Materialized | None = None, name: str | None = None,
-                  on_late: LateCallback | None = None) -> KTable:
-        return self._aggregate("KSTREAM-AGGREGATE-", AggregateFold(initializer, aggregator),
-                               materialized, None, name, on_late)
+    def aggregate(
+        self,
+        initializer: Callable[[], Any],
+        aggregator: Callable[[Any, Any, Any], Any],
+        *,
+        materialized: Materialized | None = None,
+        name: str | None = None,
+        on_late: LateCallback | None = None,
+    ) -> KTable:
+        return self._aggregate(
+            "KSTREAM-AGGREGATE-",
+            AggregateFold(initializer, aggregator),
+            materialized,
+            None,
+            name,
+            on_late,
+        )
 
 
 class SessionWindowedKStream(_WindowedBase):
     __slots__ = ("_emit", "_grouped", "_windows")
 
-    def __init__(self, grouped: KGroupedStream, windows: SessionWindows,
-                 emit: _Emit | None = None) -> None:
+    def __init__(
+        self, grouped: KGroupedStream, windows: SessionWindows, emit: _Emit | None = None
+    ) -> None:
         self._grouped = grouped
         self._windows = windows
         self._emit = emit or _Emit()
@@ -162,20 +237,35 @@ class SessionWindowedKStream(_WindowedBase):
             self._grouped, self._windows, _Emit(True, suppressed.idle_close_ms)
         )
 
-    def _aggregate(self, prefix: str, fold: Fold, materialized: Materialized | None,
-                   value_serde: Any, name: str | None, on_late: LateCallback | None) -> KTable:
+    def _aggregate(
+        self,
+        prefix: str,
+        fold: Fold,
+        materialized: Materialized | None,
+        value_serde: Any,
+        name: str | None,
+        on_late: LateCallback | None,
+    ) -> KTable:
         windows = self._windows
         store = self._store(prefix, materialized, value_serde)
         spec = self._spec(store, fold, on_late)
         minimum = windows.gap_ms + windows.grace_ms + 1
         retention = store._retention(windows.default_retention(), minimum)
         node = self._node(
-            prefix, name, store, (store.session_store(retention, minimum),),
+            prefix,
+            name,
+            store,
+            (store.session_store(retention, minimum),),
             lambda n: SessionWindowAggregate(n, spec, windows, retention),
         )
         return KTable(
-            self._grouped.builder, node, SessionWindowedSerde(store.key_serde),
-            store.value_serde, store_name=store.store_name, windows=windows, origin=node,
+            self._grouped.builder,
+            node,
+            SessionWindowedSerde(store.key_serde),
+            store.value_serde,
+            store_name=store.store_name,
+            windows=windows,
+            origin=node,
         )
 
     def aggregate(
@@ -189,8 +279,14 @@ class SessionWindowedKStream(_WindowedBase):
         on_late: LateCallback | None = None,
     ) -> KTable:
         """``merger(key, left, right)`` combines the aggregates of sessions a record joins."""
-        return self._aggregate("KSTREAM-AGGREGATE-", AggregateFold(initializer, aggregator, merger),
-                               materialized, None, name, on_late)
+        return self._aggregate(
+            "KSTREAM-AGGREGATE-",
+            AggregateFold(initializer, aggregator, merger),
+            materialized,
+            None,
+            name,
+            on_late,
+        )
 
 
 def _retain_duplicates(builder: Any) -> Any:

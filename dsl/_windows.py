@@ -70,7 +70,9 @@ class TimeWindows:
     def advance_by(self, advance: int | timedelta) -> TimeWindows:
         ms = to_ms(advance, "window advance")
         if not 0 < ms <= self.size_ms:
-            raise TopologyBuildError(f"advance must be in (0, size], got {ms} for size {self.size_ms}")
+            raise TopologyBuildError(
+                f"advance must be in (0, size], got {ms} for size {self.size_ms}"
+            )
         return dataclasses.replace(self, advance_ms=ms)
 
     def grace(self, grace: int | timedelta) -> TimeWindows:

@@ -27,8 +27,12 @@ PROFILES, CLICKS, ENRICHED = "user-profiles", "clicks", "enriched-clicks"
 
 def enrich(user: str, click: dict[str, Any], profile: dict[str, Any] | None) -> dict[str, Any]:
     profile = profile or {}
-    return {"user": user, "page": click["page"], "name": profile.get("name"),
-            "country": profile.get("country")}
+    return {
+        "user": user,
+        "page": click["page"],
+        "name": profile.get("name"),
+        "country": profile.get("country"),
+    }
 
 
 def build(builder: StreamsBuilder | None = None) -> StreamsBuilder:
@@ -38,7 +42,9 @@ def build(builder: StreamsBuilder | None = None) -> StreamsBuilder:
     (
         builder.stream(CLICKS, key_serde=string, value_serde=json)
         .select_key(lambda session, click: click["user"])
-        .left_join(profiles, enrich, with_key=True, key_serde=string, value_serde=json, name="enrich")
+        .left_join(
+            profiles, enrich, with_key=True, key_serde=string, value_serde=json, name="enrich"
+        )
         .to(ENRICHED, key_serde=string, value_serde=json)
     )
     return builder
@@ -48,7 +54,10 @@ def build_topology() -> Topology:
     return build().build()
 
 
-SAMPLE_PROFILES = [("ann", {"name": "Ann", "country": "NO"}), ("bob", {"name": "Bob", "country": "IT"})]
+SAMPLE_PROFILES = [
+    ("ann", {"name": "Ann", "country": "NO"}),
+    ("bob", {"name": "Bob", "country": "IT"}),
+]
 SAMPLE_CLICKS = [
     ("s-1", {"user": "ann", "page": "/home"}),
     ("s-2", {"user": "bob", "page": "/cart"}),
@@ -58,8 +67,12 @@ SAMPLE_CLICKS = [
 
 def main() -> None:
     with TopologyTestDriver(build_topology(), {"application_id": "clicks"}) as driver:
-        driver.create_input_topic(PROFILES, Serdes.string(), Serdes.json()).pipe_key_value_list(SAMPLE_PROFILES)
-        driver.create_input_topic(CLICKS, Serdes.string(), Serdes.json()).pipe_key_value_list(SAMPLE_CLICKS)
+        driver.create_input_topic(PROFILES, Serdes.string(), Serdes.json()).pipe_key_value_list(
+            SAMPLE_PROFILES
+        )
+        driver.create_input_topic(CLICKS, Serdes.string(), Serdes.json()).pipe_key_value_list(
+            SAMPLE_CLICKS
+        )
         output = driver.create_output_topic(ENRICHED, Serdes.string(), Serdes.json())
         for user, click in output.read_key_values_to_list():
             print(f"{ENRICHED}: {user} {click}")

@@ -78,9 +78,9 @@ def build_topology() -> Topology:
     )
     out = Serdes.model(EnrichedReading)
     enriched.to(ENRICHED, value_serde=out, name="enriched-sink")
-    enriched.filter(
-        lambda sensor, r: r.celsius > ALERT_ABOVE_C[r.site], name="too-hot"
-    ).to(ALERTS, value_serde=out, name="alerts-sink")
+    enriched.filter(lambda sensor, r: r.celsius > ALERT_ABOVE_C[r.site], name="too-hot").to(
+        ALERTS, value_serde=out, name="alerts-sink"
+    )
     return builder.build()
 
 
@@ -98,7 +98,9 @@ def main() -> None:
     with TopologyTestDriver(build_topology(), {"application_id": "iot"}) as driver:
         driver.create_input_topic(READINGS, Serdes.string(), Serdes.bytes()).pipe_records(SAMPLE)
         for topic in (ENRICHED, ALERTS):
-            output = driver.create_output_topic(topic, Serdes.string(), Serdes.model(EnrichedReading))
+            output = driver.create_output_topic(
+                topic, Serdes.string(), Serdes.model(EnrichedReading)
+            )
             for key, value in output.read_key_values_to_list():
                 print(f"{topic}: {key} {value.model_dump()}")
         for record in driver.create_output_topic(DEAD_LETTERS).read_records_to_list():

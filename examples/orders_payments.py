@@ -29,12 +29,19 @@ MINUTE = 60_000
 WINDOWS = JoinWindows.of_time_difference(10 * MINUTE).before(MINUTE).grace(30_000)
 
 
-def order_status(order_id: str, order: dict[str, Any], payment: dict[str, Any] | None) -> dict[str, Any]:
+def order_status(
+    order_id: str, order: dict[str, Any], payment: dict[str, Any] | None
+) -> dict[str, Any]:
     if payment is None:
         status = "unpaid"
     else:
         status = "paid" if payment["amount"] >= order["amount"] else "short"
-    return {"order": order_id, "customer": order["customer"], "amount": order["amount"], "status": status}
+    return {
+        "order": order_id,
+        "customer": order["customer"],
+        "amount": order["amount"],
+        "status": status,
+    }
 
 
 def build(builder: StreamsBuilder | None = None) -> StreamsBuilder:
@@ -68,11 +75,15 @@ SAMPLE_PAYMENTS = [
 
 def main() -> None:
     with TopologyTestDriver(build_topology(), {"application_id": "orders"}) as driver:
-        driver.create_input_topic(ORDERS, Serdes.string(), Serdes.json()).pipe_records(SAMPLE_ORDERS)
+        driver.create_input_topic(ORDERS, Serdes.string(), Serdes.json()).pipe_records(
+            SAMPLE_ORDERS
+        )
         payments = driver.create_input_topic(PAYMENTS, Serdes.string(), Serdes.json())
         for payment in SAMPLE_PAYMENTS:
             payments.pipe_input(payment)
-        for key, status in driver.create_output_topic(STATUS, Serdes.string(), Serdes.json()).read_key_values_to_list():
+        for key, status in driver.create_output_topic(
+            STATUS, Serdes.string(), Serdes.json()
+        ).read_key_values_to_list():
             print(f"{STATUS}: {key} {status}")
 
 

@@ -70,7 +70,9 @@ SAMPLE = [
 
 def main() -> None:
     builder = build()
-    with TopologyTestDriver(builder.build(), {"application_id": "page-views"}, initial_wall_clock=T0) as driver:
+    with TopologyTestDriver(
+        builder.build(), {"application_id": "page-views"}, initial_wall_clock=T0
+    ) as driver:
         driver.create_input_topic(VIEWS, Serdes.string(), Serdes.json()).pipe_records(SAMPLE)
         driver.advance_wall_clock_time(60_000)  # the stream goes quiet: the last minute closes
         output = driver.create_output_topic(PER_MINUTE, Serdes.string(), Serdes.json())

@@ -32,7 +32,9 @@ def apply_payment(account: str, amount: str, balance: str) -> str:
     return f"{int(total) + int(amount)},{int(count) + 1}"
 
 
-def build(builder: StreamsBuilder | None = None, source: str = PAYMENTS, sink: str = BALANCES) -> StreamsBuilder:
+def build(
+    builder: StreamsBuilder | None = None, source: str = PAYMENTS, sink: str = BALANCES
+) -> StreamsBuilder:
     builder = builder or StreamsBuilder()
     string = Serdes.string()
     (

@@ -63,8 +63,9 @@ def sample_views(n: int, minutes: int = 10, seed: int = 7) -> list[TestRecord]:
 
 def windowed_counts(views: list[TestRecord]) -> list[tuple[str, dict[str, Any]]]:
     """Step 1: the page_views topology's final per-minute counts for ``views``."""
-    with TopologyTestDriver(build().build(), {"application_id": "page-views"},
-                            initial_wall_clock=T0) as driver:
+    with TopologyTestDriver(
+        build().build(), {"application_id": "page-views"}, initial_wall_clock=T0
+    ) as driver:
         driver.create_input_topic(VIEWS, Serdes.string(), Serdes.json()).pipe_records(views)
         driver.advance_wall_clock_time(120_000)  # the stream goes quiet: the last minute closes
         out = driver.create_output_topic(PER_MINUTE, Serdes.string(), Serdes.json())
@@ -108,29 +109,48 @@ def publish_views(bootstrap: str, views: list[TestRecord]) -> None:
 
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5})
     for view in views:
-        producer.produce(VIEWS, key=view.key.encode(), value=json.dumps(view.value).encode(),
-                         timestamp=_stamp(view))
+        producer.produce(
+            VIEWS,
+            key=view.key.encode(),
+            value=json.dumps(view.value).encode(),
+            timestamp=_stamp(view),
+        )
     closer = (max(_minute_of(v) for v in views) + 1) * 60_000 + GRACE_MS + 1_000
     for page in PAGES:
-        producer.produce(VIEWS, key=b"closer", timestamp=closer,
-                         value=json.dumps({"page": page, "user": "closer"}).encode())
+        producer.produce(
+            VIEWS,
+            key=b"closer",
+            timestamp=closer,
+            value=json.dumps({"page": page, "user": "closer"}).encode(),
+        )
     if producer.flush(30):
         raise RuntimeError("the views were not all acknowledged")
 
 
-async def count_as_a_service(bootstrap: str, state_dir: str, finals: int,
-                             within: float = 120) -> int:
+async def count_as_a_service(
+    bootstrap: str, state_dir: str, finals: int, within: float = 120
+) -> int:
     """Step 2: run the topology as a service until ``finals`` counts are on the topic."""
     from aiokafka import AIOKafkaConsumer
 
     from headrace import App
 
-    app = App(f"page-views-handoff-{uuid.uuid4().hex[:6]}", build_topology,
-              bootstrap_servers=bootstrap, state_dir=state_dir, commit_interval_ms=200,
-              http_port=0, log_level="WARNING")
+    app = App(
+        f"page-views-handoff-{uuid.uuid4().hex[:6]}",
+        build_topology,
+        bootstrap_servers=bootstrap,
+        state_dir=state_dir,
+        commit_interval_ms=200,
+        http_port=0,
+        log_level="WARNING",
+    )
     await app.start()
-    consumer = AIOKafkaConsumer(PER_MINUTE, bootstrap_servers=bootstrap,
-                                auto_offset_reset="earliest", enable_auto_commit=False)
+    consumer = AIOKafkaConsumer(
+        PER_MINUTE,
+        bootstrap_servers=bootstrap,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+    )
     await consumer.start()
     seen = 0
     try:
@@ -162,15 +182,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"[topic]   {len(views)} views on {VIEWS}")
     with tempfile.TemporaryDirectory(prefix="handoff-state-") as state_dir:
         counted = asyncio.run(count_as_a_service(args.bootstrap_servers, state_dir, finals))
-    print(f"[streams] {len(views)} views -> {counted} final (page, minute) counts"
-          f" on {PER_MINUTE}")
+    print(f"[streams] {len(views)} views -> {counted} final (page, minute) counts on {PER_MINUTE}")
 
-    first = export_topic(args.bootstrap_servers, PER_MINUTE, args.delta_path,
-                         value_format="json")
-    again = export_topic(args.bootstrap_servers, PER_MINUTE, args.delta_path,
-                         value_format="json")
-    print(f"[delta]   exported {first.records} rows in {first.commits} commit(s);"
-          f" rerun exported {again.records}")
+    first = export_topic(args.bootstrap_servers, PER_MINUTE, args.delta_path, value_format="json")
+    again = export_topic(args.bootstrap_servers, PER_MINUTE, args.delta_path, value_format="json")
+    print(
+        f"[delta]   exported {first.records} rows in {first.commits} commit(s);"
+        f" rerun exported {again.records}"
+    )
 
     spark = spark_session("headrace-handoff")
     spark.sparkContext.setLogLevel("ERROR")
@@ -182,8 +201,10 @@ def main(argv: list[str] | None = None) -> int:
         print(render_table(report.columns, [tuple(r) for r in rows]))
         total = sum(r.views for r in rows)
         ok = {r.page: r.views for r in rows} == dict(expected)
-        print(f"[check]   {total} views in the report; matches the {len(views)} views"
-              f" counted directly: {ok}")
+        print(
+            f"[check]   {total} views in the report; matches the {len(views)} views"
+            f" counted directly: {ok}"
+        )
     finally:
         spark.stop()
     return 0 if ok else 1

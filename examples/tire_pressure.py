@@ -95,7 +95,9 @@ SAMPLE = [
 def main() -> None:
     with TopologyTestDriver(build_topology(), {"application_id": "tires"}) as driver:
         driver.create_input_topic(READINGS, Serdes.string(), Serdes.json()).pipe_records(SAMPLE)
-        for tire, alert in driver.create_output_topic(ALERTS, Serdes.string(), Serdes.json()).read_key_values_to_list():
+        for tire, alert in driver.create_output_topic(
+            ALERTS, Serdes.string(), Serdes.json()
+        ).read_key_values_to_list():
             print(f"{ALERTS}: {tire} {alert['status']} at {alert['psi']} psi")
         store = driver.get_key_value_store(STATUS_STORE)
         for tire, state in store.all():

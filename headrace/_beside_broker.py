@@ -27,20 +27,28 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
     broker = subparsers.choices.get("broker")
     if broker is None:
         return
-    broker.add_argument("--console-listen", metavar="HOST:PORT",
-                        help="also serve the web console here (read-only), for this broker")
-    broker.add_argument("--schema-registry-listen", metavar="HOST:PORT",
-                        help="also run the schema registry here, stored in this broker")
+    broker.add_argument(
+        "--console-listen",
+        metavar="HOST:PORT",
+        help="also serve the web console here (read-only), for this broker",
+    )
+    broker.add_argument(
+        "--schema-registry-listen",
+        metavar="HOST:PORT",
+        help="also run the schema registry here, stored in this broker",
+    )
     from headrace.schema_registry._commands import add_registry_options
 
     add_registry_options(broker)
     run_broker: Callable[[argparse.Namespace], int] = broker.get_default("handler")
     broker.set_defaults(
-        handler=lambda args: _with_registry(lambda a: _with_console(run_broker, a), args))
+        handler=lambda args: _with_registry(lambda a: _with_console(run_broker, a), args)
+    )
 
 
-def _with_registry(run_broker: Callable[[argparse.Namespace], int],
-                   args: argparse.Namespace) -> int:
+def _with_registry(
+    run_broker: Callable[[argparse.Namespace], int], args: argparse.Namespace
+) -> int:
     if not args.schema_registry_listen:
         return run_broker(args)
     from headrace._registry_thread import RegistryThread

@@ -51,24 +51,40 @@ PARTITIONS = 3
 
 def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
     demo = subparsers.add_parser("demo", help="run the main job on the embedded broker")
-    demo.add_argument("--bootstrap-servers", default=None,
-                      help="use this broker instead of starting the built-in one")
+    demo.add_argument(
+        "--bootstrap-servers",
+        default=None,
+        help="use this broker instead of starting the built-in one",
+    )
     demo.add_argument("--events", type=int, default=10_000, help="page views to generate")
     demo.add_argument("--minutes", type=int, default=5, help="minutes of event time")
-    demo.add_argument("--pause", type=float, default=0.6,
-                      help="seconds between generated minutes, so results show live")
-    demo.add_argument("--no-spark", action="store_true",
-                      help="skip the hand-off to Delta Lake and the Spark SQL report")
-    demo.add_argument("--console-listen", default="127.0.0.1:0", metavar="HOST:PORT",
-                      help="where the web console serves while the demo runs "
-                           "(default: a free port on loopback; 'off' for none)")
+    demo.add_argument(
+        "--pause",
+        type=float,
+        default=0.6,
+        help="seconds between generated minutes, so results show live",
+    )
+    demo.add_argument(
+        "--no-spark",
+        action="store_true",
+        help="skip the hand-off to Delta Lake and the Spark SQL report",
+    )
+    demo.add_argument(
+        "--console-listen",
+        default="127.0.0.1:0",
+        metavar="HOST:PORT",
+        help="where the web console serves while the demo runs "
+        "(default: a free port on loopback; 'off' for none)",
+    )
     demo.set_defaults(handler=lambda args: asyncio.run(run_demo(args)))
 
 
 # -- events -----------------------------------------------------------------------------
 
 
-def page_views(rng: random.Random, start: int, minute: int, n: int) -> list[tuple[str, dict[str, str], int]]:
+def page_views(
+    rng: random.Random, start: int, minute: int, n: int
+) -> list[tuple[str, dict[str, str], int]]:
     """``n`` views in ``minute``, each up to 5 s out of order (well inside the grace)."""
     users = [f"user-{i}" for i in range(300)]
     step = MINUTE / n
@@ -92,8 +108,11 @@ def readings(rng: random.Random, n: int) -> list[tuple[str, bytes]]:
         elif roll < 0.06:
             body = {"sensor_id": sensor, "celsius": 412.0, "humidity": 50}  # a broken probe
         else:
-            body = {"sensor_id": sensor, "celsius": round(rng.gauss(20, 12), 1),
-                    "humidity": round(rng.uniform(20, 90), 1)}
+            body = {
+                "sensor_id": sensor,
+                "celsius": round(rng.gauss(20, 12), 1),
+                "humidity": round(rng.uniform(20, 90), 1),
+            }
         out.append((sensor, json.dumps(body).encode()))
     return out
 
@@ -139,8 +158,12 @@ async def _broker(bootstrap: str | None) -> AsyncIterator[str]:
     from headrace.schema_registry import SchemaRegistryServer
 
     with tempfile.TemporaryDirectory(prefix="headrace-demo-") as data_dir:
-        async with Broker(Path(data_dir) / "broker", port=0, num_partitions=PARTITIONS,
-                          group_initial_rebalance_delay_ms=0) as broker:
+        async with Broker(
+            Path(data_dir) / "broker",
+            port=0,
+            num_partitions=PARTITIONS,
+            group_initial_rebalance_delay_ms=0,
+        ) as broker:
             print(f"[broker]   built-in broker on {broker.bootstrap_servers} (data: {data_dir})")
             # The registry beside it, as `headrace broker --schema-registry-listen` runs it.
             async with SchemaRegistryServer(broker.bootstrap_servers, port=0) as registry:
@@ -181,7 +204,9 @@ async def _start_group_at(bootstrap: str, group: str, ends: dict[Any, int]) -> N
     """Commit ``ends`` for ``group`` before its first member joins: it starts there."""
     from aiokafka import AIOKafkaConsumer
 
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False)
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False
+    )
     await consumer.start()
     try:
         consumer.assign(list(ends))
@@ -203,7 +228,12 @@ async def run_demo(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.ERROR, format="[log]      %(name)s: %(message)s")
     started = time.monotonic()
     run_id = uuid.uuid4().hex[:6]
-    outputs = [views_app.PER_MINUTE, iot_sensors.ENRICHED, iot_sensors.ALERTS, iot_sensors.DEAD_LETTERS]
+    outputs = [
+        views_app.PER_MINUTE,
+        iot_sensors.ENRICHED,
+        iot_sensors.ALERTS,
+        iot_sensors.DEAD_LETTERS,
+    ]
     inputs = [views_app.VIEWS, iot_sensors.READINGS]
     async with _broker(args.bootstrap_servers) as bootstrap:
         ends = await _end_offsets(bootstrap, await _ensure_topics(bootstrap, inputs + outputs))
@@ -215,9 +245,18 @@ async def run_demo(args: argparse.Namespace) -> int:
                 ("iot", iot_sensors.build_topology, iot_sensors.READINGS),
             ):
                 app_id = f"demo-{name}-{run_id}"
-                await _start_group_at(bootstrap, app_id, {tp: o for tp, o in ends.items() if tp.topic == source})
-                app = App(app_id, topology, bootstrap_servers=bootstrap, state_dir=state_dir,
-                          commit_interval_ms=200, http_port=0, log_level="WARNING")
+                await _start_group_at(
+                    bootstrap, app_id, {tp: o for tp, o in ends.items() if tp.topic == source}
+                )
+                app = App(
+                    app_id,
+                    topology,
+                    bootstrap_servers=bootstrap,
+                    state_dir=state_dir,
+                    commit_interval_ms=200,
+                    http_port=0,
+                    log_level="WARNING",
+                )
                 await app.start()
                 apps.append(app)
                 print(f"[service]  {app_id} running ({name} topology), http://{app.host}/health")
@@ -233,11 +272,17 @@ async def run_demo(args: argparse.Namespace) -> int:
             if ok and not args.no_spark:
                 from ._handoff import hand_off
 
-                start = {tp.partition: o for tp, o in ends.items()
-                         if tp.topic == views_app.PER_MINUTE}
-                ok = await asyncio.to_thread(hand_off, bootstrap, views_app.PER_MINUTE, start,
-                                             str(Path(state_dir) / "delta" / "page_views"),
-                                             views)
+                start = {
+                    tp.partition: o for tp, o in ends.items() if tp.topic == views_app.PER_MINUTE
+                }
+                ok = await asyncio.to_thread(
+                    hand_off,
+                    bootstrap,
+                    views_app.PER_MINUTE,
+                    start,
+                    str(Path(state_dir) / "delta" / "page_views"),
+                    views,
+                )
     took = time.monotonic() - started
     print(f"[done]     {'all results match' if ok else 'RESULTS DO NOT MATCH'} ({took:.1f} s)")
     return 0 if ok else 1
@@ -252,7 +297,9 @@ async def _start_console(listen: str, bootstrap: str, apps: list[Any]) -> Any:
 
     console = Console(bootstrap, apps=[f"http://{app.host}" for app in apps])
     await console.start(*parse_listen(listen))
-    print(f"[console]  http://{console.address} (topics, groups, the services and their topologies)")
+    print(
+        f"[console]  http://{console.address} (topics, groups, the services and their topologies)"
+    )
     return console
 
 
@@ -268,8 +315,9 @@ async def _wait_running(apps: list[Any], within: float = 30) -> None:
     raise RuntimeError("the example services did not get their partitions in time")
 
 
-async def _generate_and_watch(args: argparse.Namespace, bootstrap: str, ends: dict[Any, int],
-                              apps: list[Any]) -> tuple[bool, dict[tuple[str, str], int]]:
+async def _generate_and_watch(
+    args: argparse.Namespace, bootstrap: str, ends: dict[Any, int], apps: list[Any]
+) -> tuple[bool, dict[tuple[str, str], int]]:
     from aiokafka import AIOKafkaProducer
 
     from headrace.examples import iot_sensors
@@ -289,21 +337,28 @@ async def _generate_and_watch(args: argparse.Namespace, bootstrap: str, ends: di
             batch = page_views(rng, start, minute, per_minute)
             for user, view, ts in batch:
                 expected_views[(view["page"], (ts - start) // MINUTE)] += 1
-                await producer.send(views_app.VIEWS, json.dumps(view).encode(), key=user.encode(),
-                                     timestamp_ms=ts)
+                await producer.send(
+                    views_app.VIEWS, json.dumps(view).encode(), key=user.encode(), timestamp_ms=ts
+                )
             sensors = readings(rng, 60)
             generated.extend(sensors)
             for sensor, raw in sensors:
                 await producer.send(iot_sensors.READINGS, raw, key=sensor.encode())
             await producer.flush()
-            print(f"[generate] minute {minute + 1}/{args.minutes}: {len(batch)} page views,"
-                  f" {len(sensors)} sensor readings")
+            print(
+                f"[generate] minute {minute + 1}/{args.minutes}: {len(batch)} page views,"
+                f" {len(sensors)} sensor readings"
+            )
             await asyncio.sleep(args.pause)
         # One view per page past the last minute's grace closes that minute everywhere.
         close_at = start + args.minutes * MINUTE + GRACE_MS + 1_000
         for page in PAGES:
-            await producer.send(views_app.VIEWS, json.dumps({"page": page, "user": "closer"}).encode(),
-                                 key=b"closer", timestamp_ms=close_at)
+            await producer.send(
+                views_app.VIEWS,
+                json.dumps({"page": page, "user": "closer"}).encode(),
+                key=b"closer",
+                timestamp_ms=close_at,
+            )
         await producer.flush()
     finally:
         await producer.stop()
@@ -336,8 +391,11 @@ class _Watcher:
 
         consumer = AIOKafkaConsumer(bootstrap_servers=self.bootstrap, enable_auto_commit=False)
         await consumer.start()
-        names = {iot_sensors.ENRICHED: "enriched", iot_sensors.ALERTS: "alerts",
-                 iot_sensors.DEAD_LETTERS: "dead-lettered"}
+        names = {
+            iot_sensors.ENRICHED: "enriched",
+            iot_sensors.ALERTS: "alerts",
+            iot_sensors.DEAD_LETTERS: "dead-lettered",
+        }
         try:
             mine = [tp for tp in self.ends if tp.topic in names or tp.topic == views_app.PER_MINUTE]
             consumer.assign(mine)
@@ -352,8 +410,10 @@ class _Watcher:
                         self.iot[names[tp.topic]] += len(records)
                         if tp.topic == iot_sensors.ALERTS:
                             alerts = [json.loads(r.value) for r in records]
-                            shown = ", ".join(f"{a['sensor_id']} ({a['site']}) {a['celsius']} C"
-                                              for a in alerts[:3])
+                            shown = ", ".join(
+                                f"{a['sensor_id']} ({a['site']}) {a['celsius']} C"
+                                for a in alerts[:3]
+                            )
                             more = f" and {len(alerts) - 3} more" if len(alerts) > 3 else ""
                             print(f"[alerts]   {shown}{more}")
                 if batches:
@@ -369,12 +429,15 @@ class _Watcher:
         for minute, pages in sorted(by_minute.items()):
             print(f"[views]    minute {minute} UTC closed: {', '.join(sorted(pages))}")
 
-    async def wait_for(self, views: dict[tuple[str, str], int], iot: Counter[str], within: float) -> bool:
+    async def wait_for(
+        self, views: dict[tuple[str, str], int], iot: Counter[str], within: float
+    ) -> bool:
         deadline = time.monotonic() + within
         while time.monotonic() < deadline:
             counted = all(self.minute_counts.get(key) == n for key, n in views.items())
-            if counted and all(self.iot[k] == iot[k]
-                                                   for k in ("enriched", "alerts", "dead-lettered")):
+            if counted and all(
+                self.iot[k] == iot[k] for k in ("enriched", "alerts", "dead-lettered")
+            ):
                 return True
             self._changed.clear()
             with contextlib.suppress(asyncio.TimeoutError):
@@ -382,20 +445,28 @@ class _Watcher:
         return False
 
 
-def _summary(watcher: _Watcher, views: dict[tuple[str, str], int], iot: Counter[str], apps: list[Any]) -> None:
+def _summary(
+    watcher: _Watcher, views: dict[tuple[str, str], int], iot: Counter[str], apps: list[Any]
+) -> None:
     total = sum(views.values())
     counted = sum(n for key, n in watcher.minute_counts.items() if key in views)
     closed = [key for key in watcher.minute_counts if key in views]
-    print(f"[result]   page views: {counted} of {total} counted, in {len(closed)} of {len(views)}"
-          f" page-minutes")
+    print(
+        f"[result]   page views: {counted} of {total} counted, in {len(closed)} of {len(views)}"
+        f" page-minutes"
+    )
     for page in PAGES:
         n = sum(n for (p, m), n in watcher.minute_counts.items() if p == page and (p, m) in views)
         print(f"             {page:<9} {n:>6}")
-    print(f"[result]   sensor readings: {watcher.iot['enriched']} enriched (expected {iot['enriched']}),"
-          f" {watcher.iot['alerts']} alerts ({iot['alerts']}),"
-          f" {watcher.iot['dead-lettered']} dead-lettered ({iot['dead-lettered']}),"
-          f" {iot['implausible']} implausible dropped")
+    print(
+        f"[result]   sensor readings: {watcher.iot['enriched']} enriched (expected {iot['enriched']}),"
+        f" {watcher.iot['alerts']} alerts ({iot['alerts']}),"
+        f" {watcher.iot['dead-lettered']} dead-lettered ({iot['dead-lettered']}),"
+        f" {iot['implausible']} implausible dropped"
+    )
     for app in apps:
         s = app.status()
-        print(f"[service]  {s['application_id']}: consumed {s['consumed']}, produced {s['produced']},"
-              f" tasks {','.join(s['tasks'])}")
+        print(
+            f"[service]  {s['application_id']}: consumed {s['consumed']}, produced {s['produced']},"
+            f" tasks {','.join(s['tasks'])}"
+        )

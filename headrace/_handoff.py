@@ -31,8 +31,13 @@ REPORT = """
 """
 
 
-def hand_off(bootstrap: str, topic: str, start_offsets: Mapping[int, int], delta_path: str,
-             expected: Mapping[tuple[str, str], int]) -> bool:
+def hand_off(
+    bootstrap: str,
+    topic: str,
+    start_offsets: Mapping[int, int],
+    delta_path: str,
+    expected: Mapping[tuple[str, str], int],
+) -> bool:
     """Run the three steps; True when Spark's totals equal ``expected`` per page."""
     try:
         from headrace.spark_bridge import export_topic, register_delta_tables, spark_session
@@ -44,8 +49,10 @@ def hand_off(bootstrap: str, topic: str, start_offsets: Mapping[int, int], delta
     starting = json.dumps({topic: {str(p): o for p, o in start_offsets.items()}})
     first = export_topic(bootstrap, topic, delta_path, starting=starting, value_format="json")
     again = export_topic(bootstrap, topic, delta_path, starting=starting, value_format="json")
-    print(f"[delta]    {first.records} per-minute counts exported to {delta_path}"
-          f" in {first.commits} commit(s); a rerun exported {again.records}")
+    print(
+        f"[delta]    {first.records} per-minute counts exported to {delta_path}"
+        f" in {first.commits} commit(s); a rerun exported {again.records}"
+    )
 
     spark = spark_session("headrace-demo")
     spark.sparkContext.setLogLevel("ERROR")
@@ -57,9 +64,12 @@ def hand_off(bootstrap: str, topic: str, start_offsets: Mapping[int, int], delta
     finally:
         spark.stop()
     print("[spark]    SQL over the Delta table: views per page")
-    print("\n".join("           " + line
-                    for line in render_table(report.columns, [tuple(r) for r in rows])
-                    .splitlines()))
+    print(
+        "\n".join(
+            "           " + line
+            for line in render_table(report.columns, [tuple(r) for r in rows]).splitlines()
+        )
+    )
     per_page: Counter[str] = Counter()
     for (page, _minute), n in expected.items():
         per_page[page] += n

@@ -29,7 +29,9 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
     from headrace.log_broker import _cli_formats as formats
 
     for name, help_text in REGISTRY_FORMATS.items():
-        formats.FORMATS[name] = formats.Format(name, help_text, _encoder(name), _decoder(name), _json_text)
+        formats.FORMATS[name] = formats.Format(
+            name, help_text, _encoder(name), _decoder(name), _json_text
+        )
     for command_name in ("produce", "consume"):
         command = subparsers.choices.get(command_name)
         if command is None:
@@ -37,16 +39,23 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
         for action in command._actions:  # argparse keeps an option's choices only here
             if action.dest == "value_format" and action.choices is not None:
                 # the table is module state: a parser built again already offers them
-                action.choices = [*action.choices, *(f for f in REGISTRY_FORMATS if f not in action.choices)]
+                action.choices = [
+                    *action.choices,
+                    *(f for f in REGISTRY_FORMATS if f not in action.choices),
+                ]
         command.add_argument(
-            "--schema-registry-url", metavar="URL",
+            "--schema-registry-url",
+            metavar="URL",
             default=os.environ.get("HEADRACE_SCHEMA_REGISTRY_URL", DEFAULT_REGISTRY),
             help="schema registry of the avro, protobuf and json-schema formats "
-                 "(default $HEADRACE_SCHEMA_REGISTRY_URL or %(default)s)")
+            "(default $HEADRACE_SCHEMA_REGISTRY_URL or %(default)s)",
+        )
         if command_name == "produce":
-            command.add_argument("--value-schema-file", metavar="FILE",
-                                 help="the value schema of a registry format (Avro or JSON Schema "
-                                      "JSON, or .proto)")
+            command.add_argument(
+                "--value-schema-file",
+                metavar="FILE",
+                help="the value schema of a registry format (Avro or JSON Schema JSON, or .proto)",
+            )
 
 
 def _encoder(fmt: str) -> Any:
@@ -54,12 +63,15 @@ def _encoder(fmt: str) -> Any:
         from headrace.log_broker._cli_formats import FormatError
 
         if target.is_key:
-            raise FormatError(f"{fmt} is a value format here; keys take string, json, long or base64")
+            raise FormatError(
+                f"{fmt} is a value format here; keys take string, json, long or base64"
+            )
         schema_file = getattr(target.args, "value_schema_file", None)
         if not schema_file:
             raise FormatError(f"--value-format {fmt} needs --value-schema-file")
-        encode = _serde(fmt, Path(schema_file).read_text(), target.args.schema_registry_url
-                        ).serializer_for(target.topic)
+        encode = _serde(
+            fmt, Path(schema_file).read_text(), target.args.schema_registry_url
+        ).serializer_for(target.topic)
 
         def encode_line(line: str) -> bytes:
             try:

@@ -43,8 +43,10 @@ def _broker_options() -> argparse.ArgumentParser:
         help="broker(s) to talk to (default: $HEADRACE_BOOTSTRAP_SERVERS or %(default)s)",
     )
     parent.add_argument(
-        "--command-config", metavar="FILE",
-        help="Kafka client properties: security.protocol, sasl.*, ssl.* (as Kafka's tools)")
+        "--command-config",
+        metavar="FILE",
+        help="Kafka client properties: security.protocol, sasl.*, ssl.* (as Kafka's tools)",
+    )
     return parent
 
 

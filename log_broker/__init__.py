@@ -1,7 +1,7 @@
 """The built-in broker: speaks the Kafka wire protocol over asyncio TCP.
 
-    async with Broker(data_dir) as broker:   # port 0 (default) picks a free port
-        print(broker.bootstrap_servers)
+async with Broker(data_dir) as broker:   # port 0 (default) picks a free port
+    print(broker.bootstrap_servers)
 """
 
 from ._broker import Broker as Broker

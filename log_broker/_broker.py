@@ -68,12 +68,15 @@ def _with_limits(config: BrokerConfig) -> BrokerConfig:
 
 
 class Broker:
-    def __init__(self, data_dir: str | Path, *, host: str = "127.0.0.1", port: int = 0,
-                 **settings: Any) -> None:
+    def __init__(
+        self, data_dir: str | Path, *, host: str = "127.0.0.1", port: int = 0, **settings: Any
+    ) -> None:
         self._config = _with_limits(
-            BrokerConfig(data_dir=Path(data_dir), host=host, port=port, **settings))
+            BrokerConfig(data_dir=Path(data_dir), host=host, port=port, **settings)
+        )
         self._limiter = ConnectionLimiter(
-            self._config.max_connections or 0, self._config.max_connections_per_ip or 0)
+            self._config.max_connections or 0, self._config.max_connections_per_ip or 0
+        )
         self._rate_limited = RateLimitedLog(log)
         self._servers: list[asyncio.Server] = []
         self._state: BrokerState | None = None
@@ -117,8 +120,11 @@ class Broker:
 
         await asyncio.to_thread(fast_record_walk)
         logs = await asyncio.to_thread(
-            LogManager.open, config.data_dir, num_partitions_default=config.num_partitions,
-            max_partitions=config.max_broker_partitions)
+            LogManager.open,
+            config.data_dir,
+            num_partitions_default=config.num_partitions,
+            max_partitions=config.max_broker_partitions,
+        )
         syncer = GroupSyncer(enabled=config.fsync)
         notifier = AppendNotifier()
         group_config = GroupConfig(
@@ -126,48 +132,73 @@ class Broker:
             min_session_timeout_ms=config.group_min_session_timeout_ms,
             max_session_timeout_ms=config.group_max_session_timeout_ms,
             offsets_topic_partitions=config.offsets_topic_num_partitions,
-            offsets_retention_ms=config.offsets_retention_minutes * 60_000)
+            offsets_retention_ms=config.offsets_retention_minutes * 60_000,
+        )
         try:
             groups = await asyncio.to_thread(
-                GroupService.open, logs, syncer, notifier, group_config)
+                GroupService.open, logs, syncer, notifier, group_config
+            )
             producer_ids = ProducerIdAllocator(config.data_dir / "producer_ids")
             txn = await asyncio.to_thread(
-                TxnService.open, logs, syncer, notifier, groups, producer_ids,
-                max_timeout_ms=config.transaction_max_timeout_ms)
+                TxnService.open,
+                logs,
+                syncer,
+                notifier,
+                groups,
+                producer_ids,
+                max_timeout_ms=config.transaction_max_timeout_ms,
+            )
         except BaseException:
             logs.close()
             raise
         try:
             security = await asyncio.to_thread(
-                BrokerSecurity.open, config.data_dir, config.security,
-                config.bound_listeners())
+                BrokerSecurity.open, config.data_dir, config.security, config.bound_listeners()
+            )
             router = build_router()
-            bound = tuple([await self._listen(listener, security, router)
-                           for listener in config.bound_listeners()])
+            bound = tuple(
+                [
+                    await self._listen(listener, security, router)
+                    for listener in config.bound_listeners()
+                ]
+            )
         except BaseException:
             await self._close_servers()
             logs.close()
             raise
         self._config = dataclasses.replace(
-            config, host=bound[0].host, port=bound[0].port,
-            listeners=bound if config.listeners else ())
+            config,
+            host=bound[0].host,
+            port=bound[0].port,
+            listeners=bound if config.listeners else (),
+        )
         security.warn_about_open_listeners(bound)
         self._state = BrokerState(
-            config=self._config, logs=logs, syncer=syncer,
+            config=self._config,
+            logs=logs,
+            syncer=syncer,
             producer_ids=producer_ids,
-            cluster_id=_cluster_id(config.data_dir), groups=groups, txn=txn, notifier=notifier,
-            security=security)
-        self._state.metrics.watch(self._state, {r.api_key: r.handle.__module__.rsplit(".", 1)[-1]
-                                                for r in router})
+            cluster_id=_cluster_id(config.data_dir),
+            groups=groups,
+            txn=txn,
+            notifier=notifier,
+            security=security,
+        )
+        self._state.metrics.watch(
+            self._state, {r.api_key: r.handle.__module__.rsplit(".", 1)[-1] for r in router}
+        )
         groups.start()
         await txn.start()
         self._maintenance = asyncio.create_task(self._maintain())
-        log.info("broker %d listening on %s (data in %s, fsync %s)", config.node_id,
-                 ", ".join(f"{b.name}://{b.host}:{b.port}" for b in bound),
-                 config.data_dir, "on" if config.fsync else "off")
+        log.info(
+            "broker %d listening on %s (data in %s, fsync %s)",
+            config.node_id,
+            ", ".join(f"{b.name}://{b.host}:{b.port}" for b in bound),
+            config.data_dir,
+            "on" if config.fsync else "off",
+        )
 
-    async def _listen(self, listener: Listener, security: BrokerSecurity,
-                      router: Any) -> Listener:
+    async def _listen(self, listener: Listener, security: BrokerSecurity, router: Any) -> Listener:
         # The listener as bound (port 0 resolved) is what its sessions advertise.
         bound = listener
 
@@ -176,8 +207,12 @@ class Broker:
             return self._serve(Connection(self.state, router, reader, writer, session))
 
         server = await asyncio.start_server(
-            accept, host=listener.host, port=listener.port, limit=2**20,
-            ssl=security.ssl_for(listener))
+            accept,
+            host=listener.host,
+            port=listener.port,
+            limit=2**20,
+            ssl=security.ssl_for(listener),
+        )
         self._servers.append(server)
         port = server.sockets[0].getsockname()[1]
         bound = dataclasses.replace(listener, port=port)
@@ -194,8 +229,9 @@ class Broker:
         host = connection.peer_host
         refused = self._limiter.admit(host)
         if refused is not None:
-            self._rate_limited.log(logging.WARNING, "refused", "refusing a connection from %s: %s",
-                                   host, refused)
+            self._rate_limited.log(
+                logging.WARNING, "refused", "refusing a connection from %s: %s", host, refused
+            )
             connection.close()
             return
         task = asyncio.current_task()
@@ -213,9 +249,11 @@ class Broker:
         # Retention and compaction each on its own interval, both in worker threads.
         logs, config = self.state.logs, self._config
         await asyncio.gather(
-            self._every(config.retention_check_interval_ms, "retention",
-                        lambda: logs.run_retention),
-            self._every(config.log_cleaner_backoff_ms, "compaction", self._compaction))
+            self._every(
+                config.retention_check_interval_ms, "retention", lambda: logs.run_retention
+            ),
+            self._every(config.log_cleaner_backoff_ms, "compaction", self._compaction),
+        )
 
     def _compaction(self) -> Callable[[int], int]:
         # Compaction must stop at each partition's last stable offset. It is read here,
@@ -230,8 +268,9 @@ class Broker:
         stable = {log: t.last_stable_offset() for log, t in states.items()}
         return lambda now_ms: logs.run_compaction(now_ms, stable.get, states.get)
 
-    async def _every(self, interval_ms: int, name: str,
-                     prepare: Callable[[], Callable[[int], int]]) -> None:
+    async def _every(
+        self, interval_ms: int, name: str, prepare: Callable[[], Callable[[int], int]]
+    ) -> None:
         metrics = self.state.metrics
         while True:
             await asyncio.sleep(interval_ms / 1000)
@@ -272,6 +311,10 @@ class Broker:
         await self.start()
         return self
 
-    async def __aexit__(self, exc_type: type[BaseException] | None,
-                        exc: BaseException | None, tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         await self.stop()

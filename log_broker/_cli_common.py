@@ -86,9 +86,14 @@ def run_client(command: Command) -> Callable[[argparse.Namespace], int]:
             return int(asyncio.run(command(args)) or 0)
         except KafkaConnectionError:
             # aiokafka reports a refused login the same way as an unreachable broker.
-            hint = ("is one running, and do --command-config's credentials hold?"
-                    if getattr(args, "command_config", None) else "is one running?")
-            raise ConnectionError(f"cannot reach a broker at {args.bootstrap_servers} ({hint})") from None
+            hint = (
+                "is one running, and do --command-config's credentials hold?"
+                if getattr(args, "command_config", None)
+                else "is one running?"
+            )
+            raise ConnectionError(
+                f"cannot reach a broker at {args.bootstrap_servers} ({hint})"
+            ) from None
         except KafkaError as exc:
             errno = getattr(exc, "errno", None)
             detail = ", ".join(str(a) for a in exc.args if a)

@@ -23,9 +23,13 @@ log = logging.getLogger("headrace.cli")
 
 class LogDirsClient(KioAdmin):
     async def partition_sizes(self, topic: str, partitions: list[int]) -> dict[int, int]:
-        metadata = await self._any(make(MetadataRequest, topics=(), allow_auto_topic_creation=False))
-        request = make(DescribeLogDirsRequest, topics=(
-            make(DescribableLogDirTopic, topic=topic, partitions=tuple(partitions)),))
+        metadata = await self._any(
+            make(MetadataRequest, topics=(), allow_auto_topic_creation=False)
+        )
+        request = make(
+            DescribeLogDirsRequest,
+            topics=(make(DescribableLogDirTopic, topic=topic, partitions=tuple(partitions)),),
+        )
         sizes: dict[int, int] = {}
         for broker in metadata.brokers:
             response = await (await self._connect((broker.host, broker.port))).request(request)
@@ -34,15 +38,20 @@ class LogDirsClient(KioAdmin):
                     continue
                 for entry in result.topics:
                     for p in entry.partitions:
-                        sizes[p.partition_index] = max(sizes.get(p.partition_index, 0), p.partition_size)
+                        sizes[p.partition_index] = max(
+                            sizes.get(p.partition_index, 0), p.partition_size
+                        )
         return sizes
 
 
-async def partition_sizes(args: argparse.Namespace, topic: str, partitions: list[int]) -> dict[int, int] | None:
+async def partition_sizes(
+    args: argparse.Namespace, topic: str, partitions: list[int]
+) -> dict[int, int] | None:
     """Bytes per partition of ``topic``, or None when the cluster does not say."""
     try:
-        async with LogDirsClient(args.bootstrap_servers, security=client_security(args),
-                                 client_id="headrace-topics") as client:
+        async with LogDirsClient(
+            args.bootstrap_servers, security=client_security(args), client_id="headrace-topics"
+        ) as client:
             return await client.partition_sizes(topic, partitions)
     except (OSError, ValueError, EOFError, TimeoutError, DecodeError) as error:  # not offered
         log.debug("no log directory sizes: %s", error)

@@ -195,7 +195,16 @@ async def _describe(args: argparse.Namespace) -> int:
         return 0
     emit(
         args,
-        ("PARTITION", "START OFFSET", "END OFFSET", "RECORDS", "BYTES", "LEADER", "REPLICAS", "ISR"),
+        (
+            "PARTITION",
+            "START OFFSET",
+            "END OFFSET",
+            "RECORDS",
+            "BYTES",
+            "LEADER",
+            "REPLICAS",
+            "ISR",
+        ),
         [
             (
                 r["partition"],

@@ -31,40 +31,65 @@ from .security import register_commands as register_security_commands
 def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
     broker = subparsers.add_parser("broker", help="run the built-in Kafka-protocol broker")
     # Defaults are None so that only flags actually given override --config's file.
-    broker.add_argument("--config", metavar="FILE",
-                        help="server.properties with Kafka's key names (listeners, ssl.*,"
-                             " sasl.enabled.mechanisms, authorizer.class.name, ...)")
+    broker.add_argument(
+        "--config",
+        metavar="FILE",
+        help="server.properties with Kafka's key names (listeners, ssl.*,"
+        " sasl.enabled.mechanisms, authorizer.class.name, ...)",
+    )
     broker.add_argument("--data-dir", help="directory for logs and metadata (log.dirs)")
-    broker.add_argument("--listen", metavar="HOST:PORT",
-                        help="one PLAINTEXT listener (default 127.0.0.1:9092)")
-    broker.add_argument("--fsync", choices=("always", "never"), default="always",
-                        help="fsync before acknowledging acks=1/all produces (default always)")
-    broker.add_argument("--num-partitions", type=int,
-                        help="partitions of auto-created topics (default 1)")
+    broker.add_argument(
+        "--listen", metavar="HOST:PORT", help="one PLAINTEXT listener (default 127.0.0.1:9092)"
+    )
+    broker.add_argument(
+        "--fsync",
+        choices=("always", "never"),
+        default="always",
+        help="fsync before acknowledging acks=1/all produces (default always)",
+    )
+    broker.add_argument(
+        "--num-partitions", type=int, help="partitions of auto-created topics (default 1)"
+    )
     broker.add_argument("--no-auto-create-topics", action="store_true")
     broker.add_argument("--group-initial-rebalance-delay-ms", type=int)
-    broker.add_argument("--log-cleaner-backoff-ms", type=int,
-                        help="pause between log cleaner passes over compacted topics")
+    broker.add_argument(
+        "--log-cleaner-backoff-ms",
+        type=int,
+        help="pause between log cleaner passes over compacted topics",
+    )
     broker.add_argument("--group-min-session-timeout-ms", type=int)
-    broker.add_argument("--transaction-max-timeout-ms", type=int,
-                        help="longest transaction.timeout.ms a producer may ask for")
+    broker.add_argument(
+        "--transaction-max-timeout-ms",
+        type=int,
+        help="longest transaction.timeout.ms a producer may ask for",
+    )
     limits = broker.add_argument_group("limits (Kafka's broker settings of the same names)")
-    limits.add_argument("--fetch-max-bytes", type=int,
-                        help="largest Fetch response, whatever the client asks for (55 MiB)")
+    limits.add_argument(
+        "--fetch-max-bytes",
+        type=int,
+        help="largest Fetch response, whatever the client asks for (55 MiB)",
+    )
     limits.add_argument("--socket-request-max-bytes", type=int, help="default 100 MiB")
-    limits.add_argument("--max-connections", type=int,
-                        help="default: a quarter of the open-file limit")
-    limits.add_argument("--max-connections-per-ip", type=int,
-                        help="default: --max-connections")
+    limits.add_argument(
+        "--max-connections", type=int, help="default: a quarter of the open-file limit"
+    )
+    limits.add_argument("--max-connections-per-ip", type=int, help="default: --max-connections")
     limits.add_argument("--connections-max-idle-ms", type=int, help="default 600000")
-    limits.add_argument("--socket-request-read-timeout-ms", type=int,
-                        help="time for the rest of a request once its size has arrived"
-                             " (default 30000)")
-    limits.add_argument("--max-broker-partitions", type=int,
-                        help="partitions in all topics together; default from the open-file"
-                             " limit")
-    broker.add_argument("--metrics-listen", metavar="HOST:PORT",
-                        help="serve Prometheus metrics at http://HOST:PORT/metrics")
+    limits.add_argument(
+        "--socket-request-read-timeout-ms",
+        type=int,
+        help="time for the rest of a request once its size has arrived (default 30000)",
+    )
+    limits.add_argument(
+        "--max-broker-partitions",
+        type=int,
+        help="partitions in all topics together; default from the open-file limit",
+    )
+    broker.add_argument(
+        "--metrics-listen",
+        metavar="HOST:PORT",
+        help="serve Prometheus metrics at http://HOST:PORT/metrics",
+    )
     broker.set_defaults(handler=_run_broker)
 
     for register_client_commands in (register_topics, register_produce, register_consume):
@@ -83,21 +108,27 @@ def _parse_listen(listen: str) -> tuple[str, int]:
 
 
 def _run_broker(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
     settings = broker_settings(read_properties(args.config)) if args.config else {}
-    flags = {"data_dir": args.data_dir, "num_partitions": args.num_partitions,
-             "group_initial_rebalance_delay_ms": args.group_initial_rebalance_delay_ms,
-             "log_cleaner_backoff_ms": args.log_cleaner_backoff_ms,
-             "group_min_session_timeout_ms": args.group_min_session_timeout_ms,
-             "transaction_max_timeout_ms": args.transaction_max_timeout_ms,
-             "fetch_max_bytes": args.fetch_max_bytes,
-             "socket_request_max_bytes": args.socket_request_max_bytes,
-             "max_connections": args.max_connections,
-             "max_connections_per_ip": args.max_connections_per_ip,
-             "connections_max_idle_ms": args.connections_max_idle_ms,
-             "socket_request_read_timeout_ms": args.socket_request_read_timeout_ms,
-             "max_broker_partitions": args.max_broker_partitions}
+    flags = {
+        "data_dir": args.data_dir,
+        "num_partitions": args.num_partitions,
+        "group_initial_rebalance_delay_ms": args.group_initial_rebalance_delay_ms,
+        "log_cleaner_backoff_ms": args.log_cleaner_backoff_ms,
+        "group_min_session_timeout_ms": args.group_min_session_timeout_ms,
+        "transaction_max_timeout_ms": args.transaction_max_timeout_ms,
+        "fetch_max_bytes": args.fetch_max_bytes,
+        "socket_request_max_bytes": args.socket_request_max_bytes,
+        "max_connections": args.max_connections,
+        "max_connections_per_ip": args.max_connections_per_ip,
+        "connections_max_idle_ms": args.connections_max_idle_ms,
+        "socket_request_read_timeout_ms": args.socket_request_read_timeout_ms,
+        "max_broker_partitions": args.max_broker_partitions,
+    }
     settings.update({k: v for k, v in flags.items() if v is not None})
     if args.no_auto_create_topics:
         settings["auto_create_topics_enable"] = False
@@ -114,8 +145,10 @@ def _run_broker(args: argparse.Namespace) -> int:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
         async with broker:
-            listening = ", ".join(f"{listener.name}://{listener.host}:{listener.port}"
-                                  for listener in broker.config.bound_listeners())
+            listening = ", ".join(
+                f"{listener.name}://{listener.host}:{listener.port}"
+                for listener in broker.config.bound_listeners()
+            )
             print(f"headrace broker listening on {listening}", file=sys.stderr, flush=True)
             served = _serve_metrics(broker, args.metrics_listen) if args.metrics_listen else None
             try:
@@ -135,7 +168,9 @@ def _serve_metrics(broker: Broker, listen: str) -> Any:
 
     host, port = _parse_listen(listen)
     server, _thread = start_http_server(port, host, registry=broker.metrics.registry)
-    print(f"headrace broker metrics on http://{host}:{server.server_port}/metrics",
-          file=sys.stderr, flush=True)
+    print(
+        f"headrace broker metrics on http://{host}:{server.server_port}/metrics",
+        file=sys.stderr,
+        flush=True,
+    )
     return server
-

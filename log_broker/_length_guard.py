@@ -20,8 +20,18 @@ from functools import cache
 from typing import Any
 
 # kafka_type -> bytes of a fixed-size field
-_FIXED = {"int8": 1, "bool": 1, "int16": 2, "uint16": 2, "int32": 4, "timedelta_i32": 4,
-          "int64": 8, "timedelta_i64": 8, "float64": 8, "uuid": 16}
+_FIXED = {
+    "int8": 1,
+    "bool": 1,
+    "int16": 2,
+    "uint16": 2,
+    "int32": 4,
+    "timedelta_i32": 4,
+    "int64": 8,
+    "timedelta_i64": 8,
+    "float64": 8,
+    "uuid": 16,
+}
 _LENGTHED = {"string": 2, "bytes": 4, "records": 4}  # legacy (non-flexible) length prefix size
 _I16, _I32 = struct.Struct(">h"), struct.Struct(">i")
 
@@ -30,7 +40,9 @@ class RequestLengthError(ValueError):
     """A length in the request reaches past the end of the frame."""
 
 
-Step = tuple[str, Any]  # (kind, detail): "fixed" n, "lengthed" prefix, "entity" plan, "array" element
+Step = tuple[
+    str, Any
+]  # (kind, detail): "fixed" n, "lengthed" prefix, "entity" plan, "array" element
 
 
 @cache

@@ -39,32 +39,65 @@ _LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 
 class BrokerMetrics:
     def __init__(self) -> None:
         self.registry = reg = CollectorRegistry()
-        self.requests = Counter("headrace_broker_requests", "Requests answered, by API and version",
-                                ["api", "version"], registry=reg)
+        self.requests = Counter(
+            "headrace_broker_requests",
+            "Requests answered, by API and version",
+            ["api", "version"],
+            registry=reg,
+        )
         self.request_latency = Histogram(
             "headrace_broker_request_latency_seconds",
             "Time from a request's arrival to its response (produce: including the fsync)",
-            ["api"], buckets=_LATENCY_BUCKETS, registry=reg)
+            ["api"],
+            buckets=_LATENCY_BUCKETS,
+            registry=reg,
+        )
         self.response_errors = Counter(
-            "headrace_broker_response_errors", "Error codes in responses (top level, topics and partitions)",
-            ["api", "error"], registry=reg)
-        self.bytes_in = Counter("headrace_broker_bytes_in", "Record batch bytes produced, by topic",
-                                ["topic"], registry=reg)
-        self.batches_in = Counter("headrace_broker_batches_in", "Record batches produced, by topic",
-                                  ["topic"], registry=reg)
-        self.bytes_out = Counter("headrace_broker_bytes_out", "Record batch bytes fetched, by topic",
-                                 ["topic"], registry=reg)
+            "headrace_broker_response_errors",
+            "Error codes in responses (top level, topics and partitions)",
+            ["api", "error"],
+            registry=reg,
+        )
+        self.bytes_in = Counter(
+            "headrace_broker_bytes_in",
+            "Record batch bytes produced, by topic",
+            ["topic"],
+            registry=reg,
+        )
+        self.batches_in = Counter(
+            "headrace_broker_batches_in",
+            "Record batches produced, by topic",
+            ["topic"],
+            registry=reg,
+        )
+        self.bytes_out = Counter(
+            "headrace_broker_bytes_out",
+            "Record batch bytes fetched, by topic",
+            ["topic"],
+            registry=reg,
+        )
         self.authentication_failures = Counter(
-            "headrace_broker_authentication_failures", "SASL logins refused, by listener",
-            ["listener"], registry=reg)
-        self.connections_opened = Counter("headrace_broker_connections_opened",
-                                          "Client connections accepted", registry=reg)
-        self.maintenance_passes = Counter("headrace_broker_maintenance_passes",
-                                          "Retention and compaction passes, by kind and outcome",
-                                          ["kind", "outcome"], registry=reg)
-        self.maintenance_seconds = Histogram("headrace_broker_maintenance_seconds",
-                                             "Time of one retention or compaction pass", ["kind"],
-                                             buckets=(0.01, 0.1, 1, 10, 60), registry=reg)
+            "headrace_broker_authentication_failures",
+            "SASL logins refused, by listener",
+            ["listener"],
+            registry=reg,
+        )
+        self.connections_opened = Counter(
+            "headrace_broker_connections_opened", "Client connections accepted", registry=reg
+        )
+        self.maintenance_passes = Counter(
+            "headrace_broker_maintenance_passes",
+            "Retention and compaction passes, by kind and outcome",
+            ["kind", "outcome"],
+            registry=reg,
+        )
+        self.maintenance_seconds = Histogram(
+            "headrace_broker_maintenance_seconds",
+            "Time of one retention or compaction pass",
+            ["kind"],
+            buckets=(0.01, 0.1, 1, 10, 60),
+            registry=reg,
+        )
         self.open_connections = 0
         self._names: dict[int, str] = {}
         self._state_reader = _StateCollector(self)
@@ -83,7 +116,9 @@ class BrokerMetrics:
 
     # -- per request --------------------------------------------------------------------
 
-    def answered(self, api_key: int, version: int, started: float, request: Any, response: Any) -> None:
+    def answered(
+        self, api_key: int, version: int, started: float, request: Any, response: Any
+    ) -> None:
         api = self._names.get(api_key, str(api_key))
         self.requests.labels(api, str(version)).inc()
         self.request_latency.labels(api).observe(time.perf_counter() - started)
@@ -166,7 +201,9 @@ class _StateCollector:
         connections = GaugeMetricFamily("headrace_broker_connections", "Open client connections")
         connections.add_metric([], self.metrics.open_connections)
         yield connections
-        syncs = CounterMetricFamily("headrace_broker_fsyncs", "Log syncs (fsync) done for durable acks")
+        syncs = CounterMetricFamily(
+            "headrace_broker_fsyncs", "Log syncs (fsync) done for durable acks"
+        )
         syncs.add_metric([], state.syncer.syncs)
         sync_time = CounterMetricFamily("headrace_broker_fsync_seconds", "Time spent in log syncs")
         sync_time.add_metric([], state.syncer.sync_seconds_total)
@@ -175,9 +212,15 @@ class _StateCollector:
     @staticmethod
     def _logs(state: BrokerState) -> Iterator[Metric]:
         labels = ["topic", "partition"]
-        start = GaugeMetricFamily("headrace_broker_log_start_offset", "First offset of a partition", labels=labels)
-        end = GaugeMetricFamily("headrace_broker_log_end_offset", "Offset the next record gets", labels=labels)
-        size = GaugeMetricFamily("headrace_broker_log_size_bytes", "Bytes of a partition's segments", labels=labels)
+        start = GaugeMetricFamily(
+            "headrace_broker_log_start_offset", "First offset of a partition", labels=labels
+        )
+        end = GaugeMetricFamily(
+            "headrace_broker_log_end_offset", "Offset the next record gets", labels=labels
+        )
+        size = GaugeMetricFamily(
+            "headrace_broker_log_size_bytes", "Bytes of a partition's segments", labels=labels
+        )
         for log in state.logs.logs():
             key = [log.topic, str(log.partition)]
             start.add_metric(key, log.log_start_offset)
@@ -187,11 +230,19 @@ class _StateCollector:
 
     @staticmethod
     def _groups(state: BrokerState) -> Iterator[Metric]:
-        members = GaugeMetricFamily("headrace_broker_group_members", "Members of a group", labels=["group"])
-        states = GaugeMetricFamily("headrace_broker_group_state", "1 for the state a group is in",
-                                   labels=["group", "state"])
-        lag = GaugeMetricFamily("headrace_broker_group_lag", "Records between a group's committed offset "
-                                "and the end of the partition", labels=["group", "topic", "partition"])
+        members = GaugeMetricFamily(
+            "headrace_broker_group_members", "Members of a group", labels=["group"]
+        )
+        states = GaugeMetricFamily(
+            "headrace_broker_group_state",
+            "1 for the state a group is in",
+            labels=["group", "state"],
+        )
+        lag = GaugeMetricFamily(
+            "headrace_broker_group_lag",
+            "Records between a group's committed offset and the end of the partition",
+            labels=["group", "topic", "partition"],
+        )
         for listing in state.groups.list_groups():
             described = state.groups.describe(listing.group_id)
             members.add_metric([listing.group_id], len(described.members))
@@ -199,18 +250,27 @@ class _StateCollector:
             for tp, value in state.groups.fetch(listing.group_id, None).items():
                 log = state.logs.get_log(tp.topic, tp.partition)
                 if log is not None and value.offset >= 0:
-                    lag.add_metric([listing.group_id, tp.topic, str(tp.partition)],
-                                   max(0, log.log_end_offset - value.offset))
+                    lag.add_metric(
+                        [listing.group_id, tp.topic, str(tp.partition)],
+                        max(0, log.log_end_offset - value.offset),
+                    )
         yield from (members, states, lag)
 
     @staticmethod
     def _transactions(state: BrokerState) -> Iterator[Metric]:
         now_ms = time.time() * 1000
-        open_txns = [m for m in state.txn.coordinator.transactions() if m.start_ms >= 0
-                     and m.state.name in ("ONGOING", "PREPARE_COMMIT", "PREPARE_ABORT")]
-        count = GaugeMetricFamily("headrace_broker_transactions_open", "Transactions begun and not yet complete")
+        open_txns = [
+            m
+            for m in state.txn.coordinator.transactions()
+            if m.start_ms >= 0 and m.state.name in ("ONGOING", "PREPARE_COMMIT", "PREPARE_ABORT")
+        ]
+        count = GaugeMetricFamily(
+            "headrace_broker_transactions_open", "Transactions begun and not yet complete"
+        )
         count.add_metric([], len(open_txns))
-        oldest = GaugeMetricFamily("headrace_broker_transaction_oldest_age_seconds",
-                                   "Age of the oldest open transaction (0 when none)")
+        oldest = GaugeMetricFamily(
+            "headrace_broker_transaction_oldest_age_seconds",
+            "Age of the oldest open transaction (0 when none)",
+        )
         oldest.add_metric([], max(((now_ms - m.start_ms) / 1000 for m in open_txns), default=0.0))
         yield from (count, oldest)

@@ -431,10 +431,22 @@ def encode_batch(
         attributes |= _CONTROL_BIT
     batch = bytearray(HEADER_SIZE)
     _HEADER.pack_into(
-        batch, 0, base_offset, _MIN_BATCH_LENGTH + len(payload), partition_leader_epoch,
-        2, 0, attributes, last_offset_delta, base_timestamp, max_timestamp,
-        producer_id, producer_epoch, base_sequence, len(records),
-    )  # fmt: skip
+        batch,
+        0,
+        base_offset,
+        _MIN_BATCH_LENGTH + len(payload),
+        partition_leader_epoch,
+        2,
+        0,
+        attributes,
+        last_offset_delta,
+        base_timestamp,
+        max_timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        len(records),
+    )
     batch += payload
     struct.pack_into(">I", batch, _CRC_AT, crc32c(memoryview(batch)[_ATTRIBUTES_AT:]))
     return bytes(batch)
@@ -495,4 +507,3 @@ def parse_control_record(record: Record) -> ControlMarker:
         raise InvalidRecordError("end-transaction marker value is too short")
     _version, coordinator_epoch = _CONTROL_VALUE.unpack_from(record.value)
     return ControlMarker(kind == ControlRecordType.COMMIT, coordinator_epoch)
-

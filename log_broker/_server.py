@@ -47,8 +47,14 @@ _CLOSE = object()
 
 
 class Connection:
-    def __init__(self, state: BrokerState, router: Router, reader: asyncio.StreamReader,
-                 writer: asyncio.StreamWriter, session: Session) -> None:
+    def __init__(
+        self,
+        state: BrokerState,
+        router: Router,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        session: Session,
+    ) -> None:
         self._state = state
         self._router = router
         self._reader = reader
@@ -113,13 +119,15 @@ class Connection:
             (size,) = _SIZE.unpack(size_bytes)
             if size < 0 or size > max_bytes:
                 raise FrameTooLargeError(
-                    f"request size {size} outside 0..{max_bytes} (socket.request.max.bytes)")
+                    f"request size {size} outside 0..{max_bytes} (socket.request.max.bytes)"
+                )
             try:
                 frame = await read_exactly_within(self._reader, size, read_s)
             except TimeoutError:
                 raise TimeoutError(
                     f"request of {size} bytes not received within {read_s:.0f} s"
-                    " (socket.request.read.timeout.ms)") from None
+                    " (socket.request.read.timeout.ms)"
+                ) from None
             await self._pending.put(self._start(frame))
 
     def _start(self, frame: bytes) -> asyncio.Future[bytes | None]:
@@ -138,7 +146,8 @@ class Connection:
             if api_key != API_VERSIONS_KEY:
                 raise UnsupportedRequestError(
                     f"api key {api_key} version {api_version} not in"
-                    f" {route.min_version}..{route.max_version}")
+                    f" {route.min_version}..{route.max_version}"
+                )
             body = versions_response(self._router, 0, ErrorCode.unsupported_version)
             return _ready(encode_response(api_key, 0, correlation_id, body))
         started = time.perf_counter()
@@ -147,7 +156,8 @@ class Connection:
         if (named := entries_in(request.body)) > cap:
             raise RequestTooBroadError(
                 f"api key {api_key} names {named} topics and partitions, more than"
-                f" {cap} (twice max.broker.partitions)")
+                f" {cap} (twice max.broker.partitions)"
+            )
 
         async def run() -> bytes | None:
             response = await route.handle(self._state, request)

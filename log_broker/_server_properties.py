@@ -30,8 +30,15 @@ _PLAIN_KEYS: dict[str, tuple[str, Any]] = {
     "transaction.max.timeout.ms": ("transaction_max_timeout_ms", int),
     "offsets.retention.minutes": ("offsets_retention_minutes", int),
 }
-_SECURITY_PREFIXES = ("ssl.", "sasl.", "listener", "advertised.listeners", "super.users",
-                      "authorizer.class.name", "allow.everyone.if.no.acl.found")
+_SECURITY_PREFIXES = (
+    "ssl.",
+    "sasl.",
+    "listener",
+    "advertised.listeners",
+    "super.users",
+    "authorizer.class.name",
+    "allow.everyone.if.no.acl.found",
+)
 
 
 def broker_settings(props: dict[str, str]) -> dict[str, Any]:
@@ -50,14 +57,21 @@ def broker_settings(props: dict[str, str]) -> dict[str, Any]:
         settings["data_dir"] = dirs[0].strip()
     if "listeners" in props:
         settings["listeners"] = parse_listeners(
-            props["listeners"], props.get("advertised.listeners"),
-            props.get("listener.security.protocol.map"))
+            props["listeners"],
+            props.get("advertised.listeners"),
+            props.get("listener.security.protocol.map"),
+        )
     settings["security"] = security_from_properties(props)
-    known = set(_PLAIN_KEYS) | {"log.dirs", "log.dir", "listeners", "process.roles",
-                                "controller.quorum.voters", "inter.broker.listener.name",
-                                "controller.listener.names"}
-    unknown = sorted(k for k in props
-                     if k not in known and not k.startswith(_SECURITY_PREFIXES))
+    known = set(_PLAIN_KEYS) | {
+        "log.dirs",
+        "log.dir",
+        "listeners",
+        "process.roles",
+        "controller.quorum.voters",
+        "inter.broker.listener.name",
+        "controller.listener.names",
+    }
+    unknown = sorted(k for k in props if k not in known and not k.startswith(_SECURITY_PREFIXES))
     if unknown:
         log.warning("server.properties keys not used by this broker: %s", ", ".join(unknown))
     return settings

@@ -76,7 +76,8 @@ class PartitionTxn:
     # offset of the snapshot written with it (-1: none a restart would read it with)
     # and its entries as (producer id, marker offset). Replaced whole, under ``_lock``.
     _written: tuple[int, frozenset[tuple[int, int]]] = field(
-        default=(-1, frozenset()), init=False, repr=False)
+        default=(-1, frozenset()), init=False, repr=False
+    )
     _releasing: set[tuple[int, int]] = field(default_factory=set, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
@@ -89,8 +90,7 @@ class PartitionTxn:
         if done.aborted and done.first_offset < done.last_offset:
             first_unstable = self.producers.first_unstable_offset()
             lso = done.last_offset + 1 if first_unstable is None else first_unstable
-            self.aborted.add(AbortedTxn(done.producer_id, done.first_offset, done.last_offset,
-                                        lso))
+            self.aborted.add(AbortedTxn(done.producer_id, done.first_offset, done.last_offset, lso))
 
     def release(self, producer_id: int, marker_offset: int) -> bool:
         """The cleaner found no record left of the aborted transaction of
@@ -218,15 +218,22 @@ def _replay(state: PartitionTxn, start: int, end: int) -> int:
                 if not records:
                     continue
                 marker = _records.parse_control_record(records[0])
-                state.record_completion(state.producers.complete(
-                    header.producer_id, header.producer_epoch, marker.coordinator_epoch,
-                    commit=marker.commit, offset=header.base_offset,
-                    timestamp=header.max_timestamp))
+                state.record_completion(
+                    state.producers.complete(
+                        header.producer_id,
+                        header.producer_epoch,
+                        marker.coordinator_epoch,
+                        commit=marker.commit,
+                        offset=header.base_offset,
+                        timestamp=header.max_timestamp,
+                    )
+                )
             else:
                 state.producers.replay(header, header.base_offset)
         if following == position:
-            log.warning("%r: no readable batch at %d; producer state replay stopped",
-                        state.log, position)
+            log.warning(
+                "%r: no readable batch at %d; producer state replay stopped", state.log, position
+            )
             break
         position = following
     return batches
@@ -253,8 +260,9 @@ def checkpoint(state: PartitionTxn) -> None:
     state.aborted.truncate_before(state.log.log_start_offset)
     entries = state.aborted.entries()
     _write_atomically(directory / ABORTED_INDEX, state.aborted.to_bytes())
-    _write_atomically(directory / f"{offset:020d}{SNAPSHOT_SUFFIX}",
-                      encode_snapshot(offset, state.producers))
+    _write_atomically(
+        directory / f"{offset:020d}{SNAPSHOT_SUFFIX}", encode_snapshot(offset, state.producers)
+    )
     for _, old in _snapshots(directory)[_KEEP_SNAPSHOTS:]:
         old.unlink(missing_ok=True)
     dir_fd = os.open(directory, os.O_RDONLY)

@@ -64,9 +64,17 @@ def _read_records(partition: PartitionLog) -> Iterator[tuple[bytes, bytes | None
 
 
 class TxnService:
-    def __init__(self, logs: LogManager, txn_logs: list[PartitionLog], syncer: GroupSyncer,
-                 notifier: AppendNotifier, groups: GroupService,
-                 ids: ProducerIdSource, *, max_timeout_ms: int) -> None:
+    def __init__(
+        self,
+        logs: LogManager,
+        txn_logs: list[PartitionLog],
+        syncer: GroupSyncer,
+        notifier: AppendNotifier,
+        groups: GroupService,
+        ids: ProducerIdSource,
+        *,
+        max_timeout_ms: int,
+    ) -> None:
         self._logs = logs
         self._txn_logs = txn_logs
         self._syncer = syncer
@@ -74,27 +82,51 @@ class TxnService:
         self._groups = groups
         self.partitions = PartitionTxns()
         self.coordinator = TransactionCoordinator(
-            self, self, ids, SystemClock(), max_timeout_ms=max_timeout_ms,
-            log_partitions=len(txn_logs))
+            self,
+            self,
+            ids,
+            SystemClock(),
+            max_timeout_ms=max_timeout_ms,
+            log_partitions=len(txn_logs),
+        )
         self._timer: asyncio.Task[None] | None = None
 
     @classmethod
-    def open(cls, logs: LogManager, syncer: GroupSyncer, notifier: AppendNotifier,
-             groups: GroupService, ids: ProducerIdSource, *,
-             max_timeout_ms: int = 900_000) -> TxnService:
+    def open(
+        cls,
+        logs: LogManager,
+        syncer: GroupSyncer,
+        notifier: AppendNotifier,
+        groups: GroupService,
+        ids: ProducerIdSource,
+        *,
+        max_timeout_ms: int = 900_000,
+    ) -> TxnService:
         """Create or read ``__transaction_state`` (blocking reads: use a worker thread)."""
         started = time.perf_counter()
         topic = logs.topics().get(TXN_LOG_TOPIC)
         if topic is None:
-            topic = logs.create_topic(TXN_LOG_TOPIC, TXN_LOG_PARTITIONS,
-                                      {"cleanup.policy": "compact"})
-        service = cls(logs, list(topic.partitions), syncer, notifier, groups, ids,
-                      max_timeout_ms=max_timeout_ms)
+            topic = logs.create_topic(
+                TXN_LOG_TOPIC, TXN_LOG_PARTITIONS, {"cleanup.policy": "compact"}
+            )
+        service = cls(
+            logs,
+            list(topic.partitions),
+            syncer,
+            notifier,
+            groups,
+            ids,
+            max_timeout_ms=max_timeout_ms,
+        )
         loaded = 0
         for partition in topic.partitions:
             loaded = service.coordinator.load(_read_records(partition))
-        log.info("loaded %d transactional id(s) from %s in %.3fs", loaded, TXN_LOG_TOPIC,
-                 time.perf_counter() - started)
+        log.info(
+            "loaded %d transactional id(s) from %s in %.3fs",
+            loaded,
+            TXN_LOG_TOPIC,
+            time.perf_counter() - started,
+        )
         return service
 
     # ------------------------------------------------------------------ lifetime
@@ -153,19 +185,30 @@ class TxnService:
                 continue  # the topic was deleted since
             state = self.partitions.get(partition)
             try:
-                state.producers.check_marker(markers.producer_id, markers.producer_epoch,
-                                             markers.coordinator_epoch)
+                state.producers.check_marker(
+                    markers.producer_id, markers.producer_epoch, markers.coordinator_epoch
+                )
             except ProducerStateError as exc:
                 log.warning("no marker for %s: %s", tp, exc)
                 continue
             batch = _records.encode_control_batch(
-                producer_id=markers.producer_id, producer_epoch=markers.producer_epoch,
-                commit=markers.commit, coordinator_epoch=markers.coordinator_epoch,
-                timestamp_ms=now)
+                producer_id=markers.producer_id,
+                producer_epoch=markers.producer_epoch,
+                commit=markers.commit,
+                coordinator_epoch=markers.coordinator_epoch,
+                timestamp_ms=now,
+            )
             result = partition.append(bytearray(batch), now_ms=now, allow_control=True)
-            state.record_completion(state.producers.complete(
-                markers.producer_id, markers.producer_epoch, markers.coordinator_epoch,
-                commit=markers.commit, offset=result.base_offset, timestamp=now))
+            state.record_completion(
+                state.producers.complete(
+                    markers.producer_id,
+                    markers.producer_epoch,
+                    markers.coordinator_epoch,
+                    commit=markers.commit,
+                    offset=result.base_offset,
+                    timestamp=now,
+                )
+            )
             self._notifier.notify((tp.topic, tp.partition))
             touched.append(partition)
         await asyncio.gather(*(self._syncer.sync(p) for p in touched))

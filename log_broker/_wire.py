@@ -97,14 +97,16 @@ def decode_request(frame: bytes, client_host: str = "", session: Any = None) -> 
         raise MalformedRequestError(
             f"api {api_key} v{api_version}: cannot decode request: {exc!r}"
         ) from exc
-    if header_size + body_size != len(frame) and not _tolerated_tail(api_key, frame,
-                                                                    header_size + body_size):
+    if header_size + body_size != len(frame) and not _tolerated_tail(
+        api_key, frame, header_size + body_size
+    ):
         raise MalformedRequestError(
             f"api {api_key} v{api_version}: {len(frame) - header_size - body_size}"
             " trailing bytes after the request"
         )
-    return Request(api_key, api_version, header.correlation_id, header.client_id, body,
-                   client_host, session)
+    return Request(
+        api_key, api_version, header.correlation_id, header.client_id, body, client_host, session
+    )
 
 
 # librdkafka (up to 2.16 at least) ends AlterUserScramCredentials with one tagged-fields

@@ -13,8 +13,10 @@ from typing import Any
 from ._deps import require
 from ._kafka import Columns
 
-SPARK_DDL = ("key binary, value binary, topic string, partition int, offset long,"
-             " timestamp timestamp, timestampType int")
+SPARK_DDL = (
+    "key binary, value binary, topic string, partition int, offset long,"
+    " timestamp timestamp, timestampType int"
+)
 HEADERS_DDL = "headers array<struct<key: string, value: binary>>"
 
 
@@ -57,7 +59,12 @@ def to_record_batch(cols: Columns, schema: Any) -> Any:
         pa.array(cols.timestamp_types, pa.int32()),
     ]
     if schema.get_field_index("headers") >= 0:
-        arrays.append(pa.array(
-            [[{"key": k, "value": v} for k, v in h] if h else [] for h in (cols.headers or [])]
-            if cols.headers is not None else [[]] * n, schema.field("headers").type))
+        arrays.append(
+            pa.array(
+                [[{"key": k, "value": v} for k, v in h] if h else [] for h in (cols.headers or [])]
+                if cols.headers is not None
+                else [[]] * n,
+                schema.field("headers").type,
+            )
+        )
     return pa.RecordBatch.from_arrays(arrays, schema=schema)

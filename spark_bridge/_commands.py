@@ -20,34 +20,63 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
     actions = spark.add_subparsers(dest="action", metavar="ACTION", required=True)
 
     export = actions.add_parser(
-        "export", parents=[broker_options],
-        help="copy a topic into a Delta table, exactly once; rerun to copy what is new")
+        "export",
+        parents=[broker_options],
+        help="copy a topic into a Delta table, exactly once; rerun to copy what is new",
+    )
     export.add_argument("--topic", required=True)
     export.add_argument("--delta-path", required=True, metavar="PATH")
-    export.add_argument("--from", dest="starting", default="earliest",
-                        metavar="earliest|latest|JSON",
-                        help="where partitions the table has no record of start")
-    export.add_argument("--value-format", choices=VALUE_FORMATS, default="binary",
-                        help="json, avro, protobuf, json-schema: store the value's fields "
-                        "as columns (the last three through the schema registry)")
-    export.add_argument("--schema-registry-url", metavar="URL",
-                        default=os.environ.get("HEADRACE_SCHEMA_REGISTRY_URL",
-                                               "http://127.0.0.1:8081"))
-    export.add_argument("--app-id", default="headrace-export",
-                        help="names the offsets recorded in the table (one writer per id)")
-    export.add_argument("--isolation-level", default="read_committed",
-                        choices=("read_committed", "read_uncommitted"))
-    export.add_argument("--commit-records", type=int, default=500_000, metavar="N",
-                        help="rows per Delta commit")
-    export.add_argument("--timeout", type=float, default=15.0, metavar="SECONDS",
-                        help="how long to wait for the broker to answer (default %(default)g)")
+    export.add_argument(
+        "--from",
+        dest="starting",
+        default="earliest",
+        metavar="earliest|latest|JSON",
+        help="where partitions the table has no record of start",
+    )
+    export.add_argument(
+        "--value-format",
+        choices=VALUE_FORMATS,
+        default="binary",
+        help="json, avro, protobuf, json-schema: store the value's fields "
+        "as columns (the last three through the schema registry)",
+    )
+    export.add_argument(
+        "--schema-registry-url",
+        metavar="URL",
+        default=os.environ.get("HEADRACE_SCHEMA_REGISTRY_URL", "http://127.0.0.1:8081"),
+    )
+    export.add_argument(
+        "--app-id",
+        default="headrace-export",
+        help="names the offsets recorded in the table (one writer per id)",
+    )
+    export.add_argument(
+        "--isolation-level",
+        default="read_committed",
+        choices=("read_committed", "read_uncommitted"),
+    )
+    export.add_argument(
+        "--commit-records", type=int, default=500_000, metavar="N", help="rows per Delta commit"
+    )
+    export.add_argument(
+        "--timeout",
+        type=float,
+        default=15.0,
+        metavar="SECONDS",
+        help="how long to wait for the broker to answer (default %(default)g)",
+    )
     export.add_argument("--no-progress", action="store_true", help="no progress bar")
     export.set_defaults(handler=_export)
 
     sql = actions.add_parser("sql", help="run a Spark SQL query over Delta tables")
     sql.add_argument("query")
-    sql.add_argument("--table", action="append", default=[], metavar="NAME=PATH",
-                     help="expose the Delta table at PATH as NAME (repeatable)")
+    sql.add_argument(
+        "--table",
+        action="append",
+        default=[],
+        metavar="NAME=PATH",
+        help="expose the Delta table at PATH as NAME (repeatable)",
+    )
     sql.add_argument("--master", default=None, help="Spark master (default local[2])")
     sql.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE")
     sql.add_argument("--max-rows", type=int, default=1000)
@@ -88,13 +117,20 @@ def _export(args: argparse.Namespace) -> int:
             bar = ProgressBar(total, label=f"{args.topic} ")
         bar.advance(n)
 
-    job = ExportJob(args.bootstrap_servers, args.topic, args.delta_path,
-                    starting=args.starting, value_format=args.value_format,
-                    schema_registry_url=args.schema_registry_url,
-                    app_id=args.app_id, isolation_level=args.isolation_level,
-                    commit_records=args.commit_records, timeout=args.timeout,
-                    on_progress=None if args.no_progress or not sys.stderr.isatty()
-                    else progress, client_config=_command_config(args))
+    job = ExportJob(
+        args.bootstrap_servers,
+        args.topic,
+        args.delta_path,
+        starting=args.starting,
+        value_format=args.value_format,
+        schema_registry_url=args.schema_registry_url,
+        app_id=args.app_id,
+        isolation_level=args.isolation_level,
+        commit_records=args.commit_records,
+        timeout=args.timeout,
+        on_progress=None if args.no_progress or not sys.stderr.isatty() else progress,
+        client_config=_command_config(args),
+    )
     result = job.run()
     if bar is not None:
         bar.finish()
@@ -102,8 +138,10 @@ def _export(args: argparse.Namespace) -> int:
         print(f"{args.topic}: nothing new; {args.delta_path} is up to date")
         return 0
     rate = result.records / result.seconds if result.seconds else 0.0
-    print(f"{args.topic}: {result.records:,} records in {result.commits} commit(s)"
-          f" to {args.delta_path} in {result.seconds:.2f}s ({rate:,.0f} rec/s)")
+    print(
+        f"{args.topic}: {result.records:,} records in {result.commits} commit(s)"
+        f" to {args.delta_path} in {result.seconds:.2f}s ({rate:,.0f} rec/s)"
+    )
     return 0
 
 
@@ -121,7 +159,7 @@ def _sql(args: argparse.Namespace) -> int:
         register_delta_tables(spark, tables)
         frame = spark.sql(args.query)
         rows = frame.limit(args.max_rows + 1).collect()
-        print(render_table(frame.columns, [tuple(r) for r in rows[:args.max_rows]]))
+        print(render_table(frame.columns, [tuple(r) for r in rows[: args.max_rows]]))
         if len(rows) > args.max_rows:
             print(f"(first {args.max_rows} rows shown)")
     finally:

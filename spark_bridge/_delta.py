@@ -34,9 +34,14 @@ def offsets_app_id(app_id: str, tp: TopicPartition) -> str:
 class DeltaSink:
     """Appends to the Delta table at ``path``; see the module docstring for the two modes."""
 
-    def __init__(self, path: str, *, app_id: str = "headrace",
-                 partition_by: list[str] | None = None,
-                 storage_options: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        path: str,
+        *,
+        app_id: str = "headrace",
+        partition_by: list[str] | None = None,
+        storage_options: dict[str, str] | None = None,
+    ) -> None:
         self.path = str(path)
         self.app_id = app_id
         self.partition_by = partition_by
@@ -65,8 +70,7 @@ class DeltaSink:
         return None if table is None else table.transaction_version(self.app_id)
 
     # ------------------------------------------------------------------ writing
-    def append_records(self, data: Any,
-                       ends: Mapping[TopicPartition, int] | None = None) -> int:
+    def append_records(self, data: Any, ends: Mapping[TopicPartition, int] | None = None) -> int:
         """Append rows that carry ``topic``, ``partition`` and ``offset``; returns rows written.
 
         In order: read the recorded offsets of the partitions present; drop rows below
@@ -80,9 +84,12 @@ class DeltaSink:
         ends = dict(ends or {})
         if table.num_rows:
             keys = table.group_by(["topic", "partition"]).aggregate([("offset", "max")])
-            for topic, partition, top in zip(keys["topic"].to_pylist(),
-                                             keys["partition"].to_pylist(),
-                                             keys["offset_max"].to_pylist(), strict=True):
+            for topic, partition, top in zip(
+                keys["topic"].to_pylist(),
+                keys["partition"].to_pylist(),
+                keys["offset_max"].to_pylist(),
+                strict=True,
+            ):
                 tp = TopicPartition(topic, partition)
                 ends[tp] = max(ends.get(tp, 0), top + 1)
         recorded = self.committed_offsets(ends)
@@ -92,16 +99,25 @@ class DeltaSink:
         if recorded and table.num_rows:
             keep = None
             for tp, floor in recorded.items():
-                stale = pc.and_(pc.and_(pc.equal(table["topic"], tp.topic),
-                                        pc.equal(table["partition"], tp.partition)),
-                                pc.less(table["offset"], floor))
+                stale = pc.and_(
+                    pc.and_(
+                        pc.equal(table["topic"], tp.topic),
+                        pc.equal(table["partition"], tp.partition),
+                    ),
+                    pc.less(table["offset"], floor),
+                )
                 keep = stale if keep is None else pc.or_(keep, stale)
             if keep is not None:
                 table = table.filter(pc.invert(keep))
-        self._commit(table, [(offsets_app_id(self.app_id, tp), end)
-                             for tp, end in sorted(moving.items())],
-                     {"headrace.offsets": json.dumps(
-                         {f"{tp.topic}/{tp.partition}": e for tp, e in sorted(moving.items())})})
+        self._commit(
+            table,
+            [(offsets_app_id(self.app_id, tp), end) for tp, end in sorted(moving.items())],
+            {
+                "headrace.offsets": json.dumps(
+                    {f"{tp.topic}/{tp.partition}": e for tp, e in sorted(moving.items())}
+                )
+            },
+        )
         return int(table.num_rows)
 
     def append_batch(self, data: Any, batch_id: int) -> bool:
@@ -133,14 +149,18 @@ class DeltaSink:
         deltalake = require("deltalake")
         commit = deltalake.CommitProperties(
             custom_metadata=metadata,
-            app_transactions=[deltalake.Transaction(app_id=a, version=v) for a, v in txns])
+            app_transactions=[deltalake.Transaction(app_id=a, version=v) for a, v in txns],
+        )
         try:
-            deltalake.write_deltalake(self.path, data, mode="append",
-                                      partition_by=self.partition_by,
-                                      storage_options=self.storage_options,
-                                      commit_properties=commit)
+            deltalake.write_deltalake(
+                self.path,
+                data,
+                mode="append",
+                partition_by=self.partition_by,
+                storage_options=self.storage_options,
+                commit_properties=commit,
+            )
         except deltalake.exceptions.CommitFailedError as exc:
-            raise DeltaError(f"commit to {self.path} lost a race: {exc}", retriable=True
-                             ) from exc
+            raise DeltaError(f"commit to {self.path} lost a race: {exc}", retriable=True) from exc
         except deltalake.exceptions.DeltaError as exc:
             raise DeltaError(f"cannot write {self.path}: {exc}") from exc

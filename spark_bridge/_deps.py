@@ -21,8 +21,9 @@ def require(module: str) -> ModuleType:
         with warnings.catch_warnings():
             # pyspark's import probes the pandas version and warns about pandas 3, which
             # nothing here uses; the warning would otherwise greet every CLI user.
-            warnings.filterwarnings("ignore", message="PySpark does not yet fully support",
-                                    category=FutureWarning)
+            warnings.filterwarnings(
+                "ignore", message="PySpark does not yet fully support", category=FutureWarning
+            )
             return importlib.import_module(module)
     except ImportError as exc:
         raise MissingDependencyError(f"{module} is needed here; {_EXTRA_HINT}") from exc

@@ -35,8 +35,7 @@ class ExportState(enum.Enum):
 
 _TRANSITIONS: dict[ExportState, frozenset[ExportState]] = {
     ExportState.CREATED: frozenset({ExportState.PLANNED, ExportState.FAILED}),
-    ExportState.PLANNED: frozenset({ExportState.COPYING, ExportState.FINISHED,
-                                    ExportState.FAILED}),
+    ExportState.PLANNED: frozenset({ExportState.COPYING, ExportState.FINISHED, ExportState.FAILED}),
     ExportState.COPYING: frozenset({ExportState.FINISHED, ExportState.FAILED}),
     ExportState.FINISHED: frozenset(),
     ExportState.FAILED: frozenset(),
@@ -79,15 +78,25 @@ class ExportJob:
       4. finish once every range is committed.
     """
 
-    def __init__(self, bootstrap: str, topic: str, delta_path: str, *,
-                 starting: str = "earliest", value_format: str = "binary",
-                 app_id: str = "headrace-export", isolation_level: str = "read_committed",
-                 commit_records: int = 500_000, partition_by: list[str] | None = None,
-                 timeout: float = 15.0, client: KafkaClient | None = None,
-                 on_commit: Callable[[Commit], None] | None = None,
-                 on_progress: Callable[[int, int], None] | None = None,
-                 schema_registry_url: str | None = None,
-                 client_config: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        bootstrap: str,
+        topic: str,
+        delta_path: str,
+        *,
+        starting: str = "earliest",
+        value_format: str = "binary",
+        app_id: str = "headrace-export",
+        isolation_level: str = "read_committed",
+        commit_records: int = 500_000,
+        partition_by: list[str] | None = None,
+        timeout: float = 15.0,
+        client: KafkaClient | None = None,
+        on_commit: Callable[[Commit], None] | None = None,
+        on_progress: Callable[[int, int], None] | None = None,
+        schema_registry_url: str | None = None,
+        client_config: dict[str, str] | None = None,
+    ) -> None:
         if value_format not in VALUE_FORMATS:
             raise OptionError(f"value format must be one of {VALUE_FORMATS}")
         self._registry_decoder: Any = None
@@ -97,10 +106,14 @@ class ExportJob:
             from headrace.schema_registry._generic import RegistryDecoder
 
             # Avro values read as the subject's latest schema: every commit has its columns.
-            reader = _latest_avro(schema_registry_url, f"{topic}-value") \
-                if value_format == "avro" else None
-            self._registry_decoder = RegistryDecoder(schema_registry_url, value_format,
-                                                     avro_reader=reader)
+            reader = (
+                _latest_avro(schema_registry_url, f"{topic}-value")
+                if value_format == "avro"
+                else None
+            )
+            self._registry_decoder = RegistryDecoder(
+                schema_registry_url, value_format, avro_reader=reader
+            )
         if commit_records <= 0:
             raise OptionError("commit_records must be positive")
         if timeout <= 0:
@@ -112,8 +125,8 @@ class ExportJob:
         self.sink = DeltaSink(delta_path, app_id=app_id, partition_by=partition_by)
         self._own_client = client is None
         self.client: KafkaClient = client or ConfluentClient(
-            bootstrap, isolation_level=isolation_level, timeout=timeout,
-            extra=client_config)
+            bootstrap, isolation_level=isolation_level, timeout=timeout, extra=client_config
+        )
         self.on_commit = on_commit
         self.on_progress = on_progress
         self.state = ExportState.CREATED
@@ -126,7 +139,8 @@ class ExportJob:
 
     def plan(self) -> tuple[list[OffsetRange], dict[TopicPartition, int]]:
         bounds = self.client.bounds(
-            self.client.partitions(Subscription(topics=(self.topic,)), missing_ok=False))
+            self.client.partitions(Subscription(topics=(self.topic,)), missing_ok=False)
+        )
         recorded = self.sink.committed_offsets(bounds)
         fresh = {tp: b for tp, b in bounds.items() if tp not in recorded}
         starting = self.starting
@@ -163,8 +177,9 @@ class ExportJob:
         buffered: list[Any] = []
         ends: dict[TopicPartition, int] = {}
         rows = 0
-        for cols in self.client.read(result.ranges, chunk=min(self.commit_records, 50_000),
-                                     with_headers=False):
+        for cols in self.client.read(
+            result.ranges, chunk=min(self.commit_records, 50_000), with_headers=False
+        ):
             buffered.append(to_record_batch(cols, schema))
             ends.update({TopicPartition(cols.topic, p): e for p, e in cols.ends().items()})
             rows += len(cols)
@@ -176,8 +191,7 @@ class ExportJob:
         if buffered:
             self._commit(pa.Table.from_batches(buffered, schema), ends, result)
 
-    def _commit(self, records: Any, ends: dict[TopicPartition, int],
-                result: ExportResult) -> None:
+    def _commit(self, records: Any, ends: dict[TopicPartition, int], result: ExportResult) -> None:
         table = self._shape(records)
         written = self.sink.append_records(table, ends)
         result.records += written
@@ -196,15 +210,18 @@ class ExportJob:
             self._value_schema = self._existing_value_schema()
         try:
             if self._registry_decoder is not None:
-                fields = registry_values_to_arrow(records["value"], self._registry_decoder,
-                                                  self._value_schema)
+                fields = registry_values_to_arrow(
+                    records["value"], self._registry_decoder, self._value_schema
+                )
             else:
                 fields = json_values_to_arrow(records["value"], self._value_schema)
         except DecodeError as exc:
             if exc.row is None:
                 raise
-            where = (f"{records['topic'][exc.row]} partition {records['partition'][exc.row]}"
-                     f" offset {records['offset'][exc.row]}")
+            where = (
+                f"{records['topic'][exc.row]} partition {records['partition'][exc.row]}"
+                f" offset {records['offset'][exc.row]}"
+            )
             raise DecodeError(f"{where}: {exc}", row=exc.row) from None
         self._value_schema = fields.schema
         meta = records.drop_columns(["value"])
@@ -233,8 +250,7 @@ def _latest_avro(registry_url: str, subject: str) -> str | None:
 
     quoted = urllib.parse.quote(subject, safe="")
     try:
-        latest = RegistryClient(registry_url).request(
-            "GET", f"/subjects/{quoted}/versions/latest")
+        latest = RegistryClient(registry_url).request("GET", f"/subjects/{quoted}/versions/latest")
     except SchemaRegistryError as exc:
         if exc.error_code in (40401, 40402):
             return None

@@ -26,9 +26,15 @@ def _spark_type(annotation: Any) -> Any:
         return t.ArrayType(_spark_type(args[0]) if args else t.StringType())
     if origin is dict:
         return t.MapType(_spark_type(args[0]), _spark_type(args[1]))
-    simple = {bool: t.BooleanType(), int: t.LongType(), float: t.DoubleType(),
-              str: t.StringType(), bytes: t.BinaryType(),
-              datetime.datetime: t.TimestampType(), datetime.date: t.DateType()}
+    simple = {
+        bool: t.BooleanType(),
+        int: t.LongType(),
+        float: t.DoubleType(),
+        str: t.StringType(),
+        bytes: t.BinaryType(),
+        datetime.datetime: t.TimestampType(),
+        datetime.date: t.DateType(),
+    }
     if annotation in simple:
         return simple[annotation]
     if isinstance(annotation, type) and hasattr(annotation, "model_fields"):
@@ -46,9 +52,13 @@ def spark_schema(model: type[Any]) -> Any:
     return t.StructType(fields)
 
 
-def decode_json(frame: Any, schema: Any, *, column: str = "value",
-                keep: tuple[str, ...] = ("key", "topic", "partition", "offset", "timestamp"),
-                ) -> Any:
+def decode_json(
+    frame: Any,
+    schema: Any,
+    *,
+    column: str = "value",
+    keep: tuple[str, ...] = ("key", "topic", "partition", "offset", "timestamp"),
+) -> Any:
     """``frame`` with the JSON in ``column`` parsed into top-level columns.
 
     ``schema`` is a StructType, a DDL string or a pydantic model class. Columns in
@@ -79,12 +89,19 @@ def json_values_to_arrow(values: Any, schema: Any | None = None) -> Any:
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
     filled = pc.fill_null(values.cast(pa.binary()), pa.scalar(b"{}", pa.binary()))
-    parse = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"
-                            ) if schema is not None else pj.ParseOptions()
-    if len(filled) and not pc.any(pc.binary_length(filled) == 0).as_py() and not pc.any(
-            pc.match_substring(filled.cast(pa.large_binary()), "\n")).as_py():
-        one_list = pa.LargeListArray.from_arrays(pa.array([0, len(filled)], pa.int64()),
-                                                 filled.cast(pa.large_binary()))
+    parse = (
+        pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
+        if schema is not None
+        else pj.ParseOptions()
+    )
+    if (
+        len(filled)
+        and not pc.any(pc.binary_length(filled) == 0).as_py()
+        and not pc.any(pc.match_substring(filled.cast(pa.large_binary()), "\n")).as_py()
+    ):
+        one_list = pa.LargeListArray.from_arrays(
+            pa.array([0, len(filled)], pa.int64()), filled.cast(pa.large_binary())
+        )
         buffer = pc.binary_join(one_list, pa.scalar(b"\n", pa.large_binary()))[0].as_buffer()
         try:
             table = pj.read_json(pa.BufferReader(buffer), parse_options=parse)
@@ -108,8 +125,7 @@ def _json_object(row: int, value: bytes) -> dict[str, Any]:
     except orjson.JSONDecodeError as exc:
         raise DecodeError(f"value is not JSON ({exc})", row=row) from None
     if not isinstance(parsed, dict):
-        raise DecodeError(f"value is JSON but not an object (a {type(parsed).__name__})",
-                          row=row)
+        raise DecodeError(f"value is JSON but not an object (a {type(parsed).__name__})", row=row)
     return parsed
 
 

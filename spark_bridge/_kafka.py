@@ -61,8 +61,9 @@ class KafkaClient(Protocol):
         """Earliest and latest readable offset of each partition."""
         ...
 
-    def read(self, ranges: Sequence[OffsetRange], *, chunk: int,
-             with_headers: bool) -> Iterator[Columns]:
+    def read(
+        self, ranges: Sequence[OffsetRange], *, chunk: int, with_headers: bool
+    ) -> Iterator[Columns]:
         """The records of ranges of one topic, fetched together, in chunks of about
         ``chunk``; within a partition in offset order."""
         ...
@@ -70,8 +71,9 @@ class KafkaClient(Protocol):
     def close(self) -> None: ...
 
 
-def client_config(bootstrap: str, isolation_level: str,
-                  extra: dict[str, str] | None = None) -> dict[str, Any]:
+def client_config(
+    bootstrap: str, isolation_level: str, extra: dict[str, str] | None = None
+) -> dict[str, Any]:
     """librdkafka settings for assigned, uncommitted reads of exact ranges."""
     return {
         "bootstrap.servers": bootstrap,
@@ -94,9 +96,15 @@ class ConfluentClient:
     ``ClientLog``, never to stderr, and its newest problem becomes the reason in errors.
     """
 
-    def __init__(self, bootstrap: str, *, isolation_level: str = "read_committed",
-                 extra: dict[str, str] | None = None, timeout: float = 15.0,
-                 stall_timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        bootstrap: str,
+        *,
+        isolation_level: str = "read_committed",
+        extra: dict[str, str] | None = None,
+        timeout: float = 15.0,
+        stall_timeout: float = 30.0,
+    ) -> None:
         ck = require("confluent_kafka")
         self._ck = ck
         self._bootstrap = bootstrap
@@ -140,8 +148,11 @@ class ConfluentClient:
             return sorted(subscription.assigned)
         if subscription.pattern is not None:
             regex = re.compile(subscription.pattern)
-            topics = [t for t in self._metadata(None).topics
-                      if regex.fullmatch(t) and not t.startswith("__")]
+            topics = [
+                t
+                for t in self._metadata(None).topics
+                if regex.fullmatch(t) and not t.startswith("__")
+            ]
         else:
             topics = list(subscription.topics)
         found: list[TopicPartition] = []
@@ -159,16 +170,20 @@ class ConfluentClient:
         for tp in tps:
             try:
                 low, high = self._consumer.get_watermark_offsets(
-                    self._ck.TopicPartition(tp.topic, tp.partition), timeout=self._timeout,
-                    cached=False)
+                    self._ck.TopicPartition(tp.topic, tp.partition),
+                    timeout=self._timeout,
+                    cached=False,
+                )
             except self._ck.KafkaException as exc:
-                raise self._failure(f"cannot list offsets of {tp.topic}/{tp.partition}", exc
-                                    ) from exc
+                raise self._failure(
+                    f"cannot list offsets of {tp.topic}/{tp.partition}", exc
+                ) from exc
             out[tp] = Bounds(low, high)
         return out
 
-    def read(self, ranges: Sequence[OffsetRange], *, chunk: int = 50_000,
-             with_headers: bool = False) -> Iterator[Columns]:
+    def read(
+        self, ranges: Sequence[OffsetRange], *, chunk: int = 50_000, with_headers: bool = False
+    ) -> Iterator[Columns]:
         """Fetch ranges of one topic together; a chunk is yielded once ``chunk`` records
         are held. Fetching partitions together lets the broker answer for all of them in
         one round trip, which is what makes a multi-partition copy fast.
@@ -202,9 +217,11 @@ class ConfluentClient:
                 messages = consumer.consume(min(chunk, 10_000), 0.5)
                 if not messages:
                     if time.monotonic() - last_progress > self._stall_timeout:
-                        raise BrokerError(f"no records from {topic} partitions"
-                                          f" {sorted(set(ends) - done)} for"
-                                          f" {self._stall_timeout:.0f}s")
+                        raise BrokerError(
+                            f"no records from {topic} partitions"
+                            f" {sorted(set(ends) - done)} for"
+                            f" {self._stall_timeout:.0f}s"
+                        )
                     continue
                 last_progress = time.monotonic()
                 finished_before = set(done)
@@ -221,14 +238,17 @@ class ConfluentClient:
                 crossing = {p for p, o in last.items() if o + 1 >= ends[p]}
                 done |= crossing
                 if finished_before & last.keys() or any(last[p] >= ends[p] for p in crossing):
-                    keep = [p not in finished_before and o < ends[p]
-                            for p, o in zip(parts, offsets, strict=True)]
+                    keep = [
+                        p not in finished_before and o < ends[p]
+                        for p, o in zip(parts, offsets, strict=True)
+                    ]
                     messages = [m for m, k in zip(messages, keep, strict=True) if k]
                     parts = [p for p, k in zip(parts, keep, strict=True) if k]
                     offsets = [o for o, k in zip(offsets, keep, strict=True) if k]
                 if done - finished_before:
-                    consumer.pause([ck.TopicPartition(topic, p)
-                                    for p in sorted(done - finished_before)])
+                    consumer.pause(
+                        [ck.TopicPartition(topic, p) for p in sorted(done - finished_before)]
+                    )
                 if messages:
                     self._append(ck.Message, cols, messages, parts, offsets, with_headers)
                 if len(cols) >= chunk:
@@ -246,13 +266,20 @@ class ConfluentClient:
         if err.code() == _PARTITION_EOF:
             return
         if err.code() in (_OFFSET_OUT_OF_RANGE, _AUTO_OFFSET_RESET):
-            raise OffsetRangeError(f"the start offset of {where} is no longer in the log:"
-                                   f" {err.str()}")
+            raise OffsetRangeError(
+                f"the start offset of {where} is no longer in the log: {err.str()}"
+            )
         raise BrokerError(f"fetch from {where} failed: {err.str()}")
 
     @staticmethod
-    def _append(message: Any, cols: Columns, messages: list[Any], parts: list[int],
-                offsets: list[int], with_headers: bool) -> None:
+    def _append(
+        message: Any,
+        cols: Columns,
+        messages: list[Any],
+        parts: list[int],
+        offsets: list[int],
+        with_headers: bool,
+    ) -> None:
         # One C-level map per column: the per-record cost here bounds the throughput.
         cols.partitions += parts
         cols.offsets += offsets

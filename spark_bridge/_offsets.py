@@ -88,12 +88,20 @@ def to_json_offsets(offsets: Mapping[TopicPartition, int]) -> dict[str, dict[str
 
 
 def from_json_offsets(raw: Mapping[str, Mapping[str, int]]) -> dict[TopicPartition, int]:
-    return {TopicPartition(topic, int(p)): int(o)
-            for topic, parts in raw.items() for p, o in parts.items()}
+    return {
+        TopicPartition(topic, int(p)): int(o)
+        for topic, parts in raw.items()
+        for p, o in parts.items()
+    }
 
 
-def resolve(spec: OffsetSpec, bounds: Mapping[TopicPartition, Bounds], *,
-            option: str, fail_on_data_loss: bool = True) -> dict[TopicPartition, int]:
+def resolve(
+    spec: OffsetSpec,
+    bounds: Mapping[TopicPartition, Bounds],
+    *,
+    option: str,
+    fail_on_data_loss: bool = True,
+) -> dict[TopicPartition, int]:
     """Concrete offsets for every partition in ``bounds``.
 
     Partitions the JSON form does not name start at earliest (a partition added later
@@ -116,15 +124,17 @@ def resolve(spec: OffsetSpec, bounds: Mapping[TopicPartition, Bounds], *,
             if fail_on_data_loss:
                 raise OffsetRangeError(
                     f"{option}: offset {wanted} of {tp.topic}/{tp.partition} was deleted;"
-                    f" the log starts at {b.earliest} (set failOnDataLoss=false to skip)")
+                    f" the log starts at {b.earliest} (set failOnDataLoss=false to skip)"
+                )
             out[tp] = b.earliest
         else:
             out[tp] = min(wanted, b.latest)
     return out
 
 
-def plan_ranges(start: Mapping[TopicPartition, int],
-                end: Mapping[TopicPartition, int]) -> list[OffsetRange]:
+def plan_ranges(
+    start: Mapping[TopicPartition, int], end: Mapping[TopicPartition, int]
+) -> list[OffsetRange]:
     """One non-empty range per partition present in ``end``, ordered by topic and partition.
 
     A partition missing from ``start`` is new since the start was taken: read it from 0.
@@ -137,8 +147,9 @@ def plan_ranges(start: Mapping[TopicPartition, int],
     return ranges
 
 
-def cap_offsets(start: Mapping[TopicPartition, int], latest: Mapping[TopicPartition, int],
-                max_records: int) -> dict[TopicPartition, int]:
+def cap_offsets(
+    start: Mapping[TopicPartition, int], latest: Mapping[TopicPartition, int], max_records: int
+) -> dict[TopicPartition, int]:
     """Move at most ``max_records`` past ``start``, shared in proportion to each lag.
 
     The whole-number shares are handed out first; what rounding leaves goes to the

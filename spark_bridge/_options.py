@@ -20,10 +20,21 @@ from ._offsets import OffsetSpec, TopicPartition, parse_offset_spec
 ISOLATION_LEVELS = ("read_committed", "read_uncommitted")
 _SECURITY_PREFIXES = ("security.", "sasl.", "ssl.")
 _KNOWN = {
-    "kafka.bootstrap.servers", "subscribe", "subscribepattern", "assign",
-    "startingoffsets", "endingoffsets", "maxoffsetspertrigger", "isolation.level",
-    "kafka.isolation.level", "includeheaders", "failondataloss", "path",
-    "value.format", "schema.registry.url", "value.subject",
+    "kafka.bootstrap.servers",
+    "subscribe",
+    "subscribepattern",
+    "assign",
+    "startingoffsets",
+    "endingoffsets",
+    "maxoffsetspertrigger",
+    "isolation.level",
+    "kafka.isolation.level",
+    "includeheaders",
+    "failondataloss",
+    "path",
+    "value.format",
+    "schema.registry.url",
+    "value.subject",
 }
 VALUE_FORMATS = ("binary", "avro", "protobuf", "json-schema")
 
@@ -82,8 +93,9 @@ def _bool(options: Mapping[str, str], key: str, default: bool) -> bool:
 def _subscription(options: Mapping[str, str]) -> Subscription:
     given = [k for k in ("subscribe", "subscribepattern", "assign") if options.get(k)]
     if len(given) != 1:
-        raise OptionError("set exactly one of subscribe, subscribePattern, assign"
-                          f" (got {given or 'none'})")
+        raise OptionError(
+            f"set exactly one of subscribe, subscribePattern, assign (got {given or 'none'})"
+        )
     key = given[0]
     raw = options[key]
     if key == "subscribe":
@@ -99,8 +111,9 @@ def _subscription(options: Mapping[str, str]) -> Subscription:
         return Subscription(pattern=raw)
     try:
         parsed = json.loads(raw)
-        assigned = tuple(TopicPartition(str(t), int(p))
-                         for t, parts in parsed.items() for p in parts)
+        assigned = tuple(
+            TopicPartition(str(t), int(p)) for t, parts in parsed.items() for p in parts
+        )
     except (ValueError, AttributeError, TypeError) as exc:
         raise OptionError(f'assign: expected JSON like {{"topic": [0, 1]}}, got {raw!r}') from exc
     if not assigned:
@@ -120,11 +133,13 @@ def parse_options(raw: Mapping[str, str], *, streaming: bool) -> SourceOptions:
         raise OptionError("option kafka.bootstrap.servers is required")
     starting = parse_offset_spec(
         options.get("startingoffsets", "latest" if streaming else "earliest"),
-        option="startingOffsets")
+        option="startingOffsets",
+    )
     if streaming and "endingoffsets" in options:
         raise OptionError("endingOffsets is for batch reads; a stream has no end")
-    ending = parse_offset_spec(options.get("endingoffsets", "latest"), option="endingOffsets",
-                               allow_earliest=False)
+    ending = parse_offset_spec(
+        options.get("endingoffsets", "latest"), option="endingOffsets", allow_earliest=False
+    )
     if not streaming and starting == "latest":
         raise OptionError("startingOffsets=latest makes an empty batch read; use a stream")
     max_per_trigger: int | None = None
@@ -137,12 +152,18 @@ def parse_options(raw: Mapping[str, str], *, streaming: bool) -> SourceOptions:
             raise OptionError("maxOffsetsPerTrigger must be a whole number") from exc
         if max_per_trigger <= 0:
             raise OptionError("maxOffsetsPerTrigger must be positive")
-    isolation = options.get("isolation.level", options.get("kafka.isolation.level",
-                                                            "read_committed")).lower()
+    isolation = options.get(
+        "isolation.level", options.get("kafka.isolation.level", "read_committed")
+    ).lower()
     if isolation not in ISOLATION_LEVELS:
         raise OptionError(f"isolation.level must be one of {ISOLATION_LEVELS}")
-    client_config = librdkafka_config({k.removeprefix("kafka."): v for k, v in options.items()
-                                       if k.startswith("kafka.") and k not in _KNOWN})
+    client_config = librdkafka_config(
+        {
+            k.removeprefix("kafka."): v
+            for k, v in options.items()
+            if k.startswith("kafka.") and k not in _KNOWN
+        }
+    )
     value_format, registry, subject = _value_options(options)
     return SourceOptions(
         value_format=value_format,
@@ -173,7 +194,9 @@ def _value_options(options: Mapping[str, str]) -> tuple[str, str | None, str | N
     if subject is None:
         topics = [t.strip() for t in options.get("subscribe", "").split(",") if t.strip()]
         if len(topics) != 1:
-            raise OptionError("value.format needs value.subject unless exactly one topic is "
-                              "subscribed (then <topic>-value)")
+            raise OptionError(
+                "value.format needs value.subject unless exactly one topic is "
+                "subscribed (then <topic>-value)"
+            )
         subject = f"{topics[0]}-value"
     return value_format, registry, subject

@@ -17,8 +17,13 @@ from ._errors import DeltaError, UnsupportedTableError
 _UNSUPPORTED_READER_FEATURES = {"deletionVectors", "columnMapping", "v2Checkpoint"}
 
 
-def read_delta(spark: Any, path: str, *, version: int | None = None,
-               storage_options: dict[str, str] | None = None) -> Any:
+def read_delta(
+    spark: Any,
+    path: str,
+    *,
+    version: int | None = None,
+    storage_options: dict[str, str] | None = None,
+) -> Any:
     """A DataFrame of the table at ``path`` (its latest version, or ``version``).
 
     In order: load the snapshot; refuse reader features files alone cannot honour;
@@ -35,7 +40,8 @@ def read_delta(spark: Any, path: str, *, version: int | None = None,
     mapping = table.metadata().configuration.get("delta.columnMapping.mode", "none")
     if blocked or mapping not in (None, "none"):
         raise UnsupportedTableError(
-            f"{path} uses {sorted(blocked) or ['columnMapping']}; read it with delta-spark")
+            f"{path} uses {sorted(blocked) or ['columnMapping']}; read it with delta-spark"
+        )
     arrow_schema = require("pyarrow").schema(table.schema().to_arrow())
     files = table.file_uris()
     if not files:

@@ -23,8 +23,9 @@ LOCAL_DEFAULTS = {
 }
 
 
-def spark_session(app_name: str = "headrace", *, master: str | None = None,
-                  conf: Mapping[str, str] | None = None) -> Any:
+def spark_session(
+    app_name: str = "headrace", *, master: str | None = None, conf: Mapping[str, str] | None = None
+) -> Any:
     """Get or create a session, with ``format("headrace")`` registered.
 
     Order matters: the environment is set before the JVM starts (it is read once), so

@@ -56,12 +56,16 @@ class RangePartition(InputPartition):
 
 
 def _client(options: SourceOptions) -> ConfluentClient:
-    return ConfluentClient(options.bootstrap_servers, isolation_level=options.isolation_level,
-                           extra=options.client_config)
+    return ConfluentClient(
+        options.bootstrap_servers,
+        isolation_level=options.isolation_level,
+        extra=options.client_config,
+    )
 
 
-def _read(options: SourceOptions, partition: InputPartition,
-          values: ValueColumns | None = None) -> Iterator[Any]:
+def _read(
+    options: SourceOptions, partition: InputPartition, values: ValueColumns | None = None
+) -> Iterator[Any]:
     assert isinstance(partition, RangePartition)
     r = partition.range
     schema = record_schema(options.include_headers)
@@ -113,13 +117,13 @@ class BatchReader(DataSourceReader):
         o = self.options
         with _client(o) as client:
             bounds = client.bounds(client.partitions(o.subscription, missing_ok=False))
-        start = resolve(o.starting, bounds, option="startingOffsets",
-                        fail_on_data_loss=o.fail_on_data_loss)
+        start = resolve(
+            o.starting, bounds, option="startingOffsets", fail_on_data_loss=o.fail_on_data_loss
+        )
         end = resolve(o.ending, bounds, option="endingOffsets")
         ranges = plan_ranges(start, end)
         # Spark wants at least one partition; an empty range reads nothing.
-        return [RangePartition(r) for r in ranges] or [
-            RangePartition(OffsetRange("", 0, 0, 0))]
+        return [RangePartition(r) for r in ranges] or [RangePartition(OffsetRange("", 0, 0, 0))]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         return _read(self.options, partition, self.values)
@@ -152,8 +156,12 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def initialOffset(self) -> dict[str, Any]:
         client = self._c()
         bounds = client.bounds(client.partitions(self.options.subscription, missing_ok=True))
-        start = resolve(self.options.starting, bounds, option="startingOffsets",
-                        fail_on_data_loss=self.options.fail_on_data_loss)
+        start = resolve(
+            self.options.starting,
+            bounds,
+            option="startingOffsets",
+            fail_on_data_loss=self.options.fail_on_data_loss,
+        )
         return to_json_offsets(start)
 
     def getDefaultReadLimit(self) -> ReadLimit:
@@ -177,8 +185,9 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return to_json_offsets({**begin, **latest})
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
-        return [RangePartition(r)
-                for r in plan_ranges(from_json_offsets(start), from_json_offsets(end))]
+        return [
+            RangePartition(r) for r in plan_ranges(from_json_offsets(start), from_json_offsets(end))
+        ]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         return _read(self.options, partition, self.values)

@@ -109,8 +109,12 @@ class WindowStoreBuilder(_SegmentedBuilder[K, V]):
     retain_duplicates: bool = False
 
     def build(self) -> WindowStore[K, V]:
-        metered = self._stack(WindowKeySchema(), self.caching_enabled and not self.retain_duplicates)
-        api = SegmentedWindowStore(metered, self.retention, self.window_size, self.retain_duplicates)
+        metered = self._stack(
+            WindowKeySchema(), self.caching_enabled and not self.retain_duplicates
+        )
+        api = SegmentedWindowStore(
+            metered, self.retention, self.window_size, self.retain_duplicates
+        )
         return WindowStore(api, self.key_serde, self.value_serde, metered.metrics)
 
 

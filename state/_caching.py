@@ -154,7 +154,11 @@ class CachingKeyValueStore(_CachingStore[KeyValueBytesStore], KeyValueStoreWrapp
         return existing
 
     def _merged(
-        self, lo: bytes | None, hi: bytes | None, stored: Iterator[tuple[bytes, bytes]], reverse: bool
+        self,
+        lo: bytes | None,
+        hi: bytes | None,
+        stored: Iterator[tuple[bytes, bytes]],
+        reverse: bool,
     ) -> Iterator[tuple[bytes, bytes]]:
         return merge(self._cache.items_between(lo, hi), stored, reverse)
 
@@ -188,7 +192,9 @@ class CachingKeyValueStore(_CachingStore[KeyValueBytesStore], KeyValueStoreWrapp
 class CachingSegmentedStore(_CachingStore[SegmentedBytesStore], SegmentedStoreWrapper):
     """Caches binary windowed or session keys; scans merge the cache with the store."""
 
-    def __init__(self, wrapped: SegmentedBytesStore, max_entries: int = DEFAULT_MAX_ENTRIES) -> None:
+    def __init__(
+        self, wrapped: SegmentedBytesStore, max_entries: int = DEFAULT_MAX_ENTRIES
+    ) -> None:
         super().__init__(wrapped, max_entries)
         self._read_down = wrapped.get_raw
         self._write_down = wrapped.put_all_raw

@@ -148,7 +148,9 @@ class KeyValueBytesStore(StateStore, CheckpointableStore, Protocol):
         """Remove the key and return the value it had."""
         ...
 
-    def range(self, key_from: bytes | None, key_to: bytes | None) -> Iterator[tuple[bytes, bytes]]: ...
+    def range(
+        self, key_from: bytes | None, key_to: bytes | None
+    ) -> Iterator[tuple[bytes, bytes]]: ...
 
     def reverse_range(
         self, key_from: bytes | None, key_to: bytes | None

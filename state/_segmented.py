@@ -63,7 +63,9 @@ class SegmentedBytesStore(CheckpointableStore, Protocol):
 
     def restore_batch(self, records: Iterable[ChangeRecord]) -> None: ...
 
-    def set_flush_listener(self, listener: FlushListener, send_old_values: bool = False) -> bool: ...
+    def set_flush_listener(
+        self, listener: FlushListener, send_old_values: bool = False
+    ) -> bool: ...
 
 
 def default_segment_interval(retention: int) -> int:
@@ -84,7 +86,9 @@ class SegmentedStore(BackendStore):
     ) -> None:
         if retention <= 0:
             raise StoreConfigError(f"retention must be positive, got {retention}")
-        interval = default_segment_interval(retention) if segment_interval is None else segment_interval
+        interval = (
+            default_segment_interval(retention) if segment_interval is None else segment_interval
+        )
         if interval <= 0:
             raise StoreConfigError(f"segment interval must be positive, got {interval}")
         super().__init__(name, backend)
@@ -205,7 +209,9 @@ class SegmentedStore(BackendStore):
     ) -> Iterator[tuple[bytes, bytes]]:
         self._lifecycle.check_open()
         time_from = max(time_from, self.min_live_time())
-        if time_to < time_from or (key_from is not None and key_to is not None and key_from > key_to):
+        if time_to < time_from or (
+            key_from is not None and key_to is not None and key_from > key_to
+        ):
             return iter(())
         first, last = time_from // self.segment_interval, time_to // self.segment_interval
         tables = [self._segments[s] for s in sorted(self._segments) if first <= s <= last]

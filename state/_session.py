@@ -48,7 +48,9 @@ class SessionBytesStore(StateStore, CheckpointableStore, Protocol):
 
     def restore_batch(self, records: Iterable[ChangeRecord]) -> None: ...
 
-    def set_flush_listener(self, listener: FlushListener, send_old_values: bool = False) -> bool: ...
+    def set_flush_listener(
+        self, listener: FlushListener, send_old_values: bool = False
+    ) -> bool: ...
 
 
 class SegmentedSessionStore(SegmentedFacade):

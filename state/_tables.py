@@ -128,9 +128,7 @@ class MemoryTable:
         self, lo: bytes | None, hi: bytes | None, reverse: bool, limit: int
     ) -> list[tuple[bytes, bytes]]:
         data = self._data
-        keys = list(
-            islice(data.irange(lo, hi, inclusive=(True, False), reverse=reverse), limit)
-        )
+        keys = list(islice(data.irange(lo, hi, inclusive=(True, False), reverse=reverse), limit))
         return [(k, data[k]) for k in keys]
 
     def approximate_count(self) -> int:

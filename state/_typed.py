@@ -99,7 +99,9 @@ class _Typed(Generic[K, V]):
         try:
             data = self.key_serde.serialize(self.topic, key)
         except Exception as error:
-            raise SerializationError(f"key serde failed for store {self.name!r}: {error}") from error
+            raise SerializationError(
+                f"key serde failed for store {self.name!r}: {error}"
+            ) from error
         if data is None:
             raise SerializationError(f"key {key!r} serialized to None in store {self.name!r}")
         return data
@@ -118,7 +120,9 @@ class _Typed(Generic[K, V]):
         try:
             return self.key_serde.deserialize(self.topic, data)
         except Exception as error:
-            raise SerializationError(f"key serde failed for store {self.name!r}: {error}") from error
+            raise SerializationError(
+                f"key serde failed for store {self.name!r}: {error}"
+            ) from error
 
     def _dv(self, data: bytes | None) -> V | None:
         if data is None:
@@ -186,7 +190,9 @@ class KeyValueStore(_Typed[K, V]):
         def typed(entries: Sequence[CacheEntry]) -> None:
             listener(
                 [
-                    Change(self._dk(e.key), self._dv(e.new_value), self._dv(e.old_value), e.timestamp)
+                    Change(
+                        self._dk(e.key), self._dv(e.new_value), self._dv(e.old_value), e.timestamp
+                    )
                     for e in entries
                 ]
             )
@@ -209,7 +215,9 @@ class WindowStore(_Typed[K, V]):
         for start, data in self.inner.fetch(self._k(key), time_from, time_to):
             yield start, self._dv(data)  # type: ignore[misc]
 
-    def _windowed(self, raw: Iterator[tuple[Windowed[bytes], bytes]]) -> Iterator[tuple[Windowed[K], V]]:
+    def _windowed(
+        self, raw: Iterator[tuple[Windowed[bytes], bytes]]
+    ) -> Iterator[tuple[Windowed[K], V]]:
         for windowed, data in raw:
             yield Windowed(self._dk(windowed.key), windowed.window), self._dv(data)  # type: ignore[misc]
 
@@ -227,7 +235,9 @@ class WindowStore(_Typed[K, V]):
         return self._windowed(self.inner.all())
 
     def set_flush_listener(
-        self, listener: Callable[[list[Change[Windowed[K], V]]], None], send_old_values: bool = False
+        self,
+        listener: Callable[[list[Change[Windowed[K], V]]], None],
+        send_old_values: bool = False,
     ) -> bool:
         size = self.inner.window_size
 
@@ -252,7 +262,9 @@ class SessionStore(_Typed[K, V]):
     def _session(self, session: Windowed[K]) -> Windowed[bytes]:
         return Windowed(self._k(session.key), session.window)
 
-    def _sessions(self, raw: Iterator[tuple[Windowed[bytes], bytes]]) -> Iterator[tuple[Windowed[K], V]]:
+    def _sessions(
+        self, raw: Iterator[tuple[Windowed[bytes], bytes]]
+    ) -> Iterator[tuple[Windowed[K], V]]:
         for windowed, data in raw:
             yield Windowed(self._dk(windowed.key), windowed.window), self._dv(data)  # type: ignore[misc]
 
@@ -286,7 +298,9 @@ class SessionStore(_Typed[K, V]):
         return self._sessions(self.inner.fetch_range(lo, hi))
 
     def set_flush_listener(
-        self, listener: Callable[[list[Change[Windowed[K], V]]], None], send_old_values: bool = False
+        self,
+        listener: Callable[[list[Change[Windowed[K], V]]], None],
+        send_old_values: bool = False,
     ) -> bool:
         def typed(entries: Sequence[CacheEntry]) -> None:
             changes = []

@@ -37,13 +37,17 @@ class WindowBytesStore(StateStore, CheckpointableStore, Protocol):
         self, key_from: bytes | None, key_to: bytes | None, time_from: int, time_to: int
     ) -> Iterator[tuple[Windowed[bytes], bytes]]: ...
 
-    def fetch_all(self, time_from: int, time_to: int) -> Iterator[tuple[Windowed[bytes], bytes]]: ...
+    def fetch_all(
+        self, time_from: int, time_to: int
+    ) -> Iterator[tuple[Windowed[bytes], bytes]]: ...
 
     def all(self) -> Iterator[tuple[Windowed[bytes], bytes]]: ...
 
     def restore_batch(self, records: Iterable[ChangeRecord]) -> None: ...
 
-    def set_flush_listener(self, listener: FlushListener, send_old_values: bool = False) -> bool: ...
+    def set_flush_listener(
+        self, listener: FlushListener, send_old_values: bool = False
+    ) -> bool: ...
 
 
 class SegmentedWindowStore(SegmentedFacade):
@@ -81,7 +85,9 @@ class SegmentedWindowStore(SegmentedFacade):
     def get(self, key: bytes, window_start: int) -> bytes | None:
         # _min_live() inlined: this is the read of every windowed aggregation update.
         context = self._context
-        stream_time = self._observed if context is None else max(self._observed, context.stream_time)
+        stream_time = (
+            self._observed if context is None else max(self._observed, context.stream_time)
+        )
         if window_start <= stream_time - self.retention:
             return None
         if self.retain_duplicates:

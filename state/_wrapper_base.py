@@ -29,7 +29,9 @@ class WrappableStore(StateStore, CheckpointableStore, Protocol):
 
     def restore_batch(self, records: Iterable[ChangeRecord]) -> None: ...
 
-    def set_flush_listener(self, listener: FlushListener, send_old_values: bool = False) -> bool: ...
+    def set_flush_listener(
+        self, listener: FlushListener, send_old_values: bool = False
+    ) -> bool: ...
 
 
 W = TypeVar("W", bound=WrappableStore)

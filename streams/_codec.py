@@ -48,8 +48,10 @@ def _bytes_or(complaint: Callable[[Any], str]) -> Encode:
 
 
 require_bytes = _bytes_or(
-    lambda obj: f"no serde to write a {type(obj).__name__}: pass key_serde/value_serde to "
-    "the operator or set a default serde in the config"
+    lambda obj: (
+        f"no serde to write a {type(obj).__name__}: pass key_serde/value_serde to "
+        "the operator or set a default serde in the config"
+    )
 )
 
 
@@ -57,9 +59,11 @@ def bytes_only(node: str, topic: str, side: str) -> Encode:
     """``require_bytes`` for the ``side`` (key or value) of sink ``node``, whose error
     names the node and the topic."""
     return _bytes_or(
-        lambda obj: f"sink {node} (topic {topic!r}) has no {side} serde and got a "
-        f"{type(obj).__name__}, not bytes: pass {side}_serializer to the sink or set "
-        f"default_{side}_serde"
+        lambda obj: (
+            f"sink {node} (topic {topic!r}) has no {side} serde and got a "
+            f"{type(obj).__name__}, not bytes: pass {side}_serializer to the sink or set "
+            f"default_{side}_serde"
+        )
     )
 
 
@@ -88,7 +92,10 @@ def missing_sink_serdes(
     leave unserialized: one line per sink side that is :data:`APP_DEFAULT` with no default."""
     missing = []
     for node, topic, key, value in sinks:
-        for side, serializer, default in (("key", key, default_key), ("value", value, default_value)):
+        for side, serializer, default in (
+            ("key", key, default_key),
+            ("value", value, default_value),
+        ):
             if serializer is APP_DEFAULT and default is None:
                 missing.append(
                     f"sink {node} (topic {topic}) has no {side} serde: its {side}s are computed "

@@ -49,33 +49,55 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
     # Not built on ``broker_options``: its --bootstrap-servers has a default (the
     # environment's, or 127.0.0.1:9092), which would replace an App's own servers.
     run = subparsers.add_parser(
-        "run", help="run a stream processing application as a service",
-        description="Run a stream processing application as a service.", epilog=_PRECEDENCE,
+        "run",
+        help="run a stream processing application as a service",
+        description="Run a stream processing application as a service.",
+        epilog=_PRECEDENCE,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     run.add_argument("target", help="path/to/app.py:NAME or package.module:NAME")
-    run.add_argument("--bootstrap-servers", metavar="HOST:PORT[,...]",
-                     help="broker(s) to talk to (default: see below)")
-    run.add_argument("--application-id",
-                     help="application id (needed for targets that are not an App)")
+    run.add_argument(
+        "--bootstrap-servers",
+        metavar="HOST:PORT[,...]",
+        help="broker(s) to talk to (default: see below)",
+    )
+    run.add_argument(
+        "--application-id", help="application id (needed for targets that are not an App)"
+    )
     run.add_argument("--state-dir", help="where task state lives")
-    run.add_argument("--http-port", type=int, help="serve /health, /metrics, /stores on this port (0: any)")
+    run.add_argument(
+        "--http-port", type=int, help="serve /health, /metrics, /stores on this port (0: any)"
+    )
     run.add_argument("--http-host", help="address the HTTP server binds (default 127.0.0.1)")
     run.add_argument("--commit-interval-ms", type=int)
-    run.add_argument("--num-standby-replicas", type=int,
-                     help="warm copies of each stateful task kept on other instances (default 0)")
-    run.add_argument("--processing-guarantee", choices=("at_least_once", "exactly_once_v2"),
-                     help="default at_least_once (see the README on choosing)")
+    run.add_argument(
+        "--num-standby-replicas",
+        type=int,
+        help="warm copies of each stateful task kept on other instances (default 0)",
+    )
+    run.add_argument(
+        "--processing-guarantee",
+        choices=("at_least_once", "exactly_once_v2"),
+        help="default at_least_once (see the README on choosing)",
+    )
     run.add_argument("--settings", help="a TOML or JSON settings file")
-    run.add_argument("--command-config", metavar="FILE",
-                     help="Kafka client properties (security.protocol, sasl.*, ssl.*)")
-    run.add_argument("--env-file", metavar="FILE",
-                     help="HEADRACE_* settings below the real environment (default: ./.env "
-                          "when there is one)")
-    run.add_argument("--status-interval", type=float, default=5.0, help="seconds between status lines (0: none)")
+    run.add_argument(
+        "--command-config",
+        metavar="FILE",
+        help="Kafka client properties (security.protocol, sasl.*, ssl.*)",
+    )
+    run.add_argument(
+        "--env-file",
+        metavar="FILE",
+        help="HEADRACE_* settings below the real environment (default: ./.env when there is one)",
+    )
+    run.add_argument(
+        "--status-interval", type=float, default=5.0, help="seconds between status lines (0: none)"
+    )
     run.add_argument("--log-format", metavar="{text,json}", help="default text")
-    run.add_argument("--log-level", metavar="{debug,info,warning,error}",
-                     help="in any case (default info)")
+    run.add_argument(
+        "--log-level", metavar="{debug,info,warning,error}", help="in any case (default info)"
+    )
     run.set_defaults(handler=_run)
     register_describe(subparsers)
 
@@ -131,12 +153,17 @@ def _security_options(command_config: str | None) -> dict[str, Any]:
     from headrace.base import ClientSecurity, read_properties
 
     security = ClientSecurity.from_properties(read_properties(command_config))
-    return {"security_protocol": security.security_protocol,
-            "sasl_mechanism": security.sasl_mechanism,
-            "sasl_username": security.sasl_username, "sasl_password": security.sasl_password,
-            "ssl_cafile": security.ssl_cafile, "ssl_certfile": security.ssl_certfile,
-            "ssl_keyfile": security.ssl_keyfile, "ssl_password": security.ssl_password,
-            "ssl_check_hostname": security.ssl_check_hostname}
+    return {
+        "security_protocol": security.security_protocol,
+        "sasl_mechanism": security.sasl_mechanism,
+        "sasl_username": security.sasl_username,
+        "sasl_password": security.sasl_password,
+        "ssl_cafile": security.ssl_cafile,
+        "ssl_certfile": security.ssl_certfile,
+        "ssl_keyfile": security.ssl_keyfile,
+        "ssl_password": security.ssl_password,
+        "ssl_check_hostname": security.ssl_check_hostname,
+    }
 
 
 def build_app(args: argparse.Namespace) -> Any:
@@ -147,14 +174,19 @@ def build_app(args: argparse.Namespace) -> Any:
     obj = load_target(args.target)
     if isinstance(obj, App):
         settings = AppSettings.load(
-            [obj._settings_file, args.settings], env, base=obj._given_settings,
-            **_options(args)
+            [obj._settings_file, args.settings], env, base=obj._given_settings, **_options(args)
         )
-        return App(topology=obj._topology_source, settings=settings,
-                   default_key_serde=obj._serdes[0], default_value_serde=obj._serdes[1])
+        return App(
+            topology=obj._topology_source,
+            settings=settings,
+            default_key_serde=obj._serdes[0],
+            default_value_serde=obj._serdes[1],
+        )
     if not _has_application_id(args, env):
-        raise ConfigError(f"{args.target} is not an App: give it an application id with "
-                          "--application-id (or HEADRACE_APPLICATION_ID, or in --settings)")
+        raise ConfigError(
+            f"{args.target} is not an App: give it an application id with "
+            "--application-id (or HEADRACE_APPLICATION_ID, or in --settings)"
+        )
     return App(topology=obj, settings=AppSettings.load(args.settings, env, **_options(args)))
 
 
@@ -174,7 +206,8 @@ def _run(args: argparse.Namespace) -> int:
     configure_logging(app.settings.log_format, app.settings.log_level)
     # Where each setting came from is the question a debug run is most often for.
     logging.getLogger("headrace.streams.run").debug(
-        "settings: %s", app.settings.model_dump(mode="json", exclude_defaults=True))
+        "settings: %s", app.settings.model_dump(mode="json", exclude_defaults=True)
+    )
     try:
         asyncio.run(_serve(app, args.status_interval))
     except AppStopped as error:
@@ -215,21 +248,33 @@ async def _serve(app: Any, status_interval: float) -> None:
     from .runtime._gc import tune_for_streaming
 
     tune_for_streaming()
-    print(f"[run] {app.settings.application_id} running against {app.settings.bootstrap_servers}"
-          + (f"; http://{app.host} (/health /metrics /stores)" if app.host else ""), flush=True)
+    print(
+        f"[run] {app.settings.application_id} running against {app.settings.bootstrap_servers}"
+        + (f"; http://{app.host} (/health /metrics /stores)" if app.host else ""),
+        flush=True,
+    )
     waiter = asyncio.ensure_future(stop.wait())
     restores = asyncio.ensure_future(_show_restores(app)) if sys.stderr.isatty() else None
     try:
         while not waiter.done() and not app._loop_task.done():
-            await asyncio.wait({waiter, app._loop_task}, timeout=status_interval or None,
-                               return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(
+                {waiter, app._loop_task},
+                timeout=status_interval or None,
+                return_when=asyncio.FIRST_COMPLETED,
+            )
             if status_interval and not waiter.done():
                 s = app.status()
-                restoring = (f" restoring {len(s['restoring'])} ({s['restore_remaining']} records left)"
-                             if s["restoring"] else "")
+                restoring = (
+                    f" restoring {len(s['restoring'])} ({s['restore_remaining']} records left)"
+                    if s["restoring"]
+                    else ""
+                )
                 standby = f" standby={','.join(s['standby'])}" if s["standby"] else ""
-                print(f"[status] {s['state']} tasks={','.join(s['tasks']) or '-'}{restoring}{standby}"
-                      f" consumed={s['consumed']} produced={s['produced']}", flush=True)
+                print(
+                    f"[status] {s['state']} tasks={','.join(s['tasks']) or '-'}{restoring}{standby}"
+                    f" consumed={s['consumed']} produced={s['produced']}",
+                    flush=True,
+                )
     finally:
         waiter.cancel()
         if restores is not None:

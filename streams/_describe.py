@@ -122,7 +122,9 @@ def _describe_node(
         (),
         predecessors,
         topics=(node.topic,) if node.topic is not None else (),
-        topic_extractor=None if extractor is None else getattr(extractor, "__qualname__", repr(extractor)),
+        topic_extractor=None
+        if extractor is None
+        else getattr(extractor, "__qualname__", repr(extractor)),
     )
 
 

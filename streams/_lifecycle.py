@@ -44,9 +44,7 @@ class Lifecycle(Generic[S]):
         """Raise unless the current state is one of ``states``."""
         if self._state not in states:
             wanted = " or ".join(s.name for s in states)
-            raise IllegalStateTransition(
-                f"{self._owner}: is {self._state.name}, must be {wanted}"
-            )
+            raise IllegalStateTransition(f"{self._owner}: is {self._state.name}, must be {wanted}")
 
 
 class TaskState(enum.Enum):

@@ -45,9 +45,16 @@ def compile_sink(
     """Return ``push(batch)`` for ``node``; ``resolved_topic`` is its topic on the broker."""
     extend = produced.extend
     missing = missing_sink_serdes(
-        [(node.name, repr(resolved_topic) if resolved_topic else "chosen per record",
-          node.key_serializer, node.value_serializer)],
-        config.default_key_serde, config.default_value_serde,
+        [
+            (
+                node.name,
+                repr(resolved_topic) if resolved_topic else "chosen per record",
+                node.key_serializer,
+                node.value_serializer,
+            )
+        ],
+        config.default_key_serde,
+        config.default_value_serde,
     )
     if missing:
         raise TopologyError("; ".join(missing))

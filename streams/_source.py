@@ -42,9 +42,13 @@ def _bare_path(kb: Decode | None, vb: Decode | None) -> Decoder:
     # Bare functions take no nulls: nulls stay nulls here, inline.
     if kb is None:
         assert vb is not None
-        return lambda run: [(k, None if v is None else vb(v), ts, h, o) for _t, _p, o, ts, k, v, h in run]
+        return lambda run: [
+            (k, None if v is None else vb(v), ts, h, o) for _t, _p, o, ts, k, v, h in run
+        ]
     if vb is None:
-        return lambda run: [(None if k is None else kb(k), v, ts, h, o) for _t, _p, o, ts, k, v, h in run]
+        return lambda run: [
+            (None if k is None else kb(k), v, ts, h, o) for _t, _p, o, ts, k, v, h in run
+        ]
     return lambda run: [
         (None if k is None else kb(k), None if v is None else vb(v), ts, h, o)
         for _t, _p, o, ts, k, v, h in run
@@ -140,4 +144,3 @@ def compile_decoder(
         return batch if extractor is None else extract(batch)
 
     return decode
-

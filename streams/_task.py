@@ -182,7 +182,9 @@ class TaskExecutor:
         for (topic, partition), run in groupby(records, key=_topic_partition):
             self.process_partition(topic, partition, list(run))
 
-    def process_partition(self, topic: str, partition: int, records: Sequence[ConsumedRecord]) -> None:
+    def process_partition(
+        self, topic: str, partition: int, records: Sequence[ConsumedRecord]
+    ) -> None:
         """Process consumed records that all come from ``topic``-``partition``.
 
         Steps: decode the batch (deserialize, handle bad records, extract timestamps);

@@ -141,7 +141,9 @@ class Topology:
         )
         return self
 
-    def add_state_store(self, store_builder: StoreBuilder[StateStore], *processor_names: str) -> Topology:
+    def add_state_store(
+        self, store_builder: StoreBuilder[StateStore], *processor_names: str
+    ) -> Topology:
         """Register a store and connect it to ``processor_names`` (more may connect later)."""
         name = store_builder.name
         if name in self._g.stores:
@@ -150,7 +152,9 @@ class Topology:
         self._connect(processor_names, name)
         return self
 
-    def connect_processor_and_state_stores(self, processor_name: str, *store_names: str) -> Topology:
+    def connect_processor_and_state_stores(
+        self, processor_name: str, *store_names: str
+    ) -> Topology:
         """Give ``processor_name`` access to the named, already added stores."""
         self._connect((processor_name,), *store_names)
         return self
@@ -318,8 +322,12 @@ class Topology:
         while the default it needs is ``None``; the App runs this at start and the test
         driver when it opens, so such a program fails before its first record."""
         sinks = [
-            (n.name, repr(n.topic) if n.topic is not None else "chosen per record",
-             n.key_serializer, n.value_serializer)
+            (
+                n.name,
+                repr(n.topic) if n.topic is not None else "chosen per record",
+                n.key_serializer,
+                n.value_serializer,
+            )
             for n in self._g.nodes.values()
             if isinstance(n, SinkNode)
         ]

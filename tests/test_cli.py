@@ -15,20 +15,26 @@ from headrace.streams._commands import build_app
 
 ROOT = Path(__file__).resolve().parents[1]
 
-TOPOLOGY = '''\
+TOPOLOGY = """\
 from headrace import StreamsBuilder
 
 def topology():
     builder = StreamsBuilder()
     builder.stream("in").to("out")
     return builder
-'''
+"""
 
 
 def _headrace(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith("HEADRACE_")}
-    return subprocess.run([sys.executable, "-m", "headrace", *argv], capture_output=True, text=True,
-                          env={**base, **(env or {})}, cwd=ROOT, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "headrace", *argv],
+        capture_output=True,
+        text=True,
+        env={**base, **(env or {})},
+        cwd=ROOT,
+        timeout=60,
+    )
 
 
 def test_version_prints_the_package_version() -> None:
@@ -44,7 +50,9 @@ def test_the_log_level_variable_is_read_in_any_case(
 ) -> None:
     (tmp_path / "topo.py").write_text(TOPOLOGY)
     monkeypatch.setenv("HEADRACE_LOG_LEVEL", given)
-    args = build_parser().parse_args(["run", f"{tmp_path / 'topo.py'}:topology", "--application-id", "a"])
+    args = build_parser().parse_args(
+        ["run", f"{tmp_path / 'topo.py'}:topology", "--application-id", "a"]
+    )
     assert build_app(args).settings.log_level == "DEBUG"
 
 
@@ -54,8 +62,18 @@ def test_the_log_level_flag_is_read_in_any_case(
 ) -> None:
     (tmp_path / "topo.py").write_text(TOPOLOGY)
     monkeypatch.setenv("HEADRACE_LOG_LEVEL", "debug")
-    args = build_parser().parse_args(["run", f"{tmp_path / 'topo.py'}:topology", "--application-id", "a",
-                                      "--log-level", given, "--log-format", "JSON"])
+    args = build_parser().parse_args(
+        [
+            "run",
+            f"{tmp_path / 'topo.py'}:topology",
+            "--application-id",
+            "a",
+            "--log-level",
+            given,
+            "--log-format",
+            "JSON",
+        ]
+    )
     settings = build_app(args).settings
     assert (settings.log_level, settings.log_format) == ("WARNING", "json")
 
@@ -67,7 +85,8 @@ def test_a_bad_log_level_is_one_line_listing_the_choices(tmp_path: Path) -> None
     assert done.returncode == 1
     assert done.stderr == (
         "headrace run: error: invalid settings: log_level (from HEADRACE_LOG_LEVEL): "
-        "Input should be 'DEBUG', 'INFO', 'WARNING' or 'ERROR'\n")
+        "Input should be 'DEBUG', 'INFO', 'WARNING' or 'ERROR'\n"
+    )
     done = _headrace("run", target, "--application-id", "a", "--log-level", "chatty")
     assert done.returncode == 1
     assert done.stderr.count("\n") == 1
@@ -87,7 +106,8 @@ def test_run_loads_an_app_file_that_imports_a_module_beside_it(tmp_path: Path) -
         "def topology():\n"
         "    builder = StreamsBuilder()\n"
         "    builder.stream(SOURCE).to('orders-out')\n"
-        "    return builder.build()\n")
+        "    return builder.build()\n"
+    )
     topology = load_target(f"{app_dir / 'app.py'}:topology")()
     assert "orders-in" in str(topology.describe())
 
@@ -95,8 +115,10 @@ def test_run_loads_an_app_file_that_imports_a_module_beside_it(tmp_path: Path) -
 def _complete(script: str, *words: str) -> list[str]:
     """What bash completes for ``words`` (the last one being typed)."""
     quoted = " ".join(f"'{w}'" for w in words)
-    program = (f"{script}\nCOMP_WORDS=({quoted}); COMP_CWORD={len(words) - 1}; _headrace; "
-               'printf "%s\\n" "${COMPREPLY[@]}"')
+    program = (
+        f"{script}\nCOMP_WORDS=({quoted}); COMP_CWORD={len(words) - 1}; _headrace; "
+        'printf "%s\\n" "${COMPREPLY[@]}"'
+    )
     done = subprocess.run(["bash", "-c", program], capture_output=True, text=True, timeout=30)
     assert done.returncode == 0, done.stderr
     return sorted(line for line in done.stdout.splitlines() if line)
@@ -109,15 +131,34 @@ def test_bash_completion_follows_the_parser(capsys: pytest.CaptureFixture[str]) 
     assert "complete -F _headrace headrace" in script
     assert _complete(script, "headrace", "gr") == ["groups"]
     assert _complete(script, "headrace", "topics", "") == [
-        "--help", "-h", "alter", "create", "delete", "describe", "list"]
-    assert "--replication-factor" in _complete(script, "headrace", "topics", "create", "t",
-                                               "--re")
+        "--help",
+        "-h",
+        "alter",
+        "create",
+        "delete",
+        "describe",
+        "list",
+    ]
+    assert "--replication-factor" in _complete(script, "headrace", "topics", "create", "t", "--re")
     assert _complete(script, "headrace", "consume", "t", "--isolation-level", "read_") == [
-        "read_committed", "read_uncommitted"]
+        "read_committed",
+        "read_uncommitted",
+    ]
     assert _complete(script, "headrace", "groups", "reset-offsets", "g", "--to-") == [
-        "--to-datetime", "--to-earliest", "--to-latest", "--to-offset"]
+        "--to-datetime",
+        "--to-earliest",
+        "--to-latest",
+        "--to-offset",
+    ]
     assert _complete(script, "headrace", "produce", "t", "--value-format", "") == [
-        "avro", "base64", "json", "json-schema", "long", "protobuf", "string"]
+        "avro",
+        "base64",
+        "json",
+        "json-schema",
+        "long",
+        "protobuf",
+        "string",
+    ]
     assert _complete(script, "headrace", "completion", "") == ["--help", "-h", "bash"]
 
 
@@ -127,8 +168,9 @@ def test_usage_errors_exit_2_and_errors_exit_1(capsys: pytest.CaptureFixture[str
 
     assert run(capsys, "topics", check=False).code == 2  # no action
     assert run(capsys, "consume", "t", "--isolation-level", "dirty", check=False).code == 2
-    unreachable = run(capsys, "topics", "list", "--bootstrap-servers",
-                      f"127.0.0.1:{free_port()}", check=False)
+    unreachable = run(
+        capsys, "topics", "list", "--bootstrap-servers", f"127.0.0.1:{free_port()}", check=False
+    )
     unreachable.one_line_error("cannot reach a broker", code=1)
 
 
@@ -145,7 +187,8 @@ def test_run_reads_a_dot_env_file_below_the_environment(
         "export HEADRACE_APPLICATION_ID=from-dotenv\n"
         'HEADRACE_LOG_LEVEL="warning"  \n'
         "HEADRACE_STATE_DIR='/srv/state' \n"
-        "DATABASE_URL=postgres://elsewhere  # not ours\n")
+        "DATABASE_URL=postgres://elsewhere  # not ours\n"
+    )
     settings = build_app(build_parser().parse_args(["run", target])).settings
     assert (settings.application_id, settings.log_level) == ("from-dotenv", "WARNING")
     assert str(settings.state_dir) == "/srv/state"
@@ -166,7 +209,9 @@ def test_bad_env_files_are_one_line(tmp_path: Path) -> None:
     target = f"{tmp_path / 'topo.py'}:topology"
     missing = _headrace("run", target, "--env-file", str(tmp_path / "nope.env"))
     assert (missing.returncode, missing.stderr) == (
-        1, f"headrace run: error: no such env file: {tmp_path / 'nope.env'}\n")
+        1,
+        f"headrace run: error: no such env file: {tmp_path / 'nope.env'}\n",
+    )
     (tmp_path / "bad.env").write_text("HEADRACE_APPLICATION_ID=a\nthis is not a setting\n")
     bad = _headrace("run", target, "--env-file", str(tmp_path / "bad.env"))
     assert bad.returncode == 1 and bad.stderr.count("\n") == 1
@@ -178,15 +223,17 @@ def test_describe_prints_the_topology_of_any_target(
 ) -> None:
     from clirun import headrace as run
 
-    (tmp_path / "topo.py").write_text(TOPOLOGY + "\nfrom headrace import App\n"
-                                      "app = App('describe-me', topology)\n")
+    (tmp_path / "topo.py").write_text(
+        TOPOLOGY + "\nfrom headrace import App\napp = App('describe-me', topology)\n"
+    )
     for name in ("topology", "app"):
         out = run(capsys, "describe", f"{tmp_path / 'topo.py'}:{name}").out
         assert "Sub-topology: 0" in out and "in" in out and "out" in out
     out = run(capsys, "describe", "headrace.examples.page_views:build_topology").out
     assert "page-views-per-minute" in out
     run(capsys, "describe", f"{tmp_path / 'topo.py'}:absent", check=False).one_line_error(
-        "has no attribute 'absent'")
+        "has no attribute 'absent'"
+    )
 
 
 def test_dot_env_quoting() -> None:
@@ -195,9 +242,15 @@ def test_dot_env_quoting() -> None:
     from headrace.streams import _dotenv
 
     assert doctest.testmod(_dotenv).failed == 0
-    parsed = _dotenv.parse('HEADRACE_A="x\\ty \\"q\\" # kept"\nHEADRACE_B=plain # comment\n'
-                           "HEADRACE_C='raw \\n'\nHEADRACE_D=\n")
-    assert parsed == {"HEADRACE_A": 'x\ty "q" # kept', "HEADRACE_B": "plain",
-                      "HEADRACE_C": "raw \\n", "HEADRACE_D": ""}
+    parsed = _dotenv.parse(
+        'HEADRACE_A="x\\ty \\"q\\" # kept"\nHEADRACE_B=plain # comment\n'
+        "HEADRACE_C='raw \\n'\nHEADRACE_D=\n"
+    )
+    assert parsed == {
+        "HEADRACE_A": 'x\ty "q" # kept',
+        "HEADRACE_B": "plain",
+        "HEADRACE_C": "raw \\n",
+        "HEADRACE_D": "",
+    }
     with pytest.raises(Exception, match="line 1: unterminated"):
         _dotenv.parse('HEADRACE_A="open\n')

@@ -18,9 +18,22 @@ def test_headrace_public_surface_is_pinned() -> None:
     import headrace
 
     assert sorted(headrace.__all__) == [
-        "AgentApp", "AgentStream", "AgentTopic", "App", "AsyncOptions", "AsyncProcessor",
-        "JoinWindows", "Serdes", "SessionWindows", "SlidingWindows", "StreamsBuilder", "Table",
-        "TimeWindows", "Topology", "__version__", "materialized",
+        "AgentApp",
+        "AgentStream",
+        "AgentTopic",
+        "App",
+        "AsyncOptions",
+        "AsyncProcessor",
+        "JoinWindows",
+        "Serdes",
+        "SessionWindows",
+        "SlidingWindows",
+        "StreamsBuilder",
+        "Table",
+        "TimeWindows",
+        "Topology",
+        "__version__",
+        "materialized",
     ]
     for name in headrace.__all__:
         assert getattr(headrace, name) is not None, name
@@ -37,12 +50,26 @@ def test_public_names_are_the_sub_packages_own() -> None:
     assert headrace.Topology is streams.Topology
     assert headrace.AsyncProcessor is streams.AsyncProcessor
     assert headrace.AsyncOptions is streams.AsyncOptions
-    for name in ("Serdes", "TimeWindows", "SlidingWindows", "SessionWindows", "JoinWindows",
-                 "materialized", "AgentApp", "AgentStream", "AgentTopic", "Table"):
+    for name in (
+        "Serdes",
+        "TimeWindows",
+        "SlidingWindows",
+        "SessionWindows",
+        "JoinWindows",
+        "materialized",
+        "AgentApp",
+        "AgentStream",
+        "AgentTopic",
+        "Table",
+    ):
         assert getattr(headrace, name) is getattr(dsl, name), name
     assert headrace.testing.TopologyTestDriver is testing.TopologyTestDriver
     assert sorted(headrace.testing.__all__) == [
-        "ChangelogEntry", "TestInputTopic", "TestOutputTopic", "TestRecord", "TopologyTestDriver",
+        "ChangelogEntry",
+        "TestInputTopic",
+        "TestOutputTopic",
+        "TestRecord",
+        "TopologyTestDriver",
     ]
 
 
@@ -54,9 +81,11 @@ def test_unknown_name_raises_attribute_error() -> None:
 
 
 def test_importing_headrace_or_the_broker_leaves_the_application_side_unloaded() -> None:
-    code = ("import sys, headrace, headrace.log_broker; "
-            "print(sorted(m for m in ('aiokafka', 'headrace.dsl', 'headrace.streams') "
-            "if m in sys.modules))")
+    code = (
+        "import sys, headrace, headrace.log_broker; "
+        "print(sorted(m for m in ('aiokafka', 'headrace.dsl', 'headrace.streams') "
+        "if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -78,6 +107,9 @@ def test_no_code_imports_a_sub_package_by_its_old_top_level_name() -> None:
                 names = [alias.name for alias in node.names]
             else:
                 continue
-            offenders += [f"{path.relative_to(ROOT)}:{node.lineno} {name}" for name in names
-                          if name.split(".")[0] in SUBPACKAGES]
+            offenders += [
+                f"{path.relative_to(ROOT)}:{node.lineno} {name}"
+                for name in names
+                if name.split(".")[0] in SUBPACKAGES
+            ]
     assert offenders == []

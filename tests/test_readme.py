@@ -82,7 +82,9 @@ def test_the_tour_runs_as_written(tmp_path: Path) -> None:
     script = move_ports(tour, {9092: broker_port, 8080: http_port})
     result = run_bash(script, tmp_path, shell_env(f"127.0.0.1:{broker_port}"), timeout=240)
     (tmp_path / "tour.out").write_text(result.stdout)
-    logs = "\n".join(f"--- {log.name}\n{log.read_text()[-3000:]}" for log in sorted(tmp_path.glob("*.log")))
+    logs = "\n".join(
+        f"--- {log.name}\n{log.read_text()[-3000:]}" for log in sorted(tmp_path.glob("*.log"))
+    )
     assert result.returncode == 0, f"{result.stdout}\n{result.stderr}\n{logs}"
     out = result.stdout.splitlines()
 
@@ -95,8 +97,10 @@ def test_the_tour_runs_as_written(tmp_path: Path) -> None:
     # /health answered while the service ran (its state and tasks, as JSON).
     assert any(line.startswith('{"application_id": "page-views-by-page"') for line in out), out
     # The example, run by module name, serves its windowed store.
-    assert any(line.startswith('{"stores": ') and '"store": "page-views-per-minute"' in line
-               for line in out), out
+    assert any(
+        line.startswith('{"stores": ') and '"store": "page-views-per-minute"' in line
+        for line in out
+    ), out
     # The broker's commands.
     assert "created topic orders with 3 partition(s)" in out
     assert "k1\thello" in out

@@ -54,32 +54,50 @@ class Installed:
     def env(self) -> dict[str, str]:
         """The caller's environment without anything that points into the checkout or
         at a broker: no PYTHONPATH, no activated virtualenv, no HEADRACE_* settings."""
-        env = {k: v for k, v in os.environ.items()
-               if k not in ("PYTHONPATH", "VIRTUAL_ENV") and not k.startswith("HEADRACE_")}
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("PYTHONPATH", "VIRTUAL_ENV") and not k.startswith("HEADRACE_")
+        }
         env["PATH"] = os.pathsep.join(
             p for p in env.get("PATH", "").split(os.pathsep) if not p.startswith(str(ROOT))
         )
         env["PYTHONUNBUFFERED"] = "1"
         return env
 
-    def run(self, program: str, *args: str, stdin: str | None = None,
-            timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    def run(
+        self, program: str, *args: str, stdin: str | None = None, timeout: float = 60
+    ) -> subprocess.CompletedProcess[str]:
         """The virtualenv's ``program`` (``headrace``, ``python``) with ``args``, from the home directory."""
-        return subprocess.run([self.bin(program), *args], cwd=self.home, env=self.env(), input=stdin,
-                              capture_output=True, text=True, timeout=timeout)
+        return subprocess.run(
+            [self.bin(program), *args],
+            cwd=self.home,
+            env=self.env(),
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
 
     def start(self, name: str, *args: str) -> tuple[subprocess.Popen[bytes], Path]:
         """``headrace ARGS`` in the background, its output in ``<home>/<name>.log``."""
         log_path = self.home / f"{name}.log"
         with open(log_path, "wb") as log:
-            proc = subprocess.Popen([self.bin("headrace"), *args], cwd=self.home, env=self.env(),
-                                    stdout=log, stderr=subprocess.STDOUT)
+            proc = subprocess.Popen(
+                [self.bin("headrace"), *args],
+                cwd=self.home,
+                env=self.env(),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
         return proc, log_path
 
 
 def _must(result: subprocess.CompletedProcess[str], what: str) -> None:
     """Fail (never skip) with the command's own output when ``what`` did not work."""
-    assert result.returncode == 0, f"{what} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}"
+    assert result.returncode == 0, (
+        f"{what} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}"
+    )
 
 
 def _copy_sources(dest: Path) -> None:
@@ -89,10 +107,16 @@ def _copy_sources(dest: Path) -> None:
     ``build/`` and ``*.egg-info`` into the source tree, and ``build/lib`` keeps files since
     deleted from the source, which would then ship in the wheel.
     """
-    listed = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
-        cwd=ROOT, capture_output=True, check=True,
-    ).stdout.decode().split("\0")
+    listed = (
+        subprocess.run(
+            ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+            cwd=ROOT,
+            capture_output=True,
+            check=True,
+        )
+        .stdout.decode()
+        .split("\0")
+    )
     for rel in filter(None, listed):
         source = ROOT / rel
         if source.is_file():  # a tracked file deleted in the working tree is not copied
@@ -106,22 +130,40 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     work = tmp_path_factory.mktemp("wheel")
     src, dist, venv, home = work / "src", work / "dist", work / "venv", work / "home"
     _copy_sources(src)
-    build = subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", str(dist), str(src)],
-                           cwd=work, capture_output=True, text=True, timeout=300)
+    build = subprocess.run(
+        [sys.executable, "-m", "build", "--wheel", "--outdir", str(dist), str(src)],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     _must(build, "python -m build --wheel")
     (wheel,) = dist.glob("headrace-*.whl")
-    _must(subprocess.run([sys.executable, "-m", "venv", str(venv)], capture_output=True, text=True,
-                         timeout=120), "python -m venv")
-    install = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", str(wheel)],
-                             cwd=work, capture_output=True, text=True, timeout=600)
+    _must(
+        subprocess.run(
+            [sys.executable, "-m", "venv", str(venv)], capture_output=True, text=True, timeout=120
+        ),
+        "python -m venv",
+    )
+    install = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", str(wheel)],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     _must(install, f"pip install {wheel.name}")
     # A user's project: their own state/ folder and streams.py sit beside their code.
     (home / "state").mkdir(parents=True)
-    (home / "streams.py").write_text('raise ImportError("the user\'s own streams.py was imported")\n')
+    (home / "streams.py").write_text(
+        'raise ImportError("the user\'s own streams.py was imported")\n'
+    )
     return Installed(wheel, venv, home)
 
 
-def test_the_distribution_puts_only_headrace_at_the_top_of_site_packages(installed: Installed) -> None:
+def test_the_distribution_puts_only_headrace_at_the_top_of_site_packages(
+    installed: Installed,
+) -> None:
     site = installed.site_packages
     (dist_info,) = site.glob("headrace-*.dist-info")
     tops: set[str] = set()
@@ -140,10 +182,20 @@ def test_the_distribution_puts_only_headrace_at_the_top_of_site_packages(install
     assert "headrace" in tops
     # The Spark hook ships once the checkout has it (as a package or a module).
     if (ROOT / "pyspark_headrace").is_dir() or (ROOT / "pyspark_headrace.py").is_file():
-        assert "pyspark_headrace" in tops, "the checkout has pyspark_headrace; the wheel must ship it"
+        assert "pyspark_headrace" in tops, (
+            "the checkout has pyspark_headrace; the wheel must ship it"
+        )
     # The layers are sub-packages, not top-level names a user's folder could shadow.
-    for layer in ("dsl", "streams", "state", "log_broker", "transactions", "spark_bridge", "examples",
-                  "schema_registry"):
+    for layer in (
+        "dsl",
+        "streams",
+        "state",
+        "log_broker",
+        "transactions",
+        "spark_bridge",
+        "examples",
+        "schema_registry",
+    ):
         assert (site / "headrace" / layer / "__init__.py").is_file(), layer
         assert not (site / layer).exists(), layer
 
@@ -165,7 +217,9 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _wait_listening(port: int, proc: subprocess.Popen[bytes], log: Path, within: float = 20) -> None:
+def _wait_listening(
+    port: int, proc: subprocess.Popen[bytes], log: Path, within: float = 20
+) -> None:
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         assert proc.poll() is None, f"broker exited with {proc.returncode}:\n{log.read_text()}"
@@ -204,8 +258,16 @@ def _stop(proc: subprocess.Popen[bytes]) -> int:
 def broker(installed: Installed) -> Iterator[str]:
     """The wheel's ``headrace broker`` on a free loopback port; stopped by pid after the test."""
     port = _free_port()
-    proc, log = installed.start("broker", "broker", "--data-dir", str(installed.home / "broker-data"),
-                                "--listen", f"127.0.0.1:{port}", "--group-initial-rebalance-delay-ms", "0")
+    proc, log = installed.start(
+        "broker",
+        "broker",
+        "--data-dir",
+        str(installed.home / "broker-data"),
+        "--listen",
+        f"127.0.0.1:{port}",
+        "--group-initial-rebalance-delay-ms",
+        "0",
+    )
     try:
         _wait_listening(port, proc, log)
         yield f"127.0.0.1:{port}"
@@ -230,20 +292,54 @@ def test_an_example_runs_as_a_service_from_the_wheel(installed: Installed, broke
     s-1's "hot" is dead-lettered, and only the cold store's 9.5 C is above its threshold."""
     servers = ("--bootstrap-servers", broker)
     for topic in ("sensor-readings", "sensor-enriched", "sensor-alerts", "sensor-readings-dlq"):
-        _must(installed.run("headrace", "topics", "create", topic, "--partitions", "2", *servers), f"create {topic}")
+        _must(
+            installed.run("headrace", "topics", "create", topic, "--partitions", "2", *servers),
+            f"create {topic}",
+        )
     app, log = installed.start(
-        "iot", "run", "headrace.examples.iot_sensors:build_topology", "--application-id", "iot",
-        *servers, "--state-dir", "./state", "--http-port", "0", "--status-interval", "0.5",
+        "iot",
+        "run",
+        "headrace.examples.iot_sensors:build_topology",
+        "--application-id",
+        "iot",
+        *servers,
+        "--state-dir",
+        "./state",
+        "--http-port",
+        "0",
+        "--status-interval",
+        "0.5",
     )
     try:
         _wait_for("tasks=0_", app, log)
-        _must(installed.run("headrace", "produce", "sensor-readings", "--key-separator", "|", *servers,
-                            stdin=READINGS), "headrace produce")
+        _must(
+            installed.run(
+                "headrace",
+                "produce",
+                "sensor-readings",
+                "--key-separator",
+                "|",
+                *servers,
+                stdin=READINGS,
+            ),
+            "headrace produce",
+        )
 
         def consume(topic: str, n: int) -> list[str]:
-            result = installed.run("headrace", "consume", topic, "--from-beginning", "--print-key",
-                                   "--key-separator", "|", "--max-messages", str(n),
-                                   "--timeout-ms", "30000", *servers)
+            result = installed.run(
+                "headrace",
+                "consume",
+                topic,
+                "--from-beginning",
+                "--print-key",
+                "--key-separator",
+                "|",
+                "--max-messages",
+                str(n),
+                "--timeout-ms",
+                "30000",
+                *servers,
+            )
             _must(result, f"headrace consume {topic}")
             return sorted(result.stdout.splitlines())
 
@@ -255,7 +351,9 @@ def test_an_example_runs_as_a_service_from_the_wheel(installed: Installed, broke
         assert consume("sensor-alerts", 1) == [
             's-2|{"sensor_id":"s-2","site":"cold-store","celsius":9.5,"fahrenheit":49.1,"humidity":40.0}',
         ]
-        assert consume("sensor-readings-dlq", 1) == ['s-1|{"sensor_id": "s-1", "celsius": "hot", "humidity": 50}']
+        assert consume("sensor-readings-dlq", 1) == [
+            's-1|{"sensor_id": "s-1", "celsius": "hot", "humidity": 50}'
+        ]
     finally:
         code = _stop(app)
     assert code == 0, log.read_text()
@@ -305,4 +403,7 @@ def test_a_users_topology_test_driver_test_runs_from_the_wheel(installed: Instal
     (installed.home / "test_word_counts.py").write_text(USER_TEST)
     result = installed.run("python", "test_word_counts.py")
     _must(result, "the user's TopologyTestDriver test")
-    assert f"word counts ok; headrace from {installed.site_packages / 'headrace' / '__init__.py'}" in result.stdout
+    assert (
+        f"word counts ok; headrace from {installed.site_packages / 'headrace' / '__init__.py'}"
+        in result.stdout
+    )

@@ -29,10 +29,15 @@ class _Aio:
         self._loop = asyncio.new_event_loop()
 
         async def make() -> AIOKafkaProducer:  # aiokafka wants its loop running
-            p = AIOKafkaProducer(bootstrap_servers=bs, transactional_id=txn_id, acks="all",
-                                 transaction_timeout_ms=timeout_ms)
+            p = AIOKafkaProducer(
+                bootstrap_servers=bs,
+                transactional_id=txn_id,
+                acks="all",
+                transaction_timeout_ms=timeout_ms,
+            )
             await p.start()
             return p
+
         self._p = self._run(make())
 
     def _run(self, coro: Any) -> Any:
@@ -45,13 +50,17 @@ class _Aio:
         async def go() -> None:
             futures = [await self._p.send(topic, v, partition=partition) for v in values]
             await asyncio.gather(*futures)
+
         self._run(go())
 
     def send_offsets(self, group: str, offsets: dict[tuple[str, int], int]) -> None:
         from aiokafka import TopicPartition
 
-        self._run(self._p.send_offsets_to_transaction(
-            {TopicPartition(t, p): o for (t, p), o in offsets.items()}, group))
+        self._run(
+            self._p.send_offsets_to_transaction(
+                {TopicPartition(t, p): o for (t, p), o in offsets.items()}, group
+            )
+        )
 
     def commit(self) -> None:
         self._run(self._p.commit_transaction())
@@ -71,8 +80,12 @@ class _KafkaPython:
     def __init__(self, bs: str, txn_id: str, timeout_ms: int) -> None:
         from kafka import KafkaProducer
 
-        self._p = KafkaProducer(bootstrap_servers=bs, transactional_id=txn_id, acks="all",
-                                transaction_timeout_ms=timeout_ms)
+        self._p = KafkaProducer(
+            bootstrap_servers=bs,
+            transactional_id=txn_id,
+            acks="all",
+            transaction_timeout_ms=timeout_ms,
+        )
         self._p.init_transactions()
 
     def begin(self) -> None:
@@ -89,7 +102,8 @@ class _KafkaPython:
 
         self._p.send_offsets_to_transaction(
             {TopicPartition(t, p): OffsetAndMetadata(o, "", -1) for (t, p), o in offsets.items()},
-            group)
+            group,
+        )
 
     def commit(self) -> None:
         self._p.commit_transaction()
@@ -107,9 +121,15 @@ class _Confluent:
         from confluent_kafka import Producer
 
         self._bs = bs
-        self._p = Producer({"bootstrap.servers": bs, "transactional.id": txn_id,
-                            "transaction.timeout.ms": timeout_ms, "acks": "all",
-                            "linger.ms": 5})
+        self._p = Producer(
+            {
+                "bootstrap.servers": bs,
+                "transactional.id": txn_id,
+                "transaction.timeout.ms": timeout_ms,
+                "acks": "all",
+                "linger.ms": 5,
+            }
+        )
         self._p.init_transactions(20)
 
     def begin(self) -> None:
@@ -131,7 +151,9 @@ class _Confluent:
         try:
             self._p.send_offsets_to_transaction(
                 [TopicPartition(t, p, o) for (t, p), o in offsets.items()],
-                c.consumer_group_metadata(), 20)
+                c.consumer_group_metadata(),
+                20,
+            )
         finally:
             c.close()
 
@@ -146,15 +168,22 @@ class _Confluent:
 
 
 def producer(client: str, bs: str, txn_id: str, timeout_ms: int = 60_000) -> TxnProducer:
-    cls: dict[str, Any] = {"aiokafka": _Aio, "kafka-python": _KafkaPython,
-                           "confluent": _Confluent}
+    cls: dict[str, Any] = {"aiokafka": _Aio, "kafka-python": _KafkaPython, "confluent": _Confluent}
     p: TxnProducer = cls[client](bs, txn_id, timeout_ms)
     return p
 
 
 # ----------------------------------------------------------------------------- reading
-def read(client: str, bs: str, topic: str, partitions: int, isolation: str,
-         expect: int | None = None, quiet: float = 2.0, within: float = 20.0) -> list[bytes]:
+def read(
+    client: str,
+    bs: str,
+    topic: str,
+    partitions: int,
+    isolation: str,
+    expect: int | None = None,
+    quiet: float = 2.0,
+    within: float = 20.0,
+) -> list[bytes]:
     """Every value from the beginning under ``isolation``; stops after ``expect`` values
     plus ``quiet`` seconds with nothing new (to catch extras), or ``within``."""
     out: list[bytes] = []
@@ -163,16 +192,23 @@ def read(client: str, bs: str, topic: str, partitions: int, isolation: str,
     def going() -> bool:
         now = time.monotonic()
         done = expect is not None and len(out) >= expect
-        return now - t0 < within and not (done and now - last > quiet) and not (
-            expect is None and now - last > quiet + 1)
+        return (
+            now - t0 < within
+            and not (done and now - last > quiet)
+            and not (expect is None and now - last > quiet + 1)
+        )
 
     if client == "aiokafka":
         from aiokafka import AIOKafkaConsumer, TopicPartition
 
         async def go() -> None:
             nonlocal last
-            c = AIOKafkaConsumer(bootstrap_servers=bs, isolation_level=isolation,
-                                 enable_auto_commit=False, auto_offset_reset="earliest")
+            c = AIOKafkaConsumer(
+                bootstrap_servers=bs,
+                isolation_level=isolation,
+                enable_auto_commit=False,
+                auto_offset_reset="earliest",
+            )
             await c.start()
             try:
                 tps = [TopicPartition(topic, i) for i in range(partitions)]
@@ -184,13 +220,18 @@ def read(client: str, bs: str, topic: str, partitions: int, isolation: str,
                         last = time.monotonic()
             finally:
                 await c.stop()
+
         asyncio.run(go())
     elif client == "kafka-python":
         from kafka import KafkaConsumer
         from kafka import TopicPartition as KTP
 
-        kc = KafkaConsumer(bootstrap_servers=bs, isolation_level=isolation,
-                           enable_auto_commit=False, auto_offset_reset="earliest")
+        kc = KafkaConsumer(
+            bootstrap_servers=bs,
+            isolation_level=isolation,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+        )
         try:
             ktps = [KTP(topic, i) for i in range(partitions)]
             kc.assign(ktps)
@@ -205,8 +246,14 @@ def read(client: str, bs: str, topic: str, partitions: int, isolation: str,
         from confluent_kafka import OFFSET_BEGINNING, Consumer
         from confluent_kafka import TopicPartition as CTP
 
-        cc = Consumer({"bootstrap.servers": bs, "group.id": "reader", "isolation.level": isolation,
-                       "enable.auto.commit": False})
+        cc = Consumer(
+            {
+                "bootstrap.servers": bs,
+                "group.id": "reader",
+                "isolation.level": isolation,
+                "enable.auto.commit": False,
+            }
+        )
         try:
             cc.assign([CTP(topic, i, OFFSET_BEGINNING) for i in range(partitions)])
             while going():
@@ -231,6 +278,7 @@ def committed(client: str, bs: str, group: str, topic: str, partition: int) -> i
                 return value
             finally:
                 await c.stop()
+
         return asyncio.run(go())
     if client == "kafka-python":
         from kafka import KafkaConsumer

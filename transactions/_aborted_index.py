@@ -36,8 +36,9 @@ class AbortedTxn:
     last_stable_offset: int
 
     def to_bytes(self) -> bytes:
-        return _ENTRY.pack(0, self.producer_id, self.first_offset, self.last_offset,
-                           self.last_stable_offset)
+        return _ENTRY.pack(
+            0, self.producer_id, self.first_offset, self.last_offset, self.last_stable_offset
+        )
 
 
 class AbortedTxnIndex:
@@ -57,7 +58,8 @@ class AbortedTxnIndex:
         if self._last_offsets and entry.last_offset <= self._last_offsets[-1]:
             raise ValueError(
                 f"aborted transaction ending at {entry.last_offset} added after one ending "
-                f"at {self._last_offsets[-1]}")
+                f"at {self._last_offsets[-1]}"
+            )
         self._entries.append(entry)
         self._last_offsets.append(entry.last_offset)
 
@@ -72,8 +74,11 @@ class AbortedTxnIndex:
         ``last_offset``; False if no such entry is listed (a marker offset names at
         most one, since markers are one per offset)."""
         i = bisect_left(self._last_offsets, last_offset)
-        if (i == len(self._entries) or self._last_offsets[i] != last_offset
-                or self._entries[i].producer_id != producer_id):
+        if (
+            i == len(self._entries)
+            or self._last_offsets[i] != last_offset
+            or self._entries[i].producer_id != producer_id
+        ):
             return False
         del self._entries[i]
         del self._last_offsets[i]

@@ -81,11 +81,18 @@ class ProducerIdSource(Protocol):
 
 
 class TransactionCoordinator:
-    def __init__(self, txn_log: TxnLogWriter, markers: MarkerWriter, ids: ProducerIdSource,
-                 clock: Clock, *, max_timeout_ms: int = DEFAULT_MAX_TIMEOUT_MS,
-                 id_expiration_ms: int = DEFAULT_ID_EXPIRATION_MS,
-                 log_partitions: int = DEFAULT_LOG_PARTITIONS,
-                 coordinator_epoch: int = 0) -> None:
+    def __init__(
+        self,
+        txn_log: TxnLogWriter,
+        markers: MarkerWriter,
+        ids: ProducerIdSource,
+        clock: Clock,
+        *,
+        max_timeout_ms: int = DEFAULT_MAX_TIMEOUT_MS,
+        id_expiration_ms: int = DEFAULT_ID_EXPIRATION_MS,
+        log_partitions: int = DEFAULT_LOG_PARTITIONS,
+        coordinator_epoch: int = 0,
+    ) -> None:
         self._log = txn_log
         self._markers = markers
         self._ids = ids
@@ -138,9 +145,12 @@ class TransactionCoordinator:
 
     # ------------------------------------------------------------------ requests
 
-    async def init_producer_id(self, transactional_id: str | None, timeout_ms: int,
-                               expected: ProducerIdAndEpoch | None = None
-                               ) -> ProducerIdAndEpoch:
+    async def init_producer_id(
+        self,
+        transactional_id: str | None,
+        timeout_ms: int,
+        expected: ProducerIdAndEpoch | None = None,
+    ) -> ProducerIdAndEpoch:
         """InitProducerId. Without a transactional id: a fresh producer id at epoch 0.
 
         With one, in order: check the timeout against transaction.max.timeout.ms; check
@@ -157,12 +167,14 @@ class TransactionCoordinator:
             raise InvalidRequestError("empty transactional id")
         if not 0 < timeout_ms <= self.max_timeout_ms:
             raise InvalidTransactionTimeoutError(
-                f"transaction timeout {timeout_ms} ms outside 1..{self.max_timeout_ms}")
+                f"transaction timeout {timeout_ms} ms outside 1..{self.max_timeout_ms}"
+            )
         with self._exclusive(transactional_id):
             meta = self._txns.get(transactional_id)
             if meta is None:
-                meta = TransactionMetadata(transactional_id, self._ids.allocate(), NO_EPOCH,
-                                           timeout_ms, TxnState.EMPTY)
+                meta = TransactionMetadata(
+                    transactional_id, self._ids.allocate(), NO_EPOCH, timeout_ms, TxnState.EMPTY
+                )
             if meta.state.is_prepared:
                 raise ConcurrentTransactionsError(f"{transactional_id!r} is completing")
             if expected is not None:
@@ -170,13 +182,15 @@ class TransactionCoordinator:
                     return meta.producer
                 if not (meta.producer_epoch == NO_EPOCH or expected == meta.producer):
                     raise ProducerFencedError(
-                        f"{transactional_id!r} belongs to {meta.producer}, not {expected}")
+                        f"{transactional_id!r} belongs to {meta.producer}, not {expected}"
+                    )
             if meta.state is TxnState.ONGOING:
                 meta = await self._fence_and_abort(meta)
                 if meta.state.is_prepared:  # markers failed; the client retries
                     raise ConcurrentTransactionsError(f"{transactional_id!r} is completing")
-            bumped = self._bump(meta, timeout_ms,
-                                last_epoch=expected.epoch if expected is not None else NO_EPOCH)
+            bumped = self._bump(
+                meta, timeout_ms, last_epoch=expected.epoch if expected is not None else NO_EPOCH
+            )
             await self._write(bumped)
             return bumped.producer
 
@@ -188,26 +202,43 @@ class TransactionCoordinator:
             return expected.epoch == meta.last_epoch
         return expected.producer_id == meta.last_producer_id and expected.epoch == meta.last_epoch
 
-    def _bump(self, meta: TransactionMetadata, timeout_ms: int, *,
-              last_epoch: int) -> TransactionMetadata:
+    def _bump(
+        self, meta: TransactionMetadata, timeout_ms: int, *, last_epoch: int
+    ) -> TransactionMetadata:
         # ``last_epoch`` is the epoch the caller asked to replace (NO_EPOCH for a new
         # producer fencing the old one: nobody may claim the replaced epoch later).
         now = self._clock.now_ms()
         if meta.producer_epoch >= MAX_EPOCH - 1:
             # Epochs ran out: continue under a new producer id (Kafka does the same).
             return meta.transition(
-                TxnState.EMPTY, producer_id=self._ids.allocate(), producer_epoch=0,
+                TxnState.EMPTY,
+                producer_id=self._ids.allocate(),
+                producer_epoch=0,
                 last_producer_id=meta.producer_id,
-                last_epoch=last_epoch, timeout_ms=timeout_ms, partitions=frozenset(),
-                start_ms=-1, last_update_ms=now)
+                last_epoch=last_epoch,
+                timeout_ms=timeout_ms,
+                partitions=frozenset(),
+                start_ms=-1,
+                last_update_ms=now,
+            )
         return meta.transition(
-            TxnState.EMPTY, producer_epoch=meta.producer_epoch + 1,
+            TxnState.EMPTY,
+            producer_epoch=meta.producer_epoch + 1,
             last_producer_id=meta.producer_id,
-            last_epoch=last_epoch, timeout_ms=timeout_ms, partitions=frozenset(), start_ms=-1,
-            last_update_ms=now)
+            last_epoch=last_epoch,
+            timeout_ms=timeout_ms,
+            partitions=frozenset(),
+            start_ms=-1,
+            last_update_ms=now,
+        )
 
-    async def add_partitions(self, transactional_id: str, producer_id: int, epoch: int,
-                             partitions: Iterable[TopicPartition]) -> None:
+    async def add_partitions(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        epoch: int,
+        partitions: Iterable[TopicPartition],
+    ) -> None:
         """AddPartitionsToTxn (and AddOffsetsToTxn, with the group's offsets partition).
 
         The first call of a transaction starts it (Ongoing, start time now, which the
@@ -221,16 +252,21 @@ class TransactionCoordinator:
             if meta.state is TxnState.ONGOING:
                 if wanted <= meta.partitions:
                     return
-                updated = meta.transition(TxnState.ONGOING, partitions=meta.partitions | wanted,
-                                          last_update_ms=self._clock.now_ms())
+                updated = meta.transition(
+                    TxnState.ONGOING,
+                    partitions=meta.partitions | wanted,
+                    last_update_ms=self._clock.now_ms(),
+                )
             else:
                 now = self._clock.now_ms()
-                updated = meta.transition(TxnState.ONGOING, partitions=wanted, start_ms=now,
-                                          last_update_ms=now)
+                updated = meta.transition(
+                    TxnState.ONGOING, partitions=wanted, start_ms=now, last_update_ms=now
+                )
             await self._write(updated)
 
-    async def end_txn(self, transactional_id: str, producer_id: int, epoch: int,
-                      commit: bool) -> None:
+    async def end_txn(
+        self, transactional_id: str, producer_id: int, epoch: int, commit: bool
+    ) -> None:
         """EndTxn: commit or abort the open transaction (steps in the module docstring).
 
         A retry after the outcome was reached succeeds again; asking for the other
@@ -248,7 +284,8 @@ class TransactionCoordinator:
             if state is not TxnState.ONGOING:
                 raise InvalidTxnStateError(
                     f"cannot {'commit' if commit else 'abort'} {transactional_id!r} in "
-                    f"state {state.name}")
+                    f"state {state.name}"
+                )
             prepared = meta.transition(wanted_prepare, last_update_ms=self._clock.now_ms())
             await self._write(prepared)
             await self._complete(prepared)
@@ -257,15 +294,18 @@ class TransactionCoordinator:
         """Is this the id's current producer (for TxnOffsetCommit)? Raises if not."""
         self._check_producer(transactional_id, producer_id, epoch)
 
-    def _check_producer(self, transactional_id: str, producer_id: int,
-                        epoch: int) -> TransactionMetadata:
+    def _check_producer(
+        self, transactional_id: str, producer_id: int, epoch: int
+    ) -> TransactionMetadata:
         meta = self._txns.get(transactional_id)
         if meta is None or meta.producer_id != producer_id:
             raise InvalidProducerIdMappingError(
-                f"producer id {producer_id} is not {transactional_id!r}'s")
+                f"producer id {producer_id} is not {transactional_id!r}'s"
+            )
         if meta.producer_epoch != epoch:
             raise ProducerFencedError(
-                f"{transactional_id!r} is at epoch {meta.producer_epoch}, not {epoch}")
+                f"{transactional_id!r} is at epoch {meta.producer_epoch}, not {epoch}"
+            )
         return meta
 
     # ------------------------------------------------------------------ timers
@@ -275,15 +315,20 @@ class TransactionCoordinator:
         fenced (the abort uses a bumped epoch). Returns the ids aborted."""
         now = self._clock.now_ms()
         expired = [
-            m for m in self._txns.values()
-            if m.state is TxnState.ONGOING and m.start_ms + m.timeout_ms < now
+            m
+            for m in self._txns.values()
+            if m.state is TxnState.ONGOING
+            and m.start_ms + m.timeout_ms < now
             and m.transactional_id not in self._busy
-        ]  # fmt: skip
+        ]
         aborted = []
         for meta in expired:
             with self._exclusive(meta.transactional_id):
-                log.info("aborting transaction %r: open longer than %d ms",
-                         meta.transactional_id, meta.timeout_ms)
+                log.info(
+                    "aborting transaction %r: open longer than %d ms",
+                    meta.transactional_id,
+                    meta.timeout_ms,
+                )
                 try:
                     await self._fence_and_abort(meta)
                 except CoordinatorNotAvailableError:
@@ -296,17 +341,22 @@ class TransactionCoordinator:
         tombstone). Returns the ids forgotten."""
         now = self._clock.now_ms()
         idle = [
-            m for m in self._txns.values()
-            if m.state.is_idle and m.last_update_ms + self.id_expiration_ms < now
+            m
+            for m in self._txns.values()
+            if m.state.is_idle
+            and m.last_update_ms + self.id_expiration_ms < now
             and m.transactional_id not in self._busy
-        ]  # fmt: skip
+        ]
         gone = []
         for meta in idle:
             with self._exclusive(meta.transactional_id):
                 meta.transition(TxnState.DEAD)
                 try:
-                    await self._log.write(self.partition_for(meta.transactional_id),
-                                          encode_key(meta.transactional_id), None)
+                    await self._log.write(
+                        self.partition_for(meta.transactional_id),
+                        encode_key(meta.transactional_id),
+                        None,
+                    )
                 except Exception:
                     log.exception("cannot expire transactional id %r", meta.transactional_id)
                     continue
@@ -320,7 +370,8 @@ class TransactionCoordinator:
     def _exclusive(self, transactional_id: str) -> Iterator[None]:
         if transactional_id in self._busy:
             raise ConcurrentTransactionsError(
-                f"another request for {transactional_id!r} is in progress")
+                f"another request for {transactional_id!r} is in progress"
+            )
         self._busy.add(transactional_id)
         try:
             yield
@@ -340,8 +391,12 @@ class TransactionCoordinator:
         """Abort ``meta``'s open transaction under the next epoch, so its producer's
         later requests are refused. Returns the resulting state."""
         epoch = meta.producer_epoch + 1 if meta.producer_epoch < MAX_EPOCH else MAX_EPOCH
-        prepared = meta.transition(TxnState.PREPARE_ABORT, producer_epoch=epoch,
-                                   last_epoch=NO_EPOCH, last_update_ms=self._clock.now_ms())
+        prepared = meta.transition(
+            TxnState.PREPARE_ABORT,
+            producer_epoch=epoch,
+            last_epoch=NO_EPOCH,
+            last_update_ms=self._clock.now_ms(),
+        )
         await self._write(prepared)
         await self._complete(prepared)
         return self._txns[meta.transactional_id]
@@ -350,15 +405,23 @@ class TransactionCoordinator:
         """Steps 2 and 3 of ending a transaction; False leaves it prepared."""
         commit = prepared.state is TxnState.PREPARE_COMMIT
         try:
-            await self._markers.write_markers(TxnMarkers(
-                prepared.producer_id, prepared.producer_epoch, self.coordinator_epoch, commit,
-                prepared.partitions))
+            await self._markers.write_markers(
+                TxnMarkers(
+                    prepared.producer_id,
+                    prepared.producer_epoch,
+                    self.coordinator_epoch,
+                    commit,
+                    prepared.partitions,
+                )
+            )
         except Exception:
             log.exception("markers of %r not written; will retry", prepared.transactional_id)
             return False
         done = prepared.transition(
             TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT,
-            partitions=frozenset(), last_update_ms=self._clock.now_ms())
+            partitions=frozenset(),
+            last_update_ms=self._clock.now_ms(),
+        )
         try:
             await self._write(done)
         except CoordinatorNotAvailableError:

@@ -112,8 +112,14 @@ class ProducerEntry:
         return None
 
     def copy(self) -> ProducerEntry:
-        return ProducerEntry(self.producer_id, self.epoch, list(self.batches),
-                             self.coordinator_epoch, self.txn_first_offset, self.last_timestamp)
+        return ProducerEntry(
+            self.producer_id,
+            self.epoch,
+            list(self.batches),
+            self.coordinator_epoch,
+            self.txn_first_offset,
+            self.last_timestamp,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,7 +215,8 @@ class ProducerStates:
         )
         if epoch < entry.epoch:
             raise InvalidProducerEpochError(
-                f"producer {entry.producer_id} epoch {epoch} is older than {entry.epoch}")
+                f"producer {entry.producer_id} epoch {epoch} is older than {entry.epoch}"
+            )
         if first_seq >= 0:
             if epoch == entry.epoch:
                 duplicate = entry.find_duplicate(first_seq, last_seq)
@@ -221,17 +228,27 @@ class ProducerStates:
                 if first_seq != 0:
                     raise OutOfOrderSequenceError(
                         f"producer {entry.producer_id} epoch {epoch} starts at sequence "
-                        f"{first_seq}, not 0")
+                        f"{first_seq}, not 0"
+                    )
             elif not _in_sequence(entry.last_seq, first_seq):
                 raise OutOfOrderSequenceError(
-                    f"producer {entry.producer_id} sent sequence {first_seq} after "
-                    f"{entry.last_seq}")
+                    f"producer {entry.producer_id} sent sequence {first_seq} after {entry.last_seq}"
+                )
         if entry.txn_first_offset >= 0 and not batch.is_transactional:
             raise InvalidTxnStateError(
                 f"producer {entry.producer_id} has an open transaction; expected a "
-                "transactional batch")
-        return _Step(entry.producer_id, epoch, first_seq, last_seq, delta,
-                     batch.last_offset_delta, batch.max_timestamp, batch.is_transactional)
+                "transactional batch"
+            )
+        return _Step(
+            entry.producer_id,
+            epoch,
+            first_seq,
+            last_seq,
+            delta,
+            batch.last_offset_delta,
+            batch.max_timestamp,
+            batch.is_transactional,
+        )
 
     def commit(self, plan: AppendPlan, first_offset: int) -> None:
         """Record a validated payload appended at ``first_offset``."""
@@ -250,13 +267,23 @@ class ProducerStates:
             return
         if epoch < entry.epoch:
             raise InvalidProducerEpochError(
-                f"marker for producer {producer_id} has epoch {epoch} < {entry.epoch}")
+                f"marker for producer {producer_id} has epoch {epoch} < {entry.epoch}"
+            )
         if coordinator_epoch < entry.coordinator_epoch:
             raise _CoordinatorFenced(
-                f"marker from coordinator epoch {coordinator_epoch} < {entry.coordinator_epoch}")
+                f"marker from coordinator epoch {coordinator_epoch} < {entry.coordinator_epoch}"
+            )
 
-    def complete(self, producer_id: int, epoch: int, coordinator_epoch: int, *, commit: bool,
-                 offset: int, timestamp: int) -> CompletedTxn:
+    def complete(
+        self,
+        producer_id: int,
+        epoch: int,
+        coordinator_epoch: int,
+        *,
+        commit: bool,
+        offset: int,
+        timestamp: int,
+    ) -> CompletedTxn:
         """Record a marker written at ``offset``: the producer's transaction ends there.
 
         A marker with a newer epoch (a fenced or timed-out producer's transaction aborted
@@ -290,8 +317,16 @@ class ProducerStates:
         last_seq = (
             last_sequence(first_seq, batch.last_offset_delta) if first_seq >= 0 else NO_SEQUENCE
         )
-        step = _Step(pid, batch.producer_epoch, first_seq, last_seq, 0,
-                     batch.last_offset_delta, batch.max_timestamp, batch.is_transactional)
+        step = _Step(
+            pid,
+            batch.producer_epoch,
+            first_seq,
+            last_seq,
+            0,
+            batch.last_offset_delta,
+            batch.max_timestamp,
+            batch.is_transactional,
+        )
         _apply(entry, step, base_offset, self._ongoing)
 
     # ------------------------------------------------------------------ forgetting
@@ -300,9 +335,10 @@ class ProducerStates:
         """Forget producers idle longer than ``expiration_ms`` with no open transaction
         (Kafka's ``producer.id.expiration.ms``); returns their ids."""
         gone = [
-            pid for pid, entry in self._producers.items()
+            pid
+            for pid, entry in self._producers.items()
             if entry.txn_first_offset < 0 and entry.last_timestamp + expiration_ms < now_ms
-        ]  # fmt: skip
+        ]
         for pid in gone:
             del self._producers[pid]
         return gone
@@ -310,23 +346,31 @@ class ProducerStates:
     def truncate_head(self, log_start_offset: int) -> None:
         """Forget producers none of whose batches remain after the log start moved up."""
         gone = [
-            pid for pid, entry in self._producers.items()
+            pid
+            for pid, entry in self._producers.items()
             if entry.txn_first_offset < 0
             and (not entry.batches or entry.batches[-1].last_offset < log_start_offset)
-        ]  # fmt: skip
+        ]
         for pid in gone:
             del self._producers[pid]
 
 
-def _apply(entry: ProducerEntry, step: _Step, first_offset: int,
-           ongoing: dict[int, int] | None) -> None:
+def _apply(
+    entry: ProducerEntry, step: _Step, first_offset: int, ongoing: dict[int, int] | None
+) -> None:
     if step.epoch > entry.epoch:
         entry.epoch = step.epoch
         entry.batches.clear()  # a new epoch starts its sequences over
     if step.first_seq >= 0:
-        entry.batches.append(BatchMetadata(step.first_seq, step.last_seq, first_offset,
-                                           first_offset + step.last_offset_delta,
-                                           step.timestamp))
+        entry.batches.append(
+            BatchMetadata(
+                step.first_seq,
+                step.last_seq,
+                first_offset,
+                first_offset + step.last_offset_delta,
+                step.timestamp,
+            )
+        )
         if len(entry.batches) > DEDUPE_WINDOW:
             del entry.batches[0]
     entry.last_timestamp = max(entry.last_timestamp, step.timestamp)

@@ -35,11 +35,16 @@ _BATCH = struct.Struct(">iiqqq")
 def encode_snapshot(offset: int, states: ProducerStates) -> bytes:
     body = bytearray(_BODY_HEAD.pack(offset, len(states.entries())))
     for entry in states.entries():
-        body += _ENTRY.pack(entry.producer_id, entry.epoch, entry.coordinator_epoch,
-                            entry.txn_first_offset, entry.last_timestamp, len(entry.batches))
+        body += _ENTRY.pack(
+            entry.producer_id,
+            entry.epoch,
+            entry.coordinator_epoch,
+            entry.txn_first_offset,
+            entry.last_timestamp,
+            len(entry.batches),
+        )
         for b in entry.batches:
-            body += _BATCH.pack(b.first_seq, b.last_seq, b.first_offset, b.last_offset,
-                                b.timestamp)
+            body += _BATCH.pack(b.first_seq, b.last_seq, b.first_offset, b.last_offset, b.timestamp)
     return _HEAD.pack(_MAGIC, _VERSION, zlib.crc32(body)) + bytes(body)
 
 
@@ -51,7 +56,7 @@ def decode_snapshot(data: bytes) -> tuple[int, ProducerStates]:
     magic, version, crc = _HEAD.unpack_from(data)
     if magic != _MAGIC or version != _VERSION:
         raise CorruptSnapshotError(f"not a producer-state snapshot (version {version})")
-    body = memoryview(data)[_HEAD.size:]
+    body = memoryview(data)[_HEAD.size :]
     if zlib.crc32(body) != crc:
         raise CorruptSnapshotError("snapshot checksum mismatch")
     try:
@@ -65,8 +70,9 @@ def decode_snapshot(data: bytes) -> tuple[int, ProducerStates]:
             for _ in range(n):
                 batches.append(BatchMetadata(*_BATCH.unpack_from(body, pos)))
                 pos += _BATCH.size
-            entries.append(ProducerEntry(pid, epoch, batches, coordinator_epoch, txn_first,
-                                         last_ts))
+            entries.append(
+                ProducerEntry(pid, epoch, batches, coordinator_epoch, txn_first, last_ts)
+            )
     except struct.error as exc:
         raise CorruptSnapshotError(f"snapshot cut short: {exc}") from exc
     if pos != len(body):

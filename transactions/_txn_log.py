@@ -94,8 +94,11 @@ def decode_key(data: bytes) -> str:
 
 
 def encode_value(meta: TransactionMetadata) -> bytes:
-    out = bytearray(_VALUE_HEAD.pack(0, meta.producer_id, meta.producer_epoch,
-                                     meta.timeout_ms, meta.state.value))
+    out = bytearray(
+        _VALUE_HEAD.pack(
+            0, meta.producer_id, meta.producer_epoch, meta.timeout_ms, meta.state.value
+        )
+    )
     by_topic: dict[str, list[int]] = {}
     for tp in sorted(meta.partitions):
         by_topic.setdefault(tp.topic, []).append(tp.partition)
@@ -127,5 +130,13 @@ def decode_value(transactional_id: str, data: bytes) -> TransactionMetadata:
             partitions.add(TopicPartition(topic, partition))
     last_update_ms, start_ms = reader.unpack(_TIMES)
     reader.done()
-    return TransactionMetadata(transactional_id, producer_id, epoch, timeout_ms, state,
-                               frozenset(partitions), start_ms, last_update_ms)
+    return TransactionMetadata(
+        transactional_id,
+        producer_id,
+        epoch,
+        timeout_ms,
+        state,
+        frozenset(partitions),
+        start_ms,
+        last_update_ms,
+    )

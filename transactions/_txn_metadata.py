@@ -90,7 +90,8 @@ class TransactionMetadata:
         if state not in TRANSITIONS[self.state]:
             raise IllegalTransitionError(
                 f"transaction {self.transactional_id!r} cannot go from "
-                f"{self.state.name} to {state.name}")
+                f"{self.state.name} to {state.name}"
+            )
         return dataclasses.replace(self, state=state, **changes)  # type: ignore[arg-type]
 
     @property

@@ -42,7 +42,9 @@ def lay_out_api_tree() -> None:
 
     Links are added, never removed while valid, so two builds at once (a test and a
     preview, say) never see the tree half made; links to deleted files are dropped."""
-    package_dirs = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
+    package_dirs = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "package-dir"
+    ]
     for package, source in sorted(package_dirs.items()):
         target = API_TREE.joinpath(*package.split("."))
         target.mkdir(parents=True, exist_ok=True)
@@ -72,11 +74,15 @@ def cli_reference() -> str:
     sections = []
     for path, parser in _commands(build_parser(), ["headrace"]):
         depth = "#" * min(len(path) + 1, 4)
-        sections.append(f"{depth} `{' '.join(path)}`\n\n```text\n{parser.format_help().rstrip()}\n```\n")
+        sections.append(
+            f"{depth} `{' '.join(path)}`\n\n```text\n{parser.format_help().rstrip()}\n```\n"
+        )
     return "\n".join(sections)
 
 
-def _commands(parser: argparse.ArgumentParser, path: list[str]) -> Iterator[tuple[list[str], argparse.ArgumentParser]]:
+def _commands(
+    parser: argparse.ArgumentParser, path: list[str]
+) -> Iterator[tuple[list[str], argparse.ArgumentParser]]:
     yield path, parser
     for action in parser._actions:  # argparse keeps subcommands only here
         if isinstance(action, argparse._SubParsersAction):

@@ -33,10 +33,12 @@ from ._offsets import TopicPartition
 
 
 class GroupAdminClient(KioAdmin):
-    def __init__(self, bootstrap_servers: str, *, timeout: float = 15.0,
-                 security: ClientSecurity = PLAINTEXT) -> None:
-        super().__init__(bootstrap_servers, timeout=timeout, security=security,
-                         client_id="headrace-groups")
+    def __init__(
+        self, bootstrap_servers: str, *, timeout: float = 15.0, security: ClientSecurity = PLAINTEXT
+    ) -> None:
+        super().__init__(
+            bootstrap_servers, timeout=timeout, security=security, client_id="headrace-groups"
+        )
 
     async def _coordinator(self, group: str) -> KioConnection:
         response = await self._any(make(FindCoordinatorRequest, key=group, key_type=0))
@@ -50,8 +52,9 @@ class GroupAdminClient(KioAdmin):
 
     async def list_groups(self) -> list[tuple[str, str]]:
         """(group id, protocol type) from every broker of the cluster."""
-        metadata = await self._any(make(MetadataRequest, topics=(),
-                                        allow_auto_topic_creation=False))
+        metadata = await self._any(
+            make(MetadataRequest, topics=(), allow_auto_topic_creation=False)
+        )
         found: dict[str, str] = {}
         for broker in metadata.brokers:
             connection = await self._connect((broker.host, broker.port))
@@ -65,34 +68,54 @@ class GroupAdminClient(KioAdmin):
         about a topic with Metadata below v4 would auto-create it)."""
         if not topics:
             return []
-        metadata = await self._any(make(MetadataRequest, allow_auto_topic_creation=False,
-            topics=tuple(make(MetadataRequestTopic, name=t) for t in sorted(topics))))
-        return sorted(TopicPartition(t.name, p.partition_index) for t in metadata.topics
-                      if t.error_code == ErrorCode.none for p in t.partitions)
+        metadata = await self._any(
+            make(
+                MetadataRequest,
+                allow_auto_topic_creation=False,
+                topics=tuple(make(MetadataRequestTopic, name=t) for t in sorted(topics)),
+            )
+        )
+        return sorted(
+            TopicPartition(t.name, p.partition_index)
+            for t in metadata.topics
+            if t.error_code == ErrorCode.none
+            for p in t.partitions
+        )
 
     async def _every_partition(self) -> tuple[OffsetFetchRequestTopic, ...]:
-        metadata = await self._any(make(MetadataRequest, topics=None,
-                                        allow_auto_topic_creation=False))
-        return tuple(make(OffsetFetchRequestTopic, name=t.name,
-                          partition_indexes=tuple(p.partition_index for p in t.partitions))
-                     for t in metadata.topics if t.error_code == ErrorCode.none)
+        metadata = await self._any(
+            make(MetadataRequest, topics=None, allow_auto_topic_creation=False)
+        )
+        return tuple(
+            make(
+                OffsetFetchRequestTopic,
+                name=t.name,
+                partition_indexes=tuple(p.partition_index for p in t.partitions),
+            )
+            for t in metadata.topics
+            if t.error_code == ErrorCode.none
+        )
 
     async def describe(self, group: str) -> Any:
-        response = await self._on_coordinator(group, make(DescribeGroupsRequest,
-            groups=(group,), include_authorized_operations=False))
+        response = await self._on_coordinator(
+            group, make(DescribeGroupsRequest, groups=(group,), include_authorized_operations=False)
+        )
         [described] = response.groups
         _check(f"describing {group!r}", described.error_code)
         return described
 
     async def committed(self, group: str) -> dict[TopicPartition, int]:
         try:
-            response = await self._on_coordinator(group, make(OffsetFetchRequest,
-                                                              group_id=group, topics=None))
+            response = await self._on_coordinator(
+                group, make(OffsetFetchRequest, group_id=group, topics=None)
+            )
         except DecodeError:
             # Some brokers (Tansu 0.6) answer the all-topics form with a truncated body;
             # the frame was read whole, so the connection is fine: ask topic by topic.
-            response = await self._on_coordinator(group, make(
-                OffsetFetchRequest, group_id=group, topics=await self._every_partition()))
+            response = await self._on_coordinator(
+                group,
+                make(OffsetFetchRequest, group_id=group, topics=await self._every_partition()),
+            )
         _check(f"fetching offsets of {group!r}", response.error_code)
         committed = {}
         for topic in response.topics:
@@ -107,22 +130,37 @@ class GroupAdminClient(KioAdmin):
         while the group has no members."""
         by_topic: dict[str, list[Any]] = {}
         for tp, offset in sorted(offsets.items()):
-            by_topic.setdefault(tp.topic, []).append(make(OffsetCommitRequestPartition,
-                partition_index=tp.partition, committed_offset=offset,
-                committed_leader_epoch=-1, committed_metadata=""))
-        response = await self._on_coordinator(group, make(OffsetCommitRequest,
-            group_id=group, generation_id_or_member_epoch=-1, member_id="",
-            group_instance_id=None,
-            topics=tuple(make(OffsetCommitRequestTopic, name=t, partitions=tuple(ps))
-                         for t, ps in by_topic.items())))
+            by_topic.setdefault(tp.topic, []).append(
+                make(
+                    OffsetCommitRequestPartition,
+                    partition_index=tp.partition,
+                    committed_offset=offset,
+                    committed_leader_epoch=-1,
+                    committed_metadata="",
+                )
+            )
+        response = await self._on_coordinator(
+            group,
+            make(
+                OffsetCommitRequest,
+                group_id=group,
+                generation_id_or_member_epoch=-1,
+                member_id="",
+                group_instance_id=None,
+                topics=tuple(
+                    make(OffsetCommitRequestTopic, name=t, partitions=tuple(ps))
+                    for t, ps in by_topic.items()
+                ),
+            ),
+        )
         for topic in response.topics:
             for p in topic.partitions:
-                _check(f"committing {topic.name}-{p.partition_index} for {group!r}",
-                       p.error_code)
+                _check(f"committing {topic.name}-{p.partition_index} for {group!r}", p.error_code)
 
     async def delete(self, group: str) -> None:
         response = await self._on_coordinator(
-            group, make(DeleteGroupsRequest, groups_names=(group,)))
+            group, make(DeleteGroupsRequest, groups_names=(group,))
+        )
         [result] = response.results
         _check(f"deleting {group!r}", result.error_code)
 

@@ -27,20 +27,26 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
     listing = actions.add_parser("list", parents=[broker_options], help="list groups")
     add_output_option(listing)
     listing.set_defaults(handler=run_client(_list))
-    describe = actions.add_parser("describe", parents=[broker_options],
-                                  help="state, members, assignment, committed offsets and lag")
+    describe = actions.add_parser(
+        "describe",
+        parents=[broker_options],
+        help="state, members, assignment, committed offsets and lag",
+    )
     describe.add_argument("group")
     add_output_option(describe)
     describe.set_defaults(handler=run_client(_describe))
     reset = actions.add_parser(
-        "reset-offsets", parents=[broker_options],
-        help="move an empty group's committed offsets (a dry run without --execute)")
+        "reset-offsets",
+        parents=[broker_options],
+        help="move an empty group's committed offsets (a dry run without --execute)",
+    )
     reset.add_argument("group")
     add_reset_options(reset)
     add_output_option(reset)
     reset.set_defaults(handler=run_client(reset_offsets))
-    delete = actions.add_parser("delete", parents=[broker_options],
-                                help="delete an empty group and its offsets")
+    delete = actions.add_parser(
+        "delete", parents=[broker_options], help="delete an empty group and its offsets"
+    )
     delete.add_argument("group")
     delete.set_defaults(handler=run_client(_delete))
 
@@ -70,12 +76,23 @@ async def _list(args: argparse.Namespace) -> int:
         rows = []
         for group, protocol_type in await admin.list_groups():
             described = await admin.describe(group)
-            rows.append((group, described.group_state, len(described.members),
-                         protocol_type or "-"))
-    emit(args, ("GROUP", "STATE", "MEMBERS", "PROTOCOL TYPE"), rows,
-         [{"group": g, "state": state, "members": members,
-           "protocol_type": None if kind == "-" else kind}
-          for g, state, members, kind in rows])
+            rows.append(
+                (group, described.group_state, len(described.members), protocol_type or "-")
+            )
+    emit(
+        args,
+        ("GROUP", "STATE", "MEMBERS", "PROTOCOL TYPE"),
+        rows,
+        [
+            {
+                "group": g,
+                "state": state,
+                "members": members,
+                "protocol_type": None if kind == "-" else kind,
+            }
+            for g, state, members, kind in rows
+        ],
+    )
     return 0
 
 
@@ -96,33 +113,77 @@ async def _describe(args: argparse.Namespace) -> int:
     offsets = []
     for tp in partitions:
         current, end, member = committed.get(tp), ends.get(tp), owner.get(tp)
-        offsets.append({
-            "topic": tp.topic, "partition": tp.partition, "current_offset": current,
-            "log_end_offset": end,
-            "lag": end - current if current is not None and end is not None else None,
-            "member_id": member.member_id if member else None,
-            "host": (member.client_host or None) if member else None,
-            "client_id": member.client_id if member else None})
+        offsets.append(
+            {
+                "topic": tp.topic,
+                "partition": tp.partition,
+                "current_offset": current,
+                "log_end_offset": end,
+                "lag": end - current if current is not None and end is not None else None,
+                "member_id": member.member_id if member else None,
+                "host": (member.client_host or None) if member else None,
+                "client_id": member.client_id if member else None,
+            }
+        )
     if args.output == "json":
-        emit(args, (), [], {
-            "group": args.group, "state": described.group_state,
-            "protocol_type": described.protocol_type or None,
-            "protocol": described.protocol_data or None,
-            "members": [{"member_id": m.member_id, "client_id": m.client_id,
-                         "host": m.client_host or None,
-                         "assignment": [{"topic": tp.topic, "partition": tp.partition}
-                                        for tp in assignments[m.member_id]]}
-                        for m in described.members],
-            "offsets": offsets})
+        emit(
+            args,
+            (),
+            [],
+            {
+                "group": args.group,
+                "state": described.group_state,
+                "protocol_type": described.protocol_type or None,
+                "protocol": described.protocol_data or None,
+                "members": [
+                    {
+                        "member_id": m.member_id,
+                        "client_id": m.client_id,
+                        "host": m.client_host or None,
+                        "assignment": [
+                            {"topic": tp.topic, "partition": tp.partition}
+                            for tp in assignments[m.member_id]
+                        ],
+                    }
+                    for m in described.members
+                ],
+                "offsets": offsets,
+            },
+        )
         return 0
     protocol = "/".join(x for x in (described.protocol_type, described.protocol_data) if x)
-    emit(args, ("TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
-                "CONSUMER-ID", "HOST", "CLIENT-ID"),
-         [tuple(dash(o[k]) for k in ("topic", "partition", "current_offset", "log_end_offset",
-                                     "lag", "member_id", "host", "client_id"))
-          for o in offsets], None,
-         title=f"Group: {args.group}  State: {described.group_state}  "
-               f"Protocol: {protocol or '-'}  Members: {len(described.members)}")
+    emit(
+        args,
+        (
+            "TOPIC",
+            "PARTITION",
+            "CURRENT-OFFSET",
+            "LOG-END-OFFSET",
+            "LAG",
+            "CONSUMER-ID",
+            "HOST",
+            "CLIENT-ID",
+        ),
+        [
+            tuple(
+                dash(o[k])
+                for k in (
+                    "topic",
+                    "partition",
+                    "current_offset",
+                    "log_end_offset",
+                    "lag",
+                    "member_id",
+                    "host",
+                    "client_id",
+                )
+            )
+            for o in offsets
+        ],
+        None,
+        title=f"Group: {args.group}  State: {described.group_state}  "
+        f"Protocol: {protocol or '-'}  Members: {len(described.members)}",
+    )
     if not described.members:
         print(f"\nGroup {args.group!r} has no active members.")
     return 0
@@ -134,8 +195,9 @@ async def _delete(args: argparse.Namespace) -> int:
             await admin.delete(args.group)
         except AdminRequestError as exc:
             if exc.error_code == ErrorCode.non_empty_group:
-                raise RuntimeError(f"group {args.group!r} has active members; it can be "
-                                   "deleted only when empty") from None
+                raise RuntimeError(
+                    f"group {args.group!r} has active members; it can be deleted only when empty"
+                ) from None
             if exc.error_code == ErrorCode.group_id_not_found:
                 raise RuntimeError(f"group {args.group!r} does not exist") from None
             raise

@@ -132,19 +132,37 @@ def encode_group_key(key: GroupKey) -> bytes:
 
 
 def encode_offset_value(value: OffsetValue) -> bytes:
-    w = (_Writer(OFFSET_VALUE_VERSION).i64(value.offset).i32(value.leader_epoch)
-         .string(value.metadata).i64(value.commit_timestamp))
+    w = (
+        _Writer(OFFSET_VALUE_VERSION)
+        .i64(value.offset)
+        .i32(value.leader_epoch)
+        .string(value.metadata)
+        .i64(value.commit_timestamp)
+    )
     return bytes(w.out)
 
 
 def encode_group_value(value: GroupValue) -> bytes:
-    w = (_Writer(GROUP_VALUE_VERSION).string(value.protocol_type).i32(value.generation)
-         .string(value.protocol).string(value.leader).i64(value.current_state_timestamp)
-         .i32(len(value.members)))
+    w = (
+        _Writer(GROUP_VALUE_VERSION)
+        .string(value.protocol_type)
+        .i32(value.generation)
+        .string(value.protocol)
+        .string(value.leader)
+        .i64(value.current_state_timestamp)
+        .i32(len(value.members))
+    )
     for m in value.members:
-        (w.string(m.member_id).string(m.group_instance_id).string(m.client_id)
-         .string(m.client_host).i32(m.rebalance_timeout_ms).i32(m.session_timeout_ms)
-         .blob(m.subscription).blob(m.assignment))
+        (
+            w.string(m.member_id)
+            .string(m.group_instance_id)
+            .string(m.client_id)
+            .string(m.client_host)
+            .i32(m.rebalance_timeout_ms)
+            .i32(m.session_timeout_ms)
+            .blob(m.subscription)
+            .blob(m.assignment)
+        )
     return bytes(w.out)
 
 
@@ -259,8 +277,17 @@ def decode_group_value(data: bytes) -> GroupValue:
         else:
             session_timeout = r.i32()
             rebalance_timeout = session_timeout  # v0 had one timeout for both
-        members.append(MemberValue(member_id, instance_id, client_id, client_host,
-                                   rebalance_timeout, session_timeout, r.blob(), r.blob()))
+        members.append(
+            MemberValue(
+                member_id,
+                instance_id,
+                client_id,
+                client_host,
+                rebalance_timeout,
+                session_timeout,
+                r.blob(),
+                r.blob(),
+            )
+        )
     r.end()
-    return GroupValue(protocol_type, generation, protocol, leader, state_timestamp,
-                      tuple(members))
+    return GroupValue(protocol_type, generation, protocol, leader, state_timestamp, tuple(members))

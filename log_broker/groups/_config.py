@@ -28,5 +28,4 @@ class GroupConfig:
     new_member_join_timeout_ms: int = 300_000
 
     def offsets_topic_configs(self) -> dict[str, str]:
-        return {"cleanup.policy": "compact",
-                "segment.bytes": str(self.offsets_topic_segment_bytes)}
+        return {"cleanup.policy": "compact", "segment.bytes": str(self.offsets_topic_segment_bytes)}

@@ -74,10 +74,12 @@ class GroupListing:
 class GroupCoordinator(Membership):
     # ------------------------------------------------------------------ start-up
 
-    def restore(self, groups: Mapping[str, GroupValue],
-                offsets: Mapping[str, Mapping[TopicPartition, OffsetValue]],
-                pending: Mapping[int, Mapping[str, Mapping[TopicPartition, OffsetValue]]]
-                ) -> None:
+    def restore(
+        self,
+        groups: Mapping[str, GroupValue],
+        offsets: Mapping[str, Mapping[TopicPartition, OffsetValue]],
+        pending: Mapping[int, Mapping[str, Mapping[TopicPartition, OffsetValue]]],
+    ) -> None:
         """Rebuild groups from what ``__consumer_offsets`` holds, before serving.
 
         A group persisted with members comes back Stable at its generation, each
@@ -99,8 +101,9 @@ class GroupCoordinator(Membership):
                     group.state = GroupState.STABLE
                     group.protocol = value.protocol
                     for member_value in value.members:
-                        member = member_from_value(member_value, value.protocol_type,
-                                                   value.protocol)
+                        member = member_from_value(
+                            member_value, value.protocol_type, value.protocol
+                        )
                         group.add(member)
                         self._schedule_session(group, member)
                     if value.leader in group.members:
@@ -115,9 +118,14 @@ class GroupCoordinator(Membership):
 
     # ------------------------------------------------------------------ offsets
 
-    def commit(self, group_id: str, generation: int, member_id: str,
-               group_instance_id: str | None, offsets: Mapping[TopicPartition, NewOffset]
-               ) -> Reply[None]:
+    def commit(
+        self,
+        group_id: str,
+        generation: int,
+        member_id: str,
+        group_instance_id: str | None,
+        offsets: Mapping[TopicPartition, NewOffset],
+    ) -> Reply[None]:
         """Store offsets; the reply comes once their record is durable.
 
         A generation below 0 commits without group membership (a consumer that
@@ -129,8 +137,13 @@ class GroupCoordinator(Membership):
             return Reply.failed(exc)
         return self._write_offsets(group, offsets)
 
-    def _write_offsets(self, group: Group, offsets: Mapping[TopicPartition, NewOffset],
-                       producer_id: int = -1, producer_epoch: int = -1) -> Reply[None]:
+    def _write_offsets(
+        self,
+        group: Group,
+        offsets: Mapping[TopicPartition, NewOffset],
+        producer_id: int = -1,
+        producer_epoch: int = -1,
+    ) -> Reply[None]:
         """Write offset records and reply once they are durable, in this order:
 
         1. stamp each offset with the commit time and encode its record;
@@ -142,13 +155,18 @@ class GroupCoordinator(Membership):
         """
         group_id = group.group_id
         now = self.clock.wall_ms()
-        values = {tp: OffsetValue(o.offset, o.leader_epoch, o.metadata, now)
-                  for tp, o in offsets.items()}
+        values = {
+            tp: OffsetValue(o.offset, o.leader_epoch, o.metadata, now) for tp, o in offsets.items()
+        }
         if not values:
             return Reply.of(None)
         records: Records = tuple(
-            (encode_offset_key(OffsetKey(group_id, tp.topic, tp.partition)),
-             encode_offset_value(value)) for tp, value in values.items())
+            (
+                encode_offset_key(OffsetKey(group_id, tp.topic, tp.partition)),
+                encode_offset_value(value),
+            )
+            for tp, value in values.items()
+        )
         reply: Reply[None] = Reply()
 
         def stored(error: GroupError | None) -> None:
@@ -165,9 +183,15 @@ class GroupCoordinator(Membership):
         self._writes.append(Write(group_id, records, stored, producer_id, producer_epoch))
         return reply
 
-    def _commit_target(self, group_id: str, generation: int, member_id: str,
-                       group_instance_id: str | None, *, transactional: bool = False
-                       ) -> Group:
+    def _commit_target(
+        self,
+        group_id: str,
+        generation: int,
+        member_id: str,
+        group_instance_id: str | None,
+        *,
+        transactional: bool = False,
+    ) -> Group:
         """The group an offset commit may write to, or the error Kafka's classic group
         coordinator refuses it with. OffsetCommit and TxnOffsetCommit (KIP-447) share
         these checks, in this order:
@@ -208,13 +232,15 @@ class GroupCoordinator(Membership):
             raise UnknownMemberIdError(f"{member_id!r} is not a member of {group_id!r}")
         if generation != group.generation:
             raise IllegalGenerationError(
-                f"generation {generation} is not the group's {group.generation}")
+                f"generation {generation} is not the group's {group.generation}"
+            )
         if not transactional:
             self._touch(group, member)
         return group
 
-    def fetch(self, group_id: str, partitions: Sequence[TopicPartition] | None
-              ) -> dict[TopicPartition, OffsetValue]:
+    def fetch(
+        self, group_id: str, partitions: Sequence[TopicPartition] | None
+    ) -> dict[TopicPartition, OffsetValue]:
         """Committed offsets (all of the group's for None); absent ones are left out."""
         group = self._groups.get(group_id)
         if group is None:
@@ -228,9 +254,17 @@ class GroupCoordinator(Membership):
                 found[tp] = value
         return found
 
-    def txn_commit(self, group_id: str, producer_id: int, producer_epoch: int,
-                   offsets: Mapping[TopicPartition, NewOffset], *, generation: int,
-                   member_id: str, group_instance_id: str | None) -> Reply[None]:
+    def txn_commit(
+        self,
+        group_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        offsets: Mapping[TopicPartition, NewOffset],
+        *,
+        generation: int,
+        member_id: str,
+        group_instance_id: str | None,
+    ) -> Reply[None]:
         """TxnOffsetCommit: stage offsets for a transaction once their record is
         durable; ``complete_transaction`` makes them visible (or drops them) at its
         marker. The transaction coordinator has already checked the producer; the
@@ -238,8 +272,9 @@ class GroupCoordinator(Membership):
         v3+) is checked here as a plain commit's is, so a zombie consumer cannot
         commit offsets for partitions the group has handed to another member."""
         try:
-            group = self._commit_target(group_id, generation, member_id, group_instance_id,
-                                        transactional=True)
+            group = self._commit_target(
+                group_id, generation, member_id, group_instance_id, transactional=True
+            )
         except GroupError as exc:
             return Reply.failed(exc)
         return self._write_offsets(group, offsets, producer_id, producer_epoch)
@@ -263,21 +298,28 @@ class GroupCoordinator(Membership):
             if expired:
                 records: Records = tuple(
                     (encode_offset_key(OffsetKey(group.group_id, tp.topic, tp.partition)), None)
-                    for tp in expired)
+                    for tp in expired
+                )
                 self._write(group, records, self._expired_stored(group, expired))
             elif not len(group.offsets) and not group.offsets.has_pending():
                 self._bury(group)
 
-    def _expired_stored(self, group: Group, expired: Mapping[TopicPartition, OffsetValue]
-                        ) -> Callable[[GroupError | None], None]:
+    def _expired_stored(
+        self, group: Group, expired: Mapping[TopicPartition, OffsetValue]
+    ) -> Callable[[GroupError | None], None]:
         def done(error: GroupError | None) -> None:
             if error is not None or self._groups.get(group.group_id) is not group:
                 return
             for tp, value in expired.items():
                 group.offsets.remove(tp, only_if=value)
-            if (group.is_(GroupState.EMPTY) and not len(group.offsets)
-                    and not group.pending_members and not group.offsets.has_pending()):
+            if (
+                group.is_(GroupState.EMPTY)
+                and not len(group.offsets)
+                and not group.pending_members
+                and not group.offsets.has_pending()
+            ):
                 self._bury(group)
+
         return done
 
     def _bury(self, group: Group) -> None:
@@ -295,16 +337,26 @@ class GroupCoordinator(Membership):
         stable = group.is_(GroupState.STABLE)
         protocol = group.protocol or ""
         members = tuple(
-            MemberDescription(m.member_id, m.group_instance_id, m.client_id, m.client_host,
-                              m.metadata_for(protocol) if stable else b"",
-                              m.assignment if stable else b"")
-            for m in group.members.values())
-        return GroupDescription(group_id, group.state, group.protocol_type or "",
-                                protocol if stable else "", members)
+            MemberDescription(
+                m.member_id,
+                m.group_instance_id,
+                m.client_id,
+                m.client_host,
+                m.metadata_for(protocol) if stable else b"",
+                m.assignment if stable else b"",
+            )
+            for m in group.members.values()
+        )
+        return GroupDescription(
+            group_id, group.state, group.protocol_type or "", protocol if stable else "", members
+        )
 
     def list_groups(self) -> list[GroupListing]:
-        return [GroupListing(g.group_id, g.protocol_type or "", g.state)
-                for g in self._groups.values() if not g.is_(GroupState.DEAD)]
+        return [
+            GroupListing(g.group_id, g.protocol_type or "", g.state)
+            for g in self._groups.values()
+            if not g.is_(GroupState.DEAD)
+        ]
 
     def delete(self, group_id: str) -> Reply[None]:
         """Delete an empty group with its offsets; answered once the tombstones are
@@ -321,8 +373,10 @@ class GroupCoordinator(Membership):
             self._deadlines.cancel(("pending", group_id, member_id))
         group.pending_members.clear()
         records: Records = (
-            *((encode_offset_key(OffsetKey(group_id, tp.topic, tp.partition)), None)
-              for tp in group.offsets),
+            *(
+                (encode_offset_key(OffsetKey(group_id, tp.topic, tp.partition)), None)
+                for tp in group.offsets
+            ),
             (encode_group_key(GroupKey(group_id)), None),
         )
         reply: Reply[None] = Reply()

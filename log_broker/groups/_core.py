@@ -43,16 +43,18 @@ class Write:
 
 
 class CoordinatorCore:
-    def __init__(self, config: GroupConfig, clock: Clock,
-                 new_member_id: Callable[[str], str] | None = None) -> None:
+    def __init__(
+        self, config: GroupConfig, clock: Clock, new_member_id: Callable[[str], str] | None = None
+    ) -> None:
         self.config = config
         self.clock = clock
         self._groups: dict[str, Group] = {}
         self._deadlines = Deadlines()
         self._writes: list[Write] = []
         self._new_member_id = new_member_id or (lambda prefix: f"{prefix}-{uuid.uuid4()}")
-        self._deadlines.set(_RETENTION,
-                            clock.monotonic_ms() + config.offsets_retention_check_interval_ms)
+        self._deadlines.set(
+            _RETENTION, clock.monotonic_ms() + config.offsets_retention_check_interval_ms
+        )
 
     # ------------------------------------------------------------------ outbox
 
@@ -63,12 +65,17 @@ class CoordinatorCore:
     def write_done(self, write: Write, error: GroupError | None) -> None:
         write.on_done(error)
 
-    def _write(self, group: Group, records: Records,
-               on_done: Callable[[GroupError | None], None]) -> None:
+    def _write(
+        self, group: Group, records: Records, on_done: Callable[[GroupError | None], None]
+    ) -> None:
         self._writes.append(Write(group.group_id, records, on_done))
 
-    def _store_group(self, group: Group, assignments: dict[str, bytes] | None,
-                     on_done: Callable[[GroupError | None], None]) -> None:
+    def _store_group(
+        self,
+        group: Group,
+        assignments: dict[str, bytes] | None,
+        on_done: Callable[[GroupError | None], None],
+    ) -> None:
         key = encode_group_key(GroupKey(group.group_id))
         self._write(group, ((key, encode_group_value(group.to_value(assignments))),), on_done)
 
@@ -87,8 +94,10 @@ class CoordinatorCore:
     def _expire(self, key: Hashable) -> None:
         assert isinstance(key, tuple)
         if key == _RETENTION:
-            self._deadlines.set(_RETENTION, self.clock.monotonic_ms()
-                                + self.config.offsets_retention_check_interval_ms)
+            self._deadlines.set(
+                _RETENTION,
+                self.clock.monotonic_ms() + self.config.offsets_retention_check_interval_ms,
+            )
             self._expire_offsets()
             return
         kind, group_id = key[0], key[1]
@@ -112,8 +121,10 @@ class CoordinatorCore:
         """Overridden by the coordinator, which owns offset bookkeeping."""
 
     def _schedule_session(self, group: Group, member: Member) -> None:
-        self._deadlines.set(("session", group.group_id, member.member_id),
-                            self.clock.monotonic_ms() + member.session_timeout_ms)
+        self._deadlines.set(
+            ("session", group.group_id, member.member_id),
+            self.clock.monotonic_ms() + member.session_timeout_ms,
+        )
 
     def _park(self, group: Group, member: Member, *, new: bool = False) -> None:
         """A member with a request waiting on the group is alive by definition; a new
@@ -121,7 +132,8 @@ class CoordinatorCore:
         key = ("session", group.group_id, member.member_id)
         if new:
             self._deadlines.set(
-                key, self.clock.monotonic_ms() + self.config.new_member_join_timeout_ms)
+                key, self.clock.monotonic_ms() + self.config.new_member_join_timeout_ms
+            )
         else:
             self._deadlines.cancel(key)
 
@@ -182,8 +194,11 @@ class CoordinatorCore:
     def _maybe_complete_join(self, group: Group) -> None:
         # While the initial delay runs, the phase ends by time only, so that members
         # starting together land in one generation.
-        if (group.is_(GroupState.PREPARING_REBALANCE)
-                and group.initial_delay_remaining_ms is None and group.all_joined()):
+        if (
+            group.is_(GroupState.PREPARING_REBALANCE)
+            and group.initial_delay_remaining_ms is None
+            and group.all_joined()
+        ):
             self._complete_join(group)
 
     def _on_join_deadline(self, group: Group) -> None:
@@ -210,8 +225,9 @@ class CoordinatorCore:
         """
         for member in list(group.members.values()):
             if member.state is not MemberState.JOINING and member.group_instance_id is None:
-                log.info("group %s: member %s did not rejoin in time",
-                         group.group_id, member.member_id)
+                log.info(
+                    "group %s: member %s did not rejoin in time", group.group_id, member.member_id
+                )
                 self._remove_member(group, member, react=False)
         group.initial_delay_remaining_ms = None
         group.new_member_added = False
@@ -228,13 +244,19 @@ class CoordinatorCore:
         joined = [m for m in group.members.values() if m.state is MemberState.JOINING]
         leader = group.members.get(group.leader_id or "")
         if leader is None or leader.state is not MemberState.JOINING:
-            group.leader_id = (joined[0] if joined else next(iter(group.members.values()))
-                               ).member_id
+            group.leader_id = (
+                joined[0] if joined else next(iter(group.members.values()))
+            ).member_id
         group.protocol = group.select_protocol()
         group.transition(GroupState.COMPLETING_REBALANCE, wall)
-        log.info("group %s: generation %d with %d member(s), protocol %s, leader %s",
-                 group.group_id, group.generation, len(group.members), group.protocol,
-                 group.leader_id)
+        log.info(
+            "group %s: generation %d with %d member(s), protocol %s, leader %s",
+            group.group_id,
+            group.generation,
+            len(group.members),
+            group.protocol,
+            group.leader_id,
+        )
         for member in group.members.values():
             reply = member.join_reply
             member.join_reply = None
@@ -242,13 +264,15 @@ class CoordinatorCore:
             if reply is not None:
                 reply.resolve(group.join_result(member))
                 self._schedule_session(group, member)
-        self._deadlines.set(("sync", group.group_id),
-                            self.clock.monotonic_ms() + group.rebalance_timeout_ms())
+        self._deadlines.set(
+            ("sync", group.group_id), self.clock.monotonic_ms() + group.rebalance_timeout_ms()
+        )
 
     def _log_failure(self, group: Group, what: str) -> Callable[[GroupError | None], None]:
         def done(error: GroupError | None) -> None:
             if error is not None:
                 log.warning("group %s: could not persist %s: %s", group.group_id, what, error)
+
         return done
 
     # ------------------------------------------------------------------ sync phase
@@ -270,11 +294,15 @@ class CoordinatorCore:
             self._remove_member(group, member, react=False)
         self._prepare_rebalance(group, "members missed the sync deadline")
 
-    def _finish_sync(self, group: Group, generation: int, assignments: dict[str, bytes],
-                     error: GroupError | None) -> None:
+    def _finish_sync(
+        self, group: Group, generation: int, assignments: dict[str, bytes], error: GroupError | None
+    ) -> None:
         """The leader's assignment is durable (or failed): hand it out, become Stable."""
-        if (self._groups.get(group.group_id) is not group or group.generation != generation
-                or not group.is_(GroupState.COMPLETING_REBALANCE)):
+        if (
+            self._groups.get(group.group_id) is not group
+            or group.generation != generation
+            or not group.is_(GroupState.COMPLETING_REBALANCE)
+        ):
             return  # the group moved on while the record was being written
         if error is not None:
             self._fail_syncs(group, error)

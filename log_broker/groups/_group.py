@@ -144,7 +144,8 @@ class Group:
 
     def all_joined(self) -> bool:
         return not self.pending_members and all(
-            m.state is MemberState.JOINING for m in self.members.values())
+            m.state is MemberState.JOINING for m in self.members.values()
+        )
 
     def rebalance_timeout_ms(self) -> int:
         return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
@@ -183,14 +184,21 @@ class Group:
 
     def joined_members(self) -> tuple[JoinedMember, ...]:
         protocol = self.protocol or ""
-        return tuple(JoinedMember(m.member_id, m.group_instance_id, m.metadata_for(protocol))
-                     for m in self.members.values())
+        return tuple(
+            JoinedMember(m.member_id, m.group_instance_id, m.metadata_for(protocol))
+            for m in self.members.values()
+        )
 
     def join_result(self, member: Member) -> JoinResult:
         leader = self.leader_id or ""
         return JoinResult(
-            member.member_id, self.generation, self.protocol_type or "", self.protocol or "",
-            leader, self.joined_members() if member.member_id == leader else ())
+            member.member_id,
+            self.generation,
+            self.protocol_type or "",
+            self.protocol or "",
+            leader,
+            self.joined_members() if member.member_id == leader else (),
+        )
 
     # -------------------------------------------------------------- persistence
 
@@ -198,17 +206,41 @@ class Group:
         """The group's record value; ``assignments`` override the members' current ones."""
         protocol = self.protocol or ""
         members = tuple(
-            MemberValue(m.member_id, m.group_instance_id, m.client_id, m.client_host,
-                        m.rebalance_timeout_ms, m.session_timeout_ms, m.metadata_for(protocol),
-                        (assignments or {}).get(m.member_id, m.assignment))
-            for m in self.members.values())
-        return GroupValue(self.protocol_type or "", self.generation, self.protocol,
-                          self.leader_id, self.state_timestamp_ms, members)
+            MemberValue(
+                m.member_id,
+                m.group_instance_id,
+                m.client_id,
+                m.client_host,
+                m.rebalance_timeout_ms,
+                m.session_timeout_ms,
+                m.metadata_for(protocol),
+                (assignments or {}).get(m.member_id, m.assignment),
+            )
+            for m in self.members.values()
+        )
+        return GroupValue(
+            self.protocol_type or "",
+            self.generation,
+            self.protocol,
+            self.leader_id,
+            self.state_timestamp_ms,
+            members,
+        )
 
 
 def member_from_value(value: MemberValue, protocol_type: str, protocol: str | None) -> Member:
     protocols: Sequence[tuple[str, bytes]] = (
-        [(protocol, value.subscription)] if protocol is not None else [])
-    return Member(value.member_id, value.group_instance_id, value.client_id,
-                  value.client_host, value.session_timeout_ms, value.rebalance_timeout_ms,
-                  protocol_type, tuple(protocols), value.assignment, MemberState.STABLE)
+        [(protocol, value.subscription)] if protocol is not None else []
+    )
+    return Member(
+        value.member_id,
+        value.group_instance_id,
+        value.client_id,
+        value.client_host,
+        value.session_timeout_ms,
+        value.rebalance_timeout_ms,
+        protocol_type,
+        tuple(protocols),
+        value.assignment,
+        MemberState.STABLE,
+    )

@@ -108,5 +108,6 @@ class OffsetsReplay:
     def _unreadable(self, record: Record, exc: Exception) -> None:
         # One unreadable record must not keep the broker from starting; say so loudly.
         self.unreadable += 1
-        log.warning("skipping unreadable __consumer_offsets record at offset %d: %s",
-                    record.offset, exc)
+        log.warning(
+            "skipping unreadable __consumer_offsets record at offset %d: %s", record.offset, exc
+        )

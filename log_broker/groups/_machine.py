@@ -38,9 +38,11 @@ class GroupState(enum.Enum):
 GROUP_TRANSITIONS: dict[GroupState, frozenset[GroupState]] = {
     GroupState.EMPTY: frozenset({GroupState.PREPARING_REBALANCE, GroupState.DEAD}),
     GroupState.PREPARING_REBALANCE: frozenset(
-        {GroupState.COMPLETING_REBALANCE, GroupState.EMPTY, GroupState.DEAD}),
+        {GroupState.COMPLETING_REBALANCE, GroupState.EMPTY, GroupState.DEAD}
+    ),
     GroupState.COMPLETING_REBALANCE: frozenset(
-        {GroupState.STABLE, GroupState.PREPARING_REBALANCE, GroupState.DEAD}),
+        {GroupState.STABLE, GroupState.PREPARING_REBALANCE, GroupState.DEAD}
+    ),
     GroupState.STABLE: frozenset({GroupState.PREPARING_REBALANCE, GroupState.DEAD}),
     GroupState.DEAD: frozenset(),
 }
@@ -55,16 +57,17 @@ class MemberState(enum.Enum):
 
 
 MEMBER_TRANSITIONS: dict[MemberState, frozenset[MemberState]] = {
-    MemberState.JOINING: frozenset(
-        {MemberState.JOINING, MemberState.SYNCING, MemberState.REMOVED}),
+    MemberState.JOINING: frozenset({MemberState.JOINING, MemberState.SYNCING, MemberState.REMOVED}),
     # A static member that has not rejoined keeps its place and gets an assignment.
     MemberState.AWAITING_REJOIN: frozenset(
-        {MemberState.JOINING, MemberState.SYNCING, MemberState.REMOVED}),
+        {MemberState.JOINING, MemberState.SYNCING, MemberState.REMOVED}
+    ),
     MemberState.SYNCING: frozenset(
-        {MemberState.STABLE, MemberState.AWAITING_REJOIN, MemberState.JOINING,
-         MemberState.REMOVED}),
+        {MemberState.STABLE, MemberState.AWAITING_REJOIN, MemberState.JOINING, MemberState.REMOVED}
+    ),
     MemberState.STABLE: frozenset(
-        {MemberState.AWAITING_REJOIN, MemberState.JOINING, MemberState.REMOVED}),
+        {MemberState.AWAITING_REJOIN, MemberState.JOINING, MemberState.REMOVED}
+    ),
     MemberState.REMOVED: frozenset(),
 }
 

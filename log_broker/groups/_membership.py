@@ -57,11 +57,15 @@ class Membership(CoordinatorCore):
         if not req.group_id:
             raise InvalidGroupIdError("group id is empty")
         config = self.config
-        if not config.min_session_timeout_ms <= req.session_timeout_ms <= (
-                config.max_session_timeout_ms):
+        if (
+            not config.min_session_timeout_ms
+            <= req.session_timeout_ms
+            <= (config.max_session_timeout_ms)
+        ):
             raise InvalidSessionTimeoutError(
                 f"session timeout {req.session_timeout_ms} ms outside "
-                f"{config.min_session_timeout_ms}..{config.max_session_timeout_ms}")
+                f"{config.min_session_timeout_ms}..{config.max_session_timeout_ms}"
+            )
         group = self._groups.get(req.group_id)
         if group is None:
             if req.member_id:
@@ -73,7 +77,8 @@ class Membership(CoordinatorCore):
             raise CoordinatorNotAvailableError(f"group {req.group_id!r} is being deleted")
         if not group.supports(req.protocol_type, req.protocols):
             raise InconsistentGroupProtocolError(
-                f"protocols of {req.member_id or 'the new member'} match none of the group's")
+                f"protocols of {req.member_id or 'the new member'} match none of the group's"
+            )
         if not req.member_id:
             return self._join_new(group, req)
         return self._join_known(group, req)
@@ -90,8 +95,10 @@ class Membership(CoordinatorCore):
             return self._rejoin_static(group, static, member_id, req)
         if req.require_known_member_id and req.group_instance_id is None:
             group.pending_members.add(member_id)
-            self._deadlines.set(("pending", group.group_id, member_id),
-                                self.clock.monotonic_ms() + req.session_timeout_ms)
+            self._deadlines.set(
+                ("pending", group.group_id, member_id),
+                self.clock.monotonic_ms() + req.session_timeout_ms,
+            )
             raise MemberIdRequiredError(member_id)
         return self._add_member(group, member_id, req)
 
@@ -103,8 +110,9 @@ class Membership(CoordinatorCore):
         if group.is_static_fenced(member_id, req.group_instance_id):
             raise FencedInstanceIdError(f"instance {req.group_instance_id} has a newer member")
         member = group.members.get(member_id)
-        if member is None or (req.group_instance_id is not None
-                              and group.static_member(req.group_instance_id) is None):
+        if member is None or (
+            req.group_instance_id is not None and group.static_member(req.group_instance_id) is None
+        ):
             raise UnknownMemberIdError(f"{member_id} is not a member of {group.group_id!r}")
         if group.is_(GroupState.PREPARING_REBALANCE):
             return self._update_member(group, member, req)
@@ -123,9 +131,17 @@ class Membership(CoordinatorCore):
 
     def _add_member(self, group: Group, member_id: str, req: JoinRequest) -> Reply[JoinResult]:
         reply: Reply[JoinResult] = Reply()
-        member = Member(member_id, req.group_instance_id, req.client_id, req.client_host,
-                        req.session_timeout_ms, req.rebalance_timeout_ms, req.protocol_type,
-                        req.protocols, join_reply=reply)
+        member = Member(
+            member_id,
+            req.group_instance_id,
+            req.client_id,
+            req.client_host,
+            req.session_timeout_ms,
+            req.rebalance_timeout_ms,
+            req.protocol_type,
+            req.protocols,
+            join_reply=reply,
+        )
         group.add(member)
         self._park(group, member, new=True)
         if group.is_(GroupState.PREPARING_REBALANCE):
@@ -133,8 +149,7 @@ class Membership(CoordinatorCore):
         self._maybe_prepare_rebalance(group, f"member {member_id} joined")
         return reply
 
-    def _update_member(self, group: Group, member: Member, req: JoinRequest
-                       ) -> Reply[JoinResult]:
+    def _update_member(self, group: Group, member: Member, req: JoinRequest) -> Reply[JoinResult]:
         if member.join_reply is not None:
             old, member.join_reply = member.join_reply, None
             old.fail(RebalanceInProgressError("superseded by a newer JoinGroup"))
@@ -148,8 +163,9 @@ class Membership(CoordinatorCore):
         self._maybe_prepare_rebalance(group, f"member {member.member_id} rejoined")
         return reply
 
-    def _rejoin_static(self, group: Group, member: Member, new_id: str, req: JoinRequest
-                       ) -> Reply[JoinResult]:
+    def _rejoin_static(
+        self, group: Group, member: Member, new_id: str, req: JoinRequest
+    ) -> Reply[JoinResult]:
         """A known group.instance.id joins without a member id: its process restarted.
 
         Steps: the old incarnation's waiting requests are fenced; the member keeps its
@@ -186,11 +202,16 @@ class Membership(CoordinatorCore):
 
     # ------------------------------------------------------------------ SyncGroup
 
-    def sync(self, group_id: str, generation: int, member_id: str,
-             group_instance_id: str | None, assignments: Mapping[str, bytes]) -> Reply[bytes]:
+    def sync(
+        self,
+        group_id: str,
+        generation: int,
+        member_id: str,
+        group_instance_id: str | None,
+        assignments: Mapping[str, bytes],
+    ) -> Reply[bytes]:
         try:
-            group, member = self._current_member(group_id, generation, member_id,
-                                                 group_instance_id)
+            group, member = self._current_member(group_id, generation, member_id, group_instance_id)
         except GroupError as exc:
             return Reply.failed(exc)
         if group.is_(GroupState.PREPARING_REBALANCE):
@@ -208,12 +229,12 @@ class Membership(CoordinatorCore):
             # Members the leader left out get an empty assignment, as in Kafka.
             full = {m: bytes(assignments.get(m, b"")) for m in group.members}
             gen = group.generation
-            self._store_group(group, full,
-                              lambda error: self._finish_sync(group, gen, full, error))
+            self._store_group(group, full, lambda error: self._finish_sync(group, gen, full, error))
         return reply
 
-    def _current_member(self, group_id: str, generation: int, member_id: str,
-                        group_instance_id: str | None) -> tuple[Group, Member]:
+    def _current_member(
+        self, group_id: str, generation: int, member_id: str, group_instance_id: str | None
+    ) -> tuple[Group, Member]:
         """The checks SyncGroup and Heartbeat share, in Kafka's order."""
         if not group_id:
             raise InvalidGroupIdError("group id is empty")
@@ -229,7 +250,8 @@ class Membership(CoordinatorCore):
             raise UnknownMemberIdError(f"{member_id} is not a member of {group_id!r}")
         if generation != group.generation:
             raise IllegalGenerationError(
-                f"generation {generation} is not the group's {group.generation}")
+                f"generation {generation} is not the group's {group.generation}"
+            )
         return group, member
 
     def _touch(self, group: Group, member: Member) -> None:
@@ -238,11 +260,11 @@ class Membership(CoordinatorCore):
 
     # ------------------------------------------------------------------ Heartbeat
 
-    def heartbeat(self, group_id: str, generation: int, member_id: str,
-                  group_instance_id: str | None = None) -> None:
+    def heartbeat(
+        self, group_id: str, generation: int, member_id: str, group_instance_id: str | None = None
+    ) -> None:
         """Keep the member alive; raises RebalanceInProgressError to make it rejoin."""
-        group, member = self._current_member(group_id, generation, member_id,
-                                             group_instance_id)
+        group, member = self._current_member(group_id, generation, member_id, group_instance_id)
         if group.is_(GroupState.EMPTY):
             raise UnknownMemberIdError(f"group {group_id!r} is empty")
         self._touch(group, member)
@@ -251,15 +273,15 @@ class Membership(CoordinatorCore):
 
     # ------------------------------------------------------------------ LeaveGroup
 
-    def leave(self, group_id: str, members: Sequence[tuple[str, str | None]]
-              ) -> list[GroupError | None]:
+    def leave(
+        self, group_id: str, members: Sequence[tuple[str, str | None]]
+    ) -> list[GroupError | None]:
         """Remove members (member id, group instance id); an error per member."""
         if not group_id:
             raise InvalidGroupIdError("group id is empty")
         group = self._groups.get(group_id)
         if group is None:
-            return [UnknownMemberIdError(f"group {group_id!r} does not exist")
-                    for _ in members]
+            return [UnknownMemberIdError(f"group {group_id!r} does not exist") for _ in members]
         if group.is_(GroupState.DEAD):
             raise CoordinatorNotAvailableError(f"group {group_id!r} is being deleted")
         results: list[GroupError | None] = []

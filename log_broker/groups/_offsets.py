@@ -59,13 +59,17 @@ class GroupOffsets:
         self._written.pop(tp, None)
         return True
 
-    def expired(self, now_ms: int, retention_ms: int, empty_since_ms: int | None
-                ) -> dict[TopicPartition, OffsetValue]:
+    def expired(
+        self, now_ms: int, retention_ms: int, empty_since_ms: int | None
+    ) -> dict[TopicPartition, OffsetValue]:
         """Offsets past retention. A group that had members counts from the moment it
         became empty; a group that only ever stored offsets counts from each commit."""
-        return {tp: value for tp, value in self._committed.items()
-                if (value.commit_timestamp if empty_since_ms is None else empty_since_ms)
-                + retention_ms <= now_ms}
+        return {
+            tp: value
+            for tp, value in self._committed.items()
+            if (value.commit_timestamp if empty_since_ms is None else empty_since_ms) + retention_ms
+            <= now_ms
+        }
 
     # -------------------------------------------------------------- transactions
 

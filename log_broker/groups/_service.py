@@ -72,8 +72,13 @@ def replay_log(log_: PartitionLog, replay: OffsetsReplay) -> None:
 
 
 class GroupService:
-    def __init__(self, coordinator: GroupCoordinator, partitions: Sequence[PartitionLog],
-                 syncer: GroupSyncer, notifier: AppendNotifier) -> None:
+    def __init__(
+        self,
+        coordinator: GroupCoordinator,
+        partitions: Sequence[PartitionLog],
+        syncer: GroupSyncer,
+        notifier: AppendNotifier,
+    ) -> None:
         self.coordinator = coordinator
         self._partitions = list(partitions)
         self._syncer = syncer
@@ -85,23 +90,35 @@ class GroupService:
         self._timer: asyncio.Task[None] | None = None
 
     @classmethod
-    def open(cls, logs: LogManager, syncer: GroupSyncer, notifier: AppendNotifier,
-             config: GroupConfig, clock: Clock | None = None) -> GroupService:
+    def open(
+        cls,
+        logs: LogManager,
+        syncer: GroupSyncer,
+        notifier: AppendNotifier,
+        config: GroupConfig,
+        clock: Clock | None = None,
+    ) -> GroupService:
         """Create or replay ``__consumer_offsets`` and restore the coordinator (blocking
         file reads: run it in a worker thread)."""
         started = time.perf_counter()
         topic = logs.topics().get(OFFSETS_TOPIC)
         if topic is None:
-            topic = logs.create_topic(OFFSETS_TOPIC, config.offsets_topic_partitions,
-                                      config.offsets_topic_configs())
+            topic = logs.create_topic(
+                OFFSETS_TOPIC, config.offsets_topic_partitions, config.offsets_topic_configs()
+            )
         replay = OffsetsReplay()
         for partition in topic.partitions:
             replay_log(partition, replay)
         coordinator = GroupCoordinator(config, clock or SystemClock())
         coordinator.restore(replay.groups, replay.offsets, replay.still_pending())
-        log.info("loaded %d group(s) and offsets of %d from %d record(s) of %s in %.3fs",
-                 len(replay.groups), len(replay.offsets), replay.records, OFFSETS_TOPIC,
-                 time.perf_counter() - started)
+        log.info(
+            "loaded %d group(s) and offsets of %d from %d record(s) of %s in %.3fs",
+            len(replay.groups),
+            len(replay.offsets),
+            replay.records,
+            OFFSETS_TOPIC,
+            time.perf_counter() - started,
+        )
         return cls(coordinator, topic.partitions, syncer, notifier)
 
     # ------------------------------------------------------------------ lifetime
@@ -125,8 +142,11 @@ class GroupService:
             deadline = coordinator.next_deadline()
             self._sleeping_until = deadline
             self._wake.clear()
-            timeout = (None if deadline is None
-                       else max(deadline - coordinator.clock.monotonic_ms(), 0) / 1000)
+            timeout = (
+                None
+                if deadline is None
+                else max(deadline - coordinator.clock.monotonic_ms(), 0) / 1000
+            )
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout)
             try:
@@ -140,8 +160,9 @@ class GroupService:
         deadline moved earlier."""
         self._pump()
         deadline = self.coordinator.next_deadline()
-        if deadline is not None and (self._sleeping_until is None
-                                     or deadline < self._sleeping_until):
+        if deadline is not None and (
+            self._sleeping_until is None or deadline < self._sleeping_until
+        ):
             self._wake.set()
 
     # ------------------------------------------------------------------ writes
@@ -154,12 +175,16 @@ class GroupService:
     def _append(self, write: Write) -> None:
         partition = self._partitions[partition_for(write.group_id, len(self._partitions))]
         now = self.coordinator.clock.wall_ms()
-        records = [_records.Record(i, now, key, value)
-                   for i, (key, value) in enumerate(write.records)]
+        records = [
+            _records.Record(i, now, key, value) for i, (key, value) in enumerate(write.records)
+        ]
         try:
             batch = _records.encode_batch(
-                records, producer_id=write.producer_id, producer_epoch=write.producer_epoch,
-                is_transactional=write.producer_id >= 0)
+                records,
+                producer_id=write.producer_id,
+                producer_epoch=write.producer_epoch,
+                is_transactional=write.producer_id >= 0,
+            )
             partition.append(bytearray(batch), now_ms=now)
         except RecordTooLargeError as exc:
             self.coordinator.write_done(write, OffsetCommitSizeError(str(exc)))
@@ -169,14 +194,14 @@ class GroupService:
             self.coordinator.write_done(write, CoordinatorNotAvailableError(str(exc)))
             return
         self._notifier.notify((partition.topic, partition.partition))
-        task = asyncio.ensure_future(
-            self._complete(write, partition, self._tails.get(partition)))
+        task = asyncio.ensure_future(self._complete(write, partition, self._tails.get(partition)))
         self._tails[partition] = task
         self._writes.add(task)
         task.add_done_callback(lambda t: self._finished(partition, t))
 
-    async def _complete(self, write: Write, partition: PartitionLog,
-                        previous: asyncio.Task[None] | None) -> None:
+    async def _complete(
+        self, write: Write, partition: PartitionLog, previous: asyncio.Task[None] | None
+    ) -> None:
         error: GroupError | None = None
         try:
             await self._syncer.sync(partition)
@@ -201,46 +226,74 @@ class GroupService:
         self._after()
         return await wait_reply(reply)
 
-    async def sync(self, group_id: str, generation: int, member_id: str,
-                   group_instance_id: str | None, assignments: Mapping[str, bytes]) -> bytes:
-        reply = self.coordinator.sync(group_id, generation, member_id, group_instance_id,
-                                      assignments)
+    async def sync(
+        self,
+        group_id: str,
+        generation: int,
+        member_id: str,
+        group_instance_id: str | None,
+        assignments: Mapping[str, bytes],
+    ) -> bytes:
+        reply = self.coordinator.sync(
+            group_id, generation, member_id, group_instance_id, assignments
+        )
         self._after()
         return await wait_reply(reply)
 
-    def heartbeat(self, group_id: str, generation: int, member_id: str,
-                  group_instance_id: str | None) -> None:
+    def heartbeat(
+        self, group_id: str, generation: int, member_id: str, group_instance_id: str | None
+    ) -> None:
         try:
             self.coordinator.heartbeat(group_id, generation, member_id, group_instance_id)
         finally:
             self._after()
 
-    def leave(self, group_id: str, members: Sequence[tuple[str, str | None]]
-              ) -> list[GroupError | None]:
+    def leave(
+        self, group_id: str, members: Sequence[tuple[str, str | None]]
+    ) -> list[GroupError | None]:
         try:
             return self.coordinator.leave(group_id, members)
         finally:
             self._after()
 
-    async def commit(self, group_id: str, generation: int, member_id: str,
-                     group_instance_id: str | None,
-                     offsets: Mapping[TopicPartition, NewOffset]) -> None:
-        reply = self.coordinator.commit(group_id, generation, member_id, group_instance_id,
-                                        offsets)
+    async def commit(
+        self,
+        group_id: str,
+        generation: int,
+        member_id: str,
+        group_instance_id: str | None,
+        offsets: Mapping[TopicPartition, NewOffset],
+    ) -> None:
+        reply = self.coordinator.commit(group_id, generation, member_id, group_instance_id, offsets)
         self._after()
         await wait_reply(reply)
 
-    async def txn_commit(self, group_id: str, producer_id: int, producer_epoch: int,
-                         offsets: Mapping[TopicPartition, NewOffset], *, generation: int,
-                         member_id: str, group_instance_id: str | None) -> None:
+    async def txn_commit(
+        self,
+        group_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        offsets: Mapping[TopicPartition, NewOffset],
+        *,
+        generation: int,
+        member_id: str,
+        group_instance_id: str | None,
+    ) -> None:
         reply = self.coordinator.txn_commit(
-            group_id, producer_id, producer_epoch, offsets, generation=generation,
-            member_id=member_id, group_instance_id=group_instance_id)
+            group_id,
+            producer_id,
+            producer_epoch,
+            offsets,
+            generation=generation,
+            member_id=member_id,
+            group_instance_id=group_instance_id,
+        )
         self._after()
         await wait_reply(reply)
 
-    def fetch(self, group_id: str, partitions: Sequence[TopicPartition] | None
-              ) -> dict[TopicPartition, OffsetValue]:
+    def fetch(
+        self, group_id: str, partitions: Sequence[TopicPartition] | None
+    ) -> dict[TopicPartition, OffsetValue]:
         return self.coordinator.fetch(group_id, partitions)
 
     def describe(self, group_id: str) -> GroupDescription:

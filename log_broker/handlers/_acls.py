@@ -15,8 +15,11 @@ def acl_filter(body: Any) -> AclFilter:
         resource_type=ResourceType(body.resource_type_filter),
         resource_name=body.resource_name_filter,
         pattern_type=PatternType(body.pattern_type_filter),
-        principal=body.principal_filter, host=body.host_filter,
-        operation=Operation(body.operation), permission=Permission(body.permission_type))
+        principal=body.principal_filter,
+        host=body.host_filter,
+        operation=Operation(body.operation),
+        permission=Permission(body.permission_type),
+    )
 
 
 def refusal(request: Any, operation: Operation) -> tuple[ErrorCode, str] | None:
@@ -25,6 +28,8 @@ def refusal(request: Any, operation: Operation) -> tuple[ErrorCode, str] | None:
     if session.authorizer is None:
         return ErrorCode.security_disabled, "no authorizer is configured on the broker"
     if not session.allows(operation, ResourceType.CLUSTER):
-        return (ErrorCode.cluster_authorization_failed,
-                f"{session.principal} may not {operation.name} the cluster")
+        return (
+            ErrorCode.cluster_authorization_failed,
+            f"{session.principal} may not {operation.name} the cluster",
+        )
     return None

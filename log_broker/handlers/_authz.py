@@ -33,15 +33,18 @@ class ClusterAuthorizationError(TransactionError):
 
 def require_group(request: Any, operation: Operation, group_id: str) -> None:
     if not request.session.allows(operation, ResourceType.GROUP, group_id):
-        raise GroupAuthorizationError(f"{request.session.principal} may not"
-                                      f" {operation.name} group {group_id}")
+        raise GroupAuthorizationError(
+            f"{request.session.principal} may not {operation.name} group {group_id}"
+        )
 
 
 def require_transactional_id(request: Any, transactional_id: str | None) -> None:
     if transactional_id is not None and not request.session.allows(
-            Operation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+        Operation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id
+    ):
         raise TransactionalIdAuthorizationError(
-            f"{request.session.principal} may not WRITE transactional id {transactional_id}")
+            f"{request.session.principal} may not WRITE transactional id {transactional_id}"
+        )
 
 
 def require_producer_id(request: Any, transactional_id: str | None) -> None:
@@ -51,10 +54,13 @@ def require_producer_id(request: Any, transactional_id: str | None) -> None:
         require_transactional_id(request, transactional_id)
         return
     session = request.session
-    if not (session.allows(Operation.IDEMPOTENT_WRITE, ResourceType.CLUSTER)
-            or session.allows_any(Operation.WRITE, ResourceType.TOPIC)):
+    if not (
+        session.allows(Operation.IDEMPOTENT_WRITE, ResourceType.CLUSTER)
+        or session.allows_any(Operation.WRITE, ResourceType.TOPIC)
+    ):
         raise ClusterAuthorizationError(
-            f"{session.principal} may not write idempotently: no WRITE on any topic")
+            f"{session.principal} may not write idempotently: no WRITE on any topic"
+        )
 
 
 def topic_code(request: Any, operation: Operation, topic: str) -> ErrorCode | None:
@@ -76,8 +82,10 @@ def config_code(request: Any, operation: Operation, resource: Any) -> ErrorCode 
 def may_create_topic(request: Any, topic: str) -> bool:
     """CREATE on the cluster, or on the topic (Kafka accepts either)."""
     allows = request.session.allows
-    return bool(allows(Operation.CREATE, ResourceType.CLUSTER)
-                or allows(Operation.CREATE, ResourceType.TOPIC, topic))
+    return bool(
+        allows(Operation.CREATE, ResourceType.CLUSTER)
+        or allows(Operation.CREATE, ResourceType.TOPIC, topic)
+    )
 
 
 _CONFIG_TOPIC = 2  # DescribeConfigs' and AlterConfigs' resource type for a topic

@@ -33,14 +33,14 @@ async def handle(state: BrokerState, request: Request) -> Any:
     elif topic is None:
         code = ErrorCode.coordinator_not_available
     else:
-        offsets = TopicPartition(OFFSETS_TOPIC,
-                                 partition_for(body.group_id, len(topic.partitions)))
+        offsets = TopicPartition(OFFSETS_TOPIC, partition_for(body.group_id, len(topic.partitions)))
         try:
             require_transactional_id(request, body.transactional_id)
             if not request.session.allows(Operation.READ, ResourceType.GROUP, body.group_id):
                 raise GroupAuthorizationError(f"may not READ group {body.group_id}")
             await state.txn.coordinator.add_partitions(
-                body.transactional_id, body.producer_id, body.producer_epoch, [offsets])
+                body.transactional_id, body.producer_id, body.producer_epoch, [offsets]
+            )
             code = ErrorCode.none
         except GroupAuthorizationError as exc:
             code = ErrorCode(exc.error_code)

@@ -26,8 +26,12 @@ SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 Change = Callable[[storage.Topic], dict[str, str]]
 
 
-def _apply(state: BrokerState, resource: Any, new_overrides: Change, validate_only: bool,
-           ) -> tuple[ErrorCode, str | None]:
+def _apply(
+    state: BrokerState,
+    resource: Any,
+    new_overrides: Change,
+    validate_only: bool,
+) -> tuple[ErrorCode, str | None]:
     if resource.resource_type != TOPIC:
         return ErrorCode.invalid_request, "only topic configs can be altered"
     topic = state.logs.topics().get(resource.resource_name)
@@ -63,8 +67,9 @@ def _incremental(resource: Any) -> Change:
             elif c.config_operation == DELETE:
                 overrides.pop(c.name, None)
             elif c.config_operation == APPEND:
-                overrides[c.name] = ",".join(items + [v for v in (c.value or "").split(",")
-                                                      if v and v not in items])
+                overrides[c.name] = ",".join(
+                    items + [v for v in (c.value or "").split(",") if v and v not in items]
+                )
             elif c.config_operation == SUBTRACT:
                 drop = set((c.value or "").split(","))
                 overrides[c.name] = ",".join(i for i in items if i not in drop)
@@ -81,20 +86,31 @@ def _handler(api_key: int, response_name: str, change_for: Callable[[Any], Chang
         responses = []
         for resource in request.body.resources:
             refused = config_code(request, Operation.ALTER_CONFIGS, resource)
-            error, message = ((refused, None) if refused is not None else
-                              _apply(state, resource, change_for(resource),
-                                     request.body.validate_only))
-            responses.append(make(m.AlterConfigsResourceResponse, error_code=error,
-                                  error_message=message, resource_type=resource.resource_type,
-                                  resource_name=resource.resource_name))
-        return make(getattr(m, response_name), throttle_time=NO_THROTTLE,
-                    responses=tuple(responses))
+            error, message = (
+                (refused, None)
+                if refused is not None
+                else _apply(state, resource, change_for(resource), request.body.validate_only)
+            )
+            responses.append(
+                make(
+                    m.AlterConfigsResourceResponse,
+                    error_code=error,
+                    error_message=message,
+                    resource_type=resource.resource_type,
+                    resource_name=resource.resource_name,
+                )
+            )
+        return make(
+            getattr(m, response_name), throttle_time=NO_THROTTLE, responses=tuple(responses)
+        )
 
     return handle
 
 
-ALTER_ROUTE = Route(ALTER_CONFIGS, 0, 1,
-                    _handler(ALTER_CONFIGS, "AlterConfigsResponse", _replace))
-INCREMENTAL_ROUTE = Route(INCREMENTAL_ALTER_CONFIGS, 0, 1,
-                          _handler(INCREMENTAL_ALTER_CONFIGS, "IncrementalAlterConfigsResponse",
-                                   _incremental))
+ALTER_ROUTE = Route(ALTER_CONFIGS, 0, 1, _handler(ALTER_CONFIGS, "AlterConfigsResponse", _replace))
+INCREMENTAL_ROUTE = Route(
+    INCREMENTAL_ALTER_CONFIGS,
+    0,
+    1,
+    _handler(INCREMENTAL_ALTER_CONFIGS, "IncrementalAlterConfigsResponse", _incremental),
+)

@@ -34,10 +34,17 @@ def _delete(store: CredentialStore, deletion: Any) -> Outcome:
 def _upsert(store: CredentialStore, upsertion: Any) -> Outcome:
     mechanism = ScramMechanism.by_protocol_id(upsertion.mechanism)
     if not MIN_ITERATIONS <= upsertion.iterations <= MAX_ITERATIONS:
-        return (ErrorCode.unacceptable_credential,
-                f"iterations must be within {MIN_ITERATIONS}..{MAX_ITERATIONS}")
-    store.set_credential(upsertion.name, mechanism, ScramCredential.from_salted_password(
-        mechanism, upsertion.salted_password, upsertion.salt, upsertion.iterations))
+        return (
+            ErrorCode.unacceptable_credential,
+            f"iterations must be within {MIN_ITERATIONS}..{MAX_ITERATIONS}",
+        )
+    store.set_credential(
+        upsertion.name,
+        mechanism,
+        ScramCredential.from_salted_password(
+            mechanism, upsertion.salted_password, upsertion.salt, upsertion.iterations
+        ),
+    )
     return _DONE
 
 
@@ -49,21 +56,27 @@ async def handle(state: BrokerState, request: Request) -> Any:
     store = state.security.credentials
     # One result per user: its first failure, or success.
     outcomes: dict[str, Outcome] = {}
-    changes = [*((d, _delete) for d in body.deletions),
-               *((u, _upsert) for u in body.upsertions)]
+    changes = [*((d, _delete) for d in body.deletions), *((u, _upsert) for u in body.upsertions)]
     for item, apply in changes:
         if outcomes.get(item.name, _DONE) != _DONE:
             continue
         try:
-            outcome = (apply(store, item) if allowed
-                       else (ErrorCode.cluster_authorization_failed, None))
+            outcome = (
+                apply(store, item) if allowed else (ErrorCode.cluster_authorization_failed, None)
+            )
         except ValueError as exc:  # a mechanism number that is no SCRAM mechanism
             outcome = ErrorCode.unsupported_sasl_mechanism, str(exc)
         outcomes[item.name] = outcome
-    return make(m.AlterUserScramCredentialsResponse, throttle_time=NO_THROTTLE,
-                results=tuple(make(m.AlterUserScramCredentialsResult, user=user,
-                                   error_code=code, error_message=message)
-                              for user, (code, message) in outcomes.items()))
+    return make(
+        m.AlterUserScramCredentialsResponse,
+        throttle_time=NO_THROTTLE,
+        results=tuple(
+            make(
+                m.AlterUserScramCredentialsResult, user=user, error_code=code, error_message=message
+            )
+            for user, (code, message) in outcomes.items()
+        ),
+    )
 
 
 ROUTE = Route(API_KEY, 0, 0, handle)

@@ -23,24 +23,37 @@ async def handle(_state: Any, request: Request) -> Any:
     refused = refusal(request, Operation.ALTER)
     if refused is not None:
         error, message = refused
-        return make(m.CreateAclsResponse, throttle_time=NO_THROTTLE, results=tuple(
-            make(m.AclCreationResult, error_code=error, error_message=message)
-            for _ in creations))
+        return make(
+            m.CreateAclsResponse,
+            throttle_time=NO_THROTTLE,
+            results=tuple(
+                make(m.AclCreationResult, error_code=error, error_message=message)
+                for _ in creations
+            ),
+        )
     results = []
     for creation in creations:
         try:
             binding = AclBinding(
-                ResourceType(creation.resource_type), creation.resource_name,
+                ResourceType(creation.resource_type),
+                creation.resource_name,
                 PatternType(getattr(creation, "resource_pattern_type", PatternType.LITERAL)),
-                creation.principal, creation.host, Operation(creation.operation),
-                Permission(creation.permission_type))
+                creation.principal,
+                creation.host,
+                Operation(creation.operation),
+                Permission(creation.permission_type),
+            )
             request.session.authorizer.add([binding])
         except ValueError as exc:
-            results.append(make(m.AclCreationResult, error_code=ErrorCode.invalid_request,
-                                error_message=str(exc)))
+            results.append(
+                make(
+                    m.AclCreationResult,
+                    error_code=ErrorCode.invalid_request,
+                    error_message=str(exc),
+                )
+            )
             continue
-        results.append(make(m.AclCreationResult, error_code=ErrorCode.none,
-                            error_message=None))
+        results.append(make(m.AclCreationResult, error_code=ErrorCode.none, error_message=None))
     return make(m.CreateAclsResponse, throttle_time=NO_THROTTLE, results=tuple(results))
 
 

@@ -28,14 +28,28 @@ async def handle(_state: Any, request: Request) -> Any:
                 removed = request.session.authorizer.remove(acl_filter(raw))
             except ValueError as exc:
                 error, message = ErrorCode.invalid_request, str(exc)
-        results.append(make(
-            m.DeleteAclsFilterResult, error_code=error, error_message=message,
-            matching_acls=tuple(
-                make(m.DeleteAclsMatchingAcl, error_code=ErrorCode.none, error_message=None,
-                     resource_type=b.resource_type, resource_name=b.resource_name,
-                     pattern_type=b.pattern_type, principal=b.principal, host=b.host,
-                     operation=b.operation, permission_type=b.permission)
-                for b in removed)))
+        results.append(
+            make(
+                m.DeleteAclsFilterResult,
+                error_code=error,
+                error_message=message,
+                matching_acls=tuple(
+                    make(
+                        m.DeleteAclsMatchingAcl,
+                        error_code=ErrorCode.none,
+                        error_message=None,
+                        resource_type=b.resource_type,
+                        resource_name=b.resource_name,
+                        pattern_type=b.pattern_type,
+                        principal=b.principal,
+                        host=b.host,
+                        operation=b.operation,
+                        permission_type=b.permission,
+                    )
+                    for b in removed
+                ),
+            )
+        )
     return make(m.DeleteAclsResponse, throttle_time=NO_THROTTLE, filter_results=tuple(results))
 
 

@@ -28,10 +28,15 @@ async def handle(state: BrokerState, request: Request) -> Any:
     m = response_module(API_KEY, request.api_version)
     results = []
     for group_id in request.body.groups_names:
-        results.append(make(m.DeletableGroupResult, group_id=group_id,
-                            error_code=await _delete(state, group_id) if request.session.allows(
-                                Operation.DELETE, ResourceType.GROUP, group_id)
-                            else ErrorCode.group_authorization_failed))
+        results.append(
+            make(
+                m.DeletableGroupResult,
+                group_id=group_id,
+                error_code=await _delete(state, group_id)
+                if request.session.allows(Operation.DELETE, ResourceType.GROUP, group_id)
+                else ErrorCode.group_authorization_failed,
+            )
+        )
     return make(m.DeleteGroupsResponse, throttle_time=NO_THROTTLE, results=tuple(results))
 
 

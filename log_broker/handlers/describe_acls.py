@@ -26,20 +26,42 @@ async def handle(_state: Any, request: Request) -> Any:
             refused = ErrorCode.invalid_request, str(exc)
     if refused is not None:
         error, message = refused
-        return make(m.DescribeAclsResponse, throttle_time=NO_THROTTLE, error_code=error,
-                    error_message=message, resources=())
+        return make(
+            m.DescribeAclsResponse,
+            throttle_time=NO_THROTTLE,
+            error_code=error,
+            error_message=message,
+            resources=(),
+        )
     by_resource: dict[tuple[int, str, int], list[Any]] = {}
     for binding in request.session.authorizer.bindings(selected):
         key = (binding.resource_type, binding.resource_name, binding.pattern_type)
-        by_resource.setdefault(key, []).append(make(
-            m.AclDescription, principal=binding.principal, host=binding.host,
-            operation=binding.operation, permission_type=binding.permission))
+        by_resource.setdefault(key, []).append(
+            make(
+                m.AclDescription,
+                principal=binding.principal,
+                host=binding.host,
+                operation=binding.operation,
+                permission_type=binding.permission,
+            )
+        )
     resources = tuple(
-        make(m.DescribeAclsResource, resource_type=rtype, resource_name=name,
-             pattern_type=ptype, acls=tuple(acls))
-        for (rtype, name, ptype), acls in by_resource.items())
-    return make(m.DescribeAclsResponse, throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
-                error_message=None, resources=resources)
+        make(
+            m.DescribeAclsResource,
+            resource_type=rtype,
+            resource_name=name,
+            pattern_type=ptype,
+            acls=tuple(acls),
+        )
+        for (rtype, name, ptype), acls in by_resource.items()
+    )
+    return make(
+        m.DescribeAclsResponse,
+        throttle_time=NO_THROTTLE,
+        error_code=ErrorCode.none,
+        error_message=None,
+        resources=resources,
+    )
 
 
 ROUTE = Route(API_KEY, 1, 3, handle)

@@ -24,7 +24,10 @@ def _wanted(state: BrokerState, topics: Any) -> dict[str, list[int]]:
     """topic -> partitions: every partition when ``topics`` is null, else those named."""
     existing = state.logs.topics()
     if topics is None:
-        return {name: sorted(log.partition for log in topic.partitions) for name, topic in existing.items()}
+        return {
+            name: sorted(log.partition for log in topic.partitions)
+            for name, topic in existing.items()
+        }
     wanted: dict[str, list[int]] = {}
     for entry in topics:
         topic = existing.get(entry.topic)
@@ -37,23 +40,44 @@ def _wanted(state: BrokerState, topics: Any) -> dict[str, list[int]]:
 async def handle(state: BrokerState, request: Request) -> Any:
     m = response_module(API_KEY, request.api_version)
     if not request.session.allows(Operation.DESCRIBE, ResourceType.CLUSTER):
-        return make(m.DescribeLogDirsResponse, throttle_time=NO_THROTTLE,
-                    error_code=ErrorCode.cluster_authorization_failed, results=())
+        return make(
+            m.DescribeLogDirsResponse,
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.cluster_authorization_failed,
+            results=(),
+        )
     topics = []
     for name, partitions in sorted(_wanted(state, request.body.topics).items()):
         entries = []
         for index in sorted(set(partitions)):
             log = state.logs.get_log(name, index)
             if log is not None:
-                entries.append(make(m.DescribeLogDirsPartition, partition_index=index,
-                                    partition_size=log.size_bytes, offset_lag=0, is_future_key=False))
+                entries.append(
+                    make(
+                        m.DescribeLogDirsPartition,
+                        partition_index=index,
+                        partition_size=log.size_bytes,
+                        offset_lag=0,
+                        is_future_key=False,
+                    )
+                )
         topics.append(make(m.DescribeLogDirsTopic, name=name, partitions=tuple(entries)))
     data_dir = state.config.data_dir.resolve()
     disk = shutil.disk_usage(data_dir)
-    result = make(m.DescribeLogDirsResult, error_code=ErrorCode.none, log_dir=str(data_dir),
-                  topics=tuple(topics), total_bytes=disk.total, usable_bytes=disk.free)
-    return make(m.DescribeLogDirsResponse, throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
-                results=(result,))
+    result = make(
+        m.DescribeLogDirsResult,
+        error_code=ErrorCode.none,
+        log_dir=str(data_dir),
+        topics=tuple(topics),
+        total_bytes=disk.total,
+        usable_bytes=disk.free,
+    )
+    return make(
+        m.DescribeLogDirsResponse,
+        throttle_time=NO_THROTTLE,
+        error_code=ErrorCode.none,
+        results=(result,),
+    )
 
 
 ROUTE = Route(API_KEY, 1, 4, handle)

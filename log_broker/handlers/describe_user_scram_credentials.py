@@ -20,28 +20,48 @@ API_KEY = 50
 async def handle(state: BrokerState, request: Request) -> Any:
     m = response_module(API_KEY, request.api_version)
     if not request.session.allows(Operation.DESCRIBE, ResourceType.CLUSTER):
-        return make(m.DescribeUserScramCredentialsResponse, throttle_time=NO_THROTTLE,
-                    error_code=ErrorCode.cluster_authorization_failed,
-                    error_message="not allowed to describe credentials", results=())
+        return make(
+            m.DescribeUserScramCredentialsResponse,
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.cluster_authorization_failed,
+            error_message="not allowed to describe credentials",
+            results=(),
+        )
     assert state.security is not None
     known = state.security.credentials.users()
-    wanted = (sorted(known) if request.body.users is None
-              else [u.name for u in request.body.users])
+    wanted = sorted(known) if request.body.users is None else [u.name for u in request.body.users]
     results = []
     for user in wanted:
         if user not in known:
-            results.append(make(m.DescribeUserScramCredentialsResult, user=user,
-                                error_code=ErrorCode.resource_not_found,
-                                error_message=f"no SCRAM credentials for user {user}",
-                                credential_infos=()))
+            results.append(
+                make(
+                    m.DescribeUserScramCredentialsResult,
+                    user=user,
+                    error_code=ErrorCode.resource_not_found,
+                    error_message=f"no SCRAM credentials for user {user}",
+                    credential_infos=(),
+                )
+            )
             continue
-        results.append(make(
-            m.DescribeUserScramCredentialsResult, user=user, error_code=ErrorCode.none,
-            error_message=None, credential_infos=tuple(
-                make(m.CredentialInfo, mechanism=mechanism.protocol_id, iterations=iterations)
-                for mechanism, iterations in known[user])))
-    return make(m.DescribeUserScramCredentialsResponse, throttle_time=NO_THROTTLE,
-                error_code=ErrorCode.none, error_message=None, results=tuple(results))
+        results.append(
+            make(
+                m.DescribeUserScramCredentialsResult,
+                user=user,
+                error_code=ErrorCode.none,
+                error_message=None,
+                credential_infos=tuple(
+                    make(m.CredentialInfo, mechanism=mechanism.protocol_id, iterations=iterations)
+                    for mechanism, iterations in known[user]
+                ),
+            )
+        )
+    return make(
+        m.DescribeUserScramCredentialsResponse,
+        throttle_time=NO_THROTTLE,
+        error_code=ErrorCode.none,
+        error_message=None,
+        results=tuple(results),
+    )
 
 
 ROUTE = Route(API_KEY, 0, 0, handle)

@@ -29,8 +29,9 @@ async def handle(state: BrokerState, request: Request) -> Any:
     body = request.body
     try:
         require_transactional_id(request, body.transactional_id)
-        await state.txn.coordinator.end_txn(body.transactional_id, body.producer_id,
-                                            body.producer_epoch, commit=body.committed)
+        await state.txn.coordinator.end_txn(
+            body.transactional_id, body.producer_id, body.producer_epoch, commit=body.committed
+        )
         code = ErrorCode.none
     except TransactionError as exc:
         code = txn_error_code(exc, fenced_allowed=request.api_version >= 2)

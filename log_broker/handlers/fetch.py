@@ -34,8 +34,9 @@ API_KEY = 1
 READ_COMMITTED = 1
 
 
-def _read_all(state: BrokerState, m: Any, body: Any, denied: set[str]
-              ) -> tuple[list[Any], int, bool]:
+def _read_all(
+    state: BrokerState, m: Any, body: Any, denied: set[str]
+) -> tuple[list[Any], int, bool]:
     # fetch.max.bytes caps every response, whatever the client asks for.
     cap = state.config.fetch_max_bytes
     remaining = min(body.max_bytes, cap) if body.max_bytes > 0 else cap
@@ -68,24 +69,42 @@ def _read_all(state: BrokerState, m: Any, body: Any, denied: set[str]
                         records = b""  # only the first partition may exceed the limits
             except storage.OffsetOutOfRangeError:
                 errors = True
-                partitions.append(_empty(m, p.partition, ErrorCode.offset_out_of_range,
-                                         high_watermark, log.log_start_offset))
+                partitions.append(
+                    _empty(
+                        m,
+                        p.partition,
+                        ErrorCode.offset_out_of_range,
+                        high_watermark,
+                        log.log_start_offset,
+                    )
+                )
                 continue
             total += len(records)
             remaining -= len(records)
             aborted = None
             if txn_state is not None:
                 aborted = tuple(
-                    make(m.AbortedTransaction, producer_id=t.producer_id,
-                         first_offset=t.first_offset)
-                    for t in txn_state.aborted.overlapping(p.fetch_offset, _end_of(records)))
-            partitions.append(make(
-                m.PartitionData, partition_index=p.partition, error_code=ErrorCode.none,
-                high_watermark=high_watermark, last_stable_offset=stable,
-                log_start_offset=log.log_start_offset, aborted_transactions=aborted,
-                preferred_read_replica=-1, records=records))
-        topics.append(make(m.FetchableTopicResponse, topic=fetch_topic.topic,
-                           partitions=tuple(partitions)))
+                    make(
+                        m.AbortedTransaction, producer_id=t.producer_id, first_offset=t.first_offset
+                    )
+                    for t in txn_state.aborted.overlapping(p.fetch_offset, _end_of(records))
+                )
+            partitions.append(
+                make(
+                    m.PartitionData,
+                    partition_index=p.partition,
+                    error_code=ErrorCode.none,
+                    high_watermark=high_watermark,
+                    last_stable_offset=stable,
+                    log_start_offset=log.log_start_offset,
+                    aborted_transactions=aborted,
+                    preferred_read_replica=-1,
+                    records=records,
+                )
+            )
+        topics.append(
+            make(m.FetchableTopicResponse, topic=fetch_topic.topic, partitions=tuple(partitions))
+        )
     return topics, total, errors
 
 
@@ -97,13 +116,21 @@ def _end_of(records: bytes) -> int:
     return end
 
 
-def _empty(m: Any, index: int, error: ErrorCode, high_watermark: int = -1,
-           log_start_offset: int = -1) -> Any:
-    return make(m.PartitionData, partition_index=index, error_code=error,
-                high_watermark=high_watermark, last_stable_offset=high_watermark,
-                log_start_offset=log_start_offset, aborted_transactions=None,
-                # Empty, not null: librdkafka cannot parse a null record set.
-                preferred_read_replica=-1, records=b"")
+def _empty(
+    m: Any, index: int, error: ErrorCode, high_watermark: int = -1, log_start_offset: int = -1
+) -> Any:
+    return make(
+        m.PartitionData,
+        partition_index=index,
+        error_code=error,
+        high_watermark=high_watermark,
+        last_stable_offset=high_watermark,
+        log_start_offset=log_start_offset,
+        aborted_transactions=None,
+        # Empty, not null: librdkafka cannot parse a null record set.
+        preferred_read_replica=-1,
+        records=b"",
+    )
 
 
 async def handle(state: BrokerState, request: Request) -> Any:
@@ -118,8 +145,13 @@ async def handle(state: BrokerState, request: Request) -> Any:
         if total >= body.min_bytes or errors or left <= 0 or not wanted:
             break
         await state.notifier.wait(wanted, left)
-    return make(m.FetchResponse, throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
-                session_id=0, responses=tuple(topics))
+    return make(
+        m.FetchResponse,
+        throttle_time=NO_THROTTLE,
+        error_code=ErrorCode.none,
+        session_id=0,
+        responses=tuple(topics),
+    )
 
 
 ROUTE = Route(API_KEY, 4, 11, handle)

@@ -22,8 +22,12 @@ async def handle(state: BrokerState, request: Request) -> Any:
     error: GroupError | None = None
     try:
         require_group(request, Operation.READ, body.group_id)
-        state.groups.heartbeat(body.group_id, body.generation_id, body.member_id,
-                               getattr(body, "group_instance_id", None))
+        state.groups.heartbeat(
+            body.group_id,
+            body.generation_id,
+            body.member_id,
+            getattr(body, "group_instance_id", None),
+        )
     except GroupError as exc:
         error = exc
     return make(m.HeartbeatResponse, throttle_time=NO_THROTTLE, error_code=code_of(error))

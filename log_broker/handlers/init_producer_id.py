@@ -37,13 +37,24 @@ async def handle(state: BrokerState, request: Request) -> Any:
     try:
         require_producer_id(request, body.transactional_id)
         pid, epoch = await state.txn.coordinator.init_producer_id(
-            body.transactional_id, timeout_ms, expected)
+            body.transactional_id, timeout_ms, expected
+        )
     except TransactionError as exc:
         code = txn_error_code(exc, fenced_allowed=request.api_version >= 4)
-        return make(m.InitProducerIdResponse, throttle_time=NO_THROTTLE, error_code=code,
-                    producer_id=-1, producer_epoch=-1)
-    return make(m.InitProducerIdResponse, throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
-                producer_id=pid, producer_epoch=epoch)
+        return make(
+            m.InitProducerIdResponse,
+            throttle_time=NO_THROTTLE,
+            error_code=code,
+            producer_id=-1,
+            producer_epoch=-1,
+        )
+    return make(
+        m.InitProducerIdResponse,
+        throttle_time=NO_THROTTLE,
+        error_code=ErrorCode.none,
+        producer_id=pid,
+        producer_epoch=epoch,
+    )
 
 
 ROUTE = Route(API_KEY, 0, 4, handle)

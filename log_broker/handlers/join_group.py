@@ -23,9 +23,16 @@ API_KEY = 11
 
 
 def _error(m: Any, error: GroupError, member_id: str) -> Any:
-    return make(m.JoinGroupResponse, throttle_time=NO_THROTTLE, error_code=code_of(error),
-                generation_id=-1, protocol_name="", leader="", member_id=member_id,
-                members=())
+    return make(
+        m.JoinGroupResponse,
+        throttle_time=NO_THROTTLE,
+        error_code=code_of(error),
+        generation_id=-1,
+        protocol_name="",
+        leader="",
+        member_id=member_id,
+        members=(),
+    )
 
 
 async def handle(state: BrokerState, request: Request) -> Any:
@@ -34,14 +41,17 @@ async def handle(state: BrokerState, request: Request) -> Any:
     session_timeout = millis(body.session_timeout)
     rebalance_timeout = millis(body.rebalance_timeout)
     join = JoinRequest(
-        group_id=body.group_id, member_id=body.member_id,
+        group_id=body.group_id,
+        member_id=body.member_id,
         group_instance_id=getattr(body, "group_instance_id", None),
-        client_id=request.client_id or "", client_host=request.client_host,
+        client_id=request.client_id or "",
+        client_host=request.client_host,
         session_timeout_ms=session_timeout,
         rebalance_timeout_ms=rebalance_timeout if rebalance_timeout >= 0 else session_timeout,
         protocol_type=body.protocol_type,
         protocols=tuple((p.name, bytes(p.metadata)) for p in body.protocols),
-        require_known_member_id=version >= 4)
+        require_known_member_id=version >= 4,
+    )
     try:
         require_group(request, Operation.READ, body.group_id)
         result = await state.groups.join(join)
@@ -49,12 +59,25 @@ async def handle(state: BrokerState, request: Request) -> Any:
         return _error(m, exc, exc.member_id)
     except GroupError as exc:
         return _error(m, exc, body.member_id)
-    members = tuple(make(m.JoinGroupResponseMember, member_id=j.member_id,
-                         group_instance_id=j.group_instance_id, metadata=j.metadata)
-                    for j in result.members)
-    return make(m.JoinGroupResponse, throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
-                generation_id=result.generation, protocol_name=result.protocol,
-                leader=result.leader, member_id=result.member_id, members=members)
+    members = tuple(
+        make(
+            m.JoinGroupResponseMember,
+            member_id=j.member_id,
+            group_instance_id=j.group_instance_id,
+            metadata=j.metadata,
+        )
+        for j in result.members
+    )
+    return make(
+        m.JoinGroupResponse,
+        throttle_time=NO_THROTTLE,
+        error_code=ErrorCode.none,
+        generation_id=result.generation,
+        protocol_name=result.protocol,
+        leader=result.leader,
+        member_id=result.member_id,
+        members=members,
+    )
 
 
 ROUTE = Route(API_KEY, 2, 5, handle)

@@ -33,16 +33,23 @@ async def handle(state: BrokerState, request: Request) -> Any:
         require_group(request, Operation.READ, body.group_id)
         results = state.groups.leave(body.group_id, leaving)
     except GroupError as exc:
-        return make(m.LeaveGroupResponse, throttle_time=NO_THROTTLE, error_code=code_of(exc),
-                    members=())
+        return make(
+            m.LeaveGroupResponse, throttle_time=NO_THROTTLE, error_code=code_of(exc), members=()
+        )
     if version < 3:
-        return make(m.LeaveGroupResponse, throttle_time=NO_THROTTLE,
-                    error_code=code_of(results[0]))
-    members = tuple(make(m.MemberResponse, member_id=member_id, group_instance_id=instance_id,
-                         error_code=code_of(error))
-                    for (member_id, instance_id), error in zip(leaving, results, strict=True))
-    return make(m.LeaveGroupResponse, throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
-                members=members)
+        return make(m.LeaveGroupResponse, throttle_time=NO_THROTTLE, error_code=code_of(results[0]))
+    members = tuple(
+        make(
+            m.MemberResponse,
+            member_id=member_id,
+            group_instance_id=instance_id,
+            error_code=code_of(error),
+        )
+        for (member_id, instance_id), error in zip(leaving, results, strict=True)
+    )
+    return make(
+        m.LeaveGroupResponse, throttle_time=NO_THROTTLE, error_code=ErrorCode.none, members=members
+    )
 
 
 ROUTE = Route(API_KEY, 0, 3, handle)

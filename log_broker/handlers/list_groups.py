@@ -19,12 +19,14 @@ async def handle(state: BrokerState, request: Request) -> Any:
     m = response_module(API_KEY, request.api_version)
     # DESCRIBE on the cluster lists every group; otherwise those the principal may describe.
     every = request.session.allows(Operation.DESCRIBE, ResourceType.CLUSTER)
-    groups = tuple(make(m.ListedGroup, group_id=g.group_id, protocol_type=g.protocol_type)
-                   for g in state.groups.list_groups()
-                   if every or request.session.allows(Operation.DESCRIBE, ResourceType.GROUP,
-                                                      g.group_id))
-    return make(m.ListGroupsResponse, throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
-                groups=groups)
+    groups = tuple(
+        make(m.ListedGroup, group_id=g.group_id, protocol_type=g.protocol_type)
+        for g in state.groups.list_groups()
+        if every or request.session.allows(Operation.DESCRIBE, ResourceType.GROUP, g.group_id)
+    )
+    return make(
+        m.ListGroupsResponse, throttle_time=NO_THROTTLE, error_code=ErrorCode.none, groups=groups
+    )
 
 
 ROUTE = Route(API_KEY, 0, 2, handle)

@@ -26,9 +26,14 @@ READ_COMMITTED = 1
 def _lookup(state: BrokerState, m: Any, topic: str, p: Any, read_committed: bool) -> Any:
     log = state.partition_log(topic, p.partition_index)
     if log is None:
-        return make(m.ListOffsetsPartitionResponse, partition_index=p.partition_index,
-                    error_code=ErrorCode.unknown_topic_or_partition, timestamp=-1, offset=-1,
-                    old_style_offsets=())
+        return make(
+            m.ListOffsetsPartitionResponse,
+            partition_index=p.partition_index,
+            error_code=ErrorCode.unknown_topic_or_partition,
+            timestamp=-1,
+            offset=-1,
+            old_style_offsets=(),
+        )
     timestamp, offset = -1, -1
     if p.timestamp == LATEST and read_committed:
         offset = state.txn.partitions.get(log).last_stable_offset()
@@ -41,23 +46,44 @@ def _lookup(state: BrokerState, m: Any, topic: str, p: Any, read_committed: bool
         if found is not None:
             offset, timestamp = found
     else:
-        return make(m.ListOffsetsPartitionResponse, partition_index=p.partition_index,
-                    error_code=ErrorCode.invalid_request, timestamp=-1, offset=-1)
-    return make(m.ListOffsetsPartitionResponse, partition_index=p.partition_index,
-                error_code=ErrorCode.none, timestamp=timestamp, offset=offset, leader_epoch=0)
+        return make(
+            m.ListOffsetsPartitionResponse,
+            partition_index=p.partition_index,
+            error_code=ErrorCode.invalid_request,
+            timestamp=-1,
+            offset=-1,
+        )
+    return make(
+        m.ListOffsetsPartitionResponse,
+        partition_index=p.partition_index,
+        error_code=ErrorCode.none,
+        timestamp=timestamp,
+        offset=offset,
+        leader_epoch=0,
+    )
 
 
 async def handle(state: BrokerState, request: Request) -> Any:
     m = response_module(API_KEY, request.api_version)
     read_committed = getattr(request.body, "isolation_level", 0) == READ_COMMITTED
     topics = tuple(
-        make(m.ListOffsetsTopicResponse, name=t.name,
-             partitions=tuple(
-                 _lookup(state, m, t.name, p, read_committed) if described else
-                 make(m.ListOffsetsPartitionResponse, partition_index=p.partition_index,
-                      error_code=ErrorCode.topic_authorization_failed, timestamp=-1,
-                      offset=-1, old_style_offsets=())
-                 for p in t.partitions))
+        make(
+            m.ListOffsetsTopicResponse,
+            name=t.name,
+            partitions=tuple(
+                _lookup(state, m, t.name, p, read_committed)
+                if described
+                else make(
+                    m.ListOffsetsPartitionResponse,
+                    partition_index=p.partition_index,
+                    error_code=ErrorCode.topic_authorization_failed,
+                    timestamp=-1,
+                    offset=-1,
+                    old_style_offsets=(),
+                )
+                for p in t.partitions
+            ),
+        )
         for t in request.body.topics
         for described in [topic_code(request, Operation.DESCRIBE, t.name) is None]
     )

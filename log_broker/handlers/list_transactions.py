@@ -34,16 +34,27 @@ async def handle(state: BrokerState, request: Request) -> Any:
             continue
         if producers and meta.producer_id not in producers:
             continue
-        if not request.session.allows(Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID,
-                                      meta.transactional_id):
+        if not request.session.allows(
+            Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, meta.transactional_id
+        ):
             continue  # as Kafka: only the transactions the principal may describe
         if min_duration >= 0 and (meta.start_ms < 0 or now_ms - meta.start_ms < min_duration):
             continue
-        listed.append(make(m.TransactionState, transactional_id=meta.transactional_id,
-                           producer_id=meta.producer_id, transaction_state=name))
-    return make(m.ListTransactionsResponse, throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
-                unknown_state_filters=tuple(sorted(states - KNOWN_NAMES)),
-                transaction_states=tuple(listed))
+        listed.append(
+            make(
+                m.TransactionState,
+                transactional_id=meta.transactional_id,
+                producer_id=meta.producer_id,
+                transaction_state=name,
+            )
+        )
+    return make(
+        m.ListTransactionsResponse,
+        throttle_time=NO_THROTTLE,
+        error_code=ErrorCode.none,
+        unknown_state_filters=tuple(sorted(states - KNOWN_NAMES)),
+        transaction_states=tuple(listed),
+    )
 
 
 ROUTE = Route(API_KEY, 0, 1, handle)

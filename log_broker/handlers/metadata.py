@@ -24,33 +24,63 @@ API_KEY = 3
 _OPERATIONS_OMITTED = -(2**31)
 
 
-def _topic_entry(m: Any, state: BrokerState, name: str, auto_create: bool,
-                 request: Request) -> Any:
+def _topic_entry(m: Any, state: BrokerState, name: str, auto_create: bool, request: Request) -> Any:
     node = state.config.node_id
     if topic_code(request, Operation.DESCRIBE, name) is not None:
-        return make(m.MetadataResponseTopic, error_code=ErrorCode.topic_authorization_failed,
-                    name=name, topic_id=None, is_internal=False, partitions=(),
-                    topic_authorized_operations=_OPERATIONS_OMITTED)
+        return make(
+            m.MetadataResponseTopic,
+            error_code=ErrorCode.topic_authorization_failed,
+            name=name,
+            topic_id=None,
+            is_internal=False,
+            partitions=(),
+            topic_authorized_operations=_OPERATIONS_OMITTED,
+        )
     auto_create = auto_create and may_create_topic(request, name)
     try:
         topic = state.topic(name, auto_create=auto_create)
     except storage.StorageError as exc:
-        return make(m.MetadataResponseTopic, error_code=error_code_for(exc), name=name,
-                    topic_id=None, is_internal=False, partitions=(),
-                    topic_authorized_operations=_OPERATIONS_OMITTED)
+        return make(
+            m.MetadataResponseTopic,
+            error_code=error_code_for(exc),
+            name=name,
+            topic_id=None,
+            is_internal=False,
+            partitions=(),
+            topic_authorized_operations=_OPERATIONS_OMITTED,
+        )
     if topic is None:
-        return make(m.MetadataResponseTopic, error_code=ErrorCode.unknown_topic_or_partition,
-                    name=name, topic_id=None, is_internal=False, partitions=(),
-                    topic_authorized_operations=_OPERATIONS_OMITTED)
+        return make(
+            m.MetadataResponseTopic,
+            error_code=ErrorCode.unknown_topic_or_partition,
+            name=name,
+            topic_id=None,
+            is_internal=False,
+            partitions=(),
+            topic_authorized_operations=_OPERATIONS_OMITTED,
+        )
     partitions = tuple(
-        make(m.MetadataResponsePartition, error_code=ErrorCode.none, partition_index=index,
-             leader_id=node, leader_epoch=0, replica_nodes=(node,), isr_nodes=(node,),
-             offline_replicas=())
+        make(
+            m.MetadataResponsePartition,
+            error_code=ErrorCode.none,
+            partition_index=index,
+            leader_id=node,
+            leader_epoch=0,
+            replica_nodes=(node,),
+            isr_nodes=(node,),
+            offline_replicas=(),
+        )
         for index in range(len(topic.partitions))
     )
-    return make(m.MetadataResponseTopic, error_code=ErrorCode.none, name=name,
-                topic_id=topic.topic_id, is_internal=name in INTERNAL_TOPICS,
-                partitions=partitions, topic_authorized_operations=_OPERATIONS_OMITTED)
+    return make(
+        m.MetadataResponseTopic,
+        error_code=ErrorCode.none,
+        name=name,
+        topic_id=topic.topic_id,
+        is_internal=name in INTERNAL_TOPICS,
+        partitions=partitions,
+        topic_authorized_operations=_OPERATIONS_OMITTED,
+    )
 
 
 async def handle(state: BrokerState, request: Request) -> Any:
@@ -58,16 +88,20 @@ async def handle(state: BrokerState, request: Request) -> Any:
     m = response_module(API_KEY, version)
     if body.topics is None or (version == 0 and not body.topics):
         # Listing every topic lists only those the principal may describe.
-        names = [name for name in sorted(state.logs.topics())
-                 if topic_code(request, Operation.DESCRIBE, name) is None]
+        names = [
+            name
+            for name in sorted(state.logs.topics())
+            if topic_code(request, Operation.DESCRIBE, name) is None
+        ]
         auto_create = False
     else:
         names = [t.name for t in body.topics]
         auto_create = getattr(body, "allow_auto_topic_creation", True)
     # Each client is told the address of the listener it came in through.
     host, port = request.session.listener.advertised()
-    broker = make(m.MetadataResponseBroker, node_id=state.config.node_id,
-                  host=host, port=port, rack=None)
+    broker = make(
+        m.MetadataResponseBroker, node_id=state.config.node_id, host=host, port=port, rack=None
+    )
     return make(
         m.MetadataResponse,
         throttle_time=NO_THROTTLE,

@@ -44,27 +44,43 @@ async def handle(state: BrokerState, request: Request) -> Any:
     for topic in body.topics:
         for p in topic.partitions:
             tp = TopicPartition(topic.name, p.partition_index)
-            codes[tp] = (topic_code(request, Operation.READ, topic.name)
-                         or _check(state, topic.name, p))
+            codes[tp] = topic_code(request, Operation.READ, topic.name) or _check(
+                state, topic.name, p
+            )
             if codes[tp] is ErrorCode.none:
-                offsets[tp] = NewOffset(p.committed_offset,
-                                        getattr(p, "committed_leader_epoch", -1),
-                                        p.committed_metadata or "")
+                offsets[tp] = NewOffset(
+                    p.committed_offset,
+                    getattr(p, "committed_leader_epoch", -1),
+                    p.committed_metadata or "",
+                )
     if offsets:
         try:
             require_group(request, Operation.READ, body.group_id)
-            await state.groups.commit(body.group_id, body.generation_id_or_member_epoch,
-                                      body.member_id, getattr(body, "group_instance_id", None),
-                                      offsets)
+            await state.groups.commit(
+                body.group_id,
+                body.generation_id_or_member_epoch,
+                body.member_id,
+                getattr(body, "group_instance_id", None),
+                offsets,
+            )
         except GroupError as exc:
             for tp in offsets:
                 codes[tp] = ErrorCode(exc.error_code)
     topics = tuple(
-        make(m.OffsetCommitResponseTopic, name=topic.name, partitions=tuple(
-            make(m.OffsetCommitResponsePartition, partition_index=p.partition_index,
-                 error_code=codes[TopicPartition(topic.name, p.partition_index)])
-            for p in topic.partitions))
-        for topic in body.topics)
+        make(
+            m.OffsetCommitResponseTopic,
+            name=topic.name,
+            partitions=tuple(
+                make(
+                    m.OffsetCommitResponsePartition,
+                    partition_index=p.partition_index,
+                    error_code=codes[TopicPartition(topic.name, p.partition_index)],
+                )
+                for p in topic.partitions
+            ),
+        )
+        for topic in body.topics
+    )
     return make(m.OffsetCommitResponse, throttle_time=NO_THROTTLE, topics=topics)
 
 

@@ -40,15 +40,28 @@ from ._codes import error_code_for
 API_KEY = 0
 
 
-def _partition_result(m: Any, index: int, error: ErrorCode, base_offset: int = -1,
-                      log_start_offset: int = -1, append_time_ms: int = -1,
-                      message: str | None = None) -> Any:
+def _partition_result(
+    m: Any,
+    index: int,
+    error: ErrorCode,
+    base_offset: int = -1,
+    log_start_offset: int = -1,
+    append_time_ms: int = -1,
+    message: str | None = None,
+) -> Any:
     append_time = (
         datetime.fromtimestamp(append_time_ms / 1000, UTC) if append_time_ms >= 0 else None
     )
-    return make(m.PartitionProduceResponse, index=index, error_code=error,
-                base_offset=base_offset, log_append_time=append_time,
-                log_start_offset=log_start_offset, record_errors=(), error_message=message)
+    return make(
+        m.PartitionProduceResponse,
+        index=index,
+        error_code=error,
+        base_offset=base_offset,
+        log_append_time=append_time,
+        log_start_offset=log_start_offset,
+        record_errors=(),
+        error_message=message,
+    )
 
 
 async def handle(state: BrokerState, request: Request) -> Any:
@@ -57,9 +70,14 @@ async def handle(state: BrokerState, request: Request) -> Any:
     acks = body.acks
     if acks not in (0, 1, -1):
         refused = tuple(
-            make(m.TopicProduceResponse, name=t.name, partition_responses=tuple(
-                _partition_result(m, p.index, ErrorCode.invalid_required_acks)
-                for p in t.partition_data))
+            make(
+                m.TopicProduceResponse,
+                name=t.name,
+                partition_responses=tuple(
+                    _partition_result(m, p.index, ErrorCode.invalid_required_acks)
+                    for p in t.partition_data
+                ),
+            )
             for t in body.topic_data
         )
         return make(m.ProduceResponse, responses=refused, throttle_time=NO_THROTTLE)
@@ -68,15 +86,24 @@ async def handle(state: BrokerState, request: Request) -> Any:
     touched: list[storage.PartitionLog] = []
     responses: list[tuple[str, list[Any]]] = []
     appended: list[tuple[list[Any], int, storage.PartitionLog]] = []  # result slot, log
-    txn_refused = (None if body.transactional_id is None or request.session.allows(
-        Operation.WRITE, ResourceType.TRANSACTIONAL_ID, body.transactional_id)
-        else ErrorCode.transactional_id_authorization_failed)
+    txn_refused = (
+        None
+        if body.transactional_id is None
+        or request.session.allows(
+            Operation.WRITE, ResourceType.TRANSACTIONAL_ID, body.transactional_id
+        )
+        else ErrorCode.transactional_id_authorization_failed
+    )
     for topic_data in body.topic_data:
         results: list[Any] = []
         denied = txn_refused or topic_code(request, Operation.WRITE, topic_data.name)
         if denied is not None:
-            responses.append((topic_data.name, [
-                _partition_result(m, p.index, denied) for p in topic_data.partition_data]))
+            responses.append(
+                (
+                    topic_data.name,
+                    [_partition_result(m, p.index, denied) for p in topic_data.partition_data],
+                )
+            )
             continue
         try:
             topic = state.topic(topic_data.name, auto_create=True)
@@ -98,28 +125,39 @@ async def handle(state: BrokerState, request: Request) -> Any:
                 txn_state, verdict = _check_producers(state, log, payload)
                 if isinstance(verdict, Duplicate):
                     touched.append(log)  # the original may still await its fsync
-                    results.append(_partition_result(
-                        m, part.index, ErrorCode.none, verdict.base_offset,
-                        log.log_start_offset))
+                    results.append(
+                        _partition_result(
+                            m, part.index, ErrorCode.none, verdict.base_offset, log.log_start_offset
+                        )
+                    )
                     continue
                 result = log.append(payload, now_ms=now_ms)
                 if txn_state is not None and verdict is not None:
                     txn_state.producers.commit(verdict, result.base_offset)
                     txn_state.changed = True
             except TransactionError as exc:
-                results.append(_partition_result(m, part.index, ErrorCode(exc.error_code),
-                                                 message=str(exc)))
+                results.append(
+                    _partition_result(m, part.index, ErrorCode(exc.error_code), message=str(exc))
+                )
                 continue
             except storage.StorageError as exc:
-                results.append(_partition_result(m, part.index, error_code_for(exc),
-                                                 message=str(exc)))
+                results.append(
+                    _partition_result(m, part.index, error_code_for(exc), message=str(exc))
+                )
                 continue
             touched.append(log)
             state.notifier.notify((log.topic, log.partition))
             appended.append((results, len(results), log))
-            results.append(_partition_result(
-                m, part.index, ErrorCode.none, result.base_offset, result.log_start_offset,
-                result.log_append_time_ms))
+            results.append(
+                _partition_result(
+                    m,
+                    part.index,
+                    ErrorCode.none,
+                    result.base_offset,
+                    result.log_start_offset,
+                    result.log_append_time_ms,
+                )
+            )
         responses.append((topic_data.name, results))
 
     if acks == 0:
@@ -127,24 +165,41 @@ async def handle(state: BrokerState, request: Request) -> Any:
             _sync_in_background(state, touched)
         return None
     if touched:
-        synced = await asyncio.gather(*(state.syncer.sync(log) for log in touched),
-                                      return_exceptions=True)
-        failed = {log: exc for log, exc in zip(touched, synced, strict=True)
-                  if isinstance(exc, storage.StorageError)}
+        synced = await asyncio.gather(
+            *(state.syncer.sync(log) for log in touched), return_exceptions=True
+        )
+        failed = {
+            log: exc
+            for log, exc in zip(touched, synced, strict=True)
+            if isinstance(exc, storage.StorageError)
+        }
         for results, slot, log in appended:  # not durable: say so, not "appended"
             if log in failed:
-                results[slot] = _partition_result(m, log.partition, error_code_for(failed[log]),
-                                                  message=str(failed[log]))
-        if unexpected := next((exc for exc in synced if isinstance(exc, BaseException)
-                               and not isinstance(exc, storage.StorageError)), None):
+                results[slot] = _partition_result(
+                    m, log.partition, error_code_for(failed[log]), message=str(failed[log])
+                )
+        if unexpected := next(
+            (
+                exc
+                for exc in synced
+                if isinstance(exc, BaseException) and not isinstance(exc, storage.StorageError)
+            ),
+            None,
+        ):
             raise unexpected
-    return make(m.ProduceResponse, throttle_time=NO_THROTTLE, responses=tuple(
-        make(m.TopicProduceResponse, name=name, partition_responses=tuple(results))
-        for name, results in responses))
+    return make(
+        m.ProduceResponse,
+        throttle_time=NO_THROTTLE,
+        responses=tuple(
+            make(m.TopicProduceResponse, name=name, partition_responses=tuple(results))
+            for name, results in responses
+        ),
+    )
 
 
-def _check_producers(state: BrokerState, log: storage.PartitionLog, payload: bytearray
-                     ) -> tuple[PartitionTxn | None, AppendPlan | Duplicate | None]:
+def _check_producers(
+    state: BrokerState, log: storage.PartitionLog, payload: bytearray
+) -> tuple[PartitionTxn | None, AppendPlan | Duplicate | None]:
     # Headers only, without CRC checks: append validates the batches right after.
     headers = list(_records.scan_batches(payload, verify_crc=False))
     if all(header.producer_id < 0 for header in headers):

@@ -24,21 +24,32 @@ async def handle(state: Any, request: Request) -> Any:
     m = response_module(API_KEY, request.api_version)
     session = request.session
     if session.sasl is None:
-        return make(m.SaslAuthenticateResponse, error_code=ErrorCode.illegal_sasl_state,
-                    error_message="this listener does not use SASL", auth_bytes=b"")
+        return make(
+            m.SaslAuthenticateResponse,
+            error_code=ErrorCode.illegal_sasl_state,
+            error_message="this listener does not use SASL",
+            auth_bytes=b"",
+        )
     try:
         reply = session.sasl.step(request.body.auth_bytes)
     except SaslError as exc:
-        log.info("SASL authentication failed from %s on listener %s", session.peer_host,
-                 session.listener.name)
+        log.info(
+            "SASL authentication failed from %s on listener %s",
+            session.peer_host,
+            session.listener.name,
+        )
         state.metrics.authentication_failed(session.listener.name)
-        return make(m.SaslAuthenticateResponse,
-                    error_code=ErrorCode.sasl_authentication_failed,
-                    error_message=str(exc), auth_bytes=b"")
+        return make(
+            m.SaslAuthenticateResponse,
+            error_code=ErrorCode.sasl_authentication_failed,
+            error_message=str(exc),
+            auth_bytes=b"",
+        )
     if session.sasl.state is SaslState.AUTHENTICATED:
         session.completed_sasl()
-    return make(m.SaslAuthenticateResponse, error_code=ErrorCode.none, error_message=None,
-                auth_bytes=reply)
+    return make(
+        m.SaslAuthenticateResponse, error_code=ErrorCode.none, error_message=None, auth_bytes=reply
+    )
 
 
 ROUTE = Route(API_KEY, 0, 2, handle)

@@ -23,16 +23,21 @@ async def handle(_state: Any, request: Request) -> Any:
     m = response_module(API_KEY, request.api_version)
     sasl = request.session.sasl
     if sasl is None:
-        return make(m.SaslHandshakeResponse, error_code=ErrorCode.illegal_sasl_state,
-                    mechanisms=())
+        return make(m.SaslHandshakeResponse, error_code=ErrorCode.illegal_sasl_state, mechanisms=())
     try:
         chosen = sasl.handshake(request.body.mechanism)
     except SaslError:
-        return make(m.SaslHandshakeResponse, error_code=ErrorCode.illegal_sasl_state,
-                    mechanisms=sasl.enabled)
+        return make(
+            m.SaslHandshakeResponse,
+            error_code=ErrorCode.illegal_sasl_state,
+            mechanisms=sasl.enabled,
+        )
     if not chosen:
-        return make(m.SaslHandshakeResponse,
-                    error_code=ErrorCode.unsupported_sasl_mechanism, mechanisms=sasl.enabled)
+        return make(
+            m.SaslHandshakeResponse,
+            error_code=ErrorCode.unsupported_sasl_mechanism,
+            mechanisms=sasl.enabled,
+        )
     request.session.expects_raw_token = request.api_version == 0
     return make(m.SaslHandshakeResponse, error_code=ErrorCode.none, mechanisms=sasl.enabled)
 

@@ -26,13 +26,22 @@ async def handle(state: BrokerState, request: Request) -> Any:
     try:
         require_group(request, Operation.READ, body.group_id)
         assignment = await state.groups.sync(
-            body.group_id, body.generation_id, body.member_id,
-            getattr(body, "group_instance_id", None), assignments)
+            body.group_id,
+            body.generation_id,
+            body.member_id,
+            getattr(body, "group_instance_id", None),
+            assignments,
+        )
     except GroupError as exc:
-        return make(m.SyncGroupResponse, throttle_time=NO_THROTTLE, error_code=code_of(exc),
-                    assignment=b"")
-    return make(m.SyncGroupResponse, throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
-                assignment=assignment)
+        return make(
+            m.SyncGroupResponse, throttle_time=NO_THROTTLE, error_code=code_of(exc), assignment=b""
+        )
+    return make(
+        m.SyncGroupResponse,
+        throttle_time=NO_THROTTLE,
+        error_code=ErrorCode.none,
+        assignment=assignment,
+    )
 
 
 ROUTE = Route(API_KEY, 0, 3, handle)

@@ -54,20 +54,27 @@ async def handle(state: BrokerState, request: Request) -> Any:
             elif state.partition_log(t.name, p.partition_index) is None:
                 codes[tp] = ErrorCode.unknown_topic_or_partition
             else:
-                offsets[tp] = NewOffset(p.committed_offset,
-                                        getattr(p, "committed_leader_epoch", -1),
-                                        p.committed_metadata or "")
+                offsets[tp] = NewOffset(
+                    p.committed_offset,
+                    getattr(p, "committed_leader_epoch", -1),
+                    p.committed_metadata or "",
+                )
     common = ErrorCode.none
     try:
         require_transactional_id(request, body.transactional_id)
         require_group(request, Operation.READ, body.group_id)
-        state.txn.coordinator.check_producer(body.transactional_id, body.producer_id,
-                                             body.producer_epoch)
+        state.txn.coordinator.check_producer(
+            body.transactional_id, body.producer_id, body.producer_epoch
+        )
         await state.groups.txn_commit(
-            body.group_id, body.producer_id, body.producer_epoch, offsets,
+            body.group_id,
+            body.producer_id,
+            body.producer_epoch,
+            offsets,
             generation=getattr(body, "generation_id", -1),
             member_id=getattr(body, "member_id", ""),
-            group_instance_id=getattr(body, "group_instance_id", None))
+            group_instance_id=getattr(body, "group_instance_id", None),
+        )
     except TransactionError as exc:
         common = txn_error_code(exc, fenced_allowed=False)
     except GroupError as exc:
@@ -75,10 +82,18 @@ async def handle(state: BrokerState, request: Request) -> Any:
     for tp in offsets:
         codes[tp] = common
     topics = tuple(
-        make(m.TxnOffsetCommitResponseTopic, name=t.name, partitions=tuple(
-            make(m.TxnOffsetCommitResponsePartition, partition_index=p.partition_index,
-                 error_code=codes[TopicPartition(t.name, p.partition_index)])
-            for p in t.partitions))
+        make(
+            m.TxnOffsetCommitResponseTopic,
+            name=t.name,
+            partitions=tuple(
+                make(
+                    m.TxnOffsetCommitResponsePartition,
+                    partition_index=p.partition_index,
+                    error_code=codes[TopicPartition(t.name, p.partition_index)],
+                )
+                for p in t.partitions
+            ),
+        )
         for t in body.topics
     )
     return make(m.TxnOffsetCommitResponse, throttle_time=NO_THROTTLE, topics=topics)

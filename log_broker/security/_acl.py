@@ -126,7 +126,10 @@ class AclFilter:
     permission: Permission = Permission.ANY
 
     def matches(self, acl: AclBinding) -> bool:
-        if self.resource_type is not ResourceType.ANY and acl.resource_type is not self.resource_type:
+        if (
+            self.resource_type is not ResourceType.ANY
+            and acl.resource_type is not self.resource_type
+        ):
             return False
         if not self._matches_pattern(acl):
             return False
@@ -141,8 +144,7 @@ class AclFilter:
     def _matches_pattern(self, acl: AclBinding) -> bool:
         if self.pattern_type is PatternType.MATCH:
             # Every binding that would apply to a resource of this exact name.
-            return self.resource_name is None or acl.covers(acl.resource_type,
-                                                            self.resource_name)
+            return self.resource_name is None or acl.covers(acl.resource_type, self.resource_name)
         if self.pattern_type is not PatternType.ANY and acl.pattern_type is not self.pattern_type:
             return False
         return self.resource_name is None or acl.resource_name == self.resource_name
@@ -151,46 +153,75 @@ class AclFilter:
 class Authorizer:
     """The broker's ACLs and the decision over them; persisted in the data dir."""
 
-    def __init__(self, path: Path | None, *, super_users: frozenset[str] = frozenset(),
-                 allow_if_no_acl: bool = False, bindings: list[AclBinding] | None = None
-                 ) -> None:
+    def __init__(
+        self,
+        path: Path | None,
+        *,
+        super_users: frozenset[str] = frozenset(),
+        allow_if_no_acl: bool = False,
+        bindings: list[AclBinding] | None = None,
+    ) -> None:
         self._path = path
         self._super_users = super_users
         self._allow_if_no_acl = allow_if_no_acl
         self._bindings: list[AclBinding] = bindings or []
 
     @classmethod
-    def open(cls, data_dir: Path, *, super_users: frozenset[str] = frozenset(),
-             allow_if_no_acl: bool = False) -> Authorizer:
+    def open(
+        cls,
+        data_dir: Path,
+        *,
+        super_users: frozenset[str] = frozenset(),
+        allow_if_no_acl: bool = False,
+    ) -> Authorizer:
         path = data_dir / FILE
         bindings = []
         if path.exists():
             for raw in json.loads(path.read_text()):
-                bindings.append(AclBinding(
-                    ResourceType[raw["resource_type"]], raw["resource_name"],
-                    PatternType[raw["pattern_type"]], raw["principal"], raw["host"],
-                    Operation[raw["operation"]], Permission[raw["permission"]]))
-        return cls(path, super_users=super_users, allow_if_no_acl=allow_if_no_acl,
-                   bindings=bindings)
+                bindings.append(
+                    AclBinding(
+                        ResourceType[raw["resource_type"]],
+                        raw["resource_name"],
+                        PatternType[raw["pattern_type"]],
+                        raw["principal"],
+                        raw["host"],
+                        Operation[raw["operation"]],
+                        Permission[raw["permission"]],
+                    )
+                )
+        return cls(
+            path, super_users=super_users, allow_if_no_acl=allow_if_no_acl, bindings=bindings
+        )
 
-    def authorize(self, principal: str, host: str, operation: Operation,
-                  resource_type: ResourceType, name: str) -> bool:
+    def authorize(
+        self,
+        principal: str,
+        host: str,
+        operation: Operation,
+        resource_type: ResourceType,
+        name: str,
+    ) -> bool:
         if principal in self._super_users:
             return True
         applicable = [b for b in self._bindings if b.covers(resource_type, name)]
         if not applicable:
             return self._allow_if_no_acl
-        mine = [b for b in applicable
-                if b.principal in (principal, "User:*") and b.host in (host, WILDCARD)]
-        if any(b.permission is Permission.DENY and b.operation in (operation, Operation.ALL)
-               for b in mine):
+        mine = [
+            b
+            for b in applicable
+            if b.principal in (principal, "User:*") and b.host in (host, WILDCARD)
+        ]
+        if any(
+            b.permission is Permission.DENY and b.operation in (operation, Operation.ALL)
+            for b in mine
+        ):
             return False
         allowing = {operation, Operation.ALL, *_IMPLIED_BY.get(operation, ())}
-        return any(b.permission is Permission.ALLOW and b.operation in allowing
-                   for b in mine)
+        return any(b.permission is Permission.ALLOW and b.operation in allowing for b in mine)
 
-    def authorize_any(self, principal: str, host: str, operation: Operation,
-                      resource_type: ResourceType) -> bool:
+    def authorize_any(
+        self, principal: str, host: str, operation: Operation, resource_type: ResourceType
+    ) -> bool:
         """May the principal do ``operation`` on at least one resource of this type?
 
         Kafka's ``authorizeByResourceType``: some ALLOW binding for it that no DENY
@@ -202,14 +233,23 @@ class Authorizer:
         of_type = [b for b in self._bindings if b.resource_type is resource_type]
         if not of_type:
             return self._allow_if_no_acl
-        mine = [b for b in of_type
-                if b.principal in (principal, "User:*") and b.host in (host, WILDCARD)]
-        denies = [b for b in mine if b.permission is Permission.DENY
-                  and b.operation in (operation, Operation.ALL)]
+        mine = [
+            b
+            for b in of_type
+            if b.principal in (principal, "User:*") and b.host in (host, WILDCARD)
+        ]
+        denies = [
+            b
+            for b in mine
+            if b.permission is Permission.DENY and b.operation in (operation, Operation.ALL)
+        ]
         allowing = {operation, Operation.ALL, *_IMPLIED_BY.get(operation, ())}
-        return any(b.permission is Permission.ALLOW and b.operation in allowing
-                   and not any(d.covers(resource_type, b.resource_name) for d in denies)
-                   for b in mine)
+        return any(
+            b.permission is Permission.ALLOW
+            and b.operation in allowing
+            and not any(d.covers(resource_type, b.resource_name) for d in denies)
+            for b in mine
+        )
 
     def bindings(self, selected: AclFilter | None = None) -> list[AclBinding]:
         return [b for b in self._bindings if selected is None or selected.matches(b)]
@@ -232,7 +272,9 @@ class Authorizer:
     def _save(self) -> None:
         if self._path is None:
             return
-        raw = [{k: (v.name if isinstance(v, IntEnum) else v) for k, v in asdict(b).items()}
-               for b in self._bindings]
+        raw = [
+            {k: (v.name if isinstance(v, IntEnum) else v) for k, v in asdict(b).items()}
+            for b in self._bindings
+        ]
         self._path.parent.mkdir(parents=True, exist_ok=True)
         write_atomically(self._path, json.dumps(raw, indent=1).encode())

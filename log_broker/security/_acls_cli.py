@@ -26,8 +26,11 @@ from ._acl import (
 )
 from ._admin_client import SecurityAdminClient
 
-_OPERATIONS = {op.name.replace("_", "").lower(): op for op in Operation
-               if op not in (Operation.UNKNOWN, Operation.ANY)}
+_OPERATIONS = {
+    op.name.replace("_", "").lower(): op
+    for op in Operation
+    if op not in (Operation.UNKNOWN, Operation.ANY)
+}
 
 
 def _operation(text: str) -> Operation:
@@ -35,7 +38,8 @@ def _operation(text: str) -> Operation:
         return _OPERATIONS[text.replace("_", "").replace("-", "").lower()]
     except KeyError:
         raise argparse.ArgumentTypeError(
-            f"unknown operation {text!r} (one of {', '.join(sorted(_OPERATIONS))})") from None
+            f"unknown operation {text!r} (one of {', '.join(sorted(_OPERATIONS))})"
+        ) from None
 
 
 def _resource_options(parser: argparse.ArgumentParser) -> None:
@@ -56,14 +60,16 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
         action.add_argument("--allow-host", action="append", default=[])
         action.add_argument("--deny-host", action="append", default=[])
         action.add_argument("--operation", action="append", type=_operation, default=[])
-        action.add_argument("--resource-pattern-type", default="literal",
-                            choices=("literal", "prefixed"))
+        action.add_argument(
+            "--resource-pattern-type", default="literal", choices=("literal", "prefixed")
+        )
         action.set_defaults(handler=_add if name == "add" else _remove)
     listing = actions.add_parser("list", parents=[broker_options], help="list ACLs")
     _resource_options(listing)
     listing.add_argument("--principal")
-    listing.add_argument("--resource-pattern-type", default="any",
-                         choices=("any", "match", "literal", "prefixed"))
+    listing.add_argument(
+        "--resource-pattern-type", default="any", choices=("any", "match", "literal", "prefixed")
+    )
     listing.set_defaults(handler=_list)
 
 
@@ -85,12 +91,15 @@ def _bindings(args: argparse.Namespace) -> list[AclBinding]:
     pattern = PatternType[args.resource_pattern_type.upper()]
     bindings = []
     for permission, principals, hosts in (
-            (Permission.ALLOW, args.allow_principal, args.allow_host or ["*"]),
-            (Permission.DENY, args.deny_principal, args.deny_host or ["*"])):
+        (Permission.ALLOW, args.allow_principal, args.allow_host or ["*"]),
+        (Permission.DENY, args.deny_principal, args.deny_host or ["*"]),
+    ):
         for principal, host, operation, (rtype, name) in itertools.product(
-                principals, hosts, args.operation, resources):
-            bindings.append(AclBinding(rtype, name, pattern, principal, host, operation,
-                                       permission))
+            principals, hosts, args.operation, resources
+        ):
+            bindings.append(
+                AclBinding(rtype, name, pattern, principal, host, operation, permission)
+            )
     if not bindings:
         raise ValueError("name a principal: --allow-principal or --deny-principal")
     return bindings
@@ -106,8 +115,18 @@ def _add(args: argparse.Namespace) -> int:
 
 
 def _remove(args: argparse.Namespace) -> int:
-    filters = [AclFilter(b.resource_type, b.resource_name, b.pattern_type, b.principal,
-                         b.host, b.operation, b.permission) for b in _bindings(args)]
+    filters = [
+        AclFilter(
+            b.resource_type,
+            b.resource_name,
+            b.pattern_type,
+            b.principal,
+            b.host,
+            b.operation,
+            b.permission,
+        )
+        for b in _bindings(args)
+    ]
 
     async def remove(client: SecurityAdminClient) -> int:
         return sum([await client.delete_acls(f) for f in filters])
@@ -119,8 +138,9 @@ def _remove(args: argparse.Namespace) -> int:
 
 def _list(args: argparse.Namespace) -> int:
     pattern = PatternType[args.resource_pattern_type.upper()]
-    filters = [AclFilter(rtype, name, pattern, args.principal)
-               for rtype, name in _resources(args)] or [AclFilter(principal=args.principal)]
+    filters = [
+        AclFilter(rtype, name, pattern, args.principal) for rtype, name in _resources(args)
+    ] or [AclFilter(principal=args.principal)]
 
     async def describe(client: SecurityAdminClient) -> list[AclBinding]:
         found: list[AclBinding] = []
@@ -129,8 +149,21 @@ def _list(args: argparse.Namespace) -> int:
         return found
 
     bindings = asyncio.run(SecurityAdminClient.run(args, describe))
-    rows = sorted((b.resource_type.name, b.resource_name, b.pattern_type.name, b.principal,
-                   b.host, b.operation.name, b.permission.name) for b in bindings)
-    print(render_table(("RESOURCE", "NAME", "PATTERN", "PRINCIPAL", "HOST", "OPERATION",
-                        "PERMISSION"), rows))
+    rows = sorted(
+        (
+            b.resource_type.name,
+            b.resource_name,
+            b.pattern_type.name,
+            b.principal,
+            b.host,
+            b.operation.name,
+            b.permission.name,
+        )
+        for b in bindings
+    )
+    print(
+        render_table(
+            ("RESOURCE", "NAME", "PATTERN", "PRINCIPAL", "HOST", "OPERATION", "PERMISSION"), rows
+        )
+    )
     return 0

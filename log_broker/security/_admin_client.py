@@ -36,8 +36,9 @@ class AdminRequestError(RuntimeError):
 
 def _check(what: str, code: Any, message: str | None = None) -> None:
     if code != ErrorCode.none:
-        raise AdminRequestError(f"{what}: {ErrorCode(code).name.upper()}"
-                                + (f" ({message})" if message else ""))
+        raise AdminRequestError(
+            f"{what}: {ErrorCode(code).name.upper()}" + (f" ({message})" if message else "")
+        )
 
 
 class SecurityAdminClient:
@@ -46,14 +47,16 @@ class SecurityAdminClient:
         self.request = connection.request
 
     @classmethod
-    async def connect(cls, bootstrap_servers: str, security: ClientSecurity,
-                      timeout_s: float = 15.0) -> SecurityAdminClient:
+    async def connect(
+        cls, bootstrap_servers: str, security: ClientSecurity, timeout_s: float = 15.0
+    ) -> SecurityAdminClient:
         last: OSError | None = None
         for address in filter(None, (a.strip() for a in bootstrap_servers.split(","))):
             host, _, port = address.rpartition(":")
             try:
-                reader, writer = await asyncio.wait_for(asyncio.open_connection(
-                    host, int(port), ssl=security.ssl_context()), timeout_s)
+                reader, writer = await asyncio.wait_for(
+                    asyncio.open_connection(host, int(port), ssl=security.ssl_context()), timeout_s
+                )
             except OSError as exc:
                 last = exc
                 continue
@@ -66,13 +69,18 @@ class SecurityAdminClient:
                 raise
             return cls(connection)
         raise ConnectionError(
-            f"cannot reach a broker at {bootstrap_servers} (is one running?)") from last
+            f"cannot reach a broker at {bootstrap_servers} (is one running?)"
+        ) from last
 
     @classmethod
-    async def run(cls, args: argparse.Namespace,
-                  action: Callable[[SecurityAdminClient], Awaitable[T]]) -> T:
-        security = (ClientSecurity.from_properties(read_properties(args.command_config))
-                    if getattr(args, "command_config", None) else ClientSecurity())
+    async def run(
+        cls, args: argparse.Namespace, action: Callable[[SecurityAdminClient], Awaitable[T]]
+    ) -> T:
+        security = (
+            ClientSecurity.from_properties(read_properties(args.command_config))
+            if getattr(args, "command_config", None)
+            else ClientSecurity()
+        )
         client = await cls.connect(args.bootstrap_servers, security)
         try:
             return await action(client)
@@ -90,42 +98,80 @@ class SecurityAdminClient:
             _check(f"describing {result.user}", result.error_code, result.error_message)
             users[result.user] = [
                 (ScramMechanism.by_protocol_id(info.mechanism).kafka_name, info.iterations)
-                for info in result.credential_infos]
+                for info in result.credential_infos
+            ]
         return users
 
-    async def alter_scram(self, user: str,
-                          upserts: list[tuple[ScramMechanism, int, bytes, bytes]],
-                          deletions: list[ScramMechanism]) -> None:
-        response = await self.request(alter_scram.AlterUserScramCredentialsRequest(
-            deletions=tuple(alter_scram.ScramCredentialDeletion(
-                name=user, mechanism=m.protocol_id) for m in deletions),
-            upsertions=tuple(alter_scram.ScramCredentialUpsertion(
-                name=user, mechanism=m.protocol_id, iterations=iterations, salt=salt,
-                salted_password=salted) for m, iterations, salt, salted in upserts)))
+    async def alter_scram(
+        self,
+        user: str,
+        upserts: list[tuple[ScramMechanism, int, bytes, bytes]],
+        deletions: list[ScramMechanism],
+    ) -> None:
+        response = await self.request(
+            alter_scram.AlterUserScramCredentialsRequest(
+                deletions=tuple(
+                    alter_scram.ScramCredentialDeletion(name=user, mechanism=m.protocol_id)
+                    for m in deletions
+                ),
+                upsertions=tuple(
+                    alter_scram.ScramCredentialUpsertion(
+                        name=user,
+                        mechanism=m.protocol_id,
+                        iterations=iterations,
+                        salt=salt,
+                        salted_password=salted,
+                    )
+                    for m, iterations, salt, salted in upserts
+                ),
+            )
+        )
         for result in response.results:
             _check(f"user {result.user}", result.error_code, result.error_message)
 
     async def create_acls(self, bindings: list[AclBinding]) -> None:
-        response = await self.request(create_acls.CreateAclsRequest(creations=tuple(
-            create_acls.AclCreation(
-                resource_type=b.resource_type, resource_name=b.resource_name,
-                resource_pattern_type=b.pattern_type, principal=b.principal, host=b.host,
-                operation=b.operation, permission_type=b.permission)
-            for b in bindings)))
+        response = await self.request(
+            create_acls.CreateAclsRequest(
+                creations=tuple(
+                    create_acls.AclCreation(
+                        resource_type=b.resource_type,
+                        resource_name=b.resource_name,
+                        resource_pattern_type=b.pattern_type,
+                        principal=b.principal,
+                        host=b.host,
+                        operation=b.operation,
+                        permission_type=b.permission,
+                    )
+                    for b in bindings
+                )
+            )
+        )
         for result in response.results:
             _check("creating an ACL", result.error_code, result.error_message)
 
     async def describe_acls(self, selected: AclFilter) -> list[AclBinding]:
         response = await self.request(DescribeAclsRequest(**_filter_fields(selected)))
         _check("describing ACLs", response.error_code, response.error_message)
-        return [AclBinding(ResourceType(r.resource_type), r.resource_name,
-                           PatternType(r.pattern_type), a.principal, a.host,
-                           Operation(a.operation), Permission(a.permission_type))
-                for r in response.resources for a in r.acls]
+        return [
+            AclBinding(
+                ResourceType(r.resource_type),
+                r.resource_name,
+                PatternType(r.pattern_type),
+                a.principal,
+                a.host,
+                Operation(a.operation),
+                Permission(a.permission_type),
+            )
+            for r in response.resources
+            for a in r.acls
+        ]
 
     async def delete_acls(self, selected: AclFilter) -> int:
-        response = await self.request(delete_acls.DeleteAclsRequest(filters=(
-            delete_acls.DeleteAclsFilter(**_filter_fields(selected)),)))
+        response = await self.request(
+            delete_acls.DeleteAclsRequest(
+                filters=(delete_acls.DeleteAclsFilter(**_filter_fields(selected)),)
+            )
+        )
         removed = 0
         for result in response.filter_results:
             _check("deleting ACLs", result.error_code, result.error_message)
@@ -134,8 +180,12 @@ class SecurityAdminClient:
 
 
 def _filter_fields(selected: AclFilter) -> dict[str, Any]:
-    return {"resource_type_filter": selected.resource_type,
-            "resource_name_filter": selected.resource_name,
-            "pattern_type_filter": selected.pattern_type,
-            "principal_filter": selected.principal, "host_filter": selected.host,
-            "operation": selected.operation, "permission_type": selected.permission}
+    return {
+        "resource_type_filter": selected.resource_type,
+        "resource_name_filter": selected.resource_name,
+        "pattern_type_filter": selected.pattern_type,
+        "principal_filter": selected.principal,
+        "host_filter": selected.host,
+        "operation": selected.operation,
+        "permission_type": selected.permission,
+    }

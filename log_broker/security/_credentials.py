@@ -21,8 +21,7 @@ FILE = Path("security") / "scram-credentials.json"
 
 
 class CredentialStore:
-    def __init__(self, path: Path, users: dict[str, dict[ScramMechanism, ScramCredential]]
-                 ) -> None:
+    def __init__(self, path: Path, users: dict[str, dict[ScramMechanism, ScramCredential]]) -> None:
         self._path = path
         self._users = users
 
@@ -35,9 +34,11 @@ class CredentialStore:
             for user, mechanisms in raw.items():
                 users[user] = {
                     ScramMechanism.named(name): ScramCredential(
-                        salt=base64.b64decode(c["salt"]), iterations=int(c["iterations"]),
+                        salt=base64.b64decode(c["salt"]),
+                        iterations=int(c["iterations"]),
                         stored_key=base64.b64decode(c["stored_key"]),
-                        server_key=base64.b64decode(c["server_key"]))
+                        server_key=base64.b64decode(c["server_key"]),
+                    )
                     for name, c in mechanisms.items()
                 }
         return cls(path, users)
@@ -51,18 +52,26 @@ class CredentialStore:
         return any(c.matches_password(m, password) for m, c in credentials.items())
 
     def users(self) -> dict[str, list[tuple[ScramMechanism, int]]]:
-        return {user: sorted(((m, c.iterations) for m, c in mechs.items()),
-                             key=lambda item: item[0].protocol_id)
-                for user, mechs in sorted(self._users.items())}
+        return {
+            user: sorted(
+                ((m, c.iterations) for m, c in mechs.items()), key=lambda item: item[0].protocol_id
+            )
+            for user, mechs in sorted(self._users.items())
+        }
 
-    def set_password(self, user: str, mechanism: ScramMechanism, password: str,
-                     iterations: int | None = None) -> None:
-        credential = (new_credential(mechanism, password) if iterations is None
-                      else new_credential(mechanism, password, iterations))
+    def set_password(
+        self, user: str, mechanism: ScramMechanism, password: str, iterations: int | None = None
+    ) -> None:
+        credential = (
+            new_credential(mechanism, password)
+            if iterations is None
+            else new_credential(mechanism, password, iterations)
+        )
         self.set_credential(user, mechanism, credential)
 
-    def set_credential(self, user: str, mechanism: ScramMechanism,
-                       credential: ScramCredential) -> None:
+    def set_credential(
+        self, user: str, mechanism: ScramMechanism, credential: ScramCredential
+    ) -> None:
         if not user:
             raise ValueError("a user name cannot be empty")
         self._users.setdefault(user, {})[mechanism] = credential
@@ -85,10 +94,15 @@ class CredentialStore:
 
     def _save(self) -> None:
         raw = {
-            user: {m.kafka_name: {"salt": _b64(c.salt), "iterations": c.iterations,
-                                  "stored_key": _b64(c.stored_key),
-                                  "server_key": _b64(c.server_key)}
-                   for m, c in mechanisms.items()}
+            user: {
+                m.kafka_name: {
+                    "salt": _b64(c.salt),
+                    "iterations": c.iterations,
+                    "stored_key": _b64(c.stored_key),
+                    "server_key": _b64(c.server_key),
+                }
+                for m, c in mechanisms.items()
+            }
             for user, mechanisms in self._users.items()
         }
         self._path.parent.mkdir(parents=True, exist_ok=True)

@@ -49,7 +49,8 @@ class SaslExchange:
         if mechanism != PLAIN:
             scram = ScramMechanism.named(mechanism)
             self._scram = ScramServerExchange(
-                scram, lambda user: self._credentials.lookup(user, scram))
+                scram, lambda user: self._credentials.lookup(user, scram)
+            )
         self.state = SaslState.HANDSHAKEN
         return True
 
@@ -64,9 +65,10 @@ class SaslExchange:
                 reply = self._scram_token(self._scram, token)
         except (SaslError, ScramError, UnicodeDecodeError) as exc:
             self.state = SaslState.FAILED
-            raise SaslError(f"Authentication failed during authentication due to invalid"
-                            f" credentials with SASL mechanism {self._mechanism}"
-                            ) from exc
+            raise SaslError(
+                f"Authentication failed during authentication due to invalid"
+                f" credentials with SASL mechanism {self._mechanism}"
+            ) from exc
         return reply
 
     def _plain(self, token: bytes) -> bytes:

@@ -37,10 +37,16 @@ class SaslFailedError(BrokerError):
 
 
 class Session:
-    def __init__(self, listener: Listener, peer_host: str, *,
-                 tls_principal: str = ANONYMOUS, authorizer: Authorizer | None = None,
-                 credentials: CredentialStore | None = None,
-                 sasl_mechanisms: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        listener: Listener,
+        peer_host: str,
+        *,
+        tls_principal: str = ANONYMOUS,
+        authorizer: Authorizer | None = None,
+        credentials: CredentialStore | None = None,
+        sasl_mechanisms: tuple[str, ...] = (),
+    ) -> None:
         self.listener = listener
         self.peer_host = peer_host
         self.principal = tls_principal
@@ -58,8 +64,8 @@ class Session:
     def admit(self, api_key: int) -> None:
         if not self.authenticated and api_key not in PRE_AUTHENTICATION_APIS:
             raise AuthenticationRequiredError(
-                f"api key {api_key} before SASL authentication on listener"
-                f" {self.listener.name}")
+                f"api key {api_key} before SASL authentication on listener {self.listener.name}"
+            )
 
     def completed_sasl(self) -> None:
         assert self.sasl is not None and self.sasl.username is not None
@@ -77,19 +83,22 @@ class Session:
             self.completed_sasl()
         return _SIZE.pack(len(reply)) + reply
 
-    def allows(self, operation: Operation, resource_type: ResourceType,
-               name: str = CLUSTER_NAME) -> bool:
+    def allows(
+        self, operation: Operation, resource_type: ResourceType, name: str = CLUSTER_NAME
+    ) -> bool:
         if self._authorizer is None:
             return True
-        return self._authorizer.authorize(self.principal, self.peer_host, operation,
-                                          resource_type, name)
+        return self._authorizer.authorize(
+            self.principal, self.peer_host, operation, resource_type, name
+        )
 
     def allows_any(self, operation: Operation, resource_type: ResourceType) -> bool:
         """At least one resource of the type (``Authorizer.authorize_any``)."""
         if self._authorizer is None:
             return True
-        return self._authorizer.authorize_any(self.principal, self.peer_host, operation,
-                                              resource_type)
+        return self._authorizer.authorize_any(
+            self.principal, self.peer_host, operation, resource_type
+        )
 
     @property
     def authorizer(self) -> Authorizer | None:

@@ -82,24 +82,29 @@ def _endpoints(value: str, key: str) -> list[tuple[str, str, int]]:
     return endpoints
 
 
-def parse_listeners(listeners: str, advertised: str | None = None,
-                    protocol_map: str | None = None) -> tuple[Listener, ...]:
+def parse_listeners(
+    listeners: str, advertised: str | None = None, protocol_map: str | None = None
+) -> tuple[Listener, ...]:
     protocols = {p: p for p in PROTOCOLS}
     for item in filter(None, (p.strip() for p in (protocol_map or "").split(","))):
         name, sep, protocol = item.partition(":")
         if not sep or protocol.upper() not in PROTOCOLS:
             raise SecurityConfigError(
                 f"listener.security.protocol.map: {item!r} is not NAME:PROTOCOL with a"
-                f" protocol among {', '.join(PROTOCOLS)}")
+                f" protocol among {', '.join(PROTOCOLS)}"
+            )
         protocols[name.upper()] = protocol.upper()
-    advertised_by_name = {name: (host, port) for name, host, port
-                          in _endpoints(advertised or "", "advertised.listeners")}
+    advertised_by_name = {
+        name: (host, port)
+        for name, host, port in _endpoints(advertised or "", "advertised.listeners")
+    }
     result = []
     for name, host, port in _endpoints(listeners, "listeners"):
         if name not in protocols:
             raise SecurityConfigError(
                 f"listeners: {name!r} is no security protocol and is not in"
-                " listener.security.protocol.map")
+                " listener.security.protocol.map"
+            )
         if any(existing.name == name for existing in result):
             raise SecurityConfigError(f"listeners: {name!r} appears twice")
         ad_host, ad_port = advertised_by_name.pop(name, (None, None))
@@ -108,7 +113,8 @@ def parse_listeners(listeners: str, advertised: str | None = None,
         raise SecurityConfigError("listeners: no listener given")
     if advertised_by_name:
         raise SecurityConfigError(
-            f"advertised.listeners: {sorted(advertised_by_name)} not among listeners")
+            f"advertised.listeners: {sorted(advertised_by_name)} not among listeners"
+        )
     return tuple(result)
 
 
@@ -137,23 +143,29 @@ def security_from_properties(props: dict[str, str]) -> SecurityConfig:
             key_password=props.get("ssl.key.password"),
             truststore_location=props.get("ssl.truststore.location"),
             truststore_certificates=props.get("ssl.truststore.certificates"),
-            client_auth=client_auth)
+            client_auth=client_auth,
+        )
     mechanisms = DEFAULT_SASL_MECHANISMS
     if "sasl.enabled.mechanisms" in props:
-        mechanisms = tuple(m.strip().upper() for m in props["sasl.enabled.mechanisms"]
-                           .split(",") if m.strip())
+        mechanisms = tuple(
+            m.strip().upper() for m in props["sasl.enabled.mechanisms"].split(",") if m.strip()
+        )
         unknown = set(mechanisms) - set(DEFAULT_SASL_MECHANISMS)
         if unknown:
             raise SecurityConfigError(
                 f"sasl.enabled.mechanisms: {sorted(unknown)} not supported"
-                f" (supported: {', '.join(DEFAULT_SASL_MECHANISMS)})")
+                f" (supported: {', '.join(DEFAULT_SASL_MECHANISMS)})"
+            )
     authorizer = props.get("authorizer.class.name", "").strip()
     if authorizer not in ("", STANDARD_AUTHORIZER, ACL_AUTHORIZER):
         raise SecurityConfigError(
-            f"authorizer.class.name: {authorizer!r} unknown; use {STANDARD_AUTHORIZER}")
-    super_users = frozenset(u.strip() for u in props.get("super.users", "").split(";")
-                            if u.strip())
+            f"authorizer.class.name: {authorizer!r} unknown; use {STANDARD_AUTHORIZER}"
+        )
+    super_users = frozenset(u.strip() for u in props.get("super.users", "").split(";") if u.strip())
     return SecurityConfig(
-        tls=tls, sasl_mechanisms=mechanisms, acls_enabled=bool(authorizer),
+        tls=tls,
+        sasl_mechanisms=mechanisms,
+        acls_enabled=bool(authorizer),
         super_users=super_users,
-        allow_everyone_if_no_acl_found=_flag(props, "allow.everyone.if.no.acl.found", False))
+        allow_everyone_if_no_acl_found=_flag(props, "allow.everyone.if.no.acl.found", False),
+    )

@@ -17,12 +17,23 @@ from ._settings import SecurityConfigError, TlsSettings
 
 ANONYMOUS = "User:ANONYMOUS"
 
-_CLIENT_AUTH = {"required": ssl.CERT_REQUIRED, "requested": ssl.CERT_OPTIONAL,
-                "none": ssl.CERT_NONE}
+_CLIENT_AUTH = {
+    "required": ssl.CERT_REQUIRED,
+    "requested": ssl.CERT_OPTIONAL,
+    "none": ssl.CERT_NONE,
+}
 # RFC 2253's short names; others are written as their OpenSSL long names, as Java does.
-_SHORT = {"commonName": "CN", "organizationName": "O", "organizationalUnitName": "OU",
-          "countryName": "C", "stateOrProvinceName": "ST", "localityName": "L",
-          "streetAddress": "STREET", "domainComponent": "DC", "userId": "UID"}
+_SHORT = {
+    "commonName": "CN",
+    "organizationName": "O",
+    "organizationalUnitName": "OU",
+    "countryName": "C",
+    "stateOrProvinceName": "ST",
+    "localityName": "L",
+    "streetAddress": "STREET",
+    "domainComponent": "DC",
+    "userId": "UID",
+}
 
 
 def server_context(settings: TlsSettings) -> ssl.SSLContext:
@@ -30,8 +41,7 @@ def server_context(settings: TlsSettings) -> ssl.SSLContext:
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     try:
         if settings.keystore_location:
-            context.load_cert_chain(settings.keystore_location,
-                                    password=settings.key_password)
+            context.load_cert_chain(settings.keystore_location, password=settings.key_password)
         else:
             _load_inline_chain(context, settings)
         if settings.truststore_location:
@@ -43,23 +53,25 @@ def server_context(settings: TlsSettings) -> ssl.SSLContext:
         raise SecurityConfigError(f"ssl.keystore/truststore: cannot load: {exc}") from None
     context.verify_mode = _CLIENT_AUTH[settings.client_auth]
     if settings.client_auth != "none" and not (
-            settings.truststore_location or settings.truststore_certificates):
+        settings.truststore_location or settings.truststore_certificates
+    ):
         raise SecurityConfigError(
-            "ssl.client.auth needs ssl.truststore.location to verify client certificates")
+            "ssl.client.auth needs ssl.truststore.location to verify client certificates"
+        )
     return context
 
 
 def _load_inline_chain(context: ssl.SSLContext, settings: TlsSettings) -> None:
     if not (settings.certificate_chain and settings.private_key):
-        raise SecurityConfigError(
-            "ssl.keystore.certificate.chain needs ssl.keystore.key beside it")
+        raise SecurityConfigError("ssl.keystore.certificate.chain needs ssl.keystore.key beside it")
     # ssl loads chains only from files: write them to a private directory, load, delete.
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / "keystore.pem"
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as out:
-            out.write(settings.private_key.strip() + "\n"
-                      + settings.certificate_chain.strip() + "\n")
+            out.write(
+                settings.private_key.strip() + "\n" + settings.certificate_chain.strip() + "\n"
+            )
         context.load_cert_chain(path, password=settings.key_password)
 
 

@@ -26,14 +26,22 @@ from ._credentials import CredentialStore
 def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
     users = subparsers.add_parser("users", help="SCRAM users of the broker (add, list, delete)")
     actions = users.add_subparsers(dest="action", metavar="ACTION", required=True)
-    add = actions.add_parser("add", parents=[broker_options],
-                             help="add a user or change its password")
+    add = actions.add_parser(
+        "add", parents=[broker_options], help="add a user or change its password"
+    )
     add.add_argument("name")
-    add.add_argument("--password-stdin", action="store_true", required=True,
-                     help="read the password from the first line of standard input")
-    add.add_argument("--mechanism", action="append", choices=[m.kafka_name for m in
-                                                              ScramMechanism],
-                     help="SCRAM mechanism (repeatable; default both)")
+    add.add_argument(
+        "--password-stdin",
+        action="store_true",
+        required=True,
+        help="read the password from the first line of standard input",
+    )
+    add.add_argument(
+        "--mechanism",
+        action="append",
+        choices=[m.kafka_name for m in ScramMechanism],
+        help="SCRAM mechanism (repeatable; default both)",
+    )
     add.add_argument("--iterations", type=int, default=DEFAULT_ITERATIONS)
     add.add_argument("--data-dir", help="edit this stopped broker's data dir directly")
     add.set_defaults(handler=_add)
@@ -42,15 +50,17 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
     listing.set_defaults(handler=_list)
     delete = actions.add_parser("delete", parents=[broker_options], help="delete a user")
     delete.add_argument("name")
-    delete.add_argument("--mechanism", action="append",
-                        choices=[m.kafka_name for m in ScramMechanism])
+    delete.add_argument(
+        "--mechanism", action="append", choices=[m.kafka_name for m in ScramMechanism]
+    )
     delete.add_argument("--data-dir", help="edit this stopped broker's data dir directly")
     delete.set_defaults(handler=_delete)
 
 
 def _mechanisms(args: argparse.Namespace) -> list[ScramMechanism]:
-    return [ScramMechanism.named(m) for m in (args.mechanism or
-                                              [m.kafka_name for m in ScramMechanism])]
+    return [
+        ScramMechanism.named(m) for m in (args.mechanism or [m.kafka_name for m in ScramMechanism])
+    ]
 
 
 def _password() -> str:
@@ -72,24 +82,36 @@ def _add(args: argparse.Namespace) -> int:
         upserts = []
         for mechanism in _mechanisms(args):
             salt = secrets.token_bytes(32)
-            upserts.append((mechanism, args.iterations, salt,
-                            salted_password(mechanism, password, salt, args.iterations)))
-        asyncio.run(SecurityAdminClient.run(
-            args, lambda client: client.alter_scram(args.name, upserts, [])))
+            upserts.append(
+                (
+                    mechanism,
+                    args.iterations,
+                    salt,
+                    salted_password(mechanism, password, salt, args.iterations),
+                )
+            )
+        asyncio.run(
+            SecurityAdminClient.run(args, lambda client: client.alter_scram(args.name, upserts, []))
+        )
     print(f"user {args.name}: {', '.join(m.kafka_name for m in _mechanisms(args))}")
     return 0
 
 
 def _list(args: argparse.Namespace) -> int:
     if args.data_dir:
-        users = {user: [(m.kafka_name, i) for m, i in mechs] for user, mechs
-                 in CredentialStore.open(Path(args.data_dir)).users().items()}
+        users = {
+            user: [(m.kafka_name, i) for m, i in mechs]
+            for user, mechs in CredentialStore.open(Path(args.data_dir)).users().items()
+        }
     else:
         from ._admin_client import SecurityAdminClient
 
         users = asyncio.run(SecurityAdminClient.run(args, lambda c: c.describe_scram()))
-    rows = [(user, mechanism, iterations) for user, mechs in sorted(users.items())
-            for mechanism, iterations in mechs]
+    rows = [
+        (user, mechanism, iterations)
+        for user, mechs in sorted(users.items())
+        for mechanism, iterations in mechs
+    ]
     print(render_table(("USER", "MECHANISM", "ITERATIONS"), rows))
     return 0
 
@@ -107,8 +129,10 @@ def _delete(args: argparse.Namespace) -> int:
         from ._admin_client import SecurityAdminClient
 
         async def delete(client: SecurityAdminClient) -> None:
-            held = [ScramMechanism.named(m) for m, _ in
-                    (await client.describe_scram()).get(args.name, [])]
+            held = [
+                ScramMechanism.named(m)
+                for m, _ in (await client.describe_scram()).get(args.name, [])
+            ]
             # Without --mechanism: every mechanism the user has (asking to delete one it
             # lacks would fail the whole request for that user).
             wanted = _mechanisms(args) if args.mechanism else held

@@ -95,8 +95,9 @@ class CleanPlan:
     revisit: bool = False  # the last pass asked for this one (markers to stamp or remove)
 
 
-def plan(partition_log: PartitionLog, now_ms: int, upper_bound: int | None = None
-         ) -> CleanPlan | None:
+def plan(
+    partition_log: PartitionLog, now_ms: int, upper_bound: int | None = None
+) -> CleanPlan | None:
     """What a pass over ``partition_log`` would clean now, or None if nothing is due;
     nothing at or past ``upper_bound`` counts as dirty."""
     config = partition_log.config
@@ -125,8 +126,11 @@ def plan(partition_log: PartitionLog, now_ms: int, upper_bound: int | None = Non
             dirty.append(segment)
     revisit = checkpoint.revisit_ms is not None and checkpoint.revisit_ms <= now_ms
     if not dirty:
-        return CleanPlan(segments, [], first_dirty, 0.0, checkpoint, upper_bound,
-                         revisit=True) if revisit and segments else None
+        return (
+            CleanPlan(segments, [], first_dirty, 0.0, checkpoint, upper_bound, revisit=True)
+            if revisit and segments
+            else None
+        )
     dirty_bytes = sum(segment.size for segment in dirty)
     ratio = dirty_bytes / max(clean_bytes + dirty_bytes, 1)
     oldest = dirty[0].roll_base_ms
@@ -165,8 +169,9 @@ def clean_log(
         else:
             return None
         markers = MarkerRules(txns, now_ms, config.delete_retention_ms, replays, aborted)
-        rewrite = Rewrite(key_map.latest, key_map.end, txns, cleaning.checkpoint, now_ms,
-                          config, markers)
+        rewrite = Rewrite(
+            key_map.latest, key_map.end, txns, cleaning.checkpoint, now_ms, config, markers
+        )
         before = after = 0
         sources = [s for s in cleaning.segments if s.base_offset < key_map.end]
         for group in groups(sources, config.segment_bytes):
@@ -179,8 +184,9 @@ def clean_log(
             after += cleaned.size
         write_checkpoint(
             partition_log.directory / CLEANER_CHECKPOINT_FILE,
-            cleaning.checkpoint.after_pass(key_map.end, now_ms, config.delete_retention_ms,
-                                           markers.revisit_ms),
+            cleaning.checkpoint.after_pass(
+                key_map.end, now_ms, config.delete_retention_ms, markers.revisit_ms
+            ),
         )
     except (PassAborted, FileNotFoundError):
         return None
@@ -189,9 +195,14 @@ def clean_log(
             return None  # deleted under the pass: its directory is gone
         raise
     return CleanStats(
-        partition_log.topic, partition_log.partition, cleaning.first_dirty_offset,
-        key_map.end, before, after, rewrite.dropped,
-    )  # fmt: skip
+        partition_log.topic,
+        partition_log.partition,
+        cleaning.first_dirty_offset,
+        key_map.end,
+        before,
+        after,
+        rewrite.dropped,
+    )
 
 
 def _scan(partition_log: PartitionLog, segments: list[LogSegment]) -> TxnScan:
@@ -234,9 +245,12 @@ class _KeyMap:
 
 
 def _key_map(
-    partition_log: PartitionLog, cleaning: CleanPlan, txns: TxnScan, stop: int,
+    partition_log: PartitionLog,
+    cleaning: CleanPlan,
+    txns: TxnScan,
+    stop: int,
     max_map_bytes: int,
-) -> _KeyMap:  # fmt: skip
+) -> _KeyMap:
     """Step 3: the keys of the dirty section's decided records below ``stop``."""
     latest: dict[bytes, int] = {}
     used = 0
@@ -272,8 +286,13 @@ class Cleaner:
     offsets among them, are cleaned as usual.
     """
 
-    def __init__(self, *, max_map_bytes: int = DEFAULT_MAX_MAP_BYTES,
-                 retry_backoff_ms: int = 15_000, max_retry_backoff_ms: int = 3_600_000) -> None:
+    def __init__(
+        self,
+        *,
+        max_map_bytes: int = DEFAULT_MAX_MAP_BYTES,
+        retry_backoff_ms: int = 15_000,
+        max_retry_backoff_ms: int = 3_600_000,
+    ) -> None:
         self.max_map_bytes = max_map_bytes
         self.retry_backoff_ms = retry_backoff_ms
         self.max_retry_backoff_ms = max_retry_backoff_ms
@@ -287,9 +306,13 @@ class Cleaner:
         # Logs whose last passes failed: (failures in a row, not before this time).
         self._failing: dict[PartitionLog, tuple[int, int]] = {}
 
-    def run(self, logs: Iterable[PartitionLog], now_ms: int,
-            clean_up_to: CleanUpTo | None = None,
-            aborted_index: AbortedIndexOf | None = None) -> list[CleanStats]:
+    def run(
+        self,
+        logs: Iterable[PartitionLog],
+        now_ms: int,
+        clean_up_to: CleanUpTo | None = None,
+        aborted_index: AbortedIndexOf | None = None,
+    ) -> list[CleanStats]:
         """Clean every log that is due, none beyond ``clean_up_to(log)`` (if given),
         releasing aborted transactions from ``aborted_index(log)`` (if given; see
         ``_markers``); returns what each pass did."""
@@ -327,14 +350,18 @@ class Cleaner:
         finally:
             self._running.release()
 
-    def _clean(self, each: PartitionLog, now_ms: int, bound: int | None,
-               aborted_index: AbortedIndexOf | None) -> CleanStats | None:
+    def _clean(
+        self,
+        each: PartitionLog,
+        now_ms: int,
+        bound: int | None,
+        aborted_index: AbortedIndexOf | None,
+    ) -> CleanStats | None:
         fresh = plan(each, now_ms, bound)  # an earlier pass took time: look again
         if fresh is None or self._stalled.get(each) == _shape(each, fresh):
             return None
         aborted = None if aborted_index is None else aborted_index(each)
-        stats = clean_log(each, fresh, now_ms, max_map_bytes=self.max_map_bytes,
-                          aborted=aborted)
+        stats = clean_log(each, fresh, now_ms, max_map_bytes=self.max_map_bytes, aborted=aborted)
         if stats is not None:
             self._stalled.pop(each, None)
         elif each.state is LogState.OPEN:
@@ -354,14 +381,20 @@ class Cleaner:
         self.failures += 1
         log.exception(
             "cannot clean %s-%d (failure %d in a row); other partitions go on, this one "
-            "is tried again in %d ms", each.topic, each.partition, in_a_row, wait_ms,
+            "is tried again in %d ms",
+            each.topic,
+            each.partition,
+            in_a_row,
+            wait_ms,
         )
 
 
 def _shape(partition_log: PartitionLog, cleaning: CleanPlan) -> tuple[object, ...]:
     # The log end too: the marker a stalled pass waited for may be in the active segment.
     return (
-        cleaning.first_dirty_offset, cleaning.upper_bound, partition_log.log_end_offset,
+        cleaning.first_dirty_offset,
+        cleaning.upper_bound,
+        partition_log.log_end_offset,
         cleaning.revisit,
         tuple((segment.base_offset, segment.size) for segment in cleaning.segments),
-    )  # fmt: skip
+    )

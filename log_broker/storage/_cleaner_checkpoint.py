@@ -54,7 +54,10 @@ class CleanerCheckpoint:
         return self.marks[i][1] if i < len(self.marks) else None
 
     def after_pass(
-        self, dirty_end: int, now_ms: int, delete_retention_ms: int,
+        self,
+        dirty_end: int,
+        now_ms: int,
+        delete_retention_ms: int,
         revisit_ms: int | None = None,
     ) -> CleanerCheckpoint:
         """The checkpoint after a pass at ``now_ms`` compacted everything below
@@ -77,8 +80,7 @@ class CleanerCheckpoint:
         while len(marks) > MAX_MARKS:
             (_, first_at), (second_end, second_at) = marks[0], marks[1]
             marks[0:2] = [(second_end, max(first_at, second_at))]
-        return CleanerCheckpoint(
-            max(self.first_dirty_offset, dirty_end), tuple(marks), revisit_ms)
+        return CleanerCheckpoint(max(self.first_dirty_offset, dirty_end), tuple(marks), revisit_ms)
 
 
 def read_checkpoint(path: Path) -> CleanerCheckpoint:

@@ -52,9 +52,7 @@ class OffsetOutOfRangeError(StorageError):
     error_code = 1
 
     def __init__(self, offset: int, log_start_offset: int, log_end_offset: int) -> None:
-        super().__init__(
-            f"offset {offset} is outside [{log_start_offset}, {log_end_offset}]"
-        )
+        super().__init__(f"offset {offset} is outside [{log_start_offset}, {log_end_offset}]")
         self.offset = offset
         self.log_start_offset = log_start_offset
         self.log_end_offset = log_end_offset

@@ -87,9 +87,7 @@ class OffsetIndex:
         """Latest indexed batch start at or before ``position`` whose base offset is at
         or below ``relative_offset``: every batch before it ends there and lies below
         both limits. 0 if there is none."""
-        i = min(
-            bisect_right(self.positions, position), bisect_right(self.offsets, relative_offset)
-        )
+        i = min(bisect_right(self.positions, position), bisect_right(self.offsets, relative_offset))
         return self.positions[i - 1] if i else 0
 
     def truncate_to(self, count: int) -> None:
@@ -137,9 +135,7 @@ class TimeIndex:
         for timestamp, relative in _TIME_ENTRY.iter_unpack(raw):
             timestamps.append(timestamp)
             offsets.append(relative)
-        if not _strictly_increasing(timestamps) or any(
-            a > b for a, b in pairwise(offsets)
-        ):
+        if not _strictly_increasing(timestamps) or any(a > b for a, b in pairwise(offsets)):
             return False
         self.timestamps, self.offsets = timestamps, offsets
         keep = bisect_left(offsets, next_relative_offset)

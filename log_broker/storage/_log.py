@@ -75,9 +75,15 @@ class PartitionLog:
     """Append-only log of one topic partition. Open with ``PartitionLog.open``."""
 
     def __init__(
-        self, directory: Path, topic: str, partition: int, config: TopicConfig,
-        segments: list[LogSegment], log_start_offset: int, recovery_base: int | None,
-    ) -> None:  # fmt: skip
+        self,
+        directory: Path,
+        topic: str,
+        partition: int,
+        config: TopicConfig,
+        segments: list[LogSegment],
+        log_start_offset: int,
+        recovery_base: int | None,
+    ) -> None:
         self.directory = directory
         self.topic = topic
         self.partition = partition
@@ -113,9 +119,14 @@ class PartitionLog:
         """
         recovered = recover_segments(path, config.index_interval_bytes)
         log = cls(
-            path, topic, partition, config, recovered.segments, recovered.log_start_offset,
+            path,
+            topic,
+            partition,
+            config,
+            recovered.segments,
+            recovered.log_start_offset,
             recovered.recovery_base,
-        )  # fmt: skip
+        )
         # Everything is on disk now: recovery may start at the active segment next time.
         log._write_recovery_point(recovered.segments[-1].base_offset)
         if recovered.clean:
@@ -225,9 +236,11 @@ class PartitionLog:
                 offset = first_offset
                 for header in headers:
                     segment.track(
-                        offset, start + header.position, header.size,
+                        offset,
+                        start + header.position,
+                        header.size,
                         now_ms if log_append else header.max_timestamp,
-                    )  # fmt: skip
+                    )
                     offset += header.last_offset_delta + 1
                 segment.write_indexes()
             except OSError as exc:
@@ -241,9 +254,12 @@ class PartitionLog:
             self._size += len(payload)
             self._log_end_offset = next_offset
             return AppendResult(
-                first_offset, next_offset - 1, now_ms if log_append else -1,
-                self._log_start_offset, max_timestamp,
-            )  # fmt: skip
+                first_offset,
+                next_offset - 1,
+                now_ms if log_append else -1,
+                self._log_start_offset,
+                max_timestamp,
+            )
 
     def _segment_for(self, size: int, end_offset: int, now_ms: int) -> LogSegment:
         """The segment to append to: the active one, or a new one if it is full or old."""
@@ -296,9 +312,7 @@ class PartitionLog:
                 segment = segments[i]
                 # A segment that compaction emptied holds no batch to start from.
                 if offset < segment.next_offset and segment.size:
-                    return segment.read(
-                        max(offset, segment.base_offset), max_bytes, upper_bound
-                    )
+                    return segment.read(max(offset, segment.base_offset), max_bytes, upper_bound)
             return b""
 
     def offset_for_timestamp(self, ts_ms: int) -> tuple[int, int] | None:
@@ -405,7 +419,9 @@ class PartitionLog:
             except OSError as exc:
                 # The sources' open files still read correctly; a restart finishes or
                 # undoes whatever the rename steps left behind.
-                raise KafkaStorageError(f"cannot swap a cleaned segment into {self!r}: {exc}") from exc
+                raise KafkaStorageError(
+                    f"cannot swap a cleaned segment into {self!r}: {exc}"
+                ) from exc
             self._segments[first : first + len(sources)] = [cleaned]
             self._bases[first : first + len(sources)] = [cleaned.base_offset]
             self._size += cleaned.size - sum(source.size for source in sources)

@@ -83,9 +83,7 @@ def validate_topic_name(name: str) -> None:
 
 def _check_partitions(count: int) -> None:
     if not 1 <= count <= MAX_PARTITIONS:
-        raise InvalidPartitionsError(
-            f"partition count {count} is outside 1..{MAX_PARTITIONS}"
-        )
+        raise InvalidPartitionsError(f"partition count {count} is outside 1..{MAX_PARTITIONS}")
 
 
 def validate_new_topic(
@@ -108,9 +106,12 @@ class LogManager:
     """Owns every topic and partition log under one data directory."""
 
     def __init__(
-        self, data_dir: Path, num_partitions_default: int, defaults: Mapping[str, str],
+        self,
+        data_dir: Path,
+        num_partitions_default: int,
+        defaults: Mapping[str, str],
         max_partitions: int | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.data_dir = data_dir
         # Partitions in all topics together (max.broker.partitions); None: no limit.
         self.max_partitions = max_partitions
@@ -178,8 +179,12 @@ class LogManager:
             if (topic is None or int(match[2]) >= len(topic.partitions)) and _holds_only_log_files(
                 entry
             ):
-                self._set_aside(entry, "no topic metadata" if topic is None else
-                                f"topic {topic.name!r} has {len(topic.partitions)} partitions")
+                self._set_aside(
+                    entry,
+                    "no topic metadata"
+                    if topic is None
+                    else f"topic {topic.name!r} has {len(topic.partitions)} partitions",
+                )
 
     def _set_aside(self, directory: Path, why: str) -> None:
         stray = self.data_dir / STRAY_DIR
@@ -189,8 +194,13 @@ class LogManager:
         while target.exists():
             target, suffix = stray / f"{directory.name}.{suffix}", suffix + 1
         size = sum(f.stat().st_size for f in directory.iterdir() if f.is_file())
-        log.error("partition directory %s (%d bytes) belongs to no topic (%s); moved to %s",
-                  directory, size, why, target)
+        log.error(
+            "partition directory %s (%d bytes) belongs to no topic (%s); moved to %s",
+            directory,
+            size,
+            why,
+            target,
+        )
         directory.replace(target)
         fsync_dir(self.data_dir)
 
@@ -226,7 +236,10 @@ class LogManager:
         return topic
 
     def create_topic(
-        self, name: str, num_partitions: int | None = None, overrides: Mapping[str, str] | None = None
+        self,
+        name: str,
+        num_partitions: int | None = None,
+        overrides: Mapping[str, str] | None = None,
     ) -> Topic:
         """Create a topic with ``num_partitions`` (None or -1: the broker default).
 
@@ -332,8 +345,12 @@ class LogManager:
                 continue  # its topic was deleted meanwhile
         return removed
 
-    def run_compaction(self, now_ms: int, clean_up_to: CleanUpTo | None = None,
-                       aborted_index: AbortedIndexOf | None = None) -> int:
+    def run_compaction(
+        self,
+        now_ms: int,
+        clean_up_to: CleanUpTo | None = None,
+        aborted_index: AbortedIndexOf | None = None,
+    ) -> int:
         """Clean the compacted logs that are due (see ``_cleaner``), none beyond
         ``clean_up_to(log)`` (the partition's last stable offset, where the caller keeps
         track of transactions), releasing aborted transactions from

@@ -97,8 +97,14 @@ class MarkerRules:
     decides); ``aborted``: the log's aborted-transaction index, if the pass has it.
     """
 
-    def __init__(self, txns: TxnScan, now_ms: int, delete_retention_ms: int,
-                 replay_points: list[int], aborted: AbortedIndex | None) -> None:
+    def __init__(
+        self,
+        txns: TxnScan,
+        now_ms: int,
+        delete_retention_ms: int,
+        replay_points: list[int],
+        aborted: AbortedIndex | None,
+    ) -> None:
         self._txns = txns
         self._now_ms = now_ms
         self._retention_ms = delete_retention_ms
@@ -116,8 +122,9 @@ class MarkerRules:
             key = (txn.producer_id, txn.first_offset)
             self._removed[key] = self._removed.get(key, 0) + 1
 
-    def decide(self, chunk: bytes, header: _records.BatchHeader, whole: memoryview,
-               last: bool) -> bytes | memoryview | None:
+    def decide(
+        self, chunk: bytes, header: _records.BatchHeader, whole: memoryview, last: bool
+    ) -> bytes | memoryview | None:
         """The marker as this pass leaves it: whole, stamped, or None (removed)."""
         txn = self._txns.marker(header.base_offset)
         if last or txn is None:

@@ -41,9 +41,16 @@ class Rewrite:
     ``latest`` maps each key to its last offset below ``end`` (the key map).
     """
 
-    def __init__(self, latest: dict[bytes, int], end: int, txns: TxnScan,
-                 checkpoint: CleanerCheckpoint, now_ms: int, config: TopicConfig,
-                 markers: MarkerRules) -> None:
+    def __init__(
+        self,
+        latest: dict[bytes, int],
+        end: int,
+        txns: TxnScan,
+        checkpoint: CleanerCheckpoint,
+        now_ms: int,
+        config: TopicConfig,
+        markers: MarkerRules,
+    ) -> None:
         self._latest = latest
         self._end = end
         self._txns = txns
@@ -83,8 +90,10 @@ class Rewrite:
         return kept
 
     def _decide(self, offset: int, key: bytes | None, has_value: bool) -> bool:
-        keep = key is not None and self._latest.get(key, -1) <= offset and (
-            has_value or _tombstone_kept(self._checkpoint, offset, self._now_ms, self._config)
+        keep = (
+            key is not None
+            and self._latest.get(key, -1) <= offset
+            and (has_value or _tombstone_kept(self._checkpoint, offset, self._now_ms, self._config))
         )
         self._dropped += not keep
         return keep
@@ -140,9 +149,11 @@ def write_group(
                 position = cleaned.size
                 cleaned.write(kept)
                 cleaned.track(
-                    header.base_offset, position, len(kept),
+                    header.base_offset,
+                    position,
+                    len(kept),
                     _records.read_header(kept, 0).max_timestamp,
-                )  # fmt: skip
+                )
                 cleaned.next_offset = header.last_offset + 1
                 step("writing")
         cleaned.seal()
@@ -153,5 +164,3 @@ def write_group(
         raise
     step("cleaned")
     return cleaned
-
-

@@ -108,15 +108,29 @@ class LogSegment:
 
     def mark(self) -> tuple[int, ...]:
         """What ``rollback`` restores: the segment as it is before an append."""
-        return (self.size, self.next_offset, self.max_timestamp, self._max_timestamp_offset,
-                self._bytes_since_index, len(self.offset_index), len(self.time_index))
+        return (
+            self.size,
+            self.next_offset,
+            self.max_timestamp,
+            self._max_timestamp_offset,
+            self._bytes_since_index,
+            len(self.offset_index),
+            len(self.time_index),
+        )
 
     def rollback(self, mark: tuple[int, ...]) -> None:
         """Forget everything appended since ``mark`` was taken, in memory first (so the
         bytes are unreadable and the next append overwrites them even if the files
         cannot be cut), then in the files."""
-        (self.size, self.next_offset, self.max_timestamp, self._max_timestamp_offset,
-         self._bytes_since_index, offset_entries, time_entries) = mark
+        (
+            self.size,
+            self.next_offset,
+            self.max_timestamp,
+            self._max_timestamp_offset,
+            self._bytes_since_index,
+            offset_entries,
+            time_entries,
+        ) = mark
         # Each step on its own: a file that cannot be cut must not stop the others.
         with contextlib.suppress(OSError):
             self.offset_index.discard_after(offset_entries)
@@ -230,8 +244,10 @@ class LogSegment:
         start = index.positions[-1] if len(index) else 0
         end = start
         for header in self.walk(start):
-            if header.position == start and start and (
-                header.base_offset != self.base_offset + index.offsets[-1]
+            if (
+                header.position == start
+                and start
+                and (header.base_offset != self.base_offset + index.offsets[-1])
             ):
                 return False  # the entry does not point at the batch it names
             if header.position - start > self._index_interval:
@@ -282,8 +298,12 @@ class LogSegment:
                     break  # offsets went backwards: not data this log wrote here
                 if self.roll_base_ms is None and header.max_timestamp >= 0:
                     self.roll_base_ms = header.max_timestamp
-                self.track(header.base_offset, position + header.position, header.size,
-                           header.max_timestamp)  # fmt: skip
+                self.track(
+                    header.base_offset,
+                    position + header.position,
+                    header.size,
+                    header.max_timestamp,
+                )
                 self.next_offset = header.last_offset + 1
                 good_end = header.position + header.size
             position += good_end
@@ -295,9 +315,7 @@ class LogSegment:
                 break
             # A batch straddles the chunk's end: read again from its start, big enough.
             tail = chunk[good_end:]
-            needed = (
-                _records.read_header(tail, 0).size if len(tail) >= _records.HEADER_SIZE else 0
-            )
+            needed = _records.read_header(tail, 0).size if len(tail) >= _records.HEADER_SIZE else 0
             want = max(_RECOVERY_CHUNK, needed)
         self.size = position
         if position < file_size:
@@ -369,4 +387,3 @@ def _with_suffix(path: Path, old_suffix: str, new_suffix: str) -> Path:
 def remove_segment_files(directory: Path, base_offset: int) -> None:
     for suffix in (".log", ".index", ".timeindex"):
         (directory / f"{segment_name(base_offset)}{suffix}").unlink(missing_ok=True)
-

@@ -84,7 +84,8 @@ class GroupSyncer:
                     if self._executor is None:
                         self._executor = ThreadPoolExecutor(self._max_workers, "fsync")
                     await asyncio.get_running_loop().run_in_executor(
-                        self._executor, self._timed_sync, log)
+                        self._executor, self._timed_sync, log
+                    )
                 self.fsyncs += 1
             except StorageError as exc:
                 error = exc

@@ -95,8 +95,7 @@ class TxnScan:
                 producer.txns.append(txn)
             txn.data_batches += 1
 
-    def _end(self, producer: _Producer, chunk: bytes, header: _records.BatchHeader
-             ) -> Txn | None:
+    def _end(self, producer: _Producer, chunk: bytes, header: _records.BatchHeader) -> Txn | None:
         txn, producer.current = producer.current, None
         if txn is None:  # a marker whose data is gone (compacted, or below the log start)
             txn = Txn(header.producer_id, header.base_offset)
@@ -118,8 +117,9 @@ class TxnScan:
 
     @property
     def first_undecided(self) -> int | None:
-        open_firsts = [p.current.first_offset for p in self._producers.values()
-                       if p.current is not None]
+        open_firsts = [
+            p.current.first_offset for p in self._producers.values() if p.current is not None
+        ]
         return min(open_firsts) if open_firsts else None
 
     @property

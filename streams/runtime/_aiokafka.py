@@ -116,7 +116,10 @@ class AiokafkaGroupConsumer:
         await self._consumer.stop()
 
     def subscribe(
-        self, topics: Collection[str], on_revoked: PartitionsListener, on_assigned: PartitionsListener
+        self,
+        topics: Collection[str],
+        on_revoked: PartitionsListener,
+        on_assigned: PartitionsListener,
     ) -> None:
         self._topics = frozenset(topics)
         reported_by_the_runtime(self._topics)
@@ -169,11 +172,16 @@ class AiokafkaGroupConsumer:
         if self._tuples:
             # Tuples already, built by the fetcher (_fastfetch.py); the check is per batch.
             return {
-                (tp.topic, tp.partition): records if type(records[0]) is tuple else list(map(as_tuple, records))
+                (tp.topic, tp.partition): records
+                if type(records[0]) is tuple
+                else list(map(as_tuple, records))
                 for tp, records in fetched.items()
                 if records
             }
-        return {(tp.topic, tp.partition): list(map(as_tuple, records)) for tp, records in fetched.items()}
+        return {
+            (tp.topic, tp.partition): list(map(as_tuple, records))
+            for tp, records in fetched.items()
+        }
 
     def pause(self, partitions: Collection[TopicPartition]) -> None:
         self._consumer.pause(*(AioTP(t, p) for t, p in partitions))
@@ -241,7 +249,9 @@ class AiokafkaGroupConsumer:
                 else:
                     await consumer.seek_to_end(tp)
         except (IllegalStateError, AssertionError) as error:
-            raise ClientError(f"rewinding to committed offsets: {error!r}", retriable=True) from error
+            raise ClientError(
+                f"rewinding to committed offsets: {error!r}", retriable=True
+            ) from error
         except KafkaError as error:
             raise translate(error, "rewinding to committed offsets") from error
 
@@ -307,7 +317,9 @@ class AiokafkaChangelogReader:
         except (IllegalStateError, KafkaError):
             return None
 
-    async def end_offsets(self, partitions: Collection[TopicPartition]) -> dict[TopicPartition, int]:
+    async def end_offsets(
+        self, partitions: Collection[TopicPartition]
+    ) -> dict[TopicPartition, int]:
         if not partitions:
             return {}
         try:
@@ -363,8 +375,12 @@ def _fill(batch: Any, records: list[ProducedRecord], start: int) -> int:
     if builder is None or getattr(batch, "_relative_offset", None) != 0:
         end = start
         for _t, key, value, ts, headers, _p in islice(records, start, None):
-            appended = batch.append(timestamp=ts if ts >= 0 else None, key=key, value=value,
-                                    headers=list(headers) if headers else _NO_HEADERS)
+            appended = batch.append(
+                timestamp=ts if ts >= 0 else None,
+                key=key,
+                value=value,
+                headers=list(headers) if headers else _NO_HEADERS,
+            )
             if appended is None:
                 break
             end += 1
@@ -372,8 +388,16 @@ def _fill(batch: Any, records: list[ProducedRecord], start: int) -> int:
     append = builder.append
     offset = 0
     for _t, key, value, ts, headers, _p in islice(records, start, None):
-        if append(offset, ts if ts >= 0 else None, key, value,
-                  list(headers) if headers else _NO_HEADERS) is None:
+        if (
+            append(
+                offset,
+                ts if ts >= 0 else None,
+                key,
+                value,
+                list(headers) if headers else _NO_HEADERS,
+            )
+            is None
+        ):
             break
         offset += 1
     batch._relative_offset = offset
@@ -521,7 +545,9 @@ class AiokafkaRecordProducer:
                     end = _fill(batch, records, start)
                     batch.close()
                     if end == start:
-                        raise ClientError(f"a record for {topic}-{partition} does not fit in a batch")
+                        raise ClientError(
+                            f"a record for {topic}-{partition} does not fit in a batch"
+                        )
                     # Returns once the partition's previous batch is on its way.
                     delivery = await producer.send_batch(batch, topic, partition=partition)
                     self._deliveries.append((tp, records[start:end], delivery))
@@ -551,8 +577,10 @@ class AiokafkaRecordProducer:
 
 class AiokafkaAdmin:
     def __init__(self, settings: AppSettings) -> None:
-        self._admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap_servers,
-                                          **settings.client_security().aiokafka_options())
+        self._admin = AIOKafkaAdminClient(
+            bootstrap_servers=settings.bootstrap_servers,
+            **settings.client_security().aiokafka_options(),
+        )
         forbid_auto_create(self._admin)
         self._replication = settings.replication_factor
         self._topic_configs = settings.topic_configs
@@ -585,11 +613,15 @@ class AiokafkaAdmin:
         new = [
             # The App's own settings for a topic (cleanup.policy of a changelog) win over
             # the user's topic.-prefixed ones.
-            NewTopic(s.name, s.partitions, self._replication,
-                     # aiokafka refuses replication factor -1 (the broker's default)
-                     # unless an assignment is given; an empty one says "none".
-                     replica_assignments={} if self._replication == -1 else None,
-                     topic_configs={**self._topic_configs, **dict(s.config)})
+            NewTopic(
+                s.name,
+                s.partitions,
+                self._replication,
+                # aiokafka refuses replication factor -1 (the broker's default)
+                # unless an assignment is given; an empty one says "none".
+                replica_assignments={} if self._replication == -1 else None,
+                topic_configs={**self._topic_configs, **dict(s.config)},
+            )
             for s in specs
         ]
         try:

@@ -106,7 +106,9 @@ class AiokafkaTransactionalProducer(AiokafkaRecordProducer):
             ) from first.error
         return result
 
-    async def commit_transaction(self, offsets: Mapping[TopicPartition, int], group_id: str) -> None:
+    async def commit_transaction(
+        self, offsets: Mapping[TopicPartition, int], group_id: str
+    ) -> None:
         """Add ``offsets`` for ``group_id`` to the transaction and commit it."""
         if not offsets and not self.in_transaction:
             return

@@ -150,9 +150,12 @@ class App:
     ) -> None:
         # What this App was given, without the environment's part where it can tell:
         # ``headrace run`` layers the environment and its flags over it (``build_app``).
-        given = {k: v for k, v in {"application_id": application_id, **options}.items() if v is not None}
+        given = {
+            k: v for k, v in {"application_id": application_id, **options}.items() if v is not None
+        }
         self._given_settings: dict[str, Any] = (
-            given if settings is None
+            given
+            if settings is None
             else {**settings.model_dump(include=set(settings.model_fields_set)), **given}
         )
         self._settings_file = settings_file
@@ -160,7 +163,11 @@ class App:
             settings = AppSettings.load(settings_file, application_id=application_id, **options)
         elif options or application_id not in (None, settings.application_id):
             settings = settings.model_copy(
-                update={k: v for k, v in {"application_id": application_id, **options}.items() if v is not None}
+                update={
+                    k: v
+                    for k, v in {"application_id": application_id, **options}.items()
+                    if v is not None
+                }
             )
             settings = AppSettings.model_validate(settings.model_dump())
         if topology is None:
@@ -169,7 +176,9 @@ class App:
         self._topology_source = topology
         self._clients: ClientFactory = clients or AiokafkaClients(settings)
         self._serdes = (default_key_serde, default_value_serde)
-        self._lifecycle = Lifecycle(f"app {settings.application_id}", AppState.CREATED, APP_TRANSITIONS)
+        self._lifecycle = Lifecycle(
+            f"app {settings.application_id}", AppState.CREATED, APP_TRANSITIONS
+        )
         self.metrics = AppMetrics(settings.application_id)
         self._lock = asyncio.Lock()
         self._stop_requested: asyncio.Event | None = None
@@ -217,7 +226,9 @@ class App:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.remove_signal_handler(sig)
         if self._failure is not None:
-            raise AppStopped(f"{self.settings.application_id} stopped: {self._failure}") from self._failure
+            raise AppStopped(
+                f"{self.settings.application_id} stopped: {self._failure}"
+            ) from self._failure
 
     async def start(self) -> None:
         """Start up (module docstring) and return once the processing loop runs."""
@@ -249,8 +260,11 @@ class App:
         # Output topics are the user's: they must exist (the clients never auto-create
         # topics, _no_auto_create.py), and a missing one fails here, not at the first record.
         outputs = {topology.topic_name(t, app_id) for t in sinks} - internal
-        if "dead_letter" in (settings.deserialization_error_handler,
-                             settings.processing_error_handler, settings.production_error_handler):
+        if "dead_letter" in (
+            settings.deserialization_error_handler,
+            settings.processing_error_handler,
+            settings.production_error_handler,
+        ):
             outputs.add(settings.dead_letters)
         counts = await self._admin.partition_counts(external | globals_ | outputs | internal)
         missing = sorted(external - set(counts))
@@ -261,9 +275,13 @@ class App:
             raise SettingsError(f"global table topics do not exist: {', '.join(missing)}")
         missing = sorted(outputs - set(counts))
         if missing:
-            raise SettingsError(f"sink topics do not exist: {', '.join(missing)} (the application "
-                                "creates only its internal topics; create these first)")
-        wanted_internal = internal_topic_partitions(topology, app_id, {t: counts[t] for t in external})
+            raise SettingsError(
+                f"sink topics do not exist: {', '.join(missing)} (the application "
+                "creates only its internal topics; create these first)"
+            )
+        wanted_internal = internal_topic_partitions(
+            topology, app_id, {t: counts[t] for t in external}
+        )
         counts.update({t: n for t, n in wanted_internal.items() if t not in counts})
         layout = TaskLayout(sources, counts)
         layout.check()
@@ -275,7 +293,9 @@ class App:
         for sub, stores in logs.items():
             partitions = layout.partitions_of(sub) if sub in sources else 1
             for store, topic in stores.items():
-                topic_config = dict(getattr(topology.store_builder(store), "logging_config", {}) or {})
+                topic_config = dict(
+                    getattr(topology.store_builder(store), "logging_config", {}) or {}
+                )
                 topic_config.setdefault("cleanup.policy", "compact")
                 specs.append(TopicSpec(topic, partitions, topic_config))
                 counts.setdefault(topic, partitions)
@@ -307,21 +327,35 @@ class App:
             self._global_reader = self._clients.global_reader()
             await self._global_reader.start()
             self._globals = GlobalStores(
-                topology, config, settings.state_dir, self._global_reader, counts,
-                settings.max_poll_records, _now_ms(),
+                topology,
+                config,
+                settings.state_dir,
+                self._global_reader,
+                counts,
+                settings.max_poll_records,
+                _now_ms(),
             )
             await self._globals.bootstrap()
         self.tasks = TaskManager(
-            topology, config, settings.state_dir, sources, logs,
-            lambda topic: self._counts.get(topic, 1), _now_ms, settings.exactly_once,
+            topology,
+            config,
+            settings.state_dir,
+            sources,
+            logs,
+            lambda topic: self._counts.get(topic, 1),
+            _now_ms,
+            settings.exactly_once,
             global_stores=self._globals.stores if self._globals is not None else None,
             wake=lambda: self._async.wake(),
         )
         self.metrics.watch_stores(self._running_stores)
         stateful = {sub for sub, stores in logs.items() if stores and sub in sources}
         self.assignor = PartitionGroupAssignor(
-            sources, self.host, self._local_state,
-            stateful=stateful, standby_replicas=settings.num_standby_replicas,
+            sources,
+            self.host,
+            self._local_state,
+            stateful=stateful,
+            standby_replicas=settings.num_standby_replicas,
         )
         self._processing_errors = ErrorHandler(
             "processing", settings.processing_error_handler, settings.dead_letters, self.metrics
@@ -360,7 +394,12 @@ class App:
             self._producer, sink, production_errors, self.metrics, settings.snapshot_interval_ms
         )
         self._rewinder = Rewinder(
-            counted, settings, self._committer, self._consumer, self.tasks, self._restorer,
+            counted,
+            settings,
+            self._committer,
+            self._consumer,
+            self.tasks,
+            self._restorer,
             lambda: self._stop_requested is not None and self._stop_requested.is_set(),
         )
         self._consumer.subscribe(
@@ -434,8 +473,12 @@ class App:
         except Exception as error:
             self._failure = error
             # The runtime's own errors say what went wrong; a traceback is for the others.
-            log.error("%s failed: %s", settings.application_id, error,
-                      exc_info=None if isinstance(error, RuntimeFailure) else error)
+            log.error(
+                "%s failed: %s",
+                settings.application_id,
+                error,
+                exc_info=None if isinstance(error, RuntimeFailure) else error,
+            )
         finally:
             await self._shutdown()
 
@@ -493,8 +536,10 @@ class App:
             self.consumed += len(records)
             fed[task.id] = task
         out.extend(self._async.release(self.tasks.running()))
-        if fed and not self.settings.exactly_once and (
-            sum(map(len, batches.values())) < self.settings.max_poll_records
+        if (
+            fed
+            and not self.settings.exactly_once
+            and (sum(map(len, batches.values())) < self.settings.max_poll_records)
         ):
             for task in fed.values():
                 out.extend(task.forward_cached())
@@ -503,7 +548,11 @@ class App:
             await self._committer.send(out)
 
     def _replay(
-        self, task: RuntimeTask, tp: TopicPartition, records: list[ConsumedRecord], first: ProcessingError
+        self,
+        task: RuntimeTask,
+        tp: TopicPartition,
+        records: list[ConsumedRecord],
+        first: ProcessingError,
     ) -> list[ProducedRecord]:
         """A batch failed: drop its partial output and process it record by record,
         giving each failing record to the processing handler. Store writes the failed
@@ -590,8 +639,11 @@ class App:
                     self._consumer.resume(task.sources)
             await self._assign_standbys()
             self._count_tasks()
-        log.info("assignment: tasks %s%s", sorted(self.tasks.tasks),
-                 f", standbys {sorted(self._standbys.tasks)}" if self._standbys else "")
+        log.info(
+            "assignment: tasks %s%s",
+            sorted(self.tasks.tasks),
+            f", standbys {sorted(self._standbys.tasks)}" if self._standbys else "",
+        )
         if self.state is AppState.REBALANCING:
             self._lifecycle.move(AppState.RUNNING)
 
@@ -668,8 +720,11 @@ class App:
         if self.state is AppState.STOPPING and self._failure is not None:
             self._lifecycle.move(AppState.FAILED)
         self._lifecycle.move(AppState.STOPPED)
-        log.info("%s stopped%s", self.settings.application_id,
-                 f" after an error: {self._failure}" if self._failure else "")
+        log.info(
+            "%s stopped%s",
+            self.settings.application_id,
+            f" after an error: {self._failure}" if self._failure else "",
+        )
 
     async def _close_globals(self) -> None:
         """After the stream tasks, which read the global stores until they close."""
@@ -682,7 +737,14 @@ class App:
             log.error("closing the global stores failed: %s", error)
 
     async def _close_clients(self) -> None:
-        for name in ("_consumer", "_producer", "_reader", "_standby_reader", "_global_reader", "_admin"):
+        for name in (
+            "_consumer",
+            "_producer",
+            "_reader",
+            "_standby_reader",
+            "_global_reader",
+            "_admin",
+        ):
             client = getattr(self, name, None)
             if client is not None:
                 try:

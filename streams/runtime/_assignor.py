@@ -132,8 +132,12 @@ def assign_standbys(
             result[chosen].append(task)
             load[chosen] += 1
     if short:
-        log.warning("%d members cannot hold %d standby replicas of tasks %s",
-                    len(order), replicas, sorted(set(short), key=_task_key))
+        log.warning(
+            "%d members cannot hold %d standby replicas of tasks %s",
+            len(order),
+            replicas,
+            sorted(set(short), key=_task_key),
+        )
     for member in order:
         result[member].sort(key=_task_key)
     return result
@@ -182,7 +186,11 @@ class PartitionGroupAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
         self.view = AssignmentView()
 
     def metadata(self, topics: Iterable[str]) -> ConsumerProtocolMemberMetadata:
-        info = {"host": self.host, "owned": list(self.view.tasks), "local": dict(self._local_state())}
+        info = {
+            "host": self.host,
+            "owned": list(self.view.tasks),
+            "local": dict(self._local_state()),
+        }
         return ConsumerProtocolMemberMetadata(
             self.version, sorted(topics), json.dumps(info).encode()
         )
@@ -200,10 +208,17 @@ class PartitionGroupAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
         infos = {m: _decode(meta.user_data) for m, meta in members.items()}
         placed = assign_tasks(tasks, infos)
         stateful = [t for t in tasks if _task_key(t)[0] in self._stateful]
-        standbys = assign_standbys(stateful, placed, infos, self._replicas) if self._replicas else {}
+        standbys = (
+            assign_standbys(stateful, placed, infos, self._replicas) if self._replicas else {}
+        )
         hosts = {task: infos[m].host for m, owned in placed.items() for task in owned}
-        log.info("assigned %d tasks to %d members: %s%s", len(tasks), len(members), placed,
-                 f"; standbys {standbys}" if standbys else "")
+        log.info(
+            "assigned %d tasks to %d members: %s%s",
+            len(tasks),
+            len(members),
+            placed,
+            f"; standbys {standbys}" if standbys else "",
+        )
         out = {}
         for member, owned in placed.items():
             by_topic: dict[str, list[int]] = {}
@@ -224,7 +239,9 @@ class PartitionGroupAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
         except ValueError:
             data = {}
         self.view = AssignmentView(
-            tuple(data.get("tasks", ())), dict(data.get("hosts", {})), self.view.generation + 1,
+            tuple(data.get("tasks", ())),
+            dict(data.get("hosts", {})),
+            self.view.generation + 1,
             tuple(data.get("standby", ())),
         )
 
@@ -238,7 +255,8 @@ def _decode(user_data: Any) -> MemberInfo:
         if not isinstance(local, dict):
             local = dict.fromkeys(local, 0)
         return MemberInfo(
-            str(data.get("host", "")), tuple(data.get("owned", ())),
+            str(data.get("host", "")),
+            tuple(data.get("owned", ())),
             {str(t): int(o) for t, o in local.items()},
         )
     except (ValueError, AttributeError, TypeError):

@@ -54,7 +54,10 @@ class GroupConsumer(Protocol):
     async def stop(self) -> None: ...
 
     def subscribe(
-        self, topics: Collection[str], on_revoked: PartitionsListener, on_assigned: PartitionsListener
+        self,
+        topics: Collection[str],
+        on_revoked: PartitionsListener,
+        on_assigned: PartitionsListener,
     ) -> None: ...
 
     async def poll(
@@ -99,7 +102,9 @@ class _AssignedReader(Protocol):
     async def seek(self, partition: TopicPartition, offset: int | None) -> None:
         """Position at ``offset``, or at the beginning when it is ``None``."""
 
-    async def end_offsets(self, partitions: Collection[TopicPartition]) -> dict[TopicPartition, int]: ...
+    async def end_offsets(
+        self, partitions: Collection[TopicPartition]
+    ) -> dict[TopicPartition, int]: ...
 
     async def position(self, partition: TopicPartition) -> int | None:
         """The next offset to fetch, past transaction markers and aborted records."""
@@ -142,7 +147,9 @@ class TransactionalProducer(RecordProducer, Protocol):
     @property
     def in_transaction(self) -> bool: ...
 
-    async def commit_transaction(self, offsets: Mapping[TopicPartition, int], group_id: str) -> None: ...
+    async def commit_transaction(
+        self, offsets: Mapping[TopicPartition, int], group_id: str
+    ) -> None: ...
 
     async def abort_transaction(self) -> None: ...
 

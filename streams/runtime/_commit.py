@@ -137,7 +137,9 @@ class TransactionSink:
 
     transactional = True
 
-    def __init__(self, producer: TransactionalProducer, consumer: GroupConsumer, group_id: str) -> None:
+    def __init__(
+        self, producer: TransactionalProducer, consumer: GroupConsumer, group_id: str
+    ) -> None:
         self.producer = producer
         self._consumer = consumer
         self._group_id = group_id
@@ -186,7 +188,9 @@ class Committer:
         if isinstance(self._offsets, TransactionSink):
             self._offsets.producer = producer
 
-    async def send(self, records: Sequence[tuple[str, bytes | None, bytes | None, int, object, int | None]]) -> None:
+    async def send(
+        self, records: Sequence[tuple[str, bytes | None, bytes | None, int, object, int | None]]
+    ) -> None:
         if records:
             await self._producer.send(records)  # type: ignore[arg-type]
 
@@ -252,7 +256,9 @@ class Committer:
                 if not error.retriable or transactional:
                     raise
                 # A rebalance is under way; the new owner replays from the last commit.
-                log.warning("offset commit failed (%s); input since the last commit will be replayed", error)
+                log.warning(
+                    "offset commit failed (%s); input since the last commit will be replayed", error
+                )
                 return
             for task in tasks:
                 task.committed.update(task.offsets_to_commit())
@@ -264,8 +270,11 @@ class Committer:
                 task.write_checkpoint()
                 continue
             task.dirty = False
-            if (task.snapshots is not None and task.changelogs
-                    and now - task.last_snapshot >= self._snapshot_interval):
+            if (
+                task.snapshots is not None
+                and task.changelogs
+                and now - task.last_snapshot >= self._snapshot_interval
+            ):
                 task.snapshots.take(task.executor.stores, task.changelog_offsets)
                 task.last_snapshot = now
         self._metrics.commits.inc()
@@ -283,7 +292,9 @@ class Committer:
                     topic=failure.topic,
                     partition=failure.partition,
                 ) from failure.error
-            letters = handler.produced(failure.topic, failure.partition, failure.records, failure.error)
+            letters = handler.produced(
+                failure.topic, failure.partition, failure.records, failure.error
+            )
             if letters:
                 await self._producer.send(letters)
                 again = await self._producer.flush()

@@ -93,7 +93,9 @@ class CountingTransactionalProducer(CountingProducer):
     def in_transaction(self) -> bool:
         return self.inner.in_transaction
 
-    async def commit_transaction(self, offsets: Mapping[TopicPartition, int], group_id: str) -> None:
+    async def commit_transaction(
+        self, offsets: Mapping[TopicPartition, int], group_id: str
+    ) -> None:
         await self.inner.commit_transaction(offsets, group_id)
         committed, self._acknowledged = self._acknowledged, Counter()
         self._metrics.produced(committed)

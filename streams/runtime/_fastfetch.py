@@ -50,8 +50,15 @@ def as_tuple(record: Any) -> ConsumedRecord:
     """A fetched record as a tuple, whichever form aiokafka handed over."""
     if type(record) is tuple:
         return record
-    return (record.topic, record.partition, record.offset, record.timestamp, record.key,
-            record.value, record.headers)
+    return (
+        record.topic,
+        record.partition,
+        record.offset,
+        record.timestamp,
+        record.key,
+        record.value,
+        record.headers,
+    )
 
 
 _installed = False
@@ -87,8 +94,10 @@ def install() -> bool:
             return self if iterator is None else iterator
 
         def _unpack_records(self) -> Iterator[Any]:
-            if (self._key_deserializer is not AS_TUPLES
-                    or self._isolation_level != _READ_UNCOMMITTED):
+            if (
+                self._key_deserializer is not AS_TUPLES
+                or self._isolation_level != _READ_UNCOMMITTED
+            ):
                 return super()._unpack_records()  # type: ignore[no-any-return]
             self._tuple_mode = True
             self._pending = []
@@ -141,11 +150,16 @@ def install() -> bool:
                     continue
                 position = self.next_fetch_offset
                 if getattr(batch, "base_offset", -1) >= position:
-                    tuples = [(topic, partition, r.offset, r.timestamp, r.key, r.value, r.headers or ())
-                              for r in batch]
+                    tuples = [
+                        (topic, partition, r.offset, r.timestamp, r.key, r.value, r.headers or ())
+                        for r in batch
+                    ]
                 else:
-                    tuples = [(topic, partition, r.offset, r.timestamp, r.key, r.value, r.headers or ())
-                              for r in batch if r.offset >= position]
+                    tuples = [
+                        (topic, partition, r.offset, r.timestamp, r.key, r.value, r.headers or ())
+                        for r in batch
+                        if r.offset >= position
+                    ]
                 if not tuples:
                     self.next_fetch_offset = batch.next_offset
                     continue

@@ -133,7 +133,12 @@ class GlobalStores:
         if not checkpointed and self.directory.exists():
             shutil.rmtree(self.directory)
         executor = self.executor = TaskExecutor(
-            self._topology, GLOBAL, 0, self._config, state_dir=self._root, wall_clock_ms=self._clock_ms
+            self._topology,
+            GLOBAL,
+            0,
+            self._config,
+            state_dir=self._root,
+            wall_clock_ms=self._clock_ms,
         )
         executor.init()
         if not all(getattr(s, "persistent", True) for s in executor.stores.values()):

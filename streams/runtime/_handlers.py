@@ -114,7 +114,9 @@ def error_headers(error: BaseException, topic: str, partition: int, offset: int)
 class ErrorHandler:
     """One configured action for one kind of error (``processing`` or ``production``)."""
 
-    def __init__(self, kind: str, action: ErrorAction, dead_letters: str, metrics: AppMetrics) -> None:
+    def __init__(
+        self, kind: str, action: ErrorAction, dead_letters: str, metrics: AppMetrics
+    ) -> None:
         self.kind = kind
         self.action = action
         self.dead_letters = dead_letters
@@ -135,11 +137,17 @@ class ErrorHandler:
         if self.action == "dead_letter":
             if first:
                 self._metrics.records_dead_lettered.labels(topic, self.kind).inc()
-            log.warning("%s error at %s: %r; sent to %s", self.kind, where, error, self.dead_letters)
+            log.warning(
+                "%s error at %s: %r; sent to %s", self.kind, where, error, self.dead_letters
+            )
             return [
                 (
-                    self.dead_letters, key, value, timestamp,
-                    (*headers, *error_headers(error, topic, partition, offset)), None,
+                    self.dead_letters,
+                    key,
+                    value,
+                    timestamp,
+                    (*headers, *error_headers(error, topic, partition, offset)),
+                    None,
                 )
             ]
         if first:
@@ -156,15 +164,25 @@ class ErrorHandler:
             self._metrics.records_dead_lettered.labels(topic, self.kind).inc(len(records))
             log.warning(
                 "%d records for %s-%d failed: %r; sent to %s",
-                len(records), topic, partition, error, self.dead_letters,
+                len(records),
+                topic,
+                partition,
+                error,
+                self.dead_letters,
             )
             return [
                 (
-                    self.dead_letters, key, value, ts,
-                    (*headers, *error_headers(error, topic, partition, -1)), None,
+                    self.dead_letters,
+                    key,
+                    value,
+                    ts,
+                    (*headers, *error_headers(error, topic, partition, -1)),
+                    None,
                 )
                 for _t, key, value, ts, headers, _p in records
             ]
         self._metrics.records_skipped.labels(topic, self.kind).inc(len(records))
-        log.warning("%d records for %s-%d failed: %r; dropped", len(records), topic, partition, error)
+        log.warning(
+            "%d records for %s-%d failed: %r; dropped", len(records), topic, partition, error
+        )
         return []

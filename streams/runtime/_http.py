@@ -40,6 +40,7 @@ Response = tuple[int, str, bytes]  # status, content type, body
 Params = dict[str, str]
 Route = Callable[[list[str], Params], Awaitable[Response]]
 
+
 def json_response(status: int, body: Any) -> Response:
     return status, "application/json", json.dumps(body, default=str).encode()
 

@@ -39,7 +39,8 @@ def configure_logging(fmt: str, level: str) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler._headrace = True  # type: ignore[attr-defined]
     handler.setFormatter(
-        JsonFormatter() if fmt == "json"
+        JsonFormatter()
+        if fmt == "json"
         else logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
     )
     logger.addHandler(handler)

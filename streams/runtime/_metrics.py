@@ -113,13 +113,21 @@ class _StoreStats:
     def _families() -> tuple[CounterMetricFamily, SummaryMetricFamily, GaugeMetricFamily]:
         labels = ["task", "store", "operation"]
         return (
-            CounterMetricFamily("headrace_streams_store_operations",
-                                "Store operations, by task, store and operation", labels=labels),
-            SummaryMetricFamily("headrace_streams_store_operation_seconds",
-                                "Time of the store operations that were timed (gets and puts "
-                                "are sampled)", labels=labels),
-            GaugeMetricFamily("headrace_streams_store_keys",
-                              "Estimated keys in a key-value store", labels=["task", "store"]),
+            CounterMetricFamily(
+                "headrace_streams_store_operations",
+                "Store operations, by task, store and operation",
+                labels=labels,
+            ),
+            SummaryMetricFamily(
+                "headrace_streams_store_operation_seconds",
+                "Time of the store operations that were timed (gets and puts are sampled)",
+                labels=labels,
+            ),
+            GaugeMetricFamily(
+                "headrace_streams_store_keys",
+                "Estimated keys in a key-value store",
+                labels=["task", "store"],
+            ),
         )
 
 
@@ -135,17 +143,20 @@ class AppMetrics:
             "headrace_streams_records_produced",
             "Records the broker acknowledged (exactly-once: committed), by topic and kind "
             "(sink, repartition, changelog, dead_letter)",
-            ["topic", "kind"], registry=reg,
+            ["topic", "kind"],
+            registry=reg,
         )
         self.records_dead_lettered = Counter(
             "headrace_streams_records_dead_lettered",
             "Records sent to the dead-letter topic, by source or destination topic and reason",
-            ["topic", "reason"], registry=reg,
+            ["topic", "reason"],
+            registry=reg,
         )
         self.records_skipped = Counter(
             "headrace_streams_records_skipped",
             "Records dropped on purpose by an error handler, by topic and reason",
-            ["topic", "reason"], registry=reg,
+            ["topic", "reason"],
+            registry=reg,
         )
         self._late = _LateRecords()
         reg.register(self._late)
@@ -154,40 +165,55 @@ class AppMetrics:
         # The sum of records_produced_total, for the instance's status.
         self.produced_total = 0
         self.consumer_lag = Gauge(
-            "headrace_streams_consumer_lag", "Records behind the end of a source partition",
-            ["topic", "partition"], registry=reg,
+            "headrace_streams_consumer_lag",
+            "Records behind the end of a source partition",
+            ["topic", "partition"],
+            registry=reg,
         )
         self.commit_latency = Histogram(
-            "headrace_streams_commit_latency_seconds", "Time of one full commit",
-            buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5), registry=reg,
+            "headrace_streams_commit_latency_seconds",
+            "Time of one full commit",
+            buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
+            registry=reg,
         )
         self.commits = Counter("headrace_streams_commits", "Completed commits", registry=reg)
         self.restored_records = Counter(
-            "headrace_streams_restored_records", "Changelog records restored", ["task", "store"],
+            "headrace_streams_restored_records",
+            "Changelog records restored",
+            ["task", "store"],
             registry=reg,
         )
         self.restore_remaining = Gauge(
-            "headrace_streams_restore_remaining_records", "Changelog records left to restore",
-            ["task", "store"], registry=reg,
+            "headrace_streams_restore_remaining_records",
+            "Changelog records left to restore",
+            ["task", "store"],
+            registry=reg,
         )
         self.standby_records = Counter(
-            "headrace_streams_standby_records", "Changelog records applied to standby replicas",
-            ["task", "store"], registry=reg,
+            "headrace_streams_standby_records",
+            "Changelog records applied to standby replicas",
+            ["task", "store"],
+            registry=reg,
         )
         self.errors = Counter(
-            "headrace_streams_errors", "Records that met an error, by kind and action taken",
-            ["kind", "action"], registry=reg,
+            "headrace_streams_errors",
+            "Records that met an error, by kind and action taken",
+            ["kind", "action"],
+            registry=reg,
         )
         self.tasks = Gauge("headrace_streams_tasks", "Tasks by state", ["state"], registry=reg)
         self.process_latency = Histogram(
             "headrace_streams_process_latency_seconds",
-            "Time a task took over one polled batch of a partition", ["task"],
-            buckets=(0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1), registry=reg,
+            "Time a task took over one polled batch of a partition",
+            ["task"],
+            buckets=(0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1),
+            registry=reg,
         )
         self.punctuation_latency = Histogram(
             "headrace_streams_punctuation_latency_seconds",
             "Time of one round of wall-clock punctuations that ran something",
-            buckets=(0.0001, 0.001, 0.01, 0.1, 1), registry=reg,
+            buckets=(0.0001, 0.001, 0.01, 0.1, 1),
+            registry=reg,
         )
         self.rebalances = Counter(
             "headrace_streams_rebalances", "Assignments this instance received", registry=reg

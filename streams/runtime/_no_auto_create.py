@@ -49,8 +49,10 @@ class _ReportedByTheRuntime(logging.Filter):
         if record.msg == _NOT_FOUND and len(args) == 1:
             return args[0] not in self.topics
         if record.msg == _COMMIT_FAILED and len(args) == 4:
-            return not (args[3] == "UnknownTopicOrPartitionError"
-                        and getattr(args[1], "topic", None) in self.topics)
+            return not (
+                args[3] == "UnknownTopicOrPartitionError"
+                and getattr(args[1], "topic", None) in self.topics
+            )
         return True
 
 
@@ -65,7 +67,10 @@ def reported_by_the_runtime(topics: set[str] | frozenset[str]) -> None:
 
 
 def _without_auto_create(request: Any) -> Any:
-    if type(request) is MetadataRequest and getattr(request, "_allow_auto_topic_creation", False) is None:
+    if (
+        type(request) is MetadataRequest
+        and getattr(request, "_allow_auto_topic_creation", False) is None
+    ):
         return MetadataRequest(request._topics, allow_auto_topic_creation=False)
     return request
 
@@ -89,8 +94,11 @@ def forbid_auto_create(kafka: Any) -> bool:
     client: Any = getattr(kafka, "_client", None) or getattr(kafka, "client", None)
     get_conn = getattr(client, "_get_conn", None)
     probe = MetadataRequest(["t"])
-    if get_conn is None or getattr(probe, "_allow_auto_topic_creation", False) is not None \
-            or not hasattr(probe, "_topics"):
+    if (
+        get_conn is None
+        or getattr(probe, "_allow_auto_topic_creation", False) is not None
+        or not hasattr(probe, "_topics")
+    ):
         log.warning("aiokafka changed: this client's metadata requests may create topics")
         return False
     if getattr(client, _MARK, False):

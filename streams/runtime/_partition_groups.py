@@ -121,5 +121,7 @@ def internal_topic_partitions(
                 beside[t] = max(beside.get(t, 0), *counts)
     return {
         name: declared or beside.get(name, widest)
-        for name, declared in ((f"{application_id}-{n}", d) for n, d in topology.internal_topics.items())
+        for name, declared in (
+            (f"{application_id}-{n}", d) for n, d in topology.internal_topics.items()
+        )
     }

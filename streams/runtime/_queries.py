@@ -64,8 +64,12 @@ class StoreQueries:
         self._app = app
 
     def routes(self) -> dict[str, Route]:
-        return {"health": self.health, "metrics": self.metrics, "stores": self.stores,
-                "topology": self.topology}
+        return {
+            "health": self.health,
+            "metrics": self.metrics,
+            "stores": self.stores,
+            "topology": self.topology,
+        }
 
     async def health(self, _segments: list[str], _params: Params) -> Response:
         status = self._app.status()
@@ -105,8 +109,11 @@ class StoreQueries:
         sub, kind = self._locate(store_name, where)
         windowed = kind is not StoreKind.KEY_VALUE
         try:
-            check_names(params, _WINDOWED_PARAMS if windowed else (),
-                        f"a key of {kind.value} store {store_name!r}")
+            check_names(
+                params,
+                _WINDOWED_PARAMS if windowed else (),
+                f"a key of {kind.value} store {store_name!r}",
+            )
             bounds = parse_time_bounds(params) if windowed else None
             limit = parse_limit(params)
         except BadQuery as error:
@@ -126,10 +133,18 @@ class StoreQueries:
             return self._lookup(store, store_name, key, typed_key, {"task": task_id})
         items, truncated = key_windows(store, kind, typed_key, bounds, limit)
         listing = "windows" if kind is StoreKind.WINDOW else "sessions"
-        return json_response(200, {
-            **where, "kind": kind.value, "task": task_id, "host": self._app.host,
-            listing: items, "limit": limit, "truncated": truncated,
-        })
+        return json_response(
+            200,
+            {
+                **where,
+                "kind": kind.value,
+                "task": task_id,
+                "host": self._app.host,
+                listing: items,
+                "limit": limit,
+                "truncated": truncated,
+            },
+        )
 
     def _lookup(
         self, store: Any, name: str, key: str, typed_key: Any, where: dict[str, Any]
@@ -140,8 +155,13 @@ class StoreQueries:
         if getter is None:
             raise BadQuery(f"store {name!r} has no point lookups", store=name, key=key)
         value = getter(typed_key)
-        body = {"store": name, "key": key, **where, "host": self._app.host,
-                "value": jsonable(value)}
+        body = {
+            "store": name,
+            "key": key,
+            **where,
+            "host": self._app.host,
+            "value": jsonable(value),
+        }
         return json_response(200 if value is not None else 404, body)
 
     # -- a range of keys ----------------------------------------------------------------
@@ -151,8 +171,11 @@ class StoreQueries:
         sub, kind = self._locate(store_name, where)
         windowed = kind is not StoreKind.KEY_VALUE
         try:
-            check_names(params, _RANGE_PARAMS + (_WINDOWED_PARAMS if windowed else ()),
-                        f"a range of {kind.value} store {store_name!r}")
+            check_names(
+                params,
+                _RANGE_PARAMS + (_WINDOWED_PARAMS if windowed else ()),
+                f"a range of {kind.value} store {store_name!r}",
+            )
             bounds = parse_time_bounds(params) if windowed else None
             limit = parse_limit(params)
         except BadQuery as error:
@@ -163,11 +186,21 @@ class StoreQueries:
             raise BadQuery("'from_key' sorts after 'to_key' in the store's key order", **where)
         if sub is None:
             store = self._global_store(store_name, where)
-            entries, truncated = merge([key_range(store, kind, key_from, key_to, bounds, limit)], limit)
-            return json_response(200, {
-                **where, "kind": kind.value, "global": True, "host": self._app.host,
-                "entries": entries, "limit": limit, "truncated": truncated,
-            })
+            entries, truncated = merge(
+                [key_range(store, kind, key_from, key_to, bounds, limit)], limit
+            )
+            return json_response(
+                200,
+                {
+                    **where,
+                    "kind": kind.value,
+                    "global": True,
+                    "host": self._app.host,
+                    "entries": entries,
+                    "limit": limit,
+                    "truncated": truncated,
+                },
+            )
         answered: list[str] = []
         unanswered: dict[str, str | None] = {}
         parts = []
@@ -181,10 +214,19 @@ class StoreQueries:
             else:
                 unanswered[task_id] = self._app.assignor.view.hosts.get(task_id)
         entries, truncated = merge(parts, limit)
-        return json_response(200, {
-            **where, "kind": kind.value, "host": self._app.host, "entries": entries,
-            "limit": limit, "truncated": truncated, "tasks": answered, "unanswered": unanswered,
-        })
+        return json_response(
+            200,
+            {
+                **where,
+                "kind": kind.value,
+                "host": self._app.host,
+                "entries": entries,
+                "limit": limit,
+                "truncated": truncated,
+                "tasks": answered,
+                "unanswered": unanswered,
+            },
+        )
 
     def _bound(
         self, store_name: str, params: Params, name: str, where: dict[str, Any]
@@ -196,7 +238,9 @@ class StoreQueries:
 
     # -- where a store and its keys live ------------------------------------------------
 
-    def _locate(self, store_name: str, where: dict[str, Any]) -> tuple[Subtopology | None, StoreKind]:
+    def _locate(
+        self, store_name: str, where: dict[str, Any]
+    ) -> tuple[Subtopology | None, StoreKind]:
         """The sub-topology holding ``store_name`` (``None``: a global store), and the
         store's kind; :class:`NotFound` when the topology has no such store."""
         topology = self._app.topology
@@ -243,14 +287,18 @@ class StoreQueries:
         if serde is None:
             return key.encode(), key.encode()
         try:
-            data = serde.serialize(f"{self._app.settings.application_id}-{store_name}-changelog", key)
+            data = serde.serialize(
+                f"{self._app.settings.application_id}-{store_name}-changelog", key
+            )
         except Exception as error:  # any serde error: the caller sent a key it cannot take
             raise BadQuery(f"the store's key serde refused the key: {error}", **where) from None
         if isinstance(data, str):  # a serde that passes objects through: keys are bytes
             return key.encode(), key.encode()
         if not isinstance(data, bytes):
-            raise BadQuery(f"the store's key serde refused the key: it serialized to {data!r}, "
-                           "not bytes", **where)
+            raise BadQuery(
+                f"the store's key serde refused the key: it serialized to {data!r}, not bytes",
+                **where,
+            )
         return key, data
 
     def _global_store(self, store_name: str, where: dict[str, Any]) -> Any:
@@ -258,6 +306,7 @@ class StoreQueries:
         globals_ = self._app.global_stores
         state = GlobalState.CREATED if globals_ is None else globals_.state
         if globals_ is None or state is not GlobalState.RUNNING:
-            raise Unavailable(f"the global stores are {state.value}, not running",
-                              **where, **{"global": True})
+            raise Unavailable(
+                f"the global stores are {state.value}, not running", **where, **{"global": True}
+            )
         return globals_.stores[store_name]

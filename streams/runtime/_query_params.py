@@ -58,8 +58,9 @@ def check_names(params: Mapping[str, str], allowed: Collection[str], what: str) 
         raise BadQuery(f"unknown query parameter {unknown[0]!r}: {what} takes {takes}")
 
 
-def _integer(params: Mapping[str, str], name: str, default: int, low: int, high: int,
-             what: str) -> int:
+def _integer(
+    params: Mapping[str, str], name: str, default: int, low: int, high: int, what: str
+) -> int:
     """Parameter ``name`` as an integer in ``[low, high]`` (``default`` when absent)."""
     raw = params.get(name)
     if raw is None:

@@ -72,8 +72,14 @@ class Restorer:
             end = ends.get(tp, 0)
             start = task.restore_from.get(tp)
             if start is not None and start > end:
-                log.warning("task %s: checkpoint %d of %s-%d is past the reported end %d",
-                            task.id, start, tp[0], tp[1], end)
+                log.warning(
+                    "task %s: checkpoint %d of %s-%d is past the reported end %d",
+                    task.id,
+                    start,
+                    tp[0],
+                    tp[1],
+                    end,
+                )
             if start is not None and start >= end:
                 continue
             if start is None and end == 0:
@@ -85,8 +91,12 @@ class Restorer:
             return True
         self._pending.update(todo)
         await self._reposition()
-        log.info("task %s: restoring %d records from %d changelog partitions",
-                 task.id, self.remaining(), len(todo))
+        log.info(
+            "task %s: restoring %d records from %d changelog partitions",
+            task.id,
+            self.remaining(),
+            len(todo),
+        )
         return False
 
     def drop(self, task: RuntimeTask) -> None:
@@ -114,10 +124,14 @@ class Restorer:
             if progress is None or not records:
                 continue
             task = progress.task
-            apply_changelog(task.executor.stores.get(progress.store), progress.store, task.id, records)
+            apply_changelog(
+                task.executor.stores.get(progress.store), progress.store, task.id, records
+            )
             progress.position = records[-1][0] + 1
             progress.task.restored_records += len(records)
-            self._metrics.restored_records.labels(progress.task.id, progress.store).inc(len(records))
+            self._metrics.restored_records.labels(progress.task.id, progress.store).inc(
+                len(records)
+            )
             self._metrics.restore_remaining.labels(progress.task.id, progress.store).set(
                 max(0, progress.end - progress.position)
             )
@@ -148,7 +162,9 @@ class Restorer:
     def _finish(self, task: RuntimeTask, reached: dict[TopicPartition, int] | None = None) -> None:
         ends = self._ends.pop(task.id, {})
         # The checkpoint may stand beyond a reported end; never move a task's offsets back.
-        merged = {tp: max(o, task.changelog_offsets.get(tp, 0), (reached or {}).get(tp, 0))
-                  for tp, o in ends.items()}
+        merged = {
+            tp: max(o, task.changelog_offsets.get(tp, 0), (reached or {}).get(tp, 0))
+            for tp, o in ends.items()
+        }
         task.restored(merged)
         log.info("task %s restored %d records; running", task.id, task.restored_records)

@@ -98,8 +98,10 @@ class Rewinder:
         if isinstance(error, FencedError):
             now = time.monotonic()
             if now - self._last_fence < FENCE_WINDOW_S:
-                raise FencedError(f"fenced twice within {FENCE_WINDOW_S:.0f} s; another "
-                                  f"instance uses this transactional id: {error}") from error
+                raise FencedError(
+                    f"fenced twice within {FENCE_WINDOW_S:.0f} s; another "
+                    f"instance uses this transactional id: {error}"
+                ) from error
             self._last_fence = now
         if isinstance(error, FencedError) or self._committer.broken:
             await self._new_producer()

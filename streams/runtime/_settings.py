@@ -132,9 +132,11 @@ class AppSettings(pydantic.BaseModel):
         if self.replication_factor == 0:
             raise ValueError("replication_factor must be -1 (the broker's default) or >= 1")
         if self.security_protocol in ("SASL_PLAINTEXT", "SASL_SSL") and (
-                self.sasl_username is None or self.sasl_password is None):
-            raise ValueError(f"security_protocol {self.security_protocol} needs"
-                             " sasl_username and sasl_password")
+            self.sasl_username is None or self.sasl_password is None
+        ):
+            raise ValueError(
+                f"security_protocol {self.security_protocol} needs sasl_username and sasl_password"
+            )
         if self.transaction_timeout >= self.session_timeout_ms:
             # A dead instance's open transaction must be aborted before the group hands
             # its partitions to another instance, or the new owner's reads stall on it.
@@ -158,11 +160,16 @@ class AppSettings(pydantic.BaseModel):
             return None if value is None else str(value)
 
         return ClientSecurity(
-            security_protocol=self.security_protocol, sasl_mechanism=self.sasl_mechanism,
-            sasl_username=self.sasl_username, sasl_password=secret(self.sasl_password),
-            ssl_cafile=path(self.ssl_cafile), ssl_certfile=path(self.ssl_certfile),
-            ssl_keyfile=path(self.ssl_keyfile), ssl_password=secret(self.ssl_password),
-            ssl_check_hostname=self.ssl_check_hostname)
+            security_protocol=self.security_protocol,
+            sasl_mechanism=self.sasl_mechanism,
+            sasl_username=self.sasl_username,
+            sasl_password=secret(self.sasl_password),
+            ssl_cafile=path(self.ssl_cafile),
+            ssl_certfile=path(self.ssl_certfile),
+            ssl_keyfile=path(self.ssl_keyfile),
+            ssl_password=secret(self.ssl_password),
+            ssl_check_hostname=self.ssl_check_hostname,
+        )
 
     @property
     def exactly_once(self) -> bool:
@@ -235,11 +242,13 @@ def _read_file(path: pathlib.Path) -> dict[str, Any]:
         key = str(key)
         if key.startswith("topic.") and key != "topic.":
             # Kafka Streams' spelling: ``"topic.min.insync.replicas" = "2"``.
-            values.setdefault("topic_configs", {})[key[len("topic."):]] = str(value)
+            values.setdefault("topic_configs", {})[key[len("topic.") :]] = str(value)
         else:
             values[key.replace("-", "_").replace(".", "_")] = value
     if isinstance(data.get("topic"), dict):  # or a [topic] table
-        values["topic_configs"] = {**{k: str(v) for k, v in data["topic"].items()},
-                                   **values.get("topic_configs", {})}
+        values["topic_configs"] = {
+            **{k: str(v) for k, v in data["topic"].items()},
+            **values.get("topic_configs", {}),
+        }
         values.pop("topic", None)
     return values

@@ -117,7 +117,9 @@ class TaskSnapshots:
                     _link_copy(store, live / store.name)
         except OSError as error:
             shutil.rmtree(live, ignore_errors=True)
-            log.warning("cannot install snapshot %s (%s); rebuilding from the changelog", path, error)
+            log.warning(
+                "cannot install snapshot %s (%s); rebuilding from the changelog", path, error
+            )
             return {}
         return offsets
 

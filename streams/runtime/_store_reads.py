@@ -132,14 +132,20 @@ def key_range(
     return [
         Entry(
             (_order_bytes(store, w.key), w.window.start, w.window.end),
-            {"key": key_json(w.key), "start": w.window.start, "end": w.window.end,
-             "value": jsonable(v)},
+            {
+                "key": key_json(w.key),
+                "start": w.window.start,
+                "end": w.window.end,
+                "value": jsonable(v),
+            },
         )
         for w, v in taken
     ], truncated
 
 
-def merge(parts: Iterable[tuple[Sequence[Entry], bool]], limit: int) -> tuple[list[dict[str, Any]], bool]:
+def merge(
+    parts: Iterable[tuple[Sequence[Entry], bool]], limit: int
+) -> tuple[list[dict[str, Any]], bool]:
     """The first ``limit`` entries of several tasks' answers, by key bytes then time.
     Each part holds its task's first entries, so the first ``limit`` of the union are
     among them; the union is cut when it is longer, or when any part was cut."""

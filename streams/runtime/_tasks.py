@@ -247,10 +247,13 @@ class TaskManager:
             TaskCheckpoint(standby.state_dir).delete_checkpoint()
         log.info(
             "task %s taken over from its standby (%d changelog records applied); restoring from %s",
-            standby.id, standby.applied,
+            standby.id,
+            standby.applied,
             describe_offsets(standby.positions),
         )
-        return self._runtime_task(standby.id, executor, sources, standby.changelogs, standby.positions)
+        return self._runtime_task(
+            standby.id, executor, sources, standby.changelogs, standby.positions
+        )
 
     def _runtime_task(
         self,
@@ -285,7 +288,9 @@ class TaskManager:
         try:
             checkpointed = TaskCheckpoint(directory).read_checkpoint()
         except (CheckpointError, StoreIOError) as error:
-            log.warning("task %s: unusable checkpoint (%s); rebuilding from changelog", task_id, error)
+            log.warning(
+                "task %s: unusable checkpoint (%s); rebuilding from changelog", task_id, error
+            )
             checkpointed = {}
         origin = "checkpoint"
         if self._exactly_once:
@@ -312,7 +317,9 @@ class TaskManager:
             store: (topic, partition) for store, topic in self._changelogs.get(sub, {}).items()
         }
         restore_from = {
-            tp: checkpointed.get(tp) if getattr(executor.stores.get(store), "persistent", True) else None
+            tp: checkpointed.get(tp)
+            if getattr(executor.stores.get(store), "persistent", True)
+            else None
             for store, tp in changelogs.items()
         }
         return executor, changelogs, restore_from, origin if checkpointed else ""

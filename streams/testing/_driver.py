@@ -45,7 +45,10 @@ class DriverState(enum.Enum):
     CLOSED = "closed"
 
 
-_DRIVER_TRANSITIONS = {DriverState.OPEN: frozenset({DriverState.CLOSED}), DriverState.CLOSED: frozenset()}
+_DRIVER_TRANSITIONS = {
+    DriverState.OPEN: frozenset({DriverState.CLOSED}),
+    DriverState.CLOSED: frozenset(),
+}
 
 
 class TopologyTestDriver:
@@ -122,9 +125,13 @@ class TopologyTestDriver:
         if self._reader(name) is None:
             raise TopologyError(f"the topology does not read topic {name!r}")
         start = self._wall if start_timestamp is None else to_millis(start_timestamp)
-        return TestInputTopic(name, key_serde, value_serde, start, to_millis(auto_advance), self._pipe)
+        return TestInputTopic(
+            name, key_serde, value_serde, start, to_millis(auto_advance), self._pipe
+        )
 
-    def create_output_topic(self, name: str, key_serde: Any = None, value_serde: Any = None) -> TestOutputTopic:
+    def create_output_topic(
+        self, name: str, key_serde: Any = None, value_serde: Any = None
+    ) -> TestOutputTopic:
         return TestOutputTopic(name, key_serde, value_serde, self._outputs[name])
 
     # -- clocks -------------------------------------------------------------------------
@@ -170,7 +177,9 @@ class TopologyTestDriver:
     ) -> Any:
         store = self.get_state_store(name)
         if not all(hasattr(store, a) for a in has) or any(hasattr(store, a) for a in lacks):
-            raise StateStoreError(f"state store {name!r} is not a {kind} store: {type(store).__name__}")
+            raise StateStoreError(
+                f"state store {name!r} is not a {kind} store: {type(store).__name__}"
+            )
         return store
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -233,13 +242,17 @@ class TopologyTestDriver:
         if loop is None or not task.has_async:
             return
         if loop.is_running():
-            raise RuntimeError("the test driver runs async processors on its own event loop; "
-                               "use it from synchronous code (not inside a running loop)")
+            raise RuntimeError(
+                "the test driver runs async processors on its own event loop; "
+                "use it from synchronous code (not inside a running loop)"
+            )
         loop.run_until_complete(task.settle())
         for raw, error, node in task.take_failures():
             raise ProcessingError(
                 f"{node} failed on {raw[0]}-{raw[1]} offset {raw[2]}: {error!r}",
-                node=node, topic=raw[0], partition=raw[1],
+                node=node,
+                topic=raw[0],
+                partition=raw[1],
             ) from error
 
     def _settle(self) -> None:

@@ -104,7 +104,9 @@ class TestOutputTopic:
 
     __test__ = False
 
-    def __init__(self, name: str, key_serde: Any, value_serde: Any, queue: deque[ProducedRecord]) -> None:
+    def __init__(
+        self, name: str, key_serde: Any, value_serde: Any, queue: deque[ProducedRecord]
+    ) -> None:
         self.name = name
         self._kd = bind_deserializer(key_serde, name)
         self._vd = bind_deserializer(value_serde, name)
@@ -142,7 +144,9 @@ class TestOutputTopic:
         result: dict[Any, Any] = {}
         for record in self.read_records_to_list():
             if record.key is None:
-                raise StreamsError(f"read_key_values_to_map: {self.name!r} has a record with no key")
+                raise StreamsError(
+                    f"read_key_values_to_map: {self.name!r} has a record with no key"
+                )
             result[record.key] = record.value
         return result
 

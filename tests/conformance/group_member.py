@@ -54,9 +54,14 @@ def run_confluent(a: argparse.Namespace) -> None:
     from confluent_kafka import Consumer, KafkaException
 
     conf: dict[str, Any] = {
-        "bootstrap.servers": a.bootstrap, "group.id": a.group, "client.id": a.name,
-        "enable.auto.commit": False, "auto.offset.reset": "earliest",
-        "session.timeout.ms": a.session_ms, "heartbeat.interval.ms": HEARTBEAT_MS}
+        "bootstrap.servers": a.bootstrap,
+        "group.id": a.group,
+        "client.id": a.name,
+        "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",
+        "session.timeout.ms": a.session_ms,
+        "heartbeat.interval.ms": HEARTBEAT_MS,
+    }
     if a.instance_id:
         conf["group.instance.id"] = a.instance_id
     c = Consumer(conf)
@@ -78,11 +83,16 @@ def run_kafka_python(a: argparse.Namespace) -> None:
     from kafka import KafkaConsumer
     from kafka.errors import KafkaConnectionError, KafkaError
 
-    c = KafkaConsumer(bootstrap_servers=a.bootstrap, group_id=a.group,
-                      client_id=a.name, enable_auto_commit=False,
-                      auto_offset_reset="earliest", session_timeout_ms=a.session_ms,
-                      heartbeat_interval_ms=HEARTBEAT_MS,
-                      group_instance_id=a.instance_id)
+    c = KafkaConsumer(
+        bootstrap_servers=a.bootstrap,
+        group_id=a.group,
+        client_id=a.name,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        session_timeout_ms=a.session_ms,
+        heartbeat_interval_ms=HEARTBEAT_MS,
+        group_instance_id=a.instance_id,
+    )
     c.subscribe([a.topic])
     # Learn the topic's partitions before the first poll joins. Without them the
     # leader assigns nothing and rejoins once metadata arrives, and kafka-python
@@ -113,11 +123,17 @@ async def run_aiokafka(a: argparse.Namespace) -> None:
     from aiokafka import AIOKafkaConsumer
     from aiokafka.errors import KafkaError
 
-    c = AIOKafkaConsumer(a.topic, bootstrap_servers=a.bootstrap, group_id=a.group,
-                         client_id=a.name, enable_auto_commit=False,
-                         auto_offset_reset="earliest", session_timeout_ms=a.session_ms,
-                         heartbeat_interval_ms=HEARTBEAT_MS,
-                         group_instance_id=a.instance_id)
+    c = AIOKafkaConsumer(
+        a.topic,
+        bootstrap_servers=a.bootstrap,
+        group_id=a.group,
+        client_id=a.name,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        session_timeout_ms=a.session_ms,
+        heartbeat_interval_ms=HEARTBEAT_MS,
+        group_instance_id=a.instance_id,
+    )
     await c.start()
     tracker = Tracker()
     try:

@@ -33,8 +33,9 @@ def test_kafka_python_admin(broker_process: BrokerProcess) -> None:
         assert configs["cleanup.policy"]["config_source"] == "DEFAULT_CONFIG"
         assert configs["segment.bytes"]["value"] == "1073741824"
 
-        a.alter_configs([ConfigResource(ConfigResourceType.TOPIC, topic,
-                                        configs={"retention.ms": "60000"})])
+        a.alter_configs(
+            [ConfigResource(ConfigResourceType.TOPIC, topic, configs={"retention.ms": "60000"})]
+        )
         configs = a.describe_configs([resource], config_filter="all")["topic"][topic]
         assert configs["retention.ms"]["value"] == "60000"
 
@@ -63,8 +64,9 @@ def test_confluent_admin(broker_process: BrokerProcess) -> None:
     bad = a.create_topics([NewTopic("bad/name", 1, 1)])
     with pytest.raises(KafkaException, match="TOPIC_EXCEPTION"):
         bad["bad/name"].result(15)
-    bad_config = a.create_topics([NewTopic(unique("badcfg"), 1, 1,
-                                           config={"retention.ms": "soon"})])
+    bad_config = a.create_topics(
+        [NewTopic(unique("badcfg"), 1, 1, config={"retention.ms": "soon"})]
+    )
     with pytest.raises(KafkaException):
         next(iter(bad_config.values())).result(15)
     too_many_replicas = a.create_topics([NewTopic(unique("rf"), 1, 3)])
@@ -76,9 +78,13 @@ def test_confluent_admin(broker_process: BrokerProcess) -> None:
     assert entries["retention.ms"].value == "604800000"
     assert entries["retention.ms"].is_default
 
-    change = ConfigResource("topic", topic, incremental_configs=[
-        ConfigEntry("retention.bytes", "1048576",
-                    incremental_operation=AlterConfigOpType.SET)])
+    change = ConfigResource(
+        "topic",
+        topic,
+        incremental_configs=[
+            ConfigEntry("retention.bytes", "1048576", incremental_operation=AlterConfigOpType.SET)
+        ],
+    )
     a.incremental_alter_configs([change])[change].result(15)
     entries = a.describe_configs([resource])[resource].result(15)
     assert entries["retention.bytes"].value == "1048576"

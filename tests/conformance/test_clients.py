@@ -40,8 +40,9 @@ def _check_roundtrip(got: list[Got], n: int) -> None:
 
 
 @pytest.mark.parametrize("compression", [None, "gzip", "snappy", "lz4", "zstd"])
-def test_keyed_roundtrip_over_partitions(broker_process: BrokerProcess, client: Any,
-                                         compression: str | None) -> None:
+def test_keyed_roundtrip_over_partitions(
+    broker_process: BrokerProcess, client: Any, compression: str | None
+) -> None:
     bs = broker_process.bootstrap
     topic = unique("rt")
     client.create_topic(bs, topic, PARTITIONS)
@@ -58,8 +59,7 @@ def test_list_offsets_by_timestamp(broker_process: BrokerProcess, client: Any) -
     client.create_topic(bs, topic, 1)
     base = 1_700_000_000_000
     stamps = [base + i * 1000 for i in range(100)]
-    client.produce(bs, topic, [(None, f"v{i}".encode()) for i in range(100)],
-                   timestamps=stamps)
+    client.produce(bs, topic, [(None, f"v{i}".encode()) for i in range(100)], timestamps=stamps)
     found = client.offsets_for_times(bs, topic, 1, base + 42_500)
     assert found == {0: 43}
     assert client.offsets_for_times(bs, topic, 1, base) == {0: 0}

@@ -30,18 +30,41 @@ PARTITIONS = 6
 class Member:
     """A member process and what it reported so far."""
 
-    def __init__(self, client: str, bootstrap: str, topic: str, group: str, name: str,
-                 log_dir: Path, *, session_ms: int = 10_000, instance: str | None = None
-                 ) -> None:
+    def __init__(
+        self,
+        client: str,
+        bootstrap: str,
+        topic: str,
+        group: str,
+        name: str,
+        log_dir: Path,
+        *,
+        session_ms: int = 10_000,
+        instance: str | None = None,
+    ) -> None:
         self.name = name
-        args = [sys.executable, str(MEMBER), client, bootstrap, topic, group, name,
-                "--session-ms", str(session_ms)]
+        args = [
+            sys.executable,
+            str(MEMBER),
+            client,
+            bootstrap,
+            topic,
+            group,
+            name,
+            "--session-ms",
+            str(session_ms),
+        ]
         if instance:
             args += ["--instance-id", instance]
         self._stderr_path = log_dir / f"{name}.stderr"
         with open(self._stderr_path, "w") as stderr:
-            self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=stderr,
-                                         text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+            self.proc = subprocess.Popen(
+                args,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                text=True,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )
         self._lock = threading.Lock()
         self.assignments: list[tuple[float, frozenset[int]]] = []
         self.records: list[tuple[int, int, str]] = []
@@ -94,8 +117,9 @@ class Member:
         return self._stderr_path.read_text()[-2000:]
 
 
-def wait_until(condition: Callable[[], bool], timeout: float, what: str,
-               members: list[Member]) -> float:
+def wait_until(
+    condition: Callable[[], bool], timeout: float, what: str, members: list[Member]
+) -> float:
     started = time.monotonic()
     while not condition():
         for m in members:
@@ -111,8 +135,11 @@ def wait_until(condition: Callable[[], bool], timeout: float, what: str,
 def split_exactly(members: list[Member], partitions: int = PARTITIONS) -> bool:
     """Every partition owned by exactly one member, and every member owns some."""
     owned = [m.assigned for m in members]
-    return (all(owned) and sum(len(o) for o in owned) == partitions
-            and frozenset().union(*owned) == frozenset(range(partitions)))
+    return (
+        all(owned)
+        and sum(len(o) for o in owned) == partitions
+        and frozenset().union(*owned) == frozenset(range(partitions))
+    )
 
 
 @pytest.fixture(params=ALL_CLIENTS, ids=lambda c: c.name)
@@ -135,12 +162,16 @@ def spawn(tmp_path: Path) -> Iterator[Callable[..., Member]]:
 
 
 def _produce(client: Any, bootstrap: str, topic: str, start: int, count: int) -> None:
-    client.produce(bootstrap, topic, [(f"k{i}".encode(), f"v{i}".encode())
-                                      for i in range(start, start + count)])
+    client.produce(
+        bootstrap,
+        topic,
+        [(f"k{i}".encode(), f"v{i}".encode()) for i in range(start, start + count)],
+    )
 
 
 def test_partitions_split_and_rebalance_on_join_and_leave(
-        client: Any, broker_process: BrokerProcess, spawn: Callable[..., Member]) -> None:
+    client: Any, broker_process: BrokerProcess, spawn: Callable[..., Member]
+) -> None:
     bs = broker_process.bootstrap
     topic, group = unique("split"), unique("g")
     client.create_topic(bs, topic, PARTITIONS)
@@ -155,47 +186,57 @@ def test_partitions_split_and_rebalance_on_join_and_leave(
     # A member that leaves is replaced at once, long before its 10 s session would end.
     took = wait_until(lambda: split_exactly(members), 30, "a split after m2 left", members)
     assert took < 6, f"rebalance after LeaveGroup took {took:.1f}s"
-    wait_until(lambda: len({v for m in [*members, leaving] for v in m.values()}) == 120, 30,
-               "every record consumed", members)
+    wait_until(
+        lambda: len({v for m in [*members, leaving] for v in m.values()}) == 120,
+        30,
+        "every record consumed",
+        members,
+    )
 
 
 @pytest.mark.slow
 def test_member_killed_without_leaving_expires_after_its_session(
-        client: Any, broker_process: BrokerProcess, spawn: Callable[..., Member]) -> None:
+    client: Any, broker_process: BrokerProcess, spawn: Callable[..., Member]
+) -> None:
     bs = broker_process.bootstrap
     topic, group = unique("kill"), unique("g")
     client.create_topic(bs, topic, PARTITIONS)
-    members = [spawn(client.name, bs, topic, group, f"m{i}", session_ms=6000)
-               for i in (1, 2)]
+    members = [spawn(client.name, bs, topic, group, f"m{i}", session_ms=6000) for i in (1, 2)]
     wait_until(lambda: split_exactly(members), 40, "two members splitting", members)
     victim, survivor = members
     victim.kill()
-    took = wait_until(lambda: split_exactly([survivor]), 30, "the survivor owning all",
-                      [survivor])
+    took = wait_until(lambda: split_exactly([survivor]), 30, "the survivor owning all", [survivor])
     # Nothing told the broker: only the 6 s session timeout can have freed the partitions.
     assert 4.5 < took < 15, f"took {took:.1f}s"
     _produce(client, bs, topic, 0, 60)
-    wait_until(lambda: len(set(survivor.values())) == 60, 30, "the survivor consuming",
-               [survivor])
+    wait_until(lambda: len(set(survivor.values())) == 60, 30, "the survivor consuming", [survivor])
 
 
 def test_commit_resume_and_fresh_member_after_everyone_left(
-        client: Any, broker_process: BrokerProcess, spawn: Callable[..., Member]) -> None:
+    client: Any, broker_process: BrokerProcess, spawn: Callable[..., Member]
+) -> None:
     bs = broker_process.bootstrap
     topic, group = unique("resume"), unique("g")
     client.create_topic(bs, topic, PARTITIONS)
     _produce(client, bs, topic, 0, 300)
     members = [spawn(client.name, bs, topic, group, f"m{i}") for i in (1, 2)]
-    wait_until(lambda: split_exactly(members)
-               and len({v for m in members for v in m.values()}) == 300,
-               40, "two members consuming everything", members)
+    wait_until(
+        lambda: split_exactly(members) and len({v for m in members for v in m.values()}) == 300,
+        40,
+        "two members consuming everything",
+        members,
+    )
     for m in members:
         m.stop()
     _produce(client, bs, topic, 300, 200)
     fresh = spawn(client.name, bs, topic, group, "fresh")
     # A group that emptied out takes a new member as its leader.
-    wait_until(lambda: split_exactly([fresh]) and len(fresh.values()) >= 200, 30,
-               "the fresh member consuming", [fresh])
+    wait_until(
+        lambda: split_exactly([fresh]) and len(fresh.values()) >= 200,
+        30,
+        "the fresh member consuming",
+        [fresh],
+    )
     time.sleep(1)  # anything replayed would arrive now
     assert sorted(fresh.values()) == sorted(f"v{i}" for i in range(300, 500))
     fresh.stop()
@@ -208,8 +249,9 @@ def _describe(bootstrap: str, group: str) -> tuple[str, dict[str, str]]:
 
     raw = RawClient(bootstrap)
     try:
-        response = raw.request(15, 4, DescribeGroupsRequest(
-            groups=(group,), include_authorized_operations=False))
+        response = raw.request(
+            15, 4, DescribeGroupsRequest(groups=(group,), include_authorized_operations=False)
+        )
     finally:
         raw.close()
     [described] = response.groups
@@ -229,17 +271,20 @@ def _committed(bootstrap: str, group: str) -> dict[int, int]:
 
 
 def test_group_and_offsets_survive_a_broker_restart(
-        client: Any, tmp_path: Path, spawn: Callable[..., Member]) -> None:
+    client: Any, tmp_path: Path, spawn: Callable[..., Member]
+) -> None:
     with BrokerProcess(tmp_path / "data") as broker:
         bs = broker.bootstrap
         topic, group = unique("restart"), unique("g")
         client.create_topic(bs, topic, PARTITIONS)
         _produce(client, bs, topic, 0, 100)
-        members = [spawn(client.name, bs, topic, group, f"m{i}", session_ms=30_000)
-                   for i in (1, 2)]
-        wait_until(lambda: split_exactly(members)
-                   and len({v for m in members for v in m.values()}) == 100,
-                   40, "a split with everything consumed", members)
+        members = [spawn(client.name, bs, topic, group, f"m{i}", session_ms=30_000) for i in (1, 2)]
+        wait_until(
+            lambda: split_exactly(members) and len({v for m in members for v in m.values()}) == 100,
+            40,
+            "a split with everything consumed",
+            members,
+        )
         before = [m.assigned for m in members]
         rebalances = [len(m.assignments) for m in members]
         state, member_ids = _describe(bs, group)
@@ -247,8 +292,12 @@ def test_group_and_offsets_survive_a_broker_restart(
         assert broker.stop() == 0, broker.log()
         broker.start()
         _produce(client, bs, topic, 100, 100)
-        wait_until(lambda: len({v for m in members for v in m.values()}) == 200, 40,
-                   "the new records consumed after the restart", members)
+        wait_until(
+            lambda: len({v for m in members for v in m.values()}) == 200,
+            40,
+            "the new records consumed after the restart",
+            members,
+        )
         time.sleep(1)
         # Restored from __consumer_offsets: same members, same assignment, committed
         # positions kept, so nothing before the restart is read again.
@@ -264,24 +313,36 @@ def test_group_and_offsets_survive_a_broker_restart(
 
 
 def test_static_member_restart_causes_no_rebalance(
-        client: Any, broker_process: BrokerProcess, spawn: Callable[..., Member]) -> None:
+    client: Any, broker_process: BrokerProcess, spawn: Callable[..., Member]
+) -> None:
     bs = broker_process.bootstrap
     topic, group = unique("static"), unique("g")
     client.create_topic(bs, topic, PARTITIONS)
-    members = [spawn(client.name, bs, topic, group, f"m{i}", session_ms=30_000,
-                     instance=f"instance-{i}") for i in (1, 2)]
+    members = [
+        spawn(client.name, bs, topic, group, f"m{i}", session_ms=30_000, instance=f"instance-{i}")
+        for i in (1, 2)
+    ]
     wait_until(lambda: split_exactly(members), 40, "two static members splitting", members)
     steady, restarting = members
     kept, owned = steady.assigned, restarting.assigned
     changes = len(steady.assignments)
     restarting.kill()  # a crash and restart: no LeaveGroup, back well within the session
-    again = spawn(client.name, bs, topic, group, "m2-again", session_ms=30_000,
-                  instance="instance-2")
-    wait_until(lambda: again.assigned == owned, 20, "the restarted member's old partitions",
-               [steady, again])
+    again = spawn(
+        client.name, bs, topic, group, "m2-again", session_ms=30_000, instance="instance-2"
+    )
+    wait_until(
+        lambda: again.assigned == owned,
+        20,
+        "the restarted member's old partitions",
+        [steady, again],
+    )
     _produce(client, bs, topic, 0, 60)
-    wait_until(lambda: len({v for m in (steady, again) for v in m.values()}) == 60, 30,
-               "records flowing to both", [steady, again])
+    wait_until(
+        lambda: len({v for m in (steady, again) for v in m.values()}) == 60,
+        30,
+        "records flowing to both",
+        [steady, again],
+    )
     assert steady.assigned == kept and len(steady.assignments) == changes
     state, member_ids = _describe(bs, group)
     assert state == "Stable" and sorted(member_ids.values()) == ["m1", "m2-again"]

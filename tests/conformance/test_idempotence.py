@@ -35,15 +35,22 @@ def _batch(pid: int, epoch: int, seq: int, n: int = 3) -> bytes:
 
 
 def _produce(client: RawClient, topic: str, batch: bytes) -> Any:
-    body = produce.ProduceRequest(acks=-1, timeout=timedelta(seconds=5), topic_data=(
-        produce.TopicProduceData(name=topic, partition_data=(
-            produce.PartitionProduceData(index=0, records=batch),)),))
+    body = produce.ProduceRequest(
+        acks=-1,
+        timeout=timedelta(seconds=5),
+        topic_data=(
+            produce.TopicProduceData(
+                name=topic, partition_data=(produce.PartitionProduceData(index=0, records=batch),)
+            ),
+        ),
+    )
     return client.request(0, 8, body).responses[0].partition_responses[0]
 
 
 def _new_pid(client: RawClient) -> int:
-    body = init_pid.InitProducerIdRequest(transactional_id=None,
-                                          transaction_timeout=timedelta(seconds=60))
+    body = init_pid.InitProducerIdRequest(
+        transactional_id=None, transaction_timeout=timedelta(seconds=60)
+    )
     response = client.request(22, 0, body)
     assert response.error_code == ErrorCode.none and response.producer_epoch == 0
     return int(response.producer_id)
@@ -111,14 +118,16 @@ def flaky_produce(monkeypatch: pytest.MonkeyPatch) -> list[int]:
             raise ConnectionAbortedError("injected: the response is lost")
         return response
 
-    monkeypatch.setattr(produce_handler, "ROUTE",
-                        Route(real.api_key, real.min_version, real.max_version, handle))
+    monkeypatch.setattr(
+        produce_handler, "ROUTE", Route(real.api_key, real.min_version, real.max_version, handle)
+    )
     return calls
 
 
 @pytest.mark.parametrize("client", ALL_CLIENTS, ids=lambda c: c.__name__)
 async def test_clients_retry_lost_responses_without_duplicates(
-        client: Any, tmp_path: Path, flaky_produce: list[int]) -> None:
+    client: Any, tmp_path: Path, flaky_produce: list[int]
+) -> None:
     n = 120
     async with Broker(tmp_path / "data", group_initial_rebalance_delay_ms=0) as broker:
         bs, c, topic = broker.bootstrap_servers, client(), unique("retried")
@@ -134,35 +143,51 @@ async def test_clients_retry_lost_responses_without_duplicates(
         assert order == sorted(order)  # kept in send order
 
 
-def _produce_idempotent(name: str, bs: str, topic: str, pairs: list[tuple[bytes, bytes]]
-                        ) -> None:
+def _produce_idempotent(name: str, bs: str, topic: str, pairs: list[tuple[bytes, bytes]]) -> None:
     """Send in small requests (one per few records) so several responses get lost."""
     if name == "AioKafka":
+
         async def go() -> None:
             from aiokafka import AIOKafkaProducer
 
-            p = AIOKafkaProducer(bootstrap_servers=bs, enable_idempotence=True,
-                                 retry_backoff_ms=50, request_timeout_ms=5000)
+            p = AIOKafkaProducer(
+                bootstrap_servers=bs,
+                enable_idempotence=True,
+                retry_backoff_ms=50,
+                request_timeout_ms=5000,
+            )
             await p.start()
             try:
                 for k, v in pairs:
                     await (await p.send(topic, v, key=k))
             finally:
                 await p.stop()
+
         asyncio.run(go())
     elif name == "KafkaPython":
         from kafka import KafkaProducer
 
-        kp = KafkaProducer(bootstrap_servers=bs, enable_idempotence=True, acks="all",
-                           retry_backoff_ms=50, linger_ms=1)
+        kp = KafkaProducer(
+            bootstrap_servers=bs,
+            enable_idempotence=True,
+            acks="all",
+            retry_backoff_ms=50,
+            linger_ms=1,
+        )
         for k, v in pairs:
             kp.send(topic, v, key=k).get(timeout=30)
         kp.close()
     else:
         from confluent_kafka import Producer
 
-        cp = Producer({"bootstrap.servers": bs, "enable.idempotence": True, "linger.ms": 1,
-                       "retry.backoff.ms": 50})
+        cp = Producer(
+            {
+                "bootstrap.servers": bs,
+                "enable.idempotence": True,
+                "linger.ms": 1,
+                "retry.backoff.ms": 50,
+            }
+        )
         failed: list[Any] = []
         for k, v in pairs:
             cp.produce(topic, v, key=k, on_delivery=lambda e, _m: e and failed.append(e))

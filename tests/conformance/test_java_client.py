@@ -31,8 +31,10 @@ def _java(program: str, *args: str) -> str:
     assert java, "the Java client tests need a JDK (java on PATH)"
     done = subprocess.run(
         [java, "-cp", _classpath(), str(SOURCES / f"{program}.java"), *args],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout
 
@@ -45,7 +47,8 @@ def test_java_reads_committed_aborted_committed_transactions(broker_process: Bro
     assert "produced" in _java("TxnProducer", broker_process.bootstrap, "java-txn")
     # 150 records and 3 markers per partition.
     for isolation, expected in (("read_uncommitted", 300), ("read_committed", 200)):
-        out = _java("CountingConsumer", broker_process.bootstrap, "java-txn", isolation,
-                    str(expected))  # fmt: skip
+        out = _java(
+            "CountingConsumer", broker_process.bootstrap, "java-txn", isolation, str(expected)
+        )
         assert f"seen {expected}\n" in out, (isolation, out)
         assert "position 0 153" in out and "position 1 153" in out, (isolation, out)

@@ -15,8 +15,9 @@ pytestmark = pytest.mark.conformance
 def kcat(*args: str, stdin: str | None = None, timeout: float = 60) -> str:
     binary = shutil.which("kcat")
     assert binary, "kcat is required (Debian package kcat; scripts/dev test installs it)"
-    done = subprocess.run([binary, *args], input=stdin, capture_output=True, text=True,
-                          timeout=timeout, check=False)
+    done = subprocess.run(
+        [binary, *args], input=stdin, capture_output=True, text=True, timeout=timeout, check=False
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -35,10 +36,20 @@ def test_produce_and_consume(broker_process: BrokerProcess, codec: str) -> None:
     topic = unique("kcat")
     Confluent().create_topic(bs, topic, 3)
     lines = [f"k{i % 100}:v{i}" for i in range(1000)]
-    kcat("-b", bs, "-t", topic, "-P", "-K:", "-z", codec, "-X", "acks=all",
-         stdin="\n".join(lines) + "\n")
-    out = kcat("-b", bs, "-t", topic, "-C", "-o", "beginning", "-e", "-q",
-               "-f", "%k:%s:%p:%o\n")
+    kcat(
+        "-b",
+        bs,
+        "-t",
+        topic,
+        "-P",
+        "-K:",
+        "-z",
+        codec,
+        "-X",
+        "acks=all",
+        stdin="\n".join(lines) + "\n",
+    )
+    out = kcat("-b", bs, "-t", topic, "-C", "-o", "beginning", "-e", "-q", "-f", "%k:%s:%p:%o\n")
     rows = [line.split(":") for line in out.splitlines()]
     assert sorted(f"{k}:{v}" for k, v, _p, _o in rows) == sorted(lines)
     partitions_of_key: dict[str, set[str]] = {}

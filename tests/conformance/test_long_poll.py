@@ -20,8 +20,9 @@ async def test_long_poll_wakes_on_produce(broker: object) -> None:
     producer = AIOKafkaProducer(bootstrap_servers=bs, acks="all")
     await producer.start()
     await (await producer.send(topic, b"warm-up"))
-    consumer = AIOKafkaConsumer(bootstrap_servers=bs, fetch_max_wait_ms=5000,
-                                enable_auto_commit=False)
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bs, fetch_max_wait_ms=5000, enable_auto_commit=False
+    )
     await consumer.start()
     tp = TopicPartition(topic, 0)
     consumer.assign([tp])

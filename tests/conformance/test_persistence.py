@@ -36,12 +36,20 @@ def test_clean_restart_keeps_offsets_and_bytes(tmp_path: Path) -> None:
         assert more[0][1] == last_of_partition + 1
 
 
-def _produce_until_stopped(bs: str, topic: str, acked: list[tuple[int, int, bytes]],
-                           stop: threading.Event) -> None:
+def _produce_until_stopped(
+    bs: str, topic: str, acked: list[tuple[int, int, bytes]], stop: threading.Event
+) -> None:
     from confluent_kafka import Producer
 
-    p = Producer({"bootstrap.servers": bs, "acks": "all", "linger.ms": 2,
-                  "message.timeout.ms": 3000, "retries": 0})
+    p = Producer(
+        {
+            "bootstrap.servers": bs,
+            "acks": "all",
+            "linger.ms": 2,
+            "message.timeout.ms": 3000,
+            "retries": 0,
+        }
+    )
 
     def delivered(err: Any, msg: Any) -> None:
         if err is None:
@@ -50,8 +58,9 @@ def _produce_until_stopped(bs: str, topic: str, acked: list[tuple[int, int, byte
     i = 0
     while not stop.is_set():
         try:
-            p.produce(topic, key=f"k{i % 11}".encode(), value=f"r{i}".encode(),
-                      on_delivery=delivered)
+            p.produce(
+                topic, key=f"k{i % 11}".encode(), value=f"r{i}".encode(), on_delivery=delivered
+            )
             i += 1
         except BufferError:
             pass
@@ -64,8 +73,12 @@ def _records_in(bs: str, topic: str, partitions: int) -> int:
 
     c = Consumer({"bootstrap.servers": bs, "group.id": unique("watermarks")})
     try:
-        return sum(high - low for low, high in (
-            c.get_watermark_offsets(TopicPartition(topic, p), 10) for p in range(partitions)))
+        return sum(
+            high - low
+            for low, high in (
+                c.get_watermark_offsets(TopicPartition(topic, p), 10) for p in range(partitions)
+            )
+        )
     finally:
         c.close()
 
@@ -80,8 +93,9 @@ def test_sigkill_during_acks_all_production_loses_nothing_acknowledged(tmp_path:
         acked: list[tuple[int, int, bytes]] = []
         for _round in range(3):
             stop = threading.Event()
-            producer = threading.Thread(target=_produce_until_stopped,
-                                        args=(broker.bootstrap, topic, acked, stop))
+            producer = threading.Thread(
+                target=_produce_until_stopped, args=(broker.bootstrap, topic, acked, stop)
+            )
             before = len(acked)
             producer.start()
             deadline = time.monotonic() + 20
@@ -95,8 +109,9 @@ def test_sigkill_during_acks_all_production_loses_nothing_acknowledged(tmp_path:
         # Read everything the log holds (records written but never acknowledged too),
         # not just as many records as were acknowledged: stopping at a count would
         # leave some partition's tail unread.
-        got = client.consume(broker.bootstrap, topic, 3, _records_in(broker.bootstrap, topic, 3),
-                             timeout=60)
+        got = client.consume(
+            broker.bootstrap, topic, 3, _records_in(broker.bootstrap, topic, 3), timeout=60
+        )
         at = {(g.partition, g.offset): g.value for g in got}
         assert len(at) == len(got), "an offset holds two records"
         missing = [(p, o, v) for p, o, v in acked if at.get((p, o)) != v]

@@ -33,8 +33,9 @@ pytestmark = pytest.mark.conformance
 def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecuredBroker]:
     broker = start_secured_broker(tmp_path_factory.mktemp("acls"))
     try:
-        broker.allow("User:alice", "--topic", "alice-", "--group", "alice-",
-                     "--transactional-id", "alice-")
+        broker.allow(
+            "User:alice", "--topic", "alice-", "--group", "alice-", "--transactional-id", "alice-"
+        )
         yield broker
     finally:
         broker.process.stop()
@@ -54,9 +55,18 @@ def login(secured: SecuredBroker, user: str, password: str | None = None) -> Raw
 
 def produce_code(client: RawClient, topic: str, transactional_id: str | None = None) -> int:
     body = produce.ProduceRequest(
-        transactional_id=transactional_id, acks=-1, timeout=timedelta(seconds=5),
-        topic_data=(produce.TopicProduceData(name=topic, partition_data=(
-            produce.PartitionProduceData(index=0, records=record_batch([b"v"])),)),))
+        transactional_id=transactional_id,
+        acks=-1,
+        timeout=timedelta(seconds=5),
+        topic_data=(
+            produce.TopicProduceData(
+                name=topic,
+                partition_data=(
+                    produce.PartitionProduceData(index=0, records=record_batch([b"v"])),
+                ),
+            ),
+        ),
+    )
     response = client.request(0, 8, body)
     return int(response.responses[0].partition_responses[0].error_code)
 
@@ -64,8 +74,10 @@ def produce_code(client: RawClient, topic: str, transactional_id: str | None = N
 def metadata(client: RawClient, topics: list[str] | None) -> dict[str, int]:
     body = MetadataRequest(
         topics=None if topics is None else tuple(MetadataRequestTopic(name=t) for t in topics),
-        allow_auto_topic_creation=True, include_cluster_authorized_operations=False,
-        include_topic_authorized_operations=False)
+        allow_auto_topic_creation=True,
+        include_cluster_authorized_operations=False,
+        include_topic_authorized_operations=False,
+    )
     return {t.name: int(t.error_code) for t in client.request(3, 8, body).topics}
 
 
@@ -76,8 +88,12 @@ def _authentication_failures(secured: SecuredBroker) -> dict[str, float]:
 
     with urllib.request.urlopen(secured.metrics_url, timeout=10) as response:
         families = text_string_to_metric_families(response.read().decode())
-        return {s.labels["listener"]: s.value for f in families for s in f.samples
-                if s.name == "headrace_broker_authentication_failures_total"}
+        return {
+            s.labels["listener"]: s.value
+            for f in families
+            for s in f.samples
+            if s.name == "headrace_broker_authentication_failures_total"
+        }
 
 
 def test_wrong_password_fails_and_gets_no_data(secured: SecuredBroker) -> None:
@@ -93,9 +109,11 @@ def test_wrong_password_fails_and_gets_no_data(secured: SecuredBroker) -> None:
 
     async def consume() -> None:
         consumer = AIOKafkaConsumer(
-            "alice-data", bootstrap_servers=secured.address("SASL_SSL"),
-            request_timeout_ms=5000, **secured.sasl_ssl("alice", password="wrong")
-            .aiokafka_options())
+            "alice-data",
+            bootstrap_servers=secured.address("SASL_SSL"),
+            request_timeout_ms=5000,
+            **secured.sasl_ssl("alice", password="wrong").aiokafka_options(),
+        )
         try:
             await consumer.start()
         finally:
@@ -145,25 +163,48 @@ def test_principal_without_acls_is_refused_with_kafkas_codes(secured: SecuredBro
         assert produce_code(alice, alice_topic) == ErrorCode.none
     with login(secured, "bob") as bob:
         assert produce_code(bob, alice_topic) == ErrorCode.topic_authorization_failed
-        assert metadata(bob, [alice_topic]) == {
-            alice_topic: ErrorCode.topic_authorization_failed}
+        assert metadata(bob, [alice_topic]) == {alice_topic: ErrorCode.topic_authorization_failed}
         assert alice_topic not in metadata(bob, None)
-        join = bob.request(11, 5, JoinGroupRequest(
-            group_id="alice-group", session_timeout=timedelta(seconds=10),
-            rebalance_timeout=timedelta(seconds=10), member_id="", group_instance_id=None,
-            protocol_type="consumer",
-            protocols=(JoinGroupRequestProtocol(name="range", metadata=b""),)))
+        join = bob.request(
+            11,
+            5,
+            JoinGroupRequest(
+                group_id="alice-group",
+                session_timeout=timedelta(seconds=10),
+                rebalance_timeout=timedelta(seconds=10),
+                member_id="",
+                group_instance_id=None,
+                protocol_type="consumer",
+                protocols=(JoinGroupRequestProtocol(name="range", metadata=b""),),
+            ),
+        )
         assert join.error_code == ErrorCode.group_authorization_failed
-        init = bob.request(22, 4, InitProducerIdRequest(
-            transactional_id="alice-txn", transaction_timeout=timedelta(seconds=60),
-            producer_id=-1, producer_epoch=-1))
+        init = bob.request(
+            22,
+            4,
+            InitProducerIdRequest(
+                transactional_id="alice-txn",
+                transaction_timeout=timedelta(seconds=60),
+                producer_id=-1,
+                producer_epoch=-1,
+            ),
+        )
         assert init.error_code == ErrorCode.transactional_id_authorization_failed
-        idempotent = bob.request(22, 4, InitProducerIdRequest(
-            transactional_id=None, transaction_timeout=timedelta(seconds=60),
-            producer_id=-1, producer_epoch=-1))
+        idempotent = bob.request(
+            22,
+            4,
+            InitProducerIdRequest(
+                transactional_id=None,
+                transaction_timeout=timedelta(seconds=60),
+                producer_id=-1,
+                producer_epoch=-1,
+            ),
+        )
         assert idempotent.error_code == ErrorCode.cluster_authorization_failed
-        assert (produce_code(bob, alice_topic, transactional_id="alice-txn")
-                == ErrorCode.transactional_id_authorization_failed)
+        assert (
+            produce_code(bob, alice_topic, transactional_id="alice-txn")
+            == ErrorCode.transactional_id_authorization_failed
+        )
 
 
 def test_prefixed_acls_cover_names_that_start_with_the_prefix(secured: SecuredBroker) -> None:
@@ -178,10 +219,22 @@ def test_deny_wins_over_allow(secured: SecuredBroker) -> None:
     secured.allow("User:bob", "--topic", topic, operation="Write", pattern="literal")
     with login(secured, "bob") as bob:
         assert produce_code(bob, topic) == ErrorCode.none
-    secured.headrace("acls", "add", "--bootstrap-servers", secured.address("SASL_SSL"),
-                     "--command-config", str(secured.command_config()),
-                     "--deny-principal", "User:bob", "--operation", "Write",
-                     "--topic", "carol-", "--resource-pattern-type", "prefixed")
+    secured.headrace(
+        "acls",
+        "add",
+        "--bootstrap-servers",
+        secured.address("SASL_SSL"),
+        "--command-config",
+        str(secured.command_config()),
+        "--deny-principal",
+        "User:bob",
+        "--operation",
+        "Write",
+        "--topic",
+        "carol-",
+        "--resource-pattern-type",
+        "prefixed",
+    )
     with login(secured, "bob") as bob:
         assert produce_code(bob, topic) == ErrorCode.topic_authorization_failed
 
@@ -192,10 +245,22 @@ def test_super_user_needs_no_acls(secured: SecuredBroker) -> None:
 
 
 def test_users_online_and_acls_survive_a_restart(secured: SecuredBroker) -> None:
-    admin = ["--bootstrap-servers", secured.address("SASL_SSL"),
-             "--command-config", str(secured.command_config())]
-    secured.headrace("users", "add", "dave", "--password-stdin", "--mechanism", "SCRAM-SHA-512",
-                     *admin, stdin="dave-pw\n")
+    admin = [
+        "--bootstrap-servers",
+        secured.address("SASL_SSL"),
+        "--command-config",
+        str(secured.command_config()),
+    ]
+    secured.headrace(
+        "users",
+        "add",
+        "dave",
+        "--password-stdin",
+        "--mechanism",
+        "SCRAM-SHA-512",
+        *admin,
+        stdin="dave-pw\n",
+    )
     assert "dave" in secured.headrace("users", "list", *admin)
     topic = unique("dave-t")
     secured.allow("User:dave", "--topic", topic, operation="Write", pattern="literal")
@@ -209,8 +274,17 @@ def test_users_online_and_acls_survive_a_restart(secured: SecuredBroker) -> None
     with login(secured, "dave", "dave-pw") as dave:
         assert produce_code(dave, topic) == ErrorCode.none
 
-    secured.headrace("acls", "remove", "--allow-principal", "User:dave", "--operation",
-                     "Write", "--topic", topic, *admin)
+    secured.headrace(
+        "acls",
+        "remove",
+        "--allow-principal",
+        "User:dave",
+        "--operation",
+        "Write",
+        "--topic",
+        topic,
+        *admin,
+    )
     with login(secured, "dave", "dave-pw") as dave:
         assert produce_code(dave, topic) == ErrorCode.topic_authorization_failed
     secured.headrace("users", "delete", "dave", *admin)
@@ -219,14 +293,28 @@ def test_users_online_and_acls_survive_a_restart(secured: SecuredBroker) -> None
 
 
 def test_every_client_command_takes_command_config(secured: SecuredBroker) -> None:
-    admin = ["--bootstrap-servers", secured.address("SASL_SSL"),
-             "--command-config", str(secured.command_config())]
+    admin = [
+        "--bootstrap-servers",
+        secured.address("SASL_SSL"),
+        "--command-config",
+        str(secured.command_config()),
+    ]
     topic, group = unique("cli"), unique("cli-g")
     secured.headrace("topics", "create", topic, "--partitions", "2", *admin)
     assert topic in secured.headrace("topics", "list", *admin)
     secured.headrace("produce", topic, *admin, stdin="one\ntwo\n")
-    out = secured.headrace("consume", topic, "--group", group, "--from-beginning",
-                           "--max-messages", "2", "--timeout-ms", "20000", *admin)
+    out = secured.headrace(
+        "consume",
+        topic,
+        "--group",
+        group,
+        "--from-beginning",
+        "--max-messages",
+        "2",
+        "--timeout-ms",
+        "20000",
+        *admin,
+    )
     assert sorted(out.split()) == ["one", "two"]
     assert "RECORDS" in secured.headrace("topics", "describe", topic, *admin)
     assert group in secured.headrace("groups", "list", *admin)
@@ -249,25 +337,47 @@ def test_admin_clients_manage_acls_and_scram_users(secured: SecuredBroker) -> No
         UserScramCredentialUpsertion,
     )
 
-    admin = AdminClient({"bootstrap.servers": secured.address("SASL_SSL"),
-                         **secured.sasl_ssl("admin").librdkafka_options()})
+    admin = AdminClient(
+        {
+            "bootstrap.servers": secured.address("SASL_SSL"),
+            **secured.sasl_ssl("admin").librdkafka_options(),
+        }
+    )
     topic = unique("erin-t")
-    binding = AclBinding(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, "User:erin",
-                         "*", AclOperation.WRITE, AclPermissionType.ALLOW)
+    binding = AclBinding(
+        ResourceType.TOPIC,
+        topic,
+        ResourcePatternType.LITERAL,
+        "User:erin",
+        "*",
+        AclOperation.WRITE,
+        AclPermissionType.ALLOW,
+    )
     for future in admin.create_acls([binding]).values():
         future.result(30)
-    found = admin.describe_acls(AclBindingFilter(
-        ResourceType.TOPIC, topic, ResourcePatternType.ANY, None, None, AclOperation.ANY,
-        AclPermissionType.ANY)).result(30)
+    found = admin.describe_acls(
+        AclBindingFilter(
+            ResourceType.TOPIC,
+            topic,
+            ResourcePatternType.ANY,
+            None,
+            None,
+            AclOperation.ANY,
+            AclPermissionType.ANY,
+        )
+    ).result(30)
     assert [(b.name, b.principal, b.operation) for b in found] == [
-        (topic, "User:erin", AclOperation.WRITE)]
+        (topic, "User:erin", AclOperation.WRITE)
+    ]
     upsert = UserScramCredentialUpsertion(
-        "erin", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192), b"erin-pw")
+        "erin", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192), b"erin-pw"
+    )
     for future in admin.alter_user_scram_credentials([upsert]).values():
         future.result(30)
     described = admin.describe_user_scram_credentials(["erin"])["erin"].result(30)
     assert [(i.mechanism, i.iterations) for i in described.scram_credential_infos] == [
-        (ScramMechanism.SCRAM_SHA_512, 8192)]
+        (ScramMechanism.SCRAM_SHA_512, 8192)
+    ]
     got = secure_roundtrip_produce(secured, "erin", "erin-pw", topic)
     assert got == ErrorCode.none
 
@@ -281,14 +391,23 @@ def test_admin_clients_manage_acls_and_scram_users(secured: SecuredBroker) -> No
     )
     from kafka.admin import ResourceType as KafkaPythonResource
 
-    kp = KafkaAdminClient(bootstrap_servers=secured.address("SASL_PLAINTEXT"),
-                          security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN",
-                          sasl_plain_username="admin", sasl_plain_password=PASSWORDS["admin"])
+    kp = KafkaAdminClient(
+        bootstrap_servers=secured.address("SASL_PLAINTEXT"),
+        security_protocol="SASL_PLAINTEXT",
+        sasl_mechanism="PLAIN",
+        sasl_plain_username="admin",
+        sasl_plain_password=PASSWORDS["admin"],
+    )
     try:
-        selected = ACLFilter(principal="User:erin", host="*", operation=ACLOperation.ANY,
-                             permission_type=ACLPermissionType.ANY,
-                             resource_pattern=ResourcePatternFilter(
-                                 KafkaPythonResource.TOPIC, topic, ACLResourcePatternType.ANY))
+        selected = ACLFilter(
+            principal="User:erin",
+            host="*",
+            operation=ACLOperation.ANY,
+            permission_type=ACLPermissionType.ANY,
+            resource_pattern=ResourcePatternFilter(
+                KafkaPythonResource.TOPIC, topic, ACLResourcePatternType.ANY
+            ),
+        )
         acls, error = kp.describe_acls(selected)
         assert error.errno == 0 and len(acls) == 1
         deleted = kp.delete_acls([selected])
@@ -296,11 +415,11 @@ def test_admin_clients_manage_acls_and_scram_users(secured: SecuredBroker) -> No
     finally:
         kp.close()
     assert secure_roundtrip_produce(secured, "erin", "erin-pw", topic) == (
-        ErrorCode.topic_authorization_failed)
+        ErrorCode.topic_authorization_failed
+    )
 
 
-def secure_roundtrip_produce(secured: SecuredBroker, user: str, password: str,
-                             topic: str) -> int:
+def secure_roundtrip_produce(secured: SecuredBroker, user: str, password: str, topic: str) -> int:
     with login(secured, user, password) as client:
         return produce_code(client, topic)
 
@@ -312,12 +431,15 @@ def test_console_reads_a_secured_broker(secured: SecuredBroker, tmp_path: Path) 
     from console_scene import spawn, stop, wait_http
 
     topic = unique("console-t")
-    admin = ["--bootstrap-servers", secured.address("SASL_SSL"),
-             "--command-config", str(secured.command_config())]
+    admin = [
+        "--bootstrap-servers",
+        secured.address("SASL_SSL"),
+        "--command-config",
+        str(secured.command_config()),
+    ]
     secured.headrace("topics", "create", topic, *admin)
     port = free_port()
-    console = spawn(["console", *admin, "--listen", f"127.0.0.1:{port}"],
-                    tmp_path / "console.log")
+    console = spawn(["console", *admin, "--listen", f"127.0.0.1:{port}"], tmp_path / "console.log")
     try:
         wait_http(f"http://127.0.0.1:{port}/brokers")
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/topics", timeout=20) as page:

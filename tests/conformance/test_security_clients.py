@@ -27,8 +27,9 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecuredBroker]
     broker = start_secured_broker(tmp_path_factory.mktemp("secured"))
     try:
         for principal in ("User:alice", f"User:{broker.certs.client_subject}"):
-            broker.allow(principal, "--topic", "sec-", "--group", "sec-",
-                         "--transactional-id", "sec-")
+            broker.allow(
+                principal, "--topic", "sec-", "--group", "sec-", "--transactional-id", "sec-"
+            )
         yield broker
     finally:
         broker.process.stop()
@@ -49,20 +50,20 @@ CLIENTS = {
 
 @pytest.mark.parametrize("listener", list(LISTENERS))
 @pytest.mark.parametrize("client", list(CLIENTS))
-def test_python_and_librdkafka_clients(secured: SecuredBroker, client: str,
-                                       listener: str) -> None:
+def test_python_and_librdkafka_clients(secured: SecuredBroker, client: str, listener: str) -> None:
     topic, group, txn = unique("sec-t"), unique("sec-g"), unique("sec-x")
-    got = CLIENTS[client](secured.address(listener), LISTENERS[listener](secured), topic,
-                          group, txn)
+    got = CLIENTS[client](
+        secured.address(listener), LISTENERS[listener](secured), topic, group, txn
+    )
     assert got == secure_clients.VALUES
 
 
 @pytest.mark.parametrize("listener", list(LISTENERS))
 def test_java_client(secured: SecuredBroker, listener: str, tmp_path: Path) -> None:
     topic, group, txn = unique("sec-t"), unique("sec-g"), unique("sec-x")
-    got = secure_clients.java_roundtrip(secured.address(listener),
-                                        LISTENERS[listener](secured), topic, group, txn,
-                                        tmp_path)
+    got = secure_clients.java_roundtrip(
+        secured.address(listener), LISTENERS[listener](secured), topic, group, txn, tmp_path
+    )
     assert got == secure_clients.VALUES
 
 
@@ -70,6 +71,10 @@ def test_scram_sha_256_and_plain_over_tls(secured: SecuredBroker) -> None:
     for mechanism in ("SCRAM-SHA-256", "PLAIN"):
         topic = unique("sec-t")
         got = secure_clients.aiokafka_roundtrip(
-            secured.address("SASL_SSL"), secured.sasl_ssl("alice", mechanism), topic,
-            unique("sec-g"), unique("sec-x"))
+            secured.address("SASL_SSL"),
+            secured.sasl_ssl("alice", mechanism),
+            topic,
+            unique("sec-g"),
+            unique("sec-x"),
+        )
         assert got == secure_clients.VALUES

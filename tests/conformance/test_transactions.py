@@ -26,8 +26,9 @@ def _values(prefix: str, n: int) -> list[bytes]:
 
 
 @pytest.mark.parametrize("client", CLIENTS)
-def test_commit_and_abort_under_both_isolation_levels(client: str,
-                                                      broker_process: BrokerProcess) -> None:
+def test_commit_and_abort_under_both_isolation_levels(
+    client: str, broker_process: BrokerProcess
+) -> None:
     bs = broker_process.bootstrap
     topic = unique(f"txn-{client}")
     Confluent().create_topic(bs, topic, 3)
@@ -47,13 +48,13 @@ def test_commit_and_abort_under_both_isolation_levels(client: str,
     seen = read(client, bs, topic, 3, READ_COMMITTED, expect=120)
     assert sorted(seen) == sorted(_values("c1", 60) + _values("c2", 60))
     everything = read(client, bs, topic, 3, READ_UNCOMMITTED, expect=180)
-    assert sorted(everything) == sorted(_values("c1", 60) + _values("ab", 60)
-                                        + _values("c2", 60))
+    assert sorted(everything) == sorted(_values("c1", 60) + _values("ab", 60) + _values("c2", 60))
 
 
 @pytest.mark.parametrize("client", CLIENTS)
 def test_offsets_in_a_transaction_are_committed_only_with_it(
-        client: str, broker_process: BrokerProcess) -> None:
+    client: str, broker_process: BrokerProcess
+) -> None:
     bs = broker_process.bootstrap
     topic, source, group = unique("out"), unique("src"), unique("grp")
     Confluent().create_topic(bs, topic, 1)
@@ -76,8 +77,7 @@ def test_offsets_in_a_transaction_are_committed_only_with_it(
 
 
 @pytest.mark.parametrize("client", CLIENTS)
-def test_a_second_producer_fences_the_zombie(client: str,
-                                             broker_process: BrokerProcess) -> None:
+def test_a_second_producer_fences_the_zombie(client: str, broker_process: BrokerProcess) -> None:
     bs = broker_process.bootstrap
     topic, tid = unique("fence"), unique("tid")
     Confluent().create_topic(bs, topic, 1)
@@ -100,8 +100,9 @@ def test_a_second_producer_fences_the_zombie(client: str,
 
 
 @pytest.mark.parametrize("client", CLIENTS)
-def test_a_transaction_past_its_timeout_is_aborted(client: str,
-                                                   broker_process: BrokerProcess) -> None:
+def test_a_transaction_past_its_timeout_is_aborted(
+    client: str, broker_process: BrokerProcess
+) -> None:
     bs = broker_process.bootstrap
     topic = unique("timeout")
     Confluent().create_topic(bs, topic, 1)

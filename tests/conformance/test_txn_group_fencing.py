@@ -27,8 +27,9 @@ pytestmark = pytest.mark.conformance
 @pytest.fixture(scope="module")
 def broker_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     """Short sessions allowed, so a stalled member is dropped within seconds."""
-    with BrokerProcess(tmp_path_factory.mktemp("broker") / "data",
-                       "--group-min-session-timeout-ms", "1000") as broker:
+    with BrokerProcess(
+        tmp_path_factory.mktemp("broker") / "data", "--group-min-session-timeout-ms", "1000"
+    ) as broker:
         yield broker
 
 
@@ -40,10 +41,18 @@ class Member:
 
         self.assignments = 0
         self.partitions: list[int] = []
-        self.consumer = Consumer({
-            "bootstrap.servers": bs, "group.id": group, "enable.auto.commit": False,
-            "auto.offset.reset": "earliest", "isolation.level": "read_committed",
-            "session.timeout.ms": 6000, "heartbeat.interval.ms": 500, **conf})
+        self.consumer = Consumer(
+            {
+                "bootstrap.servers": bs,
+                "group.id": group,
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+                "isolation.level": "read_committed",
+                "session.timeout.ms": 6000,
+                "heartbeat.interval.ms": 500,
+                **conf,
+            }
+        )
         self.consumer.subscribe([topic], on_assign=self._assigned)
 
     def _assigned(self, _consumer: Any, partitions: list[Any]) -> None:
@@ -55,8 +64,9 @@ class Member:
             self.consumer.close()
 
 
-def poll_until(condition: Callable[[], bool], members: list[Member], what: str,
-               timeout: float = 30) -> None:
+def poll_until(
+    condition: Callable[[], bool], members: list[Member], what: str, timeout: float = 30
+) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
@@ -75,20 +85,24 @@ def fresh(bs: str, source_partitions: int, sink_partitions: int) -> tuple[str, s
 def txn_producer(bs: str, tid: str) -> Any:
     from confluent_kafka import Producer
 
-    p = Producer({"bootstrap.servers": bs, "transactional.id": tid, "linger.ms": 5,
-                  "transaction.timeout.ms": 30_000})
+    p = Producer(
+        {
+            "bootstrap.servers": bs,
+            "transactional.id": tid,
+            "linger.ms": 5,
+            "transaction.timeout.ms": 30_000,
+        }
+    )
     p.init_transactions(20)
     return p
 
 
-def commit_as(producer: Any, member: Member, sink: str, value: bytes,
-              offsets: list[Any]) -> None:
+def commit_as(producer: Any, member: Member, sink: str, value: bytes, offsets: list[Any]) -> None:
     """One transaction: ``value`` to ``sink`` and ``offsets``, sent with the member's
     current group metadata."""
     producer.begin_transaction()
     producer.produce(sink, value)
-    producer.send_offsets_to_transaction(offsets, member.consumer.consumer_group_metadata(),
-                                         20)
+    producer.send_offsets_to_transaction(offsets, member.consumer.consumer_group_metadata(), 20)
     producer.commit_transaction(20)
 
 
@@ -98,8 +112,7 @@ def close(*members: Member | None) -> None:
             m.close()
 
 
-def only_committed(bs: str, group: str, source: str, sink: str, offset: int,
-                   value: bytes) -> None:
+def only_committed(bs: str, group: str, source: str, sink: str, offset: int, value: bytes) -> None:
     """The group's offset of ``source`` partition 0 is ``offset`` and ``sink`` holds
     ``value`` alone under read_committed."""
     assert committed("confluent", bs, group, source, 0) == offset
@@ -140,7 +153,8 @@ def test_consume_transform_produce_with_group_metadata(broker_process: BrokerPro
                 producer.produce(sink, m.value(), partition=m.partition())
             positions = member.consumer.position(member.consumer.assignment())
             producer.send_offsets_to_transaction(
-                positions, member.consumer.consumer_group_metadata(), 20)
+                positions, member.consumer.consumer_group_metadata(), 20
+            )
             producer.commit_transaction(20)
             copied += len(messages)
         ends = member.consumer.committed([TopicPartition(source, p) for p in range(2)], 10)
@@ -153,7 +167,8 @@ def test_consume_transform_produce_with_group_metadata(broker_process: BrokerPro
 
 
 def test_a_zombie_that_slept_through_a_rebalance_cannot_commit_offsets(
-        broker_process: BrokerProcess) -> None:
+    broker_process: BrokerProcess,
+) -> None:
     from confluent_kafka import KafkaError, TopicPartition
 
     bs = broker_process.bootstrap
@@ -167,8 +182,11 @@ def test_a_zombie_that_slept_through_a_rebalance_cannot_commit_offsets(
         producer.begin_transaction()
         producer.produce(sink, b"from-a-stale-generation")
         second = Member(bs, group, source)  # a rebalance: the group's generation moves on
-        poll_until(lambda: first.assignments == 2 and second.assignments == 1,
-                   [first, second], "the rebalance")
+        poll_until(
+            lambda: first.assignments == 2 and second.assignments == 1,
+            [first, second],
+            "the rebalance",
+        )
         error = offsets_refused(producer, [TopicPartition(source, 0, 5)], stale)
         assert error.code() == KafkaError.ILLEGAL_GENERATION, error
         producer.abort_transaction(20)
@@ -181,13 +199,13 @@ def test_a_zombie_that_slept_through_a_rebalance_cannot_commit_offsets(
 
 
 def test_a_zombie_dropped_from_the_group_cannot_commit_offsets(
-        broker_process: BrokerProcess) -> None:
+    broker_process: BrokerProcess,
+) -> None:
     from confluent_kafka import KafkaError, TopicPartition
 
     bs = broker_process.bootstrap
     source, sink, group = fresh(bs, 1, 1)
-    zombie = Member(bs, group, source, **{"session.timeout.ms": 1000,
-                                          "max.poll.interval.ms": 1500})
+    zombie = Member(bs, group, source, **{"session.timeout.ms": 1000, "max.poll.interval.ms": 1500})
     successor: Member | None = None
     zombie_producer = txn_producer(bs, unique("tid-a"))
     successor_producer = txn_producer(bs, unique("tid-b"))
@@ -200,8 +218,7 @@ def test_a_zombie_dropped_from_the_group_cannot_commit_offsets(
         # dropped from the group and the successor takes its partition over.
         successor = Member(bs, group, source)
         poll_until(lambda: successor.partitions == [0], [successor], "the takeover")
-        commit_as(successor_producer, successor, sink, b"successor",
-                  [TopicPartition(source, 0, 9)])
+        commit_as(successor_producer, successor, sink, b"successor", [TopicPartition(source, 0, 9)])
         # The zombie wakes up and tries to commit what it processed.
         error = offsets_refused(zombie_producer, [TopicPartition(source, 0, 3)], metadata)
         assert error.code() == KafkaError.UNKNOWN_MEMBER_ID, error

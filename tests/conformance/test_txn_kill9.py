@@ -28,8 +28,14 @@ KILLS = 4
 def _fill(bs: str, topic: str) -> None:
     from confluent_kafka import Producer
 
-    p = Producer({"bootstrap.servers": bs, "enable.idempotence": True, "linger.ms": 20,
-                  "batch.num.messages": 5000})
+    p = Producer(
+        {
+            "bootstrap.servers": bs,
+            "enable.idempotence": True,
+            "linger.ms": 20,
+            "batch.num.messages": 5000,
+        }
+    )
     for i in range(N):
         while True:
             try:
@@ -45,8 +51,9 @@ def _committed(consumer: Any, topic: str) -> list[Any]:
 
     while True:
         try:
-            found = consumer.committed([TopicPartition(topic, p) for p in range(PARTITIONS)],
-                                       timeout=5)
+            found = consumer.committed(
+                [TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=5
+            )
         except Exception:
             time.sleep(0.2)  # the broker is down: wait for it
             continue
@@ -88,16 +95,29 @@ def _copy(bs: str, source: str, sink: str, group: str, stop: threading.Event) ->
     transactions were aborted or lost to crashes and redone."""
     from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
-    consumer = Consumer({"bootstrap.servers": bs, "group.id": group,
-                         "isolation.level": "read_committed", "enable.auto.commit": False,
-                         "auto.offset.reset": "earliest", "log_level": 0})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bs,
+            "group.id": group,
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "log_level": 0,
+        }
+    )
     consumer.assign(_committed(consumer, source))
 
     def new_producer() -> Any:
         while True:
-            p = Producer({"bootstrap.servers": bs, "transactional.id": f"copier-{group}",
-                          "transaction.timeout.ms": 10000, "linger.ms": 5,
-                          "log_level": 0})
+            p = Producer(
+                {
+                    "bootstrap.servers": bs,
+                    "transactional.id": f"copier-{group}",
+                    "transaction.timeout.ms": 10000,
+                    "linger.ms": 5,
+                    "log_level": 0,
+                }
+            )
             try:
                 p.init_transactions(10)
                 return p
@@ -117,8 +137,11 @@ def _copy(bs: str, source: str, sink: str, group: str, stop: threading.Event) ->
             for m in messages:
                 producer.produce(sink, m.value(), partition=m.partition())
                 last[m.partition()] = m.offset()
-            _send_offsets(producer, [TopicPartition(source, p, o + 1) for p, o in last.items()],
-                          consumer.consumer_group_metadata())
+            _send_offsets(
+                producer,
+                [TopicPartition(source, p, o + 1) for p, o in last.items()],
+                consumer.consumer_group_metadata(),
+            )
             producer.commit_transaction(10)
         except _Stuck:
             redone += 1
@@ -172,8 +195,14 @@ def test_copy_loop_survives_kill9(tmp_path: Path) -> None:
         elapsed = time.monotonic() - started
         assert len(kills) >= 3, f"the broker was killed only {len(kills)} times during the copy"
 
-        reader = Consumer({"bootstrap.servers": bs, "group.id": "verify",
-                           "isolation.level": "read_committed", "enable.auto.commit": False})
+        reader = Consumer(
+            {
+                "bootstrap.servers": bs,
+                "group.id": "verify",
+                "isolation.level": "read_committed",
+                "enable.auto.commit": False,
+            }
+        )
         reader.assign([TopicPartition("output", p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
         got: dict[int, list[int]] = {p: [] for p in range(PARTITIONS)}
         deadline = time.monotonic() + 60
@@ -187,5 +216,7 @@ def test_copy_loop_survives_kill9(tmp_path: Path) -> None:
         reader.close()
     for p in range(PARTITIONS):
         assert got[p] == list(range(p, N, PARTITIONS)), f"partition {p} differs"
-    print(f"copied {N} records in {elapsed:.1f}s through {len(kills)} kills, "
-          f"{redone} transactions redone")
+    print(
+        f"copied {N} records in {elapsed:.1f}s through {len(kills)} kills, "
+        f"{redone} transactions redone"
+    )

@@ -22,15 +22,42 @@ def scene(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scene]:
     with BrokerProcess(tmp / "data") as broker:
         txn = setup_cluster(broker.bootstrap)
         app_port, console_port = free_port(), free_port()
-        app = spawn(["run", "headrace.examples.page_views:build_topology", "--application-id", "page-views",
-                      "--bootstrap-servers", broker.bootstrap, "--state-dir", str(tmp / "state"),
-                      "--http-port", str(app_port)], tmp / "app.log")
-        console = spawn(["console", "--bootstrap-servers", broker.bootstrap, "--listen",
-                          f"127.0.0.1:{console_port}", "--apps", f"127.0.0.1:{app_port}"], tmp / "console.log")
+        app = spawn(
+            [
+                "run",
+                "headrace.examples.page_views:build_topology",
+                "--application-id",
+                "page-views",
+                "--bootstrap-servers",
+                broker.bootstrap,
+                "--state-dir",
+                str(tmp / "state"),
+                "--http-port",
+                str(app_port),
+            ],
+            tmp / "app.log",
+        )
+        console = spawn(
+            [
+                "console",
+                "--bootstrap-servers",
+                broker.bootstrap,
+                "--listen",
+                f"127.0.0.1:{console_port}",
+                "--apps",
+                f"127.0.0.1:{app_port}",
+            ],
+            tmp / "console.log",
+        )
         try:
             wait_http(f"http://127.0.0.1:{app_port}/health")
             wait_http(f"http://127.0.0.1:{console_port}/brokers")
-            yield Scene(broker.bootstrap, f"http://127.0.0.1:{app_port}", f"http://127.0.0.1:{console_port}", tmp)
+            yield Scene(
+                broker.bootstrap,
+                f"http://127.0.0.1:{app_port}",
+                f"http://127.0.0.1:{console_port}",
+                tmp,
+            )
         finally:
             stop(console)
             stop(app)
@@ -45,10 +72,17 @@ def browser() -> Iterator[object]:
 
     chromium = shutil.which("chromium")
     driver_path = shutil.which("chromedriver")
-    assert chromium and driver_path, "the console's browser tests need Debian's chromium and chromium-driver"
+    assert chromium and driver_path, (
+        "the console's browser tests need Debian's chromium and chromium-driver"
+    )
     options = webdriver.ChromeOptions()
     options.binary_location = chromium
-    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1000"):
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--window-size=1400,1000",
+    ):
         options.add_argument(flag)
     driver = webdriver.Chrome(options=options, service=Service(driver_path))
     try:

@@ -49,20 +49,35 @@ def setup_cluster(bootstrap: str) -> object:
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    topics = [NewTopic(ORDERS, 3, 1), NewTopic(PENDING, 1, 1),
-              NewTopic("page-views", 2, 1), NewTopic("page-views-per-minute", 2, 1)]
+    topics = [
+        NewTopic(ORDERS, 3, 1),
+        NewTopic(PENDING, 1, 1),
+        NewTopic("page-views", 2, 1),
+        NewTopic("page-views-per-minute", 2, 1),
+    ]
     for future in admin.create_topics(topics).values():
         future.result(30)
     producer = Producer({"bootstrap.servers": bootstrap})
     for partition, count in enumerate(ORDERS_PER_PARTITION):
         for i in range(count):
-            producer.produce(ORDERS, key=f"order-{partition}-{i}", value=f'{{"n": {i}}}', partition=partition)
+            producer.produce(
+                ORDERS, key=f"order-{partition}-{i}", value=f'{{"n": {i}}}', partition=partition
+            )
     producer.flush(30)
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "billing", "enable.auto.commit": False})
-    consumer.commit(offsets=[TopicPartition(ORDERS, p, o) for p, o in enumerate(COMMITTED)], asynchronous=False)
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "billing", "enable.auto.commit": False}
+    )
+    consumer.commit(
+        offsets=[TopicPartition(ORDERS, p, o) for p, o in enumerate(COMMITTED)], asynchronous=False
+    )
     consumer.close()
-    txn = Producer({"bootstrap.servers": bootstrap, "transactional.id": "console-open-txn",
-                    "transaction.timeout.ms": 600_000})
+    txn = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "transactional.id": "console-open-txn",
+            "transaction.timeout.ms": 600_000,
+        }
+    )
     txn.init_transactions(30)
     txn.begin_transaction()
     for i in range(PENDING_RECORDS):
@@ -73,8 +88,13 @@ def setup_cluster(bootstrap: str) -> object:
 
 def spawn(args: list[str], log: Path) -> subprocess.Popen[bytes]:
     with open(log, "ab") as out:
-        return subprocess.Popen([sys.executable, "-m", "headrace", *args], stdout=out, stderr=out,
-                                env={**os.environ, "PYTHONUNBUFFERED": "1"}, cwd=ROOT)
+        return subprocess.Popen(
+            [sys.executable, "-m", "headrace", *args],
+            stdout=out,
+            stderr=out,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            cwd=ROOT,
+        )
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:

@@ -37,13 +37,18 @@ def _committed(bootstrap: str, group: str) -> list[int]:
 
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
     try:
-        return [tp.offset for tp in consumer.committed([TopicPartition(ORDERS, p) for p in range(3)], timeout=10)]
+        return [
+            tp.offset
+            for tp in consumer.committed([TopicPartition(ORDERS, p) for p in range(3)], timeout=10)
+        ]
     finally:
         consumer.close()
 
 
 def test_read_only_console_refuses_changes(scene: Scene) -> None:
-    status, body = _post(f"{scene.console_url}/groups/billing/reset", {"to": "earliest", "step": "execute"})
+    status, body = _post(
+        f"{scene.console_url}/groups/billing/reset", {"to": "earliest", "step": "execute"}
+    )
     assert status == 403 and "read-only" in body
     status, _ = _post(f"{scene.console_url}/topics", {"name": "made-by-console", "partitions": "1"})
     assert status == 403
@@ -53,23 +58,41 @@ def test_read_only_console_refuses_changes(scene: Scene) -> None:
 
 def test_admin_console_previews_then_resets_an_empty_group(scene: Scene, tmp_path: Path) -> None:
     port = free_port()
-    console = spawn(["console", "--bootstrap-servers", scene.bootstrap, "--listen", f"127.0.0.1:{port}",
-                     "--admin"], tmp_path / "admin-console.log")
+    console = spawn(
+        [
+            "console",
+            "--bootstrap-servers",
+            scene.bootstrap,
+            "--listen",
+            f"127.0.0.1:{port}",
+            "--admin",
+        ],
+        tmp_path / "admin-console.log",
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         wait_http(f"{base}/brokers")
         # Another site's page cannot post to it.
-        status, _ = _post(f"{base}/groups/billing/reset", {"to": "latest", "step": "execute"},
-                          origin="http://elsewhere.example")
+        status, _ = _post(
+            f"{base}/groups/billing/reset",
+            {"to": "latest", "step": "execute"},
+            origin="http://elsewhere.example",
+        )
         assert status == 403
         status, body = _post(f"{base}/groups/billing/reset", {"to": "latest", "step": "preview"})
         assert status == 200 and 'id="reset-plan"' in body
-        assert _committed(scene.bootstrap, "billing") == list(COMMITTED)  # a preview changes nothing
-        status, _ = _post(f"{base}/groups/billing/reset", {"to": "latest", "topic": ORDERS, "step": "execute"})
+        assert _committed(scene.bootstrap, "billing") == list(
+            COMMITTED
+        )  # a preview changes nothing
+        status, _ = _post(
+            f"{base}/groups/billing/reset", {"to": "latest", "topic": ORDERS, "step": "execute"}
+        )
         assert status == 200  # redirected to the group's page
         assert _committed(scene.bootstrap, "billing") == list(ORDERS_PER_PARTITION)
         # A group with members is refused: they would overwrite the new offsets.
-        status, body = _post(f"{base}/groups/page-views/reset", {"to": "earliest", "step": "execute"})
+        status, body = _post(
+            f"{base}/groups/page-views/reset", {"to": "earliest", "step": "execute"}
+        )
         assert status == 409 and "active member" in body
         # Creating a topic.
         status, _ = _post(f"{base}/topics", {"name": "made-by-console", "partitions": "2"})
@@ -87,6 +110,7 @@ def test_console_reads_tansu(tmp_path: Path) -> None:
     port = free_port()
     console = None
     try:
+
         async def setup() -> None:
             admin = AIOKafkaAdminClient(bootstrap_servers=tansu.bootstrap)
             await admin.start()
@@ -95,18 +119,27 @@ def test_console_reads_tansu(tmp_path: Path) -> None:
             producer = AIOKafkaProducer(bootstrap_servers=tansu.bootstrap)
             await producer.start()
             for i in range(6):
-                await producer.send_and_wait("tansu-orders", f"v{i}".encode(), key=b"k", partition=i % 2)
+                await producer.send_and_wait(
+                    "tansu-orders", f"v{i}".encode(), key=b"k", partition=i % 2
+                )
             await producer.stop()
-            consumer = AIOKafkaConsumer("tansu-orders", bootstrap_servers=tansu.bootstrap, group_id="tansu-readers",
-                                        auto_offset_reset="earliest", enable_auto_commit=False)
+            consumer = AIOKafkaConsumer(
+                "tansu-orders",
+                bootstrap_servers=tansu.bootstrap,
+                group_id="tansu-readers",
+                auto_offset_reset="earliest",
+                enable_auto_commit=False,
+            )
             await consumer.start()
             await consumer.getmany(timeout_ms=5000)
             await consumer.commit()
             await consumer.stop()
 
         asyncio.run(setup())
-        console = spawn(["console", "--bootstrap-servers", tansu.bootstrap, "--listen", f"127.0.0.1:{port}"],
-                        tmp_path / "console.log")
+        console = spawn(
+            ["console", "--bootstrap-servers", tansu.bootstrap, "--listen", f"127.0.0.1:{port}"],
+            tmp_path / "console.log",
+        )
         base = f"http://127.0.0.1:{port}"
         wait_http(f"{base}/brokers")
         topics = _get(f"{base}/topics")
@@ -124,11 +157,23 @@ def test_broker_serves_the_console_beside_it(tmp_path: Path) -> None:
     """`headrace broker --console-listen`: the console comes up with the broker, as a
     client of its listener, and stops with it."""
     broker_port, console_port = free_port(), free_port()
-    broker = spawn(["broker", "--data-dir", str(tmp_path / "data"), "--listen", f"127.0.0.1:{broker_port}",
-                    "--console-listen", f"127.0.0.1:{console_port}"], tmp_path / "broker.log")
+    broker = spawn(
+        [
+            "broker",
+            "--data-dir",
+            str(tmp_path / "data"),
+            "--listen",
+            f"127.0.0.1:{broker_port}",
+            "--console-listen",
+            f"127.0.0.1:{console_port}",
+        ],
+        tmp_path / "broker.log",
+    )
     try:
         wait_http(f"http://127.0.0.1:{console_port}/brokers")
-        assert f"127.0.0.1:{broker_port}" in _get(f"http://127.0.0.1:{console_port}/brokers").replace(",", "")
+        assert f"127.0.0.1:{broker_port}" in _get(
+            f"http://127.0.0.1:{console_port}/brokers"
+        ).replace(",", "")
     finally:
         stop(broker)
     assert broker.returncode == 0, (tmp_path / "broker.log").read_text()

@@ -29,7 +29,9 @@ def _open(browser: Any, url: str, name: str) -> None:
 
     browser.get(url)
     WebDriverWait(browser, 20).until(ec.presence_of_element_located((By.CSS_SELECTOR, "main h1")))
-    assert "Cluster unavailable" not in browser.find_element(By.TAG_NAME, "h1").text, browser.find_element(By.TAG_NAME, "main").text
+    assert "Cluster unavailable" not in browser.find_element(By.TAG_NAME, "h1").text, (
+        browser.find_element(By.TAG_NAME, "main").text
+    )
     screenshot(browser, name)
 
 
@@ -37,7 +39,10 @@ def _table(browser: Any, table_id: str) -> list[list[str]]:
     from selenium.webdriver.common.by import By
 
     rows = browser.find_elements(By.CSS_SELECTOR, f"table#{table_id} tbody tr")
-    return [[cell.text.replace(",", "") for cell in row.find_elements(By.TAG_NAME, "td")] for row in rows]
+    return [
+        [cell.text.replace(",", "") for cell in row.find_elements(By.TAG_NAME, "td")]
+        for row in rows
+    ]
 
 
 def _figure(browser: Any, name: str) -> str:
@@ -51,7 +56,10 @@ def _watermarks(bootstrap: str, topic: str, partitions: int) -> list[tuple[int, 
 
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "console-check"})
     try:
-        return [consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10) for p in range(partitions)]
+        return [
+            consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+            for p in range(partitions)
+        ]
     finally:
         consumer.close()
 
@@ -79,16 +87,22 @@ def test_overview_and_topics_match_the_broker(scene: Scene, browser: Any) -> Non
 
 
 def test_message_browser_decodes_and_honours_isolation(scene: Scene, browser: Any) -> None:
-    _open(browser, f"{scene.console_url}/topics/{ORDERS}/messages?partition=1&offset=2&limit=3&value_format=json",
-          "messages")
+    _open(
+        browser,
+        f"{scene.console_url}/topics/{ORDERS}/messages?partition=1&offset=2&limit=3&value_format=json",
+        "messages",
+    )
     rows = _table(browser, "messages")
     assert [(r[0], r[1], r[3]) for r in rows] == [("1", str(o), f"order-1-{o}") for o in (2, 3, 4)]
     assert '"n": 2' in rows[0][4]
     # The open transaction's records: hidden from read_committed, shown otherwise.
     _open(browser, f"{scene.console_url}/topics/{PENDING}/messages", "messages-read-committed")
     assert _table(browser, "messages")[0][0] == "none"
-    _open(browser, f"{scene.console_url}/topics/{PENDING}/messages?isolation=read_uncommitted&value_format=long",
-          "messages-read-uncommitted")
+    _open(
+        browser,
+        f"{scene.console_url}/topics/{PENDING}/messages?isolation=read_uncommitted&value_format=long",
+        "messages-read-uncommitted",
+    )
     assert [r[4] for r in _table(browser, "messages")] == [str(i) for i in range(PENDING_RECORDS)]
 
 
@@ -99,7 +113,10 @@ def test_group_page_shows_members_and_lag(scene: Scene, browser: Any) -> None:
     assert groups["page-views"][1] == "Stable" and int(groups["page-views"][2]) == 1
     _open(browser, f"{scene.console_url}/groups/billing", "group")
     lags = {int(r[1]): (int(r[2]), int(r[3]), int(r[4])) for r in _table(browser, "offsets")}
-    assert lags == {p: (c, n, n - c) for p, (c, n) in enumerate(zip(COMMITTED, ORDERS_PER_PARTITION, strict=True))}
+    assert lags == {
+        p: (c, n, n - c)
+        for p, (c, n) in enumerate(zip(COMMITTED, ORDERS_PER_PARTITION, strict=True))
+    }
     assert _figure(browser, "lag") == str(sum(ORDERS_PER_PARTITION) - sum(COMMITTED))
     _open(browser, f"{scene.console_url}/groups/page-views", "group-of-app")
     [member] = _table(browser, "members")
@@ -115,8 +132,11 @@ def test_application_pages_show_tasks_stores_and_topology(scene: Scene, browser:
     _open(browser, f"{scene.console_url}/apps/0", "app")
     with urllib.request.urlopen(f"{scene.app_url}/health", timeout=5) as response:
         import json
+
         health = json.load(response)
-    assert sorted(r[0] for r in _table(browser, "tasks") if r[1] == "running") == sorted(health["tasks"])
+    assert sorted(r[0] for r in _table(browser, "tasks") if r[1] == "running") == sorted(
+        health["tasks"]
+    )
     assert "page-views-per-minute" in {r[0] for r in _table(browser, "stores")}
     nodes = browser.find_elements(By.CSS_SELECTOR, "svg.topology g.node")
     with urllib.request.urlopen(f"{scene.app_url}/topology", timeout=5) as response:

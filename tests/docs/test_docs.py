@@ -41,7 +41,9 @@ def test_every_block_is_tagged_run_or_shown() -> None:
     assert PAGES
     for page in PAGES:
         unknown = set(tags(page)) - RUN_TAGS - SHOWN_TAGS
-        assert not unknown, f"{_id(page)}: tag each block as one of {sorted(RUN_TAGS | SHOWN_TAGS)}, not {unknown}"
+        assert not unknown, (
+            f"{_id(page)}: tag each block as one of {sorted(RUN_TAGS | SHOWN_TAGS)}, not {unknown}"
+        )
 
 
 @pytest.fixture
@@ -52,9 +54,12 @@ def ports(tmp_path_factory: pytest.TempPathFactory):
         yield {9092: broker.port, 8080: free_port(), 8081: free_port()}
 
 
-@pytest.mark.parametrize("page", [page for page in PAGES if blocks(page, "python") or blocks(page, "sh")],
-                         ids=_id)
-def test_examples_run(page: Path, ports: dict[int, int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    "page", [page for page in PAGES if blocks(page, "python") or blocks(page, "sh")], ids=_id
+)
+def test_examples_run(
+    page: Path, ports: dict[int, int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A page's shell blocks, then its Python blocks (which may read what the shell wrote)."""
     script = "\n".join(blocks(page, "sh"))
     if script:
@@ -69,8 +74,12 @@ def test_examples_run(page: Path, ports: dict[int, int], tmp_path: Path, monkeyp
 def _run_shell(script: str, ports: dict[int, int], cwd: Path) -> None:
     if "headrace broker" in script:
         ports[9092] = free_port()  # the page starts a broker of its own
-    result = run_bash(move_ports(script, ports), cwd, shell_env(f"127.0.0.1:{ports[9092]}"), timeout=240)
-    logs = "\n".join(f"--- {log.name}\n{log.read_text()[-3000:]}" for log in sorted(cwd.glob("*.log")))
+    result = run_bash(
+        move_ports(script, ports), cwd, shell_env(f"127.0.0.1:{ports[9092]}"), timeout=240
+    )
+    logs = "\n".join(
+        f"--- {log.name}\n{log.read_text()[-3000:]}" for log in sorted(cwd.glob("*.log"))
+    )
     assert result.returncode == 0, f"{result.stdout}\n{result.stderr}\n{logs}"
 
 
@@ -79,7 +88,11 @@ def test_site_builds_strictly(tmp_path: Path) -> None:
     docstring errors fail the build."""
     result = subprocess.run(
         ["scripts/dev", "docs", "--site-dir", str(tmp_path / "site")],
-        cwd=ROOT, capture_output=True, text=True, timeout=300, env=clean_env(),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=clean_env(),
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert (tmp_path / "site" / "reference" / "cli" / "index.html").exists()

@@ -12,9 +12,11 @@ STR, JSON, B = Serdes.string(), Serdes.json(), Serdes.bytes()
 
 def driver(on_error: object = None) -> TopologyTestDriver:
     builder = StreamsBuilder()
-    builder.stream("in", key_serde=STR, value_serde=JSON, on_deserialization_error=on_error).map_values(
-        lambda v: v if v is None else {"n": v["n"] + 1} if "n" in v else {"not JSON"}
-    ).to("out", key_serde=STR, value_serde=JSON)
+    builder.stream(
+        "in", key_serde=STR, value_serde=JSON, on_deserialization_error=on_error
+    ).map_values(lambda v: v if v is None else {"n": v["n"] + 1} if "n" in v else {"not JSON"}).to(
+        "out", key_serde=STR, value_serde=JSON
+    )
     return TopologyTestDriver(builder.build(), {"application_id": "bare"})
 
 
@@ -24,7 +26,10 @@ def test_null_keys_and_values_pass_both_ways() -> None:
             [(b"a", b'{"n":1}'), (None, b'{"n":2}'), (b"c", None), (None, None)]
         )
         assert d.create_output_topic("out", B, B).read_key_values_to_list() == [
-            (b"a", b'{"n":2}'), (None, b'{"n":3}'), (b"c", None), (None, None),
+            (b"a", b'{"n":2}'),
+            (None, b'{"n":3}'),
+            (b"c", None),
+            (None, None),
         ]
 
 
@@ -33,7 +38,8 @@ def test_a_record_the_bare_decoder_refuses_goes_to_the_handler() -> None:
     with driver(LogAndContinueHandler()) as d:
         d.create_input_topic("in", B, B).pipe_records(records)
         assert d.create_output_topic("out", STR, JSON).read_key_values_to_list() == [
-            ("a", {"n": 2}), ("d", {"n": 5}),
+            ("a", {"n": 2}),
+            ("d", {"n": 5}),
         ]
     with pytest.raises(RecordDeserializationError) as info, driver() as d:
         d.create_input_topic("in", B, B).pipe_records(records)

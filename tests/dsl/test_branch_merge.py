@@ -65,7 +65,12 @@ def test_describe_of_a_multi_branch_dsl_topology() -> None:
 
 def test_without_default_unmatched_records_are_dropped() -> None:
     builder = StreamsBuilder()
-    b = builder.stream("in", key_serde=STR, value_serde=INT).split().branch(lambda k, v: v > 0).no_default_branch()
+    b = (
+        builder.stream("in", key_serde=STR, value_serde=INT)
+        .split()
+        .branch(lambda k, v: v > 0)
+        .no_default_branch()
+    )
     assert list(b) == ["KSTREAM-BRANCH-00000000011"]
     b["KSTREAM-BRANCH-00000000011"].to("pos", value_serde=INT)
     with TopologyTestDriver(builder.build()) as d:
@@ -90,7 +95,8 @@ def test_split_then_merge_equals_a_single_map(records: list[tuple[str, int]]) ->
     """Reference: one map_values with the same case analysis, in input order."""
     builder = StreamsBuilder()
     parts = (
-        builder.stream("in", key_serde=STR, value_serde=INT).split(name="s")
+        builder.stream("in", key_serde=STR, value_serde=INT)
+        .split(name="s")
         .branch(lambda k, v: v < 0, chain=lambda s: s.map_values(lambda v: -v))
         .branch(lambda k, v: k == "a", chain=lambda s: s.flat_map_values(lambda v: [v, v + 1]))
         .default_branch()
@@ -109,5 +115,7 @@ def test_split_then_merge_equals_a_single_map(records: list[tuple[str, int]]) ->
         expected_both += out + (out if v >= 0 and k != "a" else [])
     with TopologyTestDriver(builder.build()) as d:
         d.create_input_topic("in", STR, INT).pipe_records(records)
-        got = [tuple(kv) for kv in d.create_output_topic("both", STR, INT).read_key_values_to_list()]
+        got = [
+            tuple(kv) for kv in d.create_output_topic("both", STR, INT).read_key_values_to_list()
+        ]
     assert got == expected_both

@@ -46,15 +46,20 @@ def same(a: Any, b: Any) -> bool:
     if type(a) is not type(b):
         return False
     if isinstance(a, float):
-        return (math.isnan(a) and math.isnan(b)) or (a == b and math.copysign(1, a) == math.copysign(1, b))
+        return (math.isnan(a) and math.isnan(b)) or (
+            a == b and math.copysign(1, a) == math.copysign(1, b)
+        )
     if isinstance(a, list | tuple):
         return len(a) == len(b) and all(map(same, a, b))
     if isinstance(a, dict):
-        return list(a) == list(b) and all(same(k1, k2) and same(a[k1], b[k2]) for k1, k2 in zip(a, b, strict=True))
+        return list(a) == list(b) and all(
+            same(k1, k2) and same(a[k1], b[k2]) for k1, k2 in zip(a, b, strict=True)
+        )
     return bool(a == b)
 
 
 # -- types --------------------------------------------------------------------------------
+
 
 class Colour(enum.Enum):
     RED = "red"
@@ -77,11 +82,19 @@ class User(pydantic.BaseModel):
 
 
 scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(), st.integers(min_value=-(2**200), max_value=2**200),
-    st.floats(allow_nan=False), st.text(), st.binary(), st.datetimes(),
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.integers(min_value=-(2**200), max_value=2**200),
+    st.floats(allow_nan=False),
+    st.text(),
+    st.binary(),
+    st.datetimes(),
     st.datetimes(timezones=st.timezones()),
 )
-keys = st.one_of(st.text(), st.integers(), st.booleans(), st.binary(), st.tuples(st.text(), st.integers()))
+keys = st.one_of(
+    st.text(), st.integers(), st.booleans(), st.binary(), st.tuples(st.text(), st.integers())
+)
 values = st.recursive(
     scalars,
     lambda inner: st.one_of(
@@ -111,7 +124,10 @@ def test_the_bare_functions_agree_with_the_checked_ones(value: Any) -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.integers(min_value=-(2**63), max_value=2**63 - 1), st.integers(min_value=-(2**63), max_value=2**63 - 1))
+@given(
+    st.integers(min_value=-(2**63), max_value=2**63 - 1),
+    st.integers(min_value=-(2**63), max_value=2**63 - 1),
+)
 def test_64_bit_ints_sort_as_their_bytes_do(a: int, b: int) -> None:
     assert (a < b) == (AUTO.serialize("t", a) < AUTO.serialize("t", b))
 
@@ -135,18 +151,36 @@ def test_bool_stays_bool_and_int_stays_int() -> None:
         assert same(rt(value), value)
 
 
-@pytest.mark.parametrize("value", [
-    2**64, -(2**64), 10**5000, -(10**5000),  # beyond int->str's digit limit too
-    float("inf"), float("-inf"), -0.0, [float("nan")],
-    dt.datetime(2024, 3, 1, 12, 30, 15, 123456),
-    dt.datetime(2024, 3, 1, 12, tzinfo=dt.UTC),
-    dt.datetime(2024, 3, 1, 12, tzinfo=dt.timezone(dt.timedelta(hours=-3, minutes=-30))),
-    dt.datetime(2024, 10, 27, 2, 30, fold=1, tzinfo=zoneinfo.ZoneInfo("Europe/Paris")),
-    dt.date(2024, 2, 29), dt.time(23, 59, 1, 5), dt.timedelta(days=-1, microseconds=7),
-    uuid.UUID(int=42), decimal.Decimal("-1.50"), {1, "a"}, frozenset({(1, 2)}),
-    Colour.RED, [Colour.BLUE], {"k": b"\xff", "when": dt.datetime(2020, 1, 1)},
-    {(1, "a"): [(), []]}, [[[("deep",)]]],
-], ids=lambda v: type(v).__name__)
+@pytest.mark.parametrize(
+    "value",
+    [
+        2**64,
+        -(2**64),
+        10**5000,
+        -(10**5000),  # beyond int->str's digit limit too
+        float("inf"),
+        float("-inf"),
+        -0.0,
+        [float("nan")],
+        dt.datetime(2024, 3, 1, 12, 30, 15, 123456),
+        dt.datetime(2024, 3, 1, 12, tzinfo=dt.UTC),
+        dt.datetime(2024, 3, 1, 12, tzinfo=dt.timezone(dt.timedelta(hours=-3, minutes=-30))),
+        dt.datetime(2024, 10, 27, 2, 30, fold=1, tzinfo=zoneinfo.ZoneInfo("Europe/Paris")),
+        dt.date(2024, 2, 29),
+        dt.time(23, 59, 1, 5),
+        dt.timedelta(days=-1, microseconds=7),
+        uuid.UUID(int=42),
+        decimal.Decimal("-1.50"),
+        {1, "a"},
+        frozenset({(1, 2)}),
+        Colour.RED,
+        [Colour.BLUE],
+        {"k": b"\xff", "when": dt.datetime(2020, 1, 1)},
+        {(1, "a"): [(), []]},
+        [[[("deep",)]]],
+    ],
+    ids=lambda v: type(v).__name__,
+)
 def test_values_beyond_json_round_trip(value: Any) -> None:
     back = rt(value)
     if isinstance(value, list) and isinstance(value[0], float):
@@ -159,8 +193,12 @@ def test_values_beyond_json_round_trip(value: Any) -> None:
 
 def test_pydantic_models_round_trip_by_class_path() -> None:
     user = User(
-        name="ada", age=36, joined=dt.datetime(2020, 5, 17, tzinfo=dt.UTC), avatar=b"\x89PNG",
-        address=Address(street="Main St", tags=("home", "work")), scores=[1.0, 2.5],
+        name="ada",
+        age=36,
+        joined=dt.datetime(2020, 5, 17, tzinfo=dt.UTC),
+        avatar=b"\x89PNG",
+        address=Address(street="Main St", tags=("home", "work")),
+        scores=[1.0, 2.5],
     )
     back = rt(user)
     assert type(back) is User and back == user
@@ -190,30 +228,44 @@ def test_unsupported_values_and_foreign_bytes_are_refused_clearly() -> None:
 
 # -- precedence -----------------------------------------------------------------------------
 
+
 def test_a_source_serde_still_writes_the_repartition_topic_and_the_store() -> None:
     builder = StreamsBuilder()
-    (builder.stream("in", key_serde=S, value_serde=INT)
-     .repartition(name="again")
-     .group_by_key()
-     .reduce(lambda a, b: a + b, materialized=materialized("sums", store="memory"))
-     .to_stream().to("out"))
+    (
+        builder.stream("in", key_serde=S, value_serde=INT)
+        .repartition(name="again")
+        .group_by_key()
+        .reduce(lambda a, b: a + b, materialized=materialized("sums", store="memory"))
+        .to_stream()
+        .to("out")
+    )
     with TopologyTestDriver(builder.build(), APP) as driver:
         source = driver.create_input_topic("in", S, INT)
         source.pipe_input("k", 1)
         source.pipe_input("k", 2)
         # the upstream serdes, not the auto serde, on the internal topic and the changelog
-        assert driver.create_output_topic("app-again-repartition", S, INT).read_key_values_to_list() == [
-            ("k", 1), ("k", 2)
+        assert driver.create_output_topic(
+            "app-again-repartition", S, INT
+        ).read_key_values_to_list() == [("k", 1), ("k", 2)]
+        assert driver.create_output_topic("out", S, INT).read_key_values_to_list() == [
+            ("k", 1),
+            ("k", 3),
         ]
-        assert driver.create_output_topic("out", S, INT).read_key_values_to_list() == [("k", 1), ("k", 3)]
-        assert [(e.key, e.value) for e in driver.get_changelog("sums")][-1] == (b"k", INT.serialize("", 3))
+        assert [(e.key, e.value) for e in driver.get_changelog("sums")][-1] == (
+            b"k",
+            INT.serialize("", 3),
+        )
 
 
 def test_materialized_and_grouping_serdes_win_over_the_default() -> None:
     builder = StreamsBuilder()
-    (builder.stream("in", value_serde=S)
-     .group_by(lambda _k, v: v, key_serde=S)
-     .aggregate(lambda: 0, lambda _k, _v, n: n + 1, materialized=materialized("n", value_serde=L)))
+    (
+        builder.stream("in", value_serde=S)
+        .group_by(lambda _k, v: v, key_serde=S)
+        .aggregate(
+            lambda: 0, lambda _k, _v, n: n + 1, materialized=materialized("n", value_serde=L)
+        )
+    )
     topology = builder.build()
     (repartition,) = topology.internal_topics
     with TopologyTestDriver(topology, APP) as driver:
@@ -224,20 +276,26 @@ def test_materialized_and_grouping_serdes_win_over_the_default() -> None:
 
 def test_without_serdes_internal_topics_and_stores_use_the_auto_serde() -> None:
     builder = StreamsBuilder()
-    (builder.stream("in", value_serde=S)
-     .map(lambda _k, v: ((v, len(v)), {"v": v}))
-     .group_by_key(name="g")
-     .aggregate(list, lambda _k, v, acc: [*acc, v["v"]], materialized=materialized("acc")))
+    (
+        builder.stream("in", value_serde=S)
+        .map(lambda _k, v: ((v, len(v)), {"v": v}))
+        .group_by_key(name="g")
+        .aggregate(list, lambda _k, v, acc: [*acc, v["v"]], materialized=materialized("acc"))
+    )
     with TopologyTestDriver(builder.build(), APP) as driver:
         driver.create_input_topic("in", None, S).pipe_records([(None, "ab"), (None, "ab")])
-        assert driver.create_output_topic("app-g-repartition", AUTO, AUTO).read_key_values_to_list() == [
-            (("ab", 2), {"v": "ab"}), (("ab", 2), {"v": "ab"})
-        ]
+        assert driver.create_output_topic(
+            "app-g-repartition", AUTO, AUTO
+        ).read_key_values_to_list() == [(("ab", 2), {"v": "ab"}), (("ab", 2), {"v": "ab"})]
         assert driver.get_key_value_store("acc").get(("ab", 2)) == ["ab", "ab"]
-        assert [AUTO.deserialize("", e.value) for e in driver.get_changelog("acc")][-1] == ["ab", "ab"]
+        assert [AUTO.deserialize("", e.value) for e in driver.get_changelog("acc")][-1] == [
+            "ab",
+            "ab",
+        ]
 
 
 # -- the sink rule ----------------------------------------------------------------------------
+
 
 def test_a_computed_side_without_serde_fails_when_the_driver_opens_naming_sink_and_topic() -> None:
     builder = StreamsBuilder()
@@ -271,7 +329,10 @@ def test_bytes_read_without_serde_still_pass_through_a_sink() -> None:
     with TopologyTestDriver(builder.build(), APP) as driver:
         driver.create_input_topic("in").pipe_records([(b"k", b"v"), (b"k", b"skip")])
         assert driver.create_output_topic("copy").read_key_values_to_list() == [(b"k", b"v")]
-        assert driver.create_output_topic("counts", None, L).read_key_values_to_list()[-1] == (b"k", 2)
+        assert driver.create_output_topic("counts", None, L).read_key_values_to_list()[-1] == (
+            b"k",
+            2,
+        )
 
 
 def test_a_processor_api_sink_without_serde_names_itself_when_given_an_object() -> None:
@@ -293,4 +354,6 @@ def test_a_processor_api_sink_without_serde_names_itself_when_given_an_object() 
     )
     with TopologyTestDriver(topology, APP) as driver, pytest.raises(ProcessingError) as info:
         driver.create_input_topic("in").pipe_input(b"k", b"v")
-    assert "sink out-sink (topic 'out') has no value serde and got a str" in str(info.value.__cause__)
+    assert "sink out-sink (topic 'out') has no value serde and got a str" in str(
+        info.value.__cause__
+    )

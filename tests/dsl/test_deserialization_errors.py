@@ -17,11 +17,13 @@ STR, INT, B = Serdes.string(), Serdes.integer(), Serdes.bytes()
 INPUT = [(b"k1", b"\x00\x00\x00\x01"), (b"k2", b"oops"[:3]), (b"k3", b"\x00\x00\x00\x03")]
 
 
-def topology(handler: object = None, config_handler: object = None) -> tuple[object, dict[str, object]]:
+def topology(
+    handler: object = None, config_handler: object = None
+) -> tuple[object, dict[str, object]]:
     builder = StreamsBuilder()
-    builder.stream("in", key_serde=STR, value_serde=INT, on_deserialization_error=handler).map_values(
-        lambda v: v * 2
-    ).to("out", value_serde=INT)
+    builder.stream(
+        "in", key_serde=STR, value_serde=INT, on_deserialization_error=handler
+    ).map_values(lambda v: v * 2).to("out", value_serde=INT)
     config: dict[str, object] = {}
     if config_handler is not None:
         config["deserialization_handler"] = config_handler
@@ -46,16 +48,25 @@ def test_log_and_fail_is_the_default(caplog: pytest.LogCaptureFixture) -> None:
 
 def test_log_and_continue_skips_the_record_and_logs_it(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING), pipe(LogAndContinueHandler()) as d:
-        assert d.create_output_topic("out", STR, INT).read_key_values_to_list() == [("k1", 2), ("k3", 6)]
+        assert d.create_output_topic("out", STR, INT).read_key_values_to_list() == [
+            ("k1", 2),
+            ("k3", 6),
+        ]
     assert "IntegerDeserializer is not 4" in caplog.text
 
 
 def test_dead_letter_topic_keeps_the_raw_bytes() -> None:
-    for handler, config_handler in ((DeadLetterQueueHandler("dlq"), None), (None, DeadLetterQueueHandler("dlq"))):
+    for handler, config_handler in (
+        (DeadLetterQueueHandler("dlq"), None),
+        (None, DeadLetterQueueHandler("dlq")),
+    ):
         with pipe(handler, config_handler) as d:
             assert d.create_output_topic("out", STR, INT).read_values_to_list() == [2, 6]
             (letter,) = d.create_output_topic("dlq").read_records_to_list()
             assert (letter.key, letter.value) == (b"k2", b"oop")
             headers = dict(letter.headers)
-            assert headers["__streams.errors.exception"] == b"headrace.dsl._errors.DeserializationError"
+            assert (
+                headers["__streams.errors.exception"]
+                == b"headrace.dsl._errors.DeserializationError"
+            )
             assert headers["__streams.errors.offset"] == b"1"

@@ -3,20 +3,51 @@ from headrace import dsl
 
 def test_dsl_public_surface_is_pinned() -> None:
     assert sorted(dsl.__all__) == [
-        "AgentApp", "AgentStream", "AgentTopic",
-        "BranchedKStream", "DeserializationError", "DslError", "GlobalKTable", "JoinWindows",
-        "KGroupedStream", "KGroupedTable",
-        "KStream", "KTable", "LateRecord", "LateRecords", "Materialized", "Serde", "SerdeError",
-        "Serdes", "SerializationError", "SessionWindowedKStream", "SessionWindowedSerde",
-        "SessionWindows", "SlidingWindows", "StreamsBuilder", "Suppressed", "Table",
+        "AgentApp",
+        "AgentStream",
+        "AgentTopic",
+        "BranchedKStream",
+        "DeserializationError",
+        "DslError",
+        "GlobalKTable",
+        "JoinWindows",
+        "KGroupedStream",
+        "KGroupedTable",
+        "KStream",
+        "KTable",
+        "LateRecord",
+        "LateRecords",
+        "Materialized",
+        "Serde",
+        "SerdeError",
+        "Serdes",
+        "SerializationError",
+        "SessionWindowedKStream",
+        "SessionWindowedSerde",
+        "SessionWindows",
+        "SlidingWindows",
+        "StreamsBuilder",
+        "Suppressed",
+        "Table",
         "TimeWindowedKStream",
-        "TimeWindowedSerde", "TimeWindows", "TopologyBuildError", "Window", "Windowed",
-        "WindowedSerdes", "materialized", "until_window_closes",
+        "TimeWindowedSerde",
+        "TimeWindows",
+        "TopologyBuildError",
+        "Window",
+        "Windowed",
+        "WindowedSerdes",
+        "materialized",
+        "until_window_closes",
     ]
     for name in dsl.__all__:
         assert hasattr(dsl, name)
 
 
 def test_errors_share_one_root_and_are_not_retriable() -> None:
-    for error in (dsl.SerdeError, dsl.SerializationError, dsl.DeserializationError, dsl.TopologyBuildError):
+    for error in (
+        dsl.SerdeError,
+        dsl.SerializationError,
+        dsl.DeserializationError,
+        dsl.TopologyBuildError,
+    ):
         assert issubclass(error, dsl.DslError) and error.retriable is False

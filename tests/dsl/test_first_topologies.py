@@ -42,11 +42,20 @@ def test_word_count_with_group_by_counts_every_word() -> None:
         out = driver.create_output_topic(WORD_COUNTS, S, L).read_key_values_to_list()
         # one update per word per line, as each line is settled before the next (the
         # store's cache folds the two "a" of the last line into one update)
-        assert sorted(out) == sorted([
-            ("the", 1), ("cat", 1), ("sat", 1),
-            ("the", 2), ("dog", 1), ("sat", 2),
-            ("a", 2), ("cat", 2), ("and", 1), ("dog", 2),
-        ])
+        assert sorted(out) == sorted(
+            [
+                ("the", 1),
+                ("cat", 1),
+                ("sat", 1),
+                ("the", 2),
+                ("dog", 1),
+                ("sat", 2),
+                ("a", 2),
+                ("cat", 2),
+                ("and", 1),
+                ("dog", 2),
+            ]
+        )
         assert dict(out) == WORD_COUNTS_OUT
         # the words crossed the repartition topic with the auto serde
         repartitioned = driver.create_output_topic(
@@ -63,8 +72,12 @@ def test_table_regrouping_counts_down_where_a_row_leaves() -> None:
             users.pipe_input(user, region)
         out = driver.create_output_topic(REGION_COUNTS, S, L).read_key_values_to_list()
         assert out == [
-            ("eu", 1), ("us", 1), ("eu", 2), ("apac", 1),
-            ("eu", 1), ("us", 2),  # alice moved: out of eu, into us
+            ("eu", 1),
+            ("us", 1),
+            ("eu", 2),
+            ("apac", 1),
+            ("eu", 1),
+            ("us", 2),  # alice moved: out of eu, into us
             ("us", 1),  # bob left
         ]
         assert dict(out) == REGION_COUNTS_OUT
@@ -93,5 +106,11 @@ def test_aggregate_sums_ints_per_account() -> None:
         for payment_id, payment in PAYMENTS_IN:
             payments.pipe_input(payment_id, payment)
         out = driver.create_output_topic(TOTALS, S, L).read_key_values_to_list()
-        assert out == [("acc-1", 5), ("acc-2", 7), ("acc-1", 15), ("acc-3", -2), ("acc-2", 7 + 2**40)]
+        assert out == [
+            ("acc-1", 5),
+            ("acc-2", 7),
+            ("acc-1", 15),
+            ("acc-3", -2),
+            ("acc-2", 7 + 2**40),
+        ]
         assert dict(out) == TOTALS_OUT

@@ -22,7 +22,9 @@ def test_only_sides_whose_key_changed_are_repartitioned() -> None:
     b = builder.stream("b", key_serde=S, value_serde=S)
     a.join(b, joined, W, name="plain")
     a.map_values(str.upper).join(b.filter(lambda k, v: True), joined, W, name="same-keys")
-    a.select_key(lambda k, v: v).join(b.flat_map(lambda k, v: [(v, k)]), joined, W, key_serde=S, name="both")
+    a.select_key(lambda k, v: v).join(
+        b.flat_map(lambda k, v: [(v, k)]), joined, W, key_serde=S, name="both"
+    )
     a.group_by_key().count().to_stream().join(b, joined, W, name="counted")
     topology = builder.build()
     assert sorted(topology.internal_topics) == ["both-left-repartition", "both-right-repartition"]
@@ -36,9 +38,11 @@ def test_only_sides_whose_key_changed_are_repartitioned() -> None:
 
 def test_a_table_aggregated_after_group_by_is_read_through_its_repartition_topic() -> None:
     builder = StreamsBuilder()
-    counts = builder.stream("views", key_serde=S, value_serde=S).group_by(
-        lambda k, v: v, key_serde=S, name="by-page"
-    ).count()
+    counts = (
+        builder.stream("views", key_serde=S, value_serde=S)
+        .group_by(lambda k, v: v, key_serde=S, name="by-page")
+        .count()
+    )
     builder.stream("pages", key_serde=S, value_serde=S).join(counts, joined, name="j")
     assert builder.copartition_groups() == [("j", ("pages", "by-page-repartition"))]
 

@@ -51,7 +51,13 @@ def reference(records: list[Rec], w: JoinWindows, kind: str) -> list[tuple[str, 
     for rec in records:
         now = max(now, rec.ts)
         for old in seen:
-            if old.stored and outer(old) and not old.paired and not old.done and close(w, old) < now:
+            if (
+                old.stored
+                and outer(old)
+                and not old.paired
+                and not old.done
+                and close(w, old) < now
+            ):
                 old.done = True
                 out.append(unmatched(old))
         for old in seen:
@@ -78,7 +84,10 @@ def run_join(chunks: list[list[Rec]], w: JoinWindows, kind: str) -> list[tuple[s
     joiner: Any = lambda a, b: f"{a}+{b}"  # noqa: E731
     method(left, right, joiner, w, store="memory", logging=False).to("out", value_serde=S)
     with TopologyTestDriver(builder.build(), {"application_id": "prop"}) as driver:
-        topics = {True: driver.create_input_topic("left", S, S), False: driver.create_input_topic("right", S, S)}
+        topics = {
+            True: driver.create_input_topic("left", S, S),
+            False: driver.create_input_topic("right", S, S),
+        }
         for chunk in chunks:  # one chunk is one batch of one side
             topics[chunk[0].left].pipe_records([TestRecord(r.key, r.value, r.ts) for r in chunk])
         output = driver.create_output_topic("out", S, S).read_records_to_list()
@@ -120,17 +129,21 @@ def test_join_matches_the_nested_loop_reference(
 @settings(max_examples=60, deadline=None)
 @given(data=timed_streams())
 def test_every_in_window_pair_is_joined_once_when_nothing_is_late(
-    data: tuple[list[list[Rec]], JoinWindows]
+    data: tuple[list[list[Rec]], JoinWindows],
 ) -> None:
     """With grace covering all disorder, the inner join is exactly the set of pairs
     within the window: the plain definition, with no stream time involved."""
     chunks, windows = data
     flat = [r for chunk in chunks for r in chunk]
     disorder = max((max(r.ts for r in flat[: i + 1]) - r.ts for i, r in enumerate(flat)), default=0)
-    windows = JoinWindows(windows.before_ms, windows.after_ms, disorder + max(0, windows.before_ms, windows.after_ms))
+    windows = JoinWindows(
+        windows.before_ms, windows.after_ms, disorder + max(0, windows.before_ms, windows.after_ms)
+    )
     expected = [
         (lr.key, f"{lr.value}+{r.value}", max(lr.ts, r.ts))
-        for lr in flat if lr.left
-        for r in flat if not r.left and r.key == lr.key and pairs(windows, lr, r)
+        for lr in flat
+        if lr.left
+        for r in flat
+        if not r.left and r.key == lr.key and pairs(windows, lr, r)
     ]
     assert sorted(run_join(chunks, windows, "inner")) == sorted(expected)

@@ -161,7 +161,9 @@ def test_outer_join_emits_unmatched_records_of_both_sides_and_none_that_paired()
         run.r("k", "y", 40)  # b closed at 27 but paired; x paired
         run.l("q", "c", 60)  # y closed at 45: unmatched
         assert sorted(run.take()) == [
-            ("k", "None+y", 40), ("k", "a+None", 0), ("k", "b+x", 22),
+            ("k", "None+y", 40),
+            ("k", "a+None", 0),
+            ("k", "b+x", 22),
         ]
 
 
@@ -190,13 +192,19 @@ def test_self_join_pairs_each_record_with_itself_and_its_neighbours() -> None:
         run.left.pipe_records([TestRecord("k", "a", 10), TestRecord("k", "b", 13)])
         run.left.pipe_records([TestRecord("k", "c", 30)])
         assert sorted(run.take()) == [
-            ("k", "a+a", 10), ("k", "a+b", 13), ("k", "b+a", 13), ("k", "b+b", 13), ("k", "c+c", 30),
+            ("k", "a+a", 10),
+            ("k", "a+b", 13),
+            ("k", "b+a", 13),
+            ("k", "b+b", 13),
+            ("k", "c+c", 30),
         ]
 
 
 def test_a_changed_key_is_repartitioned_before_the_join() -> None:
     builder = StreamsBuilder()
-    orders = builder.stream("left", key_serde=S, value_serde=S).select_key(lambda k, v: v.split(":")[0])
+    orders = builder.stream("left", key_serde=S, value_serde=S).select_key(
+        lambda k, v: v.split(":")[0]
+    )
     payments = builder.stream("right", key_serde=S, value_serde=S)
     orders.join(payments, joined, JoinWindows.of_time_difference(10), key_serde=S, name="pay").to(
         "out", value_serde=S
@@ -219,7 +227,9 @@ def test_store_names_follow_the_join_name_and_restart_keeps_waiting_records(tmp_
     topology = build("left", windows, name="orders").build()
     with TopologyTestDriver(topology, config) as d:
         assert set(d.get_all_state_stores()) == {
-            "orders-this-join-store", "orders-other-join-store", "orders-outer-join-store",
+            "orders-this-join-store",
+            "orders-other-join-store",
+            "orders-outer-join-store",
         }
         run = Run(d)
         run.l("k", "a", 100)
@@ -238,8 +248,12 @@ def test_memory_stores_and_keyed_joiner() -> None:
     left = builder.stream("left", key_serde=S, value_serde=S)
     right = builder.stream("right", key_serde=S, value_serde=S)
     left.join(
-        right, lambda k, a, b: f"{k}:{a}{b}", JoinWindows.of_time_difference(1), with_key=True,
-        store="memory", logging=False,
+        right,
+        lambda k, a, b: f"{k}:{a}{b}",
+        JoinWindows.of_time_difference(1),
+        with_key=True,
+        store="memory",
+        logging=False,
     ).to("out", value_serde=S)
     with TopologyTestDriver(builder.build(), APP) as d:
         run = Run(d)

@@ -41,7 +41,10 @@ def test_stream_table_join_reads_the_table_as_of_each_record() -> None:
         left = d.create_output_topic("left", S, S).read_key_values_to_list()
     assert inner == [("ann", "cart@Ann"), ("ann", "pay@Annie")]
     assert left == [
-        ("ann", "home@None"), ("ann", "cart@Ann"), ("ann", "pay@Annie"), ("ann", "bye@None"),
+        ("ann", "home@None"),
+        ("ann", "cart@Ann"),
+        ("ann", "pay@Annie"),
+        ("ann", "bye@None"),
         (None, "anon@None"),
     ]
 
@@ -49,7 +52,9 @@ def test_stream_table_join_reads_the_table_as_of_each_record() -> None:
 def test_out_of_order_stream_records_see_the_current_table_and_keep_their_timestamps() -> None:
     builder = StreamsBuilder()
     users = builder.table("users", key_serde=S, value_serde=J)
-    builder.stream("clicks", key_serde=S, value_serde=S).join(users, enrich).to("out", value_serde=S)
+    builder.stream("clicks", key_serde=S, value_serde=S).join(users, enrich).to(
+        "out", value_serde=S
+    )
     with TopologyTestDriver(builder.build(), APP) as d:
         d.create_input_topic("users", S, J).pipe_input(TestRecord("ann", {"name": "Ann"}, 1_000))
         d.create_input_topic("clicks", S, S).pipe_input(TestRecord("ann", "early", 10))
@@ -89,7 +94,9 @@ def test_a_rekeyed_stream_is_repartitioned_before_the_lookup() -> None:
     with TopologyTestDriver(topology, APP) as d:
         d.create_input_topic("users", S, J).pipe_input("ann", {"name": "Ann"})
         d.create_input_topic("clicks", S, J).pipe_input("c1", {"user": "ann", "page": "/home"})
-        assert d.create_output_topic("out", S, S).read_key_values_to_list() == [("ann", "/home@Ann")]
+        assert d.create_output_topic("out", S, S).read_key_values_to_list() == [
+            ("ann", "/home@Ann")
+        ]
 
 
 def test_stream_table_argument_errors() -> None:
@@ -114,12 +121,12 @@ def build_global() -> tuple[StreamsBuilder, GlobalKTable]:
     )
     # Clicks keyed by user, joined by the country in the value: no repartition needed.
     clicks = builder.stream("clicks", key_serde=S, value_serde=J)
-    clicks.join(countries, lambda user, v: v.get("country"), lambda v, name: f"{v['page']} in {name}").to(
-        "inner", value_serde=S
-    )
-    clicks.left_join(countries, lambda user, v: v.get("country"), lambda v, name: f"{v['page']} in {name}").to(
-        "left", value_serde=S
-    )
+    clicks.join(
+        countries, lambda user, v: v.get("country"), lambda v, name: f"{v['page']} in {name}"
+    ).to("inner", value_serde=S)
+    clicks.left_join(
+        countries, lambda user, v: v.get("country"), lambda v, name: f"{v['page']} in {name}"
+    ).to("left", value_serde=S)
     return builder, countries
 
 
@@ -133,16 +140,23 @@ def test_stream_global_join_by_a_selected_key_needs_no_repartition() -> None:
     # The global topic belongs to no sub-topology: its partitions never make tasks.
     assert [sub.source_topics for sub in topology.subtopologies()] == [("clicks",)]
     with TopologyTestDriver(topology, APP) as d:
-        d.create_input_topic("countries", S, S).pipe_key_value_list([("no", "Norway"), ("it", "Italy")])
+        d.create_input_topic("countries", S, S).pipe_key_value_list(
+            [("no", "Norway"), ("it", "Italy")]
+        )
         clicks = d.create_input_topic("clicks", S, J)
         clicks.pipe_input("ann", {"page": "/a", "country": "no"})
         clicks.pipe_input("bob", {"page": "/b", "country": "se"})
         clicks.pipe_input("cid", {"page": "/c"})
         d.create_input_topic("countries", S, S).pipe_input("no", None)
         clicks.pipe_input("ann", {"page": "/d", "country": "no"})
-        assert d.create_output_topic("inner", S, S).read_key_values_to_list() == [("ann", "/a in Norway")]
+        assert d.create_output_topic("inner", S, S).read_key_values_to_list() == [
+            ("ann", "/a in Norway")
+        ]
         assert d.create_output_topic("left", S, S).read_key_values_to_list() == [
-            ("ann", "/a in Norway"), ("bob", "/b in None"), ("cid", "/c in None"), ("ann", "/d in None"),
+            ("ann", "/a in Norway"),
+            ("bob", "/b in None"),
+            ("cid", "/c in None"),
+            ("ann", "/d in None"),
         ]
         store = d.get_key_value_store("countries-store")
         assert list(store.all()) == [("it", "Italy")]

@@ -20,8 +20,12 @@ def pair(a: Any, b: Any) -> str:
 
 
 def two_tables(builder: StreamsBuilder, caching: bool = False) -> tuple[KTable, KTable]:
-    left = builder.table("left", key_serde=S, value_serde=S, materialized=materialized(caching=caching))
-    right = builder.table("right", key_serde=S, value_serde=S, materialized=materialized(caching=caching))
+    left = builder.table(
+        "left", key_serde=S, value_serde=S, materialized=materialized(caching=caching)
+    )
+    right = builder.table(
+        "right", key_serde=S, value_serde=S, materialized=materialized(caching=caching)
+    )
     return left, right
 
 
@@ -31,23 +35,37 @@ def two_tables(builder: StreamsBuilder, caching: bool = False) -> tuple[KTable, 
         ("inner", [("k", "a|x"), ("k", "b|x"), ("k", None), ("k", "b|y"), ("k", None)]),
         (
             "left",
-            [("k", "a|None"), ("k", "a|x"), ("k", "b|x"), ("k", "b|None"), ("k", "b|y"), ("k", None)],
+            [
+                ("k", "a|None"),
+                ("k", "a|x"),
+                ("k", "b|x"),
+                ("k", "b|None"),
+                ("k", "b|y"),
+                ("k", None),
+            ],
         ),
         (
             "outer",
             [
-                ("k", "a|None"), ("k", "a|x"), ("k", "b|x"), ("k", "b|None"), ("k", "b|y"),
-                ("k", "None|y"), ("k", None),
+                ("k", "a|None"),
+                ("k", "a|x"),
+                ("k", "b|x"),
+                ("k", "b|None"),
+                ("k", "b|y"),
+                ("k", "None|y"),
+                ("k", None),
             ],
         ),
     ],
 )
-def test_updates_from_either_side_and_tombstones(kind: str, expected: list[tuple[str, Any]]) -> None:
+def test_updates_from_either_side_and_tombstones(
+    kind: str, expected: list[tuple[str, Any]]
+) -> None:
     builder = StreamsBuilder()
     left, right = two_tables(builder)
-    getattr(left, {"inner": "join", "left": "left_join", "outer": "outer_join"}[kind])(right, pair).to_stream().to(
-        "out", value_serde=S
-    )
+    getattr(left, {"inner": "join", "left": "left_join", "outer": "outer_join"}[kind])(
+        right, pair
+    ).to_stream().to("out", value_serde=S)
     with TopologyTestDriver(builder.build(), APP) as d:
         lt, rt = d.create_input_topic("left", S, S), d.create_input_topic("right", S, S)
         lt.pipe_input("k", "a")
@@ -91,9 +109,13 @@ def test_a_materialized_join_is_queryable_and_an_unmaterialized_one_can_be_looke
         d.create_input_topic("left", S, S).pipe_key_value_list([("k", "a"), ("j", "b")])
         d.create_input_topic("right", S, S).pipe_key_value_list([("k", "x"), ("z", "w")])
         assert dict(d.get_key_value_store("pairs").all()) == {"j": "b|None", "k": "a|x"}
-        d.create_input_topic("probe", S, S).pipe_key_value_list([("k", "p"), ("z", "q"), ("n", "r")])
+        d.create_input_topic("probe", S, S).pipe_key_value_list(
+            [("k", "p"), ("z", "q"), ("n", "r")]
+        )
         assert d.create_output_topic("out", S, S).read_values_to_list() == [
-            "p->a|x", "q->None|w", "r->None",
+            "p->a|x",
+            "q->None|w",
+            "r->None",
         ]
 
 
@@ -113,13 +135,20 @@ def test_table_join_errors() -> None:
 
 def fk_build(kind: str, **kw: Any) -> StreamsBuilder:
     builder = StreamsBuilder()
-    orders = builder.table("orders", key_serde=S, value_serde=J, materialized=materialized(caching=False))
-    customers = builder.table("customers", key_serde=S, value_serde=S, materialized=materialized(caching=False))
+    orders = builder.table(
+        "orders", key_serde=S, value_serde=J, materialized=materialized(caching=False)
+    )
+    customers = builder.table(
+        "customers", key_serde=S, value_serde=S, materialized=materialized(caching=False)
+    )
     method = orders.join if kind == "inner" else orders.left_join
     method(
-        customers, lambda order: order.get("customer"),
+        customers,
+        lambda order: order.get("customer"),
         lambda order, name: f"{order['item']} for {name}",
-        materialized=materialized("order-view", value_serde=S), name="fk", **kw,
+        materialized=materialized("order-view", value_serde=S),
+        name="fk",
+        **kw,
     ).to_stream().to("out", value_serde=S)
     return builder
 
@@ -139,7 +168,8 @@ def test_foreign_key_inner_join_follows_key_changes_and_deletes_on_both_sides() 
     builder = fk_build("inner")
     topology = builder.build()
     assert set(topology.internal_topics) == {
-        "fk-subscription-registration-topic", "fk-subscription-response-topic",
+        "fk-subscription-registration-topic",
+        "fk-subscription-response-topic",
     }
     with TopologyTestDriver(topology, APP) as d:
         fk = Fk(d)
@@ -149,7 +179,10 @@ def test_foreign_key_inner_join_follows_key_changes_and_deletes_on_both_sides() 
         assert fk.out.read_key_values_to_list() == [("o1", "pen for Ann")]
         fk.customers.pipe_input("c1", "Annie")
         fk.orders.pipe_input("o1", {"item": "ink", "customer": "c1"})
-        assert fk.out.read_key_values_to_list() == [("o1", "pen for Annie"), ("o1", "ink for Annie")]
+        assert fk.out.read_key_values_to_list() == [
+            ("o1", "pen for Annie"),
+            ("o1", "ink for Annie"),
+        ]
         fk.orders.pipe_input("o1", {"item": "ink", "customer": "c2"})  # c2 unknown: row goes
         assert fk.out.read_key_values_to_list() == [("o1", None)]
         fk.customers.pipe_input("c2", "Bob")
@@ -175,8 +208,11 @@ def test_foreign_key_left_join_keeps_every_left_row() -> None:
         fk.orders.pipe_input("o2", {"item": "cap", "customer": "c1"})
         fk.orders.pipe_input("o2", None)
         assert fk.out.read_key_values_to_list() == [
-            ("o1", "pen for None"), ("o2", "cap for None"), ("o1", "pen for Ann"),
-            ("o1", "pen for None"), ("o2", None),
+            ("o1", "pen for None"),
+            ("o2", "cap for None"),
+            ("o1", "pen for Ann"),
+            ("o1", "pen for None"),
+            ("o2", None),
         ]
         assert fk.view() == {"o1": "pen for None"}
 
@@ -187,8 +223,11 @@ def test_answers_made_stale_by_a_later_change_are_dropped() -> None:
         fk = Fk(d)
         fk.customers.pipe_key_value_list([("c1", "Ann"), ("c2", "Bob")])
         fk.orders.pipe_key_value_list(
-            [("o1", {"item": "a", "customer": "c1"}), ("o1", {"item": "b", "customer": "c2"}),
-             ("o1", {"item": "c", "customer": "c1"})]
+            [
+                ("o1", {"item": "a", "customer": "c1"}),
+                ("o1", {"item": "b", "customer": "c2"}),
+                ("o1", {"item": "c", "customer": "c1"}),
+            ]
         )
         assert fk.out.read_key_values_to_list() == [("o1", "c for Ann")]
         assert fk.view() == {"o1": "c for Ann"}
@@ -202,14 +241,19 @@ Op = tuple[str, str, Any]  # (table, key, value or None)
     ops=st.lists(
         st.one_of(
             st.tuples(
-                st.just("orders"), st.sampled_from(["o1", "o2", "o3"]),
-                st.one_of(st.none(), st.fixed_dictionaries(
-                    {"item": st.sampled_from(["a", "b"])},
-                    optional={"customer": st.sampled_from(["c1", "c2"])},
-                )),
+                st.just("orders"),
+                st.sampled_from(["o1", "o2", "o3"]),
+                st.one_of(
+                    st.none(),
+                    st.fixed_dictionaries(
+                        {"item": st.sampled_from(["a", "b"])},
+                        optional={"customer": st.sampled_from(["c1", "c2"])},
+                    ),
+                ),
             ),
             st.tuples(
-                st.just("customers"), st.sampled_from(["c1", "c2"]),
+                st.just("customers"),
+                st.sampled_from(["c1", "c2"]),
                 st.one_of(st.none(), st.sampled_from(["Ann", "Bob"])),
             ),
         ),

@@ -13,18 +13,29 @@ from headrace.streams import Processor, Record, TopologyError
 from headrace.streams.testing import TestRecord, TopologyTestDriver
 
 STR, INT = Serdes.string(), Serdes.integer()
-pairs = st.lists(st.tuples(st.sampled_from(["a", "b", "c", None]), st.integers(-1000, 1000)), max_size=30)
+pairs = st.lists(
+    st.tuples(st.sampled_from(["a", "b", "c", None]), st.integers(-1000, 1000)), max_size=30
+)
 
 
-def run(pipeline: Callable[[KStream], KStream | None], records: list[tuple[Any, Any]],
-        out_key: Any = STR, out_value: Any = INT) -> list[tuple[Any, Any]]:
+def run(
+    pipeline: Callable[[KStream], KStream | None],
+    records: list[tuple[Any, Any]],
+    out_key: Any = STR,
+    out_value: Any = INT,
+) -> list[tuple[Any, Any]]:
     builder = StreamsBuilder()
     result = pipeline(builder.stream("in", key_serde=STR, value_serde=INT))
     if result is not None:
         result.to("out", key_serde=out_key, value_serde=out_value)
     with TopologyTestDriver(builder.build(), initial_wall_clock=0) as driver:
         driver.create_input_topic("in", STR, INT).pipe_records(records)
-        return [tuple(kv) for kv in driver.create_output_topic("out", out_key, out_value).read_key_values_to_list()]
+        return [
+            tuple(kv)
+            for kv in driver.create_output_topic(
+                "out", out_key, out_value
+            ).read_key_values_to_list()
+        ]
 
 
 @settings(max_examples=30, deadline=None)
@@ -48,21 +59,28 @@ def test_map_values_with_and_without_key(records: list[tuple[Any, int]]) -> None
 @settings(max_examples=30, deadline=None)
 @given(pairs)
 def test_map_and_select_key(records: list[tuple[Any, int]]) -> None:
-    assert run(lambda s: s.map(lambda k, v: (str(v), v + 1)), records) == [(str(v), v + 1) for _k, v in records]
-    assert run(lambda s: s.select_key(lambda k, v: f"{k}{v}"), records) == [(f"{k}{v}", v) for k, v in records]
+    assert run(lambda s: s.map(lambda k, v: (str(v), v + 1)), records) == [
+        (str(v), v + 1) for _k, v in records
+    ]
+    assert run(lambda s: s.select_key(lambda k, v: f"{k}{v}"), records) == [
+        (f"{k}{v}", v) for k, v in records
+    ]
 
 
 @settings(max_examples=30, deadline=None)
 @given(pairs)
 def test_flat_map_and_flat_map_values(records: list[tuple[Any, int]]) -> None:
     expected = [(f"{k}{i}", v) for k, v in records for i in range(abs(v) % 3)]
-    assert run(lambda s: s.flat_map(lambda k, v: [(f"{k}{i}", v) for i in range(abs(v) % 3)]), records) == expected
+    assert (
+        run(lambda s: s.flat_map(lambda k, v: [(f"{k}{i}", v) for i in range(abs(v) % 3)]), records)
+        == expected
+    )
     assert run(lambda s: s.flat_map_values(lambda v: [v] * (abs(v) % 3)), records) == [
         (k, v) for k, v in records for _ in range(abs(v) % 3)
     ]
-    assert run(lambda s: s.flat_map_values(lambda k, v: [v, v] if k else [], with_key=True), records) == [
-        (k, v) for k, v in records if k for _ in range(2)
-    ]
+    assert run(
+        lambda s: s.flat_map_values(lambda k, v: [v, v] if k else [], with_key=True), records
+    ) == [(k, v) for k, v in records if k for _ in range(2)]
 
 
 def test_peek_foreach_and_print_see_every_record() -> None:
@@ -109,7 +127,9 @@ def test_to_with_a_topic_per_record_and_a_partitioner() -> None:
 def test_a_lost_serde_fails_when_the_driver_opens_naming_the_sink_and_topic() -> None:
     builder = StreamsBuilder()
     builder.stream("in", key_serde=STR, value_serde=INT).map_values(lambda v: v + 1).to("out")
-    with pytest.raises(TopologyError, match="sink KSTREAM-SINK-0000000002 \\(topic 'out'\\) has no value serde"):
+    with pytest.raises(
+        TopologyError, match="sink KSTREAM-SINK-0000000002 \\(topic 'out'\\) has no value serde"
+    ):
         TopologyTestDriver(builder.build())
 
 
@@ -124,22 +144,29 @@ def test_default_serdes_from_config() -> None:
 
 def test_repartition_goes_through_an_internal_topic_and_drops_null_keys() -> None:
     builder = StreamsBuilder()
-    (builder.stream("in", key_serde=STR, value_serde=INT)
-     .select_key(lambda k, v: None if v < 0 else f"k{v % 2}")
-     .repartition(key_serde=STR, name="by-parity", num_partitions=4)
-     .to("out", key_serde=STR, value_serde=INT))
+    (
+        builder.stream("in", key_serde=STR, value_serde=INT)
+        .select_key(lambda k, v: None if v < 0 else f"k{v % 2}")
+        .repartition(key_serde=STR, name="by-parity", num_partitions=4)
+        .to("out", key_serde=STR, value_serde=INT)
+    )
     topology = builder.build()
     assert topology.internal_topics == {"by-parity-repartition": 4}
     assert len(topology.subtopologies()) == 2
     with TopologyTestDriver(topology, {"application_id": "app"}) as d:
         d.create_input_topic("in", STR, INT).pipe_records([("a", 1), ("b", -5), ("c", 2)])
-        assert d.create_output_topic("out", STR, INT).read_key_values_to_list() == [("k1", 1), ("k0", 2)]
+        assert d.create_output_topic("out", STR, INT).read_key_values_to_list() == [
+            ("k1", 1),
+            ("k0", 2),
+        ]
         assert d.create_output_topic("app-by-parity-repartition", STR, INT).get_queue_size() == 2
 
 
 def test_timestamp_extractor_option() -> None:
     builder = StreamsBuilder()
-    builder.stream("in", key_serde=STR, value_serde=INT, timestamp_extractor=lambda k, v, ts: v * 1000).to("out")
+    builder.stream(
+        "in", key_serde=STR, value_serde=INT, timestamp_extractor=lambda k, v, ts: v * 1000
+    ).to("out")
     with TopologyTestDriver(builder.build()) as d:
         d.create_input_topic("in", STR, INT).pipe_input("k", 7, timestamp=1)
         assert d.create_output_topic("out", STR, INT).read_record() == TestRecord("k", 7, 7000, ())
@@ -153,7 +180,10 @@ class Tagger(Processor):
 
 
 def test_process_runs_a_processor_api_processor() -> None:
-    assert run(lambda s: s.process(Tagger, name="tag"), [("a", 1), ("b", 2)]) == [("a@0", 1), ("b@1", 2)]
+    assert run(lambda s: s.process(Tagger, name="tag"), [("a", 1), ("b", 2)]) == [
+        ("a@0", 1),
+        ("b@1", 2),
+    ]
 
 
 def test_process_connects_stores_added_to_the_builder() -> None:
@@ -168,7 +198,12 @@ def test_names_are_generated_like_kafka_streams_and_pinnable() -> None:
     s = builder.stream("in")
     s.filter(lambda k, v: True).map_values(str, name="pinned").to("out")
     names = list(builder.build().nodes)
-    assert names == ["KSTREAM-SOURCE-0000000000", "KSTREAM-FILTER-0000000001", "pinned", "KSTREAM-SINK-0000000002"]
+    assert names == [
+        "KSTREAM-SOURCE-0000000000",
+        "KSTREAM-FILTER-0000000001",
+        "pinned",
+        "KSTREAM-SINK-0000000002",
+    ]
     builder2 = StreamsBuilder()
     builder2.stream("in").to("a", name="same")
     builder2.stream("in2").to("b", name="same")

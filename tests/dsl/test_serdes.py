@@ -42,7 +42,15 @@ def test_known_encodings(serde, value, expected) -> None:  # type: ignore[no-unt
 
 @pytest.mark.parametrize(
     "serde",
-    [Serdes.integer(), Serdes.long(), Serdes.double(), Serdes.string(), Serdes.bytes(), Serdes.json(), Serdes.uuid()],
+    [
+        Serdes.integer(),
+        Serdes.long(),
+        Serdes.double(),
+        Serdes.string(),
+        Serdes.bytes(),
+        Serdes.json(),
+        Serdes.uuid(),
+    ],
 )
 def test_none_is_null_both_ways(serde) -> None:  # type: ignore[no-untyped-def]
     assert serde.serialize("t", None) is None
@@ -125,7 +133,12 @@ def test_bad_bytes_raise_deserialization_error(serde, data, message) -> None:  #
 
 @pytest.mark.parametrize(
     ("serde", "value"),
-    [(Serdes.integer(), "1"), (Serdes.integer(), 2**31), (Serdes.string(), 5), (Serdes.json(), object())],
+    [
+        (Serdes.integer(), "1"),
+        (Serdes.integer(), 2**31),
+        (Serdes.string(), 5),
+        (Serdes.json(), object()),
+    ],
 )
 def test_bad_objects_raise_serialization_error(serde, value) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(SerializationError):
@@ -135,7 +148,7 @@ def test_bad_objects_raise_serialization_error(serde, value) -> None:  # type: i
 @pytest.mark.parametrize("serde", [Serdes.string(), Serdes.json()])
 def test_bare_functions_decode_as_the_checked_ones_and_fail_where_they_fail(serde) -> None:  # type: ignore[no-untyped-def]
     decode, bare_decode = serde.deserializer_for("t"), serde.bare_deserializer_for("t")
-    for data in (b"", b'"x"', b"{\"a\": [1, null]}", "héllo".encode(), b"\xff\xfe", b"{nope"):
+    for data in (b"", b'"x"', b'{"a": [1, null]}', "héllo".encode(), b"\xff\xfe", b"{nope"):
         try:
             expected = decode(data)
         except DeserializationError:

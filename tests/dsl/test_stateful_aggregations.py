@@ -32,8 +32,19 @@ def test_word_count_through_a_repartition_topic(store: str) -> None:
         lines.pipe_input("hello kafka streams")
         out = driver.create_output_topic("counts", S, L).read_key_values_to_map()
         assert out == {"all": 1, "streams": 2, "lead": 1, "to": 1, "kafka": 2, "hello": 1}
-        repartitioned = driver.create_output_topic("app-words-repartition", S, S).read_values_to_list()
-        assert repartitioned == ["all", "streams", "lead", "to", "kafka", "hello", "kafka", "streams"]
+        repartitioned = driver.create_output_topic(
+            "app-words-repartition", S, S
+        ).read_values_to_list()
+        assert repartitioned == [
+            "all",
+            "streams",
+            "lead",
+            "to",
+            "kafka",
+            "hello",
+            "kafka",
+            "streams",
+        ]
         counts = driver.get_key_value_store("word-counts")
         assert counts.get("kafka") == 2 and counts.get("absent") is None
         assert list(counts.range("k", "m")) == [("kafka", 2), ("lead", 1)]
@@ -57,7 +68,11 @@ def test_changelog_topic_carries_every_flushed_value() -> None:
         lines.pipe_input("x y")
         lines.pipe_input("x")
         log = driver.get_changelog("word-counts")
-        assert [(e.key, L.deserialize("", e.value)) for e in log] == [(b"x", 1), (b"y", 1), (b"x", 2)]
+        assert [(e.key, L.deserialize("", e.value)) for e in log] == [
+            (b"x", 1),
+            (b"y", 1),
+            (b"x", 2),
+        ]
         topic = driver.create_output_topic("app-word-counts-changelog", S, L)
         assert topic.read_key_values_to_list() == [("x", 1), ("y", 1), ("x", 2)]
 
@@ -72,9 +87,13 @@ def test_logging_disabled_writes_no_changelog() -> None:
 def test_reduce_and_aggregate_by_key_without_repartition() -> None:
     builder = StreamsBuilder()
     grouped = builder.stream("in", key_serde=S, value_serde=INT).group_by_key()
-    grouped.reduce(lambda a, b: max(a, b), materialized=Materialized.as_("max")).to_stream().to("max", value_serde=INT)
+    grouped.reduce(lambda a, b: max(a, b), materialized=Materialized.as_("max")).to_stream().to(
+        "max", value_serde=INT
+    )
     grouped.aggregate(
-        lambda: "", lambda k, v, agg: f"{agg}{k}{v};", materialized=materialized("log", value_serde=S)
+        lambda: "",
+        lambda k, v, agg: f"{agg}{k}{v};",
+        materialized=materialized("log", value_serde=S),
     ).to_stream().to("log", value_serde=S)
     topology = builder.build()
     assert not any("repartition" in t for t in topology.internal_topics)
@@ -84,17 +103,23 @@ def test_reduce_and_aggregate_by_key_without_repartition() -> None:
             source.pipe_input(key, value)
         source.pipe_input(None, 9)  # no key: skipped
         assert driver.create_output_topic("max", S, INT).read_key_values_to_list() == [
-            ("a", 3), ("b", 1), ("a", 7), ("a", 7)
+            ("a", 3),
+            ("b", 1),
+            ("a", 7),
+            ("a", 7),
         ]
         assert driver.create_output_topic("log", S, S).read_key_values_to_map() == {
-            "a": "a3;a7;a5;", "b": "b1;"
+            "a": "a3;a7;a5;",
+            "b": "b1;",
         }
 
 
 def test_repartition_names_are_deterministic_and_shared_by_one_grouping() -> None:
     def build() -> Any:
         builder = StreamsBuilder()
-        grouped = builder.stream("in", key_serde=S, value_serde=S).group_by(lambda k, v: v, key_serde=S)
+        grouped = builder.stream("in", key_serde=S, value_serde=S).group_by(
+            lambda k, v: v, key_serde=S
+        )
         grouped.count()
         grouped.count()
         return builder.build()

@@ -10,7 +10,9 @@ from headrace.streams.testing import TopologyTestDriver
 
 def test_a_store_given_no_serde_keeps_its_values_with_the_auto_serde() -> None:
     builder = StreamsBuilder()
-    builder.stream("in", value_serde=Serdes.string()).map_values(lambda v: {v: (v,)}).group_by_key().aggregate(
+    builder.stream("in", value_serde=Serdes.string()).map_values(
+        lambda v: {v: (v,)}
+    ).group_by_key().aggregate(
         dict, lambda k, v, agg: {**agg, **v}, materialized=materialized("agg")
     )
     with TopologyTestDriver(builder.build()) as driver:
@@ -23,7 +25,20 @@ def test_a_store_given_no_serde_keeps_its_values_with_the_auto_serde() -> None:
 def test_the_windowed_count_benchmark_runs() -> None:
     root = Path(__file__).resolve().parents[2]
     result = subprocess.run(
-        [sys.executable, "benchmarks/dsl_windowed_count.py", "--records", "20000", "--keys", "100", "--repeats", "1"],
-        cwd=root, capture_output=True, text=True, timeout=120, check=True,
+        [
+            sys.executable,
+            "benchmarks/dsl_windowed_count.py",
+            "--records",
+            "20000",
+            "--keys",
+            "100",
+            "--repeats",
+            "1",
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
     )
     assert result.stdout.count("per CPU second") == 6

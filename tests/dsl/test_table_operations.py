@@ -82,14 +82,17 @@ def test_with_old_values_a_filter_drops_changes_invisible_on_both_sides() -> Non
 
 def test_materialized_filter_is_queryable() -> None:
     builder = StreamsBuilder()
-    filtered = table(builder).filter(lambda k, v: len(v) > 3, materialized=materialized("long-names"))
+    filtered = table(builder).filter(
+        lambda k, v: len(v) > 3, materialized=materialized("long-names")
+    )
     assert filtered.queryable_store_name == "long-names"
     with TopologyTestDriver(builder.build(), APP) as driver:
         driver.create_input_topic("users", S, S).pipe_key_value_list(
             [("u1", "alexandra"), ("u2", "bo"), ("u3", "carmen")]
         )
         assert list(driver.get_key_value_store("long-names").all()) == [
-            ("u1", "alexandra"), ("u3", "carmen")
+            ("u1", "alexandra"),
+            ("u3", "carmen"),
         ]
 
 
@@ -113,7 +116,10 @@ def test_group_by_with_adder_and_subtractor_moves_rows_between_groups() -> None:
         source.pipe_input("bob", None)  # leaves oslo
         counts = driver.get_key_value_store("per-city")
         assert dict(counts.all()) == {"oslo": 0, "rome": 2}
-        assert dict(driver.get_key_value_store("residents").all()) == {"oslo": "", "rome": "ann,cid"}
+        assert dict(driver.get_key_value_store("residents").all()) == {
+            "oslo": "",
+            "rome": "ann,cid",
+        }
         updates = driver.create_output_topic("counts", S, L).read_key_values_to_list()
     assert updates == [("oslo", 1), ("oslo", 2), ("rome", 1), ("oslo", 1), ("rome", 2), ("oslo", 0)]
 
@@ -174,7 +180,9 @@ def test_regrouping_a_cached_table_piped_in_one_batch_subtracts_what_readers_saw
     )
     with TopologyTestDriver(builder.build(), APP) as driver:
         source = driver.create_input_topic("people", S, S)
-        source.pipe_key_value_list([("ann", "oslo"), ("bob", "oslo"), ("ann", "rome"), ("ann", "oslo")])
+        source.pipe_key_value_list(
+            [("ann", "oslo"), ("bob", "oslo"), ("ann", "rome"), ("ann", "oslo")]
+        )
         assert dict(driver.get_key_value_store("per-city").all()) == {"oslo": 2}
         source.pipe_key_value_list([("bob", "rome"), ("cid", "rome"), ("ann", None)])
         assert dict(driver.get_key_value_store("per-city").all()) == {"oslo": 0, "rome": 2}

@@ -40,7 +40,9 @@ def batches(records: list[Any], sizes: list[int]) -> list[list[Any]]:
     return out
 
 
-def run(build: Any, records: list[tuple[str, int, int]], sizes: list[int]) -> tuple[TopologyTestDriver, StreamsBuilder]:
+def run(
+    build: Any, records: list[tuple[str, int, int]], sizes: list[int]
+) -> tuple[TopologyTestDriver, StreamsBuilder]:
     builder = StreamsBuilder()
     build(builder.stream("in", key_serde=S, value_serde=L).group_by_key())
     driver = TopologyTestDriver(builder.build(), APP)
@@ -50,7 +52,9 @@ def run(build: Any, records: list[tuple[str, int, int]], sizes: list[int]) -> tu
     return driver, builder
 
 
-def time_reference(windows: TimeWindows, records: list[tuple[str, int, int]]) -> tuple[dict[Any, list[int]], int, int]:
+def time_reference(
+    windows: TimeWindows, records: list[tuple[str, int, int]]
+) -> tuple[dict[Any, list[int]], int, int]:
     """(key, start) -> [count, sum]; late count; final stream time."""
     observed, late = -1, 0
     table: dict[Any, list[int]] = defaultdict(lambda: [0, 0])
@@ -68,8 +72,12 @@ def time_reference(windows: TimeWindows, records: list[tuple[str, int, int]]) ->
 
 
 time_windows = st.builds(
-    lambda size, advance_div, grace: TimeWindows.of_size(size).advance_by(max(1, size // advance_div)).grace(grace),
-    st.integers(5, 60), st.sampled_from([1, 1, 2, 3]), st.integers(0, 40),
+    lambda size, advance_div, grace: (
+        TimeWindows.of_size(size).advance_by(max(1, size // advance_div)).grace(grace)
+    ),
+    st.integers(5, 60),
+    st.sampled_from([1, 1, 2, 3]),
+    st.integers(0, 40),
 )
 
 
@@ -85,7 +93,11 @@ caches = st.sampled_from([0, 3, 1000])
 @settings(max_examples=40, deadline=None)
 @given(time_windows, events, cuts, caches, st.sampled_from(["rocksdb", "memory"]))
 def test_time_window_counts_and_sums_match_the_reference(
-    windows: TimeWindows, records: list[tuple[str, int, int]], sizes: list[int], cache: int, store: str
+    windows: TimeWindows,
+    records: list[tuple[str, int, int]],
+    sizes: list[int],
+    cache: int,
+    store: str,
 ) -> None:
     forwarded: dict[Any, Any] = {}
 
@@ -93,8 +105,11 @@ def test_time_window_counts_and_sums_match_the_reference(
         windowed = grouped.windowed_by(windows)
         counts = windowed.count(materialized=store_config("counts", store, cache))
         counts.to_stream().foreach(lambda k, v: forwarded.__setitem__((k.key, k.window.start), v))
-        windowed.aggregate(lambda: 0, lambda k, v, agg: agg + v,
-                           materialized=store_config("sums", store, cache, value_serde=L))
+        windowed.aggregate(
+            lambda: 0,
+            lambda k, v, agg: agg + v,
+            materialized=store_config("sums", store, cache, value_serde=L),
+        )
 
     expected, late, _ = time_reference(windows, records)
     driver, builder = run(build, records, sizes)
@@ -179,7 +194,8 @@ def test_sliding_window_sums_match_the_reference(
 ) -> None:
     def build(grouped: Any) -> None:
         grouped.windowed_by(SlidingWindows.with_time_difference(d).grace(grace)).aggregate(
-            lambda: 0, lambda k, v, agg: agg + v,
+            lambda: 0,
+            lambda k, v, agg: agg + v,
             materialized=store_config("sums", "rocksdb", cache, value_serde=L),
         )
 
@@ -189,7 +205,9 @@ def test_sliding_window_sums_match_the_reference(
     assert got == sliding_reference(d, grace, records)
 
 
-def session_reference(gap: int, grace: int, records: list[tuple[str, int, int]]) -> dict[Any, tuple[int, int]]:
+def session_reference(
+    gap: int, grace: int, records: list[tuple[str, int, int]]
+) -> dict[Any, tuple[int, int]]:
     observed = -1
     sessions: dict[str, list[list[int]]] = defaultdict(list)  # [start, end, count, sum]
     for key, ts, value in records:
@@ -213,13 +231,23 @@ def test_session_counts_and_sums_match_the_reference(
     def build(grouped: Any) -> None:
         windowed = grouped.windowed_by(SessionWindows.with_inactivity_gap(gap).grace(grace))
         windowed.count(materialized=store_config("counts", "rocksdb", cache))
-        windowed.aggregate(lambda: 0, lambda k, v, agg: agg + v, lambda k, a, b: a + b,
-                           materialized=store_config("sums", "memory", cache, value_serde=L))
+        windowed.aggregate(
+            lambda: 0,
+            lambda k, v, agg: agg + v,
+            lambda k, a, b: a + b,
+            materialized=store_config("sums", "memory", cache, value_serde=L),
+        )
 
     driver, _ = run(build, records, sizes)
     with driver:
-        counts = {(k.key, k.window.start, k.window.end): v for k, v in driver.get_session_store("counts").fetch_range(None, None)}
-        sums = {(k.key, k.window.start, k.window.end): v for k, v in driver.get_session_store("sums").fetch_range(None, None)}
+        counts = {
+            (k.key, k.window.start, k.window.end): v
+            for k, v in driver.get_session_store("counts").fetch_range(None, None)
+        }
+        sums = {
+            (k.key, k.window.start, k.window.end): v
+            for k, v in driver.get_session_store("sums").fetch_range(None, None)
+        }
     expected = session_reference(gap, grace, records)
     assert counts == {w: c for w, (c, _s) in expected.items()}
     assert sums == {w: s for w, (_c, s) in expected.items()}

@@ -20,7 +20,9 @@ APP = {"application_id": "app"}
 
 def sessions(windows: SessionWindows, final: bool = False, caching: bool = False) -> StreamsBuilder:
     builder = StreamsBuilder()
-    windowed = builder.stream("in", key_serde=S, value_serde=INT).group_by_key().windowed_by(windows)
+    windowed = (
+        builder.stream("in", key_serde=S, value_serde=INT).group_by_key().windowed_by(windows)
+    )
     if final:
         windowed = windowed.emit_final()
     windowed.count(materialized=materialized("sessions", caching=caching)).to_stream().to(
@@ -40,7 +42,9 @@ def s(key: str, start: int, end: int) -> Windowed[str]:
 
 
 def read(driver: TopologyTestDriver, serde: Any) -> list[tuple[Any, Any]]:
-    return [tuple(kv) for kv in driver.create_output_topic("out", serde, L).read_key_values_to_list()]
+    return [
+        tuple(kv) for kv in driver.create_output_topic("out", serde, L).read_key_values_to_list()
+    ]
 
 
 def test_sessions_merge_and_merged_sessions_are_deleted() -> None:
@@ -50,7 +54,11 @@ def test_sessions_merge_and_merged_sessions_are_deleted() -> None:
         pipe(driver, [("a", 0), ("a", 10), ("b", 3)])
         assert read(driver, serde) == [(s("a", 0, 0), 1), (s("a", 10, 10), 1), (s("b", 3, 3), 1)]
         pipe(driver, [("a", 5)])  # bridges both sessions of a: they merge into [0, 10]
-        assert read(driver, serde) == [(s("a", 0, 0), None), (s("a", 10, 10), None), (s("a", 0, 10), 3)]
+        assert read(driver, serde) == [
+            (s("a", 0, 0), None),
+            (s("a", 10, 10), None),
+            (s("a", 0, 10), 3),
+        ]
         store = driver.get_session_store("sessions")
         assert [(k, v) for k, v in store.fetch("a")] == [(s("a", 0, 10), 3)]
         assert [(k, v) for k, v in store.find_sessions("a", 12, 20)] == []
@@ -86,8 +94,12 @@ def test_session_aggregate_uses_the_merger() -> None:
         builder.stream("in", key_serde=S, value_serde=INT)
         .group_by_key()
         .windowed_by(SessionWindows.with_inactivity_gap(15).grace(20))
-        .aggregate(lambda: 0, lambda k, v, agg: agg + v, lambda k, a, b: a + b,
-                   materialized=materialized("sums", value_serde=L))
+        .aggregate(
+            lambda: 0,
+            lambda k, v, agg: agg + v,
+            lambda k, a, b: a + b,
+            materialized=materialized("sums", value_serde=L),
+        )
     )
     with TopologyTestDriver(builder.build(), APP) as driver:
         source = driver.create_input_topic("in", S, INT)
@@ -107,9 +119,11 @@ def sliding(difference: int, grace: int, final: bool = False) -> StreamsBuilder:
     )
     if final:
         windowed = windowed.emit_final()
-    windowed.aggregate(lambda: 0, lambda k, v, agg: agg + v,
-                       materialized=materialized("sums", value_serde=L, caching=False)
-                       ).to_stream().to("out", value_serde=L)
+    windowed.aggregate(
+        lambda: 0,
+        lambda k, v, agg: agg + v,
+        materialized=materialized("sums", value_serde=L, caching=False),
+    ).to_stream().to("out", value_serde=L)
     return builder
 
 
@@ -118,7 +132,9 @@ def test_sliding_windows_are_the_windows_between_records() -> None:
         source = driver.create_input_topic("in", S, INT)
         for ts, v in [(20, 1), (25, 10), (40, 100), (22, 1000)]:
             source.pipe_input("k", v, timestamp=ts)
-        windows = {(k.window.start, k.window.end): v for k, v in driver.get_window_store("sums").all()}
+        windows = {
+            (k.window.start, k.window.end): v for k, v in driver.get_window_store("sums").all()
+        }
     assert windows == {
         (10, 20): 1,  # ending at 20
         (12, 22): 1001,  # ending at 22

@@ -22,7 +22,9 @@ from headrace.dsl import (
 
 
 @given(st.integers(1, 100), st.integers(1, 100), st.integers(0, 10_000))
-def test_windows_for_returns_exactly_the_windows_containing_the_timestamp(size: int, advance: int, ts: int) -> None:
+def test_windows_for_returns_exactly_the_windows_containing_the_timestamp(
+    size: int, advance: int, ts: int
+) -> None:
     windows = TimeWindows.of_size(size).advance_by(min(advance, size))
     starts = windows.windows_for(ts)
     everything = range(0, ts + 1, windows.advance_ms)
@@ -34,9 +36,13 @@ def test_window_specs_validate_and_accept_timedeltas() -> None:
     assert TimeWindows.of_size_and_grace(10, 2) == TimeWindows(10, 10, 2)
     assert SlidingWindows.with_time_difference_and_grace(5, 1) == SlidingWindows(5, 1)
     assert SessionWindows.with_inactivity_gap_and_grace(5, 1) == SessionWindows(5, 1)
-    for bad in (lambda: TimeWindows.of_size(0), lambda: TimeWindows.of_size(10).advance_by(11),
-                lambda: TimeWindows.of_size(10).grace(-1), lambda: SessionWindows.with_inactivity_gap(0),
-                lambda: SlidingWindows.with_time_difference(0)):
+    for bad in (
+        lambda: TimeWindows.of_size(0),
+        lambda: TimeWindows.of_size(10).advance_by(11),
+        lambda: TimeWindows.of_size(10).grace(-1),
+        lambda: SessionWindows.with_inactivity_gap(0),
+        lambda: SlidingWindows.with_time_difference(0),
+    ):
         with pytest.raises(TopologyBuildError):
             bad()
 
@@ -48,15 +54,20 @@ def test_close_times_follow_the_window_kinds() -> None:
 
 
 def test_materialized_builders_choose_the_store() -> None:
-    m = materialized("s", store="memory", caching=False, logging=False, retention=timedelta(hours=2))
+    m = materialized(
+        "s", store="memory", caching=False, logging=False, retention=timedelta(hours=2)
+    )
     assert (m.persistent, m.caching, m.logging, m.retention_ms) == (False, False, False, 7_200_000)
     assert materialized("s", persistent=False).persistent is False
-    assert Materialized.as_("s").in_memory().with_caching_disabled().with_logging_enabled({"a": "b"}) == Materialized(
-        "s", persistent=False, caching=False, logging_config={"a": "b"}
-    )
+    assert Materialized.as_("s").in_memory().with_caching_disabled().with_logging_enabled(
+        {"a": "b"}
+    ) == Materialized("s", persistent=False, caching=False, logging_config={"a": "b"})
     builder = materialized("kv").key_value_store()
     assert (builder.name, builder.persistent, builder.caching_enabled, builder.logging_enabled) == (
-        "kv", True, True, True
+        "kv",
+        True,
+        True,
+        True,
     )
     with pytest.raises(TopologyBuildError, match="shorter"):
         materialized("w", retention=5).window_store(10, 86_400_000)

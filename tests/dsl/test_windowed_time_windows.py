@@ -19,14 +19,21 @@ S, L = Serdes.string(), Serdes.long()
 APP = {"application_id": "app"}
 
 
-def windowed_counts(windows: TimeWindows, final: bool = False, on_late: Any = None,
-                    store: str = "rocksdb", caching: bool = True) -> tuple[StreamsBuilder, Any]:
+def windowed_counts(
+    windows: TimeWindows,
+    final: bool = False,
+    on_late: Any = None,
+    store: str = "rocksdb",
+    caching: bool = True,
+) -> tuple[StreamsBuilder, Any]:
     builder = StreamsBuilder()
     windowed = builder.stream("in", key_serde=S, value_serde=S).group_by_key().windowed_by(windows)
     if final:
         windowed = windowed.emit_final()
-    table = windowed.count(materialized=materialized("counts", store=store, caching=caching),  # type: ignore[arg-type]
-                           on_late=on_late)
+    table = windowed.count(
+        materialized=materialized("counts", store=store, caching=caching),  # type: ignore[arg-type]
+        on_late=on_late,
+    )
     table.to_stream().to("out", value_serde=L)
     return builder, WindowedSerdes.time_windowed(S, windows.size_ms)
 
@@ -52,7 +59,12 @@ def test_tumbling_counts_with_out_of_order_and_late_records() -> None:
         assert list(store.fetch("a", 0, 100)) == [(0, 3), (10, 1)]
         assert list(store.fetch("b", 0, 100)) == [(10, 2)]
     assert out == [
-        (w("a", 0), 1), (w("a", 0), 2), (w("b", 10), 1), (w("a", 0), 3), (w("a", 10), 1), (w("b", 10), 2),
+        (w("a", 0), 1),
+        (w("a", 0), 2),
+        (w("b", 10), 1),
+        (w("a", 0), 3),
+        (w("a", 10), 1),
+        (w("b", 10), 2),
     ]
     assert [(r.key, r.timestamp, r.stream_time) for r in late] == [("a", 2, 16)]
     assert builder.late_records.count() == 1
@@ -141,7 +153,10 @@ def test_interactive_queries_by_key_range_and_time_range() -> None:
         pipe(driver, [("a", 1), ("b", 2), ("c", 3), ("a", 14), ("b", 25)])
         store = driver.get_window_store("counts")
         assert list(store.fetch("a", 5, 20)) == [(10, 1)]
-        assert [(k, v) for k, v in store.fetch_key_range("a", "b", 0, 9)] == [(w("a", 0), 1), (w("b", 0), 1)]
+        assert [(k, v) for k, v in store.fetch_key_range("a", "b", 0, 9)] == [
+            (w("a", 0), 1),
+            (w("b", 0), 1),
+        ]
         assert [(k, v) for k, v in store.fetch_all(10, 30)] == [(w("a", 10), 1), (w("b", 20), 1)]
         assert store.get("c", 0) == 1
 
@@ -166,7 +181,9 @@ def test_final_results_survive_a_restart_without_repeats_or_losses(tmp_path: Any
 
     with driver() as first:
         pipe(first, [("a", 1), ("a", 5), ("b", 12), ("a", 15)])
-        assert first.create_output_topic("out", serde, L).read_key_values_to_list() == [(w("a", 0), 2)]
+        assert first.create_output_topic("out", serde, L).read_key_values_to_list() == [
+            (w("a", 0), 2)
+        ]
     with driver() as second:  # the stores reopen from disk; [10,20) is still pending
         out = second.create_output_topic("out", serde, L)
         pipe(second, [("a", 3)])  # stream time 15 came back with the stores: still late
@@ -182,8 +199,12 @@ def test_suppressing_an_aggregation_that_has_other_readers_is_refused() -> None:
     from headrace.dsl import TopologyBuildError
 
     builder = StreamsBuilder()
-    counts = builder.stream("in", key_serde=S, value_serde=S).group_by_key().windowed_by(
-        TimeWindows.of_size(10)).count()
+    counts = (
+        builder.stream("in", key_serde=S, value_serde=S)
+        .group_by_key()
+        .windowed_by(TimeWindows.of_size(10))
+        .count()
+    )
     counts.to_stream().to("every-update", value_serde=L)
     counts.suppress(Suppressed.until_window_closes()).to_stream().to("final", value_serde=L)
     with pytest.raises(TopologyBuildError, match="suppressed"):
@@ -192,8 +213,12 @@ def test_suppressing_an_aggregation_that_has_other_readers_is_refused() -> None:
 
 def test_suppress_directly_on_the_aggregation() -> None:
     builder = StreamsBuilder()
-    counts = builder.stream("in", key_serde=S, value_serde=S).group_by_key().windowed_by(
-        TimeWindows.of_size(10)).count()
+    counts = (
+        builder.stream("in", key_serde=S, value_serde=S)
+        .group_by_key()
+        .windowed_by(TimeWindows.of_size(10))
+        .count()
+    )
     counts.suppress(Suppressed.until_window_closes()).to_stream().to("out", value_serde=L)
     with TopologyTestDriver(builder.build(), APP) as driver:
         pipe(driver, [("a", 1), ("a", 2), ("a", 11)])

@@ -28,7 +28,8 @@ def test_orders_are_paid_short_or_unpaid_and_unpaid_ones_wait_for_their_window()
         for payment in SAMPLE_PAYMENTS[:2]:
             payments.pipe_input(payment)
         assert [(k, v["status"]) for k, v in status.read_key_values_to_list()] == [
-            ("o-1", "paid"), ("o-2", "short"),
+            ("o-1", "paid"),
+            ("o-2", "short"),
         ]
         # o-3 waits until time passes its window's end (12 min) plus 30 s of grace
         payments.pipe_input(TestRecord("x", {"amount": 0}, T0 + 12 * MINUTE + 30_000))
@@ -49,20 +50,31 @@ def test_a_payment_up_to_a_minute_early_or_slightly_out_of_order_still_counts() 
         orders.pipe_input(TestRecord("o-1", {"customer": "ann", "amount": 5}, T0))
         orders.pipe_input(TestRecord("o-2", {"customer": "bob", "amount": 5}, T0 + 5 * MINUTE))
         orders.pipe_input(TestRecord("o-3", {"customer": "cid", "amount": 5}, T0 + 2 * MINUTE))
-        payments.pipe_input(TestRecord("o-3", {"amount": 5}, T0 + 3 * MINUTE))  # behind, window open
+        payments.pipe_input(
+            TestRecord("o-3", {"amount": 5}, T0 + 3 * MINUTE)
+        )  # behind, window open
         orders.pipe_input(TestRecord("o-4", {"customer": "dan", "amount": 5}, T0 + 30 * MINUTE))
         # o-5 is older than every open window: it is reported unpaid at once
         orders.pipe_input(TestRecord("o-5", {"customer": "eve", "amount": 5}, T0))
         out = driver.create_output_topic(STATUS, S, J).read_key_values_to_list()
         assert [(k, v["status"]) for k, v in out] == [
-            ("o-1", "paid"), ("o-3", "paid"), ("o-2", "unpaid"), ("o-5", "unpaid"),
+            ("o-1", "paid"),
+            ("o-3", "paid"),
+            ("o-2", "unpaid"),
+            ("o-5", "unpaid"),
         ]
 
 
 def test_the_example_runs_as_a_program() -> None:
     root = Path(__file__).resolve().parents[2]
     result = subprocess.run(
-        [sys.executable, "-m", "headrace.examples.orders_payments"], cwd=root, capture_output=True, text=True,
-        timeout=60, check=True,
+        [sys.executable, "-m", "headrace.examples.orders_payments"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
     )
-    assert "o-3 {'order': 'o-3', 'customer': 'cid', 'amount': 99, 'status': 'unpaid'}" in result.stdout
+    assert (
+        "o-3 {'order': 'o-3', 'customer': 'cid', 'amount': 99, 'status': 'unpaid'}" in result.stdout
+    )

@@ -45,6 +45,12 @@ def test_the_app_asks_for_exactly_once() -> None:
 
 def test_running_it_prints_the_sample_balances() -> None:
     root = Path(__file__).resolve().parents[2]
-    done = subprocess.run([sys.executable, "-m", "headrace.examples.payments"], cwd=root,
-                          capture_output=True, text=True, timeout=60, check=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "headrace.examples.payments"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     assert "balances: acct-1 745,3" in done.stdout

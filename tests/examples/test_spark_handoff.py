@@ -28,9 +28,22 @@ def test_windowed_counts_add_up_to_the_views() -> None:
 @pytest.mark.slow
 def test_the_example_runs_as_a_program(broker_process: BrokerProcess, tmp_path: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "headrace.examples.spark_handoff", "--bootstrap-servers",
-         broker_process.bootstrap, "--delta-path", str(tmp_path / "ppm"), "--views", "3000"],
-        cwd=ROOT, capture_output=True, text=True, timeout=240)
+        [
+            sys.executable,
+            "-m",
+            "headrace.examples.spark_handoff",
+            "--bootstrap-servers",
+            broker_process.bootstrap,
+            "--delta-path",
+            str(tmp_path / "ppm"),
+            "--views",
+            "3000",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
     out = result.stdout
     assert "3000 views -> " in out

@@ -19,8 +19,15 @@ MINUTE = 60_000
 def run(records: list[TestRecord]) -> tuple[list[tuple[str, dict]], dict[str, str]]:
     with TopologyTestDriver(build_topology(), {"application_id": "tires"}) as driver:
         driver.create_input_topic(READINGS, Serdes.string(), Serdes.json()).pipe_records(records)
-        alerts = [tuple(kv) for kv in driver.create_output_topic(ALERTS, Serdes.string(), Serdes.json()).read_key_values_to_list()]
-        status = {tire: state["status"] for tire, state in driver.get_key_value_store(STATUS_STORE).all()}
+        alerts = [
+            tuple(kv)
+            for kv in driver.create_output_topic(
+                ALERTS, Serdes.string(), Serdes.json()
+            ).read_key_values_to_list()
+        ]
+        status = {
+            tire: state["status"] for tire, state in driver.get_key_value_store(STATUS_STORE).all()
+        }
     return alerts, status  # type: ignore[return-value]
 
 
@@ -61,6 +68,11 @@ def test_a_tire_pumped_back_up_recovers() -> None:
 def test_the_example_runs_as_a_program() -> None:
     root = Path(__file__).resolve().parents[2]
     result = subprocess.run(
-        [sys.executable, "-m", "headrace.examples.tire_pressure"], cwd=root, capture_output=True, text=True, timeout=60, check=True
+        [sys.executable, "-m", "headrace.examples.tire_pressure"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
     )
     assert "truck-7/rear-right blowout at 20.0 psi" in result.stdout

@@ -17,22 +17,47 @@ from rawkafka import RawClient, encode, frame, record_batch
 
 
 def produce_body(topic: str, records: bytes, partition: int = 0) -> Any:
-    return produce.ProduceRequest(acks=-1, timeout=timedelta(seconds=5), topic_data=(
-        produce.TopicProduceData(name=topic, partition_data=(
-            produce.PartitionProduceData(index=partition, records=records),)),))
+    return produce.ProduceRequest(
+        acks=-1,
+        timeout=timedelta(seconds=5),
+        topic_data=(
+            produce.TopicProduceData(
+                name=topic,
+                partition_data=(produce.PartitionProduceData(index=partition, records=records),),
+            ),
+        ),
+    )
 
 
 def fetch_body(topic: str, offset: int) -> Any:
-    return fetch.FetchRequest(max_wait=timedelta(0), min_bytes=0, forgotten_topics_data=(),
-                              topics=(fetch.FetchTopic(topic=topic, partitions=(
-                                  fetch.FetchPartition(partition=0, fetch_offset=offset,
-                                                       partition_max_bytes=1 << 20),)),))
+    return fetch.FetchRequest(
+        max_wait=timedelta(0),
+        min_bytes=0,
+        forgotten_topics_data=(),
+        topics=(
+            fetch.FetchTopic(
+                topic=topic,
+                partitions=(
+                    fetch.FetchPartition(
+                        partition=0, fetch_offset=offset, partition_max_bytes=1 << 20
+                    ),
+                ),
+            ),
+        ),
+    )
 
 
 def end_offset(client: RawClient, topic: str) -> int:
-    body = list_offsets.ListOffsetsRequest(replica_id=-1, isolation_level=0, topics=(
-        list_offsets.ListOffsetsTopic(name=topic, partitions=(
-            list_offsets.ListOffsetsPartition(partition_index=0, timestamp=-1),)),))
+    body = list_offsets.ListOffsetsRequest(
+        replica_id=-1,
+        isolation_level=0,
+        topics=(
+            list_offsets.ListOffsetsTopic(
+                name=topic,
+                partitions=(list_offsets.ListOffsetsPartition(partition_index=0, timestamp=-1),),
+            ),
+        ),
+    )
     response = client.request(2, 5, body)
     return int(response.topics[0].partitions[0].offset)
 
@@ -63,10 +88,16 @@ async def test_invalid_topic_name(broker: Any) -> None:
             response = client.request(0, 8, produce_body(name, record_batch([b"a"])))
             code = response.responses[0].partition_responses[0].error_code
             assert code == ErrorCode.invalid_topic_exception, name
-            md = client.request(3, 8, MetadataRequest(
-                topics=(MetadataRequestTopic(name=name),), allow_auto_topic_creation=True,
-                include_cluster_authorized_operations=False,
-                include_topic_authorized_operations=False))
+            md = client.request(
+                3,
+                8,
+                MetadataRequest(
+                    topics=(MetadataRequestTopic(name=name),),
+                    allow_auto_topic_creation=True,
+                    include_cluster_authorized_operations=False,
+                    include_topic_authorized_operations=False,
+                ),
+            )
             assert md.topics[0].error_code == ErrorCode.invalid_topic_exception
         client.close()
 
@@ -91,8 +122,11 @@ async def test_offset_out_of_range(broker: Any) -> None:
 async def test_api_versions_unsupported_version_answers_in_v0(broker: Any) -> None:
     def scenario() -> None:
         client = RawClient(broker.bootstrap_servers)
-        request = bytearray(encode(18, 3, ApiVersionsRequest(client_software_name="t",
-                                                             client_software_version="1"), 9))
+        request = bytearray(
+            encode(
+                18, 3, ApiVersionsRequest(client_software_name="t", client_software_version="1"), 9
+            )
+        )
         struct.pack_into(">h", request, 2, 77)  # a version from the future
         client.send_raw(frame(bytes(request)))
         response = client.decode(18, 0, client.recv_frame(), 9)
@@ -109,8 +143,9 @@ async def test_api_versions_unsupported_version_answers_in_v0(broker: Any) -> No
 async def test_unknown_api_and_oversized_frame_close_only_that_connection(broker: Any) -> None:
     def scenario() -> None:
         bystander = RawClient(broker.bootstrap_servers)
-        assert bystander.request(18, 3, ApiVersionsRequest(client_software_name="t",
-                                                           client_software_version="1"))
+        assert bystander.request(
+            18, 3, ApiVersionsRequest(client_software_name="t", client_software_version="1")
+        )
         unknown = RawClient(broker.bootstrap_servers)
         unknown.send_raw(frame(struct.pack(">hhi", 9999, 0, 1) + b"\0\0"))
         assert unknown.is_closed_by_peer()
@@ -120,8 +155,9 @@ async def test_unknown_api_and_oversized_frame_close_only_that_connection(broker
         huge = RawClient(broker.bootstrap_servers)
         huge.send_raw(struct.pack(">i", 2**31 - 1) + b"only a little")
         assert huge.is_closed_by_peer()
-        response = bystander.request(18, 3, ApiVersionsRequest(client_software_name="t",
-                                                               client_software_version="1"))
+        response = bystander.request(
+            18, 3, ApiVersionsRequest(client_software_name="t", client_software_version="1")
+        )
         assert response.error_code == ErrorCode.none
         for c in (bystander, unknown, old_version, huge):
             c.close()
@@ -140,13 +176,20 @@ async def test_clients_cannot_write_or_delete_internal_topics(broker: Any) -> No
             code = response.responses[0].partition_responses[0].error_code
             assert code == ErrorCode.invalid_topic_exception
             assert end_offset(client, internal) == before
-            deleted = client.request(20, 3, DeleteTopicsRequest(
-                topic_names=(internal,), timeout=timedelta(seconds=5)))
+            deleted = client.request(
+                20, 3, DeleteTopicsRequest(topic_names=(internal,), timeout=timedelta(seconds=5))
+            )
             assert deleted.responses[0].error_code == ErrorCode.invalid_topic_exception
-            md = client.request(3, 8, MetadataRequest(
-                topics=(MetadataRequestTopic(name=internal),), allow_auto_topic_creation=False,
-                include_cluster_authorized_operations=False,
-                include_topic_authorized_operations=False))
+            md = client.request(
+                3,
+                8,
+                MetadataRequest(
+                    topics=(MetadataRequestTopic(name=internal),),
+                    allow_auto_topic_creation=False,
+                    include_cluster_authorized_operations=False,
+                    include_topic_authorized_operations=False,
+                ),
+            )
             assert md.topics[0].error_code == ErrorCode.none and md.topics[0].is_internal
         client.close()
 
@@ -159,13 +202,24 @@ async def test_transaction_timeout_above_the_broker_maximum_is_refused(tmp_path:
     from headrace.log_broker import Broker
 
     async with Broker(tmp_path / "data", transaction_max_timeout_ms=2000) as running:
+
         def scenario() -> None:
             client = RawClient(running.bootstrap_servers)
-            too_long = client.request(22, 0, InitProducerIdRequest(
-                transactional_id="payments", transaction_timeout=timedelta(seconds=5)))
+            too_long = client.request(
+                22,
+                0,
+                InitProducerIdRequest(
+                    transactional_id="payments", transaction_timeout=timedelta(seconds=5)
+                ),
+            )
             assert too_long.error_code == ErrorCode.invalid_transaction_timeout
-            fine = client.request(22, 0, InitProducerIdRequest(
-                transactional_id="payments", transaction_timeout=timedelta(seconds=1)))
+            fine = client.request(
+                22,
+                0,
+                InitProducerIdRequest(
+                    transactional_id="payments", transaction_timeout=timedelta(seconds=1)
+                ),
+            )
             assert fine.error_code == ErrorCode.none and fine.producer_id >= 0
             client.close()
 

@@ -40,8 +40,9 @@ def test_mutated_batches_are_refused_or_stored_whole(tmp_path: Path, policy: str
     log = PartitionLog.open(tmp_path / "t-0", "t", 0, config)
     outcome = {"stored": 0, "refused": 0}
 
-    @settings(max_examples=3000, deadline=None, database=None,
-              suppress_health_check=list(HealthCheck))  # fmt: skip
+    @settings(
+        max_examples=3000, deadline=None, database=None, suppress_health_check=list(HealthCheck)
+    )
     @given(mutated_batches())
     def attack(batch: bytes) -> None:
         end = log.log_end_offset
@@ -96,8 +97,9 @@ def test_the_compiled_and_python_walkers_agree(
 ) -> None:
     rules = BatchRules(max_message_bytes=1 << 20, require_keys=compact, inflate_limit=1 << 20)
 
-    @settings(max_examples=1500, deadline=None, database=None,
-              suppress_health_check=list(HealthCheck))  # fmt: skip
+    @settings(
+        max_examples=1500, deadline=None, database=None, suppress_health_check=list(HealthCheck)
+    )
     @given(mutated_batches())
     def compare(batch: bytes) -> None:
         assume(not _high_record_attributes(batch))

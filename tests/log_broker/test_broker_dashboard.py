@@ -21,8 +21,11 @@ def _queries() -> list[str]:
 
 
 async def test_dashboard_matches_the_exported_metrics(broker: Any) -> None:
-    families = {f.name: f.type for f in text_string_to_metric_families(broker.metrics.exposition().decode())
-                if not f.name.endswith("_created")}  # the client library's creation times
+    families = {
+        f.name: f.type
+        for f in text_string_to_metric_families(broker.metrics.exposition().decode())
+        if not f.name.endswith("_created")
+    }  # the client library's creation times
     exported = {name + suffix for name, kind in families.items() for suffix in SUFFIXES[kind]}
     shown = set()
     for expr in _queries():

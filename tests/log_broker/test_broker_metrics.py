@@ -44,8 +44,13 @@ async def test_metrics_follow_what_clients_do(broker: Any) -> None:
     for i in range(10):
         await producer.send_and_wait("metered", b"x" * 100, key=str(i).encode(), partition=i % 2)
     await producer.stop()
-    consumer = AIOKafkaConsumer("metered", bootstrap_servers=bootstrap, group_id="readers",
-                                auto_offset_reset="earliest", enable_auto_commit=False)
+    consumer = AIOKafkaConsumer(
+        "metered",
+        bootstrap_servers=bootstrap,
+        group_id="readers",
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+    )
     await consumer.start()
     read = 0
     while read < 10:
@@ -62,20 +67,38 @@ async def test_metrics_follow_what_clients_do(broker: Any) -> None:
     assert _one(after, "headrace_broker_bytes_in_total", topic="metered") >= 10 * 100
     assert _one(after, "headrace_broker_batches_in_total", topic="metered") >= 10
     assert _one(after, "headrace_broker_bytes_out_total", topic="metered") >= 10 * 100
-    assert any(dict(k)["api"] == "produce" and v >= 10 for k, v in after["headrace_broker_requests_total"].items())
-    produce_latency = sum(v for k, v in after["headrace_broker_request_latency_seconds_count"].items()
-                          if dict(k)["api"] == "produce")
+    assert any(
+        dict(k)["api"] == "produce" and v >= 10
+        for k, v in after["headrace_broker_requests_total"].items()
+    )
+    produce_latency = sum(
+        v
+        for k, v in after["headrace_broker_request_latency_seconds_count"].items()
+        if dict(k)["api"] == "produce"
+    )
     assert produce_latency >= 10
-    assert _one(after, "headrace_broker_log_end_offset", topic="metered", partition="0") == 6  # 5 + pending
+    assert (
+        _one(after, "headrace_broker_log_end_offset", topic="metered", partition="0") == 6
+    )  # 5 + pending
     assert _one(after, "headrace_broker_log_size_bytes", topic="metered", partition="1") > 500
-    assert _one(after, "headrace_broker_group_lag", group="readers", topic="metered", partition="0") == 4
-    assert _one(after, "headrace_broker_group_lag", group="readers", topic="metered", partition="1") == 0
+    assert (
+        _one(after, "headrace_broker_group_lag", group="readers", topic="metered", partition="0")
+        == 4
+    )
+    assert (
+        _one(after, "headrace_broker_group_lag", group="readers", topic="metered", partition="1")
+        == 0
+    )
     assert _one(after, "headrace_broker_group_state", group="readers", state="Empty") == 1
     assert _one(after, "headrace_broker_transactions_open") == 1
     assert _one(after, "headrace_broker_transaction_oldest_age_seconds") > 0
     assert _one(after, "headrace_broker_connections") >= 1
-    assert _one(after, "headrace_broker_connections_opened_total") > _one(before, "headrace_broker_connections_opened_total")
-    assert _one(after, "headrace_broker_fsyncs_total") > _one(before, "headrace_broker_fsyncs_total")
+    assert _one(after, "headrace_broker_connections_opened_total") > _one(
+        before, "headrace_broker_connections_opened_total"
+    )
+    assert _one(after, "headrace_broker_fsyncs_total") > _one(
+        before, "headrace_broker_fsyncs_total"
+    )
     await txn.abort_transaction()
     await txn.stop()
 
@@ -85,13 +108,28 @@ async def test_metrics_follow_what_clients_do(broker: Any) -> None:
     await admin.delete_topics(["no-such-topic"])
     await admin.close()
     errors = _samples(broker.metrics.exposition())["headrace_broker_response_errors_total"]
-    assert any(dict(k) == {"api": "delete_topics", "error": "UNKNOWN_TOPIC_OR_PARTITION"} for k in errors), errors
+    assert any(
+        dict(k) == {"api": "delete_topics", "error": "UNKNOWN_TOPIC_OR_PARTITION"} for k in errors
+    ), errors
 
 
 def test_metrics_listen_serves_them(tmp_path: Path) -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "headrace", "broker", "--data-dir", str(tmp_path / "data"),
-                             "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"],
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "headrace",
+            "broker",
+            "--data-dir",
+            str(tmp_path / "data"),
+            "--listen",
+            "127.0.0.1:0",
+            "--metrics-listen",
+            "127.0.0.1:0",
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert proc.stderr is not None
         deadline = time.monotonic() + 30
@@ -103,7 +141,12 @@ def test_metrics_listen_serves_them(tmp_path: Path) -> None:
         assert url is not None
         with urllib.request.urlopen(url, timeout=10) as response:
             samples = _samples(response.read())
-        assert _one(samples, "headrace_broker_log_end_offset", topic="__consumer_offsets", partition="0") == 0
+        assert (
+            _one(
+                samples, "headrace_broker_log_end_offset", topic="__consumer_offsets", partition="0"
+            )
+            == 0
+        )
     finally:
         proc.terminate()
         proc.communicate(timeout=30)  # drains and closes the pipe

@@ -17,8 +17,10 @@ CHECKER = Path(__file__).resolve().parents[2] / "benchmarks" / "fault_checker.py
 def test_kills_pauses_and_torn_tails_lose_nothing_acknowledged() -> None:
     done = subprocess.run(
         [sys.executable, str(CHECKER), "--seconds", "20", "--fault-every", "2.5", "--seed", "7"],
-        capture_output=True, text=True, timeout=280,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=280,
+    )
     out = done.stdout
     assert done.returncode == 0, out + done.stderr[-3000:]
     assert "anomalies: none" in out

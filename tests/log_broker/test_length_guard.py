@@ -26,21 +26,79 @@ from headrace.log_broker._length_guard import RequestLengthError, check_body
 from headrace.log_broker._wire import MalformedRequestError, decode_request
 
 REQUESTS = [
-    (0, 8, produce.ProduceRequest(transactional_id=None, acks=-1, timeout=timedelta(seconds=1), topic_data=(
-        produce.TopicProduceData(name="t", partition_data=(
-            produce.PartitionProduceData(index=0, records=record_batch([b"a", b"b"])),
-            produce.PartitionProduceData(index=1, records=None))),))),
-    (1, 11, fetch.FetchRequest(replica_id=-1, max_wait=timedelta(0), min_bytes=1, max_bytes=1 << 20,
-                               isolation_level=1, session_id=0, session_epoch=-1, topics=(
-        fetch.FetchTopic(topic="t", partitions=(fetch.FetchPartition(
-            partition=0, current_leader_epoch=-1, fetch_offset=0, log_start_offset=-1,
-            partition_max_bytes=1 << 20),)),), forgotten_topics_data=(), rack_id="")),
-    (3, 12, MetadataRequest(topics=(MetadataRequestTopic(topic_id=None, name="t"),),
-                            allow_auto_topic_creation=False, include_topic_authorized_operations=False)),
-    (19, 5, CreateTopicsRequest(topics=(CreatableTopic(
-        name="t", num_partitions=3, replication_factor=1, assignments=(),
-        configs=(CreatableTopicConfig(name="retention.ms", value="1000"),)),),
-        timeout=timedelta(seconds=1), validate_only=False)),
+    (
+        0,
+        8,
+        produce.ProduceRequest(
+            transactional_id=None,
+            acks=-1,
+            timeout=timedelta(seconds=1),
+            topic_data=(
+                produce.TopicProduceData(
+                    name="t",
+                    partition_data=(
+                        produce.PartitionProduceData(index=0, records=record_batch([b"a", b"b"])),
+                        produce.PartitionProduceData(index=1, records=None),
+                    ),
+                ),
+            ),
+        ),
+    ),
+    (
+        1,
+        11,
+        fetch.FetchRequest(
+            replica_id=-1,
+            max_wait=timedelta(0),
+            min_bytes=1,
+            max_bytes=1 << 20,
+            isolation_level=1,
+            session_id=0,
+            session_epoch=-1,
+            topics=(
+                fetch.FetchTopic(
+                    topic="t",
+                    partitions=(
+                        fetch.FetchPartition(
+                            partition=0,
+                            current_leader_epoch=-1,
+                            fetch_offset=0,
+                            log_start_offset=-1,
+                            partition_max_bytes=1 << 20,
+                        ),
+                    ),
+                ),
+            ),
+            forgotten_topics_data=(),
+            rack_id="",
+        ),
+    ),
+    (
+        3,
+        12,
+        MetadataRequest(
+            topics=(MetadataRequestTopic(topic_id=None, name="t"),),
+            allow_auto_topic_creation=False,
+            include_topic_authorized_operations=False,
+        ),
+    ),
+    (
+        19,
+        5,
+        CreateTopicsRequest(
+            topics=(
+                CreatableTopic(
+                    name="t",
+                    num_partitions=3,
+                    replication_factor=1,
+                    assignments=(),
+                    configs=(CreatableTopicConfig(name="retention.ms", value="1000"),),
+                ),
+            ),
+            timeout=timedelta(seconds=1),
+            validate_only=False,
+        ),
+    ),
 ]
 
 
@@ -66,11 +124,13 @@ def test_valid_requests_walk_to_their_end(api_key: int, version: int, body: obje
 def _huge_first_array(flexible: bool) -> bytes:
     """A request whose first field, an array, claims two billion entries: Metadata v4's
     topics (an int32 count), or ListTransactions v0's state filters (a compact count)."""
-    api_key, version, body = ((66, 0, make(load_request_schema(66, 0))) if flexible else
-                              (3, 4, make(load_request_schema(3, 4), topics=(),
-                                          allow_auto_topic_creation=False)))
+    api_key, version, body = (
+        (66, 0, make(load_request_schema(66, 0)))
+        if flexible
+        else (3, 4, make(load_request_schema(3, 4), topics=(), allow_auto_topic_creation=False))
+    )
     payload = encode(api_key, version, body)
-    head = payload[:_header_size(payload)]
+    head = payload[: _header_size(payload)]
     count = b"\xff\xff\xff\xff\x0f" if flexible else struct.pack(">i", 2**31 - 1)
     return head + count + b"\x00" * 8
 
@@ -91,8 +151,9 @@ def test_the_broker_survives_the_requests_that_aborted_it(broker_process: Broker
             attacker.close()
     client = RawClient(broker_process.bootstrap)
     try:
-        answer = client.request(3, 4, make(load_request_schema(3, 4), topics=None,
-                                           allow_auto_topic_creation=False))
+        answer = client.request(
+            3, 4, make(load_request_schema(3, 4), topics=None, allow_auto_topic_creation=False)
+        )
         assert answer.brokers  # still serving
     finally:
         client.close()

@@ -41,10 +41,21 @@ async def test_fetch_max_bytes_caps_a_response_that_asks_for_2_gib(tmp_path: Pat
                 answer = client.request(0, 8, produce_body("big", good([b"x" * 400_000])))
                 assert answer.responses[0].partition_responses[0].error_code == 0
             body = fetch.FetchRequest(
-                max_wait=timedelta(0), min_bytes=0, max_bytes=2**31 - 1, forgotten_topics_data=(),
-                topics=(fetch.FetchTopic(topic="big", partitions=(fetch.FetchPartition(
-                    partition=0, fetch_offset=0, partition_max_bytes=2**31 - 1),)),),
-            )  # fmt: skip
+                max_wait=timedelta(0),
+                min_bytes=0,
+                max_bytes=2**31 - 1,
+                forgotten_topics_data=(),
+                topics=(
+                    fetch.FetchTopic(
+                        topic="big",
+                        partitions=(
+                            fetch.FetchPartition(
+                                partition=0, fetch_offset=0, partition_max_bytes=2**31 - 1
+                            ),
+                        ),
+                    ),
+                ),
+            )
             records = client.request(1, 11, body).responses[0].partitions[0].records
             client.close()
             return len(records)
@@ -182,11 +193,19 @@ async def test_a_request_naming_more_partitions_than_can_exist_is_refused(tmp_pa
         def fetch_naming(count: int) -> RawClient:
             client = RawClient(broker.bootstrap_servers)
             body = fetch.FetchRequest(
-                max_wait=timedelta(0), min_bytes=0, forgotten_topics_data=(),
-                topics=(fetch.FetchTopic(topic="t", partitions=tuple(
-                    fetch.FetchPartition(partition=p, fetch_offset=0, partition_max_bytes=1)
-                    for p in range(count))),),
-            )  # fmt: skip
+                max_wait=timedelta(0),
+                min_bytes=0,
+                forgotten_topics_data=(),
+                topics=(
+                    fetch.FetchTopic(
+                        topic="t",
+                        partitions=tuple(
+                            fetch.FetchPartition(partition=p, fetch_offset=0, partition_max_bytes=1)
+                            for p in range(count)
+                        ),
+                    ),
+                ),
+            )
             client.send_raw(frame(encode(1, 11, body)))
             return client
 

@@ -25,6 +25,10 @@ def test_kafka_python_describes_log_dirs(broker_process: BrokerProcess) -> None:
     assert log_dir["error_code"] == 0
     assert log_dir["log_dir"] == str(broker_process.data_dir.resolve())
     assert 0 < log_dir["usable_bytes"] <= log_dir["total_bytes"]
-    sizes = {p["partition_index"]: p["partition_size"]
-             for t in log_dir["topics"] if t["name"] == "sized" for p in t["partitions"]}
+    sizes = {
+        p["partition_index"]: p["partition_size"]
+        for t in log_dir["topics"]
+        if t["name"] == "sized"
+        for p in t["partitions"]
+    }
     assert sizes[0] >= 20 * 1000 and sizes[1] == 0

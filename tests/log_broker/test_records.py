@@ -16,12 +16,28 @@ from headrace.log_broker.storage._compression import compress, decompress
 
 
 def test_exports_are_pinned() -> None:
-    assert sorted(_records.__all__) == sorted([
-        "HEADER_SIZE", "LOG_OVERHEAD", "BatchHeader", "BatchScan", "Compression",
-        "ControlMarker", "ControlRecordType", "Record", "TimestampType", "decode_records",
-        "encode_batch", "encode_control_batch", "parse_batches", "parse_control_record",
-        "patch_base_offset", "read_header", "scan_batches", "set_log_append_time",
-    ])  # fmt: skip
+    assert sorted(_records.__all__) == sorted(
+        [
+            "HEADER_SIZE",
+            "LOG_OVERHEAD",
+            "BatchHeader",
+            "BatchScan",
+            "Compression",
+            "ControlMarker",
+            "ControlRecordType",
+            "Record",
+            "TimestampType",
+            "decode_records",
+            "encode_batch",
+            "encode_control_batch",
+            "parse_batches",
+            "parse_control_record",
+            "patch_base_offset",
+            "read_header",
+            "scan_batches",
+            "set_log_append_time",
+        ]
+    )
 
 
 def _records_of(n: int, ts: int = 1_000) -> list[Record]:
@@ -234,12 +250,18 @@ def test_encode_rejects_offsets_that_do_not_increase() -> None:
 
 def _aiokafka_batch(codec: int, records: list[Record]) -> bytes:
     builder = DefaultRecordBatchBuilder(
-        magic=2, compression_type=codec, is_transactional=0, producer_id=-1,
-        producer_epoch=-1, base_sequence=-1, batch_size=1 << 20,
-    )  # fmt: skip
+        magic=2,
+        compression_type=codec,
+        is_transactional=0,
+        producer_id=-1,
+        producer_epoch=-1,
+        base_sequence=-1,
+        batch_size=1 << 20,
+    )
     for r in records:
-        builder.append(r.offset, timestamp=r.timestamp, key=r.key, value=r.value,
-                       headers=list(r.headers))  # fmt: skip
+        builder.append(
+            r.offset, timestamp=r.timestamp, key=r.key, value=r.value, headers=list(r.headers)
+        )
     return bytes(builder.build())
 
 
@@ -269,9 +291,13 @@ def test_aiokafka_reads_ours_and_we_read_aiokafkas(codec: int) -> None:
 @pytest.mark.parametrize("commit", [True, False])
 def test_control_batch_round_trip(commit: bool) -> None:
     data = _records.encode_control_batch(
-        producer_id=42, producer_epoch=3, commit=commit, coordinator_epoch=7,
-        timestamp_ms=5_000, base_offset=100,
-    )  # fmt: skip
+        producer_id=42,
+        producer_epoch=3,
+        commit=commit,
+        coordinator_epoch=7,
+        timestamp_ms=5_000,
+        base_offset=100,
+    )
     (header,) = _records.parse_batches(data)
     assert header.is_control and header.is_transactional
     assert (header.producer_id, header.producer_epoch, header.base_offset) == (42, 3, 100)

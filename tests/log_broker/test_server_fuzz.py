@@ -34,16 +34,53 @@ from headrace.log_broker.handlers import build_router
 
 VALID = [
     encode(18, 3, ApiVersionsRequest(client_software_name="fuzz", client_software_version="1")),
-    encode(3, 8, MetadataRequest(topics=None, allow_auto_topic_creation=False,
-                                 include_cluster_authorized_operations=False,
-                                 include_topic_authorized_operations=False)),
-    encode(0, 8, produce.ProduceRequest(acks=-1, timeout=timedelta(seconds=5), topic_data=(
-        produce.TopicProduceData(name="fuzz", partition_data=(
-            produce.PartitionProduceData(index=0, records=record_batch([b"", b"v", b"vv"])),)),))),
-    encode(1, 11, fetch.FetchRequest(max_wait=timedelta(0), min_bytes=0, topics=(
-        fetch.FetchTopic(topic="fuzz", partitions=(fetch.FetchPartition(
-            partition=0, fetch_offset=0, partition_max_bytes=1 << 20),)),),
-        forgotten_topics_data=())),
+    encode(
+        3,
+        8,
+        MetadataRequest(
+            topics=None,
+            allow_auto_topic_creation=False,
+            include_cluster_authorized_operations=False,
+            include_topic_authorized_operations=False,
+        ),
+    ),
+    encode(
+        0,
+        8,
+        produce.ProduceRequest(
+            acks=-1,
+            timeout=timedelta(seconds=5),
+            topic_data=(
+                produce.TopicProduceData(
+                    name="fuzz",
+                    partition_data=(
+                        produce.PartitionProduceData(
+                            index=0, records=record_batch([b"", b"v", b"vv"])
+                        ),
+                    ),
+                ),
+            ),
+        ),
+    ),
+    encode(
+        1,
+        11,
+        fetch.FetchRequest(
+            max_wait=timedelta(0),
+            min_bytes=0,
+            topics=(
+                fetch.FetchTopic(
+                    topic="fuzz",
+                    partitions=(
+                        fetch.FetchPartition(
+                            partition=0, fetch_offset=0, partition_max_bytes=1 << 20
+                        ),
+                    ),
+                ),
+            ),
+            forgotten_topics_data=(),
+        ),
+    ),
 ]
 
 
@@ -60,9 +97,16 @@ def send_and_drain(port: int, data: bytes) -> None:
 
 def ask_api_versions(conn: socket.socket, correlation_id: int) -> None:
     """A well-behaved client's request on its own long-lived connection."""
-    conn.sendall(frame(encode(18, 3, ApiVersionsRequest(client_software_name="good",
-                                                        client_software_version="1"),
-                              correlation_id)))
+    conn.sendall(
+        frame(
+            encode(
+                18,
+                3,
+                ApiVersionsRequest(client_software_name="good", client_software_version="1"),
+                correlation_id,
+            )
+        )
+    )
     size = struct.unpack(">i", _recv_exact(conn, 4))[0]
     body = _recv_exact(conn, size)
     assert struct.unpack(">i", body[:4])[0] == correlation_id
@@ -78,10 +122,11 @@ def _recv_exact(conn: socket.socket, n: int) -> bytes:
     return chunks
 
 
-
-
-SERVED = [(route.api_key, version) for route in build_router()
-          for version in range(route.min_version, route.max_version + 1)]  # fmt: skip
+SERVED = [
+    (route.api_key, version)
+    for route in build_router()
+    for version in range(route.min_version, route.max_version + 1)
+]
 
 
 def header_only(api_key: int, version: int) -> bytes:
@@ -89,8 +134,12 @@ def header_only(api_key: int, version: int) -> bytes:
     flexible = load_request_schema(api_key, version).__flexible__
     header_cls = HeaderV2 if flexible else HeaderV1
     buf = io.BytesIO()
-    entity_writer(header_cls)(buf, header_cls(request_api_key=api_key, request_api_version=version,
-                                              correlation_id=7, client_id="fuzz"))
+    entity_writer(header_cls)(
+        buf,
+        header_cls(
+            request_api_key=api_key, request_api_version=version, correlation_id=7, client_id="fuzz"
+        ),
+    )
     return buf.getvalue()
 
 
@@ -100,10 +149,21 @@ def assert_topic_decodes(bootstrap: str, topic: str) -> None:
     client = RawClient(bootstrap)
     offset, data = 0, b""
     while True:
-        body = fetch.FetchRequest(max_wait=timedelta(0), min_bytes=0, forgotten_topics_data=(),
-                                  topics=(fetch.FetchTopic(topic=topic, partitions=(
-                                      fetch.FetchPartition(partition=0, fetch_offset=offset,
-                                                           partition_max_bytes=1 << 20),)),))
+        body = fetch.FetchRequest(
+            max_wait=timedelta(0),
+            min_bytes=0,
+            forgotten_topics_data=(),
+            topics=(
+                fetch.FetchTopic(
+                    topic=topic,
+                    partitions=(
+                        fetch.FetchPartition(
+                            partition=0, fetch_offset=offset, partition_max_bytes=1 << 20
+                        ),
+                    ),
+                ),
+            ),
+        )
         data = client.request(1, 11, body).responses[0].partitions[0].records or b""
         if not data:
             break
@@ -117,8 +177,22 @@ def assert_topic_decodes(bootstrap: str, topic: str) -> None:
 
 @st.composite
 def bad_inputs(draw: st.DrawFn) -> bytes:
-    kind = draw(st.sampled_from(["random", "truncated", "flipped", "huge", "short-frame",
-                                 "bad-version", "tail", "batch", "batch", "any-api"]))
+    kind = draw(
+        st.sampled_from(
+            [
+                "random",
+                "truncated",
+                "flipped",
+                "huge",
+                "short-frame",
+                "bad-version",
+                "tail",
+                "batch",
+                "batch",
+                "any-api",
+            ]
+        )
+    )
     if kind == "any-api":  # every API the broker serves gets a garbled body
         api_key, version = draw(st.sampled_from(SERVED))
         return frame(header_only(api_key, version) + draw(st.binary(max_size=300)))
@@ -158,8 +232,12 @@ def test_fuzzed_requests_leave_broker_serving(tmp_path: Path) -> None:
         rss_before = process.memory_info().rss
         sent = {"n": 0}
 
-        @settings(max_examples=20_000, deadline=None, database=None,
-                  suppress_health_check=list(HealthCheck))
+        @settings(
+            max_examples=20_000,
+            deadline=None,
+            database=None,
+            suppress_health_check=list(HealthCheck),
+        )
         @given(bad_inputs())
         def attack(data: bytes) -> None:
             send_and_drain(broker.port, data)
@@ -188,8 +266,10 @@ def test_fuzzed_requests_leave_broker_serving(tmp_path: Path) -> None:
         got = client.consume(broker.bootstrap, "after-fuzz", 1, 1)
         assert [g.value for g in got] == [b"still here"]
         assert "handler failed" not in broker.log_path.read_text()
-        print(f"{sent['n']} bad requests in {time.monotonic() - started:.1f}s,"
-              f" rss growth {growth / 2**20:.1f} MiB")
+        print(
+            f"{sent['n']} bad requests in {time.monotonic() - started:.1f}s,"
+            f" rss growth {growth / 2**20:.1f} MiB"
+        )
 
 
 # --------------------------------------------------------------------- the SASL exchange
@@ -208,12 +288,23 @@ def _sasl_frames(version: int, mechanism: str, tokens: list[bytes]) -> list[byte
 
 @st.composite
 def sasl_attacks(draw: st.DrawFn) -> bytes:
-    mechanism = draw(st.sampled_from(["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI",
-                                      "", "x" * 300]))
+    mechanism = draw(
+        st.sampled_from(["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI", "", "x" * 300])
+    )
     version = draw(st.sampled_from([0, 1]))
-    plausible = st.sampled_from([
-        b"\0fuzzer\0wrong", b"\0\0", b"n,,n=fuzzer,r=abc", b"n,,n=,r=", b"y,,n=a,r=b",
-        b"c=biws,r=abc,p=AAAA", b"c=biws,r=abc,p=!!!", b"n,,m=ext,n=a,r=b", b"\xff" * 9])
+    plausible = st.sampled_from(
+        [
+            b"\0fuzzer\0wrong",
+            b"\0\0",
+            b"n,,n=fuzzer,r=abc",
+            b"n,,n=,r=",
+            b"y,,n=a,r=b",
+            b"c=biws,r=abc,p=AAAA",
+            b"c=biws,r=abc,p=!!!",
+            b"n,,m=ext,n=a,r=b",
+            b"\xff" * 9,
+        ]
+    )
     tokens = draw(st.lists(st.one_of(plausible, st.binary(max_size=300)), max_size=4))
     frames = _sasl_frames(version, mechanism, tokens)
     if draw(st.booleans()):  # garble one frame of the exchange
@@ -234,17 +325,33 @@ def test_fuzzed_sasl_exchanges_serve_nothing_and_leave_broker_serving(tmp_path: 
     from rawkafka import RawClient
 
     data = tmp_path / "data"
-    subprocess.run([sys.executable, "-m", "headrace", "users", "add", "fuzzer",
-                    "--password-stdin", "--data-dir", str(data)], input="right\n",
-                   text=True, check=True, capture_output=True, timeout=60)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "headrace",
+            "users",
+            "add",
+            "fuzzer",
+            "--password-stdin",
+            "--data-dir",
+            str(data),
+        ],
+        input="right\n",
+        text=True,
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
     port = free_port()
     config = tmp_path / "server.properties"
     config.write_text(f"listeners=SASL_PLAINTEXT://127.0.0.1:{port}\n")
     with BrokerProcess(data, port=port, config=config) as broker:
         served = {"n": 0, "sent": 0}
 
-        @settings(max_examples=800, deadline=None, database=None,
-                  suppress_health_check=list(HealthCheck))
+        @settings(
+            max_examples=800, deadline=None, database=None, suppress_health_check=list(HealthCheck)
+        )
         @given(sasl_attacks())
         def attack(payload: bytes) -> None:
             served["sent"] += 1
@@ -264,9 +371,15 @@ def test_fuzzed_sasl_exchanges_serve_nothing_and_leave_broker_serving(tmp_path: 
             assert good.request(17, 1, SaslHandshakeRequest(mechanism="PLAIN")).error_code == 0
             reply = good.request(36, 2, SaslAuthenticateRequest(auth_bytes=b"\0fuzzer\0right"))
             assert reply.error_code == 0
-            listed = good.request(3, 8, MetadataRequest(
-                topics=None, allow_auto_topic_creation=False,
-                include_cluster_authorized_operations=False,
-                include_topic_authorized_operations=False))
+            listed = good.request(
+                3,
+                8,
+                MetadataRequest(
+                    topics=None,
+                    allow_auto_topic_creation=False,
+                    include_cluster_authorized_operations=False,
+                    include_topic_authorized_operations=False,
+                ),
+            )
             assert [t.name for t in listed.topics if t.name == "fuzz"] == []
         assert served["sent"] >= 500

@@ -32,8 +32,13 @@ def open_and_committed(broker_process: BrokerProcess) -> Iterator[tuple[str, obj
     done.begin_transaction()
     done.produce("txns", value=b"c", partition=0)
     done.commit_transaction(30)
-    pending = Producer({"bootstrap.servers": bootstrap, "transactional.id": "open-txn",
-                        "transaction.timeout.ms": 600_000})
+    pending = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "transactional.id": "open-txn",
+            "transaction.timeout.ms": 600_000,
+        }
+    )
     pending.init_transactions(30)
     pending.begin_transaction()
     pending.produce("txns", value=b"p", partition=0)
@@ -43,12 +48,15 @@ def open_and_committed(broker_process: BrokerProcess) -> Iterator[tuple[str, obj
     pending.abort_transaction(30)
 
 
-def test_describe_names_state_producer_and_partitions(open_and_committed: tuple[str, object]) -> None:
+def test_describe_names_state_producer_and_partitions(
+    open_and_committed: tuple[str, object],
+) -> None:
     bootstrap, _ = open_and_committed
     client = RawClient(bootstrap)
     try:
-        response = client.request(65, 0, DescribeTransactionsRequest(
-            transactional_ids=("open-txn", "done-txn", "nobody")))
+        response = client.request(
+            65, 0, DescribeTransactionsRequest(transactional_ids=("open-txn", "done-txn", "nobody"))
+        )
     finally:
         client.close()
     by_id = {s.transactional_id: s for s in response.transaction_states}
@@ -57,11 +65,15 @@ def test_describe_names_state_producer_and_partitions(open_and_committed: tuple[
     assert [(t.topic, sorted(t.partitions)) for t in pending.topics] == [("txns", [0, 1])]
     assert pending.producer_id >= 0 and pending.transaction_timeout.total_seconds() == 600
     assert 0 < time.time() - pending.transaction_start_time.timestamp() < 120
-    assert by_id["done-txn"].transaction_state == "CompleteCommit" and by_id["done-txn"].topics == ()
+    assert (
+        by_id["done-txn"].transaction_state == "CompleteCommit" and by_id["done-txn"].topics == ()
+    )
     assert by_id["nobody"].error_code == ErrorCode.transactional_id_not_found
 
 
-def test_list_filters_by_state_producer_and_duration(open_and_committed: tuple[str, object]) -> None:
+def test_list_filters_by_state_producer_and_duration(
+    open_and_committed: tuple[str, object],
+) -> None:
     bootstrap, _ = open_and_committed
     client = RawClient(bootstrap)
     try:
@@ -77,7 +89,9 @@ def test_list_filters_by_state_producer_and_duration(open_and_committed: tuple[s
     assert ongoing.unknown_state_filters == ("NoSuchState",)
     client = RawClient(bootstrap)
     try:
-        by_producer = client.request(66, 0, ListV0(producer_id_filters=(ids["done-txn"].producer_id,)))
+        by_producer = client.request(
+            66, 0, ListV0(producer_id_filters=(ids["done-txn"].producer_id,))
+        )
     finally:
         client.close()
     assert [s.transactional_id for s in by_producer.transaction_states] == ["done-txn"]

@@ -36,77 +36,141 @@ class Txn:
 
     def __init__(self, client: RawClient, transactional_id: str, group: str) -> None:
         self.client, self.tid, self.group = client, transactional_id, group
-        got = client.request(INIT_PRODUCER_ID, 4, InitProducerIdRequest(
-            transactional_id=transactional_id, transaction_timeout=timedelta(seconds=60)))
+        got = client.request(
+            INIT_PRODUCER_ID,
+            4,
+            InitProducerIdRequest(
+                transactional_id=transactional_id, transaction_timeout=timedelta(seconds=60)
+            ),
+        )
         assert got.error_code == ErrorCode.none
         self.pid, self.epoch = got.producer_id, got.producer_epoch
 
     def add_offsets(self) -> None:
-        got = self.client.request(ADD_OFFSETS_TO_TXN, 2, AddOffsetsToTxnRequest(
-            transactional_id=self.tid, producer_id=self.pid, producer_epoch=self.epoch,
-            group_id=self.group))
+        got = self.client.request(
+            ADD_OFFSETS_TO_TXN,
+            2,
+            AddOffsetsToTxnRequest(
+                transactional_id=self.tid,
+                producer_id=self.pid,
+                producer_epoch=self.epoch,
+                group_id=self.group,
+            ),
+        )
         assert got.error_code == ErrorCode.none
 
-    def commit_offset(self, offset: int, generation: int = -1, member_id: str = "",
-                      version: int = 3) -> ErrorCode:
+    def commit_offset(
+        self, offset: int, generation: int = -1, member_id: str = "", version: int = 3
+    ) -> ErrorCode:
         """TxnOffsetCommit of ``offset`` for partition 0; the partition's error code."""
         m: Any = txn_commit_v3 if version == 3 else txn_commit_v0
-        partition = (m.TxnOffsetCommitRequestPartition(
-            partition_index=0, committed_offset=offset, committed_metadata=""),)
+        partition = (
+            m.TxnOffsetCommitRequestPartition(
+                partition_index=0, committed_offset=offset, committed_metadata=""
+            ),
+        )
         fields: dict[str, Any] = (
-            {"generation_id": generation, "member_id": member_id} if version == 3 else {})
-        got = self.client.request(TXN_OFFSET_COMMIT, version, m.TxnOffsetCommitRequest(
-            transactional_id=self.tid, group_id=self.group, producer_id=self.pid,
-            producer_epoch=self.epoch, **fields,
-            topics=(m.TxnOffsetCommitRequestTopic(name=TOPIC, partitions=partition),)))
+            {"generation_id": generation, "member_id": member_id} if version == 3 else {}
+        )
+        got = self.client.request(
+            TXN_OFFSET_COMMIT,
+            version,
+            m.TxnOffsetCommitRequest(
+                transactional_id=self.tid,
+                group_id=self.group,
+                producer_id=self.pid,
+                producer_epoch=self.epoch,
+                **fields,
+                topics=(m.TxnOffsetCommitRequestTopic(name=TOPIC, partitions=partition),),
+            ),
+        )
         [topic] = got.topics
         [answer] = topic.partitions
         return ErrorCode(answer.error_code)
 
     def end(self, commit: bool = True) -> None:
-        got = self.client.request(END_TXN, 2, EndTxnRequest(
-            transactional_id=self.tid, producer_id=self.pid, producer_epoch=self.epoch,
-            committed=commit))
+        got = self.client.request(
+            END_TXN,
+            2,
+            EndTxnRequest(
+                transactional_id=self.tid,
+                producer_id=self.pid,
+                producer_epoch=self.epoch,
+                committed=commit,
+            ),
+        )
         assert got.error_code == ErrorCode.none
 
 
 def create_topic(client: RawClient) -> None:
-    got = client.request(CREATE_TOPICS, 4, CreateTopicsRequest(topics=(CreatableTopic(
-        name=TOPIC, num_partitions=1, replication_factor=1, assignments=(), configs=()),),
-        timeout=timedelta(seconds=10)))
+    got = client.request(
+        CREATE_TOPICS,
+        4,
+        CreateTopicsRequest(
+            topics=(
+                CreatableTopic(
+                    name=TOPIC, num_partitions=1, replication_factor=1, assignments=(), configs=()
+                ),
+            ),
+            timeout=timedelta(seconds=10),
+        ),
+    )
     assert got.topics[0].error_code == ErrorCode.none
 
 
-def join(client: RawClient, group: str, *, session_ms: int = 30_000,
-         rebalance_ms: int = 30_000) -> tuple[str, int]:
+def join(
+    client: RawClient, group: str, *, session_ms: int = 30_000, rebalance_ms: int = 30_000
+) -> tuple[str, int]:
     """Join as a consumer and take the assignment; returns (member id, generation)."""
+
     def request(member_id: str) -> Any:
-        return client.request(JOIN_GROUP, 5, JoinGroupRequest(
-            group_id=group, session_timeout=timedelta(milliseconds=session_ms),
-            rebalance_timeout=timedelta(milliseconds=rebalance_ms), member_id=member_id,
-            group_instance_id=None, protocol_type="consumer",
-            protocols=(JoinGroupRequestProtocol(name="range", metadata=b""),)))
+        return client.request(
+            JOIN_GROUP,
+            5,
+            JoinGroupRequest(
+                group_id=group,
+                session_timeout=timedelta(milliseconds=session_ms),
+                rebalance_timeout=timedelta(milliseconds=rebalance_ms),
+                member_id=member_id,
+                group_instance_id=None,
+                protocol_type="consumer",
+                protocols=(JoinGroupRequestProtocol(name="range", metadata=b""),),
+            ),
+        )
 
     first = request("")
     assert first.error_code == ErrorCode.member_id_required
     joined = request(first.member_id)
     assert joined.error_code == ErrorCode.none
-    synced = client.request(SYNC_GROUP, 3, SyncGroupRequest(
-        group_id=group, generation_id=joined.generation_id, member_id=joined.member_id,
-        group_instance_id=None,
-        assignments=(SyncGroupRequestAssignment(member_id=joined.member_id, assignment=b""),)))
+    synced = client.request(
+        SYNC_GROUP,
+        3,
+        SyncGroupRequest(
+            group_id=group,
+            generation_id=joined.generation_id,
+            member_id=joined.member_id,
+            group_instance_id=None,
+            assignments=(SyncGroupRequestAssignment(member_id=joined.member_id, assignment=b""),),
+        ),
+    )
     assert synced.error_code == ErrorCode.none
     return joined.member_id, joined.generation_id
 
 
 def committed(client: RawClient, group: str) -> int:
-    got = client.request(OFFSET_FETCH, 5, OffsetFetchRequest(
-        group_id=group, topics=(OffsetFetchRequestTopic(name=TOPIC, partition_indexes=(0,)),)))
+    got = client.request(
+        OFFSET_FETCH,
+        5,
+        OffsetFetchRequest(
+            group_id=group, topics=(OffsetFetchRequestTopic(name=TOPIC, partition_indexes=(0,)),)
+        ),
+    )
     return int(got.topics[0].partitions[0].committed_offset)
 
 
 async def run(data_dir: Path, scenario: Any, **settings: Any) -> None:
     async with Broker(data_dir, group_initial_rebalance_delay_ms=0, **settings) as broker:
+
         def connected() -> None:  # a blocking client: off the broker's event loop
             client = RawClient(broker.bootstrap_servers)
             try:
@@ -120,8 +184,9 @@ async def run(data_dir: Path, scenario: Any, **settings: Any) -> None:
 
 async def test_txn_offset_commit_is_advertised_up_to_v5(tmp_path: Path) -> None:
     def scenario(client: RawClient) -> None:
-        got = client.request(18, 3, ApiVersionsRequest(client_software_name="t",
-                                                       client_software_version="1"))
+        got = client.request(
+            18, 3, ApiVersionsRequest(client_software_name="t", client_software_version="1")
+        )
         versions = {k.api_key: (k.min_version, k.max_version) for k in got.api_keys}
         assert versions[TXN_OFFSET_COMMIT] == (0, 5)
 
@@ -129,7 +194,8 @@ async def test_txn_offset_commit_is_advertised_up_to_v5(tmp_path: Path) -> None:
 
 
 async def test_a_stale_generation_commits_nothing_a_current_one_commits_at_end_txn(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     def scenario(client: RawClient) -> None:
         member, generation = join(client, "g")
         txn = Txn(client, "copier", "g")
@@ -149,7 +215,8 @@ async def test_a_stale_generation_commits_nothing_a_current_one_commits_at_end_t
 
 
 async def test_a_member_whose_session_expired_cannot_commit_but_epoch_only_requests_can(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     def scenario(client: RawClient) -> None:
         member, generation = join(client, "g", session_ms=500)
         txn = Txn(client, "copier", "g")

@@ -14,8 +14,9 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
     the test's clients of it. The peers' interpreter is checked first: without it the
     test fails with what to run."""
     peers_python()
-    with BrokerProcess(tmp_path / "data", "--log-cleaner-backoff-ms", "200",
-                       "--fsync", "never") as broker:
+    with BrokerProcess(
+        tmp_path / "data", "--log-cleaner-backoff-ms", "200", "--fsync", "never"
+    ) as broker:
         running = Cluster(broker.bootstrap)
         try:
             yield running

@@ -33,8 +33,12 @@ def main() -> None:
     parser.add_argument("--state-dir", required=True)
     parser.add_argument("--exactly-once", action="store_true")
     parser.add_argument("--delay-ms", type=float, default=0.0)
-    parser.add_argument("--segment-bytes", type=int, default=0,
-                        help="segment.bytes of the table's changelog topic (0: broker default)")
+    parser.add_argument(
+        "--segment-bytes",
+        type=int,
+        default=0,
+        help="segment.bytes of the table's changelog topic (0: broker default)",
+    )
     # info: the tests wait for the worker's "Ready" line before sending it input.
     parser.add_argument("--loglevel", default="info")
     args = parser.parse_args()
@@ -56,12 +60,19 @@ def main() -> None:
         broker_heartbeat_interval=1,
         processing_guarantee="exactly_once" if args.exactly_once else "at_least_once",
     )
-    views = app.topic(args.input, key_type=bytes, value_type=bytes,
-                      key_serializer="raw", value_serializer="raw")
+    views = app.topic(
+        args.input, key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw"
+    )
     counts_out = app.topic(args.output, key_serializer="raw", value_serializer="raw")
     extra = {"segment.bytes": str(args.segment_bytes)} if args.segment_bytes else {}
-    counts = app.Table("views-per-user", default=int, partitions=PARTITIONS,
-                       key_type=str, value_type=int, extra_topic_configs=extra)
+    counts = app.Table(
+        "views-per-user",
+        default=int,
+        partitions=PARTITIONS,
+        key_type=str,
+        value_type=int,
+        extra_topic_configs=extra,
+    )
     delay = args.delay_ms / 1000
 
     @app.agent(views)

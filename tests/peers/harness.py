@@ -37,9 +37,12 @@ STEP_MS = 500  # event time between views: a one-minute window sees 15 views per
 def peers_python() -> str:
     """The peers' interpreter; a missing one fails the test with what to run, never skips."""
     if not PEERS_PYTHON.exists():
-        pytest.fail(f"{PEERS_PYTHON} is missing: run `scripts/dev test` once, or create it with "
-                    "`python3 -m venv .venv-peers && .venv-peers/bin/pip install -r "
-                    "tests/peers/requirements.txt`", pytrace=False)
+        pytest.fail(
+            f"{PEERS_PYTHON} is missing: run `scripts/dev test` once, or create it with "
+            "`python3 -m venv .venv-peers && .venv-peers/bin/pip install -r "
+            "tests/peers/requirements.txt`",
+            pytrace=False,
+        )
     return str(PEERS_PYTHON)
 
 
@@ -100,14 +103,36 @@ def parse_batches(partition: int, data: bytes) -> list[Batch]:
     batches = []
     at = 0
     while at + _HEADER.size <= len(data):
-        (base, length, _magic, _crc, attributes, last_delta, _first_ts, _max_ts, producer_id,
-         _epoch, _sequence, count) = _HEADER.unpack_from(data, at)
+        (
+            base,
+            length,
+            _magic,
+            _crc,
+            attributes,
+            last_delta,
+            _first_ts,
+            _max_ts,
+            producer_id,
+            _epoch,
+            _sequence,
+            count,
+        ) = _HEADER.unpack_from(data, at)
         if at + 12 + length > len(data):
             break
         control = bool(attributes & _CONTROL)
         marker = _marker(data, at + _HEADER.size) if control else None
-        batches.append(Batch(partition, base, base + last_delta, count, producer_id,
-                             bool(attributes & _TRANSACTIONAL), control, marker))
+        batches.append(
+            Batch(
+                partition,
+                base,
+                base + last_delta,
+                count,
+                producer_id,
+                bool(attributes & _TRANSACTIONAL),
+                control,
+                marker,
+            )
+        )
         at += 12 + length
     return batches
 
@@ -141,8 +166,11 @@ def by_key(pairs: Iterable[tuple[str, int]]) -> dict[str, list[int]]:
 
 def differences(got: dict[str, list[int]], want: dict[str, list[int]]) -> list[str]:
     """A readable account of where ``got`` differs from ``want``, empty when equal."""
-    lines = [f"{key}: got {got.get(key)}, want {want.get(key)}"
-             for key in sorted(set(got) | set(want)) if got.get(key) != want.get(key)]
+    lines = [
+        f"{key}: got {got.get(key)}, want {want.get(key)}"
+        for key in sorted(set(got) | set(want))
+        if got.get(key) != want.get(key)
+    ]
     return lines[:10] + ([f"... and {len(lines) - 10} more"] if len(lines) > 10 else [])
 
 
@@ -153,8 +181,13 @@ class PeerProcess:
         self.log_path = log_path
         with open(log_path, "ab") as log:
             # Quieten the peers' own deprecation chatter; it is not what is under test.
-            self.proc = subprocess.Popen([peers_python(), *args], stdout=log, stderr=log,
-                                         cwd=ROOT, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+            self.proc = subprocess.Popen(
+                [peers_python(), *args],
+                stdout=log,
+                stderr=log,
+                cwd=ROOT,
+                env={**os.environ, "PYTHONWARNINGS": "ignore"},
+            )
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")[-4000:]
@@ -201,8 +234,9 @@ class PeerProcess:
             self.kill()
 
 
-def kill_inside_a_transaction(cluster: Cluster, app: PeerProcess, topic: str,
-                              timeout: float = 30) -> None:
+def kill_inside_a_transaction(
+    cluster: Cluster, app: PeerProcess, topic: str, timeout: float = 30
+) -> None:
     """SIGKILL ``app`` while a transaction of its holds records of ``topic`` open.
 
     The process is first stopped with SIGSTOP, so that it cannot commit between the
@@ -239,16 +273,22 @@ class Cluster:
         from confluent_kafka.admin import NewTopic
 
         for future in self.admin.create_topics(
-                [NewTopic(t, partitions, 1) for t in topics]).values():
+            [NewTopic(t, partitions, 1) for t in topics]
+        ).values():
             future.result(10)
 
     def produce(self, topic: str, records: Sequence[tuple[bytes, bytes, int]]) -> None:
         """Send ``(key, value, timestamp_ms)`` in order, idempotently, and wait for acks."""
         from confluent_kafka import Producer
 
-        producer = Producer({"bootstrap.servers": self.bootstrap, "enable.idempotence": True,
-                             "partitioner": "murmur2_random",
-                             "linger.ms": 5})
+        producer = Producer(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "enable.idempotence": True,
+                "partitioner": "murmur2_random",
+                "linger.ms": 5,
+            }
+        )
         for key, value, ts in records:
             producer.produce(topic, value, key, timestamp=ts)
         assert producer.flush(30) == 0, "input not acknowledged"
@@ -271,8 +311,10 @@ class Cluster:
             ResourceType,
         )
 
-        entries = [ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
-                   for name, value in configs.items()]
+        entries = [
+            ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
+            for name, value in configs.items()
+        ]
         resource = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=entries)
         for future in self.admin.incremental_alter_configs([resource]).values():
             future.result(10)
@@ -284,16 +326,20 @@ class Cluster:
         from confluent_kafka import TopicPartition
 
         watcher = self._watcher("headrace-peers-watcher")
-        return [watcher.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
-                for p in range(self.partitions(topic))]
+        return [
+            watcher.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+            for p in range(self.partitions(topic))
+        ]
 
     def stable_ends(self, topic: str) -> list[int]:
         """The last stable offset of each partition: where read_committed readers stop."""
         from confluent_kafka import TopicPartition
 
         watcher = self._watcher("headrace-peers-watcher-rc", "read_committed")
-        return [watcher.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
-                for p in range(self.partitions(topic))]
+        return [
+            watcher.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+            for p in range(self.partitions(topic))
+        ]
 
     def open_transactions(self, topic: str) -> bool:
         """Whether some transaction holds records of ``topic`` back from read_committed readers."""
@@ -311,10 +357,22 @@ class Cluster:
                 offset = 0
                 while True:
                     body = fetch.FetchRequest(
-                        max_wait=timedelta(0), min_bytes=0, forgotten_topics_data=(),
-                        topics=(fetch.FetchTopic(topic=topic, partitions=(fetch.FetchPartition(
-                            partition=partition, fetch_offset=offset,
-                            partition_max_bytes=1 << 20),)),))
+                        max_wait=timedelta(0),
+                        min_bytes=0,
+                        forgotten_topics_data=(),
+                        topics=(
+                            fetch.FetchTopic(
+                                topic=topic,
+                                partitions=(
+                                    fetch.FetchPartition(
+                                        partition=partition,
+                                        fetch_offset=offset,
+                                        partition_max_bytes=1 << 20,
+                                    ),
+                                ),
+                            ),
+                        ),
+                    )
                     [data] = raw.request(1, 11, body).responses[0].partitions
                     assert data.error_code == 0, f"fetching {topic}/{partition}: {data.error_code}"
                     got = parse_batches(partition, data.records or b"")
@@ -341,7 +399,8 @@ class Cluster:
         from confluent_kafka import TopicPartition
 
         got = self._watcher(group).committed(
-            [TopicPartition(topic, p) for p in range(self.partitions(topic))], timeout=10)
+            [TopicPartition(topic, p) for p in range(self.partitions(topic))], timeout=10
+        )
         return [max(tp.offset, 0) for tp in got]
 
     def caught_up(self, group: str, topic: str) -> Callable[[], bool]:
@@ -354,9 +413,14 @@ class Cluster:
         from confluent_kafka import Consumer
 
         if group not in self._watchers:
-            self._watchers[group] = Consumer({"bootstrap.servers": self.bootstrap,
-                                              "group.id": group, "enable.auto.commit": False,
-                                              "isolation.level": isolation})
+            self._watchers[group] = Consumer(
+                {
+                    "bootstrap.servers": self.bootstrap,
+                    "group.id": group,
+                    "enable.auto.commit": False,
+                    "isolation.level": isolation,
+                }
+            )
         return self._watchers[group]
 
     def read(self, topic: str, isolation: str = "read_committed") -> list[Record]:
@@ -364,9 +428,15 @@ class Cluster:
         from confluent_kafka import Consumer, KafkaError, TopicPartition
 
         partitions = self.partitions(topic)
-        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "headrace-peers-reader",
-                             "enable.auto.commit": False, "enable.partition.eof": True,
-                             "isolation.level": isolation})
+        consumer = Consumer(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "group.id": "headrace-peers-reader",
+                "enable.auto.commit": False,
+                "enable.partition.eof": True,
+                "isolation.level": isolation,
+            }
+        )
         consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
         out: list[Record] = []
         at_end: set[int] = set()
@@ -377,8 +447,14 @@ class Cluster:
                 for message in consumer.consume(10_000, timeout=0.5):
                     error = message.error()
                     if error is None:
-                        out.append(Record(message.key(), message.value(), message.partition(),
-                                          message.offset()))
+                        out.append(
+                            Record(
+                                message.key(),
+                                message.value(),
+                                message.partition(),
+                                message.offset(),
+                            )
+                        )
                     elif error.code() == KafkaError._PARTITION_EOF:
                         at_end.add(message.partition())
                     else:

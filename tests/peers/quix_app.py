@@ -48,8 +48,11 @@ def main() -> None:
 
     from quixstreams import Application, State
 
-    producer_config = ({"transaction.timeout.ms": args.transaction_timeout_ms}
-                       if args.transaction_timeout_ms else {})
+    producer_config = (
+        {"transaction.timeout.ms": args.transaction_timeout_ms}
+        if args.transaction_timeout_ms
+        else {}
+    )
     app = Application(
         broker_address=args.bootstrap,
         consumer_group=args.app_id,
@@ -68,8 +71,9 @@ def main() -> None:
     windows_topic = app.topic(args.windows, key_serializer="str", value_serializer="json")
     delay = args.delay_ms / 1000
 
-    def tally(value: dict[str, Any], key: str, _ts: int, _headers: Any, state: State
-              ) -> dict[str, Any]:
+    def tally(
+        value: dict[str, Any], key: str, _ts: int, _headers: Any, state: State
+    ) -> dict[str, Any]:
         views_so_far = state.get("views", 0) + 1
         state.set("views", views_so_far)
         if delay:
@@ -83,7 +87,8 @@ def main() -> None:
     windows = sdf.tumbling_window(WINDOW_MS).count().current()
     windows = windows.apply(
         lambda w, key, _ts, _headers: {"window": f"{key}@{w['start']}", "count": w["value"]},
-        metadata=True)
+        metadata=True,
+    )
     windows.to_topic(windows_topic, key=lambda row: row["window"])
 
     app.run()

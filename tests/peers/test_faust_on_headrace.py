@@ -71,10 +71,23 @@ class FaustRun:
 
     def start(self, state: str, delay_ms: float = 0) -> PeerProcess:
         self.runs += 1
-        args = [APP, "--bootstrap", self.cluster.bootstrap, "--app-id", self.app_id,
-                "--input", INPUT, "--output", OUTPUT,
-                "--state-dir", str(self.tmp_path / state),
-                "--segment-bytes", str(SEGMENT_BYTES), "--delay-ms", str(delay_ms)]
+        args = [
+            APP,
+            "--bootstrap",
+            self.cluster.bootstrap,
+            "--app-id",
+            self.app_id,
+            "--input",
+            INPUT,
+            "--output",
+            OUTPUT,
+            "--state-dir",
+            str(self.tmp_path / state),
+            "--segment-bytes",
+            str(SEGMENT_BYTES),
+            "--delay-ms",
+            str(delay_ms),
+        ]
         if self.exactly_once:
             args.append("--exactly-once")
         return PeerProcess(args, self.tmp_path / f"faust-{self.runs}.log")
@@ -92,8 +105,7 @@ class FaustRun:
         try:
             app.wait_for("become ready", lambda: app.logged("[^Worker]: Ready"))
             self.produce(produce)
-            app.wait_for("commit the end of its input",
-                         self.cluster.caught_up(self.app_id, INPUT))
+            app.wait_for("commit the end of its input", self.cluster.caught_up(self.app_id, INPUT))
             assert app.terminate() == 0, app.log()
         finally:
             app.ensure_stopped()
@@ -118,9 +130,12 @@ class FaustRun:
         assert self.changelog in self.cluster.topics()
         assert self.cluster.config(self.changelog)["cleanup.policy"] == "compact"
         assert len(self.cluster.read(self.changelog)) < len(self.produced), (
-            "the cleaner left every table update in place")
-        want = {key: counts[-1] for key, counts in
-                running_counts(k.decode() for k, _v, _ts in self.produced).items()}
+            "the cleaner left every table update in place"
+        )
+        want = {
+            key: counts[-1]
+            for key, counts in running_counts(k.decode() for k, _v, _ts in self.produced).items()
+        }
         table = self.table()
         assert table.keys() == want.keys()
         off = {user: table[user] - n for user, n in want.items() if table[user] != n}
@@ -174,8 +189,7 @@ def test_exactly_once_clean_restarts_are_exact(cluster: Cluster, tmp_path: Path)
     run.assert_changelog_compacted()
 
 
-def test_exactly_once_output_is_sent_outside_transactions(
-        cluster: Cluster, tmp_path: Path) -> None:
+def test_exactly_once_output_is_sent_outside_transactions(cluster: Cluster, tmp_path: Path) -> None:
     """faust-streaming 0.15.3's bug (1), as the log shows it: the changelog partitions
     hold transactional batches closed by commit markers, the output partitions hold
     neither. When this fails on the output's side, faust has fixed the bug: assert
@@ -194,7 +208,8 @@ def test_exactly_once_output_is_sent_outside_transactions(
     assert sum(b.records for b in output) == len(run.produced)
     assert not any(b.transactional or b.control for b in output), (
         "the output is written in transactions now: faust-streaming fixed sending to "
-        "topics it does not consume; tighten the SIGKILL test to exact output")
+        "topics it does not consume; tighten the SIGKILL test to exact output"
+    )
 
 
 @pytest.mark.slow
@@ -215,8 +230,9 @@ def test_exactly_once_after_sigkill_loses_nothing(cluster: Cluster, tmp_path: Pa
     try:
         app.wait_for("become ready", lambda: app.logged("[^Worker]: Ready"))
         run.produce(240)
-        app.wait_for("commit a quarter of its input",
-                     lambda: sum(cluster.committed(run.app_id, INPUT)) >= 60)
+        app.wait_for(
+            "commit a quarter of its input", lambda: sum(cluster.committed(run.app_id, INPUT)) >= 60
+        )
         kill_inside_a_transaction(cluster, app, run.changelog)
         killed_at = time.monotonic()
     finally:

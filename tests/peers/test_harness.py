@@ -13,9 +13,15 @@ from headrace.log_broker._records import encode_control_batch
 def _data_batch(base_offset: int, values: list[bytes], producer_id: int) -> bytes:
     from aiokafka.record.default_records import DefaultRecordBatchBuilder
 
-    builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=True,
-                                        producer_id=producer_id, producer_epoch=0,
-                                        base_sequence=0, batch_size=1 << 20)
+    builder = DefaultRecordBatchBuilder(
+        magic=2,
+        compression_type=0,
+        is_transactional=True,
+        producer_id=producer_id,
+        producer_epoch=0,
+        base_sequence=0,
+        batch_size=1 << 20,
+    )
     for i, value in enumerate(values):
         builder.append(i, timestamp=1_700_000_000_000, key=b"k", value=value, headers=[])
     data = bytearray(builder.build())
@@ -24,14 +30,23 @@ def _data_batch(base_offset: int, values: list[bytes], producer_id: int) -> byte
 
 
 def _marker(base_offset: int, commit: bool) -> bytes:
-    return encode_control_batch(producer_id=7, producer_epoch=0, commit=commit,
-                                coordinator_epoch=0, timestamp_ms=1_700_000_000_000,
-                                base_offset=base_offset)
+    return encode_control_batch(
+        producer_id=7,
+        producer_epoch=0,
+        commit=commit,
+        coordinator_epoch=0,
+        timestamp_ms=1_700_000_000_000,
+        base_offset=base_offset,
+    )
 
 
 def test_batches_flags_and_markers() -> None:
-    data = (_data_batch(10, [b"a", b"b", b"c"], 7) + _marker(13, commit=True)
-            + _data_batch(14, [b"d"], 7) + _marker(15, commit=False))
+    data = (
+        _data_batch(10, [b"a", b"b", b"c"], 7)
+        + _marker(13, commit=True)
+        + _data_batch(14, [b"d"], 7)
+        + _marker(15, commit=False)
+    )
     assert parse_batches(2, data) == [
         Batch(2, 10, 12, 3, 7, transactional=True, control=False, marker=None),
         Batch(2, 13, 13, 1, 7, transactional=True, control=True, marker="commit"),

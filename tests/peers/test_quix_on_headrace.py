@@ -54,8 +54,10 @@ class QuixRun:
         self.tmp_path = tmp_path
         self.exactly_once = exactly_once
         self.app_id = "views-eos" if exactly_once else "views-alos"
-        self.changelogs = (f"changelog__{self.app_id}--{INPUT}--default",
-                           f"changelog__{self.app_id}--{INPUT}--tumbling_window_{WINDOW_MS}_count")
+        self.changelogs = (
+            f"changelog__{self.app_id}--{INPUT}--default",
+            f"changelog__{self.app_id}--{INPUT}--tumbling_window_{WINDOW_MS}_count",
+        )
         self.produced: list[tuple[bytes, bytes, int]] = []
         self.runs = 0
         cluster.create(INPUT, TOTALS, WINDOWS)
@@ -67,9 +69,23 @@ class QuixRun:
 
     def start(self, state: str, delay_ms: float = 0) -> PeerProcess:
         self.runs += 1
-        args = [APP, "--bootstrap", self.cluster.bootstrap, "--app-id", self.app_id,
-                "--input", INPUT, "--totals", TOTALS, "--windows", WINDOWS,
-                "--state-dir", str(self.tmp_path / state), "--delay-ms", str(delay_ms)]
+        args = [
+            APP,
+            "--bootstrap",
+            self.cluster.bootstrap,
+            "--app-id",
+            self.app_id,
+            "--input",
+            INPUT,
+            "--totals",
+            TOTALS,
+            "--windows",
+            WINDOWS,
+            "--state-dir",
+            str(self.tmp_path / state),
+            "--delay-ms",
+            str(delay_ms),
+        ]
         if self.exactly_once:
             args += ["--exactly-once", "--transaction-timeout-ms", str(TXN_TIMEOUT_MS)]
         return PeerProcess(args, self.tmp_path / f"quix-{self.runs}.log")
@@ -78,10 +94,16 @@ class QuixRun:
         """Wait until the group has committed the end of the input and no transaction
         holds output back from read_committed readers, then stop the process cleanly."""
         try:
-            app.wait_for("commit the end of its input",
-                         self.cluster.caught_up(self.app_id, INPUT))
-            app.wait_for("leave no transaction open", lambda: not any(
-                self.cluster.open_transactions(t) for t in (TOTALS, WINDOWS, *self.changelogs)))
+            app.wait_for("commit the end of its input", self.cluster.caught_up(self.app_id, INPUT))
+            app.wait_for(
+                "leave no transaction open",
+                lambda: (
+                    not any(
+                        self.cluster.open_transactions(t)
+                        for t in (TOTALS, WINDOWS, *self.changelogs)
+                    )
+                ),
+            )
             assert app.terminate() == 0, app.log()
         finally:
             app.ensure_stopped()
@@ -107,8 +129,9 @@ class QuixRun:
         for record in windows:
             assert json.loads(record.value)["window"] == record.key.decode(), record
         got = by_key((r.key.decode(), json.loads(r.value)["count"]) for r in windows)
-        want = running_counts(f"{key.decode()}@{ts - ts % WINDOW_MS}"
-                              for key, _v, ts in self.produced)
+        want = running_counts(
+            f"{key.decode()}@{ts - ts % WINDOW_MS}" for key, _v, ts in self.produced
+        )
         assert got == want, "windows:\n" + "\n".join(differences(got, want))
 
     def assert_changelogs(self) -> None:
@@ -134,7 +157,8 @@ class QuixRun:
             if all(n > 0 for n in removed.values()):
                 return
             assert time.monotonic() < deadline, (
-                f"changelogs not compacted within {timeout:.0f}s; offsets removed: {removed}")
+                f"changelogs not compacted within {timeout:.0f}s; offsets removed: {removed}"
+            )
             time.sleep(0.5)
 
 
@@ -187,8 +211,9 @@ def test_exactly_once_output_survives_sigkill(cluster: Cluster, tmp_path: Path) 
     run.produce(300)
     app = run.start("state-1", delay_ms=20)
     try:
-        app.wait_for("commit a third of its input",
-                     lambda: sum(cluster.committed(run.app_id, INPUT)) >= 100)
+        app.wait_for(
+            "commit a third of its input", lambda: sum(cluster.committed(run.app_id, INPUT)) >= 100
+        )
         kill_inside_a_transaction(cluster, app, TOTALS)
     finally:
         app.ensure_stopped()

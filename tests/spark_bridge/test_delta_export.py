@@ -38,8 +38,11 @@ def make_topic(bootstrap: str, n: int, partitions: int = 3) -> tuple[str, list[t
     topic = unique("export")
     client = Confluent()
     client.create_topic(bootstrap, topic, partitions)
-    placed = client.produce(bootstrap, topic, [(f"k{i}".encode(), json.dumps(
-        {"n": i, "page": f"/p{i % 4}"}).encode()) for i in range(n)])
+    placed = client.produce(
+        bootstrap,
+        topic,
+        [(f"k{i}".encode(), json.dumps({"n": i, "page": f"/p{i % 4}"}).encode()) for i in range(n)],
+    )
     return topic, placed
 
 
@@ -48,9 +51,17 @@ def records(topic: str, spans: list[tuple[int, int, int]]) -> pa.Table:
     out = []
     for partition, first, count in spans:
         for offset in range(first, first + count):
-            out.append({"key": b"k", "value": b"v%d" % offset, "topic": topic,
-                        "partition": partition, "offset": offset, "timestamp": None,
-                        "timestampType": 0})
+            out.append(
+                {
+                    "key": b"k",
+                    "value": b"v%d" % offset,
+                    "topic": topic,
+                    "partition": partition,
+                    "offset": offset,
+                    "timestamp": None,
+                    "timestampType": 0,
+                }
+            )
     return pa.Table.from_pylist(out, schema=record_schema(False))
 
 
@@ -60,7 +71,9 @@ def test_sink_drops_rows_it_already_committed(tmp_path: Path) -> None:
     assert sink.committed_offsets([TopicPartition("x", 0)]) == {}
     assert sink.append_records(records("x", [(0, 0, 10), (1, 0, 5)])) == 15
     assert sink.committed_offsets([TopicPartition("x", 0), TopicPartition("x", 1)]) == {
-        TopicPartition("x", 0): 10, TopicPartition("x", 1): 5}
+        TopicPartition("x", 0): 10,
+        TopicPartition("x", 1): 5,
+    }
     version = deltalake.DeltaTable(str(tmp_path / "t")).version()
     # The same batch again (a retried micro-batch): nothing written, no new commit.
     assert sink.append_records(records("x", [(0, 0, 10), (1, 0, 5)])) == 0
@@ -70,8 +83,10 @@ def test_sink_drops_rows_it_already_committed(tmp_path: Path) -> None:
     got = rows(tmp_path / "t")
     assert sorted(got) == sorted({(0, o) for o in range(15)} | {(1, o) for o in range(8)})
     # Another app id keeps its own offsets in the same table.
-    assert DeltaSink(str(tmp_path / "t"), app_id="other").committed_offsets(
-        [TopicPartition("x", 0)]) == {}
+    assert (
+        DeltaSink(str(tmp_path / "t"), app_id="other").committed_offsets([TopicPartition("x", 0)])
+        == {}
+    )
 
 
 def test_sink_explicit_ends_cover_trailing_markers(tmp_path: Path) -> None:
@@ -98,12 +113,18 @@ def bootstrap(broker_process: BrokerProcess) -> str:
 
 
 def test_export_copies_every_record_once_and_rerun_is_a_no_op(
-        bootstrap: str, tmp_path: Path) -> None:
+    bootstrap: str, tmp_path: Path
+) -> None:
     topic, placed = make_topic(bootstrap, 2000)
     path = tmp_path / "delta"
     commits: list[int] = []
-    first = export_topic(bootstrap, topic, str(path), commit_records=700,
-                         on_commit=lambda c: commits.append(c.records))
+    first = export_topic(
+        bootstrap,
+        topic,
+        str(path),
+        commit_records=700,
+        on_commit=lambda c: commits.append(c.records),
+    )
     assert first.records == 2000 and first.planned == 2000
     # A commit holds at least commit_records rows (the last one what is left); how many
     # more depends on how the fetched chunks fall, so the count of commits varies.
@@ -125,7 +146,8 @@ def test_export_copies_every_record_once_and_rerun_is_a_no_op(
 
 
 def test_rerun_with_an_explicit_start_resumes_from_the_table(
-        bootstrap: str, tmp_path: Path) -> None:
+    bootstrap: str, tmp_path: Path
+) -> None:
     topic, placed = make_topic(bootstrap, 300, partitions=1)
     path = str(tmp_path / "delta")
     starting = json.dumps({topic: {"0": 100}})
@@ -139,7 +161,8 @@ def test_rerun_with_an_explicit_start_resumes_from_the_table(
 
 
 def test_export_that_dies_between_commits_resumes_without_gaps_or_duplicates(
-        bootstrap: str, tmp_path: Path) -> None:
+    bootstrap: str, tmp_path: Path
+) -> None:
     topic, placed = make_topic(bootstrap, 3000)
     path = tmp_path / "delta"
     seen: list[Commit] = []
@@ -148,8 +171,7 @@ def test_export_that_dies_between_commits_resumes_without_gaps_or_duplicates(
         seen.append(commit)
         raise KeyboardInterrupt("killed after the first commit")
 
-    job = ExportJob(bootstrap, topic, str(path), commit_records=1000,
-                    on_commit=crash_after_first)
+    job = ExportJob(bootstrap, topic, str(path), commit_records=1000, on_commit=crash_after_first)
     with pytest.raises(KeyboardInterrupt):
         job.run()
     assert job.state is ExportState.FAILED
@@ -190,18 +212,39 @@ def test_export_rejects_bad_settings(bootstrap: str, tmp_path: Path) -> None:
         ExportJob(bootstrap, "t", str(tmp_path), commit_records=0)
 
 
-def test_export_command(bootstrap: str, tmp_path: Path,
-                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_export_command(bootstrap: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     topic, placed = make_topic(bootstrap, 500)
-    argv = ["spark", "export", "--topic", topic, "--delta-path", str(tmp_path / "d"),
-            "--bootstrap-servers", bootstrap, "--no-progress"]
+    argv = [
+        "spark",
+        "export",
+        "--topic",
+        topic,
+        "--delta-path",
+        str(tmp_path / "d"),
+        "--bootstrap-servers",
+        bootstrap,
+        "--no-progress",
+    ]
     assert cli.main(argv) == 0
     assert "500 records" in capsys.readouterr().out
     assert cli.main(argv) == 0
     assert "nothing new" in capsys.readouterr().out
     assert sorted(rows(tmp_path / "d")) == sorted(placed)
-    assert cli.main(["spark", "export", "--topic", unique("missing"), "--delta-path",
-                     str(tmp_path / "e"), "--bootstrap-servers", bootstrap]) == 1
+    assert (
+        cli.main(
+            [
+                "spark",
+                "export",
+                "--topic",
+                unique("missing"),
+                "--delta-path",
+                str(tmp_path / "e"),
+                "--bootstrap-servers",
+                bootstrap,
+            ]
+        )
+        == 1
+    )
     assert "does not exist" in capsys.readouterr().err
 
 
@@ -210,8 +253,13 @@ def test_read_committed_export_skips_aborted_records(bootstrap: str, tmp_path: P
 
     topic = unique("txn")
     Confluent().create_topic(bootstrap, topic, 1)
-    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": unique("tx"),
-                         "transaction.timeout.ms": 10_000})
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "transactional.id": unique("tx"),
+            "transaction.timeout.ms": 10_000,
+        }
+    )
     producer.init_transactions(10)
     for fate in ("commit", "abort", "commit"):
         producer.begin_transaction()
@@ -245,11 +293,18 @@ def test_client_reads_exact_ranges_and_can_be_reused(bootstrap: str) -> None:
         assert sum(b.latest for b in bounds.values()) == 600
         ranges = [OffsetRange(topic, 0, 5, 25), OffsetRange(topic, 2, 0, 7)]
         for _ in range(2):  # a second read on the same client sees the same records
-            got = [(p, o) for cols in client.read(ranges, chunk=4)
-                   for p, o in zip(cols.partitions, cols.offsets, strict=True)]
+            got = [
+                (p, o)
+                for cols in client.read(ranges, chunk=4)
+                for p, o in zip(cols.partitions, cols.offsets, strict=True)
+            ]
             assert sorted(got) == [(0, o) for o in range(5, 25)] + [(2, o) for o in range(7)]
-        assert client.partitions(Subscription(pattern=topic.replace("export", "exp.rt")),
-                                 missing_ok=False) == tps
+        assert (
+            client.partitions(
+                Subscription(pattern=topic.replace("export", "exp.rt")), missing_ok=False
+            )
+            == tps
+        )
         assert client.partitions(Subscription(topics=(unique("none"),)), missing_ok=True) == []
     assert len(placed) == 600
 

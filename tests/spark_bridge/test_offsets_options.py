@@ -27,11 +27,16 @@ def test_words_and_json_parse() -> None:
     assert parse_offset_spec(" Earliest ", option="x") == "earliest"
     assert parse_offset_spec("latest", option="x") == "latest"
     assert parse_offset_spec('{"a": {"0": 7, "1": -2}, "b": {"0": -1}}', option="x") == {
-        A0: 7, A1: -2, B0: -1}
+        A0: 7,
+        A1: -2,
+        B0: -1,
+    }
 
 
-@pytest.mark.parametrize("text", ["soon", "[1, 2]", '{"a": 3}', '{"a": {"0": -3}}',
-                                  '{"a": {"x": 1}}', '{"a": {"0": true}}'])
+@pytest.mark.parametrize(
+    "text",
+    ["soon", "[1, 2]", '{"a": 3}', '{"a": {"0": -3}}', '{"a": {"x": 1}}', '{"a": {"0": true}}'],
+)
 def test_bad_specs_are_option_errors(text: str) -> None:
     with pytest.raises(OptionError):
         parse_offset_spec(text, option="startingOffsets")
@@ -87,9 +92,12 @@ def test_cap_shares_by_lag() -> None:
     assert cap_offsets({A0: 0}, {A0: 10, A1: 10}, 3) in ({A0: 2, A1: 1}, {A0: 1, A1: 2})
 
 
-@given(st.dictionaries(st.integers(0, 5), st.tuples(st.integers(0, 1000), st.integers(0, 1000)),
-                       min_size=1),
-       st.integers(1, 3000))
+@given(
+    st.dictionaries(
+        st.integers(0, 5), st.tuples(st.integers(0, 1000), st.integers(0, 1000)), min_size=1
+    ),
+    st.integers(1, 3000),
+)
 def test_cap_never_exceeds_limit_or_latest(parts: dict[int, tuple[int, int]], limit: int) -> None:
     start = {TopicPartition("t", p): min(a, b) for p, (a, b) in parts.items()}
     latest = {TopicPartition("t", p): max(a, b) for p, (a, b) in parts.items()}
@@ -101,23 +109,35 @@ def test_cap_never_exceeds_limit_or_latest(parts: dict[int, tuple[int, int]], li
 
 
 def test_options_defaults_follow_spark() -> None:
-    batch = parse_options({"kafka.bootstrap.servers": "h:1", "subscribe": "a, b"},
-                          streaming=False)
+    batch = parse_options({"kafka.bootstrap.servers": "h:1", "subscribe": "a, b"}, streaming=False)
     assert batch.subscription.topics == ("a", "b")
     assert (batch.starting, batch.ending) == ("earliest", "latest")
     assert batch.isolation_level == "read_committed"
     assert batch.include_headers is False and batch.fail_on_data_loss is True
-    stream = parse_options({"kafka.bootstrap.servers": "h:1", "subscribePattern": "a.*",
-                            "maxOffsetsPerTrigger": "100"}, streaming=True)
+    stream = parse_options(
+        {
+            "kafka.bootstrap.servers": "h:1",
+            "subscribePattern": "a.*",
+            "maxOffsetsPerTrigger": "100",
+        },
+        streaming=True,
+    )
     assert stream.starting == "latest" and stream.max_offsets_per_trigger == 100
     assert stream.subscription.pattern == "a.*"
 
 
 def test_options_are_case_insensitive_and_pass_kafka_settings_through() -> None:
-    o = parse_options({"KAFKA.BOOTSTRAP.SERVERS": "h:1", "Assign": '{"a": [0, 1]}',
-                       "isolation.level": "READ_UNCOMMITTED", "includeHeaders": "true",
-                       "kafka.fetch.max.bytes": "1000", "kafka.client.id": "me"},
-                      streaming=False)
+    o = parse_options(
+        {
+            "KAFKA.BOOTSTRAP.SERVERS": "h:1",
+            "Assign": '{"a": [0, 1]}',
+            "isolation.level": "READ_UNCOMMITTED",
+            "includeHeaders": "true",
+            "kafka.fetch.max.bytes": "1000",
+            "kafka.client.id": "me",
+        },
+        streaming=False,
+    )
     assert o.subscription.assigned == (A0, A1)
     assert o.isolation_level == "read_uncommitted" and o.include_headers is True
     assert o.client_config == {"fetch.max.bytes": "1000", "client.id": "me"}
@@ -127,26 +147,50 @@ def test_options_are_case_insensitive_and_pass_kafka_settings_through() -> None:
     assert config["enable.auto.commit"] is False
 
 
-@pytest.mark.parametrize(("options", "streaming", "match"), [
-    ({"subscribe": "a"}, False, "bootstrap"),
-    ({"kafka.bootstrap.servers": "h"}, False, "exactly one"),
-    ({"kafka.bootstrap.servers": "h", "subscribe": "a", "assign": '{"a":[0]}'}, False,
-     "exactly one"),
-    ({"kafka.bootstrap.servers": "h", "subscribePattern": "("}, False, "subscribePattern"),
-    ({"kafka.bootstrap.servers": "h", "assign": "[0]"}, False, "assign"),
-    ({"kafka.bootstrap.servers": "h", "subscribe": "a", "endingOffsets": "latest"}, True,
-     "batch"),
-    ({"kafka.bootstrap.servers": "h", "subscribe": "a", "maxOffsetsPerTrigger": "0"}, True,
-     "positive"),
-    ({"kafka.bootstrap.servers": "h", "subscribe": "a", "maxOffsetsPerTrigger": "9"}, False,
-     "streaming"),
-    ({"kafka.bootstrap.servers": "h", "subscribe": "a", "isolation.level": "dirty"}, False,
-     "isolation"),
-    ({"kafka.bootstrap.servers": "h", "subscribe": "a", "includeHeaders": "yes"}, False,
-     "true or false"),
-    ({"kafka.bootstrap.servers": "h", "subscribe": "a", "startingOffsets": "latest"}, False,
-     "empty batch"),
-])
+@pytest.mark.parametrize(
+    ("options", "streaming", "match"),
+    [
+        ({"subscribe": "a"}, False, "bootstrap"),
+        ({"kafka.bootstrap.servers": "h"}, False, "exactly one"),
+        (
+            {"kafka.bootstrap.servers": "h", "subscribe": "a", "assign": '{"a":[0]}'},
+            False,
+            "exactly one",
+        ),
+        ({"kafka.bootstrap.servers": "h", "subscribePattern": "("}, False, "subscribePattern"),
+        ({"kafka.bootstrap.servers": "h", "assign": "[0]"}, False, "assign"),
+        (
+            {"kafka.bootstrap.servers": "h", "subscribe": "a", "endingOffsets": "latest"},
+            True,
+            "batch",
+        ),
+        (
+            {"kafka.bootstrap.servers": "h", "subscribe": "a", "maxOffsetsPerTrigger": "0"},
+            True,
+            "positive",
+        ),
+        (
+            {"kafka.bootstrap.servers": "h", "subscribe": "a", "maxOffsetsPerTrigger": "9"},
+            False,
+            "streaming",
+        ),
+        (
+            {"kafka.bootstrap.servers": "h", "subscribe": "a", "isolation.level": "dirty"},
+            False,
+            "isolation",
+        ),
+        (
+            {"kafka.bootstrap.servers": "h", "subscribe": "a", "includeHeaders": "yes"},
+            False,
+            "true or false",
+        ),
+        (
+            {"kafka.bootstrap.servers": "h", "subscribe": "a", "startingOffsets": "latest"},
+            False,
+            "empty batch",
+        ),
+    ],
+)
 def test_bad_options(options: dict[str, str], streaming: bool, match: str) -> None:
     with pytest.raises(OptionError, match=match):
         parse_options(options, streaming=streaming)

@@ -45,21 +45,26 @@ def bootstrap(broker_process: BrokerProcess) -> str:
     return broker_process.bootstrap
 
 
-def make_topic(bootstrap: str, n: int, partitions: int = 3,
-               start: int = 0) -> tuple[str, list[tuple[int, int]]]:
+def make_topic(
+    bootstrap: str, n: int, partitions: int = 3, start: int = 0
+) -> tuple[str, list[tuple[int, int]]]:
     topic = unique("spark")
     Confluent().create_topic(bootstrap, topic, partitions)
     return topic, produce(bootstrap, topic, n, start)
 
 
 def produce(bootstrap: str, topic: str, n: int, start: int = 0) -> list[tuple[int, int]]:
-    return Confluent().produce(bootstrap, topic, [
-        (f"user-{i % 7}".encode(), json.dumps({"n": i, "page": f"/p{i % 3}"}).encode())
-        for i in range(start, start + n)])
+    return Confluent().produce(
+        bootstrap,
+        topic,
+        [
+            (f"user-{i % 7}".encode(), json.dumps({"n": i, "page": f"/p{i % 3}"}).encode())
+            for i in range(start, start + n)
+        ],
+    )
 
 
-def source(spark: Any, bootstrap: str, topic: str, *, stream: bool = False,
-           **options: str) -> Any:
+def source(spark: Any, bootstrap: str, topic: str, *, stream: bool = False, **options: str) -> Any:
     reader = spark.readStream if stream else spark.read
     reader = reader.format("headrace").option("kafka.bootstrap.servers", bootstrap)
     reader = reader.option("subscribe", topic)
@@ -77,8 +82,15 @@ def delta_rows(path: Path) -> list[tuple[int, int]]:
 def test_batch_read_matches_what_was_produced(spark: Any, bootstrap: str) -> None:
     topic, placed = make_topic(bootstrap, 600)
     frame = source(spark, bootstrap, topic)
-    assert frame.columns == ["key", "value", "topic", "partition", "offset", "timestamp",
-                             "timestampType"]
+    assert frame.columns == [
+        "key",
+        "value",
+        "topic",
+        "partition",
+        "offset",
+        "timestamp",
+        "timestampType",
+    ]
     got = frame.select("partition", "offset", "key", "value", "topic").collect()
     assert sorted((r.partition, r.offset) for r in got) == sorted(placed)
     assert {r.topic for r in got} == {topic}
@@ -91,11 +103,17 @@ def test_batch_read_honours_offset_ranges(spark: Any, bootstrap: str) -> None:
     topic, placed = make_topic(bootstrap, 300)
     start = json.dumps({topic: {"0": 10, "1": -2, "2": 5}})
     end = json.dumps({topic: {"0": 20, "1": 3, "2": -1}})
-    got = source(spark, bootstrap, topic, startingOffsets=start, endingOffsets=end).select(
-        "partition", "offset").collect()
+    got = (
+        source(spark, bootstrap, topic, startingOffsets=start, endingOffsets=end)
+        .select("partition", "offset")
+        .collect()
+    )
     high = {p: max(o for q, o in placed if q == p) + 1 for p in range(3)}
-    expected = ([(0, o) for o in range(10, 20)] + [(1, o) for o in range(0, 3)]
-                + [(2, o) for o in range(5, high[2])])
+    expected = (
+        [(0, o) for o in range(10, 20)]
+        + [(1, o) for o in range(0, 3)]
+        + [(2, o) for o in range(5, high[2])]
+    )
     assert sorted((r.partition, r.offset) for r in got) == expected
 
 
@@ -108,9 +126,13 @@ def test_assign_and_headers(spark: Any, bootstrap: str) -> None:
     p.produce(topic, value=b"a", partition=1, headers=[("trace", b"t-1"), ("empty", None)])
     p.produce(topic, value=b"b", partition=0)
     p.flush(10)
-    frame = (spark.read.format("headrace").option("kafka.bootstrap.servers", bootstrap)
-             .option("assign", json.dumps({topic: [1]})).option("includeHeaders", "true")
-             .load())
+    frame = (
+        spark.read.format("headrace")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("assign", json.dumps({topic: [1]}))
+        .option("includeHeaders", "true")
+        .load()
+    )
     rows = frame.collect()
     assert [bytes(r.value) for r in rows] == [b"a"]
     assert [(h.key, h.value) for h in rows[0].headers] == [("trace", b"t-1"), ("empty", None)]
@@ -131,8 +153,10 @@ def test_read_committed_hides_aborted_records(spark: Any, bootstrap: str) -> Non
         (producer.commit_transaction if fate == "commit" else producer.abort_transaction)(10)
 
     def values(**options: str) -> list[str]:
-        return sorted(bytes(r.value).decode() for r in
-                      source(spark, bootstrap, topic, **options).select("value").collect())
+        return sorted(
+            bytes(r.value).decode()
+            for r in source(spark, bootstrap, topic, **options).select("value").collect()
+        )
 
     assert values() == sorted([f"commit-{i}" for i in range(20)] * 2)  # the default
     assert len(values(**{"isolation.level": "read_uncommitted"})) == 80
@@ -149,10 +173,21 @@ def test_decode_json_with_a_pydantic_model(spark: Any, bootstrap: str) -> None:
     topic, _ = make_topic(bootstrap, 90)
     schema = spark_schema(PageView)
     assert [(f.name, f.dataType.simpleString()) for f in schema.fields] == [
-        ("n", "bigint"), ("page", "string"), ("referrer", "string")]
+        ("n", "bigint"),
+        ("page", "string"),
+        ("referrer", "string"),
+    ]
     decoded = decode_json(source(spark, bootstrap, topic), PageView)
-    assert decoded.columns == ["key", "topic", "partition", "offset", "timestamp", "n", "page",
-                               "referrer"]
+    assert decoded.columns == [
+        "key",
+        "topic",
+        "partition",
+        "offset",
+        "timestamp",
+        "n",
+        "page",
+        "referrer",
+    ]
     counts = {r.page: r["count"] for r in decoded.groupBy("page").count().collect()}
     assert counts == {"/p0": 30, "/p1": 30, "/p2": 30}
     assert decoded.agg({"n": "sum"}).collect()[0][0] == sum(range(90))
@@ -160,20 +195,26 @@ def test_decode_json_with_a_pydantic_model(spark: Any, bootstrap: str) -> None:
 
 # ------------------------------------------------------------------- streaming into Delta
 def run_available_now(frame: Any, sink: DeltaSink, checkpoint: Path) -> None:
-    query = (frame.writeStream.foreachBatch(sink.foreach_batch())
-             .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
+    query = (
+        frame.writeStream.foreachBatch(sink.foreach_batch())
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
     query.awaitTermination(120)
 
 
-def test_stream_into_delta_survives_stop_and_restart(spark: Any, bootstrap: str,
-                                                     tmp_path: Path) -> None:
+def test_stream_into_delta_survives_stop_and_restart(
+    spark: Any, bootstrap: str, tmp_path: Path
+) -> None:
     """Keyed by batch id, not offsets, so a source that re-read or skipped records on
     restart would show up as duplicates or gaps instead of being filtered out."""
     topic, placed = make_topic(bootstrap, 500)
     sink = DeltaSink(str(tmp_path / "delta"), app_id="stream")
     checkpoint = tmp_path / "checkpoint"
-    frame = source(spark, bootstrap, topic, stream=True, startingOffsets="earliest",
-                   maxOffsetsPerTrigger="150")
+    frame = source(
+        spark, bootstrap, topic, stream=True, startingOffsets="earliest", maxOffsetsPerTrigger="150"
+    )
     run_available_now(frame, sink, checkpoint)
     assert delta_rows(tmp_path / "delta") == sorted(placed)
     batches = len(list((checkpoint / "commits").iterdir()))
@@ -181,9 +222,12 @@ def test_stream_into_delta_survives_stop_and_restart(spark: Any, bootstrap: str,
 
     # Stopped in the middle of a continuous run, then restarted from its checkpoint.
     more = produce(bootstrap, topic, 400, start=500)
-    query = (frame.writeStream.foreachBatch(sink.foreach_batch())
-             .option("checkpointLocation", str(checkpoint)).trigger(processingTime="0 seconds")
-             .start())
+    query = (
+        frame.writeStream.foreachBatch(sink.foreach_batch())
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(processingTime="0 seconds")
+        .start()
+    )
     deadline = time.monotonic() + 60
     while len(delta_rows(tmp_path / "delta")) < 650 and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -194,8 +238,9 @@ def test_stream_into_delta_survives_stop_and_restart(spark: Any, bootstrap: str,
     assert delta_rows(tmp_path / "delta") == sorted(placed + more + latest)  # no dup, no gap
 
 
-def test_failed_micro_batch_retried_does_not_duplicate(spark: Any, bootstrap: str,
-                                                       tmp_path: Path) -> None:
+def test_failed_micro_batch_retried_does_not_duplicate(
+    spark: Any, bootstrap: str, tmp_path: Path
+) -> None:
     """A batch that committed to Delta and then failed is run again by Spark on restart
     (same batch id, same offsets); the sink recognises it and writes nothing."""
     topic, placed = make_topic(bootstrap, 300)
@@ -210,15 +255,26 @@ def test_failed_micro_batch_retried_does_not_duplicate(spark: Any, bootstrap: st
             failures.append(batch_id)
             raise RuntimeError("worker lost after the Delta commit")
 
-    counts = decode_json(source(spark, bootstrap, topic, stream=True,
-                                startingOffsets="earliest", maxOffsetsPerTrigger="100"),
-                         "n long, page string").select("page", "n")
+    counts = decode_json(
+        source(
+            spark,
+            bootstrap,
+            topic,
+            stream=True,
+            startingOffsets="earliest",
+            maxOffsetsPerTrigger="100",
+        ),
+        "n long, page string",
+    ).select("page", "n")
     checkpoint = tmp_path / "checkpoint"
 
     def start() -> Any:
-        return (counts.writeStream.foreachBatch(flaky)
-                .option("checkpointLocation", str(checkpoint))
-                .trigger(availableNow=True).start())
+        return (
+            counts.writeStream.foreachBatch(flaky)
+            .option("checkpointLocation", str(checkpoint))
+            .trigger(availableNow=True)
+            .start()
+        )
 
     query = start()
     with pytest.raises(Exception, match="worker lost"):
@@ -229,12 +285,14 @@ def test_failed_micro_batch_retried_does_not_duplicate(spark: Any, bootstrap: st
     table = deltalake.DeltaTable(str(path)).to_pyarrow_table()
     assert sorted(table["n"].to_pylist()) == list(range(300))  # each record exactly once
     assert sorted(placed) == sorted(
-        (r.partition, r.offset) for r in source(spark, bootstrap, topic).collect())
+        (r.partition, r.offset) for r in source(spark, bootstrap, topic).collect()
+    )
 
 
 # ------------------------------------------------------------------------- reading back
-def test_exported_table_reads_back_for_sql(spark: Any, bootstrap: str, tmp_path: Path,
-                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_exported_table_reads_back_for_sql(
+    spark: Any, bootstrap: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     topic, _ = make_topic(bootstrap, 120)
     path = tmp_path / "views"
     export_topic(bootstrap, topic, str(path), value_format="json", commit_records=50)
@@ -248,8 +306,15 @@ def test_exported_table_reads_back_for_sql(spark: Any, bootstrap: str, tmp_path:
     # fetches fall.
     assert 50 <= read_delta(spark, str(path), version=0).count() < 100
 
-    code = cli.main(["spark", "sql", "SELECT page, count(*) AS views FROM v GROUP BY page"
-                     " ORDER BY page", "--table", f"v={path}"])
+    code = cli.main(
+        [
+            "spark",
+            "sql",
+            "SELECT page, count(*) AS views FROM v GROUP BY page ORDER BY page",
+            "--table",
+            f"v={path}",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0
     assert out.splitlines()[0].split() == ["page", "views"]
@@ -260,15 +325,19 @@ def test_exported_table_reads_back_for_sql(spark: Any, bootstrap: str, tmp_path:
 def test_empty_and_partitioned_tables_read_back(spark: Any, tmp_path: Path) -> None:
     import pyarrow as pa
 
-    deltalake.write_deltalake(str(tmp_path / "empty"), pa.table(
-        {"a": pa.array([], pa.int64()), "b": pa.array([], pa.string())}))
+    deltalake.write_deltalake(
+        str(tmp_path / "empty"),
+        pa.table({"a": pa.array([], pa.int64()), "b": pa.array([], pa.string())}),
+    )
     empty = read_delta(spark, str(tmp_path / "empty"))
     assert empty.columns == ["a", "b"] and empty.count() == 0
-    deltalake.write_deltalake(str(tmp_path / "parts"), pa.table(
-        {"day": ["d1", "d1", "d2"], "views": [1, 2, 3]}), partition_by=["day"])
+    deltalake.write_deltalake(
+        str(tmp_path / "parts"),
+        pa.table({"day": ["d1", "d1", "d2"], "views": [1, 2, 3]}),
+        partition_by=["day"],
+    )
     parts = read_delta(spark, str(tmp_path / "parts"))
-    assert sorted((r.day, r.views) for r in parts.collect()) == [("d1", 1), ("d1", 2),
-                                                                 ("d2", 3)]
+    assert sorted((r.day, r.views) for r in parts.collect()) == [("d1", 1), ("d1", 2), ("d2", 3)]
 
 
 # ------------------------------------------------------------------------- secured reads
@@ -290,16 +359,22 @@ def test_batch_read_over_sasl_ssl_with_spark_kafka_options(spark: Any, secured: 
     from aiokafka import AIOKafkaProducer
 
     topic, bootstrap = unique("spark-sec"), secured.address("SASL_SSL")
-    admin = ["--bootstrap-servers", bootstrap,
-             "--command-config", str(secured.command_config("admin"))]
+    admin = [
+        "--bootstrap-servers",
+        bootstrap,
+        "--command-config",
+        str(secured.command_config("admin")),
+    ]
     secured.headrace("topics", "create", topic, "--partitions", "2", *admin)
     secured.allow("User:streams", "--topic", topic, operation="Read", pattern="literal")
-    secured.allow("User:streams", "--group", "headrace-spark-bridge", operation="Describe",
-                  pattern="literal")
+    secured.allow(
+        "User:streams", "--group", "headrace-spark-bridge", operation="Describe", pattern="literal"
+    )
 
     async def fill() -> None:
-        producer = AIOKafkaProducer(bootstrap_servers=bootstrap,
-                                    **secured.sasl_ssl("admin").aiokafka_options())
+        producer = AIOKafkaProducer(
+            bootstrap_servers=bootstrap, **secured.sasl_ssl("admin").aiokafka_options()
+        )
         await producer.start()
         try:
             for i in range(20):
@@ -309,11 +384,20 @@ def test_batch_read_over_sasl_ssl_with_spark_kafka_options(spark: Any, secured: 
             await producer.stop()
 
     asyncio.run(fill())
-    jaas = ('org.apache.kafka.common.security.scram.ScramLoginModule required'
-            ' username="streams" password="streams-secret";')
-    frame = source(spark, bootstrap, topic, **{
-        "kafka.security.protocol": "SASL_SSL", "kafka.sasl.mechanism": "SCRAM-SHA-512",
-        "kafka.sasl.jaas.config": jaas,
-        "kafka.ssl.truststore.location": str(secured.certs.ca)})
+    jaas = (
+        "org.apache.kafka.common.security.scram.ScramLoginModule required"
+        ' username="streams" password="streams-secret";'
+    )
+    frame = source(
+        spark,
+        bootstrap,
+        topic,
+        **{
+            "kafka.security.protocol": "SASL_SSL",
+            "kafka.sasl.mechanism": "SCRAM-SHA-512",
+            "kafka.sasl.jaas.config": jaas,
+            "kafka.ssl.truststore.location": str(secured.certs.ca),
+        },
+    )
     values = sorted(bytes(row.value).decode() for row in frame.select("value").collect())
     assert values == sorted(f"v{i}" for i in range(20))

@@ -52,8 +52,9 @@ class Run:
 def _spark_home(tmp: Path) -> Path:
     """A Spark home for local-cluster, built from the pip-installed pyspark."""
     installed = Path(pyspark.__file__).parent
-    missing = [p for p in ("bin/spark-class", "bin/spark-submit", "jars")
-               if not (installed / p).exists()]
+    missing = [
+        p for p in ("bin/spark-class", "bin/spark-submit", "jars") if not (installed / p).exists()
+    ]
     assert not missing, f"pyspark at {installed} lacks {missing}: local-cluster cannot start"
     home = tmp / "spark-home"
     home.mkdir()
@@ -66,11 +67,11 @@ def _produce(bootstrap: str, topic: str) -> list[list[Any]]:
     """Record i to partition i % 3, one by one, so each lands at offset i // 3."""
     from confluent_kafka import Producer
 
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all",
-                         "enable.idempotence": True})
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True})
     for i in range(RECORDS):
-        producer.produce(topic, key=f"k{i}".encode(), value=f"v{i}".encode(),
-                         partition=i % PARTITIONS)
+        producer.produce(
+            topic, key=f"k{i}".encode(), value=f"v{i}".encode(), partition=i % PARTITIONS
+        )
     assert producer.flush(30) == 0
     return sorted([i % PARTITIONS, i // PARTITIONS, f"k{i}", f"v{i}"] for i in range(RECORDS))
 
@@ -82,15 +83,26 @@ def run(broker_process: BrokerProcess, tmp_path_factory: pytest.TempPathFactory)
     topic = unique("autoload")
     Confluent().create_topic(bootstrap, topic, PARTITIONS)
     produced = _produce(bootstrap, topic)
-    env = {**os.environ, "SPARK_HOME": str(_spark_home(tmp)), "SPARK_LOCAL_IP": "127.0.0.1",
-           "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    env = {
+        **os.environ,
+        "SPARK_HOME": str(_spark_home(tmp)),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+    }
     env.pop("PYTHONPATH", None)  # nothing on the path but what is installed (and the cwd)
     done = subprocess.run(
         [sys.executable, str(JOB), MASTER, bootstrap, topic, str(tmp / "checkpoint")],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert done.returncode == 0, (
         f"the Spark job on {MASTER} failed ({done.returncode}):\n"
-        f"{done.stdout[-3000:]}\n{done.stderr[-6000:]}")
+        f"{done.stdout[-3000:]}\n{done.stderr[-6000:]}"
+    )
     return Run(produced, json.loads(done.stdout.strip().splitlines()[-1]), done.stderr)
 
 
@@ -123,14 +135,17 @@ def test_registering_again_is_quiet_and_harmless(run: Run) -> None:
 def test_the_hook_loads_nothing_until_spark_asks() -> None:
     """Spark imports every ``pyspark_*`` module it finds: ours must cost nothing then,
     and hand over the real source only when ``DefaultSource`` is read."""
-    code = ("import sys, pyspark_headrace; "
-            "print(sorted(m for m in sys.modules if m.startswith(('pyspark', 'headrace')))); "
-            "from pyspark.sql.datasource import DataSource; "
-            "from headrace.spark_bridge import HeadraceDataSource; "
-            "s = pyspark_headrace.DefaultSource; "
-            "print(s is HeadraceDataSource, issubclass(s, DataSource), s.name())")
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                          text=True, timeout=60)
+    code = (
+        "import sys, pyspark_headrace; "
+        "print(sorted(m for m in sys.modules if m.startswith(('pyspark', 'headrace')))); "
+        "from pyspark.sql.datasource import DataSource; "
+        "from headrace.spark_bridge import HeadraceDataSource; "
+        "s = pyspark_headrace.DefaultSource; "
+        "print(s is HeadraceDataSource, issubclass(s, DataSource), s.name())"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["['pyspark_headrace']", "True True headrace"]
 
@@ -138,9 +153,12 @@ def test_the_hook_loads_nothing_until_spark_asks() -> None:
 def test_a_bridge_that_cannot_load_is_skipped_not_fatal_to_spark() -> None:
     # As under a pyspark older than the spark extra asks for: Spark's lookup checks
     # hasattr(), which turns only AttributeError into "not a data source".
-    code = ("import sys; sys.modules['pyspark.sql.streaming.datasource'] = None; "
-            "import pyspark_headrace; print(hasattr(pyspark_headrace, 'DefaultSource'))")
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                          text=True, timeout=60)
+    code = (
+        "import sys; sys.modules['pyspark.sql.streaming.datasource'] = None; "
+        "import pyspark_headrace; print(hasattr(pyspark_headrace, 'DefaultSource'))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False"

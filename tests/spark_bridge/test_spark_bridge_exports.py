@@ -51,8 +51,15 @@ def test_all_is_pinned() -> None:
 
 
 def test_error_tree_has_one_root_and_retriable_flags() -> None:
-    for error in (OptionError, MissingDependencyError, BrokerError, OffsetRangeError,
-                  DecodeError, DeltaError, UnsupportedTableError):
+    for error in (
+        OptionError,
+        MissingDependencyError,
+        BrokerError,
+        OffsetRangeError,
+        DecodeError,
+        DeltaError,
+        UnsupportedTableError,
+    ):
         assert issubclass(error, SparkBridgeError)
     assert issubclass(OffsetRangeError, BrokerError)
     assert issubclass(UnsupportedTableError, DeltaError)
@@ -66,11 +73,12 @@ def test_error_tree_has_one_root_and_retriable_flags() -> None:
 
 
 def test_import_does_not_load_heavy_dependencies() -> None:
-    code = ("import sys, headrace.spark_bridge, headrace.spark_bridge._commands; "
-            "print(sorted(m for m in ('pyspark', 'pyarrow', 'deltalake', 'confluent_kafka', "
-            "'pandas') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True)
+    code = (
+        "import sys, headrace.spark_bridge, headrace.spark_bridge._commands; "
+        "print(sorted(m for m in ('pyspark', 'pyarrow', 'deltalake', 'confluent_kafka', "
+        "'pandas') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
 

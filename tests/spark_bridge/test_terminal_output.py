@@ -26,8 +26,10 @@ def test_empty_total_is_complete() -> None:
 
 
 def test_render_table_aligns_numbers_right_and_shows_nulls() -> None:
-    text = render_table(["page", "views", "note"],
-                        [("/home", 1200, None), ("/docs", 7, b"caf\xc3\xa9"), ("/x", 0.5, "")])
+    text = render_table(
+        ["page", "views", "note"],
+        [("/home", 1200, None), ("/docs", 7, b"caf\xc3\xa9"), ("/x", 0.5, "")],
+    )
     lines = text.splitlines()
     assert lines[0] == "page   views  note"
     assert lines[1] == "-----  -----  ----"

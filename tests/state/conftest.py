@@ -57,10 +57,14 @@ def wrap_kv(inner: KeyValueBytesStore, stack: str, cache_size: int = 1000) -> Ke
     return MeteredKeyValueStore(CachingKeyValueStore(ChangeLoggingKeyValueStore(inner), cache_size))
 
 
-def wrap_segmented(raw: SegmentedBytesStore, stack: str, cache_size: int = 1000) -> SegmentedBytesStore:
+def wrap_segmented(
+    raw: SegmentedBytesStore, stack: str, cache_size: int = 1000
+) -> SegmentedBytesStore:
     if stack == "plain":
         return raw
-    return MeteredSegmentedStore(CachingSegmentedStore(ChangeLoggingSegmentedStore(raw), cache_size))
+    return MeteredSegmentedStore(
+        CachingSegmentedStore(ChangeLoggingSegmentedStore(raw), cache_size)
+    )
 
 
 class Stacks:

@@ -37,10 +37,17 @@ COMBOS = [(b, s) for b in ("memory", "rocksdb") for s in ("plain", "wrapped")]
 
 
 @pytest.mark.parametrize(("backend", "stack"), COMBOS)
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(ops=kv_ops)
 def test_key_value_store_matches_a_dict(
-    stacks: Any, backend: str, stack: str, ops: list  # type: ignore[type-arg]
+    stacks: Any,
+    backend: str,
+    stack: str,
+    ops: list,  # type: ignore[type-arg]
 ) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         context = StoreTestContext(state_dir=Path(tmp))
@@ -85,10 +92,18 @@ window_ops = st.lists(
 
 
 @pytest.mark.parametrize(("backend", "stack"), COMBOS)
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(ops=window_ops, query=st.tuples(st.integers(0, 3000), st.integers(0, 3000)))
 def test_window_store_matches_a_model_with_retention(
-    stacks: Any, backend: str, stack: str, ops: list, query: tuple[int, int]  # type: ignore[type-arg]
+    stacks: Any,
+    backend: str,
+    stack: str,
+    ops: list,
+    query: tuple[int, int],  # type: ignore[type-arg]
 ) -> None:
     retention = 1000
     with tempfile.TemporaryDirectory() as tmp:
@@ -113,7 +128,9 @@ def test_window_store_matches_a_model_with_retention(
             t_from, t_to = query
             for key in (b"a", b"b", b"bb", b"c"):
                 expect = sorted(
-                    (s, v) for (k, s), v in model.items() if k == key and max(t_from, live) <= s <= t_to
+                    (s, v)
+                    for (k, s), v in model.items()
+                    if k == key and max(t_from, live) <= s <= t_to
                 )
                 assert list(store.fetch(key, t_from, t_to)) == expect
             expect_all = sorted(
@@ -121,7 +138,9 @@ def test_window_store_matches_a_model_with_retention(
             )
             got = sorted((w.key, w.window.start, v) for w, v in store.fetch_all(t_from, t_to))
             assert got == expect_all
-            got_range = [(w.key, w.window.start) for w, _ in store.fetch_key_range(b"b", b"bb", t_from, t_to)]
+            got_range = [
+                (w.key, w.window.start) for w, _ in store.fetch_key_range(b"b", b"bb", t_from, t_to)
+            ]
             assert got_range == [(k, s) for k, s, _ in expect_all if b"b" <= k <= b"bb"]
         finally:
             store.close()

@@ -43,9 +43,7 @@ def test_fetch_and_fetch_range_order(session_factory: Factory) -> None:
     store.put(s(b"c", 20, 30), b"c1")
     assert [v for _, v in store.fetch(b"b")] == [b"b1", b"b2"]
     assert [v for _, v in store.fetch_range(b"a", b"b")] == [b"a1", b"b1", b"b2"]
-    assert [v for _, v in store.find_sessions_range(None, None, 25, 1000)] == [
-        b"a1", b"b2", b"c1"
-    ]
+    assert [v for _, v in store.find_sessions_range(None, None, 25, 1000)] == [b"a1", b"b2", b"c1"]
 
 
 def test_session_merge_flow(session_factory: Factory) -> None:
@@ -61,9 +59,7 @@ def test_session_merge_flow(session_factory: Factory) -> None:
     assert list(store.fetch(b"k")) == [(s(b"k", 0, 40), b"3")]
 
 
-def test_retention_follows_session_end(
-    session_factory: Factory, context: StoreTestContext
-) -> None:
+def test_retention_follows_session_end(session_factory: Factory, context: StoreTestContext) -> None:
     store = session_factory()
     store.put(s(b"k", 0, 100), b"old")
     store.put(s(b"k", 0, 900), b"long")

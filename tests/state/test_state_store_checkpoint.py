@@ -83,7 +83,9 @@ def test_unflushed_writes_in_a_cache_are_not_in_the_checkpoint(
     assert reopened_kv(tmp_path / "after", "kv") == [(b"cached", b"only"), (b"written", b"down")]
 
 
-def test_built_typed_stores_checkpoint_every_segment(context: StoreTestContext, tmp_path: Path) -> None:
+def test_built_typed_stores_checkpoint_every_segment(
+    context: StoreTestContext, tmp_path: Path
+) -> None:
     """A window store keeps one column family per segment; all of them are copied."""
     builder = Stores.window_store("win", retention=10_000, window_size=100, segment_interval=1_000)
     built = builder.with_caching_enabled().build()

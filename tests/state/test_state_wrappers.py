@@ -18,7 +18,9 @@ from headrace.state import (
 from headrace.state._metered import LATENCY_SAMPLE
 
 
-def stack(context: StoreTestContext, cache_size: int = 100) -> tuple[CachingKeyValueStore, InMemoryKeyValueStore]:
+def stack(
+    context: StoreTestContext, cache_size: int = 100
+) -> tuple[CachingKeyValueStore, InMemoryKeyValueStore]:
     inner = InMemoryKeyValueStore("kv")
     store = CachingKeyValueStore(ChangeLoggingKeyValueStore(inner), cache_size)
     store.init(context)
@@ -160,7 +162,9 @@ def test_window_stack_caches_binary_keys_and_listener_is_typed(context: StoreTes
 
 
 def test_session_stack_listener_decodes_sessions(context: StoreTestContext) -> None:
-    store = Stores.session_store("s", retention=10_000, persistent=False).with_caching_enabled().build()
+    store = (
+        Stores.session_store("s", retention=10_000, persistent=False).with_caching_enabled().build()
+    )
     store.init(context)
     changes = []
     store.set_flush_listener(changes.extend)

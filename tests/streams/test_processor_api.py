@@ -49,19 +49,28 @@ def test_forward_to_named_child_or_to_all() -> None:
         for value in (b"apple", b"banana", b"avocado"):
             source.pipe_input(b"k", value, timestamp=1)
         assert driver.create_output_topic("a-out").read_values_to_list() == [
-            b"apple", b"banana", b"avocado",
+            b"apple",
+            b"banana",
+            b"avocado",
         ]
         assert driver.create_output_topic("b-out").read_values_to_list() == [b"banana"]
 
 
 def test_context_gives_topic_partition_offset_and_timestamp() -> None:
-    t = Topology().add_source("src", "in").add_processor("m", Metadata, "src").add_sink("o", "out", "m")
+    t = (
+        Topology()
+        .add_source("src", "in")
+        .add_processor("m", Metadata, "src")
+        .add_sink("o", "out", "m")
+    )
     with TopologyTestDriver(t) as driver:
         source = driver.create_input_topic("in")
         source.pipe_input(b"x", timestamp=100)
         source.pipe_records([TestRecord(None, b"y", 200), TestRecord(None, b"z", 300)])
         assert driver.create_output_topic("out").read_values_to_list() == [
-            b"in/0/0/100", b"in/0/1/200", b"in/0/2/300",
+            b"in/0/0/100",
+            b"in/0/1/200",
+            b"in/0/2/300",
         ]
 
 
@@ -95,7 +104,9 @@ def ticker_topology(kind: PunctuationType, interval: Any) -> Topology:
 
 
 def test_stream_time_punctuation_fires_between_records_as_time_passes() -> None:
-    with TopologyTestDriver(ticker_topology(PunctuationType.STREAM_TIME, 10), initial_wall_clock=0) as d:
+    with TopologyTestDriver(
+        ticker_topology(PunctuationType.STREAM_TIME, 10), initial_wall_clock=0
+    ) as d:
         source, out = d.create_input_topic("in"), d.create_output_topic("out")
         # One batch: the punctuation must cut it where stream time crosses a boundary.
         source.pipe_records([TestRecord(None, b"v", ts) for ts in (3, 5, 12, 14, 35, 36)])
@@ -112,7 +123,8 @@ def test_stream_time_punctuation_fires_between_records_as_time_passes() -> None:
 
 def test_wall_clock_punctuation_follows_the_driver_clock() -> None:
     with TopologyTestDriver(
-        ticker_topology(PunctuationType.WALL_CLOCK_TIME, timedelta(seconds=1)), initial_wall_clock=1000
+        ticker_topology(PunctuationType.WALL_CLOCK_TIME, timedelta(seconds=1)),
+        initial_wall_clock=1000,
     ) as d:
         source, out = d.create_input_topic("in"), d.create_output_topic("out")
         source.pipe_input(b"v", timestamp=10**9)
@@ -160,7 +172,9 @@ def test_state_store_hooks_reach_a_fake_store(store_builder, tmp_path) -> None: 
         assert context.stream_time == d.get_state_store("counts").context.stream_time >= 0
         assert context.wall_clock_time == 5
         assert [(e.key, e.value) for e in d.get_changelog("counts")] == [
-            (b"a", b"1"), (b"b", b"1"), (b"a", b"2"),
+            (b"a", b"1"),
+            (b"b", b"1"),
+            (b"a", b"2"),
         ]
         changelog = d.create_output_topic("app-counts-changelog").read_key_values_to_list()
         assert changelog == [(b"a", b"1"), (b"b", b"1"), (b"a", b"2")]
@@ -223,7 +237,10 @@ def test_what_a_failed_batch_queued_is_not_delivered_with_the_next_one() -> None
             self.context.forward(record)
 
     topology = (
-        Topology().add_source("s", "in").add_processor("p", FailsOnBad, "s").add_sink("o", "out", "p")
+        Topology()
+        .add_source("s", "in")
+        .add_processor("p", FailsOnBad, "s")
+        .add_sink("o", "out", "p")
     )
     with TopologyTestDriver(topology) as driver:
         source = driver.create_input_topic("in")

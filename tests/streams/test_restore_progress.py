@@ -18,7 +18,11 @@ class _Restoring:
         self._remaining = remaining
 
     def status(self) -> dict[str, Any]:
-        return {"restore_remaining": self._remaining.pop(0) if len(self._remaining) > 1 else self._remaining[0]}
+        return {
+            "restore_remaining": self._remaining.pop(0)
+            if len(self._remaining) > 1
+            else self._remaining[0]
+        }
 
 
 async def test_bar_follows_the_records_left(monkeypatch: Any) -> None:

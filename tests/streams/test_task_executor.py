@@ -122,9 +122,13 @@ def test_dead_letter_queue_gets_raw_bytes_and_error_headers(tmp_path: pathlib.Pa
     assert b"ValueError" in headers["__streams.errors.stacktrace"]
 
 
-def test_log_and_continue_skips_and_log_and_fail_stops(tmp_path: pathlib.Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_log_and_continue_skips_and_log_and_fail_stops(
+    tmp_path: pathlib.Path, caplog: pytest.LogCaptureFixture
+) -> None:
     records = [("in", 3, 0, 1, b"k", b"bad", ()), ("in", 3, 1, 1, b"k", b"ok", ())]
-    go_on = Topology().add_source("s", "in", value_deserializer=Bad(), deserialization_handler=LogAndContinueHandler())
+    go_on = Topology().add_source(
+        "s", "in", value_deserializer=Bad(), deserialization_handler=LogAndContinueHandler()
+    )
     go_on.add_sink("k", "out", "s", value_serializer=Utf8())
     task = executor(go_on, tmp_path)
     task.process(records)
@@ -165,7 +169,9 @@ class Evens(BatchProcessor):
 
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.integers(0, 99), max_size=40))
-def test_fan_out_and_meet_again_keeps_input_order(tmp_path_factory: pytest.TempPathFactory, values: list[int]) -> None:
+def test_fan_out_and_meet_again_keeps_input_order(
+    tmp_path_factory: pytest.TempPathFactory, values: list[int]
+) -> None:
     """Split into evens and odds, meet in a merge and in two sinks on one topic: the
     output must be in input order, as a record-at-a-time walk would give."""
     t = Topology().add_source("s", "in").add_processor("dup", Duplicate, "s")

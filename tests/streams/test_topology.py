@@ -69,9 +69,7 @@ def test_description_is_data_too(store_builder) -> None:  # type: ignore[no-unty
 
 
 def test_pattern_source_and_extractor_sink_are_described() -> None:
-    t = Topology().add_source("s", pattern=r"sensors-.*").add_sink(
-        "k", lambda k, v, ts: "x", "s"
-    )
+    t = Topology().add_source("s", pattern=r"sensors-.*").add_sink("k", lambda k, v, ts: "x", "s")
     text = str(t.describe())
     assert "Source: s (topics: sensors-.*)" in text
     assert "Sink: k (extractor class: " in text

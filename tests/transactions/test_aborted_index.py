@@ -10,11 +10,13 @@ from headrace.transactions import AbortedTxn, AbortedTxnIndex
 
 
 def _index() -> AbortedTxnIndex:
-    return AbortedTxnIndex([
-        AbortedTxn(1, 0, 10, 0),
-        AbortedTxn(2, 5, 20, 11),
-        AbortedTxn(3, 25, 30, 21),
-    ])  # fmt: skip
+    return AbortedTxnIndex(
+        [
+            AbortedTxn(1, 0, 10, 0),
+            AbortedTxn(2, 5, 20, 11),
+            AbortedTxn(3, 25, 30, 21),
+        ]
+    )
 
 
 def test_a_fetch_lists_the_aborted_transactions_overlapping_its_range() -> None:
@@ -48,10 +50,14 @@ def test_the_file_format_is_kafkas_34_byte_entries_and_a_torn_tail_is_dropped() 
     assert AbortedTxnIndex.from_bytes(data[:-5]).entries() == _index().entries()[:2]
 
 
-@given(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 10)), max_size=15),
-       st.integers(0, 60), st.integers(0, 60))
-def test_overlap_agrees_with_brute_force(spans: list[tuple[int, int]], start: int,
-                                         end: int) -> None:
+@given(
+    st.lists(st.tuples(st.integers(0, 40), st.integers(0, 10)), max_size=15),
+    st.integers(0, 60),
+    st.integers(0, 60),
+)
+def test_overlap_agrees_with_brute_force(
+    spans: list[tuple[int, int]], start: int, end: int
+) -> None:
     index = AbortedTxnIndex()
     last = -1
     entries: list[AbortedTxn] = []
@@ -80,8 +86,9 @@ def test_remove_takes_out_one_transaction_by_producer_and_marker_offset() -> Non
 
 
 @given(st.lists(st.booleans(), max_size=12), st.integers(0, 60), st.integers(0, 60))
-def test_overlap_after_removals_agrees_with_brute_force(removed: list[bool], start: int,
-                                                         end: int) -> None:
+def test_overlap_after_removals_agrees_with_brute_force(
+    removed: list[bool], start: int, end: int
+) -> None:
     entries = [AbortedTxn(i % 3, 5 * i, 5 * i + 3, 0) for i in range(len(removed))]
     index = AbortedTxnIndex(entries)
     for entry, gone in zip(entries, removed, strict=True):
@@ -90,4 +97,5 @@ def test_overlap_after_removals_agrees_with_brute_force(removed: list[bool], sta
     left = [e for e, gone in zip(entries, removed, strict=True) if not gone]
     assert index.entries() == left
     assert index.overlapping(start, end) == [
-        e for e in left if e.last_offset >= start and e.first_offset < end]
+        e for e in left if e.last_offset >= start and e.first_offset < end
+    ]

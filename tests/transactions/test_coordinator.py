@@ -82,8 +82,14 @@ class World:
         self.coordinator = self.make()
 
     def make(self) -> TransactionCoordinator:
-        return TransactionCoordinator(self.log, self.markers, self.ids, self.clock,
-                                      max_timeout_ms=60_000, id_expiration_ms=3_600_000)
+        return TransactionCoordinator(
+            self.log,
+            self.markers,
+            self.ids,
+            self.clock,
+            max_timeout_ms=60_000,
+            id_expiration_ms=3_600_000,
+        )
 
     def restart(self) -> TransactionCoordinator:
         self.coordinator = self.make()
@@ -131,8 +137,12 @@ async def test_commit_writes_prepare_markers_and_complete_in_that_order(world: W
     await c.add_partitions("t", pid, epoch, [B1])
     await c.end_txn("t", pid, epoch, commit=True)
     assert world.log.states() == [
-        ("t", TxnState.EMPTY), ("t", TxnState.ONGOING), ("t", TxnState.ONGOING),
-        ("t", TxnState.PREPARE_COMMIT), ("t", TxnState.COMPLETE_COMMIT)]
+        ("t", TxnState.EMPTY),
+        ("t", TxnState.ONGOING),
+        ("t", TxnState.ONGOING),
+        ("t", TxnState.PREPARE_COMMIT),
+        ("t", TxnState.COMPLETE_COMMIT),
+    ]
     assert world.markers.written == [TxnMarkers(pid, 0, 0, True, frozenset({A0, B1}))]
     assert c.describe("t").state is TxnState.COMPLETE_COMMIT
     assert c.describe("t").partitions == frozenset()
@@ -165,15 +175,15 @@ async def test_wrong_producer_id_or_epoch(world: World) -> None:
     assert fenced.value.code_for(version_allows_fenced=False) == 47
 
 
-async def test_a_second_producer_fences_the_first_and_aborts_its_transaction(
-        world: World) -> None:
+async def test_a_second_producer_fences_the_first_and_aborts_its_transaction(world: World) -> None:
     c = world.coordinator
     old = await c.init_producer_id("t", 30_000)
     await c.add_partitions("t", *old, [A0])
     new = await c.init_producer_id("t", 30_000)
     assert new.producer_id == old.producer_id and new.epoch > old.epoch + 1
     assert world.markers.written == [
-        TxnMarkers(old.producer_id, old.epoch + 1, 0, False, frozenset({A0}))]
+        TxnMarkers(old.producer_id, old.epoch + 1, 0, False, frozenset({A0}))
+    ]
     with pytest.raises(ProducerFencedError):
         await c.end_txn("t", *old, commit=True)
     with pytest.raises(ProducerFencedError):
@@ -212,8 +222,9 @@ async def test_epochs_running_out_move_to_a_new_producer_id(world: World) -> Non
     first = await c.init_producer_id("t", 30_000)
     meta = c.describe("t")
     c._txns["t"] = meta.transition(TxnState.EMPTY, producer_epoch=2**15 - 2)
-    fresh = await c.init_producer_id("t", 30_000, expected=ProducerIdAndEpoch(
-        first.producer_id, 2**15 - 2))
+    fresh = await c.init_producer_id(
+        "t", 30_000, expected=ProducerIdAndEpoch(first.producer_id, 2**15 - 2)
+    )
     assert fresh.epoch == 0 and fresh.producer_id != first.producer_id
 
 
@@ -274,7 +285,8 @@ async def test_state_is_rebuilt_from_the_log(world: World) -> None:
     await c.end_txn("u", *other, commit=False)
     restarted = world.restart()
     assert restarted.describe("t") == TransactionMetadata(
-        "t", pid, epoch, 30_000, TxnState.ONGOING, frozenset({A0, B1}), 1_000_000, 1_000_000)
+        "t", pid, epoch, 30_000, TxnState.ONGOING, frozenset({A0, B1}), 1_000_000, 1_000_000
+    )
     assert restarted.describe("u").state is TxnState.COMPLETE_ABORT
     await restarted.end_txn("t", pid, epoch, commit=True)
     assert world.markers.written[-1] == TxnMarkers(pid, epoch, 0, True, frozenset({A0, B1}))

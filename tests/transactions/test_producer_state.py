@@ -54,13 +54,15 @@ class Log:
             self.states.commit(verdict, first)
         return first
 
-    def marker(self, pid: int, epoch: int, *, commit: bool, coordinator_epoch: int = 0
-               ) -> CompletedTxn:
+    def marker(
+        self, pid: int, epoch: int, *, commit: bool, coordinator_epoch: int = 0
+    ) -> CompletedTxn:
         self.states.check_marker(pid, epoch, coordinator_epoch)
         offset = self.end
         self.end += 1
-        return self.states.complete(pid, epoch, coordinator_epoch, commit=commit,
-                                    offset=offset, timestamp=2000)
+        return self.states.complete(
+            pid, epoch, coordinator_epoch, commit=commit, offset=offset, timestamp=2000
+        )
 
 
 def test_a_retried_batch_is_answered_with_its_original_offsets_and_not_appended() -> None:
@@ -260,10 +262,13 @@ _batch = st.builds(
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.one_of(_batch, st.tuples(st.integers(0, 2), st.booleans())), max_size=30),
-       st.integers(0, 30))
-def test_rebuilding_from_any_snapshot_point_gives_the_same_state(ops: list[Batch | tuple[int, bool]],
-                                                                  cut: int) -> None:
+@given(
+    st.lists(st.one_of(_batch, st.tuples(st.integers(0, 2), st.booleans())), max_size=30),
+    st.integers(0, 30),
+)
+def test_rebuilding_from_any_snapshot_point_gives_the_same_state(
+    ops: list[Batch | tuple[int, bool]], cut: int
+) -> None:
     log = Log()
     snapshot = encode_snapshot(0, ProducerStates())
     markers: dict[int, tuple[int, int, bool]] = {}
@@ -291,5 +296,5 @@ def test_rebuilding_from_any_snapshot_point_gives_the_same_state(ops: list[Batch
             rebuilt.complete(pid, epoch, 0, commit=commit, offset=position, timestamp=2000)
     assert rebuilt.ongoing() == log.states.ongoing()
     assert {e.producer_id: (e.epoch, e.batches) for e in rebuilt.entries()} == {
-        e.producer_id: (e.epoch, e.batches) for e in log.states.entries()}
-
+        e.producer_id: (e.epoch, e.batches) for e in log.states.entries()
+    }

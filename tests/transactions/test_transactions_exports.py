@@ -8,31 +8,67 @@ from headrace.transactions import _errors
 
 
 def test_public_surface_is_pinned() -> None:
-    assert sorted(transactions.__all__) == sorted([
-        "TXN_LOG_TOPIC", "TXN_TRANSITIONS", "AbortedTxn", "AbortedTxnIndex", "AppendPlan",
-        "BatchInfo", "Clock", "CompletedTxn", "ConcurrentTransactionsError",
-        "CoordinatorError", "CoordinatorNotAvailableError", "CorruptSnapshotError",
-        "Duplicate", "IllegalTransitionError", "InvalidProducerEpochError",
-        "InvalidProducerIdMappingError", "InvalidRequestError",
-        "InvalidTransactionTimeoutError", "InvalidTxnStateError", "ManualClock",
-        "MarkerWriter", "OutOfOrderSequenceError", "ProducerEntry", "ProducerFencedError",
-        "ProducerIdAllocator", "ProducerIdAndEpoch", "ProducerIdSource",
-        "ProducerStateError", "ProducerStates", "SystemClock", "TopicPartition",
-        "TransactionCoordinator", "TransactionError", "TransactionMetadata",
-        "TransactionalIdNotFoundError", "TxnCoordinatorFencedError", "TxnLogRecordError",
-        "TxnLogWriter", "TxnMarkers", "TxnState", "decode_snapshot", "decode_txn_log_key",
-        "decode_txn_log_value", "encode_snapshot", "encode_txn_log_key",
-        "encode_txn_log_value", "txn_log_partition_for",
-    ])  # fmt: skip
+    assert sorted(transactions.__all__) == sorted(
+        [
+            "TXN_LOG_TOPIC",
+            "TXN_TRANSITIONS",
+            "AbortedTxn",
+            "AbortedTxnIndex",
+            "AppendPlan",
+            "BatchInfo",
+            "Clock",
+            "CompletedTxn",
+            "ConcurrentTransactionsError",
+            "CoordinatorError",
+            "CoordinatorNotAvailableError",
+            "CorruptSnapshotError",
+            "Duplicate",
+            "IllegalTransitionError",
+            "InvalidProducerEpochError",
+            "InvalidProducerIdMappingError",
+            "InvalidRequestError",
+            "InvalidTransactionTimeoutError",
+            "InvalidTxnStateError",
+            "ManualClock",
+            "MarkerWriter",
+            "OutOfOrderSequenceError",
+            "ProducerEntry",
+            "ProducerFencedError",
+            "ProducerIdAllocator",
+            "ProducerIdAndEpoch",
+            "ProducerIdSource",
+            "ProducerStateError",
+            "ProducerStates",
+            "SystemClock",
+            "TopicPartition",
+            "TransactionCoordinator",
+            "TransactionError",
+            "TransactionMetadata",
+            "TransactionalIdNotFoundError",
+            "TxnCoordinatorFencedError",
+            "TxnLogRecordError",
+            "TxnLogWriter",
+            "TxnMarkers",
+            "TxnState",
+            "decode_snapshot",
+            "decode_txn_log_key",
+            "decode_txn_log_value",
+            "encode_snapshot",
+            "encode_txn_log_key",
+            "encode_txn_log_value",
+            "txn_log_partition_for",
+        ]
+    )
     for name in transactions.__all__:
         assert getattr(transactions, name) is not None
 
 
 def test_every_error_descends_from_the_root_and_carries_codes() -> None:
     errors = [
-        value for value in vars(_errors).values()
+        value
+        for value in vars(_errors).values()
         if isinstance(value, type) and issubclass(value, Exception)
-    ]  # fmt: skip
+    ]
     assert len(errors) == 17
     for error in errors:
         assert getattr(transactions, error.__name__) is error
@@ -47,6 +83,11 @@ def test_nothing_imports_the_broker() -> None:
     for path in Path(transactions.__file__).parent.glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom | ast.Import):
-                names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [
-                    alias.name for alias in node.names]
-                assert not any(n.startswith(("log_broker", "headrace.log_broker")) for n in names), path
+                names = (
+                    [node.module or ""]
+                    if isinstance(node, ast.ImportFrom)
+                    else [alias.name for alias in node.names]
+                )
+                assert not any(
+                    n.startswith(("log_broker", "headrace.log_broker")) for n in names
+                ), path

@@ -28,8 +28,10 @@ class Harness:
         ids = itertools.count(1)
         settings = {"initial_rebalance_delay_ms": 0, **config}
         self.coordinator = GroupCoordinator(
-            GroupConfig(**settings), self.clock,
-            new_member_id=lambda prefix: f"{prefix}-{next(ids)}")
+            GroupConfig(**settings),
+            self.clock,
+            new_member_id=lambda prefix: f"{prefix}-{next(ids)}",
+        )
         self.auto_flush = auto_flush
         self.records: list[tuple[bytes, bytes | None]] = []
         self.held: list[Write] = []
@@ -64,13 +66,33 @@ class Harness:
 
     # ---------------------------------------------------------------- requests
 
-    def join(self, group: str = "g", member_id: str = "", *, client: str = "c",
-             protocols: tuple[tuple[str, bytes], ...] = PROTOCOLS, session_ms: int = 10_000,
-             rebalance_ms: int = 30_000, instance: str | None = None,
-             protocol_type: str = "consumer", require_id: bool = True) -> Reply[JoinResult]:
-        reply = self.coordinator.join(JoinRequest(
-            group, member_id, instance, client, "/127.0.0.1", session_ms, rebalance_ms,
-            protocol_type, protocols, require_id))
+    def join(
+        self,
+        group: str = "g",
+        member_id: str = "",
+        *,
+        client: str = "c",
+        protocols: tuple[tuple[str, bytes], ...] = PROTOCOLS,
+        session_ms: int = 10_000,
+        rebalance_ms: int = 30_000,
+        instance: str | None = None,
+        protocol_type: str = "consumer",
+        require_id: bool = True,
+    ) -> Reply[JoinResult]:
+        reply = self.coordinator.join(
+            JoinRequest(
+                group,
+                member_id,
+                instance,
+                client,
+                "/127.0.0.1",
+                session_ms,
+                rebalance_ms,
+                protocol_type,
+                protocols,
+                require_id,
+            )
+        )
         self._settle()
         return reply
 
@@ -79,26 +101,45 @@ class Harness:
         member_id = self.member_id(group, **kwargs)
         return member_id, self.join(group, member_id, **kwargs)
 
-    def sync(self, group: str, generation: int, member_id: str,
-             assignments: dict[str, bytes] | None = None, instance: str | None = None
-             ) -> Reply[bytes]:
+    def sync(
+        self,
+        group: str,
+        generation: int,
+        member_id: str,
+        assignments: dict[str, bytes] | None = None,
+        instance: str | None = None,
+    ) -> Reply[bytes]:
         reply = self.coordinator.sync(group, generation, member_id, instance, assignments or {})
         self._settle()
         return reply
 
-    def commit(self, group: str, generation: int, member_id: str,
-               offsets: dict[TopicPartition, NewOffset]) -> Reply[None]:
+    def commit(
+        self, group: str, generation: int, member_id: str, offsets: dict[TopicPartition, NewOffset]
+    ) -> Reply[None]:
         reply = self.coordinator.commit(group, generation, member_id, None, offsets)
         self._settle()
         return reply
 
-    def txn_commit(self, group: str, generation: int, member_id: str,
-                   offsets: dict[TopicPartition, NewOffset], *, producer_id: int = 7,
-                   instance: str | None = None) -> Reply[None]:
+    def txn_commit(
+        self,
+        group: str,
+        generation: int,
+        member_id: str,
+        offsets: dict[TopicPartition, NewOffset],
+        *,
+        producer_id: int = 7,
+        instance: str | None = None,
+    ) -> Reply[None]:
         """A TxnOffsetCommit of producer ``producer_id`` carrying this group metadata."""
-        reply = self.coordinator.txn_commit(group, producer_id, 0, offsets,
-                                            generation=generation, member_id=member_id,
-                                            group_instance_id=instance)
+        reply = self.coordinator.txn_commit(
+            group,
+            producer_id,
+            0,
+            offsets,
+            generation=generation,
+            member_id=member_id,
+            group_instance_id=instance,
+        )
         self._settle()
         return reply
 
@@ -107,8 +148,9 @@ class Harness:
         self._settle()
         return reply
 
-    def heartbeat(self, group: str, generation: int, member_id: str,
-                  instance: str | None = None) -> GroupError | None:
+    def heartbeat(
+        self, group: str, generation: int, member_id: str, instance: str | None = None
+    ) -> GroupError | None:
         try:
             self.coordinator.heartbeat(group, generation, member_id, instance)
         except GroupError as exc:
@@ -127,8 +169,7 @@ class Harness:
             return exc.member_id
         raise AssertionError("a first join without member id must ask for one")
 
-    def form_group(self, count: int, group: str = "g", **kwargs: Any
-                   ) -> tuple[int, list[str]]:
+    def form_group(self, count: int, group: str = "g", **kwargs: Any) -> tuple[int, list[str]]:
         """``count`` members start together and reach Stable; returns (generation, ids).
 
         Each first gets its id; the join phase then waits for every one of them.
@@ -139,7 +180,6 @@ class Harness:
         results = [r.result() for r in replies]
         generation, leader = results[0].generation, results[0].leader
         assignments = {m: f"assigned-{m}".encode() for m in ids}
-        syncs = [self.sync(group, generation, m, assignments if m == leader else None)
-                 for m in ids]
+        syncs = [self.sync(group, generation, m, assignments if m == leader else None) for m in ids]
         assert all(s.done for s in syncs), syncs
         return generation, ids

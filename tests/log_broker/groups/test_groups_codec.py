@@ -37,19 +37,33 @@ def test_offset_key_and_value_bytes_match_kafka_layout() -> None:
     key = encode_offset_key(OffsetKey("grp", "orders", 7))
     assert key == struct.pack(">h", 1) + s16("grp") + s16("orders") + struct.pack(">i", 7)
     value = encode_offset_value(OffsetValue(42, 3, "meta", 1_700_000_000_123))
-    assert value == (struct.pack(">hqi", 3, 42, 3) + s16("meta")
-                     + struct.pack(">q", 1_700_000_000_123))
+    assert value == (
+        struct.pack(">hqi", 3, 42, 3) + s16("meta") + struct.pack(">q", 1_700_000_000_123)
+    )
 
 
 def test_group_key_and_value_bytes_match_kafka_layout() -> None:
     assert encode_group_key(GroupKey("grp")) == struct.pack(">h", 2) + s16("grp")
     member = MemberValue("m-1", "inst", "client", "/127.0.0.1", 30_000, 10_000, b"sub", b"as")
     value = encode_group_value(GroupValue("consumer", 5, "range", "m-1", 99, (member,)))
-    expected = (struct.pack(">h", 3) + s16("consumer") + struct.pack(">i", 5) + s16("range")
-                + s16("m-1") + struct.pack(">q", 99) + struct.pack(">i", 1)
-                + s16("m-1") + s16("inst") + s16("client") + s16("/127.0.0.1")
-                + struct.pack(">ii", 30_000, 10_000)
-                + struct.pack(">i", 3) + b"sub" + struct.pack(">i", 2) + b"as")
+    expected = (
+        struct.pack(">h", 3)
+        + s16("consumer")
+        + struct.pack(">i", 5)
+        + s16("range")
+        + s16("m-1")
+        + struct.pack(">q", 99)
+        + struct.pack(">i", 1)
+        + s16("m-1")
+        + s16("inst")
+        + s16("client")
+        + s16("/127.0.0.1")
+        + struct.pack(">ii", 30_000, 10_000)
+        + struct.pack(">i", 3)
+        + b"sub"
+        + struct.pack(">i", 2)
+        + b"as"
+    )
     assert value == expected
 
 
@@ -58,9 +72,21 @@ def test_older_value_versions_are_read() -> None:
     assert decode_offset_value(v0) == OffsetValue(11, -1, "m", 5)
     v1 = struct.pack(">hq", 1, 12) + s16("") + struct.pack(">qq", 6, 999)
     assert decode_offset_value(v1) == OffsetValue(12, -1, "", 6)
-    g0 = (struct.pack(">h", 0) + s16("consumer") + struct.pack(">i", 2) + s16("range")
-          + s16("a") + struct.pack(">i", 1) + s16("a") + s16("cid") + s16("host")
-          + struct.pack(">i", 9000) + struct.pack(">i", 1) + b"s" + struct.pack(">i", 0))
+    g0 = (
+        struct.pack(">h", 0)
+        + s16("consumer")
+        + struct.pack(">i", 2)
+        + s16("range")
+        + s16("a")
+        + struct.pack(">i", 1)
+        + s16("a")
+        + s16("cid")
+        + s16("host")
+        + struct.pack(">i", 9000)
+        + struct.pack(">i", 1)
+        + b"s"
+        + struct.pack(">i", 0)
+    )
     decoded = decode_group_value(g0)
     assert decoded.current_state_timestamp == -1
     assert decoded.members == (MemberValue("a", None, "cid", "host", 9000, 9000, b"s", b""),)
@@ -75,11 +101,16 @@ def test_key_versions_select_the_record_kind() -> None:
     assert decode_key(struct.pack(">h", 3) + s16("g")) is None
 
 
-@pytest.mark.parametrize("data", [
-    b"", b"\x00", struct.pack(">h", 1) + s16("g"),  # truncated offset key
-    struct.pack(">h", 2) + s16("g") + b"extra",  # trailing bytes
-    struct.pack(">h", 1) + b"\x00\x02\xff\xfe" + s16("t") + struct.pack(">i", 0),  # not UTF-8
-])
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",
+        b"\x00",
+        struct.pack(">h", 1) + s16("g"),  # truncated offset key
+        struct.pack(">h", 2) + s16("g") + b"extra",  # trailing bytes
+        struct.pack(">h", 1) + b"\x00\x02\xff\xfe" + s16("t") + struct.pack(">i", 0),  # not UTF-8
+    ],
+)
 def test_broken_keys_raise_the_package_error(data: bytes) -> None:
     with pytest.raises(OffsetsRecordError):
         decode_key(data)
@@ -95,20 +126,43 @@ def test_unknown_value_versions_raise() -> None:
 texts = st.text(max_size=40)
 
 
-@given(st.builds(OffsetValue, st.integers(-1, 2**63 - 1), st.integers(-1, 2**31 - 1), texts,
-                 st.integers(-1, 2**62)))
+@given(
+    st.builds(
+        OffsetValue,
+        st.integers(-1, 2**63 - 1),
+        st.integers(-1, 2**31 - 1),
+        texts,
+        st.integers(-1, 2**62),
+    )
+)
 def test_offset_values_round_trip(value: OffsetValue) -> None:
     assert decode_offset_value(encode_offset_value(value)) == value
 
 
-members = st.builds(MemberValue, texts, st.none() | texts, texts, texts,
-                    st.integers(0, 2**31 - 1), st.integers(0, 2**31 - 1),
-                    st.binary(max_size=30), st.binary(max_size=30))
+members = st.builds(
+    MemberValue,
+    texts,
+    st.none() | texts,
+    texts,
+    texts,
+    st.integers(0, 2**31 - 1),
+    st.integers(0, 2**31 - 1),
+    st.binary(max_size=30),
+    st.binary(max_size=30),
+)
 
 
-@given(st.builds(GroupValue, texts, st.integers(0, 2**31 - 1), st.none() | texts,
-                 st.none() | texts, st.integers(-1, 2**62),
-                 st.lists(members, max_size=4).map(tuple)))
+@given(
+    st.builds(
+        GroupValue,
+        texts,
+        st.integers(0, 2**31 - 1),
+        st.none() | texts,
+        st.none() | texts,
+        st.integers(-1, 2**62),
+        st.lists(members, max_size=4).map(tuple),
+    )
+)
 def test_group_values_round_trip(value: GroupValue) -> None:
     assert decode_group_value(encode_group_value(value)) == value
 

@@ -201,4 +201,3 @@ def test_sync_and_heartbeat_check_member_and_generation(h: Harness) -> None:
     h.new_member()  # starts a rebalance
     with pytest.raises(RebalanceInProgressError):
         h.sync("g", generation, ids[1]).result()
-

@@ -22,16 +22,25 @@ G = GroupState
 def test_group_table_matches_the_classic_protocol() -> None:
     allowed = {(a, b) for a, targets in GROUP_TRANSITIONS.items() for b in targets}
     assert allowed == {
-        (G.EMPTY, G.PREPARING_REBALANCE), (G.EMPTY, G.DEAD),
-        (G.PREPARING_REBALANCE, G.COMPLETING_REBALANCE), (G.PREPARING_REBALANCE, G.EMPTY),
+        (G.EMPTY, G.PREPARING_REBALANCE),
+        (G.EMPTY, G.DEAD),
+        (G.PREPARING_REBALANCE, G.COMPLETING_REBALANCE),
+        (G.PREPARING_REBALANCE, G.EMPTY),
         (G.PREPARING_REBALANCE, G.DEAD),
-        (G.COMPLETING_REBALANCE, G.STABLE), (G.COMPLETING_REBALANCE, G.PREPARING_REBALANCE),
+        (G.COMPLETING_REBALANCE, G.STABLE),
+        (G.COMPLETING_REBALANCE, G.PREPARING_REBALANCE),
         (G.COMPLETING_REBALANCE, G.DEAD),
-        (G.STABLE, G.PREPARING_REBALANCE), (G.STABLE, G.DEAD),
+        (G.STABLE, G.PREPARING_REBALANCE),
+        (G.STABLE, G.DEAD),
     }
     assert set(GROUP_TRANSITIONS) == set(GroupState)
     assert [s.value for s in GroupState] == [
-        "Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead"]
+        "Empty",
+        "PreparingRebalance",
+        "CompletingRebalance",
+        "Stable",
+        "Dead",
+    ]
 
 
 @pytest.mark.parametrize(("old", "new"), list(itertools.product(GroupState, GroupState)))

@@ -56,11 +56,9 @@ def test_members_commit_with_their_generation(h: Harness) -> None:
     generation, ids = h.form_group(2)
     assert h.commit("g", generation, ids[0], {T0: NewOffset(10, -1, "")}).result() is None
     with pytest.raises(IllegalGenerationError):
-        h.commit("g", generation - 1, ids[0], {T0: NewOffset(1, -1, "")}
-                             ).result()
+        h.commit("g", generation - 1, ids[0], {T0: NewOffset(1, -1, "")}).result()
     with pytest.raises(UnknownMemberIdError):
-        h.commit("g", generation, "stranger", {T0: NewOffset(1, -1, "")}
-                             ).result()
+        h.commit("g", generation, "stranger", {T0: NewOffset(1, -1, "")}).result()
     with pytest.raises(UnknownMemberIdError):  # no standalone commits into a live group
         h.commit("g", -1, "", {T0: NewOffset(1, -1, "")}).result()
     h.new_member()  # rebalancing: commits of the old generation still count...
@@ -164,7 +162,8 @@ def test_state_rebuilt_from_records_matches() -> None:
     before, after = h.coordinator.describe("g"), restored.describe("g")
     assert after.state is GroupState.STABLE and after.protocol == "range"
     assert [(m.member_id, m.assignment) for m in after.members] == [
-        (m.member_id, m.assignment) for m in before.members]
+        (m.member_id, m.assignment) for m in before.members
+    ]
     # Members keep heartbeating across the restart without rejoining...
     h.clock.advance(5_000)
     restored.heartbeat("g", generation, ids[0])
@@ -185,18 +184,27 @@ def test_replay_materializes_transactional_offsets_only_on_commit_markers() -> N
 
     def txn_batch(producer_id: int, offset: int, value: int) -> bytes:
         key = encode_offset_key(OffsetKey("g", "orders", 0))
-        record = _records.Record(offset, 0, key, encode_offset_value(
-            OffsetValue(value, -1, "", 0)))
-        return _records.encode_batch([record], producer_id=producer_id, producer_epoch=0,
-                                     is_transactional=True)
+        record = _records.Record(offset, 0, key, encode_offset_value(OffsetValue(value, -1, "", 0)))
+        return _records.encode_batch(
+            [record], producer_id=producer_id, producer_epoch=0, is_transactional=True
+        )
 
     def marker(producer_id: int, offset: int, commit: bool) -> bytes:
-        return _records.encode_control_batch(producer_id=producer_id, producer_epoch=0,
-                                             commit=commit, coordinator_epoch=0,
-                                             timestamp_ms=0, base_offset=offset)
+        return _records.encode_control_batch(
+            producer_id=producer_id,
+            producer_epoch=0,
+            commit=commit,
+            coordinator_epoch=0,
+            timestamp_ms=0,
+            base_offset=offset,
+        )
 
-    log = (txn_batch(1, 0, 100) + txn_batch(2, 1, 200) + marker(2, 2, commit=False)
-           + txn_batch(3, 3, 300))
+    log = (
+        txn_batch(1, 0, 100)
+        + txn_batch(2, 1, 200)
+        + marker(2, 2, commit=False)
+        + txn_batch(3, 3, 300)
+    )
     replay = OffsetsReplay()
     for header in _records.parse_batches(log):
         replay.apply(header, _records.decode_records(log, header))
@@ -224,13 +232,24 @@ def _offset_batch(offset: int, value: int, producer_id: int = -1) -> bytes:
     record = _records.Record(offset, 0, key, encode_offset_value(OffsetValue(value, -1, "", 0)))
     if producer_id < 0:
         return _records.encode_batch([record], base_offset=offset)
-    return _records.encode_batch([record], producer_id=producer_id, producer_epoch=0,
-                                 is_transactional=True, base_offset=offset)
+    return _records.encode_batch(
+        [record],
+        producer_id=producer_id,
+        producer_epoch=0,
+        is_transactional=True,
+        base_offset=offset,
+    )
 
 
 def _commit_marker(producer_id: int, offset: int) -> bytes:
-    return _records.encode_control_batch(producer_id=producer_id, producer_epoch=0, commit=True,
-                                         coordinator_epoch=0, timestamp_ms=0, base_offset=offset)
+    return _records.encode_control_batch(
+        producer_id=producer_id,
+        producer_epoch=0,
+        commit=True,
+        coordinator_epoch=0,
+        timestamp_ms=0,
+        base_offset=offset,
+    )
 
 
 def test_a_plain_commit_written_after_a_transactional_one_wins_on_replay() -> None:

@@ -38,8 +38,17 @@ def _open(data: Path) -> tuple[LogManager, GroupSyncer, GroupService]:
 
 
 def _join(group: str, member_id: str, session_ms: int = 10_000) -> JoinRequest:
-    return JoinRequest(group, member_id, None, "client", "", session_ms, session_ms,
-                       "consumer", (("range", b"meta"),))
+    return JoinRequest(
+        group,
+        member_id,
+        None,
+        "client",
+        "",
+        session_ms,
+        session_ms,
+        "consumer",
+        (("range", b"meta"),),
+    )
 
 
 async def _member(service: GroupService, group: str, session_ms: int = 10_000) -> str:

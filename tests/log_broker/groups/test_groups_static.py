@@ -34,8 +34,7 @@ def test_static_member_restart_keeps_generation_and_assignment(h: Harness) -> No
     assert h.coordinator.describe("g").state is GroupState.STABLE
     assert h.sync("g", generation, rejoin.member_id, instance="b").result() == b"for-b"
     # The old incarnation is fenced everywhere.
-    assert isinstance(h.heartbeat("g", generation, ids["b"], instance="b"),
-                      FencedInstanceIdError)
+    assert isinstance(h.heartbeat("g", generation, ids["b"], instance="b"), FencedInstanceIdError)
     with pytest.raises(FencedInstanceIdError):
         h.sync("g", generation, ids["b"], instance="b").result()
     with pytest.raises(FencedInstanceIdError):

@@ -25,8 +25,7 @@ def committed(h: Harness, group: str = "g") -> dict[TopicPartition, int]:
     return {tp: v.offset for tp, v in h.coordinator.fetch(group, None).items()}
 
 
-def test_a_current_member_stages_offsets_that_its_commit_marker_makes_visible(
-        h: Harness) -> None:
+def test_a_current_member_stages_offsets_that_its_commit_marker_makes_visible(h: Harness) -> None:
     generation, ids = h.form_group(2)
     assert h.txn_commit("g", generation, ids[0], AT_5).result() is None
     assert committed(h) == {}
@@ -89,5 +88,4 @@ def test_an_instance_id_taken_over_by_a_new_member_is_fenced(h: Harness) -> None
     assert new.member_id != old.member_id and new.generation == old.generation
     with pytest.raises(FencedInstanceIdError):
         h.txn_commit("g", old.generation, old.member_id, AT_5, instance="a").result()
-    assert h.txn_commit("g", new.generation, new.member_id, AT_5,
-                        instance="a").result() is None
+    assert h.txn_commit("g", new.generation, new.member_id, AT_5, instance="a").result() is None

@@ -59,7 +59,11 @@ def test_store_keeps_no_password_and_plain_checks_against_it(tmp_path: Path) -> 
     assert "correct horse" not in path.read_text()
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert set(json.loads(path.read_text())["alice"]["SCRAM-SHA-512"]) == {
-        "salt", "iterations", "stored_key", "server_key"}
+        "salt",
+        "iterations",
+        "stored_key",
+        "server_key",
+    }
     reopened = CredentialStore.open(tmp_path)
     assert reopened.check_password("alice", "correct horse")
     assert not reopened.check_password("alice", "wrong")

@@ -26,8 +26,12 @@ Seen = tuple[int, bytes | None, bytes | None]  # offset, key, value
 # small segments close soon, whose every dirty byte is worth a pass, and whose markers
 # and tombstones may go a tenth of a second after a pass first finds them unneeded.
 CLEANER = ("--log-cleaner-backoff-ms", "100")
-TOPIC_CONFIG = {"cleanup.policy": "compact", "segment.bytes": "1024",
-                "min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": "100"}
+TOPIC_CONFIG = {
+    "cleanup.policy": "compact",
+    "segment.bytes": "1024",
+    "min.cleanable.dirty.ratio": "0.01",
+    "delete.retention.ms": "100",
+}
 
 
 class TxnProducer:
@@ -36,8 +40,14 @@ class TxnProducer:
     def __init__(self, bs: str) -> None:
         from confluent_kafka import Producer
 
-        self.p = Producer({"bootstrap.servers": bs, "transactional.id": unique("tid"),
-                           "linger.ms": 5, "transaction.timeout.ms": 120_000})
+        self.p = Producer(
+            {
+                "bootstrap.servers": bs,
+                "transactional.id": unique("tid"),
+                "linger.ms": 5,
+                "transaction.timeout.ms": 120_000,
+            }
+        )
         self.p.init_transactions(20)
 
     def send(self, topic: str, pairs: Sequence[tuple[bytes, bytes]]) -> list[int]:
@@ -57,8 +67,7 @@ class TxnProducer:
         assert self.p.flush(20) == 0 and not errors, errors
         return sorted(offsets)
 
-    def round(self, topic: str, pairs: Sequence[tuple[bytes, bytes]], *, commit: bool
-              ) -> list[int]:
+    def round(self, topic: str, pairs: Sequence[tuple[bytes, bytes]], *, commit: bool) -> list[int]:
         """One whole transaction: its offsets."""
         offsets = self.send(topic, pairs)
         if commit:
@@ -73,9 +82,15 @@ def read(bs: str, topic: str, isolation: str) -> list[Got]:
     last stable offset)."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
-    c = Consumer({"bootstrap.servers": bs, "group.id": unique("g"),
-                  "enable.auto.commit": False, "isolation.level": isolation,
-                  "enable.partition.eof": True})
+    c = Consumer(
+        {
+            "bootstrap.servers": bs,
+            "group.id": unique("g"),
+            "enable.auto.commit": False,
+            "isolation.level": isolation,
+            "enable.partition.eof": True,
+        }
+    )
     got: list[Got] = []
     try:
         c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
@@ -150,9 +165,11 @@ class Markers:
 def markers(partition_dir: Path) -> Markers:
     found = disk_batches(partition_dir)
     control = [(data, h) for data, h in found if h.is_control]
-    return Markers({h.base_offset for data, h in control if is_commit(data, h)},
-                   {h.base_offset for data, h in control if not is_commit(data, h)},
-                   unneeded([h for _, h in found], snapshot_offsets(partition_dir)))
+    return Markers(
+        {h.base_offset for data, h in control if is_commit(data, h)},
+        {h.base_offset for data, h in control if not is_commit(data, h)},
+        unneeded([h for _, h in found], snapshot_offsets(partition_dir)),
+    )
 
 
 def fetch_committed(bs: str, topic: str) -> tuple[bytes, list[tuple[int, int]]]:
@@ -160,10 +177,20 @@ def fetch_committed(bs: str, topic: str) -> tuple[bytes, list[tuple[int, int]]]:
     with room for the whole log: the record bytes, and the aborted transactions
     (producer id, first offset) the broker lists for them."""
     body = fetch.FetchRequest(
-        max_wait=timedelta(0), min_bytes=0, max_bytes=1 << 26, isolation_level=1,
-        forgotten_topics_data=(), topics=(fetch.FetchTopic(topic=topic, partitions=(
-            fetch.FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 26),
-        )),))  # fmt: skip
+        max_wait=timedelta(0),
+        min_bytes=0,
+        max_bytes=1 << 26,
+        isolation_level=1,
+        forgotten_topics_data=(),
+        topics=(
+            fetch.FetchTopic(
+                topic=topic,
+                partitions=(
+                    fetch.FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 26),
+                ),
+            ),
+        ),
+    )
     client = RawClient(bs)
     try:
         response = client.request(1, 11, body)
@@ -183,9 +210,14 @@ def stale_aborts(records: bytes, aborted: Sequence[tuple[int, int]]) -> list[tup
     headers = list(_records.scan_batches(records, verify_crc=False))
     stale = []
     for producer_id, first_offset in aborted:
-        ending = next((h for h in headers if h.is_control
-                       and h.producer_id == producer_id and h.base_offset >= first_offset),
-                      None)
+        ending = next(
+            (
+                h
+                for h in headers
+                if h.is_control and h.producer_id == producer_id and h.base_offset >= first_offset
+            ),
+            None,
+        )
         if ending is None or is_commit(records, ending):
             stale.append((producer_id, first_offset))
     return stale

@@ -25,11 +25,14 @@ def keyed(
     records = [_records.Record(i, timestamp + i, k, v) for i, (k, v) in enumerate(pairs)]
     return bytearray(
         _records.encode_batch(
-            records, compression=compression, producer_id=producer_id,
+            records,
+            compression=compression,
+            producer_id=producer_id,
             producer_epoch=0 if producer_id >= 0 else -1,
-            base_sequence=0 if producer_id >= 0 else -1, is_transactional=transactional,
+            base_sequence=0 if producer_id >= 0 else -1,
+            is_transactional=transactional,
         )
-    )  # fmt: skip
+    )
 
 
 def compacted_log(directory: Path, **overrides: object) -> PartitionLog:
@@ -52,6 +55,5 @@ def expected_after_clean(
         if key is not None and offset < clean_end:
             last[key] = offset
     return [
-        r for r in records
-        if r[0] >= clean_end or (r[2] is not None and last.get(r[2]) == r[0])
-    ]  # fmt: skip
+        r for r in records if r[0] >= clean_end or (r[2] is not None and last.get(r[2]) == r[0])
+    ]

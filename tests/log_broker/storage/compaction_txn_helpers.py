@@ -38,29 +38,47 @@ class Writer:
     def idempotent(self, producer_id: int, pairs: Sequence[Pair]) -> int:
         return self._append(pairs, producer_id=producer_id, transactional=False)
 
-    def txn(self, producer_id: int, pairs: Sequence[Pair],
-            compression: _records.Compression = _records.Compression.NONE) -> int:
-        return self._append(pairs, producer_id=producer_id, transactional=True,
-                            compression=compression)
+    def txn(
+        self,
+        producer_id: int,
+        pairs: Sequence[Pair],
+        compression: _records.Compression = _records.Compression.NONE,
+    ) -> int:
+        return self._append(
+            pairs, producer_id=producer_id, transactional=True, compression=compression
+        )
 
     def marker(self, producer_id: int, *, commit: bool, epoch: int = 0) -> int:
         batch = _records.encode_control_batch(
-            producer_id=producer_id, producer_epoch=epoch, commit=commit,
-            coordinator_epoch=0, timestamp_ms=self.now_ms)
-        return self.log.append(bytearray(batch), now_ms=self.now_ms,
-                               allow_control=True).base_offset
+            producer_id=producer_id,
+            producer_epoch=epoch,
+            commit=commit,
+            coordinator_epoch=0,
+            timestamp_ms=self.now_ms,
+        )
+        return self.log.append(bytearray(batch), now_ms=self.now_ms, allow_control=True).base_offset
 
-    def _append(self, pairs: Sequence[Pair], *, producer_id: int, transactional: bool,
-                compression: _records.Compression = _records.Compression.NONE) -> int:
+    def _append(
+        self,
+        pairs: Sequence[Pair],
+        *,
+        producer_id: int,
+        transactional: bool,
+        compression: _records.Compression = _records.Compression.NONE,
+    ) -> int:
         records = [_records.Record(i, 1_000 + i, k, v) for i, (k, v) in enumerate(pairs)]
         sequence = -1
         if producer_id >= 0:
             sequence = self.sequences.get(producer_id, 0)
             self.sequences[producer_id] = sequence + len(pairs)
         batch = _records.encode_batch(
-            records, compression=compression, producer_id=producer_id,
-            producer_epoch=0 if producer_id >= 0 else -1, base_sequence=sequence,
-            is_transactional=transactional)
+            records,
+            compression=compression,
+            producer_id=producer_id,
+            producer_epoch=0 if producer_id >= 0 else -1,
+            base_sequence=sequence,
+            is_transactional=transactional,
+        )
         return self.log.append(bytearray(batch), now_ms=self.now_ms).base_offset
 
 
@@ -78,8 +96,12 @@ def batches(log: PartitionLog) -> list[tuple[bytes, _records.BatchHeader]]:
 
 
 def read_uncommitted(log: PartitionLog) -> list[Seen]:
-    return [(r.offset, r.key, r.value) for data, header in batches(log) if not header.is_control
-            for r in _records.decode_records(data, header)]
+    return [
+        (r.offset, r.key, r.value)
+        for data, header in batches(log)
+        if not header.is_control
+        for r in _records.decode_records(data, header)
+    ]
 
 
 def read_committed(log: PartitionLog, aborted: Sequence[AbortedTxn], stable: int) -> list[Seen]:
@@ -88,8 +110,10 @@ def read_committed(log: PartitionLog, aborted: Sequence[AbortedTxn], stable: int
     found = [(data, h) for data, h in batches(log) if h.base_offset < stable]
     end = found[-1][1].last_offset + 1 if found else -1
     start = log.log_start_offset
-    pending = sorted((a for a in aborted if a.last_offset >= start and a.first_offset < end),
-                     key=lambda a: a.first_offset)
+    pending = sorted(
+        (a for a in aborted if a.last_offset >= start and a.first_offset < end),
+        key=lambda a: a.first_offset,
+    )
     aborted_producers: set[int] = set()
     seen: list[Seen] = []
     for data, header in found:
@@ -142,8 +166,12 @@ class Tracked:
     def plain(self, pairs: Sequence[Pair]) -> int:
         return self.writer.plain(pairs)
 
-    def txn(self, producer_id: int, pairs: Sequence[Pair],
-            compression: _records.Compression = _records.Compression.NONE) -> int:
+    def txn(
+        self,
+        producer_id: int,
+        pairs: Sequence[Pair],
+        compression: _records.Compression = _records.Compression.NONE,
+    ) -> int:
         base = self.writer.txn(producer_id, pairs, compression)
         header = _records.parse_batches(bytearray(self.log.read(base, 1 << 20)))[0]
         self.live.producers.replay(header, base)
@@ -151,19 +179,22 @@ class Tracked:
 
     def end(self, producer_id: int, *, commit: bool) -> int:
         offset = self.writer.marker(producer_id, commit=commit)
-        self.live.record_completion(self.live.producers.complete(
-            producer_id, 0, 0, commit=commit, offset=offset, timestamp=self.writer.now_ms))
+        self.live.record_completion(
+            self.live.producers.complete(
+                producer_id, 0, 0, commit=commit, offset=offset, timestamp=self.writer.now_ms
+            )
+        )
         return offset
 
     def committed(self) -> list[Seen]:
         """What a read_committed reader sees now, told what the broker's Fetch tells it."""
-        return read_committed(self.log, self.live.aborted.entries(),
-                              self.live.last_stable_offset())
+        return read_committed(self.log, self.live.aborted.entries(), self.live.last_stable_offset())
 
     def clean(self, now_ms: int, cleaner: Cleaner | None = None) -> list[CleanStats]:
         """One cleaning run, bounded by the live last stable offset, as the broker's."""
         return (cleaner or Cleaner()).run(
-            [self.log], now_ms, lambda _: self.live.last_stable_offset(), lambda _: self.index)
+            [self.log], now_ms, lambda _: self.live.last_stable_offset(), lambda _: self.index
+        )
 
 
 class ReleasingIndex:
@@ -178,7 +209,9 @@ class ReleasingIndex:
 
     def release(self, producer_id: int, marker_offset: int) -> bool:
         entries = self.state.aborted.entries()
-        kept = [e for e in entries if (e.producer_id, e.last_offset) != (producer_id, marker_offset)]
+        kept = [
+            e for e in entries if (e.producer_id, e.last_offset) != (producer_id, marker_offset)
+        ]
         if len(kept) < len(entries):
             self.state.aborted = AbortedTxnIndex(kept)
             self.state.changed = True
@@ -188,7 +221,8 @@ class ReleasingIndex:
         on_disk = AbortedTxnIndex.from_bytes(path.read_bytes()) if path.exists() else None
         return on_disk is None or all(
             (e.producer_id, e.last_offset) != (producer_id, marker_offset)
-            for e in on_disk.entries())
+            for e in on_disk.entries()
+        )
 
 
 def unneeded_markers(log: PartitionLog) -> list[int]:
@@ -200,8 +234,9 @@ def snapshot_offsets(directory: Path) -> list[int]:
     return [int(p.name.split(".")[0]) for p in directory.glob(f"*{SNAPSHOT_SUFFIX}")]
 
 
-def unneeded(all_headers: Sequence[_records.BatchHeader], snapshots: Sequence[int] = ()
-             ) -> list[int]:
+def unneeded(
+    all_headers: Sequence[_records.BatchHeader], snapshots: Sequence[int] = ()
+) -> list[int]:
     """Offsets of markers no reader or rebuild needs any more, found by brute force:
     no transactional data batch of their producer lies between the producer's previous
     marker and them, they are not the producer's last batch, and not its first marker
@@ -222,8 +257,11 @@ def unneeded(all_headers: Sequence[_records.BatchHeader], snapshots: Sequence[in
         if not h.is_control:
             has_data[h.producer_id] = has_data.get(h.producer_id, False) or h.is_transactional
             continue
-        if (not has_data.get(h.producer_id) and last[h.producer_id] != h.base_offset
-                and h.base_offset not in for_replay):
+        if (
+            not has_data.get(h.producer_id)
+            and last[h.producer_id] != h.base_offset
+            and h.base_offset not in for_replay
+        ):
             found.append(h.base_offset)
         has_data[h.producer_id] = False
     return found

@@ -63,8 +63,12 @@ def _values(seen: list[Seen]) -> dict[bytes | None, bytes | None]:
 
 
 def _abort_markers(log: PartitionLog) -> set[int]:
-    return {h.base_offset for data, h in batches(log) if h.is_control
-            and not _records.parse_control_record(_records.decode_records(data, h)[0]).commit}
+    return {
+        h.base_offset
+        for data, h in batches(log)
+        if h.is_control
+        and not _records.parse_control_record(_records.decode_records(data, h)[0]).commit
+    }
 
 
 def test_release_is_false_while_memory_or_the_file_lists_the_entry(tmp_path: Path) -> None:

@@ -143,8 +143,10 @@ def test_dirty_ratio_decides_which_logs_are_cleaned_and_in_which_order(tmp_path:
     config = TopicConfig.from_overrides(
         {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.5"}
     )
-    logs = {name: PartitionLog.open(tmp_path / f"{name}-0", name, 0, config)
-            for name in ("low", "mid", "high")}  # fmt: skip
+    logs = {
+        name: PartitionLog.open(tmp_path / f"{name}-0", name, 0, config)
+        for name in ("low", "mid", "high")
+    }
     for log in logs.values():
         _fill(log, 20, keys=60)  # distinct keys: cleaning keeps all of it
         assert plan(log, 10_000) is not None  # never cleaned: all dirty
@@ -184,11 +186,15 @@ def test_compressed_batches_are_read_and_rewritten_with_their_codec(
     headers = _records.parse_batches(bytearray(data))  # checks every CRC
     assert [h.compression for h in headers] == [codec, codec]
     assert [(h.base_offset, h.last_offset_delta, h.records_count) for h in headers] == [
-        (0, 2, 2), (3, 1, 2)
-    ]  # fmt: skip
+        (0, 2, 2),
+        (3, 1, 2),
+    ]
     assert [(r.offset, r.key, r.value) for r in all_records(log)] == [
-        (1, b"b", b"1"), (2, b"c", b"1"), (3, b"a", b"2"), (4, b"d", b"2"),
-    ]  # fmt: skip
+        (1, b"b", b"1"),
+        (2, b"c", b"1"),
+        (3, b"a", b"2"),
+        (4, b"d", b"2"),
+    ]
     log.close()
 
 
@@ -253,8 +259,9 @@ def test_each_producers_last_batch_survives_as_an_empty_batch(tmp_path: Path) ->
     log.roll(0)
     _clean(log)
     headers = _records.parse_batches(bytearray(log.read(0, 1 << 20)))
-    assert [(h.base_offset, h.last_offset_delta, h.records_count, h.producer_id)
-            for h in headers] == [(1, 1, 0, 3), (3, 1, 2, -1)]  # fmt: skip
+    assert [
+        (h.base_offset, h.last_offset_delta, h.records_count, h.producer_id) for h in headers
+    ] == [(1, 1, 0, 3), (3, 1, 2, -1)]
     assert [r[0] for r in snapshot(log)] == [3, 4]
     log.close()
 
@@ -342,7 +349,13 @@ def test_cleaner_checkpoint_marks_merge_once_spent_and_stay_bounded(tmp_path: Pa
     checkpoint = checkpoint.after_pass(10, now_ms=100, delete_retention_ms=50)
     checkpoint = checkpoint.after_pass(20, now_ms=120, delete_retention_ms=50)
     assert checkpoint.marks == ((10, 100), (20, 120))
-    assert [checkpoint.first_cleaned_at(o) for o in (0, 9, 10, 19, 20)] == [100, 100, 120, 120, None]
+    assert [checkpoint.first_cleaned_at(o) for o in (0, 9, 10, 19, 20)] == [
+        100,
+        100,
+        120,
+        120,
+        None,
+    ]
     checkpoint = checkpoint.after_pass(30, now_ms=200, delete_retention_ms=50)
     assert checkpoint.marks == ((20, 120), (30, 200))
     assert checkpoint.first_dirty_offset == 30
@@ -358,20 +371,28 @@ def test_cleaner_checkpoint_marks_merge_once_spent_and_stay_bounded(tmp_path: Pa
     assert read_checkpoint(path) == CleanerCheckpoint()
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     st.lists(
         st.tuples(
-            st.lists(st.tuples(st.sampled_from([b"a", b"b", b"c", b"d"]),
-                               st.one_of(st.none(), st.binary(max_size=8))),
-                     min_size=1, max_size=4),
+            st.lists(
+                st.tuples(
+                    st.sampled_from([b"a", b"b", b"c", b"d"]),
+                    st.one_of(st.none(), st.binary(max_size=8)),
+                ),
+                min_size=1,
+                max_size=4,
+            ),
             st.sampled_from(list(_records.Compression)),
             st.booleans(),
         ),
-        min_size=1, max_size=25,
+        min_size=1,
+        max_size=25,
     ),
     st.integers(min_value=150, max_value=600),
-)  # fmt: skip
+)
 def test_any_log_compacts_like_the_brute_force_model(
     tmp_path_factory: pytest.TempPathFactory,
     batches: list[tuple[list[tuple[bytes, bytes | None]], _records.Compression, bool]],

@@ -44,8 +44,9 @@ KEYS = 4
 RELEASED_WITHIN = 90.0
 
 
-def _round(producers: Sequence[TxnProducer], topic: str, count: int, tag: str
-           ) -> dict[int, tuple[bytes, bytes]]:
+def _round(
+    producers: Sequence[TxnProducer], topic: str, count: int, tag: str
+) -> dict[int, tuple[bytes, bytes]]:
     """``count`` one-record transactions over ``producers`` in turn, every third
     aborted; then each producer aborts one more and at once commits a record under a
     key of its own, which nothing supersedes. The committed records, by offset."""
@@ -93,10 +94,18 @@ def _stamped(partition_dir: Path) -> str | None:
     """None once the aborted records are gone and every abort marker has a delete
     horizon: the pass that stamped them asked the index to release them."""
     batches = disk_batches(partition_dir)
-    aborted = [r for data, h in batches if not h.is_control and h.is_transactional
-               for r in _records.decode_records(data, h) if (r.value or b"").startswith(b"aborted")]
-    unstamped = [h.base_offset for data, h in batches
-                 if h.is_control and not is_commit(data, h) and delete_horizon(h) is None]
+    aborted = [
+        r
+        for data, h in batches
+        if not h.is_control and h.is_transactional
+        for r in _records.decode_records(data, h)
+        if (r.value or b"").startswith(b"aborted")
+    ]
+    unstamped = [
+        h.base_offset
+        for data, h in batches
+        if h.is_control and not is_commit(data, h) and delete_horizon(h) is None
+    ]
     if aborted or unstamped:
         return f"{len(aborted)} aborted records, {len(unstamped)} unstamped abort markers"
     return None
@@ -115,8 +124,7 @@ def test_abort_markers_go_and_read_committed_reads_the_same(tmp_path: Path) -> N
         # Before (or while) the cleaner removes them: only committed records, each at
         # its offset, and every key's last one.
         before = seen(read(bs, topic, "read_committed"))
-        assert {(o, k, v) for o, k, v in before} <= {(o, k, v) for o, (k, v)
-                                                      in committed.items()}
+        assert {(o, k, v) for o, k, v in before} <= {(o, k, v) for o, (k, v) in committed.items()}
         assert set(expected) <= set(before)
 
         until(lambda: _cleaned(bs, topic, partition_dir, 2 * 2), broker, RELEASED_WITHIN)
@@ -136,7 +144,8 @@ def test_abort_markers_go_and_read_committed_reads_the_same(tmp_path: Path) -> N
         # Each producer goes on: an abort and a commit right after it, read as before.
         more = _round(producers, topic, 6, "b")
         assert seen(read(bs, topic, "read_committed"))[-2:] == sorted(
-            (o, k, v) for o, (k, v) in more.items() if k.startswith(b"last"))
+            (o, k, v) for o, (k, v) in more.items() if k.startswith(b"last")
+        )
         _unstale_fetch(bs, topic)
 
 

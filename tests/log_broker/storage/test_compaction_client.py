@@ -25,10 +25,17 @@ def cleaning_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker
 
 def _compacted_topic(broker: BrokerProcess) -> str:
     topic = unique("compacted")
-    Confluent().create_topic(broker.bootstrap, topic, 1, {
-        "cleanup.policy": "compact", "segment.bytes": str(SEGMENT_BYTES),
-        "min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": "3600000",
-    })  # fmt: skip
+    Confluent().create_topic(
+        broker.bootstrap,
+        topic,
+        1,
+        {
+            "cleanup.policy": "compact",
+            "segment.bytes": str(SEGMENT_BYTES),
+            "min.cleanable.dirty.ratio": "0.01",
+            "delete.retention.ms": "3600000",
+        },
+    )
     return topic
 
 

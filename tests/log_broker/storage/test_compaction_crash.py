@@ -89,8 +89,11 @@ def test_a_cleaner_killed_at_any_step_leaves_a_consistent_log(
     expected = expected_after_clean(original, end)
     child = subprocess.run(
         [sys.executable, "-c", _CHILD, point, str(occurrence), str(tmp_path)],
-        cwd=_ROOT, env={"PYTHONPATH": f"{_ROOT}:{_HELPERS}"}, capture_output=True, timeout=60,
-    )  # fmt: skip
+        cwd=_ROOT,
+        env={"PYTHONPATH": f"{_ROOT}:{_HELPERS}"},
+        capture_output=True,
+        timeout=60,
+    )
     assert child.returncode == -signal.SIGKILL, child.stdout + child.stderr
 
     log = compacted_log(tmp_path, segment_bytes=1000)
@@ -141,8 +144,9 @@ def _build_transactional(directory: Path) -> None:
     log.close()
 
 
-def _readers_view(directory: Path) -> tuple[list[tuple[int, bytes | None, bytes | None]],
-                                            dict[int, tuple[int, int]], set[int]]:
+def _readers_view(
+    directory: Path,
+) -> tuple[list[tuple[int, bytes | None, bytes | None]], dict[int, tuple[int, int]], set[int]]:
     """read_committed as a restarted broker serves it, each producer's (epoch, last
     sequence) as it rebuilds them, and the offsets of the markers left."""
     from compaction_txn_helpers import batches, committed_view
@@ -184,8 +188,11 @@ def test_a_cleaner_killed_while_removing_markers_leaves_what_readers_saw(
     log.close()
     child = subprocess.run(
         [sys.executable, "-c", _CHILD, point, str(occurrence), str(tmp_path), str(_T0 + 2)],
-        cwd=_ROOT, env={"PYTHONPATH": f"{_ROOT}:{_HELPERS}"}, capture_output=True, timeout=60,
-    )  # fmt: skip
+        cwd=_ROOT,
+        env={"PYTHONPATH": f"{_ROOT}:{_HELPERS}"},
+        capture_output=True,
+        timeout=60,
+    )
     assert child.returncode == -signal.SIGKILL, child.stdout + child.stderr
 
     seen, producers, markers = _readers_view(tmp_path)
@@ -194,8 +201,11 @@ def test_a_cleaner_killed_while_removing_markers_leaves_what_readers_saw(
     assert producers == producers_before
     assert markers <= markers_before
     log = compacted_log(tmp_path, segment_bytes=1000, delete_retention_ms=0)
-    assert not [p.name for p in log.directory.iterdir()
-                if p.name.endswith((".cleaned", ".swap", ".deleted"))]
+    assert not [
+        p.name
+        for p in log.directory.iterdir()
+        if p.name.endswith((".cleaned", ".swap", ".deleted"))
+    ]
     assert set(read_uncommitted(log)) <= records_before
     t = Tracked(log)  # a broker restarted on the log goes on cleaning it
     for now_ms in range(_T0 + 3, _T0 + 7):

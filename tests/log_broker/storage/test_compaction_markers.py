@@ -75,9 +75,13 @@ def _passes(t: Tracked, *times: int) -> None:
 
 
 def _retry(producer_id: int, sequence: int) -> list[_records.BatchHeader]:
-    batch = _records.encode_batch([_records.Record(0, 1_000, b"k", b"v")],
-                                  producer_id=producer_id, producer_epoch=0,
-                                  base_sequence=sequence, is_transactional=True)
+    batch = _records.encode_batch(
+        [_records.Record(0, 1_000, b"k", b"v")],
+        producer_id=producer_id,
+        producer_epoch=0,
+        base_sequence=sequence,
+        is_transactional=True,
+    )
     return _records.parse_batches(bytearray(batch))
 
 
@@ -142,8 +146,13 @@ def test_a_marker_stays_while_its_transaction_has_a_record_left(tmp_path: Path) 
     assert kept in markers and delete_horizon(markers[kept]) is None  # never even stamped
     assert abort not in markers and superseded not in markers
     assert unneeded_markers(log) == []
-    assert latest(t.committed()) == {b"a": b"1", b"b": b"2", b"d": b"1", b"e": b"2",
-                                     b"filler": b"x"}
+    assert latest(t.committed()) == {
+        b"a": b"1",
+        b"b": b"2",
+        b"d": b"1",
+        b"e": b"2",
+        b"filler": b"x",
+    }
     log.close()
 
 
@@ -295,8 +304,7 @@ def test_delete_retention_is_honoured_per_topic(tmp_path: Path) -> None:
         _passes(t, T0, T0 + 1, T0 + 20)
     assert list(_markers(short.log)) == [7]
     assert len(_markers(long.log)) == 4
-    assert {delete_horizon(h) for h in list(_markers(long.log).values())[:3]} == {
-        T0 + 1 + 10_000}
+    assert {delete_horizon(h) for h in list(_markers(long.log).values())[:3]} == {T0 + 1 + 10_000}
     short.log.close()
     long.log.close()
 

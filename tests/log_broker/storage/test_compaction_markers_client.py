@@ -40,8 +40,13 @@ def _unneeded_commits(partition_dir: Path) -> tuple[int, list[int]]:
 
 
 def _superseded_left(partition_dir: Path) -> str | None:
-    left = [r.value for data, h in disk_batches(partition_dir) if not h.is_control
-            for r in _records.decode_records(data, h) if (r.value or b"").startswith(b"txn ")]
+    left = [
+        r.value
+        for data, h in disk_batches(partition_dir)
+        if not h.is_control
+        for r in _records.decode_records(data, h)
+        if (r.value or b"").startswith(b"txn ")
+    ]
     return f"{len(left)} superseded transactional records left" if left else None
 
 
@@ -70,8 +75,9 @@ def test_commit_markers_go_and_read_committed_reads_the_same(tmp_path: Path) -> 
 
         until(cleaned, broker)
         committed = seen(read(bs, topic, "read_committed"))
-        assert committed == [(o, k, v) for k, (o, v) in sorted(latest.items(),
-                                                                key=lambda kv: kv[1][0])]
+        assert committed == [
+            (o, k, v) for k, (o, v) in sorted(latest.items(), key=lambda kv: kv[1][0])
+        ]
         assert committed == seen(read(bs, topic, "read_uncommitted"))
         batches_left = len(disk_batches(partition_dir))
         assert batches_left < 2 * 81 / 4  # 160 data batches and markers were written
@@ -113,7 +119,8 @@ def test_sigkills_while_cleaning_leave_what_readers_saw_and_the_producer_goes_on
                 # rebuilds the producer from the one taken before all this, replaying
                 # the cleaned log, where the producer's last data batch is now empty.
                 assert sorted(p.name for p in partition_dir.glob("*.producer_snapshot")) == (
-                    snapshots)
+                    snapshots
+                )
             else:
                 time.sleep(rng.uniform(0.05, 0.6))  # the cleaner at work, or about to be
             broker.kill()
@@ -123,8 +130,7 @@ def test_sigkills_while_cleaning_leave_what_readers_saw_and_the_producer_goes_on
             assert values == expected, (round_, values)
             # Its next transaction goes on from its sequence (refused as out of order
             # if the cleaner had taken the batch holding it).
-            offsets = producer.round(topic, [(b"p", f"after kill {round_}".encode())],
-                                     commit=True)
+            offsets = producer.round(topic, [(b"p", f"after kill {round_}".encode())], commit=True)
             expected[b"p"] = f"after kill {round_}".encode()
             assert read(bs, topic, "read_committed")[-1].offset == offsets[0]
 

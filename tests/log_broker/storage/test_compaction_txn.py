@@ -69,9 +69,13 @@ def test_committed_records_compact_like_plain_ones_and_aborted_ones_go(tmp_path:
     assert sorted(headers) == [2, 4, 5, 6, 7, 9]
     assert headers[2].records_count == 0 and headers[2].base_sequence == 0
     rebuilt = headers[7]
-    assert (rebuilt.is_transactional, rebuilt.producer_id, rebuilt.producer_epoch,
-            rebuilt.base_sequence, rebuilt.compression) == (
-        True, 1, 0, 2, _records.Compression.ZSTD)
+    assert (
+        rebuilt.is_transactional,
+        rebuilt.producer_id,
+        rebuilt.producer_epoch,
+        rebuilt.base_sequence,
+        rebuilt.compression,
+    ) == (True, 1, 0, 2, _records.Compression.ZSTD)
     assert headers[4].is_control and headers[5].is_control and headers[9].is_control
     seen_after, _, stable = committed_view(log)
     assert stable == log.log_end_offset
@@ -113,8 +117,7 @@ def test_an_open_transaction_is_left_whole_and_nothing_past_it_is_compacted(
 
 def test_the_callers_last_stable_offset_bounds_the_pass(tmp_path: Path) -> None:
     manager = LogManager.open(tmp_path)
-    manager.create_topic("c", 1, {"cleanup.policy": "compact",
-                                  "min.cleanable.dirty.ratio": "0.01"})
+    manager.create_topic("c", 1, {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.01"})
     log = manager.get_log("c", 0)
     assert log is not None
     w = Writer(log)
@@ -162,8 +165,10 @@ def test_a_commit_marker_outlives_its_data_then_its_delete_horizon(tmp_path: Pat
     assert _bytes_from(log, first_marker)[: len(original)] == original
     found = pass_at(t0 + 10)  # no data left: the marker gets its delete horizon
     assert delete_horizon(found[first_marker]) == t0 + 10 + DAY
-    assert found[first_marker].max_timestamp == _records.parse_batches(
-        bytearray(original))[0].max_timestamp
+    assert (
+        found[first_marker].max_timestamp
+        == _records.parse_batches(bytearray(original))[0].max_timestamp
+    )
     found = pass_at(t0 + 10 + DAY - 1)
     assert first_marker in found
     found = pass_at(t0 + 10 + DAY)
@@ -202,12 +207,16 @@ def test_without_an_aborted_index_abort_markers_stay_and_so_do_each_producers_la
     log.close()
 
 
-def _retry(producer_id: int, sequence: int, count: int, transactional: bool = False
-           ) -> list[_records.BatchHeader]:
+def _retry(
+    producer_id: int, sequence: int, count: int, transactional: bool = False
+) -> list[_records.BatchHeader]:
     batch = _records.encode_batch(
         [_records.Record(i, 1_000, b"k", b"v") for i in range(count)],
-        producer_id=producer_id, producer_epoch=0, base_sequence=sequence,
-        is_transactional=transactional)
+        producer_id=producer_id,
+        producer_epoch=0,
+        base_sequence=sequence,
+        is_transactional=transactional,
+    )
     return _records.parse_batches(bytearray(batch))
 
 
@@ -228,7 +237,10 @@ def test_producer_state_rebuilt_from_a_compacted_log_still_dedupes(tmp_path: Pat
         _clean(log, now_ms)
     producer_batches = [h for h in _headers(log) if h.producer_id >= 0]
     assert [(h.producer_id, h.records_count, h.is_control) for h in producer_batches] == [
-        (3, 0, False), (4, 0, False), (4, 1, True)]  # each producer's last (data) batch only
+        (3, 0, False),
+        (4, 0, False),
+        (4, 1, True),
+    ]  # each producer's last (data) batch only
     log.close()
 
     reopened = compacted_log(tmp_path, delete_retention_ms=0)  # a restart, no snapshot
@@ -239,7 +251,8 @@ def test_producer_state_rebuilt_from_a_compacted_log_still_dedupes(tmp_path: Pat
     assert entry is not None and (entry.epoch, entry.last_seq) == (0, 15)
     # The retry of the last batch is answered with where it was written, not appended.
     assert state.producers.validate(_retry(3, 14, 2)) == Duplicate(
-        last_idempotent, last_idempotent + 1, 1_001)
+        last_idempotent, last_idempotent + 1, 1_001
+    )
     assert state.producers.validate(_retry(3, 16, 1)) is not None  # the next one goes on
     with pytest.raises(OutOfOrderSequenceError):
         state.producers.validate(_retry(3, 18, 1))  # a gap is refused
@@ -266,8 +279,9 @@ def test_read_committed_after_compaction_sees_exactly_the_latest_committed_value
         live.producers.replay(_retry(pid, 0, 3, transactional=True)[0], start)
         commit = i % 4 != 1
         offset = w.marker(pid, commit=commit)
-        live.record_completion(live.producers.complete(
-            pid, 0, 0, commit=commit, offset=offset, timestamp=0))
+        live.record_completion(
+            live.producers.complete(pid, 0, 0, commit=commit, offset=offset, timestamp=0)
+        )
         if commit:
             expected.update(pairs)
         if i % 5 == 4:
@@ -294,7 +308,8 @@ def test_read_committed_after_compaction_sees_exactly_the_latest_committed_value
 
 
 def test_a_log_stalled_by_an_open_transaction_is_not_read_again_until_it_changes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     import headrace.log_broker.storage._cleaner as cleaner_module
 

@@ -19,8 +19,7 @@ SEGMENT_BYTES = 2048
 
 
 def _pairs(round_: int) -> list[tuple[bytes, bytes]]:
-    return [(f"key-{i}".encode(), f"round {round_} of key {i} ".encode() * 4)
-            for i in range(KEYS)]
+    return [(f"key-{i}".encode(), f"round {round_} of key {i} ".encode() * 4) for i in range(KEYS)]
 
 
 def test_transactions_on_a_compacted_topic_compact_to_the_latest_committed_values(
@@ -29,10 +28,17 @@ def test_transactions_on_a_compacted_topic_compact_to_the_latest_committed_value
     with BrokerProcess(tmp_path / "data", "--log-cleaner-backoff-ms", "200") as broker:
         bs = broker.bootstrap
         topic = unique("txn-compacted")
-        Confluent().create_topic(bs, topic, 1, {
-            "cleanup.policy": "compact", "segment.bytes": str(SEGMENT_BYTES),
-            "min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": "100",
-        })  # fmt: skip
+        Confluent().create_topic(
+            bs,
+            topic,
+            1,
+            {
+                "cleanup.policy": "compact",
+                "segment.bytes": str(SEGMENT_BYTES),
+                "min.cleanable.dirty.ratio": "0.01",
+                "delete.retention.ms": "100",
+            },
+        )
         writer, other = TxnProducer(bs), TxnProducer(bs)
         value_at: dict[int, tuple[bytes, bytes]] = {}
         aborted_values: set[bytes] = set()
@@ -57,16 +63,22 @@ def test_transactions_on_a_compacted_topic_compact_to_the_latest_committed_value
             if len(below) != KEYS:
                 return f"{len(below)} records below the open transaction, want {KEYS}"
             # The open transaction and everything after it: intact.
-            later = [(g.offset, g.value) for g in seen
-                     if g.offset >= open_offset and g.key != b"filler"]
+            later = [
+                (g.offset, g.value) for g in seen if g.offset >= open_offset and g.key != b"filler"
+            ]
             assert later == [(open_offset, b"open")] + [
-                (o, value_at[o][1]) for o in sorted(value_at) if o > open_offset]
+                (o, value_at[o][1]) for o in sorted(value_at) if o > open_offset
+            ]
             return None
 
         until(below_open_compacted, broker)
         committed = read(bs, topic, "read_committed")
-        assert [(g.key, g.value) for g in committed] == [  # stops at the open transaction
-            value_at[o] for o in sorted(o for o in value_at if o < open_offset)[-KEYS:]]
+        assert (
+            [(g.key, g.value) for g in committed]
+            == [  # stops at the open transaction
+                value_at[o] for o in sorted(o for o in value_at if o < open_offset)[-KEYS:]
+            ]
+        )
         assert not aborted_values & {g.value for g in committed}
 
         other.p.commit_transaction(20)

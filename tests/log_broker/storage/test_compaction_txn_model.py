@@ -31,13 +31,21 @@ RETENTION_MS = 50
 _END = [(b"end", b"end")]
 
 _pairs = st.lists(
-    st.tuples(st.sampled_from([b"a", b"b", b"c", b"d", b"e"]),
-              st.one_of(st.none(), st.binary(min_size=1, max_size=4))),
-    min_size=1, max_size=3)
+    st.tuples(
+        st.sampled_from([b"a", b"b", b"c", b"d", b"e"]),
+        st.one_of(st.none(), st.binary(min_size=1, max_size=4)),
+    ),
+    min_size=1,
+    max_size=3,
+)
 _op = st.one_of(
     st.tuples(st.just("plain"), _pairs),
-    st.tuples(st.just("txn"), st.sampled_from(PRODUCERS), _pairs,
-              st.sampled_from([_records.Compression.NONE, _records.Compression.LZ4])),
+    st.tuples(
+        st.just("txn"),
+        st.sampled_from(PRODUCERS),
+        _pairs,
+        st.sampled_from([_records.Compression.NONE, _records.Compression.LZ4]),
+    ),
     st.tuples(st.just("end"), st.sampled_from(PRODUCERS), st.booleans()),
     st.tuples(st.just("roll")),
     st.tuples(st.just("snap")),
@@ -70,8 +78,9 @@ class _Model:
     def plain(self, pairs: Sequence[tuple[bytes, bytes | None]]) -> None:
         self.tracked.plain(pairs)
 
-    def txn(self, pid: int, pairs: Sequence[tuple[bytes, bytes | None]],
-            codec: _records.Compression) -> None:
+    def txn(
+        self, pid: int, pairs: Sequence[tuple[bytes, bytes | None]], codec: _records.Compression
+    ) -> None:
         base = self.tracked.txn(pid, pairs, codec)
         self.open.setdefault(pid, []).extend(range(base, base + len(pairs)))
 
@@ -128,14 +137,17 @@ def _values(seen: Sequence[Seen]) -> dict[bytes | None, bytes]:
     return {k: v for k, v in out.items() if v is not None}  # expired tombstones: gone
 
 
-@settings(max_examples=200, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(st.lists(_op, min_size=1, max_size=40))
 def test_any_transactional_log_compacts_like_the_model(
-    tmp_path_factory: pytest.TempPathFactory, ops: list[tuple[object, ...]],
+    tmp_path_factory: pytest.TempPathFactory,
+    ops: list[tuple[object, ...]],
 ) -> None:
-    log = compacted_log(tmp_path_factory.mktemp("txnmodel"), segment_bytes=300,
-                        delete_retention_ms=RETENTION_MS)
+    log = compacted_log(
+        tmp_path_factory.mktemp("txnmodel"), segment_bytes=300, delete_retention_ms=RETENTION_MS
+    )
     model = _Model(log)
     for op in ops:
         model.apply(op)
@@ -143,14 +155,27 @@ def test_any_transactional_log_compacts_like_the_model(
     past = RETENTION_MS + 1
     for pid in list(model.open):
         model.end(pid, False)
-    for op in [("roll",), ("clean", 1), ("clean", past), ("clean", past), ("plain", _END),
-               ("snap",), ("plain", _END), ("snap",), ("roll",), ("clean", past),
-               ("snap",), ("clean", past), ("clean", past)]:
+    for op in [
+        ("roll",),
+        ("clean", 1),
+        ("clean", past),
+        ("clean", past),
+        ("plain", _END),
+        ("snap",),
+        ("plain", _END),
+        ("snap",),
+        ("roll",),
+        ("clean", past),
+        ("snap",),
+        ("clean", past),
+        ("clean", past),
+    ]:
         model.apply(op)
     assert unneeded_markers(log) == []
     final = read_uncommitted(log)
     log.close()
-    reopened = compacted_log(log.directory.parent, segment_bytes=300,
-                             delete_retention_ms=RETENTION_MS)
+    reopened = compacted_log(
+        log.directory.parent, segment_bytes=300, delete_retention_ms=RETENTION_MS
+    )
     assert read_uncommitted(reopened) == final
     reopened.close()

@@ -50,10 +50,14 @@ def test_kafka_defaults(name: str, default: object) -> None:
 
 
 def test_overrides_are_parsed_and_kept() -> None:
-    config = TopicConfig.from_overrides({
-        "retention.ms": "1000", "cleanup.policy": "compact, delete",
-        "preallocate": "TRUE", "min.cleanable.dirty.ratio": "0.25",
-    })  # fmt: skip
+    config = TopicConfig.from_overrides(
+        {
+            "retention.ms": "1000",
+            "cleanup.policy": "compact, delete",
+            "preallocate": "TRUE",
+            "min.cleanable.dirty.ratio": "0.25",
+        }
+    )
     assert config.retention_ms == 1000
     assert config.cleanup_policy == ("compact", "delete") and config.compact and config.delete
     assert config.preallocate is True and config.min_cleanable_dirty_ratio == 0.25

@@ -8,24 +8,49 @@ from headrace.log_broker.storage import _errors
 
 
 def test_public_surface_is_pinned() -> None:
-    assert sorted(storage.__all__) == sorted([
-        "CONFIG_DEFS", "AppendResult", "ConfigDef", "ConfigEntry", "ConfigType",
-        "CorruptRecordError", "GroupSyncer", "InvalidConfigError", "InvalidPartitionsError",
-        "InvalidRecordError", "InvalidTopicError", "KafkaStorageError", "LogClosedError",
-        "LogManager", "LogState", "OffsetOutOfRangeError", "PartitionLog", "RecordError",
-        "RecordTooLargeError", "StorageError", "Topic", "TopicConfig", "TopicError",
-        "TopicExistsError", "UnknownTopicError", "describe_configs", "effective_configs",
-        "validate_new_topic", "validate_topic_name",
-    ])  # fmt: skip
+    assert sorted(storage.__all__) == sorted(
+        [
+            "CONFIG_DEFS",
+            "AppendResult",
+            "ConfigDef",
+            "ConfigEntry",
+            "ConfigType",
+            "CorruptRecordError",
+            "GroupSyncer",
+            "InvalidConfigError",
+            "InvalidPartitionsError",
+            "InvalidRecordError",
+            "InvalidTopicError",
+            "KafkaStorageError",
+            "LogClosedError",
+            "LogManager",
+            "LogState",
+            "OffsetOutOfRangeError",
+            "PartitionLog",
+            "RecordError",
+            "RecordTooLargeError",
+            "StorageError",
+            "Topic",
+            "TopicConfig",
+            "TopicError",
+            "TopicExistsError",
+            "UnknownTopicError",
+            "describe_configs",
+            "effective_configs",
+            "validate_new_topic",
+            "validate_topic_name",
+        ]
+    )
     for name in storage.__all__:
         assert getattr(storage, name) is not None
 
 
 def test_every_error_descends_from_the_root_and_carries_codes() -> None:
     errors = [
-        value for value in vars(_errors).values()
+        value
+        for value in vars(_errors).values()
         if isinstance(value, type) and issubclass(value, Exception)
-    ]  # fmt: skip
+    ]
     assert len(errors) == 14
     for error in errors:
         assert getattr(storage, error.__name__) is error
@@ -37,7 +62,9 @@ def test_every_error_descends_from_the_root_and_carries_codes() -> None:
 
 def test_records_and_storage_import_in_either_order() -> None:
     # _records raises storage's errors and storage uses _records: no import cycle.
-    for first, second in (("headrace.log_broker._records", "headrace.log_broker.storage"),
-                          ("headrace.log_broker.storage", "headrace.log_broker._records")):  # fmt: skip
+    for first, second in (
+        ("headrace.log_broker._records", "headrace.log_broker.storage"),
+        ("headrace.log_broker.storage", "headrace.log_broker._records"),
+    ):
         code = f"import {first}, {second}; {second}.__name__"
         subprocess.run([sys.executable, "-c", code], check=True)

@@ -35,9 +35,11 @@ def _values(log: PartitionLog) -> list[bytes | None]:
 
 @pytest.mark.parametrize("failing", ["data", "offset index", "time index"])
 def test_a_failed_write_leaves_nothing_visible(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
     failing: str,
-) -> None:  # fmt: skip
+) -> None:
     # Finding: an index write failing after the log write left the record in the log
     # behind an error answer, so the producer's retry stored it twice.
     log = _open(tmp_path)

@@ -260,7 +260,9 @@ def test_reads_match_a_linear_scan(
 
 @settings(max_examples=40, deadline=None)
 @given(
-    stamps=st.lists(st.lists(st.integers(0, 1000), min_size=1, max_size=8), min_size=1, max_size=30),
+    stamps=st.lists(
+        st.lists(st.integers(0, 1000), min_size=1, max_size=8), min_size=1, max_size=30
+    ),
     targets=st.lists(st.integers(-5, 1010), min_size=1, max_size=10),
     interval=st.sampled_from([0, 300, 4096]),
     segment_bytes=st.sampled_from([400, 1 << 20]),
@@ -269,9 +271,7 @@ def test_offset_for_timestamp_matches_brute_force(
     stamps: list[list[int]], targets: list[int], interval: int, segment_bytes: int
 ) -> None:
     with tempfile.TemporaryDirectory() as directory:
-        log = open_log(
-            Path(directory), index_interval_bytes=interval, segment_bytes=segment_bytes
-        )
+        log = open_log(Path(directory), index_interval_bytes=interval, segment_bytes=segment_bytes)
         everything: list[tuple[int, int]] = []
         for batch_stamps in stamps:
             records = [_records.Record(i, ts, None, b"v") for i, ts in enumerate(batch_stamps)]

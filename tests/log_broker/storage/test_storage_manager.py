@@ -26,8 +26,10 @@ def test_create_topic_makes_partition_logs(tmp_path: Path) -> None:
     assert manager.get_log("orders", 2) is topic.partitions[2]
     assert manager.get_log("orders", 3) is None and manager.get_log("nope", 0) is None
     assert sorted(p.name for p in tmp_path.iterdir() if p.is_dir() and "-" in p.name) == [
-        "orders-0", "orders-1", "orders-2",
-    ]  # fmt: skip
+        "orders-0",
+        "orders-1",
+        "orders-2",
+    ]
     assert set(manager.topics()) == {"orders"}
     manager.close()
 
@@ -86,7 +88,10 @@ def test_existing_partitions_and_configs_are_checked(tmp_path: Path) -> None:
     assert not (tmp_path / "u-0").exists()
     with pytest.raises(TopicExistsError):
         validate_new_topic("t", 1, {}, existing=manager.topics())
-    assert validate_new_topic("v", 2, {"retention.ms": "5"}, existing=manager.topics()).retention_ms == 5
+    assert (
+        validate_new_topic("v", 2, {"retention.ms": "5"}, existing=manager.topics()).retention_ms
+        == 5
+    )
     assert "v" not in manager.topics()
     manager.close()
 

@@ -152,9 +152,7 @@ def test_after_a_sync_only_segments_past_the_recovery_point_are_scanned(
     log.close()
 
 
-def test_without_a_sync_every_segment_is_scanned(
-    tmp_path: Path, no_rebuilds: list[int]
-) -> None:
+def test_without_a_sync_every_segment_is_scanned(tmp_path: Path, no_rebuilds: list[int]) -> None:
     log = open_log(tmp_path / "live", segment_bytes=len(batch(10)) * 2)
     _fill(log, 6)
     crashed = _crash_image(log, tmp_path)
@@ -193,9 +191,7 @@ def test_stale_index_entries_past_the_data_are_dropped(tmp_path: Path) -> None:
     reopened.close()
 
 
-def test_index_pointing_between_batches_is_rebuilt(
-    tmp_path: Path, no_rebuilds: list[int]
-) -> None:
+def test_index_pointing_between_batches_is_rebuilt(tmp_path: Path, no_rebuilds: list[int]) -> None:
     log = open_log(tmp_path, index_interval_bytes=0)
     _fill(log, 4)
     log.close()

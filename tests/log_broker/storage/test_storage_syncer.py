@@ -64,9 +64,7 @@ async def test_staggered_requests_still_coalesce(tmp_path: Path) -> None:
     syncer = GroupSyncer()
     rng = random.Random(7)
     requests = 300
-    await asyncio.gather(
-        *(_produce(syncer, log, rng.uniform(0, 0.02)) for _ in range(requests))
-    )
+    await asyncio.gather(*(_produce(syncer, log, rng.uniform(0, 0.02)) for _ in range(requests)))
     # Arrivals span ~20 ms and a round takes >= 2 ms: about ten rounds, not 300.
     assert syncer.fsyncs <= syncer.rounds <= 30, (syncer.fsyncs, syncer.rounds)
     assert log.flushed_offset == log.log_end_offset

@@ -14,7 +14,9 @@ from rtprocs import Cluster, Instance
 
 
 @pytest.fixture(scope="module", params=["builtin"])
-def cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+def cluster(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Cluster]:
     """A broker shared by the tests of one module: the built-in one unless a test
     asks for ``tansu`` with ``@pytest.mark.parametrize("cluster", [...], indirect=True)``."""
     if request.param == "tansu":

@@ -44,12 +44,18 @@ async def create_topics(bootstrap: str, *topics: str, partitions: int = 4) -> No
         await admin.close()
 
 
-async def produce(bootstrap: str, topic: str, records: list[tuple[str, int]],
-                  per_second: float | None = None, chunk: int = 500) -> None:
+async def produce(
+    bootstrap: str,
+    topic: str,
+    records: list[tuple[str, int]],
+    per_second: float | None = None,
+    chunk: int = 500,
+) -> None:
     """Send ``records`` in order (idempotent, so a broker restart neither loses nor
     doubles input), at about ``per_second`` when given."""
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5, enable_idempotence=True,
-                                request_timeout_ms=60_000)
+    producer = AIOKafkaProducer(
+        bootstrap_servers=bootstrap, linger_ms=5, enable_idempotence=True, request_timeout_ms=60_000
+    )
     await producer.start()
     started = time.monotonic()
     try:
@@ -86,19 +92,33 @@ class Balances:
         for account, exact in sorted(want.items()):
             got = self.seen.get(account, [])
             if got != exact:
-                counted_twice = sum(1 for (_b, n), i in zip(got, range(1, len(got) + 1), strict=False) if n != i)
-                out.append(f"{account}: {len(got)} balances for {len(exact)} payments, final "
-                           f"{got[-1] if got else None} vs {exact[-1]}, {counted_twice} out of step")
+                counted_twice = sum(
+                    1 for (_b, n), i in zip(got, range(1, len(got) + 1), strict=False) if n != i
+                )
+                out.append(
+                    f"{account}: {len(got)} balances for {len(exact)} payments, final "
+                    f"{got[-1] if got else None} vs {exact[-1]}, {counted_twice} out of step"
+                )
         return out
 
 
-async def read_committed(bootstrap: str, topic: str, want: dict[str, list[tuple[int, int]]],
-                         wait: float, into: Balances | None = None) -> Balances:
+async def read_committed(
+    bootstrap: str,
+    topic: str,
+    want: dict[str, list[tuple[int, int]]],
+    wait: float,
+    into: Balances | None = None,
+) -> Balances:
     """Read ``topic`` read_committed until every account reached its payment count (or
     ``wait`` seconds pass), then a little longer, so duplicates after it show too."""
     balances = into or Balances()
-    consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest",
-                                isolation_level="read_committed", enable_auto_commit=False)
+    consumer = AIOKafkaConsumer(
+        topic,
+        bootstrap_servers=bootstrap,
+        auto_offset_reset="earliest",
+        isolation_level="read_committed",
+        enable_auto_commit=False,
+    )
     await consumer.start()
     deadline = time.monotonic() + wait
     settle: float | None = None
@@ -138,12 +158,21 @@ class Job:
 
     def spawn(self, name: str) -> Instance:
         env = {"HEADRACE_PROCESSING_GUARANTEE": self.guarantee}
-        instance = Instance(f"payments_{self.name}", f"payments_{self.name}", self.bootstrap,
-                            self.root / name, name, env=env, commit_interval_ms=None)
+        instance = Instance(
+            f"payments_{self.name}",
+            f"payments_{self.name}",
+            self.bootstrap,
+            self.root / name,
+            name,
+            env=env,
+            commit_interval_ms=None,
+        )
         self.instances.append(instance)
         return instance.start()
 
-    async def kill_now_and_then(self, gaps: tuple[float, float], producing: asyncio.Task[None]) -> None:
+    async def kill_now_and_then(
+        self, gaps: tuple[float, float], producing: asyncio.Task[None]
+    ) -> None:
         """Kill a random instance ``kills`` times, ``gaps`` seconds apart (uniformly
         drawn), restarting it at once on its own state directory."""
         rng = random.Random(self.seed * 31)
@@ -155,7 +184,9 @@ class Job:
             await asyncio.sleep(rng.uniform(0.0, 0.5))
             victim.start()
 
-    async def run(self, gaps: tuple[float, float], wait: float) -> tuple[Balances, dict[str, list[tuple[int, int]]]]:
+    async def run(
+        self, gaps: tuple[float, float], wait: float
+    ) -> tuple[Balances, dict[str, list[tuple[int, int]]]]:
         source, sink = self.topics
         await create_topics(self.bootstrap, source, sink)
         records = payments(self.count, self.seed)

@@ -27,15 +27,35 @@ class Instance:
     """One application instance as its own ``headrace run`` process; ``target`` names a
     function in ``runtime_apps.py``, or any ``module:name`` or ``path.py:name``."""
 
-    def __init__(self, target: str, app_id: str, bootstrap: str, state_dir: Path, name: str,
-                 env: dict[str, str] | None = None, commit_interval_ms: int | None = 200) -> None:
+    def __init__(
+        self,
+        target: str,
+        app_id: str,
+        bootstrap: str,
+        state_dir: Path,
+        name: str,
+        env: dict[str, str] | None = None,
+        commit_interval_ms: int | None = 200,
+    ) -> None:
         self.log_path = state_dir.parent / f"{name}.log"
         self.state_dir = state_dir
         self.env = env or {}
         self.args = [
-            sys.executable, "-m", "headrace", "run", target if ":" in target else f"{APPS}:{target}",
-            "--application-id", app_id, "--bootstrap-servers", bootstrap,
-            "--state-dir", str(state_dir), "--status-interval", "0.5", "--http-port", "0",
+            sys.executable,
+            "-m",
+            "headrace",
+            "run",
+            target if ":" in target else f"{APPS}:{target}",
+            "--application-id",
+            app_id,
+            "--bootstrap-servers",
+            bootstrap,
+            "--state-dir",
+            str(state_dir),
+            "--status-interval",
+            "0.5",
+            "--http-port",
+            "0",
         ]
         if commit_interval_ms is not None:
             self.args += ["--commit-interval-ms", str(commit_interval_ms)]
@@ -43,8 +63,14 @@ class Instance:
 
     def start(self) -> Instance:
         log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child
-        env = {**os.environ, "PYTHONUNBUFFERED": "1", "HEADRACE_SESSION_TIMEOUT_MS": "6000",
-               "HEADRACE_HEARTBEAT_INTERVAL_MS": "500", "PYTHONPATH": str(ROOT), **self.env}
+        env = {
+            **os.environ,
+            "PYTHONUNBUFFERED": "1",
+            "HEADRACE_SESSION_TIMEOUT_MS": "6000",
+            "HEADRACE_HEARTBEAT_INTERVAL_MS": "500",
+            "PYTHONPATH": str(ROOT),
+            **self.env,
+        }
         self.proc = subprocess.Popen(self.args, stdout=log, stderr=log, env=env, cwd=ROOT)
         log.close()
         return self
@@ -74,8 +100,6 @@ class Instance:
         return self.proc.wait(30)
 
 
-
-
 async def create_topics(bootstrap: str, *topics: str, partitions: int = 2) -> None:
     """Create ``topics`` that do not exist yet: applications never create the topics they
     read or write, so a test creates them first (a module's tests may share a broker)."""
@@ -90,8 +114,9 @@ async def create_topics(bootstrap: str, *topics: str, partitions: int = 2) -> No
         await admin.close()
 
 
-async def until_committed(bootstrap: str, group: str, topic: str, records: int,
-                          wait: float = 40) -> None:
+async def until_committed(
+    bootstrap: str, group: str, topic: str, records: int, wait: float = 40
+) -> None:
     """Wait until ``group``'s committed offsets on ``topic`` add up to ``records``."""
     from aiokafka.admin import AIOKafkaAdminClient
 
@@ -104,7 +129,9 @@ async def until_committed(bootstrap: str, group: str, topic: str, records: int,
             committed = sum(meta.offset for tp, meta in offsets.items() if tp.topic == topic)
             if committed >= records:
                 return
-            assert time.monotonic() < deadline, f"{group} committed {committed} of {records} of {topic}"
+            assert time.monotonic() < deadline, (
+                f"{group} committed {committed} of {records} of {topic}"
+            )
             await asyncio.sleep(0.1)
     finally:
         await admin.close()

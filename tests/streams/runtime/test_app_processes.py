@@ -33,7 +33,9 @@ async def _produce(bootstrap: str, topic: str, start: int, count: int) -> None:
         await producer.stop()
 
 
-async def _read_until(bootstrap: str, topic: str, done: object, wait: float = 60) -> list[tuple[bytes, bytes]]:
+async def _read_until(
+    bootstrap: str, topic: str, done: object, wait: float = 60
+) -> list[tuple[bytes, bytes]]:
     consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest")
     await consumer.start()
     out: list[tuple[bytes, bytes]] = []
@@ -58,8 +60,14 @@ def _every(n: int) -> object:
     return lambda out: want <= _seen(out)
 
 
-def _spawn(instances: list[Instance], cluster: Cluster, tmp_path: Path, target: str, name: str,
-           state: str | None = None) -> Instance:
+def _spawn(
+    instances: list[Instance],
+    cluster: Cluster,
+    tmp_path: Path,
+    target: str,
+    name: str,
+    state: str | None = None,
+) -> Instance:
     inst = Instance(target, target, cluster.bootstrap, tmp_path / (state or name), name).start()
     instances.append(inst)
     return inst
@@ -110,7 +118,10 @@ async def _restore_metrics(address: str) -> dict[str, float]:
         with urllib.request.urlopen(f"http://{address}/metrics", timeout=10) as response:
             return str(response.read().decode())
 
-    sums = {"headrace_streams_restored_records_total": 0.0, "headrace_streams_restore_remaining_records": 0.0}
+    sums = {
+        "headrace_streams_restored_records_total": 0.0,
+        "headrace_streams_restore_remaining_records": 0.0,
+    }
     for family in text_string_to_metric_families(await asyncio.to_thread(scrape)):
         for sample in family.samples:
             if sample.name in sums:
@@ -139,7 +150,9 @@ async def test_killed_instance_hands_its_tasks_over_and_state_is_restored_from_t
     out = await _read_until(bootstrap, topic_out, _every(2400), wait=90)
     # a took b's tasks and rebuilt their stores from the changelog before processing
     assert "restored" in a.log() and "records; running" in a.log()
-    restored = [line for line in a.log().splitlines() if "restored" in line and " 0 records" not in line]
+    restored = [
+        line for line in a.log().splitlines() if "restored" in line and " 0 records" not in line
+    ]
     assert restored, a.log()[-3000:]
     # ... and its metrics say so: records restored per store, none left to restore.
     metrics = await _restore_metrics(await http_address(a))

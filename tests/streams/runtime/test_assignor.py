@@ -19,7 +19,9 @@ TASKS = [f"0_{p}" for p in range(6)]
 def test_co_partitioned_sources_form_one_task_per_partition() -> None:
     layout = TaskLayout({0: ("a", "b"), 1: ("c",)}, {"a": 2, "b": 2, "c": 1})
     assert layout.tasks() == {
-        "0_0": (("a", 0), ("b", 0)), "0_1": (("a", 1), ("b", 1)), "1_0": (("c", 0),),
+        "0_0": (("a", 0), ("b", 0)),
+        "0_1": (("a", 1), ("b", 1)),
+        "1_0": (("c", 0),),
     }
 
 
@@ -145,8 +147,13 @@ def test_when_the_active_member_dies_its_standby_member_takes_the_task() -> None
 def test_assignment_tells_each_member_its_standbys_and_offset_sums_travel() -> None:
     sums = {"m1": {"0_1": 42}, "m2": {}}
     assignors = {
-        m: PartitionGroupAssignor({0: ("a",)}, f"{m}:80", lambda m=m: sums[m],  # type: ignore[misc]
-                                  stateful={0}, standby_replicas=1)
+        m: PartitionGroupAssignor(
+            {0: ("a",)},
+            f"{m}:80",
+            lambda m=m: sums[m],  # type: ignore[misc]
+            stateful={0},
+            standby_replicas=1,
+        )
         for m in ("m1", "m2")
     }
     members = {m: a.metadata(["a"]) for m, a in assignors.items()}

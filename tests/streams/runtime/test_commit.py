@@ -71,8 +71,14 @@ def _task(tmp_path: Path) -> RuntimeTask:
     config = StreamsConfig(application_id="app", state_dir=tmp_path)
     executor = TaskExecutor(count_topology(), 0, 0, config, state_dir=tmp_path)
     executor.init()
-    task = RuntimeTask("0_0", executor, (SOURCE,), {"counts": CHANGELOG}, tmp_path / "app" / "0_0",
-                       {CHANGELOG: None})
+    task = RuntimeTask(
+        "0_0",
+        executor,
+        (SOURCE,),
+        {"counts": CHANGELOG},
+        tmp_path / "app" / "0_0",
+        {CHANGELOG: None},
+    )
     task.restored({})
     return task
 
@@ -128,7 +134,9 @@ async def test_no_checkpoint_when_the_offset_commit_fails_in_a_rebalance(tmp_pat
     task.close()
 
 
-async def test_a_fatal_offset_commit_error_propagates_and_writes_no_checkpoint(tmp_path: Path) -> None:
+async def test_a_fatal_offset_commit_error_propagates_and_writes_no_checkpoint(
+    tmp_path: Path,
+) -> None:
     task = _task(tmp_path)
     journal = Journal(task.state_dir)
     offsets = FakeOffsets(journal, ClientError("authorization failed", retriable=False))

@@ -14,8 +14,12 @@ from pathlib import Path
 from headrace.streams.runtime._metrics import AppMetrics
 
 DASHBOARD = Path(__file__).resolve().parents[3] / "grafana" / "headrace-app.json"
-SUFFIXES = {"counter": ("_total",), "histogram": ("_bucket", "_count", "_sum"),
-            "summary": ("_count", "_sum"), "gauge": ("",)}
+SUFFIXES = {
+    "counter": ("_total",),
+    "histogram": ("_bucket", "_count", "_sum"),
+    "summary": ("_count", "_sum"),
+    "gauge": ("",),
+}
 
 
 def _exported_names() -> set[str]:

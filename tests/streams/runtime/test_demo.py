@@ -18,8 +18,12 @@ ROOT = Path(__file__).resolve().parents[3]
 def _demo(*args: str) -> tuple[subprocess.CompletedProcess[str], float]:
     started = time.monotonic()
     result = subprocess.run(
-        [sys.executable, "-m", "headrace", "demo", *args], cwd=ROOT, capture_output=True, text=True,
-        timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        [sys.executable, "-m", "headrace", "demo", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     return result, time.monotonic() - started
 
@@ -44,9 +48,19 @@ def test_demo_runs_the_pipeline_on_the_embedded_broker_and_shows_results_live() 
     assert "Traceback" not in result.stderr
 
 
-def test_demo_against_a_given_broker_counts_only_its_own_events_run_after_run(cluster: Cluster) -> None:
-    args = ("--bootstrap-servers", cluster.bootstrap, "--events", "1500", "--minutes", "3",
-            "--pause", "0.3")
+def test_demo_against_a_given_broker_counts_only_its_own_events_run_after_run(
+    cluster: Cluster,
+) -> None:
+    args = (
+        "--bootstrap-servers",
+        cluster.bootstrap,
+        "--events",
+        "1500",
+        "--minutes",
+        "3",
+        "--pause",
+        "0.3",
+    )
     for _ in range(2):  # the second run finds the first run's topics and data
         result, _took = _demo(*args)
         assert result.returncode == 0, result.stdout + result.stderr

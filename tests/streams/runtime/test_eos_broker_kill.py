@@ -20,8 +20,15 @@ async def test_broker_killed_mid_job_and_restarted_leaves_balances_exact(
 ) -> None:
     broker = BrokerProcess(tmp_path / "data", "--fsync", "never").start()
     try:
-        job = Job(broker.bootstrap, tmp_path, "broker", "exactly_once_v2", count=60_000,
-                  per_second=3_000, kills=0)
+        job = Job(
+            broker.bootstrap,
+            tmp_path,
+            "broker",
+            "exactly_once_v2",
+            count=60_000,
+            per_second=3_000,
+            kills=0,
+        )
         job.instances = instances
 
         async def kill_broker() -> None:
@@ -34,7 +41,9 @@ async def test_broker_killed_mid_job_and_restarted_leaves_balances_exact(
         balances, want = await job.run(gaps=(0, 0), wait=150)
         await killer
         problems = balances.problems(want)
-        assert not problems, f"{len(problems)} accounts wrong, e.g. {problems[:5]}\n{job.logs()[-4000:]}"
+        assert not problems, (
+            f"{len(problems)} accounts wrong, e.g. {problems[:5]}\n{job.logs()[-4000:]}"
+        )
         assert balances.records == 60_000
         assert job.stop() == [0, 0]
     finally:

@@ -23,8 +23,15 @@ pytestmark = pytest.mark.slow
 async def test_exactly_once_balances_are_exact_through_five_sigkills(
     cluster: Cluster, instances: list[Instance], tmp_path: Path
 ) -> None:
-    job = Job(cluster.bootstrap, tmp_path, "eos", "exactly_once_v2", count=200_000,
-              per_second=4_000, kills=6)
+    job = Job(
+        cluster.bootstrap,
+        tmp_path,
+        "eos",
+        "exactly_once_v2",
+        count=200_000,
+        per_second=4_000,
+        kills=6,
+    )
     job.instances = instances
     balances, want = await job.run(gaps=(4.0, 8.0), wait=120)
     logs = job.logs()
@@ -44,14 +51,23 @@ async def test_at_least_once_counts_replayed_payments_twice(
 ) -> None:
     # 15 s of input: both kills (3-5 s apart, plus restarts) land while payments flow,
     # so each can catch processed payments whose offsets are not committed yet.
-    job = Job(cluster.bootstrap, tmp_path, "alos", "at_least_once", count=60_000,
-              per_second=4_000, kills=2)
+    job = Job(
+        cluster.bootstrap,
+        tmp_path,
+        "alos",
+        "at_least_once",
+        count=60_000,
+        per_second=4_000,
+        kills=2,
+    )
     job.instances = instances
     balances, want = await job.run(gaps=(3.0, 5.0), wait=60)
     problems = balances.problems(want)
     # A kill between processing and the offset commit replays payments on top of state
     # that already holds them: some balances count a payment twice.
-    assert problems, "at least once showed no duplicates; the test could not tell the guarantees apart"
+    assert problems, (
+        "at least once showed no duplicates; the test could not tell the guarantees apart"
+    )
     twice = [a for a, seen in balances.seen.items() if seen and seen[-1][1] > len(want[a])]
     assert twice, problems[:5]  # more payments counted than were made
     assert any(balances.seen[a][-1][0] != want[a][-1][0] for a in twice)

@@ -65,7 +65,9 @@ class FakeTxnProducer:
         self.steps.append("flush")
         return FlushResult(next_offsets={CHANGELOG: self.changelog_end})
 
-    async def commit_transaction(self, offsets: Mapping[TopicPartition, int], group_id: str) -> None:
+    async def commit_transaction(
+        self, offsets: Mapping[TopicPartition, int], group_id: str
+    ) -> None:
         self.steps.append(f"commit {dict(offsets)} {group_id}")
         if self.fail_commit:
             raise TransactionError("coordinator went away")
@@ -87,13 +89,23 @@ class FakeConsumer:
 
 
 def _records(start: int, n: int) -> list[ConsumedRecord]:
-    return [("rt-input", 0, i, 1000 + i, b"k%d" % (i % 3), b"v", ()) for i in range(start, start + n)]
+    return [
+        ("rt-input", 0, i, 1000 + i, b"k%d" % (i % 3), b"v", ()) for i in range(start, start + n)
+    ]
 
 
 def _manager(root: Path) -> TaskManager:
     config = StreamsConfig(application_id=APP, state_dir=root)
-    return TaskManager(count_topology(), config, root, {0: ("rt-input",)},
-                       {0: {"counts": CHANGELOG[0]}}, lambda t: 1, lambda: 0, exactly_once=True)
+    return TaskManager(
+        count_topology(),
+        config,
+        root,
+        {0: ("rt-input",)},
+        {0: {"counts": CHANGELOG[0]}},
+        lambda t: 1,
+        lambda: 0,
+        exactly_once=True,
+    )
 
 
 def _open(root: Path) -> RuntimeTask:
@@ -106,7 +118,9 @@ def _count(task: RuntimeTask, key: bytes) -> int:
     return int(task.executor.stores["counts"].get(key) or b"0")
 
 
-def _eos(steps: list[str], fail: bool = False, snapshot_ms: int = 0) -> tuple[Committer, FakeTxnProducer, FakeConsumer]:
+def _eos(
+    steps: list[str], fail: bool = False, snapshot_ms: int = 0
+) -> tuple[Committer, FakeTxnProducer, FakeConsumer]:
     producer = FakeTxnProducer(steps, fail)
     consumer = FakeConsumer()
     metrics = AppMetrics(APP)
@@ -115,7 +129,9 @@ def _eos(steps: list[str], fail: bool = False, snapshot_ms: int = 0) -> tuple[Co
     return Committer(producer, sink, handler, metrics, snapshot_ms), producer, consumer
 
 
-async def test_offsets_commit_inside_the_transaction_and_then_the_stores_are_snapshotted(tmp_path: Path) -> None:
+async def test_offsets_commit_inside_the_transaction_and_then_the_stores_are_snapshotted(
+    tmp_path: Path,
+) -> None:
     task = _open(tmp_path)
     steps: list[str] = []
     committer, producer, _ = _eos(steps)
@@ -161,7 +177,9 @@ async def test_a_member_out_of_the_generation_does_not_commit(tmp_path: Path) ->
     task.close()
 
 
-async def test_after_a_crash_the_task_reopens_from_its_snapshot_not_its_dirty_stores(tmp_path: Path) -> None:
+async def test_after_a_crash_the_task_reopens_from_its_snapshot_not_its_dirty_stores(
+    tmp_path: Path,
+) -> None:
     task = _open(tmp_path)
     committer, producer, _ = _eos([])
     await committer.send(task.process(SOURCE, _records(0, 6)))  # k0, k1, k2 twice each
@@ -176,7 +194,9 @@ async def test_after_a_crash_the_task_reopens_from_its_snapshot_not_its_dirty_st
     reopened.close()
 
 
-async def test_a_clean_close_checkpoints_and_the_next_open_trusts_then_deletes_it(tmp_path: Path) -> None:
+async def test_a_clean_close_checkpoints_and_the_next_open_trusts_then_deletes_it(
+    tmp_path: Path,
+) -> None:
     task = _open(tmp_path)
     committer, producer, _ = _eos([], snapshot_ms=60_000)
     await committer.send(task.process(SOURCE, _records(0, 3)))
@@ -212,7 +232,9 @@ class MarkerReader:
     async def position(self, partition: TopicPartition) -> int | None:
         return 5 if self.served else 0
 
-    async def poll(self, timeout_ms: int, max_records: int) -> dict[TopicPartition, list[tuple[int, bytes, bytes | None]]]:
+    async def poll(
+        self, timeout_ms: int, max_records: int
+    ) -> dict[TopicPartition, list[tuple[int, bytes, bytes | None]]]:
         if self.served:
             return {}
         self.served = True

@@ -17,7 +17,9 @@ from headrace.examples.iot_sensors import ALERTS, DEAD_LETTERS, ENRICHED, READIN
 pytestmark = pytest.mark.slow
 
 
-async def _produce(bootstrap: str, topic: str, records: list[tuple[bytes, bytes, int | None]]) -> None:
+async def _produce(
+    bootstrap: str, topic: str, records: list[tuple[bytes, bytes, int | None]]
+) -> None:
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
     await producer.start()
     try:
@@ -28,7 +30,9 @@ async def _produce(bootstrap: str, topic: str, records: list[tuple[bytes, bytes,
         await producer.stop()
 
 
-async def _collect(bootstrap: str, topics: list[str], want: int, wait: float = 40) -> dict[str, list[tuple[bytes, bytes]]]:
+async def _collect(
+    bootstrap: str, topics: list[str], want: int, wait: float = 40
+) -> dict[str, list[tuple[bytes, bytes]]]:
     consumer = AIOKafkaConsumer(*topics, bootstrap_servers=bootstrap, auto_offset_reset="earliest")
     await consumer.start()
     got: dict[str, list[tuple[bytes, bytes]]] = {t: [] for t in topics}
@@ -42,7 +46,9 @@ async def _collect(bootstrap: str, topics: list[str], want: int, wait: float = 4
     return got
 
 
-def _service(instances: list[Instance], target: str, app_id: str, bootstrap: str, tmp_path: Path) -> Instance:
+def _service(
+    instances: list[Instance], target: str, app_id: str, bootstrap: str, tmp_path: Path
+) -> Instance:
     inst = Instance(target, app_id, bootstrap, tmp_path / "state", app_id)
     instances.append(inst.start())
     return inst
@@ -53,7 +59,9 @@ async def test_iot_example_runs_as_a_service(
 ) -> None:
     bootstrap = cluster.bootstrap
     await create_topics(bootstrap, READINGS, ENRICHED, ALERTS, DEAD_LETTERS)
-    inst = _service(instances, "headrace.examples.iot_sensors:build_topology", "iot", bootstrap, tmp_path)
+    inst = _service(
+        instances, "headrace.examples.iot_sensors:build_topology", "iot", bootstrap, tmp_path
+    )
     await asyncio.to_thread(inst.wait_for, "tasks=0_", 40)
     await _produce(bootstrap, READINGS, [(key.encode(), value, None) for key, value in SAMPLE])
     got = await _collect(bootstrap, [ENRICHED, ALERTS, DEAD_LETTERS], want=5)
@@ -71,28 +79,40 @@ async def test_page_views_example_counts_views_per_page_and_minute_as_a_service(
     minute and its grace have passed."""
     bootstrap = cluster.bootstrap
     await create_topics(bootstrap, page_views.VIEWS, page_views.PER_MINUTE)
-    inst = _service(instances, "headrace.examples.page_views:build_topology", "page-views", bootstrap, tmp_path)
+    inst = _service(
+        instances, "headrace.examples.page_views:build_topology", "page-views", bootstrap, tmp_path
+    )
     await asyncio.to_thread(inst.wait_for, "tasks=0_", 40)
     t0 = page_views.T0
-    views = [("alice", "/home", 1_000), ("bob", "/home", 20_000), ("alice", "/cart", 45_000),
-             ("carol", "/home", 50_000), ("dave", "/home", 61_000)]
+    views = [
+        ("alice", "/home", 1_000),
+        ("bob", "/home", 20_000),
+        ("alice", "/cart", 45_000),
+        ("carol", "/home", 50_000),
+        ("dave", "/home", 61_000),
+    ]
     # minute 3 for both pages: closes minutes 0 and 1 (10 s grace) in every task
     closers = [("erin", "/home", 185_000), ("frank", "/cart", 185_000)]
 
     def records(rows: list[tuple[str, str, int]]) -> list[tuple[bytes, bytes, int | None]]:
-        return [(user.encode(), json.dumps({"page": page, "user": user}).encode(), t0 + at)
-                for user, page, at in rows]
+        return [
+            (user.encode(), json.dumps({"page": page, "user": user}).encode(), t0 + at)
+            for user, page, at in rows
+        ]
 
     # Views keyed by user sit on different input partitions, so nothing orders a closer
     # before an earlier view on its way to the page's task: send the closers only once
     # the counting task has taken in every view (else a view may rightly count as late).
     await _produce(bootstrap, page_views.VIEWS, records(views))
-    await until_committed(bootstrap, "page-views", "page-views-views-by-page-repartition",
-                          len(views))
+    await until_committed(
+        bootstrap, "page-views", "page-views-views-by-page-repartition", len(views)
+    )
     await _produce(bootstrap, page_views.VIEWS, records(closers))
     got = await _collect(bootstrap, [page_views.PER_MINUTE], want=3)
-    reports = sorted((k.decode(), json.loads(v)["minute"], json.loads(v)["views"])
-                     for k, v in got[page_views.PER_MINUTE])
+    reports = sorted(
+        (k.decode(), json.loads(v)["minute"], json.loads(v)["views"])
+        for k, v in got[page_views.PER_MINUTE]
+    )
     assert reports == [("/cart", "22:14", 1), ("/home", "22:14", 3), ("/home", "22:15", 1)]
     assert inst.stop() == 0
     log = inst.log()
@@ -106,11 +126,15 @@ async def test_tire_pressure_example_alerts_once_per_incident_as_a_service(
 ) -> None:
     bootstrap = cluster.bootstrap
     await create_topics(bootstrap, tire_pressure.READINGS, tire_pressure.ALERTS)
-    inst = _service(instances, "headrace.examples.tire_pressure:build_topology", "tires", bootstrap, tmp_path)
+    inst = _service(
+        instances, "headrace.examples.tire_pressure:build_topology", "tires", bootstrap, tmp_path
+    )
     await asyncio.to_thread(inst.wait_for, "tasks=0_", 40)
-    await _produce(bootstrap, tire_pressure.READINGS, [
-        (r.key.encode(), json.dumps(r.value).encode(), None) for r in tire_pressure.SAMPLE
-    ])
+    await _produce(
+        bootstrap,
+        tire_pressure.READINGS,
+        [(r.key.encode(), json.dumps(r.value).encode(), None) for r in tire_pressure.SAMPLE],
+    )
     got = await _collect(bootstrap, [tire_pressure.ALERTS], want=2)
     alerts = sorted((k.decode(), json.loads(v)["status"]) for k, v in got[tire_pressure.ALERTS])
     assert alerts == [("truck-7/front-left", "slow-leak"), ("truck-7/rear-right", "blowout")]

@@ -14,9 +14,14 @@ async def _fill(bootstrap: str, topic: str, n: int) -> None:
     await producer.start()
     try:
         futures = [
-            await producer.send(topic, f"v{i}".encode(), key=None if i % 5 == 0 else f"k{i}".encode(),
-                                partition=0, timestamp_ms=1_000 + i,
-                                headers=[("h", b"x")] if i % 3 == 0 else None)
+            await producer.send(
+                topic,
+                f"v{i}".encode(),
+                key=None if i % 5 == 0 else f"k{i}".encode(),
+                partition=0,
+                timestamp_ms=1_000 + i,
+                headers=[("h", b"x")] if i % 3 == 0 else None,
+            )
             for i in range(n)
         ]
         for future in futures:
@@ -54,6 +59,7 @@ async def test_marked_consumers_get_tuples_and_others_get_consumer_records(broke
     plain = await _read(bootstrap, "fast", 50)
     assert all(type(r) is tuple for r in tuples)
     assert not any(type(r) is tuple for r in plain)
+
     # Same records either way, in the ConsumedRecord layout (headers: any sequence).
     def same(r: Any) -> Any:
         return (*r[:6], tuple(r[6]))
@@ -65,7 +71,9 @@ async def test_marked_consumers_get_tuples_and_others_get_consumer_records(broke
     assert [r[2] for r in tuples] == list(range(50))
 
 
-async def test_reading_from_inside_a_batch_skips_the_records_before_the_position(broker: Any) -> None:
+async def test_reading_from_inside_a_batch_skips_the_records_before_the_position(
+    broker: Any,
+) -> None:
     install()
     bootstrap = broker.bootstrap_servers
     await _fill(bootstrap, "fast-mid", 30)  # one linger: few batches, offset 17 inside one
@@ -90,7 +98,9 @@ async def test_getone_hands_out_the_same_tuples_one_at_a_time(broker: Any) -> No
     assert [r[2] for r in ones + rest] == list(range(3, 20))
 
 
-async def test_transaction_markers_are_skipped_and_the_position_moves_past_them(broker: Any) -> None:
+async def test_transaction_markers_are_skipped_and_the_position_moves_past_them(
+    broker: Any,
+) -> None:
     install()
     bootstrap = broker.bootstrap_servers
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id="fast-txn")

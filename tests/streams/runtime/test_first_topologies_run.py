@@ -21,7 +21,9 @@ pytestmark = pytest.mark.slow
 MODULE = ROOT / "tests" / "first_topologies.py"
 
 
-async def _produce(bootstrap: str, topic: str, records: list[tuple[bytes | None, bytes | None]]) -> None:
+async def _produce(
+    bootstrap: str, topic: str, records: list[tuple[bytes | None, bytes | None]]
+) -> None:
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
     await producer.start()
     try:
@@ -32,7 +34,9 @@ async def _produce(bootstrap: str, topic: str, records: list[tuple[bytes | None,
         await producer.stop()
 
 
-async def _latest(bootstrap: str, topic: str, want: dict[str, int], wait: float = 60) -> dict[str, int]:
+async def _latest(
+    bootstrap: str, topic: str, want: dict[str, int], wait: float = 60
+) -> dict[str, int]:
     """The last value per key of ``topic`` (UTF-8 keys, 8-byte longs), read until it is
     ``want`` or ``wait`` runs out, then a little longer: a later record would change it."""
     consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest")
@@ -54,9 +58,18 @@ async def _latest(bootstrap: str, topic: str, want: dict[str, int], wait: float 
     return latest
 
 
-async def _run(cluster: Cluster, instances: list[Instance], tmp_path: Path, target: str,
-               app_id: str, topics: list[str], source: str,
-               records: list[tuple[bytes | None, bytes | None]], sink: str, want: dict[str, int]) -> None:
+async def _run(
+    cluster: Cluster,
+    instances: list[Instance],
+    tmp_path: Path,
+    target: str,
+    app_id: str,
+    topics: list[str],
+    source: str,
+    records: list[tuple[bytes | None, bytes | None]],
+    sink: str,
+    want: dict[str, int],
+) -> None:
     await create_topics(cluster.bootstrap, *topics)
     inst = Instance(f"{MODULE}:{target}", app_id, cluster.bootstrap, tmp_path / "state", app_id)
     instances.append(inst.start())
@@ -77,26 +90,52 @@ def _json(value: Any) -> bytes:
 async def test_word_count_runs_as_a_service(
     cluster: Cluster, instances: list[Instance], tmp_path: Path
 ) -> None:
-    await _run(cluster, instances, tmp_path, "word_count", "first-words",
-               [ft.LINES, ft.WORD_COUNTS], ft.LINES,
-               [(None, _utf8(line)) for line in ft.LINES_IN], ft.WORD_COUNTS, ft.WORD_COUNTS_OUT)
+    await _run(
+        cluster,
+        instances,
+        tmp_path,
+        "word_count",
+        "first-words",
+        [ft.LINES, ft.WORD_COUNTS],
+        ft.LINES,
+        [(None, _utf8(line)) for line in ft.LINES_IN],
+        ft.WORD_COUNTS,
+        ft.WORD_COUNTS_OUT,
+    )
 
 
 async def test_table_regrouping_runs_as_an_app_with_default_serdes(
     cluster: Cluster, instances: list[Instance], tmp_path: Path
 ) -> None:
-    await _run(cluster, instances, tmp_path, "region_counts_app", "first-regions",
-               [ft.USERS, ft.REGION_COUNTS], ft.USERS,
-               [(_utf8(user), _utf8(region)) for user, region in ft.USERS_IN],
-               ft.REGION_COUNTS, ft.REGION_COUNTS_OUT)
+    await _run(
+        cluster,
+        instances,
+        tmp_path,
+        "region_counts_app",
+        "first-regions",
+        [ft.USERS, ft.REGION_COUNTS],
+        ft.USERS,
+        [(_utf8(user), _utf8(region)) for user, region in ft.USERS_IN],
+        ft.REGION_COUNTS,
+        ft.REGION_COUNTS_OUT,
+    )
 
 
 async def test_aggregate_summing_ints_runs_as_a_service(
     cluster: Cluster, instances: list[Instance], tmp_path: Path
 ) -> None:
-    await _run(cluster, instances, tmp_path, "payment_totals", "first-totals",
-               [ft.PAYMENTS, ft.TOTALS], ft.PAYMENTS,
-               [(_utf8(pid), _json(p)) for pid, p in ft.PAYMENTS_IN], ft.TOTALS, ft.TOTALS_OUT)
+    await _run(
+        cluster,
+        instances,
+        tmp_path,
+        "payment_totals",
+        "first-totals",
+        [ft.PAYMENTS, ft.TOTALS],
+        ft.PAYMENTS,
+        [(_utf8(pid), _json(p)) for pid, p in ft.PAYMENTS_IN],
+        ft.TOTALS,
+        ft.TOTALS_OUT,
+    )
 
 
 async def test_a_sink_without_serde_or_default_stops_the_app_at_start(
@@ -105,8 +144,9 @@ async def test_a_sink_without_serde_or_default_stops_the_app_at_start(
     """``region_counts`` run bare (not as its App): no default serdes, so the App stops
     at start naming the sink and its topic, before reading anything."""
     await create_topics(cluster.bootstrap, ft.USERS, ft.REGION_COUNTS)
-    inst = Instance(f"{MODULE}:region_counts", "first-bare", cluster.bootstrap,
-                    tmp_path / "state", "bare")
+    inst = Instance(
+        f"{MODULE}:region_counts", "first-bare", cluster.bootstrap, tmp_path / "state", "bare"
+    )
     instances.append(inst.start())
     assert inst.proc is not None
     code = await asyncio.to_thread(inst.proc.wait, 60)

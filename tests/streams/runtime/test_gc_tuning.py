@@ -37,7 +37,9 @@ def tuned() -> Iterator[list[int]]:
         gc.unfreeze()
 
 
-def test_rounds_at_the_default_poll_size_run_no_collection(tuned: list[int], tmp_path: Path) -> None:
+def test_rounds_at_the_default_poll_size_run_no_collection(
+    tuned: list[int], tmp_path: Path
+) -> None:
     builder = StreamsBuilder()
     (
         builder.stream("in", key_serde=Serdes.string(), value_serde=Serdes.json())

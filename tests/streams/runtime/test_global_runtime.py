@@ -41,7 +41,10 @@ async def _create(bootstrap: str, prefix: str) -> None:
     await admin.start()
     try:
         await admin.create_topics(
-            [NewTopic(f"{prefix}-{t}", n, 1) for t, n in (("customers", 2), ("orders", 2), ("enriched", 1))]
+            [
+                NewTopic(f"{prefix}-{t}", n, 1)
+                for t, n in (("customers", 2), ("orders", 2), ("enriched", 1))
+            ]
         )
     finally:
         await admin.close()
@@ -63,7 +66,9 @@ class Output:
     """Reads the output topic as it grows: ``(order, customer name, instance)`` by order."""
 
     def __init__(self, bootstrap: str, topic: str) -> None:
-        self._consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest")
+        self._consumer = AIOKafkaConsumer(
+            topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest"
+        )
         self.rows: list[tuple[str, str, str]] = []
 
     async def __aenter__(self) -> Output:
@@ -73,7 +78,9 @@ class Output:
     async def __aexit__(self, *exc: object) -> None:
         await self._consumer.stop()
 
-    async def until(self, done: Callable[[list[tuple[str, str, str]]], bool], wait: float = 60) -> None:
+    async def until(
+        self, done: Callable[[list[tuple[str, str, str]]], bool], wait: float = 60
+    ) -> None:
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline and not done(self.rows):
             for records in (await self._consumer.getmany(timeout_ms=300)).values():
@@ -84,14 +91,20 @@ class Output:
 
 
 def _instance(
-    instances: list[Instance], prefix: str, bootstrap: str, tmp: Path, name: str,
+    instances: list[Instance],
+    prefix: str,
+    bootstrap: str,
+    tmp: Path,
+    name: str,
     guarantee: str = "at_least_once",
 ) -> Instance:
     from rtprocs import Instance
 
     (tmp / name).mkdir(parents=True, exist_ok=True)
     env = {"RTG_PREFIX": prefix, "RTG_INSTANCE": name, "HEADRACE_PROCESSING_GUARANTEE": guarantee}
-    inst = Instance(f"{Path(__file__)}:enrich", f"{prefix}-app", bootstrap, tmp / name / "state", name, env=env)
+    inst = Instance(
+        f"{Path(__file__)}:enrich", f"{prefix}-app", bootstrap, tmp / name / "state", name, env=env
+    )
     instances.append(inst.start())
     return inst
 
@@ -129,7 +142,9 @@ async def test_two_instances_each_hold_the_whole_global_table_and_its_updates(
     b = _instance(instances, prefix, bootstrap, tmp_path, "b", guarantee)
     await _one_task_each(a, b)
     for inst in (a, b):
-        assert "global stores bootstrapped: 6 records from the beginning" in inst.log(), inst.log()[-2000:]
+        assert "global stores bootstrapped: 6 records from the beginning" in inst.log(), inst.log()[
+            -2000:
+        ]
         assert ("exactly once: transactional id" in inst.log()) == (guarantee == "exactly_once_v2")
 
     customers = [c for c, _n, _p in CUSTOMERS]
@@ -143,13 +158,17 @@ async def test_two_instances_each_hold_the_whole_global_table_and_its_updates(
             ), out.rows
 
         # An update after start reaches both instances: keep ordering until both use it.
-        await _send(bootstrap, f"{prefix}-customers", [("c0", "renamed0", 0), ("c5", "renamed5", 1)])
+        await _send(
+            bootstrap, f"{prefix}-customers", [("c0", "renamed0", 0), ("c5", "renamed5", 1)]
+        )
         for round_ in range(40):
             await _send(bootstrap, f"{prefix}-orders", _orders(f"upd{round_}", ["c0", "c5"]))
             before = len(out.rows)
             await out.until(lambda rows: len(rows) >= before + 4, wait=30)  # noqa: B023 - awaited here
             seen = {(o.split("-")[1], n, i) for o, n, i in out.rows if o.startswith("upd")}
-            if {("c0", "renamed0", i) for i in "ab"} | {("c5", "renamed5", i) for i in "ab"} <= seen:
+            if {("c0", "renamed0", i) for i in "ab"} | {
+                ("c5", "renamed5", i) for i in "ab"
+            } <= seen:
                 break
             await asyncio.sleep(0.2)
         else:
@@ -168,13 +187,18 @@ async def test_a_restarted_instance_restores_the_global_store_from_its_checkpoin
     await _one_task_each(a, b)
     assert a.stop() == 0
     checkpoint = tmp_path / "a" / "state" / f"{prefix}-app" / "global" / ".checkpoint"
-    assert checkpoint.read_text().splitlines()[2:] == [f"{prefix}-customers 0 3", f"{prefix}-customers 1 3"]
+    assert checkpoint.read_text().splitlines()[2:] == [
+        f"{prefix}-customers 0 3",
+        f"{prefix}-customers 1 3",
+    ]
 
     # While a is down, one customer changes; a restart reads that one record, not all 7.
     await _send(bootstrap, f"{prefix}-customers", [("c1", "renamed1", 1)])
     a.log_path.rename(a.log_path.with_name("a-first-run.log"))  # status lines of this run only
     a = _instance(instances, prefix, bootstrap, tmp_path, "a")
-    await asyncio.to_thread(a.wait_for, "global stores bootstrapped: 1 records from the checkpoint", 60)
+    await asyncio.to_thread(
+        a.wait_for, "global stores bootstrapped: 1 records from the checkpoint", 60
+    )
     await _one_task_each(a, b)
     customers = [c for c, _n, _p in CUSTOMERS]
     await _send(bootstrap, f"{prefix}-orders", _orders("after", customers))
@@ -195,7 +219,9 @@ async def test_a_missing_global_topic_is_refused_at_start(
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
     await admin.start()
     try:
-        await admin.create_topics([NewTopic(f"{prefix}-orders", 2, 1), NewTopic(f"{prefix}-enriched", 1, 1)])
+        await admin.create_topics(
+            [NewTopic(f"{prefix}-orders", 2, 1), NewTopic(f"{prefix}-enriched", 1, 1)]
+        )
     finally:
         await admin.close()
     inst = _instance(instances, prefix, bootstrap, tmp_path, "x")

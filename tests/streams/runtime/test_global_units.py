@@ -26,10 +26,16 @@ class TopicsReader:
     """Reads in-memory partitions; offsets listed in ``markers`` never come out as
     records, as transaction markers do not."""
 
-    def __init__(self, logs: dict[TP, list[tuple[int, bytes, bytes | None]]], markers: dict[TP, int] | None = None) -> None:
+    def __init__(
+        self,
+        logs: dict[TP, list[tuple[int, bytes, bytes | None]]],
+        markers: dict[TP, int] | None = None,
+    ) -> None:
         self.logs = logs
-        self.ends = {tp: max([o for o, _k, _v in recs] + [markers.get(tp, -1) if markers else -1]) + 1
-                     for tp, recs in logs.items()}
+        self.ends = {
+            tp: max([o for o, _k, _v in recs] + [markers.get(tp, -1) if markers else -1]) + 1
+            for tp, recs in logs.items()
+        }
         self.positions: dict[TP, int] = {}
         self.read = 0
 
@@ -55,7 +61,9 @@ class TopicsReader:
             recs = [r for r in self.logs.get(tp, []) if r[0] >= position][:max_records]
             if recs:
                 out[tp] = [(tp[0], tp[1], o, 1000 + o, k, v, ()) for o, k, v in recs]
-            left = [r for r in self.logs.get(tp, []) if r[0] > (recs[-1][0] if recs else position - 1)]
+            left = [
+                r for r in self.logs.get(tp, []) if r[0] > (recs[-1][0] if recs else position - 1)
+            ]
             # Past the last record returned; past trailing markers once nothing is left.
             self.positions[tp] = recs[-1][0] + 1 if left else max(position, self.ends.get(tp, 0))
             self.read += len(recs)
@@ -94,7 +102,8 @@ async def test_bootstrap_reads_every_partition_to_its_end_then_checkpoints(tmp_p
     assert store.get("c4") == "name4" and store.get("c103") == "name103"
     assert g.offsets == {("customers", 0): 5, ("customers", 1): 5}
     assert (tmp_path / "g" / "global" / ".checkpoint").read_text().splitlines()[2:] == [
-        "customers 0 5", "customers 1 5"
+        "customers 0 5",
+        "customers 1 5",
     ]
     await g.close()
 
@@ -110,7 +119,9 @@ async def test_a_restart_reads_only_what_came_after_the_checkpoint(tmp_path: Pat
     await again.bootstrap()
     assert again.bootstrapped_records == 2 and reader.read == 2
     store = again.stores[next(iter(again.stores))]
-    assert store.get("c0") == "renamed" and store.get("c5") == "name5" and store.get("c7") == "name7"
+    assert (
+        store.get("c0") == "renamed" and store.get("c5") == "name5" and store.get("c7") == "name7"
+    )
     await again.close()
 
 
@@ -127,7 +138,9 @@ async def test_without_a_checkpoint_old_state_is_wiped_and_read_again(tmp_path: 
     await again.close()
 
 
-async def test_updates_polled_while_running_reach_the_store_and_the_next_checkpoint(tmp_path: Path) -> None:
+async def test_updates_polled_while_running_reach_the_store_and_the_next_checkpoint(
+    tmp_path: Path,
+) -> None:
     logs = {("customers", 0): _customers(2)}
     reader = TopicsReader(logs)
     g = _globals(tmp_path, reader, {"customers": 1})
@@ -151,8 +164,9 @@ async def test_stream_tasks_get_the_global_stores(tmp_path: Path) -> None:
         manager.open([("orders", 0)])
     g = _globals(tmp_path, TopicsReader({("customers", 0): _customers(2)}), {"customers": 1})
     await g.bootstrap()
-    manager = TaskManager(topology, config, tmp_path, sources, {}, lambda t: 1, lambda: 0,
-                          global_stores=g.stores)
+    manager = TaskManager(
+        topology, config, tmp_path, sources, {}, lambda t: 1, lambda: 0, global_stores=g.stores
+    )
     (task,) = manager.open([("orders", 0)])
     task.restored({})
     out = task.process(("orders", 0), [("orders", 0, 0, 5, b"o1", b"c1:pen", ())])
@@ -183,7 +197,9 @@ def test_a_repartition_topic_joined_with_an_external_topic_takes_its_partition_c
 
 def test_a_repartition_topic_read_alone_takes_the_widest_external_count() -> None:
     builder = StreamsBuilder()
-    builder.stream("orders", key_serde=S, value_serde=S).group_by(lambda _k, v: v).count().to_stream().to("n")
+    builder.stream("orders", key_serde=S, value_serde=S).group_by(
+        lambda _k, v: v
+    ).count().to_stream().to("n")
     builder.stream("clicks", key_serde=S, value_serde=S).to("clicks-copy")
     topology = builder.build()
     counts = internal_topic_partitions(topology, "app", {"orders": 3, "clicks": 5})

@@ -48,13 +48,13 @@ async def test_every_key_of_a_store_keyed_by_source_bytes_is_found(
     try:
         for i, user in enumerate(USERS):
             for _ in range(i + 1):  # user-i clicks i + 1 times
-                await producer.send(TOPIC, b"click", key=user.encode(),
-                                    timestamp_ms=CLICKED_AT)
+                await producer.send(TOPIC, b"click", key=user.encode(), timestamp_ms=CLICKED_AT)
         await producer.flush()
     finally:
         await producer.stop()
-    inst = Instance(f"{Path(__file__)}:raw_counts", "rawq-app", cluster.bootstrap,
-                    tmp_path / "state", "rawq")
+    inst = Instance(
+        f"{Path(__file__)}:raw_counts", "rawq-app", cluster.bootstrap, tmp_path / "state", "rawq"
+    )
     instances.append(inst.start())
     address = await http_address(inst)
 
@@ -68,8 +68,10 @@ async def test_every_key_of_a_store_keyed_by_source_bytes_is_found(
     async def every_window_found() -> Any:
         # A window store's keys go through the same lookup as a key-value store's.
         answers = {user: await get(address, f"/stores/{WINDOWS}/{user}") for user in USERS}
-        got = {user: [w["value"] for w in body.get("windows", [])]
-               for user, (_status, body) in answers.items()}
+        got = {
+            user: [w["value"] for w in body.get("windows", [])]
+            for user, (_status, body) in answers.items()
+        }
         return True if got == {user: [n] for user, n in want.items()} else got
 
     await until(all_counted, 60)

@@ -28,25 +28,32 @@ def catalog() -> StreamsBuilder:
     prefix = os.environ["RTQ_PREFIX"]
     builder = StreamsBuilder()
     builder.global_table(
-        f"{prefix}-customers", key_serde=S, value_serde=S, materialized=Materialized.as_(GLOBAL_STORE)
+        f"{prefix}-customers",
+        key_serde=S,
+        value_serde=S,
+        materialized=Materialized.as_(GLOBAL_STORE),
     )
     orders = builder.stream(f"{prefix}-orders", key_serde=S, value_serde=S)
     orders.group_by_key().count(materialized=Materialized.as_(COUNTS_STORE))
     return builder
 
 
-def _instance(instances: list[Instance], prefix: str, bootstrap: str, tmp: Path, name: str) -> Instance:
+def _instance(
+    instances: list[Instance], prefix: str, bootstrap: str, tmp: Path, name: str
+) -> Instance:
     from rtprocs import Instance
 
     (tmp / name).mkdir(parents=True, exist_ok=True)
-    inst = Instance(f"{Path(__file__)}:catalog", f"{prefix}-app", bootstrap, tmp / name / "state", name,
-                    env={"RTQ_PREFIX": prefix})
+    inst = Instance(
+        f"{Path(__file__)}:catalog",
+        f"{prefix}-app",
+        bootstrap,
+        tmp / name / "state",
+        name,
+        env={"RTQ_PREFIX": prefix},
+    )
     instances.append(inst.start())
     return inst
-
-
-
-
 
 
 async def test_global_stores_answer_on_every_instance_and_task_stores_on_their_owner(
@@ -77,7 +84,12 @@ async def test_global_stores_answer_on_every_instance_and_task_stores_on_their_o
     for host in hosts:
         for customer, name, _partition in CUSTOMERS:
             status, body = await get(host, f"/stores/{GLOBAL_STORE}/{customer}")
-            assert (status, body["value"], body["host"], body["global"]) == (200, name, host, True), body
+            assert (status, body["value"], body["host"], body["global"]) == (
+                200,
+                name,
+                host,
+                True,
+            ), body
         status, body = await get(host, f"/stores/{GLOBAL_STORE}/nobody")
         assert (status, body["value"], body["host"]) == (404, None, host), body
         assert "error" not in body, body  # missing everywhere, not held elsewhere
@@ -85,9 +97,11 @@ async def test_global_stores_answer_on_every_instance_and_task_stores_on_their_o
     # An update of the global topic reaches both copies while they run.
     await _send(bootstrap, f"{prefix}-customers", [("c3", "renamed3", 1)])
     for host in hosts:
+
         async def renamed(host: str = host) -> Any:
             status, body = await get(host, f"/stores/{GLOBAL_STORE}/c3")
             return True if (status, body["value"]) == (200, "renamed3") else body
+
         await until(renamed)
 
     # A task store key is answered by the instance that runs its task; the other
@@ -104,6 +118,7 @@ async def test_global_stores_answer_on_every_instance_and_task_stores_on_their_o
         await producer.stop()
     owners = set()
     for customer, n in counts.items():
+
         async def answered(customer: str = customer, n: int = n) -> Any:
             (sa, ba), (sb, bb) = [await get(h, f"/stores/{COUNTS_STORE}/{customer}") for h in hosts]
             if sorted((sa, sb)) != [200, 404]:
@@ -112,6 +127,7 @@ async def test_global_stores_answer_on_every_instance_and_task_stores_on_their_o
             ok = (owner["value"], other["host"], other["task"]) == (n, owner["host"], owner["task"])
             owners.add(owner["host"])
             return True if ok and "held by another instance" in other["error"] else (ba, bb)
+
         await until(answered)
     assert owners == set(hosts)  # the keys spread over both tasks, so both answered some
 

@@ -46,11 +46,21 @@ def clicks() -> StreamsBuilder:
 
 # Clicks (user, timestamp): windows and sessions per user follow from these by hand.
 CLICKS = [
-    ("alice", 1_000), ("alice", 2_000), ("alice", 12_000), ("alice", 61_000),
-    ("bob", 5_000), ("bob", 9_000), ("bob", 30_000),
+    ("alice", 1_000),
+    ("alice", 2_000),
+    ("alice", 12_000),
+    ("alice", 61_000),
+    ("bob", 5_000),
+    ("bob", 9_000),
+    ("bob", 30_000),
     ("carol", 3_000),
-    ("dave", 40_000), ("dave", 43_000), ("dave", 47_000),
-    ("erin", 15_000), ("frank", 16_000), ("grace", 17_000), ("heidi", 18_000),
+    ("dave", 40_000),
+    ("dave", 43_000),
+    ("dave", 47_000),
+    ("erin", 15_000),
+    ("frank", 16_000),
+    ("grace", 17_000),
+    ("heidi", 18_000),
 ]
 
 
@@ -76,9 +86,6 @@ def expected_sessions(user: str) -> list[dict[str, int]]:
 USERS = sorted({u for u, _ in CLICKS})
 
 
-
-
-
 async def _setup(bootstrap: str, prefix: str) -> None:
     from aiokafka import AIOKafkaProducer
     from aiokafka.admin import AIOKafkaAdminClient, NewTopic
@@ -102,15 +109,22 @@ async def _setup(bootstrap: str, prefix: str) -> None:
         await producer.stop()
 
 
-def _start(instances: list[Instance], prefix: str, bootstrap: str, tmp: Path, name: str) -> Instance:
+def _start(
+    instances: list[Instance], prefix: str, bootstrap: str, tmp: Path, name: str
+) -> Instance:
     from rtprocs import Instance
 
     (tmp / name).mkdir(parents=True, exist_ok=True)
-    inst = Instance(f"{Path(__file__)}:clicks", f"{prefix}-app", bootstrap, tmp / name / "state",
-                    name, env={"RTW_PREFIX": prefix})
+    inst = Instance(
+        f"{Path(__file__)}:clicks",
+        f"{prefix}-app",
+        bootstrap,
+        tmp / name / "state",
+        name,
+        env={"RTW_PREFIX": prefix},
+    )
     instances.append(inst.start())
     return inst
-
 
 
 def _held(inst: Instance) -> set[str]:
@@ -121,9 +135,11 @@ def _held(inst: Instance) -> set[str]:
 
 async def _split(a: Instance, b: Instance) -> None:
     """Wait until each instance runs one of the two tasks."""
+
     async def split() -> Any:
         held = (_held(a), _held(b))
         return True if sorted(map(sorted, held)) == [["0_0"], ["0_1"]] else held
+
     await until(split, 60)
 
 
@@ -141,6 +157,7 @@ async def test_windows_sessions_and_ranges_across_two_instances(
     # instance names the owner. Both hold some users.
     owners: dict[str, str] = {}
     for user in USERS:
+
         async def answered(user: str = user) -> Any:
             (sa, ba), (sb, bb) = [await get(h, f"/stores/{WINDOWS}/{user}") for h in hosts]
             if sorted((sa, sb)) != [200, 404]:
@@ -148,15 +165,24 @@ async def test_windows_sessions_and_ranges_across_two_instances(
             owner, other = (ba, bb) if sa == 200 else (bb, ba)
             if owner["windows"] != expected_windows(user):
                 return owner
-            assert (owner["kind"], owner["truncated"], owner["host"]) == ("window", False, hosts[sa != 200])
+            assert (owner["kind"], owner["truncated"], owner["host"]) == (
+                "window",
+                False,
+                hosts[sa != 200],
+            )
             assert (other["host"], other["task"]) == (owner["host"], owner["task"]), other
             assert "held by another instance" in other["error"], other
             owners[user] = owner["host"]
             return True
+
         await until(answered)
         owner = owners[user]
         status, body = await get(owner, f"/stores/{SESSIONS}/{user}")
-        assert (status, body["kind"], body["sessions"]) == (200, "session", expected_sessions(user)), body
+        assert (status, body["kind"], body["sessions"]) == (
+            200,
+            "session",
+            expected_sessions(user),
+        ), body
         other = hosts[1 - hosts.index(owner)]
         status, body = await get(other, f"/stores/{SESSIONS}/{user}")
         assert (status, body["host"]) == (404, owner), body
@@ -165,14 +191,23 @@ async def test_windows_sessions_and_ranges_across_two_instances(
     alice = owners["alice"]
     # from/to bound window starts, both inclusive, as WindowStore.fetch(key, from, to).
     status, body = await get(alice, f"/stores/{WINDOWS}/alice?from=10000&to=60000")
-    assert (status, body["windows"]) == (200, [{"start": 10_000, "end": 20_000, "value": 1},
-                                               {"start": 60_000, "end": 70_000, "value": 1}]), body
+    assert (status, body["windows"]) == (
+        200,
+        [
+            {"start": 10_000, "end": 20_000, "value": 1},
+            {"start": 60_000, "end": 70_000, "value": 1},
+        ],
+    ), body
     status, body = await get(alice, f"/stores/{WINDOWS}/alice?from=10001&to=59999")
     assert (status, body["windows"], body["truncated"]) == (200, [], False), body
     # limit cuts the list and says so.
     status, body = await get(alice, f"/stores/{WINDOWS}/alice?limit=2")
     assert (status, body["windows"], body["truncated"], body["limit"]) == (
-        200, expected_windows("alice")[:2], True, 2), body
+        200,
+        expected_windows("alice")[:2],
+        True,
+        2,
+    ), body
     # Sessions overlapping [from, to], as SessionStore.findSessions(key, from, to): the
     # session [1000, 2000] overlaps [1500, 1600] though it starts before it.
     status, body = await get(alice, f"/stores/{SESSIONS}/alice?from=1500&to=1600")
@@ -181,11 +216,17 @@ async def test_windows_sessions_and_ranges_across_two_instances(
     assert (status, body["sessions"]) == (200, []), body
     status, body = await get(alice, f"/stores/{SESSIONS}/alice?from=2000&to=12000")
     assert (status, body["sessions"]) == (200, expected_sessions("alice")[:2]), body
+
     # A user with no clicks at all: an empty list from the instance owning the key.
     async def nobody() -> Any:
         answers = [await get(h, f"/stores/{WINDOWS}/nobody") for h in hosts]
-        return True if sorted(s for s, _ in answers) == [200, 404] and [
-            b["windows"] for s, b in answers if s == 200] == [[]] else answers
+        return (
+            True
+            if sorted(s for s, _ in answers) == [200, 404]
+            and [b["windows"] for s, b in answers if s == 200] == [[]]
+            else answers
+        )
+
     await until(nobody)
 
     # Ranges: each instance answers its own tasks and names the other for the rest;
@@ -199,13 +240,21 @@ async def test_windows_sessions_and_ranges_across_two_instances(
         assert len(body["tasks"]) == 1 and list(body["unanswered"].values()) == [other], body
         assert body["entries"] == sorted(body["entries"], key=lambda e: (e["key"], e["start"]))
         ranges[host] = body["entries"]
-    assert sorted(ranges[hosts[0]] + ranges[hosts[1]], key=lambda e: (e["key"], e["start"])) == all_windows
+    assert (
+        sorted(ranges[hosts[0]] + ranges[hosts[1]], key=lambda e: (e["key"], e["start"]))
+        == all_windows
+    )
     for host in hosts:  # the entries of one instance are the windows of the users it owns
         assert {e["key"] for e in ranges[host]} == {u for u, h in owners.items() if h == host}
 
     # Key and time bounds together, and limit over a range.
-    status, body = await get(alice, f"/stores/{WINDOWS}?from_key=alice&to_key=alice&from=0&to=10000")
-    assert (status, body["entries"]) == (200, [{"key": "alice", **w} for w in expected_windows("alice")[:2]]), body
+    status, body = await get(
+        alice, f"/stores/{WINDOWS}?from_key=alice&to_key=alice&from=0&to=10000"
+    )
+    assert (status, body["entries"]) == (
+        200,
+        [{"key": "alice", **w} for w in expected_windows("alice")[:2]],
+    ), body
     status, body = await get(alice, f"/stores/{WINDOWS}?limit=1")
     assert (status, len(body["entries"]), body["truncated"]) == (200, 1, True), body
     all_sessions = [{"key": u, **s} for u in USERS for s in expected_sessions(u)]
@@ -215,7 +264,8 @@ async def test_windows_sessions_and_ranges_across_two_instances(
         assert (status, body["kind"]) == (200, "session"), body
         got_sessions += body["entries"]
     assert sorted(got_sessions, key=lambda e: (e["key"], e["start"])) == [
-        s for s in all_sessions if "a" <= s["key"] <= "e"]
+        s for s in all_sessions if "a" <= s["key"] <= "e"
+    ]
     counts = {}
     for host in hosts:
         status, body = await get(host, f"/stores/{COUNTS}?from_key=b&to_key=dave")

@@ -42,7 +42,9 @@ async def _create(bootstrap: str, counts: dict[str, int]) -> None:
         await admin.close()
 
 
-def _instance(instances: list[Instance], target: str, app_id: str, bootstrap: str, tmp: Path, name: str) -> Instance:
+def _instance(
+    instances: list[Instance], target: str, app_id: str, bootstrap: str, tmp: Path, name: str
+) -> Instance:
     from rtprocs import Instance
 
     inst = Instance(target, app_id, bootstrap, tmp / name / "state", name)
@@ -55,7 +57,9 @@ async def test_a_join_of_topics_with_different_partition_counts_is_refused_at_st
     cluster: Cluster, instances: list[Instance], tmp_path: Path
 ) -> None:
     await _create(cluster.bootstrap, {MISMATCHED_ORDERS: 2, MISMATCHED_PAYMENTS: 3, "rtj-out": 1})
-    inst = _instance(instances, f"{Path(__file__)}:mismatched", "rtj", cluster.bootstrap, tmp_path, "x")
+    inst = _instance(
+        instances, f"{Path(__file__)}:mismatched", "rtj", cluster.bootstrap, tmp_path, "x"
+    )
     assert inst.proc is not None
     code = await asyncio.to_thread(inst.proc.wait, 60)
     log = inst.log()
@@ -65,12 +69,16 @@ async def test_a_join_of_topics_with_different_partition_counts_is_refused_at_st
     assert "consumed=" not in log  # nothing was read
 
 
-async def _produce(bootstrap: str, topic: str, records: list[tuple[str, dict[str, object], int]]) -> None:
+async def _produce(
+    bootstrap: str, topic: str, records: list[tuple[str, dict[str, object], int]]
+) -> None:
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
     await producer.start()
     try:
         for key, value, ts in records:
-            await producer.send(topic, json.dumps(value).encode(), key=key.encode(), timestamp_ms=ts)
+            await producer.send(
+                topic, json.dumps(value).encode(), key=key.encode(), timestamp_ms=ts
+            )
         await producer.flush()
     finally:
         await producer.stop()
@@ -88,7 +96,9 @@ async def _tick(bootstrap: str, topic: str, partitions: int, ts: int) -> None:
         await producer.stop()
 
 
-async def _collect(bootstrap: str, topic: str, want: int, wait: float = 60) -> list[tuple[str, str]]:
+async def _collect(
+    bootstrap: str, topic: str, want: int, wait: float = 60
+) -> list[tuple[str, str]]:
     consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest")
     await consumer.start()
     out: list[tuple[str, str]] = []
@@ -121,7 +131,8 @@ async def test_orders_and_payments_join_across_two_instances(
     # even orders are paid in full, orders divisible by 3 (and odd) pay short, the rest never
     payments = [
         (f"o-{i}", {"amount": 10 if i % 2 == 0 else 5}, t0 + i * 1000 + 2 * minute)
-        for i in range(n) if i % 2 == 0 or i % 3 == 0
+        for i in range(n)
+        if i % 2 == 0 or i % 3 == 0
     ]
     await _produce(bootstrap, op.ORDERS, orders)
     await _produce(bootstrap, op.PAYMENTS, payments)
@@ -133,7 +144,9 @@ async def test_orders_and_payments_join_across_two_instances(
     assert sorted(out) == expected, (a.log()[-1500:], b.log()[-1500:])
     # each instance ran one of the two join tasks
     held = [
-        [line for line in inst.log().splitlines() if "tasks=0_" in line][-1].split("tasks=")[1].split()[0]
+        [line for line in inst.log().splitlines() if "tasks=0_" in line][-1]
+        .split("tasks=")[1]
+        .split()[0]
         for inst in (a, b)
     ]
     assert sorted(held) == ["0_0", "0_1"], held

@@ -24,12 +24,16 @@ pytestmark = pytest.mark.slow
 RECORDS = 20
 
 
-async def _latencies(bootstrap: str, source: str, sink: str, *, read_committed: bool,
-                     wait: float = 30) -> list[float]:
+async def _latencies(
+    bootstrap: str, source: str, sink: str, *, read_committed: bool, wait: float = 30
+) -> list[float]:
     """Seconds from each record's send to its result's arrival, in send order."""
     reader = AIOKafkaConsumer(
-        sink, bootstrap_servers=bootstrap, auto_offset_reset="earliest",
-        isolation_level="read_committed" if read_committed else "read_uncommitted")
+        sink,
+        bootstrap_servers=bootstrap,
+        auto_offset_reset="earliest",
+        isolation_level="read_committed" if read_committed else "read_uncommitted",
+    )
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=0)
     await reader.start()
     await producer.start()
@@ -62,11 +66,26 @@ async def _latencies(bootstrap: str, source: str, sink: str, *, read_committed: 
     return [arrived[key] - at for key, at in sent.items()]
 
 
-async def _start(cluster: Cluster, instances: list[Instance], tmp_path: Path, target: str,
-                 source: str, sink: str, commit_interval_ms: int, env: dict[str, str]) -> None:
+async def _start(
+    cluster: Cluster,
+    instances: list[Instance],
+    tmp_path: Path,
+    target: str,
+    source: str,
+    sink: str,
+    commit_interval_ms: int,
+    env: dict[str, str],
+) -> None:
     await create_topics(cluster.bootstrap, source, sink)
-    inst = Instance(target, target, cluster.bootstrap, tmp_path / "state", target, env=env,
-                    commit_interval_ms=commit_interval_ms)
+    inst = Instance(
+        target,
+        target,
+        cluster.bootstrap,
+        tmp_path / "state",
+        target,
+        env=env,
+        commit_interval_ms=commit_interval_ms,
+    )
     instances.append(inst.start())
     await asyncio.to_thread(inst.wait_for, "tasks=", 60)
 
@@ -82,7 +101,11 @@ async def _start(cluster: Cluster, instances: list[Instance], tmp_path: Path, ta
     ids=["stateless", "cached-count"],
 )
 async def test_at_least_once_forwards_each_record_without_waiting_for_the_commit(
-    cluster: Cluster, instances: list[Instance], tmp_path: Path, target: str, source: str,
+    cluster: Cluster,
+    instances: list[Instance],
+    tmp_path: Path,
+    target: str,
+    source: str,
     sink: str,
 ) -> None:
     await _start(cluster, instances, tmp_path, target, source, sink, 60_000, {})
@@ -98,8 +121,16 @@ async def test_exactly_once_results_wait_one_commit_interval_at_most(
     cluster: Cluster, instances: list[Instance], tmp_path: Path
 ) -> None:
     source, sink = "rt-input-latency-eos", "rt-upper-latency-eos"
-    await _start(cluster, instances, tmp_path, "upper_latency_eos", source, sink, 1_000,
-                 {"HEADRACE_PROCESSING_GUARANTEE": "exactly_once_v2"})
+    await _start(
+        cluster,
+        instances,
+        tmp_path,
+        "upper_latency_eos",
+        source,
+        sink,
+        1_000,
+        {"HEADRACE_PROCESSING_GUARANTEE": "exactly_once_v2"},
+    )
     latencies = await _latencies(cluster.bootstrap, source, sink, read_committed=True)
     shown = [round(x * 1000) for x in latencies]
     assert statistics.median(latencies) < 1.5, f"latencies (ms): {shown}"

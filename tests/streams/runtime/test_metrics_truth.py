@@ -62,10 +62,14 @@ async def _setup(bootstrap: str, prefix: str) -> None:
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
     await admin.start()
     try:
-        await admin.create_topics([
-            NewTopic(f"{prefix}-readings", 2, 1), NewTopic(f"{prefix}-pings", 1, 1),
-            NewTopic(f"{prefix}-totals", 1, 1), NewTopic(f"{prefix}-dlq", 1, 1),
-        ])
+        await admin.create_topics(
+            [
+                NewTopic(f"{prefix}-readings", 2, 1),
+                NewTopic(f"{prefix}-pings", 1, 1),
+                NewTopic(f"{prefix}-totals", 1, 1),
+                NewTopic(f"{prefix}-dlq", 1, 1),
+            ]
+        )
     finally:
         await admin.close()
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
@@ -100,8 +104,9 @@ async def _records_in(bootstrap: str, topics: list[str]) -> dict[str, int]:
         await admin.close()
     parts = [TopicPartition(d["topic"], p["partition"]) for d in described for p in d["partitions"]]
     assert {p.topic for p in parts} == set(topics), described
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, isolation_level="read_committed",
-                                enable_auto_commit=False)
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap, isolation_level="read_committed", enable_auto_commit=False
+    )
     await consumer.start()
     try:
         consumer.assign(parts)
@@ -167,7 +172,9 @@ async def test_metrics_count_what_happened(
         "HEADRACE_DEAD_LETTER_TOPIC": f"{prefix}-dlq",
     }
     (tmp_path / "a").mkdir()
-    inst = Instance(f"{Path(__file__)}:readings", app_id, bootstrap, tmp_path / "a" / "state", "a", env=env)
+    inst = Instance(
+        f"{Path(__file__)}:readings", app_id, bootstrap, tmp_path / "a" / "state", "a", env=env
+    )
     instances.append(inst.start())
     await asyncio.to_thread(inst.wait_for, "[run]", 60)
     found = re.search(r"\[run\] .*; http://(\S+) \(", inst.log())
@@ -175,22 +182,31 @@ async def test_metrics_count_what_happened(
     address = found.group(1)
 
     readings_topic = f"{prefix}-readings"
-    changelog_totals, changelog_pings = f"{app_id}-totals-changelog", f"{app_id}-pings-per-second-changelog"
+    changelog_totals, changelog_pings = (
+        f"{app_id}-totals-changelog",
+        f"{app_id}-pings-per-second-changelog",
+    )
     dead_lettered = UNDECODABLE if bad_records == "dead_letter" else 0
     want_skipped = {(("reason", "processing"), ("topic", readings_topic)): 3.0}
     if bad_records == "continue":
-        want_skipped[(("reason", "deserialization"), ("topic", readings_topic))] = float(UNDECODABLE)
+        want_skipped[(("reason", "deserialization"), ("topic", readings_topic))] = float(
+            UNDECODABLE
+        )
 
     # Wait until everything is processed, and the counts equal what the topics hold
     # (read_committed: under exactly-once only what committed counts).
     deadline = time.monotonic() + 60
     while True:
         samples = await asyncio.to_thread(_metrics, address)
-        produced = {dict(labels)["topic"]: (dict(labels)["kind"], v)
-                    for labels, v in _by(samples, "headrace_streams_records_produced_total").items()}
+        produced = {
+            dict(labels)["topic"]: (dict(labels)["kind"], v)
+            for labels, v in _by(samples, "headrace_streams_records_produced_total").items()
+        }
         held = await _records_in(bootstrap, list(produced))
         counted = {topic: int(v) for topic, (_kind, v) in produced.items()}
-        if (counted.get(f"{prefix}-totals") == GOOD and held == counted) or time.monotonic() > deadline:
+        if (
+            counted.get(f"{prefix}-totals") == GOOD and held == counted
+        ) or time.monotonic() > deadline:
             break
         await asyncio.sleep(0.3)
     assert held == counted, (held, produced, inst.log()[-3000:])
@@ -200,10 +216,13 @@ async def test_metrics_count_what_happened(
     kinds = {topic: kind for topic, (kind, _v) in produced.items()}
     repartitions = [t for t, kind in kinds.items() if kind == "repartition"]
     assert repartitions == [f"{app_id}-totals-repartition"] or (
-        len(repartitions) == 1 and "repartition" in repartitions[0]), kinds
+        len(repartitions) == 1 and "repartition" in repartitions[0]
+    ), kinds
     assert kinds == {
-        f"{prefix}-totals": "sink", repartitions[0]: "repartition",
-        changelog_totals: "changelog", changelog_pings: "changelog",
+        f"{prefix}-totals": "sink",
+        repartitions[0]: "repartition",
+        changelog_totals: "changelog",
+        changelog_pings: "changelog",
         **({f"{prefix}-dlq": "dead_letter"} if dead_lettered else {}),
     }
     assert (counted[f"{prefix}-totals"], counted[repartitions[0]]) == (GOOD, GOOD)
@@ -213,7 +232,8 @@ async def test_metrics_count_what_happened(
 
     assert _by(samples, "headrace_streams_records_dead_lettered_total") == (
         {(("reason", "deserialization"), ("topic", readings_topic)): float(UNDECODABLE)}
-        if bad_records == "dead_letter" else {}
+        if bad_records == "dead_letter"
+        else {}
     )
     assert _by(samples, "headrace_streams_records_skipped_total") == want_skipped
     late = _by(samples, "headrace_streams_late_records_dropped_total")
@@ -224,6 +244,7 @@ async def test_metrics_count_what_happened(
     assert consumed == (GOOD + UNDECODABLE + 3) + len(PINGS) + GOOD
     # The status line's "produced" is the same count.
     total = sum(counted.values())
+
     async def status_says() -> bool:
         for _ in range(50):
             lines = [line for line in inst.log().splitlines() if line.startswith("[status]")]
@@ -231,21 +252,29 @@ async def test_metrics_count_what_happened(
                 return True
             await asyncio.sleep(0.1)
         return False
+
     assert await status_says(), (total, inst.log()[-500:])
 
     # What operators watch besides the counts: time per batch of every task that was
     # fed, its stores' operations and sizes, and the assignment that started it all.
     every = await asyncio.to_thread(_all_samples, address)
     batches = every["headrace_streams_process_latency_seconds_count"]
-    tasks_fed = {dict(labels)["task"] for labels, n in _by(samples, "headrace_streams_records_consumed_total").items() if n}
+    tasks_fed = {
+        dict(labels)["task"]
+        for labels, n in _by(samples, "headrace_streams_records_consumed_total").items()
+        if n
+    }
     assert {dict(labels)["task"] for labels, n in batches.items() if n} == tasks_fed
     assert every["headrace_streams_rebalances_total"][()] >= 1
     keys = {dict(labels)["store"]: 0.0 for labels in every["headrace_streams_store_keys"]}
     for labels, n in every["headrace_streams_store_keys"].items():
         keys[dict(labels)["store"]] += n
     assert keys["totals"] == 2  # the groups "a" and "b"
-    operations = {(dict(labels)["store"], dict(labels)["operation"]): n
-                  for labels, n in every["headrace_streams_store_operations_total"].items() if n}
+    operations = {
+        (dict(labels)["store"], dict(labels)["operation"]): n
+        for labels, n in every["headrace_streams_store_operations_total"].items()
+        if n
+    }
     for store in ("totals", "pings-per-second"):  # each read and wrote its store
         writes = operations.get((store, "put"), 0) + operations.get((store, "put_all"), 0)
         assert writes >= 1 and operations.get((store, "get"), 0) >= 1, operations

@@ -57,7 +57,9 @@ async def test_producing_to_a_missing_topic_fails_naming_it(
     broker: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(_aiokafka, "TOPIC_WAIT_S", 1.0)
-    settings = AppSettings.load(env={}, application_id="na", bootstrap_servers=broker.bootstrap_servers)
+    settings = AppSettings.load(
+        env={}, application_id="na", bootstrap_servers=broker.bootstrap_servers
+    )
     producer = AiokafkaRecordProducer(settings)
     await producer.start()
     try:
@@ -77,8 +79,12 @@ def _copy_topology(source: str, sink: str) -> Any:
 async def test_an_app_with_a_missing_sink_fails_at_start(broker: Any, tmp_path: Path) -> None:
     bootstrap = broker.bootstrap_servers
     await create_topics(bootstrap, "nac-in")
-    app = App("nac", _copy_topology("nac-in", "nac-out-missing"), bootstrap_servers=bootstrap,
-              state_dir=tmp_path / "state")
+    app = App(
+        "nac",
+        _copy_topology("nac-in", "nac-out-missing"),
+        bootstrap_servers=bootstrap,
+        state_dir=tmp_path / "state",
+    )
     with pytest.raises(SettingsError, match="sink topics do not exist: nac-out-missing"):
         await app.start()
     assert "nac-out-missing" not in await _topics(bootstrap)
@@ -118,9 +124,16 @@ async def test_a_source_topic_deleted_under_headrace_run_stops_it_with_one_error
         "def topology():\n"
         "    builder = StreamsBuilder()\n"
         f"    builder.stream({source!r}).to({sink!r})\n"
-        "    return builder\n")
-    inst = Instance(f"{app_file}:topology", app_id, bootstrap, tmp_path / "state", app_id,
-                    env={"HEADRACE_PROCESSING_GUARANTEE": guarantee})
+        "    return builder\n"
+    )
+    inst = Instance(
+        f"{app_file}:topology",
+        app_id,
+        bootstrap,
+        tmp_path / "state",
+        app_id,
+        env={"HEADRACE_PROCESSING_GUARANTEE": guarantee},
+    )
     instances.append(inst.start())
     inst.wait_for("[status] running tasks=0_")
     await _produce(bootstrap, source, 10)
@@ -142,4 +155,3 @@ async def test_a_source_topic_deleted_under_headrace_run_stops_it_with_one_error
     topics = await _topics(bootstrap)
     assert source not in topics
     assert sink in topics
-

@@ -14,8 +14,9 @@ from headrace.streams.runtime._settings import AppSettings
 
 
 async def _read(bootstrap: str, topic: str, partitions: int) -> dict[int, list[Any]]:
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
-                                auto_offset_reset="earliest")
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="earliest"
+    )
     await consumer.start()
     tps = [TopicPartition(topic, p) for p in range(partitions)]
     consumer.assign(tps)
@@ -40,17 +41,26 @@ async def test_records_land_where_kafka_puts_them_in_order(broker: Any) -> None:
     keys = [f"user-{i % 11}".encode() for i in range(60)]
     try:
         # Runs of two topics, keyed, explicit partitions and null keys, in one call.
-        first = [("left", k, f"a{i}".encode(), 1_000 + i, (), None) for i, k in enumerate(keys[:30])]
+        first = [
+            ("left", k, f"a{i}".encode(), 1_000 + i, (), None) for i, k in enumerate(keys[:30])
+        ]
         first += [("right", k, f"b{i}".encode(), 2_000 + i, (), None) for i, k in enumerate(keys)]
-        first += [("left", None, b"pinned", 3_000, (), 2), ("left", None, b"n1", 3_001, (), None),
-                  ("left", None, b"n2", 3_002, (), None), ("left", k := keys[0], b"again", 3_003, (), None)]
+        first += [
+            ("left", None, b"pinned", 3_000, (), 2),
+            ("left", None, b"n1", 3_001, (), None),
+            ("left", None, b"n2", 3_002, (), None),
+            ("left", k := keys[0], b"again", 3_003, (), None),
+        ]
         await producer.send(first)
         result = await producer.flush()
     finally:
         await producer.stop()
     assert not result.failures
     left, right = await _read(bootstrap, "left", 3), await _read(bootstrap, "right", 5)
-    for topic, read, count, prefix, base in (("left", left, 3, "a", 1_000), ("right", right, 5, "b", 2_000)):
+    for topic, read, count, prefix, base in (
+        ("left", left, 3, "a", 1_000),
+        ("right", right, 5, "b", 2_000),
+    ):
         n = 30 if topic == "left" else 60
         for i, key in enumerate(keys[:n]):
             assert (key, f"{prefix}{i}".encode(), base + i) in read[partition_for_key(key, count)]

@@ -18,7 +18,7 @@ from rtprocs import ROOT, Cluster, create_topics
 from headrace.cli import build_parser
 from headrace.streams._commands import build_app
 
-APP = '''\
+APP = """\
 from headrace import App, Serdes, StreamsBuilder
 
 def topology():
@@ -28,7 +28,7 @@ def topology():
 
 app = App("own-id", topology, bootstrap_servers={bootstrap!r}, commit_interval_ms=300,
           state_dir={state!r}, log_level="warning")
-'''
+"""
 
 
 @pytest.fixture
@@ -39,11 +39,13 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     return monkeypatch
 
 
-def _app_file(tmp_path: Path, bootstrap: str = "127.0.0.1:1111", source: str = "in",
-              sink: str = "out") -> Path:
+def _app_file(
+    tmp_path: Path, bootstrap: str = "127.0.0.1:1111", source: str = "in", sink: str = "out"
+) -> Path:
     path = tmp_path / "own_app.py"
-    path.write_text(APP.format(source=source, sink=sink, bootstrap=bootstrap,
-                               state=str(tmp_path / "state")))
+    path.write_text(
+        APP.format(source=source, sink=sink, bootstrap=bootstrap, state=str(tmp_path / "state"))
+    )
     return path
 
 
@@ -56,7 +58,11 @@ def test_an_app_runs_with_its_own_settings_when_nothing_overrides(
 ) -> None:
     s = _settings(f"{_app_file(tmp_path)}:app")
     assert (s.application_id, s.bootstrap_servers, s.commit_interval, s.log_level) == (
-        "own-id", "127.0.0.1:1111", 300, "WARNING")
+        "own-id",
+        "127.0.0.1:1111",
+        300,
+        "WARNING",
+    )
 
 
 def test_a_variable_overrides_the_app_and_a_flag_overrides_both(
@@ -68,8 +74,15 @@ def test_a_variable_overrides_the_app_and_a_flag_overrides_both(
     clean_env.setenv("HEADRACE_LOG_LEVEL", "error")
     s = _settings(target)
     assert (s.bootstrap_servers, s.commit_interval, s.log_level) == ("127.0.0.1:2222", 400, "ERROR")
-    s = _settings(target, "--bootstrap-servers", "127.0.0.1:3333", "--commit-interval-ms", "500",
-                  "--log-level", "Info")
+    s = _settings(
+        target,
+        "--bootstrap-servers",
+        "127.0.0.1:3333",
+        "--commit-interval-ms",
+        "500",
+        "--log-level",
+        "Info",
+    )
     assert (s.bootstrap_servers, s.commit_interval, s.log_level) == ("127.0.0.1:3333", 500, "INFO")
     # A flag that is not given takes no part: the variable still wins for it.
     s = _settings(target, "--commit-interval-ms", "600")
@@ -80,7 +93,7 @@ def test_a_settings_file_fills_in_below_the_app_own_arguments(
     tmp_path: Path, clean_env: pytest.MonkeyPatch
 ) -> None:
     file = tmp_path / "run.toml"
-    file.write_text('commit_interval_ms = 900\nnum_standby_replicas = 2\nlinger_ms = 7\n')
+    file.write_text("commit_interval_ms = 900\nnum_standby_replicas = 2\nlinger_ms = 7\n")
     clean_env.setenv("HEADRACE_LINGER_MS", "8")
     s = _settings(f"{_app_file(tmp_path)}:app", "--settings", str(file))
     # The App's 300 wins over the file; the file gives what the App does not; the
@@ -89,7 +102,9 @@ def test_a_settings_file_fills_in_below_the_app_own_arguments(
     assert s.bootstrap_servers == "127.0.0.1:1111"
 
 
-def test_an_application_id_flag_renames_an_app(tmp_path: Path, clean_env: pytest.MonkeyPatch) -> None:
+def test_an_application_id_flag_renames_an_app(
+    tmp_path: Path, clean_env: pytest.MonkeyPatch
+) -> None:
     s = _settings(f"{_app_file(tmp_path)}:app", "--application-id", "renamed")
     assert (s.application_id, s.bootstrap_servers) == ("renamed", "127.0.0.1:1111")
 
@@ -101,8 +116,12 @@ def test_a_topology_target_uses_the_default_or_the_variable(
     assert _settings(target, "--application-id", "t").bootstrap_servers == "127.0.0.1:9092"
     clean_env.setenv("HEADRACE_BOOTSTRAP_SERVERS", "127.0.0.1:2222")
     assert _settings(target, "--application-id", "t").bootstrap_servers == "127.0.0.1:2222"
-    assert _settings(target, "--application-id", "t",
-                     "--bootstrap-servers", "127.0.0.1:3333").bootstrap_servers == "127.0.0.1:3333"
+    assert (
+        _settings(
+            target, "--application-id", "t", "--bootstrap-servers", "127.0.0.1:3333"
+        ).bootstrap_servers
+        == "127.0.0.1:3333"
+    )
 
 
 def test_a_topology_target_without_an_application_id_is_refused(
@@ -115,8 +134,13 @@ def test_a_topology_target_without_an_application_id_is_refused(
 
 
 def test_the_help_states_the_precedence() -> None:
-    text = subprocess.run([sys.executable, "-m", "headrace", "run", "--help"], capture_output=True,
-                          text=True, check=True, cwd=ROOT).stdout
+    text = subprocess.run(
+        [sys.executable, "-m", "headrace", "run", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    ).stdout
     assert "a flag given here; a HEADRACE_* environment" in text
     assert "the App's\nown constructor arguments; a settings file" in text
 
@@ -140,11 +164,16 @@ def _run_without_flags(target: str, log_path: Path, **env: str) -> subprocess.Po
     with open(log_path, "wb") as log:
         return subprocess.Popen(
             [sys.executable, "-m", "headrace", "run", target, "--status-interval", "0.5"],
-            stdout=log, stderr=log, cwd=ROOT,
-            env={**clean, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(ROOT), **env})
+            stdout=log,
+            stderr=log,
+            cwd=ROOT,
+            env={**clean, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(ROOT), **env},
+        )
 
 
-async def test_headrace_run_uses_the_app_own_bootstrap_servers(cluster: Cluster, tmp_path: Path) -> None:
+async def test_headrace_run_uses_the_app_own_bootstrap_servers(
+    cluster: Cluster, tmp_path: Path
+) -> None:
     """The broker listens on a free port, not 9092; only the App names it."""
     bootstrap = cluster.bootstrap
     assert not bootstrap.endswith(":9092")

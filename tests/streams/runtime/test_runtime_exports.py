@@ -4,11 +4,29 @@ from headrace import streams
 
 def test_runtime_public_surface_is_pinned() -> None:
     assert sorted(runtime.__all__) == [
-        "App", "AppSettings", "AppState", "AppStopped", "ChangelogReader", "ClientError",
-        "ClientFactory", "CoPartitionError", "FencedError", "GroupConsumer",
-        "PartitionGroupAssignor", "ProductionError", "RecordProducer", "RestoreError",
-        "RuntimeFailure", "SettingsError", "SourceTopicDeletedError", "TaskLayout",
-        "TopicAdmin", "TransactionError", "TransactionalProducer", "assign_tasks", "murmur2",
+        "App",
+        "AppSettings",
+        "AppState",
+        "AppStopped",
+        "ChangelogReader",
+        "ClientError",
+        "ClientFactory",
+        "CoPartitionError",
+        "FencedError",
+        "GroupConsumer",
+        "PartitionGroupAssignor",
+        "ProductionError",
+        "RecordProducer",
+        "RestoreError",
+        "RuntimeFailure",
+        "SettingsError",
+        "SourceTopicDeletedError",
+        "TaskLayout",
+        "TopicAdmin",
+        "TransactionError",
+        "TransactionalProducer",
+        "assign_tasks",
+        "murmur2",
         "partition_for_key",
     ]
     for name in runtime.__all__:
@@ -16,7 +34,9 @@ def test_runtime_public_surface_is_pinned() -> None:
 
 
 def test_runtime_errors_hang_under_the_streams_root_and_say_if_retriable() -> None:
-    errors = [getattr(runtime, n) for n in runtime.__all__ if n.endswith(("Error", "Failure", "Stopped"))]
+    errors = [
+        getattr(runtime, n) for n in runtime.__all__ if n.endswith(("Error", "Failure", "Stopped"))
+    ]
     assert len(errors) == 10
     for error in errors:
         assert issubclass(error, runtime.RuntimeFailure)

@@ -39,9 +39,13 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecuredBroker]
 async def _word_counts(secured: SecuredBroker, want: dict[str, int]) -> dict[str, int]:
     from aiokafka import AIOKafkaConsumer
 
-    consumer = AIOKafkaConsumer(ft.WORD_COUNTS, bootstrap_servers=secured.address("SASL_SSL"),
-                                auto_offset_reset="earliest", isolation_level="read_committed",
-                                **secured.sasl_ssl("admin").aiokafka_options())
+    consumer = AIOKafkaConsumer(
+        ft.WORD_COUNTS,
+        bootstrap_servers=secured.address("SASL_SSL"),
+        auto_offset_reset="earliest",
+        isolation_level="read_committed",
+        **secured.sasl_ssl("admin").aiokafka_options(),
+    )
     await consumer.start()
     latest: dict[str, int] = {}
     try:
@@ -58,8 +62,10 @@ async def _word_counts(secured: SecuredBroker, want: dict[str, int]) -> dict[str
 async def _produce_lines(secured: SecuredBroker, lines: list[str]) -> None:
     from aiokafka import AIOKafkaProducer
 
-    producer = AIOKafkaProducer(bootstrap_servers=secured.address("SASL_SSL"),
-                                **secured.sasl_ssl("admin").aiokafka_options())
+    producer = AIOKafkaProducer(
+        bootstrap_servers=secured.address("SASL_SSL"),
+        **secured.sasl_ssl("admin").aiokafka_options(),
+    )
     await producer.start()
     try:
         for line in lines:
@@ -69,22 +75,34 @@ async def _produce_lines(secured: SecuredBroker, lines: list[str]) -> None:
         await producer.stop()
 
 
-def test_exactly_once_app_over_sasl_ssl_with_acls(secured: SecuredBroker,
-                                                 tmp_path: Path) -> None:
-    admin = ["--bootstrap-servers", secured.address("SASL_SSL"),
-             "--command-config", str(secured.command_config("admin"))]
+def test_exactly_once_app_over_sasl_ssl_with_acls(secured: SecuredBroker, tmp_path: Path) -> None:
+    admin = [
+        "--bootstrap-servers",
+        secured.address("SASL_SSL"),
+        "--command-config",
+        str(secured.command_config("admin")),
+    ]
     for topic in (ft.LINES, ft.WORD_COUNTS):
         secured.headrace("topics", "create", topic, "--partitions", "2", *admin)
     secured.allow("User:streams", "--topic", ft.LINES, operation="Read", pattern="literal")
-    secured.allow("User:streams", "--topic", ft.WORD_COUNTS, operation="Write",
-                  pattern="literal")
-    secured.allow("User:streams", "--topic", APP_ID, "--group", APP_ID,
-                  "--transactional-id", APP_ID)
+    secured.allow("User:streams", "--topic", ft.WORD_COUNTS, operation="Write", pattern="literal")
+    secured.allow(
+        "User:streams", "--topic", APP_ID, "--group", APP_ID, "--transactional-id", APP_ID
+    )
 
-    instance = Instance(f"{ROOT / 'tests' / 'first_topologies.py'}:word_count", APP_ID,
-                        secured.address("SASL_SSL"), tmp_path / "state", APP_ID)
-    instance.args += ["--processing-guarantee", "exactly_once_v2",
-                      "--command-config", str(secured.command_config("streams"))]
+    instance = Instance(
+        f"{ROOT / 'tests' / 'first_topologies.py'}:word_count",
+        APP_ID,
+        secured.address("SASL_SSL"),
+        tmp_path / "state",
+        APP_ID,
+    )
+    instance.args += [
+        "--processing-guarantee",
+        "exactly_once_v2",
+        "--command-config",
+        str(secured.command_config("streams")),
+    ]
     instance.start()
     try:
         instance.wait_for("tasks=", 90)

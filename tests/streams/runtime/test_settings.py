@@ -10,7 +10,12 @@ def test_later_sources_win(tmp_path: Path) -> None:
     file.write_text('application_id = "from-file"\ncommit_interval_ms = 500\nlinger_ms = 9\n')
     env = {"HEADRACE_COMMIT_INTERVAL_MS": "700", "HEADRACE_BOOTSTRAP_SERVERS": "h:1"}
     s = AppSettings.load(file, env=env, application_id="kw")
-    assert (s.application_id, s.commit_interval, s.linger_ms, s.bootstrap_servers) == ("kw", 700, 9, "h:1")
+    assert (s.application_id, s.commit_interval, s.linger_ms, s.bootstrap_servers) == (
+        "kw",
+        700,
+        9,
+        "h:1",
+    )
 
 
 def test_json_files_are_read(tmp_path: Path) -> None:
@@ -38,7 +43,9 @@ def test_commit_interval_defaults_follow_the_guarantee() -> None:
         ({"application_id": "a", "processing_error_handler": "shrug"}, "processing_error_handler"),
     ],
 )
-def test_bad_settings_are_refused_with_the_field_named(overrides: dict[str, object], message: str) -> None:
+def test_bad_settings_are_refused_with_the_field_named(
+    overrides: dict[str, object], message: str
+) -> None:
     with pytest.raises(SettingsError, match=message):
         AppSettings.load(env={}, **overrides)
 
@@ -66,10 +73,20 @@ def test_headrace_run_flags_reach_the_app_settings(tmp_path: Path) -> None:
         "def topology():\n"
         "    builder = StreamsBuilder()\n"
         "    builder.stream('in').to('out')\n"
-        "    return builder.build()\n")
-    args = build_parser().parse_args([
-        "run", f"{app_file}:topology", "--application-id", "flags",
-        "--processing-guarantee", "exactly_once_v2", "--bootstrap-servers", "127.0.0.1:1"])
+        "    return builder.build()\n"
+    )
+    args = build_parser().parse_args(
+        [
+            "run",
+            f"{app_file}:topology",
+            "--application-id",
+            "flags",
+            "--processing-guarantee",
+            "exactly_once_v2",
+            "--bootstrap-servers",
+            "127.0.0.1:1",
+        ]
+    )
     app = build_app(args)
     assert app.settings.processing_guarantee == "exactly_once_v2"
     assert app.settings.commit_interval == 100  # ms: exactly-once's default

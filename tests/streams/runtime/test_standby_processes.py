@@ -74,10 +74,16 @@ async def _changelog_ends(bootstrap: str, topic: str) -> dict[int, int]:
     return {tp.partition: o for tp, o in ends.items()}
 
 
-async def _read_counts(bootstrap: str, topic: str, total: int, wait: float = 90) -> list[tuple[bytes, int]]:
+async def _read_counts(
+    bootstrap: str, topic: str, total: int, wait: float = 90
+) -> list[tuple[bytes, int]]:
     """(key, count) of every committed output record, once every input shows up."""
-    consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest",
-                                isolation_level="read_committed")
+    consumer = AIOKafkaConsumer(
+        topic,
+        bootstrap_servers=bootstrap,
+        auto_offset_reset="earliest",
+        isolation_level="read_committed",
+    )
     await consumer.start()
     out: list[tuple[bytes, int]] = []
     seen: set[bytes] = set()
@@ -101,7 +107,9 @@ async def test_a_killed_instances_tasks_resume_on_their_standbys_without_restori
     cluster: Cluster, instances: list[Instance], tmp_path: Path, guarantee: str
 ) -> None:
     bootstrap = cluster.bootstrap
-    app_id = {"at_least_once": "count_standby_alos", "exactly_once_v2": "count_standby_eos"}[guarantee]
+    app_id = {"at_least_once": "count_standby_alos", "exactly_once_v2": "count_standby_eos"}[
+        guarantee
+    ]
     topic_in, topic_out = f"{INPUT}-{app_id}", f"{COUNTS}-{app_id}"
     await create_topics(bootstrap, topic_in, topic_out, partitions=PARTITIONS)
     env = {"HEADRACE_NUM_STANDBY_REPLICAS": "1", "HEADRACE_PROCESSING_GUARANTEE": guarantee}

@@ -31,7 +31,9 @@ async def _write_changelog(bootstrap: str) -> None:
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
     await admin.start()
     try:
-        await admin.create_topics([NewTopic(CHANGELOG, 1, 1, topic_configs={"cleanup.policy": "compact"})])
+        await admin.create_topics(
+            [NewTopic(CHANGELOG, 1, 1, topic_configs={"cleanup.policy": "compact"})]
+        )
     finally:
         await admin.close()
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id=f"{APP}-writer")
@@ -55,8 +57,14 @@ async def _write_changelog(bootstrap: str) -> None:
 
 def _manager(tmp_path: Path) -> TaskManager:
     return TaskManager(
-        count_topology(), StreamsConfig(application_id=APP, state_dir=tmp_path), tmp_path,
-        {0: (INPUT,)}, {0: {"counts": CHANGELOG}}, lambda topic: 1, lambda: 0, exactly_once=True,
+        count_topology(),
+        StreamsConfig(application_id=APP, state_dir=tmp_path),
+        tmp_path,
+        {0: (INPUT,)},
+        {0: {"counts": CHANGELOG}},
+        lambda topic: 1,
+        lambda: 0,
+        exactly_once=True,
     )
 
 
@@ -73,8 +81,13 @@ async def test_standby_applies_committed_records_checkpoints_and_is_promoted(
     cluster: Cluster, tmp_path: Path
 ) -> None:
     await _write_changelog(cluster.bootstrap)
-    settings = AppSettings.load(env={}, application_id=APP, bootstrap_servers=cluster.bootstrap,
-                                processing_guarantee="exactly_once_v2", state_dir=tmp_path)
+    settings = AppSettings.load(
+        env={},
+        application_id=APP,
+        bootstrap_servers=cluster.bootstrap,
+        processing_guarantee="exactly_once_v2",
+        state_dir=tmp_path,
+    )
     reader = AiokafkaChangelogReader(settings)
     await reader.start()
     try:
@@ -88,8 +101,12 @@ async def test_standby_applies_committed_records_checkpoints_and_is_promoted(
         # read_committed: the aborted transaction's writes never reach the standby
         assert (store.get(b"k1"), store.get(b"k2"), store.get(b"k3")) == (b"1", b"2", None)
         assert standby.applied == 3
-        assert metrics.registry.get_sample_value(
-            "headrace_streams_standby_records_total", {"task": "0_0", "store": "counts"}) == 3
+        assert (
+            metrics.registry.get_sample_value(
+                "headrace_streams_standby_records_total", {"task": "0_0", "store": "counts"}
+            )
+            == 3
+        )
         assert tasks.local_state() == {} and updater.offset_sums() == {"0_0": end}
         updater.checkpoint(force=True)
         assert TaskCheckpoint(standby.state_dir).read_checkpoint() == {(CHANGELOG, 0): end}
