@@ -5,28 +5,26 @@ keeps one column family per time segment and drops the whole family when the
 segment expires, which costs no per-key deletes.
 
 Durability: writes go to the write-ahead log without a sync; ``flush()`` syncs the
-log, so whatever was written before a commit survives a crash. ``close()`` also
-flushes memtables into table files.
+log, so whatever was written before a commit survives a crash. Restored changelog
+entries (``restore``) skip the log, as Kafka Streams' stores skip it for every write:
+the next ``flush()`` then also flushes the memtables into table files, so they are
+durable before a checkpoint can say they were restored. ``close()`` also flushes
+memtables into table files.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from rocksdict import Checkpoint, Options, Rdict, WriteBatch
+from rocksdict import Checkpoint, Rdict, WriteBatch
 
 from ._errors import InvalidStoreStateError, StateStoreError, StoreIOError, StoreLockedError
+from ._rocksdb_options import bulk_write_options
+from ._rocksdb_options import store_options as _options
 
 _DEFAULT = "default"
-
-
-def _options() -> Options:
-    options = Options(raw_mode=True)
-    options.create_if_missing(True)
-    options.create_missing_column_families(True)
-    return options
 
 
 def translate(error: Exception, path: Path) -> StateStoreError:
@@ -43,12 +41,15 @@ def translate(error: Exception, path: Path) -> StateStoreError:
 class RocksDBTable:
     """A table on one column family."""
 
-    __slots__ = ("_db", "_family", "_owner")
+    __slots__ = ("_db", "_family", "_owner", "_unlogged")
 
-    def __init__(self, owner: Rdict, family: Rdict, handle: Any) -> None:
+    def __init__(
+        self, owner: Rdict, family: Rdict, handle: Any, unlogged: Callable[[], None]
+    ) -> None:
         self._owner = owner
         self._db = family
         self._family = handle
+        self._unlogged = unlogged  # told when a write skipped the write-ahead log
 
     def get(self, key: bytes) -> bytes | None:
         return self._db.get(key)
@@ -60,15 +61,26 @@ class RocksDBTable:
         self._db.delete(key)
 
     def write(self, entries: Iterable[tuple[bytes, bytes | None]]) -> None:
-        batch = WriteBatch(raw_mode=True)
-        batch.set_default_column_family(self._family)
-        for key, value in entries:
-            if value is None:
-                batch.delete(key)
-            else:
-                batch.put(key, value)
+        batch = self._batch(entries)
         if batch.len():
             self._owner.write(batch)
+
+    def restore(self, entries: Iterable[tuple[bytes, bytes | None]]) -> None:
+        batch = self._batch(entries)
+        if batch.len():
+            self._unlogged()
+            self._owner.write(batch, bulk_write_options())
+
+    def _batch(self, entries: Iterable[tuple[bytes, bytes | None]]) -> WriteBatch:
+        batch = WriteBatch(raw_mode=True)
+        batch.set_default_column_family(self._family)
+        put, delete = batch.put, batch.delete
+        for key, value in entries:
+            if value is None:
+                delete(key)
+            else:
+                put(key, value)
+        return batch
 
     def scan(
         self, lo: bytes | None, hi: bytes | None, reverse: bool, limit: int
@@ -119,6 +131,7 @@ class RocksDBBackend:
         self._path = Path()
         self._tables: dict[str, RocksDBTable] = {}
         self._families: set[str] = set()
+        self._memtables_unlogged = False
 
     def open(self, directory: Path, store_name: str) -> None:
         self._path = directory / store_name
@@ -157,7 +170,7 @@ class RocksDBBackend:
             handle = db.get_column_family_handle(name)
         except Exception as error:
             raise translate(error, self._path) from error
-        found = self._tables[name] = RocksDBTable(db, family, handle)
+        found = self._tables[name] = RocksDBTable(db, family, handle, self._note_unlogged)
         return found
 
     def table_names(self) -> list[str]:
@@ -173,9 +186,16 @@ class RocksDBBackend:
         except Exception as error:
             raise translate(error, self._path) from error
 
+    def _note_unlogged(self) -> None:
+        self._memtables_unlogged = True
+
     def flush(self) -> None:
         db = self._require()
         try:
+            if self._memtables_unlogged:
+                for table in self._tables.values():
+                    table._db.flush()
+                self._memtables_unlogged = False
             db.flush_wal(True)
         except Exception as error:
             raise translate(error, self._path) from error
