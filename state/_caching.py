@@ -127,8 +127,9 @@ class _CachingStore(StoreWrapper[W]):
         return True
 
     def restore_batch(self, records: Iterable[ChangeRecord]) -> None:
-        records = list(records)
-        self._cache.invalidate([key for key, _ in records])
+        if len(self._cache):  # a restore into an empty cache (the usual case) skips this
+            records = records if isinstance(records, list) else list(records)
+            self._cache.invalidate([key for key, _ in records])
         self.wrapped.restore_batch(records)
 
 

@@ -80,7 +80,7 @@ class _TableKeyValueStore(BackendStore):
         return self._t().approximate_count()
 
     def restore_batch(self, records: Iterable[ChangeRecord]) -> None:
-        self._t().write(records)
+        self._t().restore(records)
 
     def set_flush_listener(self, listener: FlushListener, send_old_values: bool = False) -> bool:
         return False

@@ -110,7 +110,7 @@ class _MeteredStore(StoreWrapper[W]):
         self.metrics.put_all.record(perf_counter_ns() - started)
 
     def restore_batch(self, records: Iterable[ChangeRecord]) -> None:
-        records = list(records)
+        records = records if isinstance(records, list) else list(records)
         started = perf_counter_ns()
         self.wrapped.restore_batch(records)
         self.metrics.restore.record(perf_counter_ns() - started)

@@ -32,6 +32,12 @@ class Table(Protocol):
         """Apply puts and deletes (None values) as one batch."""
         ...
 
+    def restore(self, entries: Iterable[tuple[bytes, bytes | None]]) -> None:
+        """``write`` for changelog entries being restored: a persistent table may leave
+        them out of its write-ahead log (the changelog is their log); the backend's next
+        ``flush()`` makes them durable, before any checkpoint can cover them."""
+        ...
+
     def scan(
         self, lo: bytes | None, hi: bytes | None, reverse: bool, limit: int
     ) -> list[tuple[bytes, bytes]]:
@@ -123,6 +129,8 @@ class MemoryTable:
                 data.pop(key, None)
             else:
                 data[key] = value
+
+    restore = write
 
     def scan(
         self, lo: bytes | None, hi: bytes | None, reverse: bool, limit: int

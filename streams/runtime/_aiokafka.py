@@ -338,9 +338,13 @@ class AiokafkaChangelogReader:
         except KafkaError as error:
             raise translate(error, "reading a changelog") from error
         return {
-            # Changelog records always have keys.
-            (tp.topic, tp.partition): [(r[2], r[4], r[5]) for r in map(as_tuple, records)]  # type: ignore[misc]
+            # Changelog records always have keys; tuples need no conversion.
+            (tp.topic, tp.partition): [
+                (r[2], r[4], r[5])  # type: ignore[misc]
+                for r in (records if type(records[0]) is tuple else map(as_tuple, records))
+            ]
             for tp, records in fetched.items()
+            if records
         }
 
 
