@@ -1,0 +1,302 @@
+"""Resident memory of an application and of the broker over a long run at half load.
+
+One run starts the built-in broker (a subprocess, fsync on), measures the windowed
+workload's maximum rate (``latency.py``'s flood: 200,000 records through the
+application, from the group turning stable to all of them committed) unless
+``--max-rate`` gives it, then runs for ``--seconds``:
+
+- the application: the windowed count of ``runtime_vs_peers.py`` (1,000 users, tumbling
+  1-minute windows on the default store: RocksDB, cached, changelogged), at-least-once;
+- a load generator: a librdkafka producer paced to ``--load`` (0.5) of the maximum,
+  event time the wall clock, so old windows expire and their segments are dropped.
+
+Every ``--interval`` seconds the resident set size (``VmRSS``) of both processes is
+sampled, with the input's end offsets and the group's committed offsets (the lag shows
+the application keeps up; a growing lag would make a memory figure meaningless).
+The samples go to ``PREFIX.csv`` and a plot of RSS over time to ``PREFIX.svg`` (drawn
+here, no plotting library needed), and a summary line per process: RSS at the end of
+the warm-up (``--warmup`` seconds), the highest RSS after it, and the growth between.
+``--max-growth-mb`` makes the run exit non-zero when either process grew by more
+(the test with a one-minute soak uses it).
+
+Run: ``.venv/bin/python benchmarks/memory_soak.py [--seconds 3600] [--load 0.5]
+[--max-rate N] [--interval 10] [--warmup 300] [--out memory-soak]``.
+The same file is the program the generator runs (``--role generator``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from typing import Any
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+
+from broker_throughput import wait_listening
+from latency import Bench, record
+from runtime_vs_peers import ROOT, free_port, stop
+
+# The input and output keep two minutes of records (in 16 MiB segments), so an hour at
+# tens of thousands of records a second stays within a few GiB of disk; the broker's
+# retention pass runs every 30 s and is part of what is measured.
+TOPIC_RETENTION = {"retention.ms": "120000", "segment.bytes": str(16 << 20)}
+RETENTION_CHECK_MS = 30_000
+FIELDS = ("seconds", "broker_rss_mb", "app_rss_mb", "produced", "committed", "lag")
+
+
+def rss_mb(pid: int) -> float:
+    """The resident set size of process ``pid`` in MiB, from ``/proc/PID/status``."""
+    for line in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no VmRSS for process {pid}")
+
+
+# -- the load generator ------------------------------------------------------------------
+
+
+def run_generator(args: argparse.Namespace) -> None:
+    """Send ``--rate`` records a second until SIGTERM, paced by the clock."""
+    from confluent_kafka import Producer
+
+    stopping = False
+
+    def request_stop(*_: Any) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGTERM, request_stop)
+    producer = Producer(
+        {
+            "bootstrap.servers": args.bootstrap,
+            "acks": "all",
+            "enable.idempotence": True,
+            "linger.ms": 5,
+            "partitioner": "murmur2_random",
+        }
+    )
+    started = time.perf_counter()
+    i = 0
+    while not stopping:
+        wait = started + i / args.rate - time.perf_counter()
+        if wait > 0:
+            producer.poll(min(wait, 0.1))
+            continue
+        key, value, ts = record(i, time.time())
+        try:
+            producer.produce(args.topic, value, key, timestamp=ts)
+        except BufferError:
+            producer.poll(0.01)
+            continue
+        i += 1
+        if i % 64 == 0:
+            producer.poll(0)
+    producer.flush(60)
+    print(f"sent {i}", flush=True)
+
+
+# -- the plot ------------------------------------------------------------------------------
+
+
+def svg_plot(rows: Sequence[dict[str, float]], title: str) -> str:
+    """A line chart of both processes' RSS over time, as an SVG document."""
+    width, height, left, bottom, top, right = 800, 420, 60, 40, 30, 150
+    xs = [r["seconds"] for r in rows]
+    series = (("broker_rss_mb", "broker", "#1f77b4"), ("app_rss_mb", "application", "#d62728"))
+    top_mb = max(max(r[name] for r in rows) for name, _l, _c in series) * 1.1 or 1.0
+    span = max(xs[-1], 1.0)
+
+    def point(x: float, y: float) -> str:
+        px = left + x / span * (width - left - right)
+        py = height - bottom - y / top_mb * (height - top - bottom)
+        return f"{px:.1f},{py:.1f}"
+
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        'font-family="sans-serif" font-size="12">',
+        f'<rect width="{width}" height="{height}" fill="white"/>',
+        f'<text x="{left}" y="18" font-size="14">{title}</text>',
+    ]
+    for i in range(6):
+        mb, secs = top_mb * i / 5, span * i / 5
+        y = point(0, mb).split(",")[1]
+        x = point(secs, 0).split(",")[0]
+        parts.append(
+            f'<line x1="{left}" y1="{y}" x2="{width - right}" y2="{y}" stroke="#ddd"/>'
+            f'<text x="{left - 6}" y="{y}" text-anchor="end">{mb:.0f}</text>'
+            f'<text x="{x}" y="{height - bottom + 16}" text-anchor="middle">{secs / 60:.0f}</text>'
+        )
+    parts.append(
+        f'<text x="{(width - right + left) / 2}" y="{height - 6}" text-anchor="middle">'
+        "minutes</text>"
+        f'<text x="14" y="{height / 2}" transform="rotate(-90 14 {height / 2})" '
+        'text-anchor="middle">RSS (MiB)</text>'
+    )
+    for n, (name, label, colour) in enumerate(series):
+        points = " ".join(point(r["seconds"], r[name]) for r in rows)
+        parts.append(
+            f'<polyline fill="none" stroke="{colour}" stroke-width="1.5" points="{points}"/>'
+            f'<text x="{width - right + 10}" y="{top + 20 + 18 * n}" fill="{colour}">'
+            f"{label}</text>"
+        )
+    parts.append("</svg>")
+    return "\n".join(parts)
+
+
+# -- the soak ------------------------------------------------------------------------------
+
+
+def growth(rows: Sequence[dict[str, float]], name: str, warmup: float) -> tuple[float, float]:
+    """RSS at the end of the warm-up and the highest RSS after it."""
+    after = [r for r in rows if r["seconds"] >= warmup] or list(rows[-1:])
+    return after[0][name], max(r[name] for r in after)
+
+
+def soak(
+    bench: Bench, broker_pid: int, rate: float, args: argparse.Namespace
+) -> list[dict[str, float]]:
+    from confluent_kafka.admin import ConfigResource  # type: ignore[attr-defined]
+
+    cmd, source, output, app_id = bench.app("headrace", "windowed", "alos", "soak")
+    resources = [ConfigResource("TOPIC", t, set_config=TOPIC_RETENTION) for t in (source, output)]
+    for future in bench.harness.admin.alter_configs(resources).values():
+        future.result(30)
+    app_log = bench.workdir / "soak-app.log"
+    with open(app_log, "wb") as log:
+        app = subprocess.Popen(
+            cmd, stdout=log, stderr=log, cwd=ROOT, env={**os.environ, "PYTHONWARNINGS": "ignore"}
+        )
+    generator: subprocess.Popen[bytes] | None = None
+    rows: list[dict[str, float]] = []
+    try:
+        deadline = time.monotonic() + 120
+        while not bench.harness.stable(app_id):
+            if app.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the application did not join:\n{app_log.read_text()[-3000:]}")
+            time.sleep(0.1)
+        generator = subprocess.Popen(
+            [
+                sys.executable,
+                __file__,
+                "--role",
+                "generator",
+                "--bootstrap",
+                bench.bootstrap,
+                "--topic",
+                source,
+                "--rate",
+                str(rate),
+            ],
+            cwd=ROOT,
+        )
+        started = time.monotonic()
+        with open(f"{args.out}.csv", "w", newline="") as f:
+            writer = csv.DictWriter(f, FIELDS)
+            writer.writeheader()
+            while True:
+                elapsed = time.monotonic() - started
+                for proc, what in ((app, "application"), (generator, "generator")):
+                    if proc.poll() is not None:
+                        raise RuntimeError(f"the {what} exited with {proc.returncode}")
+                produced = sum(bench.harness.ends(source))
+                committed = sum(bench.harness.committed(app_id, source))
+                row = {
+                    "seconds": round(elapsed, 1),
+                    "broker_rss_mb": round(rss_mb(broker_pid), 1),
+                    "app_rss_mb": round(rss_mb(app.pid), 1),
+                    "produced": produced,
+                    "committed": committed,
+                    "lag": produced - committed,
+                }
+                rows.append(row)
+                writer.writerow(row)
+                f.flush()
+                print(
+                    f"{elapsed / 60:6.1f} min  broker {row['broker_rss_mb']:7.1f} MiB  "
+                    f"app {row['app_rss_mb']:7.1f} MiB  lag {row['lag']:>8,}  "
+                    f"load {os.getloadavg()[0]:.1f}",
+                    flush=True,
+                )
+                if elapsed >= args.seconds:
+                    break
+                time.sleep(min(args.interval, args.seconds - elapsed + 0.01))
+    finally:
+        if generator is not None:
+            stop(generator)
+        stop(app)
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seconds", type=float, default=3600)
+    parser.add_argument("--load", type=float, default=0.5)
+    parser.add_argument("--max-rate", type=float, help="skip the flood: the maximum rate")
+    parser.add_argument("--interval", type=float, default=10)
+    parser.add_argument("--warmup", type=float, default=300)
+    parser.add_argument("--out", default="memory-soak", help="PREFIX of the .csv and .svg")
+    parser.add_argument("--max-growth-mb", type=float, help="fail above this growth")
+    parser.add_argument("--role", choices=("generator",))
+    parser.add_argument("--bootstrap")
+    parser.add_argument("--topic")
+    parser.add_argument("--rate", type=float, default=0)
+    args = parser.parse_args()
+    if args.role == "generator":
+        run_generator(args)
+        return
+    # SIGTERM unwinds like Ctrl-C, so the broker, application and generator are stopped.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    with tempfile.TemporaryDirectory(prefix="headrace-soak-") as tmp:
+        workdir = pathlib.Path(tmp)
+        port = free_port()
+        properties = workdir / "server.properties"
+        properties.write_text(
+            f"listeners=PLAINTEXT://127.0.0.1:{port}\nlog.dirs={workdir / 'data'}\n"
+            "num.partitions=4\ngroup.initial.rebalance.delay.ms=0\n"
+            f"log.retention.check.interval.ms={RETENTION_CHECK_MS}\n"
+        )
+        broker_log = open(workdir / "broker.log", "wb")  # noqa: SIM115 - the child's output
+        broker = subprocess.Popen(
+            [sys.executable, "-m", "headrace", "broker", "--config", str(properties)],
+            stdout=broker_log,
+            stderr=broker_log,
+        )
+        try:
+            wait_listening(port, broker)
+            bench = Bench(f"127.0.0.1:{port}", workdir, args.seconds, 0)
+            top = args.max_rate or bench.flood("headrace", "windowed", "alos")
+            rate = top * args.load
+            print(f"soak at {rate:,.0f} records/s ({args.load:.0%} of {top:,.0f})", flush=True)
+            rows = soak(bench, broker.pid, rate, args)
+            bench.harness.close()
+        finally:
+            stop(broker)
+            broker_log.close()
+    title = f"RSS at {rate:,.0f} records/s ({args.load:.0%} load), windowed count"
+    pathlib.Path(f"{args.out}.svg").write_text(svg_plot(rows, title))
+    failed = False
+    for name, label in (("broker_rss_mb", "broker"), ("app_rss_mb", "application")):
+        start, peak = growth(rows, name, args.warmup)
+        grew = peak - start
+        print(
+            f"{label:<12} after warm-up {start:7.1f} MiB, highest {peak:7.1f} MiB, "
+            f"growth {grew:+6.1f} MiB"
+        )
+        failed |= args.max_growth_mb is not None and grew > args.max_growth_mb
+    rate_seen = rows[-1]["produced"] / max(rows[-1]["seconds"], 1)
+    print(
+        f"offered {rate_seen:,.0f} records/s; lag at the end {rows[-1]['lag']:,}; wrote {args.out}.csv and {args.out}.svg"
+    )
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
