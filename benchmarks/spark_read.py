@@ -1,0 +1,111 @@
+"""Spark's read of a topic (``format("headrace")``) against raw librdkafka consume.
+
+    .venv/bin/python benchmarks/spark_read.py [--records 1000000] [--size 100]
+                                              [--partitions 3] [--repeat 3]
+
+A built-in broker subprocess (fsync never: producing is set-up, not measured) gets N
+records of SIZE bytes (``spark_delta_export.py``'s producer). Then, alternating so both
+see the same load on a shared machine:
+
+* raw: a librdkafka consumer assigned to every partition consumes everything and only
+  counts the messages, the ceiling for any Python reader;
+* spark: ``spark.read.format("headrace")...load()`` over the whole topic, collected
+  with ``toArrow()``: the reader hands Spark Arrow record batches (``_arrow.py``), which
+  travel to the driver as Arrow. The session starts (and its Python workers warm up on
+  a one-row read) before the clock.
+
+* reader alone: the same data source's reader (``BatchReader``) called in this process,
+  no Spark: what the reader costs, so the rest of the gap is Spark's own transfer.
+
+Reported: each run's rates and the median of the per-run ratios (goal: 0.7).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from spark_delta_export import TOPIC, broker, produce, raw_consume
+
+
+def spark_read(spark: Any, bootstrap: str, records: int) -> float:
+    frame = (
+        spark.read.format("headrace")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", TOPIC)
+        .load()
+    )
+    started = time.perf_counter()
+    table = frame.toArrow()
+    elapsed = time.perf_counter() - started
+    if table.num_rows != records:
+        raise RuntimeError(f"Spark read {table.num_rows} rows, expected {records}")
+    return records / elapsed
+
+
+def reader_alone(bootstrap: str, records: int) -> float:
+    """The data source's reader without Spark: the Arrow batches it would hand over."""
+    from headrace.spark_bridge._options import parse_options
+    from headrace.spark_bridge._source import BatchReader
+
+    options = {"kafka.bootstrap.servers": bootstrap, "subscribe": TOPIC}
+    reader = BatchReader(parse_options(options, streaming=False))
+    started = time.perf_counter()
+    rows = sum(b.num_rows for p in reader.partitions() for b in reader.read(p))
+    elapsed = time.perf_counter() - started
+    if rows != records:
+        raise RuntimeError(f"the reader read {rows} rows, expected {records}")
+    return records / elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--size", type=int, default=100)
+    parser.add_argument("--partitions", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from headrace.spark_bridge import spark_session
+
+    with broker(args.partitions) as bootstrap:
+        produce(bootstrap, args.records, args.size, args.partitions)
+        spark = spark_session("bench-read")
+        spark.sparkContext.setLogLevel("ERROR")
+        try:
+            (
+                spark.read.format("headrace")
+                .option("kafka.bootstrap.servers", bootstrap)
+                .option("subscribe", TOPIC)
+                .load()
+                .limit(1)
+                .collect()
+            )
+            ratios = []
+            for i in range(args.repeat):
+                raw = raw_consume(bootstrap, args.records, args.partitions)
+                read = spark_read(spark, bootstrap, args.records)
+                alone = reader_alone(bootstrap, args.records)
+                ratios.append(read / raw)
+                print(
+                    f"run {i + 1}: raw librdkafka {raw:>10,.0f} rec/s, Spark read "
+                    f"{read:>10,.0f} rec/s ({read / raw:.2f}), its reader alone "
+                    f"{alone:>10,.0f} rec/s ({alone / raw:.2f}); load {os.getloadavg()[0]:.1f}",
+                    flush=True,
+                )
+        finally:
+            spark.stop()
+    print(f"Spark read at {statistics.median(ratios):.2f} of raw librdkafka (median; goal 0.7)")
+
+
+if __name__ == "__main__":
+    main()
