@@ -20,7 +20,6 @@ import argparse
 import asyncio
 import os
 import pathlib
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,8 +28,7 @@ from typing import Any
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
-from broker_throughput import wait_listening
-from runtime_vs_peers import free_port, stop
+from broker_throughput import headrace_broker
 
 from headrace.dsl import Serdes, StreamsBuilder, materialized
 from headrace.streams import TaskExecutor
@@ -116,46 +114,23 @@ def main() -> None:
     )
     parser.add_argument("--profile", help="profile the restore into FILE")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="headrace-restore-") as tmp:
-        workdir = pathlib.Path(tmp)
-        port = free_port()
-        with open(workdir / "broker.log", "wb") as log:
-            broker = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "headrace",
-                    "broker",
-                    "--data-dir",
-                    str(workdir / "data"),
-                    "--listen",
-                    f"127.0.0.1:{port}",
-                    "--fsync",
-                    "never",
-                ],
-                stdout=log,
-                stderr=log,
-            )
-        try:
-            bootstrap = f"127.0.0.1:{port}"
-            wait_listening(port, broker)
-            wrote = write_changelog(bootstrap, args.records)
-            print(f"changelog of {args.records:,} records written in {wrote:.1f} s", flush=True)
-            state_dir = workdir / "state"
-            if args.profile:
-                import cProfile
+    with (
+        tempfile.TemporaryDirectory(prefix="headrace-restore-") as tmp,
+        headrace_broker("never") as bootstrap,
+    ):
+        wrote = write_changelog(bootstrap, args.records)
+        print(f"changelog of {args.records:,} records written in {wrote:.1f} s", flush=True)
+        state_dir = pathlib.Path(tmp) / "state"
+        if args.profile:
+            import cProfile
 
-                profiler = cProfile.Profile()
-                restored, elapsed, cpu = profiler.runcall(
-                    asyncio.run, restore(bootstrap, state_dir, args.max_records)
-                )
-                profiler.dump_stats(args.profile)
-            else:
-                restored, elapsed, cpu = asyncio.run(
-                    restore(bootstrap, state_dir, args.max_records)
-                )
-        finally:
-            stop(broker)
+            profiler = cProfile.Profile()
+            restored, elapsed, cpu = profiler.runcall(
+                asyncio.run, restore(bootstrap, state_dir, args.max_records)
+            )
+            profiler.dump_stats(args.profile)
+        else:
+            restored, elapsed, cpu = asyncio.run(restore(bootstrap, state_dir, args.max_records))
     assert restored == args.records, (restored, args.records)
     print(
         f"restored {restored:,} records in {elapsed:.1f} s: {restored / elapsed:,.0f} records/s "
