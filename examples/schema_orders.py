@@ -123,7 +123,9 @@ def expected_per_city(customers: list[Any], orders: list[dict[str, Any]]) -> dic
 
 def create_topics(bootstrap: str) -> None:
     from confluent_kafka import KafkaError, KafkaException
-    from confluent_kafka.admin import AdminClient, NewTopic
+
+    # confluent-kafka documents NewTopic here but its typed package does not re-export it
+    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for future in admin.create_topics(

@@ -31,8 +31,12 @@ def lay_out(root: Path = ROOT, tree: Path = API_TREE) -> Path:
         target = tree.joinpath(*package.split("."))
         target.mkdir(parents=True, exist_ok=True)
         for path in (root / source).iterdir():
-            # modules, the typing marker, and sub-packages inside their parent's folder
-            if path.suffix == ".py" or path.name == "py.typed" or (path / "__init__.py").exists():
+            # modules, their stubs, the typing marker, and sub-packages inside their parent's folder
+            if (
+                path.suffix in (".py", ".pyi")
+                or path.name == "py.typed"
+                or (path / "__init__.py").exists()
+            ):
                 with contextlib.suppress(FileExistsError):
                     (target / path.name).symlink_to(path)
     for link in tree.rglob("*"):
