@@ -46,8 +46,10 @@ def runs(root: Path) -> list[tuple[Path, list[str]]]:
 
 
 def source_path(path: str, cwd: Path, root: Path) -> str:
-    """``path`` as mypy printed it (relative to ``cwd``, maybe a link) as the repository's."""
-    real = Path(os.path.realpath(cwd / path))
+    """``path`` as mypy printed it (a link, or relative to ``cwd`` or to the configuration's
+    folder, the repository) as the repository's."""
+    candidates = [cwd / path, root / path]
+    real = Path(os.path.realpath(next((p for p in candidates if p.exists()), candidates[0])))
     return str(real.relative_to(root)) if real.is_relative_to(root) else str(real)
 
 

@@ -10,6 +10,8 @@ import zstandard
 from crc32c import crc32c
 from hypothesis import strategies as st
 from kio.schema.produce.v8 import request as produce
+from kio.schema.types import TopicName
+from kio.static.primitive import Records, i16, i32, i32Timedelta
 
 from headrace.log_broker import _records
 from headrace.log_broker.storage._compression import compress
@@ -114,12 +116,14 @@ def _bad_header_name() -> bytes:
 def produce_body(topic: str, records: bytes) -> Any:
     """A Produce v8 request (acks=all) of ``records`` to partition 0 of ``topic``."""
     return produce.ProduceRequest(
-        acks=-1,
-        timeout=timedelta(seconds=5),
+        acks=i16(-1),
+        timeout=i32Timedelta(timedelta(seconds=5)),
         topic_data=(
             produce.TopicProduceData(
-                name=topic,
-                partition_data=(produce.PartitionProduceData(index=0, records=records),),
+                name=TopicName(topic),
+                partition_data=(
+                    produce.PartitionProduceData(index=i32(0), records=Records(records)),
+                ),
             ),
         ),
     )

@@ -13,6 +13,7 @@ from kio.schema.request_header.v2.header import RequestHeader as HeaderV2
 from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
 from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeaderV1
 from kio.serial import entity_reader, entity_writer
+from kio.static.primitive import i16, i32
 
 
 def encode(api_key: int, version: int, body: Any, correlation_id: int = 1) -> bytes:
@@ -22,9 +23,9 @@ def encode(api_key: int, version: int, body: Any, correlation_id: int = 1) -> by
     entity_writer(header_cls)(
         buf,
         header_cls(
-            request_api_key=api_key,
-            request_api_version=version,
-            correlation_id=correlation_id,
+            request_api_key=i16(api_key),
+            request_api_version=i16(version),
+            correlation_id=i32(correlation_id),
             client_id="test",
         ),
     )

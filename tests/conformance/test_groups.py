@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from brokerproc import BrokerProcess
 from kafka_clients import ALL_CLIENTS, unique
+from kio.schema.types import GroupId
 
 pytestmark = pytest.mark.conformance
 
@@ -264,7 +265,7 @@ def _committed(bootstrap: str, group: str) -> dict[int, int]:
 
     raw = RawClient(bootstrap)
     try:
-        response = raw.request(9, 5, OffsetFetchRequest(group_id=group, topics=None))
+        response = raw.request(9, 5, OffsetFetchRequest(group_id=GroupId(group), topics=None))
     finally:
         raw.close()
     return {p.partition_index: p.committed_offset for t in response.topics for p in t.partitions}

@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kio.schema.types import TopicName
+from kio.static.primitive import i32, i32Timedelta, i64
 
 ROOT = Path(__file__).resolve().parents[2]
 PEERS_PYTHON = ROOT / ".venv-peers" / "bin" / "python"
@@ -357,17 +359,17 @@ class Cluster:
                 offset = 0
                 while True:
                     body = fetch.FetchRequest(
-                        max_wait=timedelta(0),
-                        min_bytes=0,
+                        max_wait=i32Timedelta(timedelta(0)),
+                        min_bytes=i32(0),
                         forgotten_topics_data=(),
                         topics=(
                             fetch.FetchTopic(
-                                topic=topic,
+                                topic=TopicName(topic),
                                 partitions=(
                                     fetch.FetchPartition(
-                                        partition=partition,
-                                        fetch_offset=offset,
-                                        partition_max_bytes=1 << 20,
+                                        partition=i32(partition),
+                                        fetch_offset=i64(offset),
+                                        partition_max_bytes=i32(1 << 20),
                                     ),
                                 ),
                             ),
