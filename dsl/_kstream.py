@@ -50,7 +50,9 @@ class KStream(Generic[K, V]):
 
     ``KStream[K, V]``: keys of type ``K``, values of type ``V``; each operator's result
     type follows from its function (``map_values(len)`` on ``KStream[str, str]`` is a
-    ``KStream[str, int]``).
+    ``KStream[str, int]``). The serdes given to ``to``, ``repartition`` and the groupings
+    are any ``Serde``: a ``Serde[str]`` also writes the ``None`` of a ``str | None`` key,
+    which its type parameter cannot say.
     """
 
     __slots__ = ("_builder", "_node", "key_serde", "repartition_required", "value_serde")
@@ -388,8 +390,8 @@ class KStream(Generic[K, V]):
     def repartition(
         self,
         *,
-        key_serde: Serde[K] | None = None,
-        value_serde: Serde[V] | None = None,
+        key_serde: Serde[Any] | None = None,
+        value_serde: Serde[Any] | None = None,
         name: str | None = None,
         num_partitions: int | None = None,
         partitioner: StreamPartitioner | None = None,
@@ -417,8 +419,8 @@ class KStream(Generic[K, V]):
         self,
         topic: str | TopicNameExtractor,
         *,
-        key_serde: Serde[K] | None = None,
-        value_serde: Serde[V] | None = None,
+        key_serde: Serde[Any] | None = None,
+        value_serde: Serde[Any] | None = None,
         partitioner: StreamPartitioner | None = None,
         name: str | None = None,
     ) -> None:
@@ -452,8 +454,8 @@ class KStream(Generic[K, V]):
     def group_by_key(
         self,
         *,
-        key_serde: Serde[K] | None = None,
-        value_serde: Serde[V] | None = None,
+        key_serde: Serde[Any] | None = None,
+        value_serde: Serde[Any] | None = None,
         name: str | None = None,
     ) -> KGroupedStream[K, V]:
         """Group by the current key, to aggregate; a key changed upstream is repartitioned
@@ -471,8 +473,8 @@ class KStream(Generic[K, V]):
         self,
         selector: Callable[[K, V], KR],
         *,
-        key_serde: Serde[KR] | None = None,
-        value_serde: Serde[V] | None = None,
+        key_serde: Serde[Any] | None = None,
+        value_serde: Serde[Any] | None = None,
         name: str | None = None,
     ) -> KGroupedStream[KR, V]:
         """Group by ``selector(key, value)``: always through a repartition topic."""

@@ -123,9 +123,7 @@ def expected_per_city(customers: list[Any], orders: list[dict[str, Any]]) -> dic
 
 def create_topics(bootstrap: str) -> None:
     from confluent_kafka import KafkaError, KafkaException
-
-    # confluent-kafka documents NewTopic here but its typed package does not re-export it
-    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+    from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for future in admin.create_topics(

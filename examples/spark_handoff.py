@@ -91,9 +91,7 @@ def create_topics(bootstrap: str, partitions: int = 1) -> None:
     drops a view that arrives after its minute closed, which the closing views of one
     partition could do to views still queued on another."""
     from confluent_kafka import KafkaError, KafkaException
-
-    # confluent-kafka documents NewTopic here but its typed package does not re-export it
-    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+    from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     created = admin.create_topics([NewTopic(t, partitions, 1) for t in (VIEWS, PER_MINUTE)])

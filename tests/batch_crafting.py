@@ -117,7 +117,7 @@ def produce_body(topic: str, records: bytes) -> Any:
     """A Produce v8 request (acks=all) of ``records`` to partition 0 of ``topic``."""
     return produce.ProduceRequest(
         acks=i16(-1),
-        timeout=i32Timedelta(timedelta(seconds=5)),
+        timeout=i32Timedelta.parse(timedelta(seconds=5)),
         topic_data=(
             produce.TopicProduceData(
                 name=TopicName(topic),

@@ -39,7 +39,7 @@ def _batch(pid: int, epoch: int, seq: int, n: int = 3) -> bytes:
 def _produce(client: RawClient, topic: str, batch: bytes) -> Any:
     body = produce.ProduceRequest(
         acks=i16(-1),
-        timeout=i32Timedelta(timedelta(seconds=5)),
+        timeout=i32Timedelta.parse(timedelta(seconds=5)),
         topic_data=(
             produce.TopicProduceData(
                 name=TopicName(topic),
@@ -54,7 +54,7 @@ def _produce(client: RawClient, topic: str, batch: bytes) -> Any:
 
 def _new_pid(client: RawClient) -> int:
     body = init_pid.InitProducerIdRequest(
-        transactional_id=None, transaction_timeout=i32Timedelta(timedelta(seconds=60))
+        transactional_id=None, transaction_timeout=i32Timedelta.parse(timedelta(seconds=60))
     )
     response = client.request(22, 0, body)
     assert response.error_code == ErrorCode.none and response.producer_epoch == 0

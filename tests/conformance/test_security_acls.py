@@ -59,7 +59,7 @@ def produce_code(client: RawClient, topic: str, transactional_id: str | None = N
     body = produce.ProduceRequest(
         transactional_id=transactional_id,
         acks=i16(-1),
-        timeout=i32Timedelta(timedelta(seconds=5)),
+        timeout=i32Timedelta.parse(timedelta(seconds=5)),
         topic_data=(
             produce.TopicProduceData(
                 name=TopicName(topic),
@@ -176,8 +176,8 @@ def test_principal_without_acls_is_refused_with_kafkas_codes(secured: SecuredBro
             5,
             JoinGroupRequest(
                 group_id=GroupId("alice-group"),
-                session_timeout=i32Timedelta(timedelta(seconds=10)),
-                rebalance_timeout=i32Timedelta(timedelta(seconds=10)),
+                session_timeout=i32Timedelta.parse(timedelta(seconds=10)),
+                rebalance_timeout=i32Timedelta.parse(timedelta(seconds=10)),
                 member_id="",
                 group_instance_id=None,
                 protocol_type="consumer",
@@ -190,7 +190,7 @@ def test_principal_without_acls_is_refused_with_kafkas_codes(secured: SecuredBro
             4,
             InitProducerIdRequest(
                 transactional_id=TransactionalId("alice-txn"),
-                transaction_timeout=i32Timedelta(timedelta(seconds=60)),
+                transaction_timeout=i32Timedelta.parse(timedelta(seconds=60)),
                 producer_id=ProducerId(-1),
                 producer_epoch=i16(-1),
             ),
@@ -201,7 +201,7 @@ def test_principal_without_acls_is_refused_with_kafkas_codes(secured: SecuredBro
             4,
             InitProducerIdRequest(
                 transactional_id=None,
-                transaction_timeout=i32Timedelta(timedelta(seconds=60)),
+                transaction_timeout=i32Timedelta.parse(timedelta(seconds=60)),
                 producer_id=ProducerId(-1),
                 producer_epoch=i16(-1),
             ),

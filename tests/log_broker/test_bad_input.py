@@ -21,7 +21,7 @@ from rawkafka import RawClient, encode, frame, record_batch
 def produce_body(topic: str, records: bytes, partition: int = 0) -> Any:
     return produce.ProduceRequest(
         acks=i16(-1),
-        timeout=i32Timedelta(timedelta(seconds=5)),
+        timeout=i32Timedelta.parse(timedelta(seconds=5)),
         topic_data=(
             produce.TopicProduceData(
                 name=TopicName(topic),
@@ -35,7 +35,7 @@ def produce_body(topic: str, records: bytes, partition: int = 0) -> Any:
 
 def fetch_body(topic: str, offset: int) -> Any:
     return fetch.FetchRequest(
-        max_wait=i32Timedelta(timedelta(0)),
+        max_wait=i32Timedelta.parse(timedelta(0)),
         min_bytes=i32(0),
         forgotten_topics_data=(),
         topics=(
@@ -186,7 +186,7 @@ async def test_clients_cannot_write_or_delete_internal_topics(broker: Any) -> No
                 20,
                 3,
                 DeleteTopicsRequest(
-                    topic_names=(internal,), timeout=i32Timedelta(timedelta(seconds=5))
+                    topic_names=(internal,), timeout=i32Timedelta.parse(timedelta(seconds=5))
                 ),
             )
             assert deleted.responses[0].error_code == ErrorCode.invalid_topic_exception
@@ -220,7 +220,7 @@ async def test_transaction_timeout_above_the_broker_maximum_is_refused(tmp_path:
                 0,
                 InitProducerIdRequest(
                     transactional_id=TransactionalId("payments"),
-                    transaction_timeout=i32Timedelta(timedelta(seconds=5)),
+                    transaction_timeout=i32Timedelta.parse(timedelta(seconds=5)),
                 ),
             )
             assert too_long.error_code == ErrorCode.invalid_transaction_timeout
@@ -229,7 +229,7 @@ async def test_transaction_timeout_above_the_broker_maximum_is_refused(tmp_path:
                 0,
                 InitProducerIdRequest(
                     transactional_id=TransactionalId("payments"),
-                    transaction_timeout=i32Timedelta(timedelta(seconds=1)),
+                    transaction_timeout=i32Timedelta.parse(timedelta(seconds=1)),
                 ),
             )
             assert fine.error_code == ErrorCode.none and fine.producer_id >= 0

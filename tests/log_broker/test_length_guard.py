@@ -34,7 +34,7 @@ REQUESTS = [
         produce.ProduceRequest(
             transactional_id=None,
             acks=i16(-1),
-            timeout=i32Timedelta(timedelta(seconds=1)),
+            timeout=i32Timedelta.parse(timedelta(seconds=1)),
             topic_data=(
                 produce.TopicProduceData(
                     name=TopicName("t"),
@@ -53,7 +53,7 @@ REQUESTS = [
         11,
         fetch.FetchRequest(
             replica_id=BrokerId(-1),
-            max_wait=i32Timedelta(timedelta(0)),
+            max_wait=i32Timedelta.parse(timedelta(0)),
             min_bytes=i32(1),
             max_bytes=i32(1 << 20),
             isolation_level=i8(1),
@@ -99,7 +99,7 @@ REQUESTS = [
                     configs=(CreatableTopicConfig(name="retention.ms", value="1000"),),
                 ),
             ),
-            timeout=i32Timedelta(timedelta(seconds=1)),
+            timeout=i32Timedelta.parse(timedelta(seconds=1)),
             validate_only=False,
         ),
     ),

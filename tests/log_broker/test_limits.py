@@ -43,7 +43,7 @@ async def test_fetch_max_bytes_caps_a_response_that_asks_for_2_gib(tmp_path: Pat
                 answer = client.request(0, 8, produce_body("big", good([b"x" * 400_000])))
                 assert answer.responses[0].partition_responses[0].error_code == 0
             body = fetch.FetchRequest(
-                max_wait=i32Timedelta(timedelta(0)),
+                max_wait=i32Timedelta.parse(timedelta(0)),
                 min_bytes=i32(0),
                 max_bytes=i32(2**31 - 1),
                 forgotten_topics_data=(),
@@ -197,7 +197,7 @@ async def test_a_request_naming_more_partitions_than_can_exist_is_refused(tmp_pa
         def fetch_naming(count: int) -> RawClient:
             client = RawClient(broker.bootstrap_servers)
             body = fetch.FetchRequest(
-                max_wait=i32Timedelta(timedelta(0)),
+                max_wait=i32Timedelta.parse(timedelta(0)),
                 min_bytes=i32(0),
                 forgotten_topics_data=(),
                 topics=(

@@ -51,7 +51,7 @@ VALID = [
         8,
         produce.ProduceRequest(
             acks=i16(-1),
-            timeout=i32Timedelta(timedelta(seconds=5)),
+            timeout=i32Timedelta.parse(timedelta(seconds=5)),
             topic_data=(
                 produce.TopicProduceData(
                     name=TopicName("fuzz"),
@@ -68,7 +68,7 @@ VALID = [
         1,
         11,
         fetch.FetchRequest(
-            max_wait=i32Timedelta(timedelta(0)),
+            max_wait=i32Timedelta.parse(timedelta(0)),
             min_bytes=i32(0),
             topics=(
                 fetch.FetchTopic(
@@ -155,7 +155,7 @@ def assert_topic_decodes(bootstrap: str, topic: str) -> None:
     offset, data = 0, b""
     while True:
         body = fetch.FetchRequest(
-            max_wait=i32Timedelta(timedelta(0)),
+            max_wait=i32Timedelta.parse(timedelta(0)),
             min_bytes=i32(0),
             forgotten_topics_data=(),
             topics=(

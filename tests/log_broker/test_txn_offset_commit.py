@@ -43,7 +43,7 @@ class Txn:
             4,
             InitProducerIdRequest(
                 transactional_id=TransactionalId(transactional_id),
-                transaction_timeout=i32Timedelta(timedelta(seconds=60)),
+                transaction_timeout=i32Timedelta.parse(timedelta(seconds=60)),
             ),
         )
         assert got.error_code == ErrorCode.none
@@ -119,7 +119,7 @@ def create_topic(client: RawClient) -> None:
                     configs=(),
                 ),
             ),
-            timeout=i32Timedelta(timedelta(seconds=10)),
+            timeout=i32Timedelta.parse(timedelta(seconds=10)),
         ),
     )
     assert got.topics[0].error_code == ErrorCode.none
@@ -136,8 +136,8 @@ def join(
             5,
             JoinGroupRequest(
                 group_id=GroupId(group),
-                session_timeout=i32Timedelta(timedelta(milliseconds=session_ms)),
-                rebalance_timeout=i32Timedelta(timedelta(milliseconds=rebalance_ms)),
+                session_timeout=i32Timedelta.parse(timedelta(milliseconds=session_ms)),
+                rebalance_timeout=i32Timedelta.parse(timedelta(milliseconds=rebalance_ms)),
                 member_id=member_id,
                 group_instance_id=None,
                 protocol_type="consumer",

@@ -359,7 +359,7 @@ class Cluster:
                 offset = 0
                 while True:
                     body = fetch.FetchRequest(
-                        max_wait=i32Timedelta(timedelta(0)),
+                        max_wait=i32Timedelta.parse(timedelta(0)),
                         min_bytes=i32(0),
                         forgotten_topics_data=(),
                         topics=(

@@ -179,7 +179,7 @@ def fetch_committed(bs: str, topic: str) -> tuple[bytes, list[tuple[int, int]]]:
     with room for the whole log: the record bytes, and the aborted transactions
     (producer id, first offset) the broker lists for them."""
     body = fetch.FetchRequest(
-        max_wait=i32Timedelta(timedelta(0)),
+        max_wait=i32Timedelta.parse(timedelta(0)),
         min_bytes=i32(0),
         max_bytes=i32(1 << 26),
         isolation_level=i8(1),
