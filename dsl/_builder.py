@@ -14,7 +14,7 @@ from ._graph import GraphNode, SourceGraphNode, TableGraphNode
 from ._late import LateRecords
 from ._materialized import Materialized
 from ._serde_roles import source_side
-from ._serdes import Serde
+from ._serde_types import Reads
 from ._type_vars import K, V
 
 if TYPE_CHECKING:
@@ -43,8 +43,8 @@ class StreamsBuilder:
         self,
         topics: str | Iterable[str] | re.Pattern[str],
         *,
-        key_serde: Serde[K] | None = None,
-        value_serde: Serde[V] | None = None,
+        key_serde: Reads[K] | None = None,
+        value_serde: Reads[V] | None = None,
         timestamp_extractor: TimestampExtractor | None = None,
         on_deserialization_error: Any = None,
         name: str | None = None,
@@ -83,8 +83,8 @@ class StreamsBuilder:
         self,
         topic: str,
         *,
-        key_serde: Serde[K] | None = None,
-        value_serde: Serde[V] | None = None,
+        key_serde: Reads[K] | None = None,
+        value_serde: Reads[V] | None = None,
         materialized: Materialized | None = None,
         timestamp_extractor: TimestampExtractor | None = None,
         on_deserialization_error: Any = None,
@@ -132,8 +132,8 @@ class StreamsBuilder:
         self,
         topic: str,
         *,
-        key_serde: Serde[K] | None = None,
-        value_serde: Serde[V] | None = None,
+        key_serde: Reads[K] | None = None,
+        value_serde: Reads[V] | None = None,
         materialized: Materialized | None = None,
         timestamp_extractor: TimestampExtractor | None = None,
         name: str | None = None,

@@ -27,7 +27,7 @@ from . import _async_operators as aops
 from . import _operators as ops
 from ._errors import TopologyBuildError
 from ._graph import GraphNode, ProcessorGraphNode, RepartitionGraphNode, SinkGraphNode
-from ._serdes import Serde
+from ._serde_types import Writes
 from ._type_vars import KO, KR, VO, VR, K, V
 
 if TYPE_CHECKING:
@@ -51,8 +51,7 @@ class KStream(Generic[K, V]):
     ``KStream[K, V]``: keys of type ``K``, values of type ``V``; each operator's result
     type follows from its function (``map_values(len)`` on ``KStream[str, str]`` is a
     ``KStream[str, int]``). The serdes given to ``to``, ``repartition`` and the groupings
-    are any ``Serde``: a ``Serde[str]`` also writes the ``None`` of a ``str | None`` key,
-    which its type parameter cannot say.
+    must write ``K`` and ``V`` (``_serde_types.Writes``)
     """
 
     __slots__ = ("_builder", "_node", "key_serde", "repartition_required", "value_serde")
@@ -390,8 +389,8 @@ class KStream(Generic[K, V]):
     def repartition(
         self,
         *,
-        key_serde: Serde[Any] | None = None,
-        value_serde: Serde[Any] | None = None,
+        key_serde: Writes[K] | None = None,
+        value_serde: Writes[V] | None = None,
         name: str | None = None,
         num_partitions: int | None = None,
         partitioner: StreamPartitioner | None = None,
@@ -419,8 +418,8 @@ class KStream(Generic[K, V]):
         self,
         topic: str | TopicNameExtractor,
         *,
-        key_serde: Serde[Any] | None = None,
-        value_serde: Serde[Any] | None = None,
+        key_serde: Writes[K] | None = None,
+        value_serde: Writes[V] | None = None,
         partitioner: StreamPartitioner | None = None,
         name: str | None = None,
     ) -> None:
@@ -454,8 +453,8 @@ class KStream(Generic[K, V]):
     def group_by_key(
         self,
         *,
-        key_serde: Serde[Any] | None = None,
-        value_serde: Serde[Any] | None = None,
+        key_serde: Writes[K] | None = None,
+        value_serde: Writes[V] | None = None,
         name: str | None = None,
     ) -> KGroupedStream[K, V]:
         """Group by the current key, to aggregate; a key changed upstream is repartitioned
@@ -473,8 +472,8 @@ class KStream(Generic[K, V]):
         self,
         selector: Callable[[K, V], KR],
         *,
-        key_serde: Serde[Any] | None = None,
-        value_serde: Serde[Any] | None = None,
+        key_serde: Writes[Any] | None = None,  # KR comes from the selector alone
+        value_serde: Writes[V] | None = None,
         name: str | None = None,
     ) -> KGroupedStream[KR, V]:
         """Group by ``selector(key, value)``: always through a repartition topic."""
