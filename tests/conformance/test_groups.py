@@ -81,7 +81,7 @@ class Member:
                 if event["e"] == "assigned":
                     self.assignments.append((time.monotonic(), frozenset(event["p"])))
                 elif event["e"] == "records":
-                    self.records += [tuple(r) for r in event["r"]]  # type: ignore[misc]
+                    self.records += [tuple(r) for r in event["r"]]
                 elif event["e"] == "closed":
                     self.closed = True
 

@@ -183,7 +183,7 @@ def test_copy_loop_survives_kill9(tmp_path: Path) -> None:
         Confluent().create_topic(bs, "input", PARTITIONS)
         Confluent().create_topic(bs, "output", PARTITIONS)
         _fill(bs, "input")
-        stop, kills = threading.Event(), []
+        stop, kills = threading.Event(), list[Any]()
         killer = threading.Thread(target=_crash_repeatedly, args=(broker, stop, kills))
         killer.start()
         started = time.monotonic()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from headrace.state import (
@@ -86,7 +88,7 @@ def test_typed_key_value_store_with_serdes(context: StoreTestContext) -> None:
     assert store.get("a") == -1
     assert list(store.range("a", "b")) == [("a", -1), ("b", 2)]
     assert store.delete("b") == 2
-    changes = []
+    changes: list[Any] = []
     store.set_flush_listener(changes.extend)
     store.flush()
     assert [(c.key, c.new_value) for c in changes] == [("b", None), ("a", -1)]
