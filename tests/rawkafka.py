@@ -93,7 +93,9 @@ class RawClient:
     @staticmethod
     def decode(api_key: int, version: int, data: bytes, correlation_id: int) -> Any:
         schema = load_response_schema(api_key, version)
-        header_cls = ResponseHeaderV1 if schema.__flexible__ and api_key != 18 else ResponseHeaderV0
+        header_cls: type[ResponseHeaderV0 | ResponseHeaderV1] = (
+            ResponseHeaderV1 if schema.__flexible__ and api_key != 18 else ResponseHeaderV0
+        )
         header, used = entity_reader(header_cls)(data, 0)
         assert header.correlation_id == correlation_id
         body, body_used = entity_reader(schema)(data, used)

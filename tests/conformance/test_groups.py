@@ -251,7 +251,9 @@ def _describe(bootstrap: str, group: str) -> tuple[str, dict[str, str]]:
     raw = RawClient(bootstrap)
     try:
         response = raw.request(
-            15, 4, DescribeGroupsRequest(groups=(group,), include_authorized_operations=False)
+            15,
+            4,
+            DescribeGroupsRequest(groups=(GroupId(group),), include_authorized_operations=False),
         )
     finally:
         raw.close()

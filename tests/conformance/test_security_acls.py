@@ -57,7 +57,7 @@ def login(secured: SecuredBroker, user: str, password: str | None = None) -> Raw
 
 def produce_code(client: RawClient, topic: str, transactional_id: str | None = None) -> int:
     body = produce.ProduceRequest(
-        transactional_id=transactional_id,
+        transactional_id=None if transactional_id is None else TransactionalId(transactional_id),
         acks=i16(-1),
         timeout=i32Timedelta.parse(timedelta(seconds=5)),
         topic_data=(

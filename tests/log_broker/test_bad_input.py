@@ -186,7 +186,8 @@ async def test_clients_cannot_write_or_delete_internal_topics(broker: Any) -> No
                 20,
                 3,
                 DeleteTopicsRequest(
-                    topic_names=(internal,), timeout=i32Timedelta.parse(timedelta(seconds=5))
+                    topic_names=(TopicName(internal),),
+                    timeout=i32Timedelta.parse(timedelta(seconds=5)),
                 ),
             )
             assert deleted.responses[0].error_code == ErrorCode.invalid_topic_exception

@@ -24,8 +24,9 @@ from kio.static.primitive import Records, i8, i16, i32, i32Timedelta, i64
 from rawkafka import RawClient, encode, frame, record_batch
 
 from headrace.log_broker._entities import make
+from headrace.log_broker._errors import MalformedRequestError
 from headrace.log_broker._length_guard import RequestLengthError, check_body
-from headrace.log_broker._wire import MalformedRequestError, decode_request
+from headrace.log_broker._wire import decode_request
 
 REQUESTS = [
     (

@@ -13,6 +13,7 @@ from kio.schema.describe_transactions.v0.request import DescribeTransactionsRequ
 from kio.schema.errors import ErrorCode
 from kio.schema.list_transactions.v0.request import ListTransactionsRequest as ListV0
 from kio.schema.list_transactions.v1.request import ListTransactionsRequest as ListV1
+from kio.schema.types import TransactionalId
 from kio.static.primitive import i64
 from rawkafka import RawClient
 
@@ -56,7 +57,11 @@ def test_describe_names_state_producer_and_partitions(
     client = RawClient(bootstrap)
     try:
         response = client.request(
-            65, 0, DescribeTransactionsRequest(transactional_ids=("open-txn", "done-txn", "nobody"))
+            65,
+            0,
+            DescribeTransactionsRequest(
+                transactional_ids=tuple(map(TransactionalId, ("open-txn", "done-txn", "nobody")))
+            ),
         )
     finally:
         client.close()

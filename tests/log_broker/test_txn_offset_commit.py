@@ -170,7 +170,7 @@ def committed(client: RawClient, group: str) -> int:
         5,
         OffsetFetchRequest(
             group_id=GroupId(group),
-            topics=(OffsetFetchRequestTopic(name=TopicName(TOPIC), partition_indexes=(0,)),),
+            topics=(OffsetFetchRequestTopic(name=TopicName(TOPIC), partition_indexes=(i32(0),)),),
         ),
     )
     return int(got.topics[0].partitions[0].committed_offset)

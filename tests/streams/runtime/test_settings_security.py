@@ -4,6 +4,7 @@ secrets never show."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,7 +14,7 @@ from headrace.streams.runtime._aiokafka import AiokafkaClients
 SECRET = "s3cr3t-do-not-print"
 
 
-def secured(**extra: object) -> AppSettings:
+def secured(**extra: Any) -> AppSettings:
     return AppSettings.load(
         env={},
         application_id="app",
