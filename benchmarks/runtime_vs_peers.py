@@ -187,7 +187,7 @@ def run_faust(args: argparse.Namespace) -> None:
     out = app.topic(args.output, key_serializer="raw", value_serializer="raw")
     if args.workload == "stateless":
 
-        @app.agent(source)
+        @app.agent(source)  # type: ignore[untyped-decorator]  # faust ships no annotations
         async def stateless(stream: Any) -> None:
             async for key, value in stream.items():
                 v = orjson.loads(value)
@@ -205,7 +205,7 @@ def run_faust(args: argparse.Namespace) -> None:
             .relative_to_stream()
         )
 
-        @app.agent(source)
+        @app.agent(source)  # type: ignore[untyped-decorator]  # faust ships no annotations
         async def windowed(stream: Any) -> None:
             async for event in stream.events():
                 key = event.key

@@ -183,7 +183,7 @@ def records(draw: st.DrawFn) -> list[_records.Record]:
 
 def _fits(fmt: str, value: int) -> int:
     bits = struct.calcsize(fmt) * 8
-    return (value + 2 ** (bits - 1)) % 2**bits - 2 ** (bits - 1)
+    return int((value + 2 ** (bits - 1)) % 2**bits - 2 ** (bits - 1))
 
 
 @st.composite

@@ -194,8 +194,13 @@ def _produce_idempotent(name: str, bs: str, topic: str, pairs: list[tuple[bytes,
             }
         )
         failed: list[Any] = []
+
+        def on_delivery(error: Any, _message: Any) -> None:
+            if error is not None:
+                failed.append(error)
+
         for k, v in pairs:
-            cp.produce(topic, v, key=k, on_delivery=lambda e, _m: e and failed.append(e))
+            cp.produce(topic, v, key=k, on_delivery=on_delivery)
             cp.poll(0)
             if len(cp) > 20:
                 cp.flush(30)

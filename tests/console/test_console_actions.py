@@ -29,7 +29,7 @@ def _post(url: str, form: dict[str, str], origin: str | None = None) -> tuple[in
 
 def _get(url: str) -> str:
     with urllib.request.urlopen(url, timeout=30) as response:
-        return response.read().decode()
+        return str(response.read().decode())
 
 
 def _committed(bootstrap: str, group: str) -> list[int]:

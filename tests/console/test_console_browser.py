@@ -48,7 +48,9 @@ def _table(browser: Any, table_id: str) -> list[list[str]]:
 def _figure(browser: Any, name: str) -> str:
     from selenium.webdriver.common.by import By
 
-    return browser.find_element(By.CSS_SELECTOR, f'[data-figure="{name}"] b').text.replace(",", "")
+    return str(
+        browser.find_element(By.CSS_SELECTOR, f'[data-figure="{name}"] b').text.replace(",", "")
+    )
 
 
 def _watermarks(bootstrap: str, topic: str, partitions: int) -> list[tuple[int, int]]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from batch_crafting import good, malformed, produce_body
 from brokerproc import BrokerProcess
+from kafka_clients import present
 from rawkafka import RawClient
 
 CASES = malformed()
@@ -50,7 +51,7 @@ def test_consumers_read_past_refused_batches(broker_process: BrokerProcess, poli
     for _ in range(50):
         for message in consumer.consume(100, 0.2):
             assert message.error() is None, message.error()
-            seen.append(message.value())
+            seen.append(present(message.value()))
         if len(seen) >= len(sent):
             break
     consumer.close()

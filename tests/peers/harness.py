@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kafka_clients import present
 from kio.schema.types import TopicName
 from kio.static.primitive import i32, i32Timedelta, i64
 
@@ -451,14 +452,14 @@ class Cluster:
                     if error is None:
                         out.append(
                             Record(
-                                message.key(),
-                                message.value(),
-                                message.partition(),
-                                message.offset(),
+                                present(message.key()),
+                                present(message.value()),
+                                present(message.partition()),
+                                present(message.offset()),
                             )
                         )
                     elif error.code() == KafkaError._PARTITION_EOF:
-                        at_end.add(message.partition())
+                        at_end.add(present(message.partition()))
                     else:
                         raise AssertionError(f"reading {topic}: {error}")
         finally:

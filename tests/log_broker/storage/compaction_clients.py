@@ -13,7 +13,7 @@ from typing import Any
 
 from brokerproc import BrokerProcess
 from compaction_txn_helpers import snapshot_offsets, unneeded
-from kafka_clients import Confluent, Got, unique
+from kafka_clients import Confluent, Got, present, unique
 from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v11 import request as fetch
 from kio.schema.types import TopicName
@@ -99,11 +99,12 @@ def read(bs: str, topic: str, isolation: str) -> list[Got]:
         last = time.monotonic()
         while time.monotonic() - last < 5:
             for m in c.consume(1000, 0.3):
-                if m.error() and m.error().code() == KafkaError._PARTITION_EOF:
+                error = m.error()
+                if error and error.code() == KafkaError._PARTITION_EOF:
                     return got
-                if m.error():
-                    raise RuntimeError(str(m.error()))
-                got.append(Got(m.key(), m.value(), m.partition(), m.offset(), 0))
+                if error:
+                    raise RuntimeError(str(error))
+                got.append(Got(m.key(), m.value(), present(m.partition()), present(m.offset()), 0))
                 last = time.monotonic()
     finally:
         c.close()
