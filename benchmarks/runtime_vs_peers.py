@@ -357,7 +357,9 @@ class Harness:
             while len(out) < sum(ends):
                 for message in consumer.consume(10_000, timeout=2):
                     if message.error() is None:
-                        out.append((message.key(), message.value()))
+                        key, value = message.key(), message.value()
+                        assert key is not None and value is not None  # the apps write both
+                        out.append((key, value))
         finally:
             consumer.close()
         return out
@@ -410,7 +412,7 @@ def run_one(
         timeout,
         output_complete,
     )
-    result = {
+    result: dict[str, Any] = {
         "framework": framework,
         "workload": workload,
         "total_s": done - started,

@@ -111,7 +111,7 @@ def _header_size(payload: bytes) -> int:
     (client_id_length,) = struct.unpack_from(">h", payload, 8)
     size = 10 + max(client_id_length, 0)
     flexible = load_request_schema(*struct.unpack_from(">hh", payload, 0)).__flexible__
-    return size + 1 if bool(flexible) else size  # v2 headers end with an empty tagged section
+    return int(size + 1 if flexible else size)  # v2 headers end with an empty tagged section
 
 
 @pytest.mark.parametrize(("api_key", "version", "body"), REQUESTS, ids=lambda v: str(v)[:20])
