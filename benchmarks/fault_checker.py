@@ -211,7 +211,9 @@ def read_all(bootstrap: str, isolation: str) -> dict[int, list[tuple[int, str]]]
         messages = consumer.consume(10_000, 0.5)
         for message in messages:
             if message.error() is None:
-                seen[message.partition()].append((message.offset(), message.value().decode()))
+                partition, offset, value = message.partition(), message.offset(), message.value()
+                assert partition is not None and offset is not None and value is not None
+                seen[partition].append((offset, value.decode()))
         if messages:
             idle_since = time.monotonic()
     consumer.close()
