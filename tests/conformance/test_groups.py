@@ -153,7 +153,7 @@ def spawn(tmp_path: Path) -> Iterator[Callable[..., Member]]:
     started: list[Member] = []
 
     def start(*args: Any, **kwargs: Any) -> Member:
-        member = Member(*args, log_dir=tmp_path, **kwargs)
+        member = Member(*args, **{**kwargs, "log_dir": tmp_path})
         started.append(member)
         return member
 

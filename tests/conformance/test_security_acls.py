@@ -366,8 +366,8 @@ def test_admin_clients_manage_acls_and_scram_users(secured: SecuredBroker) -> No
             ResourceType.TOPIC,
             topic,
             ResourcePatternType.ANY,
-            None,
-            None,
+            None,  # type: ignore[arg-type]  # None matches any principal; the stubs say str
+            None,  # type: ignore[arg-type]  # and any host
             AclOperation.ANY,
             AclPermissionType.ANY,
         )
@@ -380,7 +380,9 @@ def test_admin_clients_manage_acls_and_scram_users(secured: SecuredBroker) -> No
     )
     for future in admin.alter_user_scram_credentials([upsert]).values():
         future.result(30)
-    described = admin.describe_user_scram_credentials(["erin"])["erin"].result(30)
+    futures = admin.describe_user_scram_credentials(["erin"])
+    assert isinstance(futures, dict)  # one future per user asked about
+    described = futures["erin"].result(30)
     assert [(i.mechanism, i.iterations) for i in described.scram_credential_infos] == [
         (ScramMechanism.SCRAM_SHA_512, 8192)
     ]

@@ -282,7 +282,7 @@ def test_reads_and_appends_go_on_while_a_pass_rewrites(tmp_path: Path) -> None:
     retain_module.retained = slow_retained  # type: ignore[assignment]  # a slower stand-in
     import headrace.log_broker.storage._rewrite as rewrite_module
 
-    rewrite_module.retained = slow_retained  # type: ignore[assignment]  # the same stand-in
+    rewrite_module.retained = slow_retained  # type: ignore[attr-defined, assignment]  # the same stand-in
     try:
         worker = threading.Thread(target=_clean, args=(log,))
         worker.start()
