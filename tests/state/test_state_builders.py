@@ -57,7 +57,7 @@ def test_builders_are_immutable_and_chainable() -> None:
 def test_built_stores_meet_the_processor_contract(
     persistent: bool, context: StoreTestContext
 ) -> None:
-    builders = [
+    builders: list[Any] = [
         Stores.key_value_store("kv", persistent=persistent),
         Stores.window_store("win", retention=1000, window_size=100, persistent=persistent),
         Stores.session_store("ses", retention=1000, persistent=persistent),
