@@ -8,11 +8,27 @@
 - ``ClientSecurity``: a Kafka client's TLS and SASL options, from code or from Kafka's
   client properties (``read_properties``); ``ClientSecurityError`` (a ValueError) for
   options that cannot work.
+- ``write_atomically`` and ``fsync_dir``: small files that are never seen half written
+  (write a temporary file, fsync it, rename it, fsync the directory).
+- ``Lifecycle``, ``transition_table``, ``check_transition``: named state machines with
+  their transition tables; ``IllegalTransitionError`` for a move a table forbids.
+- ``Clock`` (monotonic and wall milliseconds), ``SystemClock``, and ``ManualClock``
+  for timers driven by hand.
 """
 
 from ._client_security import PLAINTEXT as PLAINTEXT
 from ._client_security import ClientSecurity as ClientSecurity
 from ._client_security import ClientSecurityError as ClientSecurityError
+from ._clock import Clock as Clock
+from ._clock import ManualClock as ManualClock
+from ._clock import SystemClock as SystemClock
+from ._files import fsync_dir as fsync_dir
+from ._files import write_atomically as write_atomically
+from ._lifecycle import IllegalTransitionError as IllegalTransitionError
+from ._lifecycle import Lifecycle as Lifecycle
+from ._lifecycle import TransitionTable as TransitionTable
+from ._lifecycle import check_transition as check_transition
+from ._lifecycle import transition_table as transition_table
 from ._properties import parse_properties as parse_properties
 from ._properties import read_properties as read_properties
 
@@ -20,6 +36,16 @@ __all__ = [
     "PLAINTEXT",
     "ClientSecurity",
     "ClientSecurityError",
+    "Clock",
+    "IllegalTransitionError",
+    "Lifecycle",
+    "ManualClock",
+    "SystemClock",
+    "TransitionTable",
+    "check_transition",
+    "fsync_dir",
     "parse_properties",
     "read_properties",
+    "transition_table",
+    "write_atomically",
 ]

@@ -27,6 +27,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from headrace.base import write_atomically
 from headrace.transactions import ProducerIdAllocator
 
 from ._config import BrokerConfig
@@ -49,9 +50,7 @@ def _cluster_id(data_dir: Path) -> str:
     if path.exists():
         return path.read_text().strip()
     cluster_id = uuid.uuid4().hex[:22]
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(cluster_id)
-    tmp.replace(path)
+    write_atomically(path, cluster_id.encode("ascii"))
     return cluster_id
 
 

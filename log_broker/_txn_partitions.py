@@ -37,11 +37,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from headrace.base import fsync_dir, write_atomically
 from headrace.transactions import (
     AbortedTxn,
     AbortedTxnIndex,
@@ -239,15 +239,6 @@ def _replay(state: PartitionTxn, start: int, end: int) -> int:
     return batches
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
 def checkpoint(state: PartitionTxn) -> None:
     """Drop released entries, write the aborted index, then a snapshot at the log end;
     keep two snapshots; then tell releases what the index file now holds.
@@ -259,17 +250,13 @@ def checkpoint(state: PartitionTxn) -> None:
     state.drop_released()
     state.aborted.truncate_before(state.log.log_start_offset)
     entries = state.aborted.entries()
-    _write_atomically(directory / ABORTED_INDEX, state.aborted.to_bytes())
-    _write_atomically(
+    write_atomically(directory / ABORTED_INDEX, state.aborted.to_bytes())
+    write_atomically(
         directory / f"{offset:020d}{SNAPSHOT_SUFFIX}", encode_snapshot(offset, state.producers)
     )
     for _, old in _snapshots(directory)[_KEEP_SNAPSHOTS:]:
         old.unlink(missing_ok=True)
-    dir_fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    fsync_dir(directory)  # the removals; each write above synced its own rename
     state.snapshot_offset = offset
     state.changed = False
     state.index_written(offset, entries)

@@ -21,6 +21,8 @@ passing condition of the network.
 
 from __future__ import annotations
 
+from headrace.base import IllegalTransitionError
+
 
 class StreamsError(Exception):
     """Root of every error raised by the streams package."""
@@ -36,8 +38,9 @@ class TopologyError(StreamsError):
     """The topology cannot be built or instantiated as described."""
 
 
-class IllegalStateTransition(StreamsError):
-    """A lifecycle was asked for a transition its table does not allow."""
+class IllegalStateTransition(StreamsError, IllegalTransitionError):
+    """A lifecycle was asked for a transition its table does not allow (also a
+    :class:`headrace.base.IllegalTransitionError`, as every lifecycle's error is)."""
 
 
 class ProcessingError(StreamsError):

@@ -14,11 +14,12 @@ read as ``BatchInfo``).
 Errors are rooted at ``TransactionError`` (tree in ``_errors``).
 """
 
+from headrace.base import Clock as Clock
+from headrace.base import ManualClock as ManualClock
+from headrace.base import SystemClock as SystemClock
+
 from ._aborted_index import AbortedTxn as AbortedTxn
 from ._aborted_index import AbortedTxnIndex as AbortedTxnIndex
-from ._clock import Clock as Clock
-from ._clock import ManualClock as ManualClock
-from ._clock import SystemClock as SystemClock
 from ._coordinator import MarkerWriter as MarkerWriter
 from ._coordinator import ProducerIdSource as ProducerIdSource
 from ._coordinator import TransactionCoordinator as TransactionCoordinator

@@ -7,12 +7,13 @@ own key and value formats), state rebuilt from that topic at start. Errors are r
 at ``GroupError`` (tree in ``_errors``).
 """
 
+from headrace.base import Clock as Clock
+from headrace.base import ManualClock as ManualClock
+from headrace.base import SystemClock as SystemClock
+
 from ._admin_client import GroupAdminClient as GroupAdminClient
 from ._cli import decode_assignment as decode_assignment
 from ._cli import register as register_commands
-from ._clock import Clock as Clock
-from ._clock import ManualClock as ManualClock
-from ._clock import SystemClock as SystemClock
 from ._codec import GroupKey as GroupKey
 from ._codec import GroupValue as GroupValue
 from ._codec import MemberValue as MemberValue

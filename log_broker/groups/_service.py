@@ -19,10 +19,11 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TypeVar
 
+from headrace.base import Clock, SystemClock
+
 from .. import _records
 from .._notify import AppendNotifier
 from ..storage import GroupSyncer, LogManager, PartitionLog, RecordTooLargeError, StorageError
-from ._clock import Clock, SystemClock
 from ._codec import OffsetValue, partition_for
 from ._config import OFFSETS_TOPIC, GroupConfig
 from ._coordinator import GroupCoordinator, GroupDescription, GroupListing, NewOffset

@@ -24,9 +24,11 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from pathlib import Path
 
+from headrace.base import check_transition, fsync_dir, transition_table, write_atomically
+
 from .. import _records
 from .._batch_validation import BatchRules, validate_batches
-from ._checkpoint import fsync_dir, write_atomically, write_offset
+from ._checkpoint import write_offset
 from ._compaction import install
 from ._compression import DEFAULT_INFLATE_LIMIT
 from ._config import TopicConfig
@@ -55,11 +57,15 @@ class LogState(enum.Enum):
     DELETED = "deleted"
 
 
-_TRANSITIONS: dict[LogState, frozenset[LogState]] = {
-    LogState.OPEN: frozenset({LogState.CLOSED, LogState.DELETED}),
-    LogState.CLOSED: frozenset({LogState.DELETED}),
-    LogState.DELETED: frozenset(),
-}
+# A log closed or deleted under a request is a race the client retries, not a bug: the
+# lifecycle raises the retriable LogClosedError.
+_TRANSITIONS = transition_table(
+    {
+        LogState.OPEN: {LogState.CLOSED, LogState.DELETED},
+        LogState.CLOSED: {LogState.DELETED},
+        LogState.DELETED: set(),
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -502,8 +508,7 @@ class PartitionLog:
             raise LogClosedError(f"{self!r} is not open")
 
     def _transition(self, new: LogState) -> None:
-        if new not in _TRANSITIONS[self._state]:
-            raise LogClosedError(f"{self!r} cannot become {new.value}")
+        check_transition(_TRANSITIONS, self._state, new, repr(self), LogClosedError)
         self._state = new
 
     def close(self) -> None:

@@ -24,7 +24,8 @@ from types import MappingProxyType
 
 import orjson
 
-from ._checkpoint import fsync_dir, write_atomically
+from headrace.base import fsync_dir, write_atomically
+
 from ._cleaner import Cleaner, CleanUpTo
 from ._config import CONFIG_DEFS, TopicConfig
 from ._errors import (

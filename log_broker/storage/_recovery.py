@@ -16,7 +16,9 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from ._checkpoint import fsync_dir, read_offset
+from headrace.base import fsync_dir
+
+from ._checkpoint import read_offset
 from ._compaction import finish_interrupted
 from ._segment import QUARANTINE_SUFFIX, LogSegment, remove_segment_files, segment_name
 

@@ -30,6 +30,8 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
+from headrace.base import transition_table
+
 from .._config import StreamsConfig
 from .._errors import ProcessingError, StateStoreError, TopologyError
 from .._lifecycle import Lifecycle
@@ -45,10 +47,9 @@ class DriverState(enum.Enum):
     CLOSED = "closed"
 
 
-_DRIVER_TRANSITIONS = {
-    DriverState.OPEN: frozenset({DriverState.CLOSED}),
-    DriverState.CLOSED: frozenset(),
-}
+_DRIVER_TRANSITIONS = transition_table(
+    {DriverState.OPEN: {DriverState.CLOSED}, DriverState.CLOSED: set()}
+)
 
 
 class TopologyTestDriver:
