@@ -14,6 +14,8 @@
   their transition tables; ``IllegalTransitionError`` for a move a table forbids.
 - ``Clock`` (monotonic and wall milliseconds), ``SystemClock``, and ``ManualClock``
   for timers driven by hand.
+- ``TransactionError``, ``BrokerError``, ``CoordinatorNotAvailableError``: names that
+  packages on both sides raise, one class each (see ``_errors``).
 """
 
 from ._client_security import PLAINTEXT as PLAINTEXT
@@ -22,6 +24,9 @@ from ._client_security import ClientSecurityError as ClientSecurityError
 from ._clock import Clock as Clock
 from ._clock import ManualClock as ManualClock
 from ._clock import SystemClock as SystemClock
+from ._errors import BrokerError as BrokerError
+from ._errors import CoordinatorNotAvailableError as CoordinatorNotAvailableError
+from ._errors import TransactionError as TransactionError
 from ._files import fsync_dir as fsync_dir
 from ._files import write_atomically as write_atomically
 from ._lifecycle import IllegalTransitionError as IllegalTransitionError
@@ -34,13 +39,16 @@ from ._properties import read_properties as read_properties
 
 __all__ = [
     "PLAINTEXT",
+    "BrokerError",
     "ClientSecurity",
     "ClientSecurityError",
     "Clock",
+    "CoordinatorNotAvailableError",
     "IllegalTransitionError",
     "Lifecycle",
     "ManualClock",
     "SystemClock",
+    "TransactionError",
     "TransitionTable",
     "check_transition",
     "fsync_dir",

@@ -27,17 +27,17 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Protocol
 
-from headrace.base import Clock
+from headrace.base import Clock, CoordinatorNotAvailableError
 
 from ._errors import (
     ConcurrentTransactionsError,
-    CoordinatorNotAvailableError,
     InvalidProducerIdMappingError,
     InvalidRequestError,
     InvalidTransactionTimeoutError,
     InvalidTxnStateError,
     ProducerFencedError,
     TransactionalIdNotFoundError,
+    TxnCoordinatorNotAvailableError,
 )
 from ._txn_log import decode_key, decode_value, encode_key, encode_value, partition_for
 from ._txn_metadata import (
@@ -385,7 +385,7 @@ class TransactionCoordinator:
         try:
             await self._log.write(self.partition_for(tid), encode_key(tid), encode_value(meta))
         except Exception as exc:
-            raise CoordinatorNotAvailableError(f"cannot write state of {tid!r}: {exc}") from exc
+            raise TxnCoordinatorNotAvailableError(f"cannot write state of {tid!r}: {exc}") from exc
         self._txns[tid] = meta
 
     async def _fence_and_abort(self, meta: TransactionMetadata) -> TransactionMetadata:

@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 from headrace.base import TransitionTable, check_transition, transition_table
 
-from ._errors import IllegalTransitionError
+from ._errors import IllegalTxnTransitionError
 
 NO_PRODUCER_ID = -1
 NO_EPOCH = -1
@@ -92,7 +92,7 @@ class TransactionMetadata:
 
     def transition(self, state: TxnState, **changes: object) -> TransactionMetadata:
         owner = f"transaction {self.transactional_id!r}"
-        check_transition(TRANSITIONS, self.state, state, owner, IllegalTransitionError)
+        check_transition(TRANSITIONS, self.state, state, owner, IllegalTxnTransitionError)
         return dataclasses.replace(self, state=state, **changes)  # type: ignore[arg-type]
 
     @property

@@ -25,7 +25,7 @@ import enum
 
 from headrace.base import TransitionTable, check_transition, transition_table
 
-from ._errors import IllegalTransitionError
+from ._errors import IllegalGroupTransitionError
 
 
 class GroupState(enum.Enum):
@@ -86,8 +86,8 @@ MEMBER_TRANSITIONS: TransitionTable[MemberState] = transition_table(
 
 
 def check_group_transition(old: GroupState, new: GroupState) -> None:
-    check_transition(GROUP_TRANSITIONS, old, new, "group", IllegalTransitionError)
+    check_transition(GROUP_TRANSITIONS, old, new, "group", IllegalGroupTransitionError)
 
 
 def check_member_transition(old: MemberState, new: MemberState) -> None:
-    check_transition(MEMBER_TRANSITIONS, old, new, "member", IllegalTransitionError)
+    check_transition(MEMBER_TRANSITIONS, old, new, "member", IllegalGroupTransitionError)

@@ -33,7 +33,7 @@ from aiokafka.errors import (
 from .._record import ProducedRecord
 from ._aiokafka import AiokafkaRecordProducer, translate
 from ._client import FlushResult, TopicPartition
-from ._errors import FencedError, TransactionError
+from ._errors import FencedError, TransactionAbortedError, TransactionError
 from ._settings import AppSettings
 
 log = logging.getLogger("headrace.streams.runtime.transactions")
@@ -47,7 +47,7 @@ def txn_error(error: BaseException, doing: str) -> FencedError | TransactionErro
         fenced = FencedError(f"{doing}: this instance was fenced by a newer one ({error!r})")
         fenced.__cause__ = error
         return fenced
-    failed = TransactionError(f"{doing}: {error!r}")
+    failed = TransactionAbortedError(f"{doing}: {error!r}")
     failed.__cause__ = error
     return failed
 
@@ -100,7 +100,7 @@ class AiokafkaTransactionalProducer(AiokafkaRecordProducer):
             first = result.failures[0]
             if isinstance(first.error, _FENCED):
                 raise txn_error(first.error, f"producing to {first.topic}-{first.partition}")
-            raise TransactionError(
+            raise TransactionAbortedError(
                 f"producing to {first.topic}-{first.partition} failed inside a transaction: "
                 f"{first.error!r}"
             ) from first.error

@@ -15,8 +15,9 @@ root::
         ├── ProductionError          a record could not be produced and the handler
         │                            said fail
         ├── RestoreError             a store could not be restored from its changelog
-        ├── TransactionError         an exactly-once transaction failed and was aborted;
+        ├── TransactionAbortedError  an exactly-once transaction failed and was aborted;
         │                            retriable: the tasks rewind to committed offsets
+        │                            (also headrace.base's TransactionError)
         ├── FencedError              a newer instance with the same transactional id (or
         │                            a newer group generation) took over; not retriable
         └── AppStopped               the application stopped because of an error;
@@ -27,6 +28,8 @@ in the client module, and keep their own ``retriable`` flag.
 """
 
 from __future__ import annotations
+
+from headrace.base import TransactionError as TransactionError
 
 from .._errors import StreamsError
 
@@ -69,8 +72,12 @@ class RestoreError(RuntimeFailure):
     """A store could not be restored from its changelog."""
 
 
-class TransactionError(RuntimeFailure):
-    """An exactly-once transaction failed; it is aborted and its tasks rewound."""
+class TransactionAbortedError(RuntimeFailure, TransactionError):
+    """An exactly-once transaction failed; it is aborted and its tasks rewound.
+
+    ``TransactionError`` is the one class of that name (headrace.base's), so ``except
+    TransactionError`` and ``except RuntimeFailure`` both catch this.
+    """
 
     retriable = True
 

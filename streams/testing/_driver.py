@@ -33,7 +33,7 @@ from typing import Any
 from headrace.base import transition_table
 
 from .._config import StreamsConfig
-from .._errors import ProcessingError, StateStoreError, TopologyError
+from .._errors import ProcessingError, StoreAccessError, TopologyError
 from .._lifecycle import Lifecycle
 from .._record import ConsumedRecord, ProducedRecord
 from .._task import TaskExecutor
@@ -157,7 +157,7 @@ class TopologyTestDriver:
     def get_state_store(self, name: str) -> Any:
         stores = self.get_all_state_stores()
         if name not in stores:
-            raise StateStoreError(f"no state store named {name!r}; known: {sorted(stores)}")
+            raise StoreAccessError(f"no state store named {name!r}; known: {sorted(stores)}")
         return stores[name]
 
     def get_key_value_store(self, name: str) -> Any:
@@ -178,7 +178,7 @@ class TopologyTestDriver:
     ) -> Any:
         store = self.get_state_store(name)
         if not all(hasattr(store, a) for a in has) or any(hasattr(store, a) for a in lacks):
-            raise StateStoreError(
+            raise StoreAccessError(
                 f"state store {name!r} is not a {kind} store: {type(store).__name__}"
             )
         return store
