@@ -35,7 +35,7 @@ from headrace.base import transition_table
 from .._config import StreamsConfig
 from .._errors import ProcessingError, StoreAccessError, TopologyError
 from .._lifecycle import Lifecycle
-from .._record import ConsumedRecord, ProducedRecord
+from .._record import ConsumedAt, ConsumedRecord, ProducedRecord, consumed_position
 from .._task import TaskExecutor
 from .._topology import Topology
 from ._records import ChangelogEntry
@@ -250,10 +250,10 @@ class TopologyTestDriver:
         loop.run_until_complete(task.settle())
         for raw, error, node in task.take_failures():
             raise ProcessingError(
-                f"{node} failed on {raw[0]}-{raw[1]} offset {raw[2]}: {error!r}",
+                f"{node} failed on {consumed_position(raw)}: {error!r}",
                 node=node,
-                topic=raw[0],
-                partition=raw[1],
+                topic=raw[ConsumedAt.TOPIC],
+                partition=raw[ConsumedAt.PARTITION],
             ) from error
 
     def _settle(self) -> None:
