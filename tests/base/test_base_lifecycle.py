@@ -1,4 +1,4 @@
-"""The one lifecycle helper, and every transition table of the project checked by it."""
+"""The one Lifecycle, and every transition table of the project checked by it."""
 
 from __future__ import annotations
 
