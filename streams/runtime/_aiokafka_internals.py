@@ -81,12 +81,13 @@ log = logging.getLogger("headrace.streams.runtime.client")
 SUPPORTED = ((0, 13), (0, 15))
 
 
-def _version(text: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in re.findall(r"\d+", text)[:3])
+def written_for(version: str) -> bool:
+    """Whether aiokafka ``version`` (``"0.14.0"``, ``"0.14.0b1"``) is in :data:`SUPPORTED`."""
+    numbers = tuple(int(part) for part in re.findall(r"\d+", version)[:3])
+    return SUPPORTED[0] <= numbers < SUPPORTED[1]
 
 
-VERSION = _version(aiokafka.__version__)
-IN_RANGE = SUPPORTED[0] <= VERSION < SUPPORTED[1]
+IN_RANGE = written_for(aiokafka.__version__)
 _RANGE = f">={'.'.join(map(str, SUPPORTED[0]))},<{'.'.join(map(str, SUPPORTED[1]))}"
 
 # The fast paths, on when aiokafka is a version they were written for.
