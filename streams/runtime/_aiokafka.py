@@ -102,7 +102,7 @@ class AiokafkaGroupConsumer:
         internals.forbid_auto_create(self._consumer)
         # Source topics seen in the metadata, and those missing from a later refresh:
         # a deleted source stops the application (it is not re-created, see
-        # _no_auto_create.py), once a full metadata read confirms it is gone.
+        # _aiokafka_logs.py), once a full metadata read confirms it is gone.
         self._topics: frozenset[str] = frozenset()
         self._seen: set[str] = set()
         self._missing: set[str] = set()
@@ -177,7 +177,8 @@ class AiokafkaGroupConsumer:
         except KafkaError as error:
             raise translate(error, "polling") from error
         if self._tuples:
-            # Tuples already, built by the fetcher (_fastfetch.py); the check is per batch.
+            # Tuples already, built by the fetcher (tuple fetch, _aiokafka_internals.py);
+            # the check is per batch.
             return {
                 (tp.topic, tp.partition): records
                 if type(records[0]) is tuple
