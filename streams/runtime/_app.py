@@ -291,6 +291,16 @@ class App:
             runtime = await start_runtime(
                 settings, topology, self._clients, self._serdes, self.metrics, self.host
             )
+            try:
+                runtime.consumer.subscribe(
+                    sorted({t for topics in runtime.layout.sources.values() for t in topics}),
+                    functools.partial(self._on_revoked, runtime),
+                    functools.partial(self._on_assigned, runtime),
+                )
+            except BaseException:
+                await runtime.close_globals(clean=False)
+                await runtime.stop_clients()
+                raise
         except BaseException as error:
             self._failure = error
             self._lifecycle.move(AppState.FAILED)
@@ -299,11 +309,6 @@ class App:
             self._lifecycle.move(AppState.STOPPED)
             raise
         self._runtime = runtime
-        runtime.consumer.subscribe(
-            sorted({t for topics in runtime.layout.sources.values() for t in topics}),
-            functools.partial(self._on_revoked, runtime),
-            functools.partial(self._on_assigned, runtime),
-        )
         app_id = settings.application_id
         self._loop_task = asyncio.create_task(self._loop(runtime), name=f"streams-{app_id}")
         self._lifecycle.move(AppState.RUNNING)

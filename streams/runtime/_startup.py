@@ -91,10 +91,6 @@ class Runtime:
     rewinder: Rewinder
     stop: asyncio.Event  # set to end the processing loop
 
-    def local_state(self) -> dict[str, int]:
-        """Changelog offset sums of the tasks this instance has state for (assignor)."""
-        return _local_state(self.tasks, self.standbys)
-
     async def close_globals(self, clean: bool) -> None:
         """After the stream tasks, which read the global stores until they close."""
         if self.globals is not None:
@@ -116,6 +112,7 @@ class Runtime:
 
 
 def _local_state(tasks: TaskManager, standbys: StandbyUpdater | None) -> dict[str, int]:
+    """Changelog offset sums of the tasks this instance has state for (assignor)."""
     sums = tasks.local_state()
     if standbys is not None:
         sums.update(standbys.offset_sums())
@@ -181,6 +178,34 @@ async def _read_topics(topology: Topology, settings: AppSettings, admin: TopicAd
     return _Topics(sources, counts, wanted_internal, layout)
 
 
+async def _create_internal_topics(
+    topology: Topology,
+    settings: AppSettings,
+    admin: TopicAdmin,
+    topics: _Topics,
+    metrics: AppMetrics,
+) -> dict[int, dict[str, str]]:
+    """Step 2: create the repartition topics and changelogs that are missing (their
+    partition counts join ``topics.counts``); return the changelog of each store by
+    sub-topology."""
+    app_id = settings.application_id
+    logs = changelog_topics(topology, app_id)
+    changelogs = {t for stores in logs.values() for t in stores.values()}
+    internal = {topology.topic_name(t, app_id) for t in topology.internal_topics}
+    metrics.name_topics(changelogs, internal - changelogs, settings.dead_letters)
+    specs = [TopicSpec(t, n, {}) for t, n in topics.internal.items()]
+    for sub, stores in logs.items():
+        partitions = topics.layout.partitions_of(sub) if sub in topics.sources else 1
+        for store, topic in stores.items():
+            topic_config = dict(getattr(topology.store_builder(store), "logging_config", {}) or {})
+            topic_config.setdefault("cleanup.policy", "compact")
+            specs.append(TopicSpec(topic, partitions, topic_config))
+            topics.counts.setdefault(topic, partitions)
+    existing = await admin.partition_counts([s.name for s in specs])
+    await admin.create_topics([s for s in specs if s.name not in existing])
+    return logs
+
+
 async def start_runtime(
     settings: AppSettings,
     topology: Topology,
@@ -214,20 +239,7 @@ async def _start(
     topics = await _read_topics(topology, settings, admin)
     sources, counts, layout = topics.sources, topics.counts, topics.layout
     topology.check_sink_serdes(*serdes)  # before any topic is made or record read
-    logs = changelog_topics(topology, app_id)
-    changelogs = {t for stores in logs.values() for t in stores.values()}
-    internal = {topology.topic_name(t, app_id) for t in topology.internal_topics}
-    metrics.name_topics(changelogs, internal - changelogs, settings.dead_letters)
-    specs = [TopicSpec(t, n, {}) for t, n in topics.internal.items()]
-    for sub, stores in logs.items():
-        partitions = layout.partitions_of(sub) if sub in sources else 1
-        for store, topic in stores.items():
-            topic_config = dict(getattr(topology.store_builder(store), "logging_config", {}) or {})
-            topic_config.setdefault("cleanup.policy", "compact")
-            specs.append(TopicSpec(topic, partitions, topic_config))
-            counts.setdefault(topic, partitions)
-    existing = await admin.partition_counts([s.name for s in specs])
-    await admin.create_topics([s for s in specs if s.name not in existing])
+    logs = await _create_internal_topics(topology, settings, admin, topics, metrics)
 
     extra: dict[str, Any] = {}
     if settings.deserialization_error_handler is not None:
