@@ -206,6 +206,51 @@ async def _create_internal_topics(
     return logs
 
 
+async def _bootstrap_globals(
+    started: contextlib.AsyncExitStack,
+    settings: AppSettings,
+    topology: Topology,
+    clients: ClientFactory,
+    config: StreamsConfig,
+    counts: Mapping[str, int],
+) -> tuple[GlobalReader | None, GlobalStores | None]:
+    """Step 3, for a topology with global tables: their reader and stores."""
+    if not global_topics(topology, settings.application_id):
+        return None, None
+    reader = clients.global_reader()
+    started.push_async_callback(_stop, "global_reader", reader)
+    await reader.start()
+    stores = GlobalStores(
+        topology,
+        config,
+        settings.state_dir,
+        reader,
+        counts,
+        settings.max_poll_records,
+        now_ms(),
+    )
+    started.push_async_callback(_close_globals, stores, False)
+    await stores.bootstrap()
+    return reader, stores
+
+
+async def _start_producer(
+    started: contextlib.AsyncExitStack, settings: AppSettings, clients: CountingClients
+) -> tuple[RecordProducer, TransactionalProducer | None]:
+    """Step 4's producer, and the same again as transactional under exactly-once."""
+    producer: RecordProducer
+    txn_producer: TransactionalProducer | None = None
+    if settings.exactly_once:
+        txn_id = transactional_id(settings)
+        producer = txn_producer = clients.transactional_producer(txn_id)
+        log.info("exactly once: transactional id %s", txn_id)
+    else:
+        producer = clients.producer()
+    started.push_async_callback(_stop, "producer", producer)
+    await producer.start()
+    return producer, txn_producer
+
+
 async def start_runtime(
     settings: AppSettings,
     topology: Topology,
@@ -216,153 +261,120 @@ async def start_runtime(
 ) -> Runtime:
     """Steps 1-5 of the module docstring; ``host`` is the address the group gets for
     interactive queries."""
+    # What starts is stopped again if a later step fails, even a client whose start failed.
     async with contextlib.AsyncExitStack() as started:
-        runtime = await _start(started, settings, topology, clients, serdes, metrics, host)
-        started.pop_all()  # running: the App stops it
-    return runtime
+        app_id = settings.application_id
+        admin = clients.admin()
+        started.push_async_callback(_stop, "admin", admin)
+        await admin.start()
+        topics = await _read_topics(topology, settings, admin)
+        sources, counts, layout = topics.sources, topics.counts, topics.layout
+        topology.check_sink_serdes(*serdes)  # before any topic is made or record read
+        logs = await _create_internal_topics(topology, settings, admin, topics, metrics)
 
-
-async def _start(
-    started: contextlib.AsyncExitStack,
-    settings: AppSettings,
-    topology: Topology,
-    clients: ClientFactory,
-    serdes: tuple[Any, Any],
-    metrics: AppMetrics,
-    host: str,
-) -> Runtime:
-    app_id = settings.application_id
-    # Each client is stopped on a failure further on, even one whose start failed.
-    admin = clients.admin()
-    started.push_async_callback(_stop, "admin", admin)
-    await admin.start()
-    topics = await _read_topics(topology, settings, admin)
-    sources, counts, layout = topics.sources, topics.counts, topics.layout
-    topology.check_sink_serdes(*serdes)  # before any topic is made or record read
-    logs = await _create_internal_topics(topology, settings, admin, topics, metrics)
-
-    extra: dict[str, Any] = {}
-    if settings.deserialization_error_handler is not None:
-        extra["deserialization_handler"] = deserialization_handler(
-            settings.deserialization_error_handler, settings.dead_letters, metrics
+        extra: dict[str, Any] = {}
+        if settings.deserialization_error_handler is not None:
+            extra["deserialization_handler"] = deserialization_handler(
+                settings.deserialization_error_handler, settings.dead_letters, metrics
+            )
+        config = StreamsConfig(
+            application_id=app_id,
+            state_dir=settings.state_dir,
+            default_key_serde=serdes[0],
+            default_value_serde=serdes[1],
+            **extra,
         )
-    config = StreamsConfig(
-        application_id=app_id,
-        state_dir=settings.state_dir,
-        default_key_serde=serdes[0],
-        default_value_serde=serdes[1],
-        **extra,
-    )
-    global_reader: GlobalReader | None = None
-    globals_: GlobalStores | None = None
-    if global_topics(topology, app_id):
-        global_reader = clients.global_reader()
-        started.push_async_callback(_stop, "global_reader", global_reader)
-        await global_reader.start()
-        globals_ = GlobalStores(
+        global_reader, globals_ = await _bootstrap_globals(
+            started, settings, topology, clients, config, counts
+        )
+
+        work: AsyncWork | None = None
+
+        def wake() -> None:
+            # Async results wake the loop; they come only once tasks run, after start-up.
+            if work is not None:
+                work.wake()
+
+        tasks = TaskManager(
             topology,
             config,
             settings.state_dir,
-            global_reader,
-            counts,
-            settings.max_poll_records,
-            now_ms(),
+            sources,
+            logs,
+            lambda topic: counts.get(topic, 1),
+            now_ms,
+            settings.exactly_once,
+            global_stores=globals_.stores if globals_ is not None else None,
+            wake=wake,
         )
-        started.push_async_callback(_close_globals, globals_, False)
-        await globals_.bootstrap()
 
-    work: AsyncWork | None = None
+        def running_stores() -> Iterator[tuple[str, str, Any]]:
+            """(task id, store name, store) of the running tasks, for the store metrics."""
+            for task in tasks.running():
+                for name, store in task.executor.stores.items():
+                    yield task.id, name, store
 
-    def wake() -> None:
-        # Async results wake the loop; they come only once tasks run, after start-up.
-        if work is not None:
-            work.wake()
-
-    tasks = TaskManager(
-        topology,
-        config,
-        settings.state_dir,
-        sources,
-        logs,
-        lambda topic: counts.get(topic, 1),
-        now_ms,
-        settings.exactly_once,
-        global_stores=globals_.stores if globals_ is not None else None,
-        wake=wake,
-    )
-
-    def running_stores() -> Iterator[tuple[str, str, Any]]:
-        """(task id, store name, store) of the running tasks, for the store metrics."""
-        for task in tasks.running():
-            for name, store in task.executor.stores.items():
-                yield task.id, name, store
-
-    metrics.watch_stores(running_stores)
-    processing_errors = ErrorHandler(
-        "processing", settings.processing_error_handler, settings.dead_letters, metrics
-    )
-    production_errors = ErrorHandler(
-        "production", settings.production_error_handler, settings.dead_letters, metrics
-    )
-    counted = CountingClients(clients, metrics)  # records_produced_total
-    producer: RecordProducer
-    txn_producer: TransactionalProducer | None = None
-    if settings.exactly_once:
-        txn_id = transactional_id(settings)
-        producer = txn_producer = counted.transactional_producer(txn_id)
-        log.info("exactly once: transactional id %s", txn_id)
-    else:
-        producer = counted.producer()
-    started.push_async_callback(_stop, "producer", producer)
-    await producer.start()
-    reader = clients.changelog_reader()
-    started.push_async_callback(_stop, "reader", reader)
-    await reader.start()
-    restorer = Restorer(reader, metrics, settings.max_poll_records)
-    stateful = {sub for sub, stores in logs.items() if stores and sub in sources}
-    standby_reader: ChangelogReader | None = None
-    standbys: StandbyUpdater | None = None
-    if settings.num_standby_replicas and stateful:
-        standby_reader = clients.changelog_reader()
-        started.push_async_callback(_stop, "standby_reader", standby_reader)
-        await standby_reader.start()
-        standbys = StandbyUpdater(standby_reader, metrics, settings.max_poll_records)
-    assignor = PartitionGroupAssignor(
-        sources,
-        host,
-        lambda: _local_state(tasks, standbys),
-        stateful=stateful,
-        standby_replicas=settings.num_standby_replicas,
-    )
-    consumer = clients.group_consumer(app_id, assignor)
-    started.push_async_callback(_stop, "consumer", consumer)
-    await consumer.start()
-    work = AsyncWork(consumer, processing_errors)
-    sink: OffsetSink = (
-        TransactionSink(txn_producer, consumer, app_id)
-        if txn_producer is not None
-        else GroupOffsetSink(consumer)
-    )
-    committer = Committer(producer, sink, production_errors, metrics, settings.snapshot_interval_ms)
-    stop = asyncio.Event()
-    rewinder = Rewinder(counted, settings, committer, consumer, tasks, restorer, stop.is_set)
-    return Runtime(
-        topology=topology,
-        layout=layout,
-        counts=counts,
-        admin=admin,
-        global_reader=global_reader,
-        globals=globals_,
-        tasks=tasks,
-        assignor=assignor,
-        processing_errors=processing_errors,
-        reader=reader,
-        restorer=restorer,
-        standby_reader=standby_reader,
-        standbys=standbys,
-        consumer=consumer,
-        async_work=work,
-        committer=committer,
-        rewinder=rewinder,
-        stop=stop,
-    )
+        metrics.watch_stores(running_stores)
+        processing_errors = ErrorHandler(
+            "processing", settings.processing_error_handler, settings.dead_letters, metrics
+        )
+        production_errors = ErrorHandler(
+            "production", settings.production_error_handler, settings.dead_letters, metrics
+        )
+        counted = CountingClients(clients, metrics)  # records_produced_total
+        producer, txn_producer = await _start_producer(started, settings, counted)
+        reader = clients.changelog_reader()
+        started.push_async_callback(_stop, "reader", reader)
+        await reader.start()
+        restorer = Restorer(reader, metrics, settings.max_poll_records)
+        stateful = {sub for sub, stores in logs.items() if stores and sub in sources}
+        standby_reader: ChangelogReader | None = None
+        standbys: StandbyUpdater | None = None
+        if settings.num_standby_replicas and stateful:
+            standby_reader = clients.changelog_reader()
+            started.push_async_callback(_stop, "standby_reader", standby_reader)
+            await standby_reader.start()
+            standbys = StandbyUpdater(standby_reader, metrics, settings.max_poll_records)
+        assignor = PartitionGroupAssignor(
+            sources,
+            host,
+            lambda: _local_state(tasks, standbys),
+            stateful=stateful,
+            standby_replicas=settings.num_standby_replicas,
+        )
+        consumer = clients.group_consumer(app_id, assignor)
+        started.push_async_callback(_stop, "consumer", consumer)
+        await consumer.start()
+        work = AsyncWork(consumer, processing_errors)
+        sink: OffsetSink = (
+            TransactionSink(txn_producer, consumer, app_id)
+            if txn_producer is not None
+            else GroupOffsetSink(consumer)
+        )
+        committer = Committer(
+            producer, sink, production_errors, metrics, settings.snapshot_interval_ms
+        )
+        stop = asyncio.Event()
+        rewinder = Rewinder(counted, settings, committer, consumer, tasks, restorer, stop.is_set)
+        runtime = Runtime(
+            topology=topology,
+            layout=layout,
+            counts=counts,
+            admin=admin,
+            global_reader=global_reader,
+            globals=globals_,
+            tasks=tasks,
+            assignor=assignor,
+            processing_errors=processing_errors,
+            reader=reader,
+            restorer=restorer,
+            standby_reader=standby_reader,
+            standbys=standbys,
+            consumer=consumer,
+            async_work=work,
+            committer=committer,
+            rewinder=rewinder,
+            stop=stop,
+        )
+        started.pop_all()  # running: the App stops it
+    return runtime
