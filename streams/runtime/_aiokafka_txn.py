@@ -32,6 +32,7 @@ from aiokafka.errors import (
 
 from .._record import ProducedRecord
 from ._aiokafka import AiokafkaRecordProducer, translate
+from ._aiokafka_internals import in_transaction
 from ._client import FlushResult, TopicPartition
 from ._errors import FencedError, TransactionAbortedError, TransactionError
 from ._settings import AppSettings
@@ -76,8 +77,7 @@ class AiokafkaTransactionalProducer(AiokafkaRecordProducer):
 
     @property
     def in_transaction(self) -> bool:
-        manager = self._producer._txn_manager
-        return manager is not None and bool(manager.is_in_transaction())
+        return in_transaction(self._producer)
 
     async def _begin(self) -> None:
         if self.in_transaction:

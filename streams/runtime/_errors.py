@@ -20,6 +20,8 @@ root::
         │                            (also headrace.base's TransactionError)
         ├── FencedError              a newer instance with the same transactional id (or
         │                            a newer group generation) took over; not retriable
+        ├── UnsupportedClientError   the Kafka client library cannot give what a
+        │                            correctness guard needs (``_aiokafka_internals.py``)
         └── AppStopped               the application stopped because of an error;
                                      ``__cause__`` says which
 
@@ -84,6 +86,11 @@ class TransactionAbortedError(RuntimeFailure, TransactionError):
 
 class FencedError(RuntimeFailure):
     """This instance was replaced: its producer was fenced or it left the group."""
+
+
+class UnsupportedClientError(RuntimeFailure):
+    """The Kafka client library (a version the runtime was not written for) cannot give
+    what a correctness guard needs; the guard refuses instead of passing silently."""
 
 
 class AppStopped(RuntimeFailure):
