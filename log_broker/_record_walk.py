@@ -29,7 +29,6 @@ byte ends any varint, and every read past the end then fails a bounds check.
 
 from __future__ import annotations
 
-import re
 import struct
 from operator import attrgetter
 from typing import Any
@@ -67,8 +66,12 @@ _key = attrgetter("key")
 OUT_OF_ORDER = "record offset deltas are not 0, 1, 2, ... up to lastOffsetDelta"
 KEYLESS = "Compacted topic cannot accept message without key"
 ATTRIBUTES = "a record attributes byte has its top bit set (Kafka defines no record attribute)"
-# Five bytes with the top bit set: the start of a varint longer than Kafka reads.
-_LONG_VARINT = re.compile(rb"[\x80-\xff]{5}")
+# Bytes with the top bit set become 1, the others 0: five 1s in a row are where a
+# varint longer than Kafka reads could start. Translate and find run at memory speed
+# (a regular expression takes ten times as long; and 1, not 0x80, because find's
+# skip table cannot tell 0x80 from 0).
+_TOP_BITS = bytes(1 if byte & 0x80 else 0 for byte in range(256))
+_FIVE_TOP_BITS = b"\x01" * 5
 
 
 def check_records(
@@ -119,23 +122,24 @@ def _reads_as_kafka(body: bytes | bytearray | memoryview, count: int) -> bool:
     over-long varint can hide in it, and every record's attributes byte, found by
     hopping over record lengths, is below 0x80. False also for bodies too broken to
     hop through: the exact walk then says what is wrong."""
-    if _LONG_VARINT.search(body) is not None:
+    data = bytes(body)  # indexing bytes is several times quicker than a memoryview
+    if data.translate(_TOP_BITS).find(_FIVE_TOP_BITS) >= 0:
         return False
-    pos, n = 0, len(body)
+    pos, n = 0, len(data)
     for _ in range(count):
         if pos >= n:
             return False
-        byte = body[pos]
+        byte = data[pos]
         if byte < 0x80:  # a one- or two-byte length: every record under 8 KiB
             length = (byte >> 1) ^ -(byte & 1)
             pos += 1
-        elif pos + 1 < n and body[pos + 1] < 0x80:
-            raw = (byte & 0x7F) | (body[pos + 1] << 7)
+        elif pos + 1 < n and data[pos + 1] < 0x80:
+            raw = (byte & 0x7F) | (data[pos + 1] << 7)
             length = (raw >> 1) ^ -(raw & 1)
             pos += 2
         else:
             return False  # a longer length: rare enough to read exactly
-        if length <= 0 or pos + length > n or body[pos] >= 0x80:
+        if length <= 0 or pos + length > n or data[pos] >= 0x80:
             return False
         pos += length
     return pos == n
