@@ -31,7 +31,7 @@ from headrace.base import write_atomically
 from headrace.transactions import ProducerIdAllocator
 
 from ._config import BrokerConfig
-from ._limits import ConnectionLimiter, RateLimitedLog, file_budget
+from ._limits import ConnectionLimiter, RateLimitedLog, broad_request_cap, file_budget
 from ._metrics import BrokerMetrics
 from ._notify import AppendNotifier
 from ._server import Connection
@@ -58,11 +58,15 @@ def _with_limits(config: BrokerConfig) -> BrokerConfig:
     """Fill the limits left at None from the open-file budget (see ``_limits``)."""
     budget = file_budget()
     max_connections = config.max_connections or budget.max_connections
+    max_partitions = config.max_broker_partitions or budget.max_broker_partitions
     return dataclasses.replace(
         config,
         max_connections=max_connections,
         max_connections_per_ip=config.max_connections_per_ip or max_connections,
-        max_broker_partitions=config.max_broker_partitions or budget.max_broker_partitions,
+        max_broker_partitions=max_partitions,
+        max_partitions_per_request=(
+            config.max_partitions_per_request or broad_request_cap(max_partitions)
+        ),
     )
 
 
@@ -122,6 +126,7 @@ class Broker:
             LogManager.open,
             config.data_dir,
             num_partitions_default=config.num_partitions,
+            defaults=dict(config.topic_defaults),
             max_partitions=config.max_broker_partitions,
         )
         syncer = GroupSyncer(enabled=config.fsync)
@@ -132,6 +137,7 @@ class Broker:
             max_session_timeout_ms=config.group_max_session_timeout_ms,
             offsets_topic_partitions=config.offsets_topic_num_partitions,
             offsets_retention_ms=config.offsets_retention_minutes * 60_000,
+            offset_metadata_max_bytes=config.offset_metadata_max_bytes,
         )
         try:
             groups = await asyncio.to_thread(

@@ -118,8 +118,13 @@ class LogManager:
         self.max_partitions = max_partitions
         self.num_partitions_default = num_partitions_default
         self._defaults = dict(defaults)
+        # Replaced, never changed in place, so the loop can iterate a ``topics()`` while
+        # a worker thread publishes a topic.
         self._topics: dict[str, Topic] = {}
-        # Retention runs in a worker thread; topic creation and deletion on the loop.
+        # Topics being created or grown -> partitions they are adding. The lock guards
+        # the table, this and the counts; it is never held while partition files are
+        # made, so creating thousands of partitions stalls no other topic's work.
+        self._changing: dict[str, int] = {}
         self._lock = threading.Lock()
         self._cleaner = Cleaner()
 
@@ -251,10 +256,14 @@ class LogManager:
             num_partitions = self.num_partitions_default
         overrides = dict(overrides or {})
         with self._lock:
+            if name in self._changing:
+                raise TopicExistsError(f"topic {name!r} is being created")
             config = validate_new_topic(
                 name, num_partitions, overrides, existing=self._topics, defaults=self._defaults
             )
             self._check_total(num_partitions)
+            self._changing[name] = num_partitions
+        try:
             topic = Topic(name, uuid.uuid4(), [], config, overrides)
             self._write_meta(topic, num_partitions)
             try:
@@ -265,11 +274,16 @@ class LogManager:
                     log.delete()
                 self._meta_path(topic).unlink(missing_ok=True)
                 raise
-            self._topics[name] = topic
+            with self._lock:
+                self._topics = {**self._topics, name: topic}
             return topic
+        finally:
+            with self._lock:
+                del self._changing[name]
 
     def _check_total(self, adding: int) -> None:
         held = sum(len(topic.partitions) for topic in self._topics.values())
+        held += sum(self._changing.values())
         if self.max_partitions is not None and held + adding > self.max_partitions:
             raise InvalidPartitionsError(
                 f"{adding} more partitions would make {held + adding} on this broker, above "
@@ -280,6 +294,8 @@ class LogManager:
         """Grow a topic to ``total`` partitions (CreatePartitions); never shrinks."""
         with self._lock:
             topic = self._topic(name)
+            if name in self._changing:
+                raise InvalidPartitionsError(f"topic {name!r} is being grown")
             if total <= len(topic.partitions):
                 raise InvalidPartitionsError(
                     f"topic {name!r} has {len(topic.partitions)} partitions; "
@@ -287,18 +303,26 @@ class LogManager:
                 )
             _check_partitions(total)
             self._check_total(total - len(topic.partitions))
+            self._changing[name] = total - len(topic.partitions)
+        try:
             # Metadata first: partition directories beyond its count count as orphans.
             self._write_meta(topic, total)
             for partition in range(len(topic.partitions), total):
-                topic.partitions.append(self._open_log(name, partition, topic.config))
+                log = self._open_log(name, partition, topic.config)
+                topic.partitions.append(log)  # one at a time: each is whole once listed
             return topic
+        finally:
+            with self._lock:
+                del self._changing[name]
 
     def delete_topic(self, name: str) -> None:
         """Forget the topic (metadata first, so a crash cannot revive half of it), then
         delete its partitions' files."""
         with self._lock:
             topic = self._topic(name)
-            del self._topics[name]
+            if name in self._changing:
+                raise InvalidPartitionsError(f"topic {name!r} is being grown; delete it after")
+            self._topics = {k: v for k, v in self._topics.items() if k != name}
             self._meta_path(topic).unlink(missing_ok=True)
             fsync_dir(self.data_dir / TOPICS_DIR)
         for log in topic.partitions:
