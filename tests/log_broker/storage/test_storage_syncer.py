@@ -228,3 +228,36 @@ async def test_quick_syncs_run_on_the_event_loop_and_slow_ones_in_worker_threads
     assert syncer.inline and threads[-1] == loop_thread
     syncer.close()
     log.close()
+
+
+async def test_a_round_over_many_logs_hands_slices_to_the_workers(tmp_path: Path) -> None:
+    logs = [open_log(tmp_path / str(i)) for i in range(40)]
+    threads: dict[PartitionLog, int] = {}
+    for log in logs:
+        real_sync = log.sync
+
+        def recorded(log: PartitionLog = log, real_sync: Callable[[], None] = real_sync) -> None:
+            threads[log] = threading.get_ident()
+            real_sync()
+
+        log.sync = recorded  # type: ignore[method-assign]
+    broken = logs[7]
+
+    def failing() -> None:
+        raise OSError(5, "Input/output error")
+
+    broken.sync = failing  # type: ignore[method-assign]
+    syncer = GroupSyncer(max_workers=4)
+    syncer.sync_seconds = 0.001  # 40 such syncs exceed the inline budget
+    for log in logs:
+        log.append(batch(2), now_ms=0)
+    failed = await syncer.sync_many(logs)
+    # One round; the broken log's error is its own, the others are durable.
+    assert syncer.rounds == 1 and syncer.fsyncs == 39
+    assert list(failed) == [broken] and failed[broken].retriable
+    assert all(log.flushed_offset == 2 for log in logs if log is not broken)
+    assert threading.get_ident() not in threads.values()
+    assert 1 < len(set(threads.values())) <= 4  # slices side by side, one per worker
+    syncer.close()
+    for log in logs:
+        log.close()
