@@ -155,12 +155,19 @@ def main() -> None:
     parser.add_argument("--partitions", default="1,100,1000")
     parser.add_argument("--rounds", type=int, default=1, help="medians over this many rounds")
     parser.add_argument("--only", choices=("headrace", "tansu"), default=None)
+    parser.add_argument(
+        "--fsync-never",
+        action="store_true",
+        help="also run headrace with --fsync never, to show what the disk's fsyncs cost",
+    )
     args = parser.parse_args()
     counts = [int(c) for c in args.partitions.split(",")]
     brokers: dict[str, Callable[[], AbstractContextManager[str]]] = {
         "tansu (memory)": tansu_broker,
         "headrace (fsync on)": lambda: headrace_broker("always"),
     }
+    if args.fsync_never:
+        brokers["headrace (fsync off)"] = lambda: headrace_broker("never")
     if args.only:
         brokers = {k: v for k, v in brokers.items() if k.startswith(args.only)}
     print(
@@ -205,8 +212,8 @@ def report(
                 f"{name:<20} {count:>10} {produced:>10,.0f} {produced / rate(name, base, 0):>9.2f}"
                 f" {consumed:>10,.0f} {consumed / rate(name, base, 1):>9.2f}"
             )
-    if len(names) == 2:
-        tansu, ours = names
+    if len(names) >= 2:
+        tansu, ours = names[:2]
         for count in counts:
             print(
                 f"headrace / tansu at {count:>5} partitions:"
