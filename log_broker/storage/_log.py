@@ -342,6 +342,28 @@ class PartitionLog:
                     return segment.read(max(offset, segment.base_offset), max_bytes, upper_bound)
             return b""
 
+    def batch_headers(
+        self, offset: int, limit: int, *, upper_bound: int
+    ) -> list[_records.BatchHeader]:
+        """Headers of up to ``limit`` batches from the one holding ``offset``, none whose
+        base offset is ``upper_bound`` or more, read without the batches themselves: a
+        replay that needs only headers (producer state) reads a few KB per batch, not
+        the whole log. Positions in them are within their segment files."""
+        with self._lock:
+            self._check_open()
+            found: list[_records.BatchHeader] = []
+            segments = self._segments
+            for i in range(max(0, bisect_right(self._bases, offset) - 1), len(segments)):
+                segment = segments[i]
+                if offset >= segment.next_offset or not segment.size:
+                    continue
+                start, _ = segment.find_position(max(offset, segment.base_offset))
+                for header in segment.walk(start):
+                    if header.base_offset >= upper_bound or len(found) >= limit:
+                        return found
+                    found.append(header)
+            return found
+
     def offset_for_timestamp(self, ts_ms: int) -> tuple[int, int] | None:
         """The earliest (offset, timestamp) with timestamp >= ``ts_ms``, or None."""
         with self._lock:
