@@ -31,8 +31,8 @@ import time
 from pathlib import Path
 from statistics import median
 
-from broker_restart import wait_listening
-from broker_throughput import free_port
+from broker_restart import bulk_producer
+from broker_throughput import free_port, wait_listening
 
 BIG = "big"
 PROBE = "probe"
@@ -91,18 +91,7 @@ def alter(bootstrap: str, topic: str, configs: dict[str, str]) -> None:
 
 
 def fill(bootstrap: str, total_bytes: int) -> int:
-    from confluent_kafka import Producer
-
-    producer = Producer(
-        {
-            "bootstrap.servers": bootstrap,
-            "acks": "all",
-            "linger.ms": 20,
-            "batch.size": 1_000_000,
-            "queue.buffering.max.kbytes": 1_000_000,
-            "compression.type": "none",
-        }
-    )
+    producer = bulk_producer(bootstrap)
     records = total_bytes // VALUE_BYTES
     value = b"v" * VALUE_BYTES
     started = time.perf_counter()

@@ -18,14 +18,14 @@ import argparse
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
-from broker_throughput import free_port
+from broker_throughput import free_port, wait_listening
 
 TOPIC = "restart"
 VALUE_BYTES = 10_000
@@ -53,28 +53,11 @@ def start_broker(data: Path, port: int) -> subprocess.Popen[bytes]:
     )
 
 
-def wait_listening(port: int, proc: subprocess.Popen[bytes], timeout: float = 600) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"broker exited with {proc.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.01)
-    raise RuntimeError("broker did not start")
-
-
-def fill(bootstrap: str, partitions: int, total_bytes: int) -> None:
+def bulk_producer(bootstrap: str) -> Any:
+    """A librdkafka producer for filling a log quickly: acks=all, 1 MB batches."""
     from confluent_kafka import Producer
-    from confluent_kafka.admin import AdminClient
-    from confluent_kafka.cimpl import NewTopic
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    for future in admin.create_topics([NewTopic(TOPIC, partitions, 1)]).values():
-        future.result(120)
-    producer = Producer(
+    return Producer(
         {
             "bootstrap.servers": bootstrap,
             "acks": "all",
@@ -84,6 +67,16 @@ def fill(bootstrap: str, partitions: int, total_bytes: int) -> None:
             "compression.type": "none",
         }
     )
+
+
+def fill(bootstrap: str, partitions: int, total_bytes: int) -> None:
+    from confluent_kafka.admin import AdminClient
+    from confluent_kafka.cimpl import NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic(TOPIC, partitions, 1)]).values():
+        future.result(120)
+    producer = bulk_producer(bootstrap)
     records = total_bytes // VALUE_BYTES
     value = b"v" * VALUE_BYTES
     per_call = max(1, min(100, records // partitions))
@@ -124,7 +117,7 @@ def first_produce(bootstrap: str, port: int, data: Path) -> tuple[float, float, 
 
     started = time.monotonic()
     proc = start_broker(data, port)
-    wait_listening(port, proc)
+    wait_listening(port, proc, timeout=600)
     listening = time.monotonic() - started
     outcome: list[KafkaError | None] = []
     producer = Producer(
