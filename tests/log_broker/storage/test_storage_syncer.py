@@ -7,11 +7,13 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from storage_batches import all_records, batch, open_log
 
 from headrace.log_broker.storage import GroupSyncer, KafkaStorageError, PartitionLog
+from headrace.log_broker.storage import _syncer as syncer_module
 
 
 @pytest.fixture
@@ -200,16 +202,21 @@ def test_files_removed_during_a_sync_are_closed_after_it(
 
 
 async def test_quick_syncs_run_on_the_event_loop_and_slow_ones_in_worker_threads(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     log = open_log(tmp_path)
+    # The syncer times syncs on a clock the test moves by the disk latency it sets:
+    # the wall clock of a busy machine (a real fsync of several ms, a preempted
+    # thread) would decide for it.
+    clock = {"now": 0.0}
+    monkeypatch.setattr(syncer_module, "time", SimpleNamespace(perf_counter=lambda: clock["now"]))
     real_sync = log.sync
     disk = {"latency": 0.0}
     threads: list[int] = []
 
     def timed_sync() -> None:
         threads.append(threading.get_ident())
-        time.sleep(disk["latency"])
+        clock["now"] += disk["latency"]
         real_sync()
 
     log.sync = timed_sync  # type: ignore[method-assign]
