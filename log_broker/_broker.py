@@ -41,6 +41,7 @@ from .groups import GroupConfig, GroupService
 from .handlers import build_router
 from .security import BrokerSecurity, Listener
 from .storage import GroupSyncer, LogManager
+from .storage import _synced_checkpoint as synced_checkpoint
 
 log = logging.getLogger("headrace.broker")
 
@@ -251,13 +252,19 @@ class Broker:
             self._limiter.release(host)
 
     async def _maintain(self) -> None:
-        # Retention and compaction each on its own interval, both in worker threads.
+        # Retention, compaction and the recovery checkpoint each on its own interval,
+        # all in worker threads.
         logs, config = self.state.logs, self._config
         await asyncio.gather(
             self._every(
                 config.retention_check_interval_ms, "retention", lambda: logs.run_retention
             ),
             self._every(config.log_cleaner_backoff_ms, "compaction", self._compaction),
+            self._every(
+                synced_checkpoint.INTERVAL_MS,
+                "recovery checkpoint",
+                lambda: logs.checkpoint_synced_positions,
+            ),
         )
 
     def _compaction(self) -> Callable[[int], int]:

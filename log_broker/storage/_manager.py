@@ -39,6 +39,7 @@ from ._errors import (
 )
 from ._log import PartitionLog
 from ._markers import AbortedIndexOf
+from ._synced_checkpoint import SyncedPosition, read_positions, render, write_positions
 
 log = logging.getLogger("headrace.broker.storage")
 
@@ -127,6 +128,8 @@ class LogManager:
         self._changing: dict[str, int] = {}
         self._lock = threading.Lock()
         self._cleaner = Cleaner()
+        self._synced_at_open: dict[str, SyncedPosition] = {}
+        self._checkpointed = b""  # the recovery positions last written
 
     @classmethod
     def open(
@@ -146,6 +149,7 @@ class LogManager:
         (data_dir / TOPICS_DIR).mkdir(parents=True, exist_ok=True)
         manager = cls(data_dir, num_partitions_default, defaults or {}, max_partitions)
         TopicConfig.from_overrides({}, manager._defaults)  # bad broker defaults fail here
+        manager._synced_at_open = read_positions(data_dir)
         try:
             for path in sorted((data_dir / TOPICS_DIR).glob("*.json")):
                 manager._load_topic(path)
@@ -167,10 +171,16 @@ class LogManager:
         topic = Topic(name, topic_id, [], config, overrides)
         self._topics[name] = topic
         for partition in range(count):
-            topic.partitions.append(self._open_log(name, partition, config))
+            directory = f"{name}-{partition}"
+            synced = self._synced_at_open.pop(directory, None)
+            topic.partitions.append(self._open_log(name, partition, config, synced))
 
-    def _open_log(self, name: str, partition: int, config: TopicConfig) -> PartitionLog:
-        return PartitionLog.open(self.data_dir / f"{name}-{partition}", name, partition, config)
+    def _open_log(
+        self, name: str, partition: int, config: TopicConfig, synced: SyncedPosition | None = None
+    ) -> PartitionLog:
+        return PartitionLog.open(
+            self.data_dir / f"{name}-{partition}", name, partition, config, synced
+        )
 
     def _remove_orphans(self) -> None:
         """Move partition directories no topic claims into ``stray/``, with an ERROR
@@ -382,6 +392,16 @@ class LogManager:
         ``aborted_index(log)`` so that their markers may go (see ``_markers``); returns
         how many were cleaned. Blocks for the whole pass: call it from a worker thread."""
         return len(self._cleaner.run(self.logs(), now_ms, clean_up_to, aborted_index))
+
+    def checkpoint_synced_positions(self, now_ms: int) -> int:
+        """Write every log's synced position (``_synced_checkpoint``) if any moved since
+        the last write; returns how many logs it lists. Blocks on two fsyncs: call it
+        from a worker thread."""
+        content = render({log.directory.name: log.synced_position for log in self.logs()})
+        if content != self._checkpointed:
+            write_positions(self.data_dir, content)
+            self._checkpointed = content
+        return content.count(b"\n") - 1
 
     def close(self) -> None:
         """Close every log cleanly (fsync, clean-shutdown marker)."""
