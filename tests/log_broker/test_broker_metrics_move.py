@@ -1,6 +1,7 @@
-"""The broker's metrics that follow a cause over time: a stalled group's lag grows as
-records arrive, a member shows while it is in its group, the log start moves when
-records are deleted, fsync time and the cleaner's passes add up."""
+"""The broker's metrics that follow a cause over time: records in and out are counted,
+a stalled group's lag grows as records arrive, a member shows while it is in its
+group, the log start moves when records are deleted, fsync time and the cleaner's
+passes add up."""
 
 from __future__ import annotations
 
@@ -49,6 +50,7 @@ async def test_metrics_move_with_their_causes(tmp_path: Path) -> None:
             fsync_before = _value(broker, "headrace_broker_fsync_seconds_total")
             await _produce(bootstrap, 10)
             assert _value(broker, "headrace_broker_fsync_seconds_total") > fsync_before
+            assert _value(broker, "headrace_broker_records_in_total", topic=TOPIC) == 10
 
             # A group that commits once and then stalls: its lag grows with the log.
             stalled = AIOKafkaConsumer(
@@ -64,6 +66,19 @@ async def test_metrics_move_with_their_causes(tmp_path: Path) -> None:
             assert _value(broker, "headrace_broker_group_lag", **lag) == 7
             await _produce(bootstrap, 5)
             assert _value(broker, "headrace_broker_group_lag", **lag) == 12
+
+            # Records out: those a reader fetched, counted from the batches' headers.
+            reader = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+            await reader.start()
+            try:
+                reader.assign([TopicPartition(TOPIC, 0)])
+                await reader.seek_to_beginning(TopicPartition(TOPIC, 0))
+                read = 0
+                while read < 15:
+                    read += sum(len(r) for r in (await reader.getmany(timeout_ms=500)).values())
+            finally:
+                await reader.stop()
+            assert _value(broker, "headrace_broker_records_out_total", topic=TOPIC) >= 15
 
             # A member shows while it is in its group, and not after it leaves.
             member = AIOKafkaConsumer(TOPIC, bootstrap_servers=bootstrap, group_id="present")
