@@ -154,10 +154,12 @@ def expected_iot(generated: list[tuple[str, bytes]]) -> Counter[str]:
 
 
 @contextlib.asynccontextmanager
-async def _broker(bootstrap: str | None) -> AsyncIterator[str]:
+async def _broker(bootstrap: str | None) -> AsyncIterator[tuple[str, str | None]]:
+    """The broker's bootstrap address, and the URL of the schema registry beside it
+    (None with a broker given: the demo knows of no registry there)."""
     if bootstrap:
         print(f"[broker]   using {bootstrap}")
-        yield bootstrap
+        yield bootstrap, None
         return
     from headrace.log_broker import Broker
     from headrace.schema_registry import SchemaRegistryServer
@@ -173,7 +175,7 @@ async def _broker(bootstrap: str | None) -> AsyncIterator[str]:
             # The registry beside it, as `headrace broker --schema-registry-listen` runs it.
             async with SchemaRegistryServer(broker.bootstrap_servers, port=0) as registry:
                 print(f"[registry] schema registry on {registry.url}")
-                yield broker.bootstrap_servers
+                yield broker.bootstrap_servers, registry.url
 
 
 async def _ensure_topics(bootstrap: str, topics: list[str]) -> dict[str, int]:
@@ -240,7 +242,7 @@ async def run_demo(args: argparse.Namespace) -> int:
         iot_sensors.DEAD_LETTERS,
     ]
     inputs = [views_app.VIEWS, iot_sensors.READINGS]
-    async with _broker(args.bootstrap_servers) as bootstrap:
+    async with _broker(args.bootstrap_servers) as (bootstrap, registry_url):
         ends = await _end_offsets(bootstrap, await _ensure_topics(bootstrap, inputs + outputs))
         print(f"[topics]   {', '.join(inputs + outputs)}")
         with tempfile.TemporaryDirectory(prefix="headrace-demo-state-") as state_dir:
@@ -265,7 +267,7 @@ async def run_demo(args: argparse.Namespace) -> int:
                 await app.start()
                 apps.append(app)
                 print(f"[service]  {app_id} running ({name} topology), http://{app.host}/health")
-            console = await _start_console(args.console_listen, bootstrap, apps)
+            console = await _start_console(args.console_listen, bootstrap, apps, registry_url)
             try:
                 await _wait_running(apps)
                 ok, views = await _generate_and_watch(args, bootstrap, ends, apps)
@@ -293,14 +295,18 @@ async def run_demo(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
-async def _start_console(listen: str, bootstrap: str, apps: list[Any]) -> Any:
-    """The web console on the demo's broker and services, or None when turned off."""
+async def _start_console(
+    listen: str, bootstrap: str, apps: list[Any], registry_url: str | None
+) -> Any:
+    """The web console on the demo's broker, registry and services, or None when off."""
     if listen == "off":
         return None
     from headrace.console import Console
     from headrace.console._commands import parse_listen
 
-    console = Console(bootstrap, apps=[f"http://{app.host}" for app in apps])
+    console = Console(
+        bootstrap, apps=[f"http://{app.host}" for app in apps], schema_registry=registry_url
+    )
     await console.start(*parse_listen(listen))
     print(
         f"[console]  http://{console.address} (topics, groups, the services and their topologies)"
