@@ -4,7 +4,8 @@
 - :mod:`headrace.base.http`: serving an aiohttp application, the same way everywhere.
 - :mod:`headrace.base.kafka_admin`: kio requests to any Kafka-protocol broker, with TLS
   and SASL, for what aiokafka does not ask (groups as a non-member, log directories,
-  transactions, ACLs); :mod:`headrace.base.scram`: SCRAM for both ends of a login.
+  transactions, ACLs); :mod:`headrace.base.log_dirs`: bytes on disk per partition
+  (DescribeLogDirs); :mod:`headrace.base.scram`: SCRAM for both ends of a login.
 - ``ClientSecurity``: a Kafka client's TLS and SASL options, from code or from Kafka's
   client properties (``read_properties``); ``ClientSecurityError`` (a ValueError) for
   options that cannot work.

@@ -162,6 +162,9 @@ def _run_broker(args: argparse.Namespace) -> int:
                 for listener in broker.config.bound_listeners()
             )
             print(f"headrace broker listening on {listening}", file=sys.stderr, flush=True)
+            # What runs beside the broker (``headrace._beside_broker``) hears of it here.
+            for started in getattr(args, "broker_started", ()):
+                started(broker)
             served = _serve_metrics(broker, args.metrics_listen) if args.metrics_listen else None
             try:
                 await stop.wait()
