@@ -27,7 +27,7 @@ COUNT_AT = 57
 def good(values: list[bytes] | None = None, key: bytes | None = b"k", **options: object) -> bytes:
     values = values if values is not None else [b"v0", b"v1"]
     records = [_records.Record(i, 1_000 + i, key, v) for i, v in enumerate(values)]
-    return _records.encode_batch(records, **options)  # type: ignore[arg-type]
+    return _records.encode_batch(records, **options)  # type: ignore[no-any-return]
 
 
 def reseal(batch: bytearray) -> bytes:
@@ -101,8 +101,36 @@ def malformed() -> dict[str, tuple[bytes, int]]:
         ),
         "zero records": (with_field(with_body(one, b""), COUNT_AT, ">i", 0), invalid),
         "header name not UTF-8": (_bad_header_name(), corrupt),
+        # Record attributes are one byte. aiokafka's decoder reads them as a varint, and
+        # took 80 00 | 00 00 01 02 78 00 for attributes 0, a null key and value "x"; Kafka
+        # reads attributes 0x80, an empty key, a null value, then a header running past.
+        "record attributes that only parse as a varint": (
+            _one_record(b"\x80\x00\x00\x00\x01\x02x\x00"),
+            corrupt,
+        ),
+        # Kafka reads this one (attributes 0x80); stored, aiokafka consumers would not.
+        "record attributes with the top bit set": (
+            _one_record(b"\x80\x00\x00\x01\x02x\x00"),
+            invalid,
+        ),
+        # offsetDelta 0 in six bytes: aiokafka reads up to ten, Kafka refuses past five.
+        "six-byte varint": (
+            _one_record(b"\x00\x00\x80\x80\x80\x80\x80\x00\x01\x02x\x00"),
+            corrupt,
+        ),
+        # A value length of 2**31 + 1 in five bytes (Java would drop the high bits).
+        "varint past the int32 range": (
+            _one_record(b"\x00\x00\x00\x01\x82\x80\x80\x80\x10x\x00"),
+            corrupt,
+        ),
         "zstd bomb": (zstd_bomb(1 << 30), corrupt),
     }
+
+
+def _one_record(fields: bytes) -> bytes:
+    """A batch of one record whose bytes after the length varint are ``fields``."""
+    length = bytes([len(fields) * 2])  # zigzag; one byte for fewer than 64 bytes
+    return with_body(good([b"x"]), length + fields)
 
 
 def _bad_header_name() -> bytes:
