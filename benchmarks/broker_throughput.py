@@ -105,7 +105,7 @@ def tansu_broker() -> Iterator[str]:
 
 
 def create_topic(bs: str, topic: str = TOPIC, extra: dict[str, str] | None = None) -> None:
-    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+    from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bs, **(extra or {})})
     for f in admin.create_topics([NewTopic(topic, PARTITIONS, 1)]).values():

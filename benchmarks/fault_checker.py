@@ -292,7 +292,7 @@ def run(
     producers: int = 2,
     group_consumers: int = 2,
 ) -> int:
-    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+    from confluent_kafka.admin import AdminClient, NewTopic
 
     rng = random.Random(seed)
     history = History()

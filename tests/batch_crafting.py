@@ -24,10 +24,10 @@ LAST_OFFSET_DELTA_AT = 23
 COUNT_AT = 57
 
 
-def good(values: list[bytes] | None = None, key: bytes | None = b"k", **options: object) -> bytes:
+def good(values: list[bytes] | None = None, key: bytes | None = b"k", **options: Any) -> bytes:
     values = values if values is not None else [b"v0", b"v1"]
     records = [_records.Record(i, 1_000 + i, key, v) for i, v in enumerate(values)]
-    return _records.encode_batch(records, **options)  # type: ignore[no-any-return]
+    return _records.encode_batch(records, **options)
 
 
 def reseal(batch: bytearray) -> bytes:

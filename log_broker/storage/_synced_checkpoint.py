@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ._checkpoint import write_atomically
+from headrace.base import write_atomically
 
 log = logging.getLogger("headrace.broker.storage")
 

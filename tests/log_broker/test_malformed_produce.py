@@ -16,7 +16,7 @@ CASES = malformed()
 
 
 def create(bootstrap: str, topic: str, configs: dict[str, str]) -> None:
-    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+    from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for future in admin.create_topics([NewTopic(topic, 1, 1, config=configs)]).values():

@@ -17,7 +17,6 @@ from storage_batches import all_records, batch
 
 from headrace.log_broker import _records
 from headrace.log_broker.storage import LogManager, PartitionLog, TopicConfig
-from headrace.log_broker.storage import _segment as segment_module
 from headrace.log_broker.storage._segment import LogSegment
 from headrace.log_broker.storage._synced_checkpoint import FILE, SyncedPosition
 
@@ -33,9 +32,9 @@ def crc_checked(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     def counting(data: bytes | bytearray | memoryview, *, verify_crc: bool) -> Iterator[object]:
         if verify_crc:
             scanned.append(len(data))
-        return original(data, verify_crc=verify_crc)  # type: ignore[no-any-return]
+        return original(data, verify_crc=verify_crc)
 
-    monkeypatch.setattr(segment_module._records, "scan_batches", counting)
+    monkeypatch.setattr(_records, "scan_batches", counting)
     return scanned
 
 

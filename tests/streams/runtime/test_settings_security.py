@@ -4,7 +4,7 @@ secrets never show."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -63,7 +63,7 @@ def test_secrets_never_show_in_repr_str_or_errors() -> None:
 async def test_every_client_the_app_opens_gets_the_security_options() -> None:
     clients = AiokafkaClients(secured(replication_factor=3))
     opened = [
-        clients.group_consumer("app", object())._consumer,
+        clients.group_consumer("app", cast(Any, object()))._consumer,
         clients.changelog_reader()._consumer,
         clients.global_reader()._consumer,
         clients.producer()._producer,
