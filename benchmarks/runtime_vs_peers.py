@@ -187,7 +187,7 @@ def run_faust(args: argparse.Namespace) -> None:
     out = app.topic(args.output, key_serializer="raw", value_serializer="raw")
     if args.workload == "stateless":
 
-        @app.agent(source)
+        @app.agent(source)  # type: ignore[untyped-decorator]  # faust ships no annotations
         async def stateless(stream: Any) -> None:
             async for key, value in stream.items():
                 v = orjson.loads(value)
@@ -205,7 +205,7 @@ def run_faust(args: argparse.Namespace) -> None:
             .relative_to_stream()
         )
 
-        @app.agent(source)
+        @app.agent(source)  # type: ignore[untyped-decorator]  # faust ships no annotations
         async def windowed(stream: Any) -> None:
             async for event in stream.events():
                 key = event.key
@@ -357,7 +357,9 @@ class Harness:
             while len(out) < sum(ends):
                 for message in consumer.consume(10_000, timeout=2):
                     if message.error() is None:
-                        out.append((message.key(), message.value()))
+                        key, value = message.key(), message.value()
+                        assert key is not None and value is not None  # the apps write both
+                        out.append((key, value))
         finally:
             consumer.close()
         return out
@@ -410,7 +412,7 @@ def run_one(
         timeout,
         output_complete,
     )
-    result = {
+    result: dict[str, Any] = {
         "framework": framework,
         "workload": workload,
         "total_s": done - started,

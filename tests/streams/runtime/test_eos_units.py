@@ -243,7 +243,7 @@ class MarkerReader:
 
 async def test_restoring_ends_at_the_position_past_a_transaction_marker(tmp_path: Path) -> None:
     task = _manager(tmp_path).open([SOURCE])[0]
-    restorer = Restorer(MarkerReader(), AppMetrics(APP), 100)  # type: ignore[arg-type]
+    restorer = Restorer(MarkerReader(), AppMetrics(APP), 100)
     assert not await restorer.add(task)
     assert await restorer.step(10) == [task] and task.running
     assert task.changelog_offsets == {CHANGELOG: 5}
