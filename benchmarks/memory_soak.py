@@ -163,7 +163,7 @@ def growth(rows: Sequence[dict[str, float]], name: str, warmup: float) -> tuple[
 def soak(
     bench: Bench, broker_pid: int, rate: float, args: argparse.Namespace
 ) -> list[dict[str, float]]:
-    from confluent_kafka.admin import ConfigResource  # type: ignore[attr-defined]
+    from confluent_kafka.admin import ConfigResource
 
     cmd, source, output, app_id = bench.app("headrace", "windowed", "alos", "soak")
     resources = [ConfigResource("TOPIC", t, set_config=TOPIC_RETENTION) for t in (source, output)]

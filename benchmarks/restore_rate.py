@@ -43,7 +43,7 @@ CHANGELOG = "bench-state-changelog"
 
 def write_changelog(bootstrap: str, records: int) -> float:
     from confluent_kafka import Producer
-    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+    from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     topic = NewTopic(CHANGELOG, 1, 1, config={"cleanup.policy": "compact"})
