@@ -18,7 +18,9 @@ its true count; payments, every account's last balance is its exact sum and cove
 exactly its number of payments (a higher number means a payment counted twice).
 
 Run: ``.venv/bin/python benchmarks/eos_throughput.py [--records N]
-[--runs headrace-alos,headrace-eos,quix-eos] [--workloads windowed,payments]``.
+[--runs headrace-alos,headrace-eos,quix-eos] [--workloads windowed,payments]
+[--repeat 3]``: with ``--repeat`` every run goes that many times, alternating, and the
+medians are compared.
 Quix runs from ``.venv-peers`` (``runtime_vs_peers.python_for``). The same file is the
 program each run starts (``--role``).
 """
@@ -26,9 +28,11 @@ program each run starts (``--role``).
 from __future__ import annotations
 
 import argparse
+import os
 import pathlib
 import random
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -194,8 +198,9 @@ def read_committed(harness: Harness, topic: str) -> list[tuple[bytes, bytes]]:
     try:
         while True:
             for message in consumer.consume(10_000, timeout=1):
-                if message.error() is None:
-                    out.append((message.key(), message.value()))
+                key, value = message.key(), message.value()
+                if message.error() is None and key is not None and value is not None:
+                    out.append((key, value))
             positions = [tp.offset for tp in consumer.position(parts)]
             if all(pos >= end for pos, end in zip(positions, ends, strict=True)):
                 return out
@@ -226,9 +231,10 @@ def run_one(
     ends: list[int],
     expected: Any,
     timeout: float,
+    attempt: int = 0,
 ) -> dict[str, Any]:
     framework, guarantee = RUNS[run]
-    name = f"{run}-{workload}"
+    name = f"{run}-{workload}" + (f"-{attempt}" if attempt else "")
     output, app_id = f"out-{name}", f"eos-bench-{name}"
     harness.create(output)
     log_path = harness.workdir / f"{name}.log"
@@ -265,7 +271,8 @@ def run_one(
     result["rate"] = harness.records / result["processing_s"]
     print(
         f"{run:<14} {workload:<9} {result['rate']:>9,.0f} rec/s ({result['processing_s']:5.1f} s)"
-        f"  {result['outputs']:>8,} outputs  {result['verdict']}",
+        f"  {result['outputs']:>8,} outputs  {result['verdict']}"
+        f"  (load {os.getloadavg()[0]:.1f})",
         flush=True,
     )
     return result
@@ -277,6 +284,9 @@ def main() -> None:
     parser.add_argument("--runs", default="headrace-alos,headrace-eos,quix-eos")
     parser.add_argument("--workloads", default="windowed,payments")
     parser.add_argument("--timeout", type=float, default=900)
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="runs of each, alternating; medians reported"
+    )
     parser.add_argument("--role", choices=sorted(ROLES))
     for option in (
         "--workload",
@@ -357,25 +367,35 @@ def bench(
     try:
         for workload in workloads:
             ends = harness.ends(inputs[workload])
-            for run in runs:
-                results.append(
-                    run_one(
-                        harness,
-                        run,
-                        workload,
-                        inputs[workload],
-                        ends,
-                        expected[workload],
-                        args.timeout,
+            for attempt in range(args.repeat):
+                for run in runs:
+                    results.append(
+                        run_one(
+                            harness,
+                            run,
+                            workload,
+                            inputs[workload],
+                            ends,
+                            expected[workload],
+                            args.timeout,
+                            attempt,
+                        )
                     )
-                )
     finally:
         harness.close()
     return results
 
 
 def report(results: list[dict[str, Any]], workloads: list[str]) -> None:
-    by = {(r["run"], r["workload"]): r for r in results}
+    """The median rate of each run and workload, and headrace EOS against the others."""
+    rates: dict[tuple[str, str], list[float]] = {}
+    for r in results:
+        rates.setdefault((r["run"], r["workload"]), []).append(r["rate"])
+    by = {key: statistics.median(found) for key, found in rates.items()}
+    for (run, workload), rate in sorted(by.items()):
+        print(
+            f"{run:<14} {workload:<9} median {rate:>9,.0f} rec/s over {len(rates[(run, workload)])}"
+        )
     for workload in workloads:
         eos = by.get(("headrace-eos", workload))
         if eos is None:
@@ -383,7 +403,7 @@ def report(results: list[dict[str, Any]], workloads: list[str]) -> None:
         for other in ("headrace-alos", "quix-eos"):
             if (other, workload) in by:
                 print(
-                    f"{workload:<9} headrace-eos / {other:<14} {eos['rate'] / by[(other, workload)]['rate']:5.2f}x"
+                    f"{workload:<9} headrace-eos / {other:<14} {eos / by[(other, workload)]:5.2f}x"
                 )
 
 

@@ -28,9 +28,9 @@ from aiokafka.errors import (
 
 from .._record import ConsumedRecord, ProducedRecord
 from ._client import (
+    FlushMark,
     FlushResult,
     PartitionsListener,
-    ProduceFailure,
     TopicPartition,
     TopicSpec,
 )
@@ -38,6 +38,7 @@ from ._errors import ClientError, SourceTopicDeletedError
 from ._fastfetch import AS_TUPLES, as_tuple, install
 from ._murmur2 import KeyPartitioner
 from ._no_auto_create import forbid_auto_create, reported_by_the_runtime
+from ._send_ledger import SendLedger
 from ._settings import AppSettings
 
 log = logging.getLogger("headrace.streams.runtime.client")
@@ -407,8 +408,10 @@ def _fill(batch: Any, records: list[ProducedRecord], start: int) -> int:
 class AiokafkaRecordProducer:
     """Produced tuples go out in batches, one queue and one sender task per partition.
 
-    ``send`` only places records and queues them; ``flush`` waits for every queue to
-    empty and every delivery, then reports the next offset per partition and any failure.
+    ``send`` only places records and queues them; ``flush`` waits for every record
+    queued before its mark (``mark()``, or now) to be delivered, then reports the next
+    offset per partition and any failure (``_send_ledger.py``); records queued later
+    keep flowing meanwhile.
 
     Why a queue: aiokafka keeps one produce request in flight per broker and one batch
     per partition waiting behind it. A partition's sender hands aiokafka everything
@@ -441,8 +444,7 @@ class AiokafkaRecordProducer:
         self._sticky: dict[str, int] = {}
         self._queues: dict[TopicPartition, list[ProducedRecord]] = {}
         self._senders: dict[TopicPartition, asyncio.Task[None]] = {}
-        self._deliveries: list[tuple[TopicPartition, list[ProducedRecord], Any]] = []
-        self._failures: list[ProduceFailure] = []
+        self._ledger = SendLedger()
 
     async def start(self) -> None:
         try:
@@ -460,8 +462,7 @@ class AiokafkaRecordProducer:
             sender.cancel()
         self._senders.clear()
         self._queues.clear()
-        self._deliveries.clear()
-        self._failures.clear()
+        self._ledger.clear()
 
     async def _count(self, topic: str) -> int:
         count = self._counts.get(topic)
@@ -514,12 +515,14 @@ class AiokafkaRecordProducer:
                 found.append(record)
         self._sticky.clear()
         queues = self._queues
+        queued = self._ledger.queued
         for topic, by_partition in groups.items():
             for partition, batch in by_partition.items():
                 tp = (topic, partition)
-                queued = queues.get(tp)
-                if queued is not None:
-                    queued.extend(batch)
+                queued(tp, len(batch))
+                waiting = queues.get(tp)
+                if waiting is not None:
+                    waiting.extend(batch)
                 else:
                     queues[tp] = batch
                     self._senders[tp] = asyncio.ensure_future(self._send_queued(tp))
@@ -550,29 +553,21 @@ class AiokafkaRecordProducer:
                         )
                     # Returns once the partition's previous batch is on its way.
                     delivery = await producer.send_batch(batch, topic, partition=partition)
-                    self._deliveries.append((tp, records[start:end], delivery))
+                    self._ledger.handed(tp, records[start:end], delivery)
                     start = end
-            except (KafkaError, ClientError) as error:
-                self._failures.append(ProduceFailure(topic, partition, records[start:], error))
+            except Exception as error:
+                # Whatever stopped the chain, the records count as handed (and failed),
+                # or a flush would wait for them for ever.
+                self._ledger.handed(tp, records[start:], error=error)
 
-    async def flush(self) -> FlushResult:
-        """Wait for every queue to empty, then every delivery; report next offsets and
-        failures."""
-        while self._senders:
-            await asyncio.gather(*self._senders.values())
-        result = FlushResult(failures=self._failures)
-        self._failures = []
-        deliveries, self._deliveries = self._deliveries, []
-        for tp, records, delivery in deliveries:
-            try:
-                metadata = await delivery
-            except KafkaError as error:
-                result.failures.append(ProduceFailure(tp[0], tp[1], records, error))
-                continue
-            next_offset = int(metadata.offset) + len(records)
-            if next_offset > result.next_offsets.get(tp, -1):
-                result.next_offsets[tp] = next_offset
-        return result
+    def mark(self) -> FlushMark:
+        """The point a later ``flush(mark)`` waits for: every record sent until now."""
+        return self._ledger.mark()
+
+    async def flush(self, upto: FlushMark | None = None) -> FlushResult:
+        """Wait for the delivery of every record sent before ``upto`` (default: now);
+        report next offsets and failures."""
+        return await self._ledger.settle(self._ledger.mark() if upto is None else upto)
 
 
 class AiokafkaAdmin:

@@ -32,7 +32,7 @@ from aiokafka.errors import (
 
 from .._record import ProducedRecord
 from ._aiokafka import AiokafkaRecordProducer, translate
-from ._client import FlushResult, TopicPartition
+from ._client import FlushMark, FlushResult, TopicPartition
 from ._errors import FencedError, TransactionError
 from ._settings import AppSettings
 
@@ -92,8 +92,8 @@ class AiokafkaTransactionalProducer(AiokafkaRecordProducer):
             await self._begin()
             await super().send(records)
 
-    async def flush(self) -> FlushResult:
-        result = await super().flush()
+    async def flush(self, upto: FlushMark | None = None) -> FlushResult:
+        result = await super().flush(upto)
         # Inside a transaction a failed batch dooms the whole transaction: report it as
         # such instead of handing single records to the production handler.
         if result.failures:

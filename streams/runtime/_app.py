@@ -458,7 +458,7 @@ class App:
                         t.executor.commit_requested for t in running
                     ):
                         try:
-                            await self._commit(running)
+                            await self._commit(running, closing=False)
                         except (TransactionError, FencedError) as error:
                             await self._rewind(error)
                         if self._globals is not None:
@@ -482,15 +482,19 @@ class App:
         finally:
             await self._shutdown()
 
-    async def _commit(self, tasks: list[RuntimeTask]) -> None:
+    async def _commit(self, tasks: list[RuntimeTask], closing: bool = True) -> None:
         """Commit ``tasks``; under exactly-once their async calls finish first and
-        their output joins the transaction (``_async_work.py``)."""
+        their output joins the transaction (``_async_work.py``). Under at-least-once
+        the loop's commits (not ``closing``) finish while processing goes on."""
         if self.settings.exactly_once:
             out = await self._async.settle(tasks)
             if out:
                 self.produced += len(out)
                 await self._committer.send(out)
-        await self._committer.commit(tasks)
+        elif not closing:
+            await self._committer.begin(tasks)
+            return
+        await self._committer.commit(tasks, closing)
 
     async def _rewind(self, error: TransactionError | FencedError) -> None:
         """A transaction was aborted: rewind the tasks (``_rewind.py``); a fenced
@@ -626,6 +630,8 @@ class App:
         standbys no longer wanted and open the new ones."""
         self.metrics.rebalances.inc()
         async with self._lock:
+            # A commit still finishing covers tasks that may close now.
+            await self._committer.settle(keep_error=True)
             gone = [t for t in self.tasks.tasks.values() if not set(t.sources) <= assigned]
             for task in gone:
                 if not task.running:

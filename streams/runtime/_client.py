@@ -38,6 +38,10 @@ class ProduceFailure:
     error: BaseException
 
 
+# Per partition, how many records had been queued at a point: what a flush waits for.
+FlushMark = Mapping[TopicPartition, int]
+
+
 @dataclass
 class FlushResult:
     """What a producer flush delivered: the next offset per partition written, and failures."""
@@ -129,7 +133,8 @@ class GlobalReader(_AssignedReader, Protocol):
 
 
 class RecordProducer(Protocol):
-    """Sends produced tuples; ``flush`` waits for every one and says what happened."""
+    """Sends produced tuples; ``flush`` waits for every one sent before a mark (by
+    default, all of them) and says what happened."""
 
     async def start(self) -> None: ...
 
@@ -137,7 +142,9 @@ class RecordProducer(Protocol):
 
     async def send(self, records: Sequence[ProducedRecord]) -> None: ...
 
-    async def flush(self) -> FlushResult: ...
+    def mark(self) -> FlushMark: ...
+
+    async def flush(self, upto: FlushMark | None = None) -> FlushResult: ...
 
 
 class TransactionalProducer(RecordProducer, Protocol):

@@ -13,7 +13,7 @@ from runtime_apps import count_topology
 from headrace.state import TaskCheckpoint
 from headrace.streams import ConsumedRecord, StreamsConfig
 from headrace.streams.runtime import AppSettings, SettingsError
-from headrace.streams.runtime._client import FlushResult, TopicPartition
+from headrace.streams.runtime._client import FlushMark, FlushResult, TopicPartition
 from headrace.streams.runtime._commit import Committer, TransactionSink
 from headrace.streams.runtime._errors import TransactionError
 from headrace.streams.runtime._handlers import ErrorHandler
@@ -61,7 +61,10 @@ class FakeTxnProducer:
             self.in_transaction = True
             self.steps.append("send")
 
-    async def flush(self) -> FlushResult:
+    def mark(self) -> FlushMark:
+        return {}
+
+    async def flush(self, upto: FlushMark | None = None) -> FlushResult:
         self.steps.append("flush")
         return FlushResult(next_offsets={CHANGELOG: self.changelog_end})
 
@@ -124,7 +127,7 @@ def _eos(
     producer = FakeTxnProducer(steps, fail)
     consumer = FakeConsumer()
     metrics = AppMetrics(APP)
-    sink = TransactionSink(producer, consumer, APP)  # type: ignore[arg-type]
+    sink = TransactionSink(producer, consumer, APP)
     handler = ErrorHandler("production", "fail", "dead", metrics)
     return Committer(producer, sink, handler, metrics, snapshot_ms), producer, consumer
 
@@ -243,7 +246,7 @@ class MarkerReader:
 
 async def test_restoring_ends_at_the_position_past_a_transaction_marker(tmp_path: Path) -> None:
     task = _manager(tmp_path).open([SOURCE])[0]
-    restorer = Restorer(MarkerReader(), AppMetrics(APP), 100)  # type: ignore[arg-type]
+    restorer = Restorer(MarkerReader(), AppMetrics(APP), 100)
     assert not await restorer.add(task)
     assert await restorer.step(10) == [task] and task.running
     assert task.changelog_offsets == {CHANGELOG: 5}
