@@ -445,6 +445,8 @@ class AiokafkaRecordProducer:
         self._queues: dict[TopicPartition, list[ProducedRecord]] = {}
         self._senders: dict[TopicPartition, asyncio.Task[None]] = {}
         self._ledger = SendLedger()
+        # Per partition, records sent while held (``hold``), in order.
+        self._held: dict[TopicPartition, list[ProducedRecord]] | None = None
 
     async def start(self) -> None:
         try:
@@ -462,6 +464,7 @@ class AiokafkaRecordProducer:
             sender.cancel()
         self._senders.clear()
         self._queues.clear()
+        self._held = None
         self._ledger.clear()
 
     async def _count(self, topic: str) -> int:
@@ -514,18 +517,34 @@ class AiokafkaRecordProducer:
             else:
                 found.append(record)
         self._sticky.clear()
-        queues = self._queues
-        queued = self._ledger.queued
+        held = self._held
         for topic, by_partition in groups.items():
             for partition, batch in by_partition.items():
-                tp = (topic, partition)
-                queued(tp, len(batch))
-                waiting = queues.get(tp)
-                if waiting is not None:
-                    waiting.extend(batch)
+                if held is None:
+                    self._enqueue((topic, partition), batch)
                 else:
-                    queues[tp] = batch
-                    self._senders[tp] = asyncio.ensure_future(self._send_queued(tp))
+                    held.setdefault((topic, partition), []).extend(batch)
+
+    def _enqueue(self, tp: TopicPartition, batch: list[ProducedRecord]) -> None:
+        self._ledger.queued(tp, len(batch))
+        waiting = self._queues.get(tp)
+        if waiting is not None:
+            waiting.extend(batch)
+        else:
+            self._queues[tp] = batch
+            self._senders[tp] = asyncio.ensure_future(self._send_queued(tp))
+
+    def hold(self) -> None:
+        """Keep what is sent from now on until ``release``: it is placed, not handed to
+        the client, and no flush waits for it (the transaction it will belong to has
+        not begun; ``_commit.py``)."""
+        if self._held is None:
+            self._held = {}
+
+    def _release_held(self) -> None:
+        held, self._held = self._held, None
+        for tp, batch in (held or {}).items():
+            self._enqueue(tp, batch)
 
     async def _send_queued(self, tp: TopicPartition) -> None:
         """Hand ``tp``'s queue to aiokafka a batch at a time until it is empty. The

@@ -484,14 +484,14 @@ class App:
 
     async def _commit(self, tasks: list[RuntimeTask], closing: bool = True) -> None:
         """Commit ``tasks``; under exactly-once their async calls finish first and
-        their output joins the transaction (``_async_work.py``). Under at-least-once
-        the loop's commits (not ``closing``) finish while processing goes on."""
+        their output joins the transaction (``_async_work.py``). The loop's commits
+        (not ``closing``) finish while processing goes on (``Committer.begin``)."""
         if self.settings.exactly_once:
             out = await self._async.settle(tasks)
             if out:
                 self.produced += len(out)
                 await self._committer.send(out)
-        elif not closing:
+        if not closing:
             await self._committer.begin(tasks)
             return
         await self._committer.commit(tasks, closing)

@@ -160,6 +160,12 @@ class TransactionalProducer(RecordProducer, Protocol):
 
     async def abort_transaction(self) -> None: ...
 
+    def hold(self) -> None:
+        """Keep what is sent from now on out of the open transaction (it commits)."""
+
+    async def release(self) -> None:
+        """Begin the next transaction with what was sent while held."""
+
 
 class TopicAdmin(Protocol):
     async def start(self) -> None: ...

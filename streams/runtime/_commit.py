@@ -112,7 +112,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import Protocol
 
 from ._checkpoints import CheckpointPolicy
@@ -227,20 +227,55 @@ class Committer:
             await self._producer.send(records)  # type: ignore[arg-type]
 
     async def begin(self, tasks: Sequence[RuntimeTask]) -> None:
-        """At-least-once, from the processing loop: step 1 now, then steps 2 and 3 run
-        while processing goes on ("A commit that does not stall", module docstring).
-        The commit begun before finishes first, and what it raised is raised here."""
-        if self._offsets.transactional:
+        """From the processing loop: step 1 now, then steps 2 and 3 run while
+        processing goes on ("A commit that does not stall", module docstring). The
+        commit begun before finishes first, and what it raised is raised here. Under
+        exactly-once, a commit that takes a snapshot runs whole instead."""
+        if not self._offsets.transactional:
+            await self.settle()
+            started = time.perf_counter()
+            mark, offsets = await self._prepare(tasks)
+            for task in tasks:
+                if self._checkpoints.due(task):
+                    self._checkpoints.write(task)
+                    await self.send(task.executor.drain())
+            self._in_flight = asyncio.ensure_future(self._finish(tasks, mark, offsets, started))
+            return
+        now = time.monotonic()
+        if self.broken or any(self._snapshot_due(task, now) for task in tasks):
             await self.commit(tasks)
             return
+        await self._transaction(self._begin_transactional(tasks))
+
+    async def _begin_transactional(self, tasks: Sequence[RuntimeTask]) -> None:
         await self.settle()
         started = time.perf_counter()
         mark, offsets = await self._prepare(tasks)
-        for task in tasks:
-            if self._checkpoints.due(task):
-                self._checkpoints.write(task)
-                await self.send(task.executor.drain())
-        self._in_flight = asyncio.ensure_future(self._finish(tasks, mark, offsets, started))
+        assert isinstance(self._offsets, TransactionSink)
+        self._offsets.producer.hold()
+        self._in_flight = asyncio.ensure_future(self._commit_held(tasks, mark, offsets, started))
+
+    async def _commit_held(
+        self,
+        tasks: Sequence[RuntimeTask],
+        mark: FlushMark,
+        offsets: dict[TopicPartition, int],
+        started: float,
+    ) -> bool | None:
+        """Steps 2 and 3 of a transaction while later output is held; then the next
+        transaction begins with it. On failure the held output stays held: the abort
+        that follows discards it."""
+        done = await self._finish(tasks, mark, offsets, started)
+        assert isinstance(self._offsets, TransactionSink)
+        await self._offsets.producer.release()
+        return done
+
+    def _snapshot_due(self, task: RuntimeTask, now: float) -> bool:
+        return (
+            task.snapshots is not None
+            and bool(task.changelogs)
+            and now - task.last_snapshot >= self._snapshot_interval
+        )
 
     @property
     def in_flight(self) -> bool:
@@ -272,12 +307,20 @@ class Committer:
         Under exactly-once a failure in steps 1-3 aborts the transaction (best effort)
         and raises :class:`TransactionError` (or :class:`FencedError`); the caller
         rewinds the tasks."""
-        await self.settle()
         if not self._offsets.transactional:
+            await self.settle()
             await self._commit(tasks, closing)
             return
+        await self._transaction(self._settle_and_commit(tasks, closing))
+
+    async def _settle_and_commit(self, tasks: Sequence[RuntimeTask], closing: bool) -> None:
+        await self.settle()
+        await self._commit(tasks, closing)
+
+    async def _transaction(self, work: Awaitable[None]) -> None:
+        """Run ``work`` (a commit's steps); what breaks the transaction aborts it."""
         try:
-            await self._commit(tasks, closing)
+            await work
         except FencedError:
             raise
         except SourceTopicDeletedError:
@@ -325,11 +368,8 @@ class Committer:
                     self._checkpoints.write(task)
                 continue
             task.dirty = False
-            if (
-                task.snapshots is not None
-                and task.changelogs
-                and now - task.last_snapshot >= self._snapshot_interval
-            ):
+            if self._snapshot_due(task, now):
+                assert task.snapshots is not None
                 task.snapshots.take(task.executor.stores, task.changelog_offsets)
                 task.last_snapshot = now
 

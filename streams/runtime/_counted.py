@@ -118,6 +118,12 @@ class CountingTransactionalProducer(CountingProducer):
         committed, self._acknowledged = self._acknowledged, Counter()
         self._metrics.produced(committed)
 
+    def hold(self) -> None:
+        self.inner.hold()
+
+    async def release(self) -> None:
+        await self.inner.release()
+
     async def abort_transaction(self) -> None:
         self._acknowledged = Counter()
         self._sent = Counter()

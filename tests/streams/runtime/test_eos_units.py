@@ -80,6 +80,12 @@ class FakeTxnProducer:
         self.steps.append("abort")
         self.in_transaction = False
 
+    def hold(self) -> None:
+        self.steps.append("hold")
+
+    async def release(self) -> None:
+        self.steps.append("release")
+
 
 class FakeConsumer:
     valid = True
@@ -250,4 +256,44 @@ async def test_restoring_ends_at_the_position_past_a_transaction_marker(tmp_path
     assert not await restorer.add(task)
     assert await restorer.step(10) == [task] and task.running
     assert task.changelog_offsets == {CHANGELOG: 5}
+    task.close()
+
+
+async def test_a_begun_transaction_commits_beside_processing_and_holds_later_output(
+    tmp_path: Path,
+) -> None:
+    task = _open(tmp_path)
+    steps: list[str] = []
+    committer, producer, _ = _eos(steps, snapshot_ms=60_000)
+    await committer.send(task.process(SOURCE, _records(0, 3)))
+    producer.changelog_end = 3
+    await committer.begin([task])  # the first commit snapshots, so it runs whole
+    assert steps[-1] == f"commit {{{SOURCE!r}: 3}} {APP}"
+    steps.clear()
+    await committer.send(task.process(SOURCE, _records(3, 3)))
+    await committer.begin([task])
+    # Processing goes on while the transaction commits: its output is held for the next.
+    await committer.send(task.process(SOURCE, _records(6, 2)))
+    await committer.settle()
+    assert steps == ["send", "hold", "send", "flush", f"commit {{{SOURCE!r}: 6}} {APP}", "release"]
+    assert task.committed == {SOURCE: 6}
+    # Processed after the mark: not clean, so a close writes no checkpoint.
+    assert task.dirty
+    assert TaskSnapshots(task.state_dir).offsets() == {CHANGELOG: 3}
+    task.close()
+
+
+async def test_a_begun_transaction_that_fails_aborts_at_the_next_commit(tmp_path: Path) -> None:
+    task = _open(tmp_path)
+    steps: list[str] = []
+    committer, producer, _ = _eos(steps, snapshot_ms=60_000)
+    await committer.send(task.process(SOURCE, _records(0, 3)))
+    await committer.begin([task])
+    producer.fail_commit = True
+    await committer.send(task.process(SOURCE, _records(3, 3)))
+    await committer.begin([task])
+    with pytest.raises(TransactionError):
+        await committer.begin([task])
+    assert steps[-1] == "abort" and "release" not in steps
+    assert task.committed == {SOURCE: 3}
     task.close()
