@@ -258,11 +258,13 @@ def run_one(
         "--guarantee",
         guarantee,
     ]
+    cpu: dict[str, float] = {}
     _started, joined, done = drive(
-        harness, cmd, name, log_path, app_id, input_topic, ends, output, timeout
+        harness, cmd, name, log_path, app_id, input_topic, ends, output, timeout, cpu=cpu
     )
     out = read_committed(harness, output)
     result: dict[str, Any] = {"run": run, "workload": workload, "processing_s": done - joined}
+    result["cpu_us"] = cpu["processing_cpu_s"] / harness.records * 1e6
     result.update(
         check_payments(out, expected)
         if workload == "payments"
@@ -271,7 +273,8 @@ def run_one(
     result["rate"] = harness.records / result["processing_s"]
     print(
         f"{run:<14} {workload:<9} {result['rate']:>9,.0f} rec/s ({result['processing_s']:5.1f} s)"
-        f"  {result['outputs']:>8,} outputs  {result['verdict']}"
+        f"  {result['cpu_us']:5.2f} CPU us/record  {result['outputs']:>8,} outputs"
+        f"  {result['verdict']}"
         f"  (load {os.getloadavg()[0]:.1f})",
         flush=True,
     )
@@ -387,14 +390,19 @@ def bench(
 
 
 def report(results: list[dict[str, Any]], workloads: list[str]) -> None:
-    """The median rate of each run and workload, and headrace EOS against the others."""
+    """The median rate and CPU cost of each run and workload, and headrace EOS against
+    the others by both (on a busy machine the CPU cost moves less than the rate)."""
     rates: dict[tuple[str, str], list[float]] = {}
+    cpus: dict[tuple[str, str], list[float]] = {}
     for r in results:
         rates.setdefault((r["run"], r["workload"]), []).append(r["rate"])
+        cpus.setdefault((r["run"], r["workload"]), []).append(r["cpu_us"])
     by = {key: statistics.median(found) for key, found in rates.items()}
+    cpu = {key: statistics.median(found) for key, found in cpus.items()}
     for (run, workload), rate in sorted(by.items()):
         print(
-            f"{run:<14} {workload:<9} median {rate:>9,.0f} rec/s over {len(rates[(run, workload)])}"
+            f"{run:<14} {workload:<9} median {rate:>9,.0f} rec/s,"
+            f" {cpu[(run, workload)]:5.2f} CPU us/record, over {len(rates[(run, workload)])}"
         )
     for workload in workloads:
         eos = by.get(("headrace-eos", workload))
@@ -402,8 +410,10 @@ def report(results: list[dict[str, Any]], workloads: list[str]) -> None:
             continue
         for other in ("headrace-alos", "quix-eos"):
             if (other, workload) in by:
+                per_cpu = cpu[(other, workload)] / cpu[("headrace-eos", workload)]
                 print(
                     f"{workload:<9} headrace-eos / {other:<14} {eos / by[(other, workload)]:5.2f}x"
+                    f" rate, {per_cpu:5.2f}x records per CPU second"
                 )
 
 
