@@ -230,7 +230,13 @@ class Committer:
         """From the processing loop: step 1 now, then steps 2 and 3 run while
         processing goes on ("A commit that does not stall", module docstring). The
         commit begun before finishes first, and what it raised is raised here. Under
-        exactly-once, a commit that takes a snapshot runs whole instead."""
+        exactly-once, a commit that takes a snapshot runs whole instead.
+
+        While the commit begun before is still waiting for the broker, this one is
+        skipped (the caller tries again an interval later): one commit runs at a
+        time, and processing does not wait for it; the next one covers more."""
+        if self._in_flight is not None and not self._in_flight.done():
+            return
         if not self._offsets.transactional:
             await self.settle()
             started = time.perf_counter()

@@ -4,6 +4,7 @@ restore progress past transaction markers."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Mapping, Sequence
 from pathlib import Path
 
@@ -292,6 +293,7 @@ async def test_a_begun_transaction_that_fails_aborts_at_the_next_commit(tmp_path
     producer.fail_commit = True
     await committer.send(task.process(SOURCE, _records(3, 3)))
     await committer.begin([task])
+    await asyncio.sleep(0.05)  # the transaction fails meanwhile, beside processing
     with pytest.raises(TransactionError):
         await committer.begin([task])
     assert steps[-1] == "abort" and "release" not in steps
