@@ -4,22 +4,57 @@
 - :mod:`headrace.base.http`: serving an aiohttp application, the same way everywhere.
 - :mod:`headrace.base.kafka_admin`: kio requests to any Kafka-protocol broker, with TLS
   and SASL, for what aiokafka does not ask (groups as a non-member, log directories,
-  transactions, ACLs); :mod:`headrace.base.scram`: SCRAM for both ends of a login.
+  transactions, ACLs); :mod:`headrace.base.log_dirs`: bytes on disk per partition
+  (DescribeLogDirs); :mod:`headrace.base.scram`: SCRAM for both ends of a login.
 - ``ClientSecurity``: a Kafka client's TLS and SASL options, from code or from Kafka's
   client properties (``read_properties``); ``ClientSecurityError`` (a ValueError) for
   options that cannot work.
+- ``write_atomically`` and ``fsync_dir``: small files that are never seen half written
+  (write a temporary file, fsync it, rename it, fsync the directory).
+- ``Lifecycle``, ``transition_table``, ``check_transition``: named state machines with
+  their transition tables; ``IllegalTransitionError`` for a move a table forbids.
+- ``Clock`` (monotonic and wall milliseconds), ``SystemClock``, and ``ManualClock``
+  for timers driven by hand.
+- ``TransactionError``, ``BrokerError``, ``CoordinatorNotAvailableError``: names that
+  packages on both sides raise, one class each (see ``_errors``).
 """
 
 from ._client_security import PLAINTEXT as PLAINTEXT
 from ._client_security import ClientSecurity as ClientSecurity
 from ._client_security import ClientSecurityError as ClientSecurityError
+from ._clock import Clock as Clock
+from ._clock import ManualClock as ManualClock
+from ._clock import SystemClock as SystemClock
+from ._errors import BrokerError as BrokerError
+from ._errors import CoordinatorNotAvailableError as CoordinatorNotAvailableError
+from ._errors import TransactionError as TransactionError
+from ._files import fsync_dir as fsync_dir
+from ._files import write_atomically as write_atomically
+from ._lifecycle import IllegalTransitionError as IllegalTransitionError
+from ._lifecycle import Lifecycle as Lifecycle
+from ._lifecycle import TransitionTable as TransitionTable
+from ._lifecycle import check_transition as check_transition
+from ._lifecycle import transition_table as transition_table
 from ._properties import parse_properties as parse_properties
 from ._properties import read_properties as read_properties
 
 __all__ = [
     "PLAINTEXT",
+    "BrokerError",
     "ClientSecurity",
     "ClientSecurityError",
+    "Clock",
+    "CoordinatorNotAvailableError",
+    "IllegalTransitionError",
+    "Lifecycle",
+    "ManualClock",
+    "SystemClock",
+    "TransactionError",
+    "TransitionTable",
+    "check_transition",
+    "fsync_dir",
     "parse_properties",
     "read_properties",
+    "transition_table",
+    "write_atomically",
 ]

@@ -19,6 +19,7 @@ from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
 from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeaderV1
 from kio.serial import entity_reader, entity_writer
+from kio.static.primitive import i32
 
 _SIZE = struct.Struct(">i")
 
@@ -49,7 +50,7 @@ class KioConnection:
                 request_header(
                     request_api_key=body.__api_key__,
                     request_api_version=body.__version__,
-                    correlation_id=self._correlation,
+                    correlation_id=i32(self._correlation),
                     client_id=self._client_id,
                 ),
             )
@@ -61,7 +62,9 @@ class KioConnection:
             await self._writer.drain()
             size = _SIZE.unpack(await self._reader.readexactly(4))[0]
             data = await self._reader.readexactly(size)
-        response_header = ResponseHeaderV1 if flexible else ResponseHeaderV0
+        response_header: type[ResponseHeaderV0 | ResponseHeaderV1] = (
+            ResponseHeaderV1 if flexible else ResponseHeaderV0
+        )
         header, used = entity_reader(response_header)(data, 0)
         if header.correlation_id != self._correlation:
             raise ConnectionError("response out of order")

@@ -176,7 +176,7 @@ def run_faust(args: argparse.Namespace) -> None:
     out = app.topic(args.output, key_serializer="raw", value_serializer="raw")
     pool = HttpPool(int(args.port))
 
-    @app.agent(source, concurrency=int(args.concurrency))
+    @app.agent(source, concurrency=int(args.concurrency))  # type: ignore[untyped-decorator]  # faust: untyped
     async def enrich(stream: Any) -> None:
         async for key, value in stream.items():
             order = orjson.loads(value)

@@ -114,7 +114,12 @@ def create_topic(bs: str, topic: str = TOPIC, extra: dict[str, str] | None = Non
 
 
 def produce(
-    bs: str, records: int, size: int, topic: str = TOPIC, extra: dict[str, str] | None = None
+    bs: str,
+    records: int,
+    size: int,
+    topic: str = TOPIC,
+    extra: dict[str, str] | None = None,
+    random_values: bool = False,
 ) -> float:
     """Send with librdkafka's batch API so the client's Python loop is not what is timed.
 
@@ -135,7 +140,7 @@ def produce(
         }
     )
     chunk = 10_000
-    messages = [{"value": b"x" * size} for _ in range(chunk)]
+    messages = [{"value": os.urandom(size) if random_values else b"x" * size} for _ in range(chunk)]
     started = time.perf_counter()
     sent = 0
     while sent < records:
@@ -189,10 +194,12 @@ def consume(
     return elapsed
 
 
-def measure(name: str, broker: object, records: int, size: int) -> tuple[float, float]:
+def measure(
+    name: str, broker: object, records: int, size: int, random_values: bool = False
+) -> tuple[float, float]:
     with broker as bs:  # type: ignore[attr-defined]
         create_topic(bs)
-        p = produce(bs, records, size)
+        p = produce(bs, records, size, random_values=random_values)
         c = consume(bs, records)
     print(
         f"{name:<22} produce {records / p:>10,.0f} rec/s ({records * size / p / 2**20:6.1f}"
@@ -217,6 +224,11 @@ def main() -> None:
         metavar="PYTHON",
         help="instead of Tansu, compare with the headrace broker this Python"
         " interpreter runs (another checkout's .venv/bin/python)",
+    )
+    parser.add_argument(
+        "--random-values",
+        action="store_true",
+        help="random bytes as values (binary payloads) instead of one repeated byte",
     )
     args = parser.parse_args()
     if args.baseline_python:
@@ -254,9 +266,12 @@ def compare_with_baseline(args: argparse.Namespace) -> None:
                 headrace_broker("always", python=args.baseline_python),
                 args.records,
                 args.size,
+                args.random_values,
             )
         )
-        after.append(measure("after", headrace_broker("always"), args.records, args.size))
+        after.append(
+            measure("after", headrace_broker("always"), args.records, args.size, args.random_values)
+        )
     produce_ratio = median(a[0] / b[0] for a, b in zip(after, before, strict=True))
     consume_ratio = median(a[1] / b[1] for a, b in zip(after, before, strict=True))
     print(

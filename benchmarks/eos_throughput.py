@@ -198,8 +198,9 @@ def read_committed(harness: Harness, topic: str) -> list[tuple[bytes, bytes]]:
     try:
         while True:
             for message in consumer.consume(10_000, timeout=1):
-                key, value = message.key(), message.value()
-                if message.error() is None and key is not None and value is not None:
+                if message.error() is None:
+                    key, value = message.key(), message.value()
+                    assert key is not None and value is not None  # the job writes both
                     out.append((key, value))
             positions = [tp.offset for tp in consumer.position(parts)]
             if all(pos >= end for pos, end in zip(positions, ends, strict=True)):

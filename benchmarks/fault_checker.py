@@ -9,7 +9,10 @@ Workload (librdkafka clients, confluent-kafka), on a 3-partition topic:
   a value counts as acknowledged when its delivery report says so;
 - a transactional producer writes transactions of a few records each, committing or
   aborting at random; a transaction counts as committed (or aborted) only when
-  commit_transaction (abort_transaction) returned.
+  commit_transaction (abort_transaction) returned;
+- group consumers in two groups, one read_committed and one read_uncommitted, commit
+  what they consume and are replaced at random, with or without a last commit, so the
+  groups rebalance all the time (benchmarks/fault_groups.py).
 Faults, one every few seconds, at random: SIGKILL and restart; SIGSTOP for up to 3 s,
 then SIGCONT; SIGKILL, then garbage appended to a random partition's active segment
 (a torn tail), then restart; with ``--tmpfs-mib N`` (root only: it mounts a tmpfs of
@@ -23,7 +26,10 @@ every partition from the start. Anomalies reported:
 - aborted read: an aborted transaction's value under read_committed;
 - uncommitted read: under read_committed, a transactional value of a transaction not
   known to have committed (its outcome unknown counts as neither);
-- non-monotonic offsets: offsets not strictly increasing within a partition.
+- non-monotonic offsets: offsets not strictly increasing within a partition;
+- poll skip: a group consumer that passes over a record within its hold of a
+  partition, or that starts a partition past a record no commit covered; and, for
+  group consumers, non-monotonic polls and phantom reads (see fault_groups.py).
 Exit status 1 if there is any anomaly.
 """
 
@@ -47,6 +53,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from brokerproc import BrokerProcess
+from fault_groups import GroupHistory, group_consumer, poll_skips
 
 TOPIC = "jepsen"
 PARTITIONS = 3
@@ -210,8 +217,10 @@ def read_all(bootstrap: str, isolation: str) -> dict[int, list[tuple[int, str]]]
     while time.monotonic() - idle_since < 5:
         messages = consumer.consume(10_000, 0.5)
         for message in messages:
-            if message.error() is None:
-                seen[message.partition()].append((message.offset(), message.value().decode()))
+            value, offset, partition = message.value(), message.offset(), message.partition()
+            if message.error() is None and value is not None and offset is not None:
+                assert partition is not None
+                seen[partition].append((offset, value.decode()))
         if messages:
             idle_since = time.monotonic()
     consumer.close()
@@ -276,12 +285,21 @@ def data_disk(tmpfs_mib: int | None) -> Iterator[Path]:
 
 
 def run(
-    seconds: float, seed: int, every_s: float, tmpfs_mib: int | None = None, producers: int = 2
+    seconds: float,
+    seed: int,
+    every_s: float,
+    tmpfs_mib: int | None = None,
+    producers: int = 2,
+    group_consumers: int = 2,
 ) -> int:
     from confluent_kafka.admin import AdminClient, NewTopic
 
     rng = random.Random(seed)
     history = History()
+    groups = [
+        GroupHistory("jepsen-rc", "read_committed"),
+        GroupHistory("jepsen-ru", "read_uncommitted"),
+    ]
     with data_disk(tmpfs_mib) as disk, BrokerProcess(disk / "data") as broker:
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
         admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)])[TOPIC].result(30)
@@ -298,6 +316,13 @@ def run(
                 args=(broker.bootstrap, history, stop, random.Random(seed + 1)),
             )
         )
+        workers += [
+            threading.Thread(
+                target=group_consumer,
+                args=(broker.bootstrap, TOPIC, group, stop, random.Random(seed + 2 + i)),
+            )
+            for i, group in enumerate(groups * group_consumers)
+        ]
         for worker in workers:
             worker.start()
         faults = threading.Thread(
@@ -313,7 +338,11 @@ def run(
         committed = read_all(broker.bootstrap, "read_committed")
         uncommitted = read_all(broker.bootstrap, "read_uncommitted")
         anomalies = check(history, committed, uncommitted)
-        log = broker.log_path.read_text()
+        for group in groups:
+            log = committed if group.isolation == "read_committed" else uncommitted
+            for kind, found in poll_skips(group, log).items():
+                anomalies.setdefault(kind, []).extend(found)
+        broker_log = broker.log_path.read_text()
     print(
         f"{seconds:.0f} s, seed {seed}: faults {dict(history.faults)}; acknowledged "
         f"{len(history.acked)}, committed {len(history.committed)}, aborted "
@@ -321,8 +350,16 @@ def run(
         f"records, read_uncommitted {sum(map(len, uncommitted.values()))}"
     )
     print(
-        f"recovery cuts logged: {log.count('recovery of')}; disk errors logged: "
-        f"{log.count('logged once per cause')}; read_uncommitted saw "
+        "group consumers: "
+        + "; ".join(
+            f"{g.group} read {len(g.consumed)} records in {g.sessions} sessions, "
+            f"{len(g.commits)} commits tried, {g.restarts} consumers replaced"
+            for g in groups
+        )
+    )
+    print(
+        f"recovery cuts logged: {broker_log.count('recovery of')}; disk errors logged: "
+        f"{broker_log.count('logged once per cause')}; read_uncommitted saw "
         f"{len(history.aborted & {v for r in uncommitted.values() for _, v in r})} aborted"
     )
     if not anomalies:
@@ -344,8 +381,19 @@ def main() -> None:
         metavar="MIB",
         help="data on a tmpfs of this size, and full-disk faults (root)",
     )
+    parser.add_argument(
+        "--group-consumers", type=int, default=2, metavar="N", help="consumers in each group"
+    )
     args = parser.parse_args()
-    sys.exit(run(args.seconds, args.seed, args.fault_every, args.tmpfs_mib))
+    sys.exit(
+        run(
+            args.seconds,
+            args.seed,
+            args.fault_every,
+            args.tmpfs_mib,
+            group_consumers=args.group_consumers,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -41,7 +41,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PEERS_VENV = ROOT / ".venv-peers"
@@ -187,7 +187,7 @@ def run_faust(args: argparse.Namespace) -> None:
     out = app.topic(args.output, key_serializer="raw", value_serializer="raw")
     if args.workload == "stateless":
 
-        @app.agent(source)  # type: ignore[untyped-decorator]
+        @app.agent(source)  # type: ignore[untyped-decorator]  # faust ships no annotations
         async def stateless(stream: Any) -> None:
             async for key, value in stream.items():
                 v = orjson.loads(value)
@@ -205,7 +205,7 @@ def run_faust(args: argparse.Namespace) -> None:
             .relative_to_stream()
         )
 
-        @app.agent(source)  # type: ignore[untyped-decorator]
+        @app.agent(source)  # type: ignore[untyped-decorator]  # faust ships no annotations
         async def windowed(stream: Any) -> None:
             async for event in stream.events():
                 key = event.key
@@ -269,7 +269,7 @@ class Harness:
         self._offset_readers: dict[str, Any] = {}
 
     def create(self, *topics: str) -> None:
-        from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
+        from confluent_kafka.admin import NewTopic
 
         futures = self.admin.create_topics([NewTopic(t, PARTITIONS, 1) for t in topics])
         for future in futures.values():
@@ -357,8 +357,9 @@ class Harness:
             while len(out) < sum(ends):
                 for message in consumer.consume(10_000, timeout=2):
                     if message.error() is None:
-                        # Records with a null key or value are kept as they came.
-                        out.append(cast(tuple[bytes, bytes], (message.key(), message.value())))
+                        key, value = message.key(), message.value()
+                        assert key is not None and value is not None  # the apps write both
+                        out.append((key, value))
         finally:
             consumer.close()
         return out

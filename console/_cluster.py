@@ -9,6 +9,7 @@ each method returns plain data (dicts and lists) for the pages and the JSON rout
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,8 +17,15 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment
+from kio.serial.errors import DecodeError
 
-from ._codecs import decode
+from headrace.base import PLAINTEXT, ClientSecurity
+from headrace.base.log_dirs import LogDirsReader
+
+from ._codecs import Decoder, decode
+from ._registry_values import RegistryValues
+
+log = logging.getLogger("headrace.console")
 
 # A message browser page shows at most this many records, whatever is asked.
 MAX_MESSAGES = 500
@@ -34,12 +42,25 @@ class Message:
     headers: list[tuple[str, str]] = field(default_factory=list)
 
 
+@dataclass
+class Browsed:
+    """A page of the message browser: the records, and why a value did not decode."""
+
+    messages: list[Message]
+    problem: str | None = None
+
+
 class ClusterReader:
     def __init__(
-        self, bootstrap_servers: str, client_options: dict[str, Any] | None = None
+        self,
+        bootstrap_servers: str,
+        security: ClientSecurity = PLAINTEXT,
+        schema_registry: str | None = None,
     ) -> None:
         self.bootstrap_servers = bootstrap_servers
-        self._options = {"bootstrap_servers": bootstrap_servers, **(client_options or {})}
+        self.registry = RegistryValues(schema_registry) if schema_registry else None
+        self._security = security
+        self._options = {"bootstrap_servers": bootstrap_servers, **security.aiokafka_options()}
         self._admin: AIOKafkaAdminClient | None = None
         self._lock = asyncio.Lock()  # one browse at a time on the shared consumer
 
@@ -93,7 +114,7 @@ class ClusterReader:
         tps = [
             TopicPartition(t["topic"], p["partition"]) for t in described for p in t["partitions"]
         ]
-        starts, ends = await self._offsets(tps)
+        (starts, ends), sizes = await asyncio.gather(self._offsets(tps), self.sizes(None))
         rows = []
         for topic in sorted(described, key=lambda t: t["topic"]):
             mine = [tp for tp in tps if tp.topic == topic["topic"]]
@@ -104,6 +125,9 @@ class ClusterReader:
                     "partitions": len(topic["partitions"]),
                     "records": sum(ends[tp] - starts[tp] for tp in mine),
                     "end_offset": sum(ends[tp] for tp in mine),
+                    "size": None
+                    if sizes is None
+                    else sum(sizes.get((tp.topic, tp.partition), 0) for tp in mine),
                 }
             )
         return rows
@@ -114,7 +138,9 @@ class ClusterReader:
         [described] = await self.admin.describe_topics([name])
         partitions = sorted(described["partitions"], key=lambda p: p["partition"])
         tps = [TopicPartition(name, p["partition"]) for p in partitions]
-        starts, ends = await self._offsets(tps)
+        (starts, ends), sizes = await asyncio.gather(
+            self._offsets(tps), self.sizes({name: [tp.partition for tp in tps]})
+        )
         return {
             "name": name,
             "partitions": [
@@ -126,11 +152,28 @@ class ClusterReader:
                     "start_offset": starts[tp],
                     "end_offset": ends[tp],
                     "records": ends[tp] - starts[tp],
+                    "size": None if sizes is None else sizes.get((name, tp.partition), 0),
                 }
                 for tp, p in zip(tps, partitions, strict=True)
             ],
             "configs": await self._configs(ConfigResource(ConfigResourceType.TOPIC, name)),
+            "size": None
+            if sizes is None
+            else sum(sizes.get((name, tp.partition), 0) for tp in tps),
         }
+
+    async def sizes(self, topics: dict[str, list[int]] | None) -> dict[tuple[str, int], int] | None:
+        """Bytes on disk per partition (DescribeLogDirs), or None where the cluster does
+        not answer it: sizes are then shown as unknown, the rest of the page as usual."""
+        try:
+            async with LogDirsReader(
+                self.bootstrap_servers, security=self._security, client_id="headrace-console"
+            ) as reader:
+                sizes: dict[tuple[str, int], int] = await reader.partition_sizes(topics)
+                return sizes
+        except (OSError, ValueError, EOFError, TimeoutError, DecodeError) as error:
+            log.debug("no log directory sizes: %s", error)
+            return None
 
     async def create_topic(
         self, name: str, partitions: int, replication_factor: int, configs: dict[str, str]
@@ -157,11 +200,12 @@ class ClusterReader:
         timestamp: int | None = None,
         limit: int = 50,
         read_committed: bool = True,
-        key_format: str = "string",
-        value_format: str = "string",
-    ) -> list[Message]:
+        key_format: str = "auto",
+        value_format: str = "auto",
+    ) -> Browsed:
         """Up to ``limit`` records of each chosen partition from ``offset`` (or the first
-        at or after ``timestamp``, or the last ``limit`` when neither is given)."""
+        at or after ``timestamp``, or the last ``limit`` when neither is given), keys
+        and values shown in the formats asked for."""
         limit = max(1, min(limit, MAX_MESSAGES))
         info = await self.topic(topic)
         if info is None:
@@ -180,11 +224,16 @@ class ClusterReader:
         async with self._lock:
             await consumer.start()
             try:
-                return await self._browse(
-                    consumer, tps, info, offset, timestamp, limit, key_format, value_format
-                )
+                records = await self._browse(consumer, tps, info, offset, timestamp, limit)
             finally:
                 await consumer.stop()
+            decoder = Decoder(self.registry)
+            shown = (
+                await asyncio.to_thread(_shown, records, decoder, key_format, value_format)
+                if decoder.needs_registry(key_format, value_format)  # blocking HTTP
+                else _shown(records, decoder, key_format, value_format)
+            )
+        return Browsed(shown, decoder.problem)
 
     async def _browse(
         self,
@@ -194,9 +243,8 @@ class ClusterReader:
         offset: int | None,
         timestamp: int | None,
         limit: int,
-        key_format: str,
-        value_format: str,
-    ) -> list[Message]:
+    ) -> list[Any]:
+        """The records (aiokafka's, bytes as fetched) from where the page starts."""
         consumer.assign(tps)
         bounds = {
             TopicPartition(info["name"], p["partition"]): (p["start_offset"], p["end_offset"])
@@ -222,7 +270,7 @@ class ClusterReader:
                 wanted[tp] = min(end, first + limit)
             else:
                 consumer.pause(tp)
-        out: list[Message] = []
+        out: list[Any] = []
         deadline = asyncio.get_running_loop().time() + 5
         while wanted and asyncio.get_running_loop().time() < deadline:
             batches = await consumer.getmany(timeout_ms=200)
@@ -233,16 +281,7 @@ class ClusterReader:
                 for record in records:
                     if record.offset >= stop:
                         break
-                    out.append(
-                        Message(
-                            tp.partition,
-                            record.offset,
-                            record.timestamp,
-                            decode(record.key, key_format),
-                            decode(record.value, value_format),
-                            [(k, decode(v, "string") or "") for k, v in record.headers],
-                        )
-                    )
+                    out.append(record)
                 if records and (
                     records[-1].offset + 1 >= stop or await consumer.position(tp) >= stop
                 ):
@@ -251,7 +290,7 @@ class ClusterReader:
             for tp in list(wanted):  # transaction markers end a partition without a record
                 if await consumer.position(tp) >= wanted[tp]:
                     del wanted[tp]
-        return sorted(out, key=lambda m: (m.partition, m.offset))
+        return sorted(out, key=lambda r: (r.partition, r.offset))
 
     # -- groups -------------------------------------------------------------------------
 
@@ -359,6 +398,22 @@ class ClusterReader:
                         }
                     )
         return sorted(rows, key=lambda r: r["name"])
+
+
+def _shown(
+    records: list[Any], decoder: Decoder, key_format: str, value_format: str
+) -> list[Message]:
+    return [
+        Message(
+            record.partition,
+            record.offset,
+            record.timestamp,
+            decoder.decode(record.key, key_format),
+            decoder.decode(record.value, value_format),
+            [(k, decode(v, "string") or "") for k, v in record.headers],
+        )
+        for record in records
+    ]
 
 
 def _member(member: Any, protocol_type: str) -> dict[str, Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import signal
 import sys
 from typing import Any
@@ -37,6 +38,13 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         help="HTTP addresses of application instances to show (their --http-port)",
     )
     parser.add_argument(
+        "--schema-registry",
+        metavar="URL",
+        default=os.environ.get("HEADRACE_SCHEMA_REGISTRY_URL"),
+        help="schema registry to decode values in its wire format with"
+        " (default: $HEADRACE_SCHEMA_REGISTRY_URL; none when unset)",
+    )
+    parser.add_argument(
         "--admin",
         action="store_true",
         help="allow creating topics and resetting group offsets (read-only without it)",
@@ -55,7 +63,13 @@ def console_from(args: argparse.Namespace, bootstrap_servers: str) -> Console:
     security = PLAINTEXT
     if getattr(args, "command_config", None):  # Kafka client properties: TLS, SASL
         security = ClientSecurity.from_properties(read_properties(args.command_config))
-    return Console(bootstrap_servers, apps=apps, admin=args.admin, security=security)
+    return Console(
+        bootstrap_servers,
+        apps=apps,
+        admin=args.admin,
+        security=security,
+        schema_registry=args.schema_registry or None,
+    )
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -76,7 +90,9 @@ def _run(args: argparse.Namespace) -> int:
         await console.start(host, port)
         try:
             print(
-                f"headrace console on http://{console.address} ({args.bootstrap_servers})",
+                f"headrace console on http://{console.address} ({args.bootstrap_servers}"
+                + (f"; schema registry {args.schema_registry}" if args.schema_registry else "")
+                + ")",
                 file=sys.stderr,
                 flush=True,
             )

@@ -9,7 +9,7 @@ from html import escape
 from typing import Any
 from urllib.parse import quote
 
-from ._cluster import Message
+from ._cluster import Browsed
 from ._codecs import FORMATS
 from ._graph import topology_svg
 from ._html import Markup, error_box, link, table
@@ -86,12 +86,15 @@ def topics_page(topics: list[dict[str, Any]], admin: bool) -> str:
             t["partitions"],
             t["records"],
             t["end_offset"],
+            t["size"],
             "yes" if t["internal"] else "",
         )
         for t in topics
     ]
     body: str = table(
-        ("TOPIC", "PARTITIONS", "RECORDS", "END OFFSETS", "INTERNAL"), rows, table_id="topics"
+        ("TOPIC", "PARTITIONS", "RECORDS", "END OFFSETS", "SIZE (BYTES)", "INTERNAL"),
+        rows,
+        table_id="topics",
     )
     if admin:
         body += (
@@ -118,15 +121,31 @@ def topic_page(topic: dict[str, Any]) -> str:
             p["start_offset"],
             p["end_offset"],
             p["records"],
+            p["size"],
         )
         for p in parts
     ]
     return (
-        _figures([("partitions", len(parts)), ("records", sum(p["records"] for p in parts))])
+        _figures(
+            [
+                ("partitions", len(parts)),
+                ("records", sum(p["records"] for p in parts)),
+                ("bytes", "-" if topic["size"] is None else topic["size"]),
+            ]
+        )
         + f"<p>{link(f'/topics/{name}/messages', 'Browse messages')}</p>"
         + "<h2>Partitions</h2>"
         + table(
-            ("PARTITION", "LEADER", "REPLICAS", "ISR", "START OFFSET", "END OFFSET", "RECORDS"),
+            (
+                "PARTITION",
+                "LEADER",
+                "REPLICAS",
+                "ISR",
+                "START OFFSET",
+                "END OFFSET",
+                "RECORDS",
+                "SIZE (BYTES)",
+            ),
             rows,
             table_id="partitions",
         )
@@ -136,7 +155,7 @@ def topic_page(topic: dict[str, Any]) -> str:
 
 
 def messages_page(
-    topic: dict[str, Any], messages: list[Message] | None, query: dict[str, str], error: str | None
+    topic: dict[str, Any], browsed: Browsed | None, query: dict[str, str], error: str | None
 ) -> str:
     def option(name: str, value: str, label: str) -> str:
         chosen = " selected" if query.get(name, "") == value else ""
@@ -149,6 +168,7 @@ def messages_page(
     partitions = "".join(
         option("partition", str(p["partition"]), str(p["partition"])) for p in topic["partitions"]
     )
+    query = {"key_format": "auto", "value_format": "auto", **query}
     formats = {
         fmt: "".join(option(fmt, f, f) for f in FORMATS) for fmt in ("key_format", "value_format")
     }
@@ -166,8 +186,8 @@ def messages_page(
         + "</select></label>"
         + '<button type="submit">Show</button></form>'
     )
-    if error:
-        return form + error_box(error)
+    if error or browsed is None:
+        return form + error_box(error or "nothing to show")
     rows = [
         (
             m.partition,
@@ -177,8 +197,10 @@ def messages_page(
             _pre(m.value),
             Markup("<br>".join(f"{escape(k)}={escape(v)}" for k, v in m.headers)) or None,
         )
-        for m in messages or []
+        for m in browsed.messages
     ]
+    if browsed.problem:
+        form += error_box(f"Some values did not decode (shown as hex): {browsed.problem}")
     return form + table(
         ("PARTITION", "OFFSET", "TIMESTAMP", "KEY", "VALUE", "HEADERS"), rows, table_id="messages"
     )

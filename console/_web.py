@@ -29,6 +29,7 @@ from ._html import error_box, fragment, page
 from ._transactions import TransactionsReader
 
 STATIC = Path(__file__).parent / "static"
+PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
 Render = Callable[[web.Request], Awaitable[tuple[str, str]]]  # (title, body)
 
 
@@ -40,8 +41,14 @@ class Console:
         apps: list[str] | None = None,
         admin: bool = False,
         security: ClientSecurity = PLAINTEXT,
+        schema_registry: str | None = None,
+        metrics: Callable[[], Awaitable[bytes | None]] | None = None,
     ) -> None:
-        self.cluster = ClusterReader(bootstrap_servers, security.aiokafka_options())
+        """``schema_registry``: the registry's URL, to decode values in its wire format;
+        ``metrics``: Prometheus text to serve at ``/metrics`` (the broker's own, when the
+        console runs beside it), None while there is none yet."""
+        self.cluster = ClusterReader(bootstrap_servers, security, schema_registry)
+        self._metrics = metrics
         self._bootstrap_servers, self._security = bootstrap_servers, security
         self.apps = AppsReader(apps or [])
         self.admin = admin
@@ -51,7 +58,8 @@ class Console:
     def address(self) -> str:
         if self._site is None:
             raise RuntimeError("the console is not started")
-        return self._site.address
+        address: str = self._site.address
+        return address
 
     async def start(self, host: str = "127.0.0.1", port: int = 8080) -> None:
         await self.cluster.start()
@@ -88,7 +96,16 @@ class Console:
         app.router.add_post("/topics", self._create_topic)
         app.router.add_post("/groups/{id}/reset", self._reset_offsets)
         app.router.add_static("/static", STATIC)
+        if self._metrics is not None:
+            app.router.add_get("/metrics", self._serve_metrics)
         return app
+
+    async def _serve_metrics(self, request: web.Request) -> web.Response:
+        assert self._metrics is not None
+        text = await self._metrics()
+        if text is None:
+            raise web.HTTPServiceUnavailable(text="no metrics yet: the broker is starting")
+        return web.Response(body=text, headers={"Content-Type": PROMETHEUS_TEXT})
 
     def _page(
         self, nav: str, render: Render, refresh: bool
@@ -166,20 +183,20 @@ class Console:
         query = dict(request.query)
         try:
             partition = query.get("partition")
-            messages = await self.cluster.messages(
+            browsed = await self.cluster.messages(
                 name,
                 [_int(partition, "partition")] if partition else None,
                 offset=_int(query["offset"], "offset") if query.get("offset") else None,
                 timestamp=_time_ms(query["from_time"]) if query.get("from_time") else None,
                 limit=_int(query.get("limit") or "50", "limit"),
                 read_committed=query.get("isolation", "read_committed") != "read_uncommitted",
-                key_format=query.get("key_format", "string"),
-                value_format=query.get("value_format", "string"),
+                key_format=query.get("key_format", "auto"),
+                value_format=query.get("value_format", "auto"),
             )
             error = None
         except ValueError as bad:
-            messages, error = None, str(bad)
-        return f"Messages of {name}", views.messages_page(topic, messages, query, error)
+            browsed, error = None, str(bad)
+        return f"Messages of {name}", views.messages_page(topic, browsed, query, error)
 
     async def _groups(self, request: web.Request) -> tuple[str, str]:
         return "Consumer groups", views.groups_page(await self.cluster.groups())

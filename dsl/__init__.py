@@ -37,6 +37,7 @@ from ._errors import DeserializationError as DeserializationError
 from ._errors import DslError as DslError
 from ._errors import SerdeError as SerdeError
 from ._errors import SerializationError as SerializationError
+from ._errors import SerializerError as SerializerError
 from ._errors import TopologyBuildError as TopologyBuildError
 from ._global_table import GlobalKTable as GlobalKTable
 from ._grouped import KGroupedStream as KGroupedStream
@@ -81,6 +82,7 @@ __all__ = [
     "SerdeError",
     "Serdes",
     "SerializationError",
+    "SerializerError",
     "SessionWindowedKStream",
     "SessionWindowedSerde",
     "SessionWindows",

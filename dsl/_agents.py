@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from headrace.streams import App, AsyncOptions, Topology, TopologyError
@@ -154,9 +155,8 @@ class AgentApp(App):
                 stream = sources[topic.name] = builder.stream(
                     topic.name, key_serde=topic.key_serde, value_serde=topic.value_serde
                 )
-            fn, options = agent.fn, agent.options
             out = stream.process(
-                lambda fn=fn, options=options: AgentProcessor(fn, options, stores),
+                partial(AgentProcessor, agent.fn, agent.options, stores),
                 *stores,
                 name=f"agent-{agent.name}",
             )

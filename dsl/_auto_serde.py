@@ -67,7 +67,7 @@ from typing import Any
 import orjson
 import pydantic
 
-from ._errors import DeserializationError, SerializationError
+from ._errors import DeserializationError, SerializationError, SerializerError
 from ._serdes import Serde
 
 _BIAS = 1 << 63
@@ -92,7 +92,7 @@ Enc = Callable[[Any], bytes]
 def _class_path(cls: type) -> str:
     path = f"{cls.__module__}:{cls.__qualname__}"
     if "<locals>" in path:
-        raise SerializationError(
+        raise SerializerError(
             f"auto serde cannot write a {cls.__qualname__}: a class defined inside a function "
             "cannot be imported back; define it at module level"
         )
@@ -204,7 +204,7 @@ def _tree_for(t: type) -> Callable[[Any], Any]:
                 fn = (lambda c: lambda v: _tree(c(v)))(convert)
                 break
         else:
-            raise SerializationError(f"auto serde cannot write a {t.__module__}.{t.__qualname__}")
+            raise SerializerError(f"auto serde cannot write a {t.__module__}.{t.__qualname__}")
     _TREE[t] = fn
     return fn
 
@@ -355,7 +355,7 @@ def _encode(obj: Any) -> bytes | None:
     except SerializationError:
         raise
     except Exception as exc:
-        raise SerializationError(f"auto serde cannot write a {type(obj).__name__}: {exc}") from exc
+        raise SerializerError(f"auto serde cannot write a {type(obj).__name__}: {exc}") from exc
 
 
 def _decode(data: bytes | None) -> Any:

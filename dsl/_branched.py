@@ -10,35 +10,42 @@ position (from 1; the default branch is ``0``), as in Kafka Streams.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple
 
 from . import _operators as ops
 from ._errors import TopologyBuildError
 from ._graph import ProcessorGraphNode
+from ._type_vars import K, V
 
 if TYPE_CHECKING:
     from ._kstream import KStream, Predicate
 
-Chain = Callable[["KStream"], "KStream | None"]
+Chain = Callable[["KStream[K, V]"], "KStream[Any, Any] | None"]
 
 
 class _Branch(NamedTuple):
     predicate: Any  # a predicate, or None for the default branch
     name: str | None
-    chain: Chain | None
+    chain: Chain[Any, Any] | None
 
 
-class BranchedKStream:
+class BranchedKStream(Generic[K, V]):
     __slots__ = ("_branches", "_source", "_split_name")
 
-    def __init__(self, source: KStream, split_name: str, branches: tuple[_Branch, ...]) -> None:
+    def __init__(
+        self, source: KStream[K, V], split_name: str, branches: tuple[_Branch, ...]
+    ) -> None:
         self._source = source
         self._split_name = split_name
         self._branches = branches
 
     def branch(
-        self, predicate: Predicate, *, name: str | None = None, chain: Chain | None = None
-    ) -> BranchedKStream:
+        self,
+        predicate: Predicate[K, V],
+        *,
+        name: str | None = None,
+        chain: Chain[K, V] | None = None,
+    ) -> BranchedKStream[K, V]:
         """Add a branch taking the records for which ``predicate(key, value)`` holds first.
 
         ``chain`` receives the branch's stream and may return a derived stream to put
@@ -49,16 +56,16 @@ class BranchedKStream:
         )
 
     def default_branch(
-        self, *, name: str | None = None, chain: Chain | None = None
-    ) -> dict[str, KStream]:
+        self, *, name: str | None = None, chain: Chain[K, V] | None = None
+    ) -> dict[str, KStream[Any, Any]]:
         """Finish the split; records no predicate took go to this branch."""
         return self._finish(_Branch(None, name, chain))
 
-    def no_default_branch(self) -> dict[str, KStream]:
+    def no_default_branch(self) -> dict[str, KStream[Any, Any]]:
         """Finish the split; records no predicate took are dropped."""
         return self._finish(None)
 
-    def _finish(self, default: _Branch | None) -> dict[str, KStream]:
+    def _finish(self, default: _Branch | None) -> dict[str, KStream[Any, Any]]:
         if not self._branches:
             raise TopologyBuildError(f"split {self._split_name} has no branch")
         source = self._source

@@ -14,6 +14,8 @@ from ._graph import GraphNode, SourceGraphNode, TableGraphNode
 from ._late import LateRecords
 from ._materialized import Materialized
 from ._serde_roles import source_side
+from ._serde_types import Reads
+from ._type_vars import K, V
 
 if TYPE_CHECKING:
     from ._global_table import GlobalKTable
@@ -41,12 +43,12 @@ class StreamsBuilder:
         self,
         topics: str | Iterable[str] | re.Pattern[str],
         *,
-        key_serde: Any = None,
-        value_serde: Any = None,
+        key_serde: Reads[K] | None = None,
+        value_serde: Reads[V] | None = None,
         timestamp_extractor: TimestampExtractor | None = None,
         on_deserialization_error: Any = None,
         name: str | None = None,
-    ) -> KStream:
+    ) -> KStream[K, V]:
         """A stream of the records of ``topics`` (a name, several names, or a pattern).
 
         ``on_deserialization_error`` overrides the application's handler for this source:
@@ -81,13 +83,13 @@ class StreamsBuilder:
         self,
         topic: str,
         *,
-        key_serde: Any = None,
-        value_serde: Any = None,
+        key_serde: Reads[K] | None = None,
+        value_serde: Reads[V] | None = None,
         materialized: Materialized | None = None,
         timestamp_extractor: TimestampExtractor | None = None,
         on_deserialization_error: Any = None,
         name: str | None = None,
-    ) -> KTable:
+    ) -> KTable[K, V]:
         """The table whose rows are the latest value per key of ``topic``; ``None`` deletes.
 
         It is kept in a key-value store (``materialized``, or one named
@@ -130,12 +132,12 @@ class StreamsBuilder:
         self,
         topic: str,
         *,
-        key_serde: Any = None,
-        value_serde: Any = None,
+        key_serde: Reads[K] | None = None,
+        value_serde: Reads[V] | None = None,
         materialized: Materialized | None = None,
         timestamp_extractor: TimestampExtractor | None = None,
         name: str | None = None,
-    ) -> GlobalKTable:
+    ) -> GlobalKTable[K, V]:
         """The table of ``topic``, whole in every process: every partition is read into a
         key-value store (``materialized``, or ``<topic>-STATE-STORE-<n>``), which logs
         nothing (the topic is its changelog) and is not cached."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from ._binding import Decode, Encode, decoder, encoder
-from ._errors import DeserializationError, SerializationError
+from ._errors import DeserializationError, SerializerError
 
 
 class Change(NamedTuple):
@@ -56,11 +56,11 @@ class ChangeSerde:
                 return None
             new, old = change
             if new is not None and old is not None:
-                raise SerializationError("a repartitioned change carries a new or an old value")
+                raise SerializerError("a repartitioned change carries a new or an old value")
             flag, value = (_NEW, new) if new is not None else (_OLD, old)
             data = encode(value)
             if data is not None and type(data) is not bytes:
-                raise SerializationError(
+                raise SerializerError(
                     f"the value serde of the re-grouping gave a {type(data).__name__}, not bytes"
                 )
             return flag + (data or b"")

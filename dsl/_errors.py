@@ -2,7 +2,8 @@
 
     DslError
     ├── SerdeError
-    │   ├── SerializationError      an object could not be turned into bytes
+    │   ├── SerializerError         an object could not be turned into bytes (also
+    │   │                           headrace.state's SerializationError)
     │   └── DeserializationError    bytes could not be turned back into an object
     └── TopologyBuildError          the DSL program cannot become a topology
                                     (a name used twice, streams of two builders, ...)
@@ -11,6 +12,8 @@
 """
 
 from __future__ import annotations
+
+from headrace.state import SerializationError as SerializationError
 
 
 class DslError(Exception):
@@ -23,8 +26,13 @@ class SerdeError(DslError):
     """A serde could not convert a value."""
 
 
-class SerializationError(SerdeError):
-    """An object could not be serialized."""
+class SerializerError(SerdeError, SerializationError):
+    """An object could not be serialized.
+
+    ``SerializationError`` is the one class of that name (headrace.state's, which a store
+    raises when a serde fails), so ``except SerializationError`` and ``except SerdeError``
+    both catch this.
+    """
 
 
 class DeserializationError(SerdeError):

@@ -14,12 +14,13 @@ before the tasks start and keeps reading it while they run.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic
 
 from headrace.streams import Rec, Topology
 
 from ._graph import GraphNode
 from ._table_nodes import StoreValueGetterSupplier, StoreWriter, ValueGetterSupplier
+from ._type_vars import K, V
 
 if TYPE_CHECKING:
     from ._builder import StreamsBuilder
@@ -57,8 +58,8 @@ class GlobalStoreGraphNode(GraphNode):
         )
 
 
-class GlobalKTable:
-    """A fully replicated table; join streams with it by a selected key."""
+class GlobalKTable(Generic[K, V]):
+    """A fully replicated table, ``GlobalKTable[K, V]``; join streams with it by a selected key."""
 
     __slots__ = ("_builder", "_node", "key_serde", "store_name", "topic", "value_serde")
 

@@ -9,7 +9,7 @@ Aggregations of one grouped stream share its repartition topic.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, overload
 
 from . import _operators as ops
 from ._aggregate_base import AggregateSpec
@@ -22,7 +22,8 @@ from ._serdes import Serdes
 from ._stream_aggregate import StreamAggregate
 from ._table_aggregate import TableAggregate, TableFold, count_fold
 from ._table_nodes import StoreValueGetterSupplier
-from ._windows import AnyWindows, SessionWindows
+from ._type_vars import VR, K, V
+from ._windows import AnyWindows, SessionWindows, SlidingWindows, TimeWindows
 
 if TYPE_CHECKING:
     from ._builder import StreamsBuilder
@@ -34,10 +35,14 @@ def _transform(fn: ops.BatchFn) -> Callable[[], ops.Transform]:
     return lambda: ops.Transform(fn)
 
 
-class KGroupedStream:
+class KGroupedStream(Generic[K, V]):
+    """A stream's records gathered by key (``group_by_key``, ``group_by``), to aggregate."""
+
     __slots__ = ("_repartition", "_stream", "key_serde", "name", "value_serde")
 
-    def __init__(self, stream: KStream, key_serde: Any, value_serde: Any, name: str | None) -> None:
+    def __init__(
+        self, stream: KStream[Any, Any], key_serde: Any, value_serde: Any, name: str | None
+    ) -> None:
         self._stream = stream
         self.key_serde = key_serde
         self.value_serde = value_serde
@@ -73,7 +78,7 @@ class KGroupedStream:
         materialized: Materialized | None,
         value_serde: Any,
         name: str | None,
-    ) -> KTable:
+    ) -> KTable[Any, Any]:
         builder = self.builder
         store = (materialized or Materialized()).resolve(
             builder.new_name(f"{prefix}STATE-STORE-"), self.key_serde, value_serde
@@ -96,17 +101,19 @@ class KGroupedStream:
             getter=StoreValueGetterSupplier(store.store_name),
         )
 
-    def count(self, *, materialized: Materialized | None = None, name: str | None = None) -> KTable:
+    def count(
+        self, *, materialized: Materialized | None = None, name: str | None = None
+    ) -> KTable[K, int]:
         """The number of records per key (records with a ``None`` key or value are skipped)."""
         return self._aggregate("KSTREAM-AGGREGATE-", CountFold(), materialized, Serdes.long(), name)
 
     def reduce(
         self,
-        reducer: Callable[[Any, Any], Any],
+        reducer: Callable[[V, V], V],
         *,
         materialized: Materialized | None = None,
         name: str | None = None,
-    ) -> KTable:
+    ) -> KTable[K, V]:
         """``reducer(aggregate, value)`` over each key's values; the first value starts it."""
         return self._aggregate(
             "KSTREAM-REDUCE-", ReduceFold(reducer), materialized, self.value_serde, name
@@ -114,17 +121,25 @@ class KGroupedStream:
 
     def aggregate(
         self,
-        initializer: Callable[[], Any],
-        aggregator: Callable[[Any, Any, Any], Any],
+        initializer: Callable[[], VR],
+        aggregator: Callable[[K, V, VR], VR],
         *,
         materialized: Materialized | None = None,
         name: str | None = None,
-    ) -> KTable:
+    ) -> KTable[K, VR]:
         """``aggregator(key, value, aggregate)`` over each key's values, from ``initializer()``."""
         fold = AggregateFold(initializer, aggregator)
         return self._aggregate("KSTREAM-AGGREGATE-", fold, materialized, None, name)
 
-    def windowed_by(self, windows: AnyWindows) -> TimeWindowedKStream | SessionWindowedKStream:
+    @overload
+    def windowed_by(self, windows: SessionWindows) -> SessionWindowedKStream[K, V]: ...
+
+    @overload
+    def windowed_by(self, windows: TimeWindows | SlidingWindows) -> TimeWindowedKStream[K, V]: ...
+
+    def windowed_by(
+        self, windows: AnyWindows
+    ) -> TimeWindowedKStream[K, V] | SessionWindowedKStream[K, V]:
         """Aggregate per window: ``TimeWindows``, ``SlidingWindows`` or ``SessionWindows``."""
         from ._windowed_stream import SessionWindowedKStream, TimeWindowedKStream
 
@@ -133,7 +148,7 @@ class KGroupedStream:
         return TimeWindowedKStream(self, windows)
 
 
-class KGroupedTable:
+class KGroupedTable(Generic[K, V]):
     """Rows re-grouped by ``KTable.group_by``; each aggregation gets its own repartition."""
 
     __slots__ = ("_builder", "_node", "key_serde", "name", "value_serde")
@@ -159,7 +174,7 @@ class KGroupedTable:
         materialized: Materialized | None,
         value_serde: Any,
         name: str | None,
-    ) -> KTable:
+    ) -> KTable[Any, Any]:
         builder = self._builder
         store = (materialized or Materialized()).resolve(
             builder.new_name(f"{prefix}STATE-STORE-"), self.key_serde, value_serde
@@ -189,18 +204,20 @@ class KGroupedTable:
             getter=StoreValueGetterSupplier(store.store_name),
         )
 
-    def count(self, *, materialized: Materialized | None = None, name: str | None = None) -> KTable:
+    def count(
+        self, *, materialized: Materialized | None = None, name: str | None = None
+    ) -> KTable[K, int]:
         """Rows per group; a row leaving a group counts down."""
         return self._aggregate("KTABLE-AGGREGATE-", count_fold(), materialized, Serdes.long(), name)
 
     def reduce(
         self,
-        adder: Callable[[Any, Any], Any],
-        subtractor: Callable[[Any, Any], Any],
+        adder: Callable[[V, V], V],
+        subtractor: Callable[[V, V], V],
         *,
         materialized: Materialized | None = None,
         name: str | None = None,
-    ) -> KTable:
+    ) -> KTable[K, V]:
         """``adder(aggregate, value)`` as rows join a group, ``subtractor(aggregate, value)``
         as they leave it."""
         fold = TableFold(None, adder, subtractor, with_key=False)
@@ -208,13 +225,13 @@ class KGroupedTable:
 
     def aggregate(
         self,
-        initializer: Callable[[], Any],
-        adder: Callable[[Any, Any, Any], Any],
-        subtractor: Callable[[Any, Any, Any], Any],
+        initializer: Callable[[], VR],
+        adder: Callable[[K, V, VR], VR],
+        subtractor: Callable[[K, V, VR], VR],
         *,
         materialized: Materialized | None = None,
         name: str | None = None,
-    ) -> KTable:
+    ) -> KTable[K, VR]:
         """``adder(key, value, aggregate)`` / ``subtractor(key, value, aggregate)`` from
         ``initializer()``."""
         fold = TableFold(initializer, adder, subtractor, with_key=True)

@@ -11,8 +11,8 @@ operators to come use to decide on a repartition topic.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, TextIO, overload
+from collections.abc import Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Generic, Literal, TextIO, overload
 
 from headrace.streams import (
     AsyncOptions,
@@ -27,6 +27,8 @@ from . import _async_operators as aops
 from . import _operators as ops
 from ._errors import TopologyBuildError
 from ._graph import GraphNode, ProcessorGraphNode, RepartitionGraphNode, SinkGraphNode
+from ._serde_types import Writes
+from ._type_vars import KO, KR, VO, VR, K, V
 
 if TYPE_CHECKING:
     from ._branched import BranchedKStream
@@ -36,15 +38,21 @@ if TYPE_CHECKING:
     from ._join_windows import JoinWindows
     from ._ktable import KTable
 
-Predicate = Callable[[Any, Any], bool]
+Predicate = Callable[[K, V], bool]
 
 
 def _transform(fn: ops.BatchFn) -> ProcessorSupplier:
     return lambda: ops.Transform(fn)
 
 
-class KStream:
-    """A stream of key-value records; see the package docstring for the operator list."""
+class KStream(Generic[K, V]):
+    """A stream of key-value records; see the package docstring for the operator list.
+
+    ``KStream[K, V]``: keys of type ``K``, values of type ``V``; each operator's result
+    type follows from its function (``map_values(len)`` on ``KStream[str, str]`` is a
+    ``KStream[str, int]``). The serdes given to ``to``, ``repartition`` and the groupings
+    must write ``K`` and ``V`` (``_serde_types.Writes``)
+    """
 
     __slots__ = ("_builder", "_node", "key_serde", "repartition_required", "value_serde")
 
@@ -103,12 +111,12 @@ class KStream:
         key_serde: Any,
         value_serde: Any,
         repartition_required: bool,
-    ) -> KStream:
+    ) -> KStream[Any, Any]:
         return KStream(
             self._builder, node, key_serde, value_serde, repartition_required=repartition_required
         )
 
-    def _same_key(self, node: GraphNode, value_serde: Any) -> KStream:
+    def _same_key(self, node: GraphNode, value_serde: Any) -> KStream[K, Any]:
         return self._then(
             node,
             key_serde=self.key_serde,
@@ -116,30 +124,44 @@ class KStream:
             repartition_required=self.repartition_required,
         )
 
-    def _new_key(self, node: GraphNode) -> KStream:
+    def _new_key(self, node: GraphNode) -> KStream[Any, Any]:
         return self._then(node, key_serde=None, value_serde=None, repartition_required=True)
 
     # -- stateless operators ------------------------------------------------------------
 
-    def filter(self, predicate: Predicate, *, name: str | None = None) -> KStream:
+    def filter(self, predicate: Predicate[K, V], *, name: str | None = None) -> KStream[K, V]:
         """Keep the records for which ``predicate(key, value)`` is true."""
         node = self._add("KSTREAM-FILTER-", name, _transform(ops.filter_fn(predicate, True)))
         return self._same_key(node, self.value_serde)
 
-    def filter_not(self, predicate: Predicate, *, name: str | None = None) -> KStream:
+    def filter_not(self, predicate: Predicate[K, V], *, name: str | None = None) -> KStream[K, V]:
         """Drop the records for which ``predicate(key, value)`` is true."""
         node = self._add("KSTREAM-FILTER-", name, _transform(ops.filter_fn(predicate, False)))
         return self._same_key(node, self.value_serde)
 
     def map(
-        self, mapper: Callable[[Any, Any], tuple[Any, Any]], *, name: str | None = None
-    ) -> KStream:
+        self, mapper: Callable[[K, V], tuple[KR, VR]], *, name: str | None = None
+    ) -> KStream[KR, VR]:
         """Replace each record by ``mapper(key, value) -> (new_key, new_value)``."""
         return self._new_key(self._add("KSTREAM-MAP-", name, _transform(ops.map_fn(mapper))))
 
+    @overload
+    def map_values(
+        self,
+        mapper: Callable[[V], VR],
+        *,
+        with_key: Literal[False] = False,
+        name: str | None = None,
+    ) -> KStream[K, VR]: ...
+
+    @overload
+    def map_values(
+        self, mapper: Callable[[K, V], VR], *, with_key: Literal[True], name: str | None = None
+    ) -> KStream[K, VR]: ...
+
     def map_values(
         self, mapper: Callable[..., Any], *, with_key: bool = False, name: str | None = None
-    ) -> KStream:
+    ) -> KStream[K, Any]:
         """Replace each value by ``mapper(value)`` (``mapper(key, value)`` with ``with_key``)."""
         node = self._add(
             "KSTREAM-MAPVALUES-", name, _transform(ops.map_values_fn(mapper, with_key))
@@ -147,12 +169,30 @@ class KStream:
         return self._same_key(node, None)
 
     def flat_map(
-        self, mapper: Callable[[Any, Any], Iterable[tuple[Any, Any]]], *, name: str | None = None
-    ) -> KStream:
+        self, mapper: Callable[[K, V], Iterable[tuple[KR, VR]]], *, name: str | None = None
+    ) -> KStream[KR, VR]:
         """Replace each record by the zero or more ``(key, value)`` pairs of ``mapper``."""
         return self._new_key(
             self._add("KSTREAM-FLATMAP-", name, _transform(ops.flat_map_fn(mapper)))
         )
+
+    @overload
+    def flat_map_values(
+        self,
+        mapper: Callable[[V], Iterable[VR]],
+        *,
+        with_key: Literal[False] = False,
+        name: str | None = None,
+    ) -> KStream[K, VR]: ...
+
+    @overload
+    def flat_map_values(
+        self,
+        mapper: Callable[[K, V], Iterable[VR]],
+        *,
+        with_key: Literal[True],
+        name: str | None = None,
+    ) -> KStream[K, VR]: ...
 
     def flat_map_values(
         self,
@@ -160,24 +200,26 @@ class KStream:
         *,
         with_key: bool = False,
         name: str | None = None,
-    ) -> KStream:
+    ) -> KStream[K, Any]:
         """Replace each record by one record per value of ``mapper(value)``, same key."""
         fn = ops.flat_map_values_fn(mapper, with_key)
         return self._same_key(self._add("KSTREAM-FLATMAPVALUES-", name, _transform(fn)), None)
 
-    def select_key(self, mapper: Callable[[Any, Any], Any], *, name: str | None = None) -> KStream:
+    def select_key(
+        self, mapper: Callable[[K, V], KR], *, name: str | None = None
+    ) -> KStream[KR, V]:
         """Set each record's key to ``mapper(key, value)``; the value is kept."""
         node = self._add("KSTREAM-KEY-SELECT-", name, _transform(ops.select_key_fn(mapper)))
         return self._then(
             node, key_serde=None, value_serde=self.value_serde, repartition_required=True
         )
 
-    def peek(self, action: Callable[[Any, Any], None], *, name: str | None = None) -> KStream:
+    def peek(self, action: Callable[[K, V], object], *, name: str | None = None) -> KStream[K, V]:
         """Call ``action(key, value)`` for each record and pass the record on unchanged."""
         node = self._add("KSTREAM-PEEK-", name, _transform(ops.peek_fn(action)))
         return self._same_key(node, self.value_serde)
 
-    def foreach(self, action: Callable[[Any, Any], None], *, name: str | None = None) -> None:
+    def foreach(self, action: Callable[[K, V], object], *, name: str | None = None) -> None:
         """Call ``action(key, value)`` for each record; nothing follows."""
         self._add("KSTREAM-FOREACH-", name, lambda: ops.Foreach(action))
 
@@ -186,7 +228,7 @@ class KStream:
         *,
         label: str | None = None,
         file: TextIO | None = None,
-        mapper: Callable[[Any, Any], str] | None = None,
+        mapper: Callable[[K, V], str] | None = None,
         name: str | None = None,
     ) -> None:
         """Print ``[label]: key, value`` per record to ``file`` (stdout by default)."""
@@ -224,6 +266,26 @@ class KStream:
         node_prefix = f"KSTREAM-{prefix.replace('-', '')}-"
         return self._add(node_prefix, name, lambda: operator(fn, opts, with_key))
 
+    @overload
+    def map_values_async(
+        self,
+        mapper: Callable[[V], Awaitable[VR]],
+        *,
+        with_key: Literal[False] = False,
+        name: str | None = None,
+        **options: Any,
+    ) -> KStream[K, VR]: ...
+
+    @overload
+    def map_values_async(
+        self,
+        mapper: Callable[[K, V], Awaitable[VR]],
+        *,
+        with_key: Literal[True],
+        name: str | None = None,
+        **options: Any,
+    ) -> KStream[K, VR]: ...
+
     def map_values_async(
         self,
         mapper: aops.AsyncFn,
@@ -231,17 +293,41 @@ class KStream:
         with_key: bool = False,
         name: str | None = None,
         **options: Any,
-    ) -> KStream:
+    ) -> KStream[K, Any]:
         """Replace each value by ``await mapper(value)`` (``mapper(key, value)`` with
         ``with_key``); options: ``concurrency``, ``order``, ``timeout``, ``retries``, ``backoff``."""
         node = self._async("MAP-VALUES-ASYNC", name, aops.AsyncMapValues, mapper, with_key, options)
         return self._same_key(node, None)
 
     def map_async(
-        self, mapper: aops.AsyncFn, *, name: str | None = None, **options: Any
-    ) -> KStream:
+        self,
+        mapper: Callable[[K, V], Awaitable[tuple[KR, VR]]],
+        *,
+        name: str | None = None,
+        **options: Any,
+    ) -> KStream[KR, VR]:
         """Replace each record by ``await mapper(key, value) -> (new_key, new_value)``."""
         return self._new_key(self._async("MAP-ASYNC", name, aops.AsyncMap, mapper, True, options))
+
+    @overload
+    def flat_map_values_async(
+        self,
+        mapper: Callable[[V], Awaitable[Iterable[VR]]],
+        *,
+        with_key: Literal[False] = False,
+        name: str | None = None,
+        **options: Any,
+    ) -> KStream[K, VR]: ...
+
+    @overload
+    def flat_map_values_async(
+        self,
+        mapper: Callable[[K, V], Awaitable[Iterable[VR]]],
+        *,
+        with_key: Literal[True],
+        name: str | None = None,
+        **options: Any,
+    ) -> KStream[K, VR]: ...
 
     def flat_map_values_async(
         self,
@@ -250,7 +336,7 @@ class KStream:
         with_key: bool = False,
         name: str | None = None,
         **options: Any,
-    ) -> KStream:
+    ) -> KStream[K, Any]:
         """One record per value of ``await mapper(value)``, same key."""
         node = self._async(
             "FLAT-MAP-VALUES-ASYNC", name, aops.AsyncFlatMapValues, mapper, with_key, options
@@ -258,26 +344,34 @@ class KStream:
         return self._same_key(node, None)
 
     def filter_async(
-        self, predicate: aops.AsyncFn, *, name: str | None = None, **options: Any
-    ) -> KStream:
+        self,
+        predicate: Callable[[K, V], Awaitable[bool]],
+        *,
+        name: str | None = None,
+        **options: Any,
+    ) -> KStream[K, V]:
         """Keep the records for which ``await predicate(key, value)`` is true."""
         node = self._async("FILTER-ASYNC", name, aops.AsyncFilter, predicate, True, options)
         return self._same_key(node, self.value_serde)
 
     def foreach_async(
-        self, action: aops.AsyncFn, *, name: str | None = None, **options: Any
+        self,
+        action: Callable[[K, V], Awaitable[object]],
+        *,
+        name: str | None = None,
+        **options: Any,
     ) -> None:
         """``await action(key, value)`` for each record; nothing follows. The input
         offset is committed only after the action finished for it and every record before."""
         self._async("FOREACH-ASYNC", name, aops.AsyncForeach, action, True, options)
 
-    def split(self, *, name: str | None = None) -> BranchedKStream:
+    def split(self, *, name: str | None = None) -> BranchedKStream[K, V]:
         """Start routing records to named branches; see :class:`BranchedKStream`."""
         from ._branched import BranchedKStream
 
         return BranchedKStream(self, name or self._builder.new_name("KSTREAM-BRANCH-"), ())
 
-    def merge(self, other: KStream, *, name: str | None = None) -> KStream:
+    def merge(self, other: KStream[K, V], *, name: str | None = None) -> KStream[K, V]:
         """One stream of the records of both; each side's order is kept."""
         if other._builder is not self._builder:
             raise TopologyBuildError("cannot merge streams of two different builders")
@@ -295,12 +389,12 @@ class KStream:
     def repartition(
         self,
         *,
-        key_serde: Any = None,
-        value_serde: Any = None,
+        key_serde: Writes[K] | None = None,
+        value_serde: Writes[V] | None = None,
         name: str | None = None,
         num_partitions: int | None = None,
         partitioner: StreamPartitioner | None = None,
-    ) -> KStream:
+    ) -> KStream[K, V]:
         """Write to an internal topic and read it back, so records are partitioned by key.
 
         Records with a ``None`` key cannot be partitioned by key and are dropped, as in
@@ -324,8 +418,8 @@ class KStream:
         self,
         topic: str | TopicNameExtractor,
         *,
-        key_serde: Any = None,
-        value_serde: Any = None,
+        key_serde: Writes[K] | None = None,
+        value_serde: Writes[V] | None = None,
         partitioner: StreamPartitioner | None = None,
         name: str | None = None,
     ) -> None:
@@ -349,7 +443,7 @@ class KStream:
 
     def process(
         self, supplier: ProcessorSupplier, *store_names: str, name: str | None = None
-    ) -> KStream:
+    ) -> KStream[Any, Any]:
         """Run a processor-API processor (``supplier()`` per task), connected to stores."""
         node = self._add("KSTREAM-PROCESSOR-", name, supplier, store_names=tuple(store_names))
         return self._new_key(node)
@@ -357,8 +451,12 @@ class KStream:
     # -- grouping -----------------------------------------------------------------------
 
     def group_by_key(
-        self, *, key_serde: Any = None, value_serde: Any = None, name: str | None = None
-    ) -> KGroupedStream:
+        self,
+        *,
+        key_serde: Writes[K] | None = None,
+        value_serde: Writes[V] | None = None,
+        name: str | None = None,
+    ) -> KGroupedStream[K, V]:
         """Group by the current key, to aggregate; a key changed upstream is repartitioned
         first, through ``<application_id>-<name>-repartition``."""
         from ._grouped import KGroupedStream
@@ -372,12 +470,12 @@ class KStream:
 
     def group_by(
         self,
-        selector: Callable[[Any, Any], Any],
+        selector: Callable[[K, V], KR],
         *,
-        key_serde: Any = None,
-        value_serde: Any = None,
+        key_serde: Writes[Any] | None = None,  # KR comes from the selector alone
+        value_serde: Writes[V] | None = None,
         name: str | None = None,
-    ) -> KGroupedStream:
+    ) -> KGroupedStream[KR, V]:
         """Group by ``selector(key, value)``: always through a repartition topic."""
         return self.select_key(selector).group_by_key(
             key_serde=key_serde,
@@ -389,23 +487,77 @@ class KStream:
 
     @overload
     def join(
-        self, other: KStream, joiner: Callable[..., Any], windows: JoinWindows, /, **options: Any
-    ) -> KStream: ...
-
-    @overload
-    def join(self, other: KTable, joiner: Callable[..., Any], /, **options: Any) -> KStream: ...
+        self,
+        other: KStream[K, VO],
+        joiner: Callable[[V, VO], VR],
+        windows: JoinWindows,
+        /,
+        *,
+        with_key: Literal[False] = False,
+        **options: Any,
+    ) -> KStream[K, VR]: ...
 
     @overload
     def join(
         self,
-        other: GlobalKTable,
-        key_selector: Callable[[Any, Any], Any],
-        joiner: Callable[..., Any],
+        other: KStream[K, VO],
+        joiner: Callable[[K, V, VO], VR],
+        windows: JoinWindows,
         /,
+        *,
+        with_key: Literal[True],
         **options: Any,
-    ) -> KStream: ...
+    ) -> KStream[K, VR]: ...
 
-    def join(self, other: Any, first: Any, second: Any = None, /, **options: Any) -> KStream:
+    @overload
+    def join(
+        self,
+        other: KTable[K, VO],
+        joiner: Callable[[V, VO], VR],
+        /,
+        *,
+        with_key: Literal[False] = False,
+        **options: Any,
+    ) -> KStream[K, VR]: ...
+
+    @overload
+    def join(
+        self,
+        other: KTable[K, VO],
+        joiner: Callable[[K, V, VO], VR],
+        /,
+        *,
+        with_key: Literal[True],
+        **options: Any,
+    ) -> KStream[K, VR]: ...
+
+    @overload
+    def join(
+        self,
+        other: GlobalKTable[KO, VO],
+        key_selector: Callable[[K, V], KO],
+        joiner: Callable[[V, VO], VR],
+        /,
+        *,
+        with_key: Literal[False] = False,
+        **options: Any,
+    ) -> KStream[K, VR]: ...
+
+    @overload
+    def join(
+        self,
+        other: GlobalKTable[KO, VO],
+        key_selector: Callable[[K, V], KO],
+        joiner: Callable[[K, V, VO], VR],
+        /,
+        *,
+        with_key: Literal[True],
+        **options: Any,
+    ) -> KStream[K, VR]: ...
+
+    def join(
+        self, other: Any, first: Any, second: Any = None, /, **options: Any
+    ) -> KStream[Any, Any]:
         """Inner join with another stream (``join(other, joiner, JoinWindows...)``), a
         table (``join(table, joiner)``) or a global table (``join(table, key_selector,
         joiner)``); ``joiner(value, other_value)``. See ``_kstream_joins`` for options."""
@@ -415,25 +567,77 @@ class KStream:
 
     @overload
     def left_join(
-        self, other: KStream, joiner: Callable[..., Any], windows: JoinWindows, /, **options: Any
-    ) -> KStream: ...
-
-    @overload
-    def left_join(
-        self, other: KTable, joiner: Callable[..., Any], /, **options: Any
-    ) -> KStream: ...
+        self,
+        other: KStream[K, VO],
+        joiner: Callable[[V, VO | None], VR],
+        windows: JoinWindows,
+        /,
+        *,
+        with_key: Literal[False] = False,
+        **options: Any,
+    ) -> KStream[K, VR]: ...
 
     @overload
     def left_join(
         self,
-        other: GlobalKTable,
-        key_selector: Callable[[Any, Any], Any],
-        joiner: Callable[..., Any],
+        other: KStream[K, VO],
+        joiner: Callable[[K, V, VO | None], VR],
+        windows: JoinWindows,
         /,
+        *,
+        with_key: Literal[True],
         **options: Any,
-    ) -> KStream: ...
+    ) -> KStream[K, VR]: ...
 
-    def left_join(self, other: Any, first: Any, second: Any = None, /, **options: Any) -> KStream:
+    @overload
+    def left_join(
+        self,
+        other: KTable[K, VO],
+        joiner: Callable[[V, VO | None], VR],
+        /,
+        *,
+        with_key: Literal[False] = False,
+        **options: Any,
+    ) -> KStream[K, VR]: ...
+
+    @overload
+    def left_join(
+        self,
+        other: KTable[K, VO],
+        joiner: Callable[[K, V, VO | None], VR],
+        /,
+        *,
+        with_key: Literal[True],
+        **options: Any,
+    ) -> KStream[K, VR]: ...
+
+    @overload
+    def left_join(
+        self,
+        other: GlobalKTable[KO, VO],
+        key_selector: Callable[[K, V], KO],
+        joiner: Callable[[V, VO | None], VR],
+        /,
+        *,
+        with_key: Literal[False] = False,
+        **options: Any,
+    ) -> KStream[K, VR]: ...
+
+    @overload
+    def left_join(
+        self,
+        other: GlobalKTable[KO, VO],
+        key_selector: Callable[[K, V], KO],
+        joiner: Callable[[K, V, VO | None], VR],
+        /,
+        *,
+        with_key: Literal[True],
+        **options: Any,
+    ) -> KStream[K, VR]: ...
+
+    def left_join(
+        self, other: Any, first: Any, second: Any = None, /, **options: Any
+    ) -> KStream[Any, Any]:
         """Like :meth:`join`, but every record of this stream yields a result:
         ``joiner(value, None)`` when nothing pairs with it (for a stream-stream join, once
         its window has closed)."""
@@ -441,9 +645,38 @@ class KStream:
 
         return stream_join(self, "left", other, first, second, options)
 
+    @overload
     def outer_join(
-        self, other: KStream, joiner: Callable[..., Any], windows: JoinWindows, /, **options: Any
-    ) -> KStream:
+        self,
+        other: KStream[K, VO],
+        joiner: Callable[[V | None, VO | None], VR],
+        windows: JoinWindows,
+        /,
+        *,
+        with_key: Literal[False] = False,
+        **options: Any,
+    ) -> KStream[K, VR]: ...
+
+    @overload
+    def outer_join(
+        self,
+        other: KStream[K, VO],
+        joiner: Callable[[K, V | None, VO | None], VR],
+        windows: JoinWindows,
+        /,
+        *,
+        with_key: Literal[True],
+        **options: Any,
+    ) -> KStream[K, VR]: ...
+
+    def outer_join(
+        self,
+        other: KStream[K, Any],
+        joiner: Callable[..., Any],
+        windows: JoinWindows,
+        /,
+        **options: Any,
+    ) -> KStream[K, Any]:
         """Like :meth:`left_join` with another stream, and unpaired records of ``other``
         yield ``joiner(None, other_value)`` too."""
         from ._kstream_joins import stream_join

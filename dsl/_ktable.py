@@ -12,7 +12,7 @@ value it replaces).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, Generic, Literal, overload
 
 from . import _operators as ops
 from . import _table_nodes as tn
@@ -21,6 +21,7 @@ from ._graph import GraphNode, ProcessorGraphNode, TableGraphNode
 from ._materialized import Materialized
 from ._suppress import Suppressed
 from ._table_nodes import ValueGetterSupplier
+from ._type_vars import KO, KR, VO, VR, K, V
 from ._windows import AnyWindows
 
 if TYPE_CHECKING:
@@ -28,11 +29,11 @@ if TYPE_CHECKING:
     from ._grouped import KGroupedTable
     from ._kstream import KStream
 
-Predicate = Callable[[Any, Any], bool]
+Predicate = Callable[[K, V], bool]
 
 
-class KTable:
-    """A table of key-value rows; see the module docstring."""
+class KTable(Generic[K, V]):
+    """A table of key-value rows, ``KTable[K, V]``; see the module docstring."""
 
     __slots__ = (
         "_builder",
@@ -116,7 +117,7 @@ class KTable:
         value_serde: Any,
         getter: ValueGetterSupplier | None,
         materialized: Materialized | None,
-    ) -> KTable:
+    ) -> KTable[K, Any]:
         builder = self._builder
         op = TableGraphNode(
             name or builder.new_name(prefix), (self._node,), old_values_from_parent=True
@@ -144,8 +145,12 @@ class KTable:
         )
 
     def _filtered(
-        self, predicate: Predicate, keep: bool, name: str | None, materialized: Materialized | None
-    ) -> KTable:
+        self,
+        predicate: Predicate[K, V],
+        keep: bool,
+        name: str | None,
+        materialized: Materialized | None,
+    ) -> KTable[K, V]:
         getter = None
         if self._getter is not None:
             getter = tn.DerivedValueGetterSupplier(
@@ -162,23 +167,43 @@ class KTable:
 
     def filter(
         self,
-        predicate: Predicate,
+        predicate: Predicate[K, V],
         *,
         materialized: Materialized | None = None,
         name: str | None = None,
-    ) -> KTable:
+    ) -> KTable[K, V]:
         """Rows for which ``predicate(key, value)`` holds; a row that stops passing is deleted."""
         return self._filtered(predicate, True, name, materialized)
 
     def filter_not(
         self,
-        predicate: Predicate,
+        predicate: Predicate[K, V],
         *,
         materialized: Materialized | None = None,
         name: str | None = None,
-    ) -> KTable:
+    ) -> KTable[K, V]:
         """Rows for which ``predicate(key, value)`` does not hold."""
         return self._filtered(predicate, False, name, materialized)
+
+    @overload
+    def map_values(
+        self,
+        mapper: Callable[[V], VR],
+        *,
+        with_key: Literal[False] = False,
+        materialized: Materialized | None = None,
+        name: str | None = None,
+    ) -> KTable[K, VR]: ...
+
+    @overload
+    def map_values(
+        self,
+        mapper: Callable[[K, V], VR],
+        *,
+        with_key: Literal[True],
+        materialized: Materialized | None = None,
+        name: str | None = None,
+    ) -> KTable[K, VR]: ...
 
     def map_values(
         self,
@@ -187,7 +212,7 @@ class KTable:
         with_key: bool = False,
         materialized: Materialized | None = None,
         name: str | None = None,
-    ) -> KTable:
+    ) -> KTable[K, Any]:
         """Each row's value replaced by ``mapper(value)`` (``mapper(key, value)`` with ``with_key``)."""
         fn: Callable[[Any, Any], Any] = mapper if with_key else (lambda k, v: mapper(v))
         getter = None if self._getter is None else tn.DerivedValueGetterSupplier(self._getter, fn)
@@ -200,8 +225,10 @@ class KTable:
             materialized,
         )
 
-    def to_stream(self, *, name: str | None = None) -> KStream:
-        """The stream of this table's updates: each change's new value (``None`` for a delete)."""
+    def to_stream(self, *, name: str | None = None) -> KStream[K, V]:
+        """The stream of this table's updates: each change's new value (``None`` for a delete;
+        typed ``V``, as Kafka Streams types it, so a table that deletes rows hands its
+        stream's operators a ``None`` they must expect)."""
         from ._kstream import KStream
 
         node = ProcessorGraphNode(
@@ -216,12 +243,12 @@ class KTable:
 
     def group_by(
         self,
-        selector: Callable[[Any, Any], tuple[Any, Any]],
+        selector: Callable[[K, V], tuple[KR, VR]],
         *,
         key_serde: Any = None,
         value_serde: Any = None,
         name: str | None = None,
-    ) -> KGroupedTable:
+    ) -> KGroupedTable[KR, VR]:
         """Re-group rows by ``selector(key, value) -> (new_key, new_value)``, through a
         repartition topic; aggregate with adder and subtractor."""
         from ._grouped import KGroupedTable
@@ -237,7 +264,7 @@ class KTable:
         self._builder.add_node(node)
         return KGroupedTable(self._builder, node, key_serde, value_serde, name)
 
-    def suppress(self, suppressed: Suppressed, *, name: str | None = None) -> KTable:
+    def suppress(self, suppressed: Suppressed, *, name: str | None = None) -> KTable[K, V]:
         """Final results only: one record per window, once it closes (see ``_suppress``)."""
         origin = self._origin
         if self._windows is None or origin is None:
@@ -279,36 +306,36 @@ class KTable:
     @overload
     def join(
         self,
-        other: KTable,
-        joiner: Callable[[Any, Any], Any],
+        other: KTable[K, VO],
+        joiner: Callable[[V, VO], VR],
         /,
         *,
         materialized: Materialized | None = None,
         name: str | None = None,
-    ) -> KTable: ...
+    ) -> KTable[K, VR]: ...
 
     @overload
     def join(
         self,
-        other: KTable,
-        foreign_key_extractor: Callable[[Any], Any],
-        joiner: Callable[[Any, Any], Any],
+        other: KTable[KO, VO],
+        foreign_key_extractor: Callable[[V], KO],
+        joiner: Callable[[V, VO], VR],
         /,
         *,
         materialized: Materialized | None = None,
         name: str | None = None,
-    ) -> KTable: ...
+    ) -> KTable[K, VR]: ...
 
     def join(
         self,
-        other: KTable,
+        other: KTable[Any, Any],
         first: Callable[..., Any],
         second: Callable[..., Any] | None = None,
         /,
         *,
         materialized: Materialized | None = None,
         name: str | None = None,
-    ) -> KTable:
+    ) -> KTable[K, Any]:
         """Rows present in both tables, ``joiner(value, other_value)``: by key with
         ``join(other, joiner)``, by foreign key with ``join(other, foreign_key_extractor,
         joiner)`` (``foreign_key_extractor(value)`` names the other table's key)."""
@@ -319,36 +346,36 @@ class KTable:
     @overload
     def left_join(
         self,
-        other: KTable,
-        joiner: Callable[[Any, Any], Any],
+        other: KTable[K, VO],
+        joiner: Callable[[V, VO | None], VR],
         /,
         *,
         materialized: Materialized | None = None,
         name: str | None = None,
-    ) -> KTable: ...
+    ) -> KTable[K, VR]: ...
 
     @overload
     def left_join(
         self,
-        other: KTable,
-        foreign_key_extractor: Callable[[Any], Any],
-        joiner: Callable[[Any, Any], Any],
+        other: KTable[KO, VO],
+        foreign_key_extractor: Callable[[V], KO],
+        joiner: Callable[[V, VO | None], VR],
         /,
         *,
         materialized: Materialized | None = None,
         name: str | None = None,
-    ) -> KTable: ...
+    ) -> KTable[K, VR]: ...
 
     def left_join(
         self,
-        other: KTable,
+        other: KTable[Any, Any],
         first: Callable[..., Any],
         second: Callable[..., Any] | None = None,
         /,
         *,
         materialized: Materialized | None = None,
         name: str | None = None,
-    ) -> KTable:
+    ) -> KTable[K, Any]:
         """Every row of this table, joined with the other's when there is one
         (``joiner(value, None)`` when not); by key or by foreign key, as :meth:`join`."""
         from ._ktable_joins import table_join
@@ -357,13 +384,13 @@ class KTable:
 
     def outer_join(
         self,
-        other: KTable,
-        joiner: Callable[[Any, Any], Any],
+        other: KTable[K, VO],
+        joiner: Callable[[V | None, VO | None], VR],
         /,
         *,
         materialized: Materialized | None = None,
         name: str | None = None,
-    ) -> KTable:
+    ) -> KTable[K, VR]:
         """Rows present in either table, by key; the missing side is ``None``."""
         from ._ktable_joins import table_join
 

@@ -64,7 +64,7 @@ def select_key_fn(mapper: Callable[[Any, Any], Any]) -> BatchFn:
     return lambda b: [(mapper(k, v), v, t, h, o) for k, v, t, h, o in b]
 
 
-def peek_fn(action: Callable[[Any, Any], None]) -> BatchFn:
+def peek_fn(action: Callable[[Any, Any], object]) -> BatchFn:
     def peek(b: list[Rec]) -> list[Rec]:
         for r in b:
             action(r[0], r[1])
@@ -137,7 +137,7 @@ class Splitter(BatchProcessor):
 class Foreach(BatchProcessor):
     """Calls ``action(key, value)`` per record; a terminal operation."""
 
-    def __init__(self, action: Callable[[Any, Any], None]) -> None:
+    def __init__(self, action: Callable[[Any, Any], object]) -> None:
         self._action = action
 
     def process_batch(self, batch: list[Rec]) -> None:

@@ -32,7 +32,7 @@ from typing import Any, Generic, TypeVar
 import orjson
 import pydantic
 
-from ._errors import DeserializationError, SerializationError
+from ._errors import DeserializationError, SerializerError
 
 T = TypeVar("T")
 Encoder = Callable[[Any], "builtins.bytes | None"]
@@ -100,11 +100,11 @@ def _fixed_width(name: str, fmt: str, java: str, kinds: tuple[type, ...]) -> Ser
         if obj is None:
             return None
         if not isinstance(obj, kinds):
-            raise SerializationError(f"{java}Serializer cannot serialize {type(obj).__name__}")
+            raise SerializerError(f"{java}Serializer cannot serialize {type(obj).__name__}")
         try:
             return pack(obj)
         except struct.error as exc:
-            raise SerializationError(f"{java}Serializer: {exc}") from exc
+            raise SerializerError(f"{java}Serializer: {exc}") from exc
 
     def decode(data: builtins.bytes | None) -> Any:
         if data is None:
@@ -123,7 +123,7 @@ def _string(encoding: str) -> Serde[str]:
         try:
             return obj.encode(encoding)  # type: ignore[no-any-return]
         except (AttributeError, UnicodeEncodeError) as exc:
-            raise SerializationError(f"StringSerializer cannot serialize {obj!r}") from exc
+            raise SerializerError(f"StringSerializer cannot serialize {obj!r}") from exc
 
     def decode(data: builtins.bytes | None) -> str | None:
         if data is None:
@@ -151,7 +151,7 @@ def _json() -> Serde[Any]:
         try:
             return dumps(obj)
         except TypeError as exc:
-            raise SerializationError(f"cannot encode as JSON: {exc}") from exc
+            raise SerializerError(f"cannot encode as JSON: {exc}") from exc
 
     def decode(data: builtins.bytes | None) -> Any:
         if data is None:
@@ -172,7 +172,7 @@ def _model(model: type[T]) -> Serde[T]:
         if obj is None:
             return None
         if check and not isinstance(obj, model):
-            raise SerializationError(f"model serde for {model.__name__} got a {type(obj).__name__}")
+            raise SerializerError(f"model serde for {model.__name__} got a {type(obj).__name__}")
         return adapter.dump_json(obj)
 
     def decode(data: builtins.bytes | None) -> T | None:
@@ -196,7 +196,7 @@ def _uuid() -> Serde[uuid_module.UUID]:
         if obj is None:
             return None
         if not isinstance(obj, uuid_module.UUID):
-            raise SerializationError(f"UUIDSerializer cannot serialize {type(obj).__name__}")
+            raise SerializerError(f"UUIDSerializer cannot serialize {type(obj).__name__}")
         return str(obj).encode()
 
     def decode(data: builtins.bytes | None) -> uuid_module.UUID | None:

@@ -14,7 +14,7 @@ from typing import Any
 from headrace.state import Window, Windowed
 
 from ._binding import Decode, Encode, decoder, encoder
-from ._errors import DeserializationError, SerializationError
+from ._errors import DeserializationError, SerializerError
 
 
 class _WindowedSerde:
@@ -39,10 +39,10 @@ class _WindowedSerde:
             if obj is None:
                 return None
             if not isinstance(obj, Windowed):
-                raise SerializationError(f"a windowed serde got a {type(obj).__name__}")
+                raise SerializerError(f"a windowed serde got a {type(obj).__name__}")
             key = inner(obj.key)
             if key is None:
-                raise SerializationError("a windowed key's inner key serialized to None")
+                raise SerializerError("a windowed key's inner key serialized to None")
             data: bytes = key + tail(obj.window)
             return data
 
@@ -85,9 +85,9 @@ class TimeWindowedSerde(_WindowedSerde):
                 key = inner(obj.key)
                 start: int = obj.window.start
             except AttributeError as exc:
-                raise SerializationError(f"a windowed serde got a {type(obj).__name__}") from exc
+                raise SerializerError(f"a windowed serde got a {type(obj).__name__}") from exc
             if key is None:
-                raise SerializationError("a windowed key's inner key serialized to None")
+                raise SerializerError("a windowed key's inner key serialized to None")
             data: bytes = key + start.to_bytes(8, "big")
             return data
 

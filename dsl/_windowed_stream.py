@@ -13,7 +13,9 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic
+
+from headrace.state import Windowed
 
 from ._aggregate_base import AggregateSpec
 from ._folds import AggregateFold, CountFold, Fold, ReduceFold
@@ -25,6 +27,7 @@ from ._serdes import Serdes
 from ._session_aggregate import SessionWindowAggregate
 from ._sliding_aggregate import SlidingWindowAggregate
 from ._suppress import Suppressed
+from ._type_vars import VR, K, V
 from ._window_aggregate import TimeWindowAggregate
 from ._windowed_serdes import SessionWindowedSerde, TimeWindowedSerde
 from ._windows import SessionWindows, SlidingWindows, TimeWindows
@@ -39,11 +42,11 @@ class _Emit:
     idle_close_ms: int | None = None
 
 
-class _WindowedBase:
+class _WindowedBase(Generic[K, V]):
     """What time- and session-windowed streams share: ``count`` and ``reduce``, and the
     node, store and spec an aggregation builds; each kind supplies ``_aggregate``."""
 
-    _grouped: KGroupedStream
+    _grouped: KGroupedStream[Any, Any]
     _emit: _Emit
 
     def _node(
@@ -97,7 +100,7 @@ class _WindowedBase:
         value_serde: Any,
         name: str | None,
         on_late: LateCallback | None,
-    ) -> KTable:
+    ) -> KTable[Windowed[K], Any]:
         raise NotImplementedError
 
     def count(
@@ -106,19 +109,19 @@ class _WindowedBase:
         materialized: Materialized | None = None,
         name: str | None = None,
         on_late: LateCallback | None = None,
-    ) -> KTable:
+    ) -> KTable[Windowed[K], int]:
         return self._aggregate(
             "KSTREAM-AGGREGATE-", CountFold(), materialized, Serdes.long(), name, on_late
         )
 
     def reduce(
         self,
-        reducer: Callable[[Any, Any], Any],
+        reducer: Callable[[V, V], V],
         *,
         materialized: Materialized | None = None,
         name: str | None = None,
         on_late: LateCallback | None = None,
-    ) -> KTable:
+    ) -> KTable[Windowed[K], V]:
         return self._aggregate(
             "KSTREAM-REDUCE-",
             ReduceFold(reducer),
@@ -129,12 +132,12 @@ class _WindowedBase:
         )
 
 
-class TimeWindowedKStream(_WindowedBase):
+class TimeWindowedKStream(_WindowedBase[K, V]):
     __slots__ = ("_emit", "_grouped", "_windows")
 
     def __init__(
         self,
-        grouped: KGroupedStream,
+        grouped: KGroupedStream[Any, Any],
         windows: TimeWindows | SlidingWindows,
         emit: _Emit | None = None,
     ) -> None:
@@ -142,7 +145,7 @@ class TimeWindowedKStream(_WindowedBase):
         self._windows = windows
         self._emit = emit or _Emit()
 
-    def emit_final(self, *, idle_close: int | timedelta | None = None) -> TimeWindowedKStream:
+    def emit_final(self, *, idle_close: int | timedelta | None = None) -> TimeWindowedKStream[K, V]:
         """Emit one final result per window when it closes, nothing before; with
         ``idle_close``, close windows on wall-clock time once the input is that idle."""
         suppressed = Suppressed.until_window_closes(idle_close=idle_close)
@@ -158,7 +161,7 @@ class TimeWindowedKStream(_WindowedBase):
         value_serde: Any,
         name: str | None,
         on_late: LateCallback | None,
-    ) -> KTable:
+    ) -> KTable[Windowed[K], Any]:
         windows = self._windows
         store = self._store(prefix, materialized, value_serde)
         spec = self._spec(store, fold, on_late)
@@ -204,13 +207,13 @@ class TimeWindowedKStream(_WindowedBase):
 
     def aggregate(
         self,
-        initializer: Callable[[], Any],
-        aggregator: Callable[[Any, Any, Any], Any],
+        initializer: Callable[[], VR],
+        aggregator: Callable[[K, V, VR], VR],
         *,
         materialized: Materialized | None = None,
         name: str | None = None,
         on_late: LateCallback | None = None,
-    ) -> KTable:
+    ) -> KTable[Windowed[K], VR]:
         return self._aggregate(
             "KSTREAM-AGGREGATE-",
             AggregateFold(initializer, aggregator),
@@ -221,17 +224,22 @@ class TimeWindowedKStream(_WindowedBase):
         )
 
 
-class SessionWindowedKStream(_WindowedBase):
+class SessionWindowedKStream(_WindowedBase[K, V]):
     __slots__ = ("_emit", "_grouped", "_windows")
 
     def __init__(
-        self, grouped: KGroupedStream, windows: SessionWindows, emit: _Emit | None = None
+        self,
+        grouped: KGroupedStream[Any, Any],
+        windows: SessionWindows,
+        emit: _Emit | None = None,
     ) -> None:
         self._grouped = grouped
         self._windows = windows
         self._emit = emit or _Emit()
 
-    def emit_final(self, *, idle_close: int | timedelta | None = None) -> SessionWindowedKStream:
+    def emit_final(
+        self, *, idle_close: int | timedelta | None = None
+    ) -> SessionWindowedKStream[K, V]:
         suppressed = Suppressed.until_window_closes(idle_close=idle_close)
         return SessionWindowedKStream(
             self._grouped, self._windows, _Emit(True, suppressed.idle_close_ms)
@@ -245,7 +253,7 @@ class SessionWindowedKStream(_WindowedBase):
         value_serde: Any,
         name: str | None,
         on_late: LateCallback | None,
-    ) -> KTable:
+    ) -> KTable[Windowed[K], Any]:
         windows = self._windows
         store = self._store(prefix, materialized, value_serde)
         spec = self._spec(store, fold, on_late)
@@ -270,14 +278,14 @@ class SessionWindowedKStream(_WindowedBase):
 
     def aggregate(
         self,
-        initializer: Callable[[], Any],
-        aggregator: Callable[[Any, Any, Any], Any],
-        merger: Callable[[Any, Any, Any], Any],
+        initializer: Callable[[], VR],
+        aggregator: Callable[[K, V, VR], VR],
+        merger: Callable[[K, VR, VR], VR],
         *,
         materialized: Materialized | None = None,
         name: str | None = None,
         on_late: LateCallback | None = None,
-    ) -> KTable:
+    ) -> KTable[Windowed[K], VR]:
         """``merger(key, left, right)`` combines the aggregates of sessions a record joins."""
         return self._aggregate(
             "KSTREAM-AGGREGATE-",

@@ -6,7 +6,12 @@ The broker (log_broker) and these services (application-side clients of any clus
 never import each other; this module composes them at the top. The broker runs as it
 always does; each service runs in a thread of its own with its own event loop, as a
 Kafka client of the broker's listener, started once the broker answers and stopped
-after the broker has stopped.
+after the broker has stopped. Two things pass between them, both composed here:
+
+- the registry's URL, so the console decodes registry-framed values with it;
+- the broker's Prometheus text, which the console also serves at ``/metrics``: the
+  broker hands itself to ``broker_started`` once it listens, and each scrape reads its
+  metrics on the broker's own event loop, where its state changes.
 """
 
 from __future__ import annotations
@@ -18,9 +23,14 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from headrace._registry_thread import RegistryThread
 
 log = logging.getLogger("headrace.broker")
+METRICS_TIMEOUT_S = 10.0  # a scrape waits this long for the broker's loop
+REGISTRY_WAIT_S = 60.0  # the console waits this long for the registry beside it
 
 
 def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
@@ -30,7 +40,8 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
     broker.add_argument(
         "--console-listen",
         metavar="HOST:PORT",
-        help="also serve the web console here (read-only), for this broker",
+        help="also serve the web console here (read-only), for this broker,"
+        " with the broker's metrics at /metrics",
     )
     broker.add_argument(
         "--schema-registry-listen",
@@ -41,27 +52,28 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
 
     add_registry_options(broker)
     run_broker: Callable[[argparse.Namespace], int] = broker.get_default("handler")
-    broker.set_defaults(
-        handler=lambda args: _with_registry(lambda a: _with_console(run_broker, a), args)
-    )
+    broker.set_defaults(handler=lambda args: _beside(run_broker, args))
 
 
-def _with_registry(
-    run_broker: Callable[[argparse.Namespace], int], args: argparse.Namespace
-) -> int:
-    if not args.schema_registry_listen:
-        return run_broker(args)
-    from headrace._registry_thread import RegistryThread
+def _beside(run_broker: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    registry: RegistryThread | None = None
+    if args.schema_registry_listen:
+        from headrace._registry_thread import RegistryThread
 
-    registry = RegistryThread(args)
-    registry.start()
+        registry = RegistryThread(args)
+        registry.start()
     try:
-        return run_broker(args)
+        return _with_console(run_broker, args, registry)
     finally:
-        registry.stop()
+        if registry is not None:
+            registry.stop()
 
 
-def _with_console(run_broker: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+def _with_console(
+    run_broker: Callable[[argparse.Namespace], int],
+    args: argparse.Namespace,
+    registry: RegistryThread | None,
+) -> int:
     if not args.console_listen:
         return run_broker(args)
     from headrace.console._commands import parse_listen
@@ -72,7 +84,8 @@ def _with_console(run_broker: Callable[[argparse.Namespace], int], args: argpars
     logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
     # --listen's default moved to the broker command (a --config file may name listeners);
     # the console reads the broker through the PLAINTEXT shorthand or its default.
-    service = _ConsoleThread(args.listen or "127.0.0.1:9092", where)
+    service = _ConsoleThread(args.listen or "127.0.0.1:9092", where, registry)
+    args.broker_started = [*getattr(args, "broker_started", ()), service.broker_started]
     service.start()
     try:
         return run_broker(args)
@@ -81,18 +94,57 @@ def _with_console(run_broker: Callable[[argparse.Namespace], int], args: argpars
 
 
 class _ConsoleThread(threading.Thread):
-    def __init__(self, bootstrap: str, listen: tuple[str, int]) -> None:
+    def __init__(
+        self, bootstrap: str, listen: tuple[str, int], registry: RegistryThread | None
+    ) -> None:
         super().__init__(name="headrace-console", daemon=True)
-        self._servers, self._listen = bootstrap, listen
+        self._servers, self._listen, self._registry = bootstrap, listen, registry
         self._stopping = threading.Event()
+        # The running broker's event loop and metrics, once it has started.
+        self._broker: tuple[asyncio.AbstractEventLoop, Callable[[], bytes]] | None = None
+
+    def broker_started(self, broker: Any) -> None:
+        """Called on the broker's loop once it listens (``log_broker._commands``)."""
+        self._broker = (asyncio.get_running_loop(), broker.metrics.exposition)
+
+    async def broker_metrics(self) -> bytes | None:
+        """The broker's Prometheus text, read on its own loop; None while there is none."""
+        if self._broker is None:
+            return None
+        loop, exposition = self._broker
+
+        async def read() -> bytes:
+            return exposition()
+
+        try:
+            future = asyncio.run_coroutine_threadsafe(read(), loop)
+            return await asyncio.wait_for(asyncio.wrap_future(future), METRICS_TIMEOUT_S)
+        except (RuntimeError, TimeoutError):  # the broker's loop has stopped, or stalls
+            return None
 
     def run(self) -> None:
         asyncio.run(self._serve())
 
+    async def _registry_url(self) -> str | None:
+        if self._registry is None:
+            return None
+        deadline = time.monotonic() + REGISTRY_WAIT_S
+        while not await asyncio.to_thread(self._registry.ready.wait, 0.5):
+            if self._stopping.is_set():
+                return None
+            if time.monotonic() > deadline:
+                break
+        if not self._registry.ready.is_set():
+            log.error("web console: the schema registry beside it did not start; not decoding")
+            return None
+        return self._registry.url
+
     async def _serve(self) -> None:
         from headrace.console import Console
 
-        console = Console(self._servers)
+        console = Console(
+            self._servers, schema_registry=await self._registry_url(), metrics=self.broker_metrics
+        )
         deadline = time.monotonic() + 60
         try:
             while not self._stopping.is_set():  # the broker starts in the main thread meanwhile

@@ -14,10 +14,11 @@ Step by step:
 3. generate realistic events minute by minute of event time (page views of a few
    hundred users over five pages, a little out of order; readings of six sensors with
    the odd broken probe and malformed message) while a reader prints the results the
-   services produce, as they arrive;
+   services produce, as they arrive; on a terminal, a bar shows the events sent;
 4. close the last minute (a view per page past its grace period), wait for every
-   result, and check them against what was generated: each closed minute's count per
-   page, and how many readings were enriched, alerted on and dead-lettered;
+   result (on a terminal, a bar of the results in), and check them against what was
+   generated: each closed minute's count per page, and how many readings were
+   enriched, alerted on and dead-lettered;
 5. hand the per-minute counts to Delta Lake, exactly once, and report on them with
    Spark SQL (``headrace._handoff``; ``--no-spark`` skips it).
 
@@ -36,16 +37,20 @@ import tempfile
 import time
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from ._demo_progress import Phases
 
 MINUTE = 60_000
 GRACE_MS = 10_000  # examples.page_views accepts views up to 10 s late
 PAGES = ("/home", "/pricing", "/docs", "/blog", "/signup")
 PAGE_WEIGHTS = (50, 15, 20, 10, 5)
 SENSORS = ("s-1", "s-2", "s-3", "s-4", "s-5", "s-6")
+READINGS_PER_MINUTE = 60
+IOT_OUTCOMES = ("enriched", "alerts", "dead-lettered")
 PARTITIONS = 3
 
 
@@ -149,10 +154,12 @@ def expected_iot(generated: list[tuple[str, bytes]]) -> Counter[str]:
 
 
 @contextlib.asynccontextmanager
-async def _broker(bootstrap: str | None) -> AsyncIterator[str]:
+async def _broker(bootstrap: str | None) -> AsyncIterator[tuple[str, str | None]]:
+    """The broker's bootstrap address, and the URL of the schema registry beside it
+    (None with a broker given: the demo knows of no registry there)."""
     if bootstrap:
         print(f"[broker]   using {bootstrap}")
-        yield bootstrap
+        yield bootstrap, None
         return
     from headrace.log_broker import Broker
     from headrace.schema_registry import SchemaRegistryServer
@@ -168,7 +175,7 @@ async def _broker(bootstrap: str | None) -> AsyncIterator[str]:
             # The registry beside it, as `headrace broker --schema-registry-listen` runs it.
             async with SchemaRegistryServer(broker.bootstrap_servers, port=0) as registry:
                 print(f"[registry] schema registry on {registry.url}")
-                yield broker.bootstrap_servers
+                yield broker.bootstrap_servers, registry.url
 
 
 async def _ensure_topics(bootstrap: str, topics: list[str]) -> dict[str, int]:
@@ -235,7 +242,7 @@ async def run_demo(args: argparse.Namespace) -> int:
         iot_sensors.DEAD_LETTERS,
     ]
     inputs = [views_app.VIEWS, iot_sensors.READINGS]
-    async with _broker(args.bootstrap_servers) as bootstrap:
+    async with _broker(args.bootstrap_servers) as (bootstrap, registry_url):
         ends = await _end_offsets(bootstrap, await _ensure_topics(bootstrap, inputs + outputs))
         print(f"[topics]   {', '.join(inputs + outputs)}")
         with tempfile.TemporaryDirectory(prefix="headrace-demo-state-") as state_dir:
@@ -260,7 +267,7 @@ async def run_demo(args: argparse.Namespace) -> int:
                 await app.start()
                 apps.append(app)
                 print(f"[service]  {app_id} running ({name} topology), http://{app.host}/health")
-            console = await _start_console(args.console_listen, bootstrap, apps)
+            console = await _start_console(args.console_listen, bootstrap, apps, registry_url)
             try:
                 await _wait_running(apps)
                 ok, views = await _generate_and_watch(args, bootstrap, ends, apps)
@@ -288,14 +295,18 @@ async def run_demo(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
-async def _start_console(listen: str, bootstrap: str, apps: list[Any]) -> Any:
-    """The web console on the demo's broker and services, or None when turned off."""
+async def _start_console(
+    listen: str, bootstrap: str, apps: list[Any], registry_url: str | None
+) -> Any:
+    """The web console on the demo's broker, registry and services, or None when off."""
     if listen == "off":
         return None
     from headrace.console import Console
     from headrace.console._commands import parse_listen
 
-    console = Console(bootstrap, apps=[f"http://{app.host}" for app in apps])
+    console = Console(
+        bootstrap, apps=[f"http://{app.host}" for app in apps], schema_registry=registry_url
+    )
     await console.start(*parse_listen(listen))
     print(
         f"[console]  http://{console.address} (topics, groups, the services and their topologies)"
@@ -326,12 +337,15 @@ async def _generate_and_watch(
     rng = random.Random(7)
     start = (int(time.time() * 1000) // MINUTE - args.minutes - 1) * MINUTE
     per_minute = max(1, args.events // args.minutes)
-    watcher = _Watcher(bootstrap, ends)
+    phases = Phases()
+    watcher = _Watcher(bootstrap, ends, phases.say)
     watch = asyncio.create_task(watcher.run())
     expected_views: Counter[tuple[str, int]] = Counter()
     generated: list[tuple[str, bytes]] = []
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
     await producer.start()
+    sent = 0
+    phases.begin("generating", args.minutes * (per_minute + READINGS_PER_MINUTE), "events")
     try:
         for minute in range(args.minutes):
             batch = page_views(rng, start, minute, per_minute)
@@ -340,12 +354,17 @@ async def _generate_and_watch(
                 await producer.send(
                     views_app.VIEWS, json.dumps(view).encode(), key=user.encode(), timestamp_ms=ts
                 )
-            sensors = readings(rng, 60)
+                sent += 1
+                if sent % 100 == 0:
+                    phases.reach(sent)
+            sensors = readings(rng, READINGS_PER_MINUTE)
             generated.extend(sensors)
             for sensor, raw in sensors:
                 await producer.send(iot_sensors.READINGS, raw, key=sensor.encode())
             await producer.flush()
-            print(
+            sent += len(sensors)
+            phases.reach(sent)
+            phases.say(
                 f"[generate] minute {minute + 1}/{args.minutes}: {len(batch)} page views,"
                 f" {len(sensors)} sensor readings"
             )
@@ -361,10 +380,15 @@ async def _generate_and_watch(
             )
         await producer.flush()
     finally:
+        phases.end()
         await producer.stop()
     iot = expected_iot(generated)
     views = {(page, _hh_mm(start + m * MINUTE)): n for (page, m), n in expected_views.items()}
-    ok = await watcher.wait_for(views, iot, within=30)
+    phases.begin("results", watcher.expected(views, iot), "results")
+    try:
+        ok = await watcher.wait_for(views, iot, within=30, progress=phases.reach)
+    finally:
+        phases.end()
     watch.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await watch
@@ -376,8 +400,11 @@ class _Watcher:
     """Reads the services' output topics from where they stood at the start, printing
     results as they arrive."""
 
-    def __init__(self, bootstrap: str, ends: dict[Any, int]) -> None:
+    def __init__(
+        self, bootstrap: str, ends: dict[Any, int], say: Callable[[str], None] = print
+    ) -> None:
         self.bootstrap = bootstrap
+        self.say = say
         self.ends = ends
         self.minute_counts: dict[tuple[str, str], int] = {}
         self.iot: Counter[str] = Counter()
@@ -415,7 +442,7 @@ class _Watcher:
                                 for a in alerts[:3]
                             )
                             more = f" and {len(alerts) - 3} more" if len(alerts) > 3 else ""
-                            print(f"[alerts]   {shown}{more}")
+                            self.say(f"[alerts]   {shown}{more}")
                 if batches:
                     self._changed.set()
         finally:
@@ -427,17 +454,32 @@ class _Watcher:
             self.minute_counts[(report["page"], report["minute"])] = report["views"]
             by_minute.setdefault(report["minute"], []).append(f"{report['page']} {report['views']}")
         for minute, pages in sorted(by_minute.items()):
-            print(f"[views]    minute {minute} UTC closed: {', '.join(sorted(pages))}")
+            self.say(f"[views]    minute {minute} UTC closed: {', '.join(sorted(pages))}")
+
+    @staticmethod
+    def expected(views: dict[tuple[str, str], int], iot: Counter[str]) -> int:
+        """How many results the services must produce: a count per page and minute, and
+        a record per enriched, alerting and dead-lettered reading."""
+        return len(views) + sum(iot[k] for k in IOT_OUTCOMES)
+
+    def arrived(self, views: dict[tuple[str, str], int], iot: Counter[str]) -> int:
+        """How many of the expected results are in (a count only once it is right)."""
+        counted = sum(self.minute_counts.get(key) == n for key, n in views.items())
+        return counted + sum(min(self.iot[k], iot[k]) for k in IOT_OUTCOMES)
 
     async def wait_for(
-        self, views: dict[tuple[str, str], int], iot: Counter[str], within: float
+        self,
+        views: dict[tuple[str, str], int],
+        iot: Counter[str],
+        within: float,
+        progress: Callable[[int], None] | None = None,
     ) -> bool:
         deadline = time.monotonic() + within
         while time.monotonic() < deadline:
+            if progress is not None:
+                progress(self.arrived(views, iot))
             counted = all(self.minute_counts.get(key) == n for key, n in views.items())
-            if counted and all(
-                self.iot[k] == iot[k] for k in ("enriched", "alerts", "dead-lettered")
-            ):
+            if counted and all(self.iot[k] == iot[k] for k in IOT_OUTCOMES):
                 return True
             self._changed.clear()
             with contextlib.suppress(asyncio.TimeoutError):

@@ -26,6 +26,13 @@ class RegistryThread:
         self._loop = asyncio.new_event_loop()
         self._stop = asyncio.Event()
         self._thread = threading.Thread(target=self._run, name="schema-registry", daemon=True)
+        self.ready = threading.Event()  # set once the registry answers at ``url``
+
+    @property
+    def url(self) -> str:
+        """Where the registry answers (its real port, once ``ready``)."""
+        url: str = self._server.url
+        return url
 
     def start(self) -> None:
         self._thread.start()
@@ -58,6 +65,7 @@ class RegistryThread:
         print(
             f"headrace schema registry listening on {self._server.url}", file=sys.stderr, flush=True
         )
+        self.ready.set()
         try:
             await self._stop.wait()
         finally:

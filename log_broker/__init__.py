@@ -4,9 +4,10 @@ async with Broker(data_dir) as broker:   # port 0 (default) picks a free port
     print(broker.bootstrap_servers)
 """
 
+from headrace.base import BrokerError as BrokerError
+
 from ._broker import Broker as Broker
 from ._config import BrokerConfig as BrokerConfig
-from ._errors import BrokerError as BrokerError
 from ._errors import FrameTooLargeError as FrameTooLargeError
 from ._errors import MalformedRequestError as MalformedRequestError
 from ._errors import UnsupportedRequestError as UnsupportedRequestError

@@ -20,7 +20,10 @@ Timestamps are checked as varints only: like Kafka with its default
 ``message.timestamp.*.max.ms``, no record timestamp is refused, and a wrong
 maxTimestamp only misplaces its own batch in the time index.
 
-The record walk runs in C (``_record_walk``); no Python code runs per record.
+The record walk (``_record_walk``) runs in C wherever a quick screen (a hop from record
+length to record length in Python, about 0.1 us a record) proves the compiled decoder
+reads the records as Kafka does; other bodies, binary values among them, are read
+exactly as Kafka reads them in Python (``_kafka_record_reader``), several times slower.
 """
 
 from __future__ import annotations

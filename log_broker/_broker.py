@@ -27,10 +27,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from headrace.base import write_atomically
 from headrace.transactions import ProducerIdAllocator
 
 from ._config import BrokerConfig
-from ._limits import ConnectionLimiter, RateLimitedLog, file_budget
+from ._limits import ConnectionLimiter, RateLimitedLog, broad_request_cap, file_budget
 from ._metrics import BrokerMetrics
 from ._notify import AppendNotifier
 from ._server import Connection
@@ -40,6 +41,7 @@ from .groups import GroupConfig, GroupService
 from .handlers import build_router
 from .security import BrokerSecurity, Listener
 from .storage import GroupSyncer, LogManager
+from .storage import _synced_checkpoint as synced_checkpoint
 
 log = logging.getLogger("headrace.broker")
 
@@ -49,9 +51,7 @@ def _cluster_id(data_dir: Path) -> str:
     if path.exists():
         return path.read_text().strip()
     cluster_id = uuid.uuid4().hex[:22]
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(cluster_id)
-    tmp.replace(path)
+    write_atomically(path, cluster_id.encode("ascii"))
     return cluster_id
 
 
@@ -59,11 +59,15 @@ def _with_limits(config: BrokerConfig) -> BrokerConfig:
     """Fill the limits left at None from the open-file budget (see ``_limits``)."""
     budget = file_budget()
     max_connections = config.max_connections or budget.max_connections
+    max_partitions = config.max_broker_partitions or budget.max_broker_partitions
     return dataclasses.replace(
         config,
         max_connections=max_connections,
         max_connections_per_ip=config.max_connections_per_ip or max_connections,
-        max_broker_partitions=config.max_broker_partitions or budget.max_broker_partitions,
+        max_broker_partitions=max_partitions,
+        max_partitions_per_request=(
+            config.max_partitions_per_request or broad_request_cap(max_partitions)
+        ),
     )
 
 
@@ -123,6 +127,7 @@ class Broker:
             LogManager.open,
             config.data_dir,
             num_partitions_default=config.num_partitions,
+            defaults=dict(config.topic_defaults),
             max_partitions=config.max_broker_partitions,
         )
         syncer = GroupSyncer(enabled=config.fsync)
@@ -133,6 +138,7 @@ class Broker:
             max_session_timeout_ms=config.group_max_session_timeout_ms,
             offsets_topic_partitions=config.offsets_topic_num_partitions,
             offsets_retention_ms=config.offsets_retention_minutes * 60_000,
+            offset_metadata_max_bytes=config.offset_metadata_max_bytes,
         )
         try:
             groups = await asyncio.to_thread(
@@ -246,13 +252,19 @@ class Broker:
             self._limiter.release(host)
 
     async def _maintain(self) -> None:
-        # Retention and compaction each on its own interval, both in worker threads.
+        # Retention, compaction and the recovery checkpoint each on its own interval,
+        # all in worker threads.
         logs, config = self.state.logs, self._config
         await asyncio.gather(
             self._every(
                 config.retention_check_interval_ms, "retention", lambda: logs.run_retention
             ),
             self._every(config.log_cleaner_backoff_ms, "compaction", self._compaction),
+            self._every(
+                synced_checkpoint.INTERVAL_MS,
+                "recovery checkpoint",
+                lambda: logs.checkpoint_synced_positions,
+            ),
         )
 
     def _compaction(self) -> Callable[[int], int]:

@@ -12,7 +12,9 @@ Where reading starts:
 With ``--group``, only the offsets of records already printed are committed (every few
 seconds and at the end), so a record that fails to decode is read again next time.
 Reading is ``read_committed`` by default: records of open or aborted transactions are
-not shown.
+not shown. ``--until-end`` stops at the ends the partitions had when reading began;
+with records going to a file or a pipe, a terminal's stderr shows the dump's progress
+(``_cli_dump``).
 
 Output: ``--format`` is a template like kcat's (%t topic, %p partition, %o offset, %k key,
 %v value, %T timestamp, %h headers, %K/%S key/value sizes, %% a percent sign; \\n \\t \\\\
@@ -35,10 +37,12 @@ from typing import Any
 
 from ._cli_common import UsageError, client_options, parse_time, run_client
 from ._cli_configs import open_admin
+from ._cli_dump import EndWatch, bound, dump_bar
 from ._cli_formats import FORMATS, FormatError, Target, decodable, formats_help
 from ._cli_topics import topic_partitions
 
 COMMIT_INTERVAL_S = 5.0
+END_POLL_S = 0.5  # --until-end: how often the positions are compared with the ends
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\"}
 _TEMPLATE = re.compile(r"%(.)|\\(.)")
 
@@ -78,6 +82,16 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
         help="start at the first record at or after TIME (epoch ms or ISO-8601)",
     )
     consume.add_argument("--max-messages", type=int)
+    consume.add_argument(
+        "--until-end",
+        action="store_true",
+        help="stop at the end the partitions had when reading began",
+    )
+    consume.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress bar (drawn on a terminal's stderr while records go to a file)",
+    )
     consume.add_argument("--timeout-ms", type=int, help="stop after this long without a record")
     consume.add_argument(
         "--isolation-level",
@@ -278,24 +292,40 @@ async def _consume(args: argparse.Namespace) -> int:
 
     seen = 0
     timeout = args.timeout_ms / 1000 if args.timeout_ms else None
+    bar = dump_bar(args)
     try:
+        watch = await EndWatch.of(consumer, args.topic, known) if args.until_end else None
         if manual:
             await _start_positions(consumer, args, known)
         else:
             consumer.subscribe([args.topic])
+        # With an end to reach, a wait is cut short to look at the positions again.
+        poll = END_POLL_S if watch is not None else timeout
+        idle_since = time.monotonic()
         while args.max_messages is None or seen < args.max_messages:
+            if watch is not None:
+                at_end = await watch.reached(consumer)
+                bound(bar, watch, args.max_messages)
+                if at_end:
+                    break
             fetch = asyncio.ensure_future(consumer.getone())
             done, _ = await asyncio.wait(
-                {fetch, stop_wait}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+                {fetch, stop_wait}, timeout=poll, return_when=asyncio.FIRST_COMPLETED
             )
             if fetch not in done:
                 fetch.cancel()
-                break
+                idle = timeout is not None and time.monotonic() - idle_since >= timeout
+                if watch is None or stop_wait.done() or idle:
+                    break
+                continue
+            idle_since = time.monotonic()
             record = fetch.result()
             sys.stdout.write(printer(record))
             sys.stdout.flush()
             printed[TopicPartition(record.topic, record.partition)] = record.offset + 1
             seen += 1
+            if bar is not None:
+                bar.advance(1)
             if time.monotonic() - last_commit > COMMIT_INTERVAL_S:
                 await commit()
                 last_commit = time.monotonic()
@@ -306,6 +336,8 @@ async def _consume(args: argparse.Namespace) -> int:
     else:
         await commit()
     finally:
+        if bar is not None:
+            bar.finish()
         stop_wait.cancel()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)

@@ -85,6 +85,16 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
         type=int,
         help="partitions in all topics together; default from the open-file limit",
     )
+    limits.add_argument(
+        "--max-partitions-per-request",
+        type=int,
+        help="topics plus partitions one request may name (default twice the above)",
+    )
+    limits.add_argument(
+        "--max-in-flight-requests-per-connection",
+        type=int,
+        help="requests read ahead of their answers on one connection (default 64)",
+    )
     broker.add_argument(
         "--metrics-listen",
         metavar="HOST:PORT",
@@ -128,6 +138,8 @@ def _run_broker(args: argparse.Namespace) -> int:
         "connections_max_idle_ms": args.connections_max_idle_ms,
         "socket_request_read_timeout_ms": args.socket_request_read_timeout_ms,
         "max_broker_partitions": args.max_broker_partitions,
+        "max_partitions_per_request": args.max_partitions_per_request,
+        "max_in_flight_per_connection": args.max_in_flight_requests_per_connection,
     }
     settings.update({k: v for k, v in flags.items() if v is not None})
     if args.no_auto_create_topics:
@@ -150,6 +162,9 @@ def _run_broker(args: argparse.Namespace) -> int:
                 for listener in broker.config.bound_listeners()
             )
             print(f"headrace broker listening on {listening}", file=sys.stderr, flush=True)
+            # What runs beside the broker (``headrace._beside_broker``) hears of it here.
+            for started in getattr(args, "broker_started", ()):
+                started(broker)
             served = _serve_metrics(broker, args.metrics_listen) if args.metrics_listen else None
             try:
                 await stop.wait()

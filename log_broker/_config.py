@@ -27,6 +27,8 @@ class BrokerConfig:
     connections_max_idle_ms: int = 600_000
     socket_request_read_timeout_ms: int = 30_000
     max_broker_partitions: int | None = None
+    # Topics plus partitions one request may name; None: twice max.broker.partitions.
+    max_partitions_per_request: int | None = None
     # Requests one connection may have in flight before the server stops reading from it.
     max_in_flight_per_connection: int = 64
     retention_check_interval_ms: int = 300_000
@@ -38,6 +40,10 @@ class BrokerConfig:
     # Kafka's default is 50; fewer partition directories suit a single broker.
     offsets_topic_num_partitions: int = 10
     transaction_max_timeout_ms: int = 900_000
+    offset_metadata_max_bytes: int = 4096
+    # Broker-wide topic config defaults by topic config name (server.properties gives
+    # them by their broker names: message.max.bytes sets max.message.bytes).
+    topic_defaults: tuple[tuple[str, str], ...] = ()
     offsets_retention_minutes: int = 7 * 24 * 60
     # Empty: one PLAINTEXT listener on host:port. Otherwise host and port are the first
     # listener's once the broker is bound.
@@ -62,6 +68,9 @@ class BrokerConfig:
             "connections.max.idle.ms": str(self.connections_max_idle_ms),
             "socket.request.read.timeout.ms": str(self.socket_request_read_timeout_ms),
             "max.broker.partitions": str(self.max_broker_partitions),
+            "max.partitions.per.request": str(self.max_partitions_per_request),
+            "max.in.flight.requests.per.connection": str(self.max_in_flight_per_connection),
+            "offset.metadata.max.bytes": str(self.offset_metadata_max_bytes),
             "log.retention.check.interval.ms": str(self.retention_check_interval_ms),
             "log.cleaner.backoff.ms": str(self.log_cleaner_backoff_ms),
             "group.initial.rebalance.delay.ms": str(self.group_initial_rebalance_delay_ms),

@@ -1,6 +1,7 @@
 """Errors of the broker's server side.
 
-    BrokerError                      root; ``retriable`` says whether a retry can succeed
+    BrokerError                      root (headrace.base's); ``retriable`` says whether a
+                                     retry can succeed
     +-- MalformedRequestError        bytes that do not decode as the request they claim
     +-- FrameTooLargeError           a size prefix beyond socket.request.max.bytes
     +-- UnsupportedRequestError      an API key or version this broker does not serve
@@ -12,9 +13,7 @@ kinds into Kafka error codes where they answer a client.
 
 from __future__ import annotations
 
-
-class BrokerError(Exception):
-    retriable = False
+from headrace.base import BrokerError as BrokerError
 
 
 class MalformedRequestError(BrokerError):

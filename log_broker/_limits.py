@@ -1,8 +1,11 @@
 """Bounds on what clients can make the broker spend: connections, idle sockets, slow
 requests, and the log lines a flood of failures would write.
 
-Names follow Kafka's broker settings where Kafka has one (``max.connections``,
-``max.connections.per.ip``, ``connections.max.idle.ms``); the rest are headrace's own:
+Each is a setting, in server.properties (``headrace broker --config``) and as a flag,
+named as Kafka's broker settings where Kafka has one (``fetch.max.bytes`` 55 MiB,
+``socket.request.max.bytes`` 100 MiB, ``max.connections``, ``max.connections.per.ip``,
+``connections.max.idle.ms`` 10 minutes, ``offset.metadata.max.bytes`` 4096,
+``message.max.bytes`` and the other topic defaults); the rest are headrace's own:
 
 - ``socket.request.read.timeout.ms``: once a request's size prefix has arrived, the
   rest of the request must arrive within this time, or the connection is closed (a
@@ -11,7 +14,10 @@ Names follow Kafka's broker settings where Kafka has one (``max.connections``,
   files open), checked when topics are created or grown; it also bounds the topics
   and partitions one request may name (``broad_request_cap``), since no honest
   request names more than can exist (a 100 MiB Fetch could otherwise list millions,
-  each costing the loop some work).
+  each costing the loop some work);
+- ``max.partitions.per.request``: that bound set directly;
+- ``max.in.flight.requests.per.connection`` (64): requests read from one connection
+  ahead of their answers before the broker stops reading from it.
 
 Where Kafka's default is "unlimited", the default here is derived from the process's
 open-file limit (raised to its hard limit at start), so the broker refuses a client

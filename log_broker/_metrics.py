@@ -4,8 +4,8 @@ Two kinds, so that the hot paths pay almost nothing:
 
 - **per request**, counted once when its handler returns (``Connection``): requests by
   API and version, their latency, the error codes their responses carry, and for
-  produce and fetch the bytes and record batches in and out per topic, read from the
-  batches' headers (never per record);
+  produce and fetch the bytes, record batches and records in and out per topic, read
+  from the batches' headers (never per record);
 - **read when scraped**, from the broker's state: every partition's log start and end
   offsets and size, every group's state, members and lag per partition, open
   transactions and the age of the oldest, open connections, fsync count and time,
@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+
+from ._records import scan_batches
 
 if TYPE_CHECKING:
     from ._state import BrokerState
@@ -67,6 +69,18 @@ class BrokerMetrics:
         self.batches_in = Counter(
             "headrace_broker_batches_in",
             "Record batches produced, by topic",
+            ["topic"],
+            registry=reg,
+        )
+        self.records_in = Counter(
+            "headrace_broker_records_in",
+            "Records produced (transaction markers not counted), by topic",
+            ["topic"],
+            registry=reg,
+        )
+        self.records_out = Counter(
+            "headrace_broker_records_out",
+            "Records fetched in whole batches (transaction markers not counted), by topic",
             ["topic"],
             registry=reg,
         )
@@ -128,26 +142,39 @@ class BrokerMetrics:
         if api_key == PRODUCE_KEY:
             for topic in request.topic_data:
                 for partition in topic.partition_data:
-                    size, batches = _batches(partition.records)
+                    size, batches, records = _batches(partition.records)
                     self.bytes_in.labels(topic.name).inc(size)
                     self.batches_in.labels(topic.name).inc(batches)
+                    self.records_in.labels(topic.name).inc(records)
         elif api_key == FETCH_KEY and response is not None:
             for topic in response.responses:
-                size = sum(len(p.records or b"") for p in topic.partitions)
+                size = records = 0
+                for p in topic.partitions:
+                    counted = _batches(p.records)
+                    size, records = size + counted[0], records + counted[2]
                 if size:
-                    self.bytes_out.labels(_topic_name(topic)).inc(size)
+                    name = _topic_name(topic)
+                    self.bytes_out.labels(name).inc(size)
+                    self.records_out.labels(name).inc(records)
 
 
-def _batches(records: bytes | None) -> tuple[int, int]:
-    """(bytes, batches) of a produce request's records, from the batch headers."""
+def _batches(records: bytes | None) -> tuple[int, int, int]:
+    """(bytes, batches, records) of a produce request's or a fetched partition's
+    records, from the batch headers; a fetch's last batch may be cut short, and only
+    whole batches' records are counted, transaction markers not."""
     if not records:
-        return 0, 0
+        return 0, 0, 0
     position, batches = 0, 0
     while position + 12 <= len(records):
         (length,) = _BATCH_LENGTH.unpack_from(records, position + 8)
         position += 12 + max(length, 0)
         batches += 1
-    return len(records), batches
+    count = sum(
+        h.records_count
+        for h in scan_batches(records, verify_crc=False)
+        if not h.is_control and h.records_count > 0
+    )
+    return len(records), batches, count
 
 
 def _topic_name(topic: Any) -> str:

@@ -33,7 +33,7 @@ from ._errors import (
     RequestTooBroadError,
     UnsupportedRequestError,
 )
-from ._limits import broad_request_cap, entries_in, read_exactly_within
+from ._limits import entries_in, read_exactly_within
 from ._router import Router
 from ._state import BrokerState
 from ._wire import API_VERSIONS_KEY, decode_request, encode_response, peek_header
@@ -152,11 +152,11 @@ class Connection:
             return _ready(encode_response(api_key, 0, correlation_id, body))
         started = time.perf_counter()
         request = decode_request(frame, self._client_host, self._session)
-        cap = broad_request_cap(self._state.config.max_broker_partitions)
+        cap = self._state.config.max_partitions_per_request or 2**31 - 1
         if (named := entries_in(request.body)) > cap:
             raise RequestTooBroadError(
                 f"api key {api_key} names {named} topics and partitions, more than"
-                f" {cap} (twice max.broker.partitions)"
+                f" {cap} (max.partitions.per.request)"
             )
 
         async def run() -> bytes | None:

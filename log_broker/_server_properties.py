@@ -11,6 +11,7 @@ import logging
 from typing import Any
 
 from .security import parse_listeners, security_from_properties
+from .storage import CONFIG_DEFS
 
 log = logging.getLogger("headrace.broker")
 
@@ -29,6 +30,26 @@ _PLAIN_KEYS: dict[str, tuple[str, Any]] = {
     "offsets.topic.num.partitions": ("offsets_topic_num_partitions", int),
     "transaction.max.timeout.ms": ("transaction_max_timeout_ms", int),
     "offsets.retention.minutes": ("offsets_retention_minutes", int),
+    "offset.metadata.max.bytes": ("offset_metadata_max_bytes", int),
+    # Limits on what clients may make the broker spend (see _limits).
+    "fetch.max.bytes": ("fetch_max_bytes", int),
+    "max.connections": ("max_connections", int),
+    "max.connections.per.ip": ("max_connections_per_ip", int),
+    "connections.max.idle.ms": ("connections_max_idle_ms", int),
+    "socket.request.read.timeout.ms": ("socket_request_read_timeout_ms", int),
+    "max.broker.partitions": ("max_broker_partitions", int),
+    "max.partitions.per.request": ("max_partitions_per_request", int),
+    "max.in.flight.requests.per.connection": ("max_in_flight_per_connection", int),
+}
+# Broker-wide defaults of topic configs, by their broker names (message.max.bytes,
+# log.retention.ms, ...): server.properties key -> topic config name.
+_TOPIC_DEFAULT_KEYS = {d.broker_name: name for name, d in CONFIG_DEFS.items() if d.broker_name}
+# The coarser spellings Kafka also reads; the finer one wins when both are given.
+_IN_HOURS_OR_MINUTES = {
+    "log.retention.hours": ("retention.ms", 3_600_000),
+    "log.retention.minutes": ("retention.ms", 60_000),
+    "log.roll.hours": ("segment.ms", 3_600_000),
+    "log.roll.jitter.hours": ("segment.jitter.ms", 3_600_000),
 }
 _SECURITY_PREFIXES = (
     "ssl.",
@@ -61,16 +82,35 @@ def broker_settings(props: dict[str, str]) -> dict[str, Any]:
             props.get("advertised.listeners"),
             props.get("listener.security.protocol.map"),
         )
+    topic_defaults: dict[str, str] = {}
+    for key, (name, unit_ms) in _IN_HOURS_OR_MINUTES.items():  # hours first: minutes win
+        if key in props:
+            try:
+                topic_defaults[name] = str(int(props[key].strip()) * unit_ms)
+            except ValueError:
+                raise ValueError(f"{key}: cannot read {props[key]!r}") from None
+    topic_defaults.update(
+        (_TOPIC_DEFAULT_KEYS[key], value.strip())
+        for key, value in props.items()
+        if key in _TOPIC_DEFAULT_KEYS
+    )
+    if topic_defaults:
+        settings["topic_defaults"] = tuple(sorted(topic_defaults.items()))
     settings["security"] = security_from_properties(props)
-    known = set(_PLAIN_KEYS) | {
-        "log.dirs",
-        "log.dir",
-        "listeners",
-        "process.roles",
-        "controller.quorum.voters",
-        "inter.broker.listener.name",
-        "controller.listener.names",
-    }
+    known = (
+        set(_PLAIN_KEYS)
+        | set(_TOPIC_DEFAULT_KEYS)
+        | set(_IN_HOURS_OR_MINUTES)
+        | {
+            "log.dirs",
+            "log.dir",
+            "listeners",
+            "process.roles",
+            "controller.quorum.voters",
+            "inter.broker.listener.name",
+            "controller.listener.names",
+        }
+    )
     unknown = sorted(k for k in props if k not in known and not k.startswith(_SECURITY_PREFIXES))
     if unknown:
         log.warning("server.properties keys not used by this broker: %s", ", ".join(unknown))

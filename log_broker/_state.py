@@ -11,7 +11,7 @@ from ._config import BrokerConfig
 from ._metrics import BrokerMetrics
 from ._notify import AppendNotifier
 from .groups import OFFSETS_TOPIC, GroupService
-from .storage import GroupSyncer, LogManager, PartitionLog, Topic
+from .storage import GroupSyncer, LogManager, PartitionLog, Topic, TopicExistsError
 
 if TYPE_CHECKING:
     from ._txn_service import TxnService
@@ -41,7 +41,10 @@ class BrokerState:
         """
         topic = self.logs.topics().get(name)
         if topic is None and auto_create and self.config.auto_create_topics_enable:
-            topic = self.logs.create_topic(name, self.config.num_partitions, {})
+            try:
+                topic = self.logs.create_topic(name, self.config.num_partitions, {})
+            except TopicExistsError:  # another request is creating it: not there yet
+                return None
         return topic
 
     def partition_log(self, name: str, partition: int) -> PartitionLog | None:

@@ -37,11 +37,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from headrace.base import fsync_dir, write_atomically
 from headrace.transactions import (
     AbortedTxn,
     AbortedTxnIndex,
@@ -60,7 +60,7 @@ log = logging.getLogger("headrace.broker.transactions")
 SNAPSHOT_SUFFIX = ".producer_snapshot"
 ABORTED_INDEX = "aborted.txnindex"
 _KEEP_SNAPSHOTS = 2
-_READ_CHUNK = 1 << 20
+_HEADERS_AT_ONCE = 1000  # batch headers per call while replaying, each under the log lock
 
 
 @dataclass(eq=False)
@@ -201,12 +201,13 @@ def load(partition: PartitionLog) -> PartitionTxn:
 
 
 def _replay(state: PartitionTxn, start: int, end: int) -> int:
+    # Headers only (the log's batch_headers): a 10 GB log of 1 MB batches is 10,000
+    # small reads, not 10 GB; a control batch alone is read whole, for its marker.
     position = start
     batches = 0
     while position < end:
-        data = state.log.read(position, _READ_CHUNK, upper_bound=end)
         following = position
-        for header in _records.scan_batches(data):
+        for header in state.log.batch_headers(position, _HEADERS_AT_ONCE, upper_bound=end):
             if header.last_offset < position:
                 continue
             batches += 1
@@ -214,7 +215,9 @@ def _replay(state: PartitionTxn, start: int, end: int) -> int:
             if header.producer_id < 0:
                 continue
             if header.is_control:
-                records = _records.decode_records(data, header)
+                data = state.log.read(max(header.base_offset, position), 1, upper_bound=following)
+                control = next(iter(_records.scan_batches(data)), None)
+                records = [] if control is None else _records.decode_records(data, control)
                 if not records:
                     continue
                 marker = _records.parse_control_record(records[0])
@@ -239,15 +242,6 @@ def _replay(state: PartitionTxn, start: int, end: int) -> int:
     return batches
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
 def checkpoint(state: PartitionTxn) -> None:
     """Drop released entries, write the aborted index, then a snapshot at the log end;
     keep two snapshots; then tell releases what the index file now holds.
@@ -259,17 +253,13 @@ def checkpoint(state: PartitionTxn) -> None:
     state.drop_released()
     state.aborted.truncate_before(state.log.log_start_offset)
     entries = state.aborted.entries()
-    _write_atomically(directory / ABORTED_INDEX, state.aborted.to_bytes())
-    _write_atomically(
+    write_atomically(directory / ABORTED_INDEX, state.aborted.to_bytes())
+    write_atomically(
         directory / f"{offset:020d}{SNAPSHOT_SUFFIX}", encode_snapshot(offset, state.producers)
     )
     for _, old in _snapshots(directory)[_KEEP_SNAPSHOTS:]:
         old.unlink(missing_ok=True)
-    dir_fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    fsync_dir(directory)  # the removals; each write above synced its own rename
     state.snapshot_offset = offset
     state.changed = False
     state.index_written(offset, entries)

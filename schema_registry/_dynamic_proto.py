@@ -49,7 +49,8 @@ class DynamicProtobufSerde(SchemaSerde):
             pool = descriptor_pool.DescriptorPool()
             for dep in file.dependency:
                 pool.Add(_well_known(dep))
-            described = pool.Add(file)
+            pool.Add(file)
+            described = pool.FindFileByName(file.name)
             names = [m.name for m in file.message_type]
             if not names:
                 raise SerdeSchemaError("the .proto file defines no message")

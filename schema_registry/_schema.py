@@ -110,7 +110,8 @@ def _parse_json(
     if not isinstance(document, dict | bool):
         raise InvalidSchema("Invalid schema: a JSON Schema is an object or a boolean")
     try:
-        jsonschema.validators.validator_for(document).check_schema(document)
+        # the stubs take only an object, but a boolean is a whole JSON Schema too
+        jsonschema.validators.validator_for(document).check_schema(document)  # type: ignore[arg-type]
     except jsonschema.SchemaError as exc:
         raise InvalidSchema(f"Invalid schema: JSON Schema: {exc.message}") from exc
     named = {ref.name: schema.parsed for ref, schema in zip(references, resolved, strict=True)}

@@ -17,8 +17,10 @@ importing this package is cheap. ``HeadraceDataSource`` is resolved on first acc
 
 from typing import Any
 
+from headrace.base import BrokerError as BrokerError
+
 from ._delta import DeltaSink as DeltaSink
-from ._errors import BrokerError as BrokerError
+from ._errors import BrokerRequestError as BrokerRequestError
 from ._errors import DecodeError as DecodeError
 from ._errors import DeltaError as DeltaError
 from ._errors import MissingDependencyError as MissingDependencyError
@@ -44,6 +46,7 @@ from ._session import spark_session as spark_session
 
 __all__ = [
     "BrokerError",
+    "BrokerRequestError",
     "Commit",
     "DecodeError",
     "DeltaError",

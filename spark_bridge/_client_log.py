@@ -5,7 +5,7 @@ line per reconnect, dozens a second, before the call that needed the broker give
 Each client here gets a ``ClientLog`` instead (confluent-kafka's ``logger`` setting takes
 any object with ``log(level, msg, *args)``). It passes every line to the
 ``headrace.spark_bridge.librdkafka`` logger at DEBUG, and keeps the newest warning or
-error, so the ``BrokerError`` raised when a call fails can say why in one line.
+error, so the ``BrokerRequestError`` raised when a call fails can say why in one line.
 
 confluent-kafka hands lines to the logger only while the client is polled, so a caller
 that wants the reason polls once first (``ConfluentClient`` does, on failure only).

@@ -3,7 +3,8 @@
     SparkBridgeError                 root; ``retriable`` says whether a retry can succeed
     ├── OptionError                  a source option or command argument is invalid
     ├── MissingDependencyError       pyspark, pyarrow or deltalake is not installed
-    ├── BrokerError                  the Kafka client failed (retriable: the broker may return)
+    ├── BrokerRequestError           the Kafka client failed (retriable: the broker may return);
+    │   │                            also a headrace.base.BrokerError
     │   └── OffsetRangeError         a planned offset range is no longer readable
     ├── DecodeError                  a record's value is not in its declared format
     └── DeltaError                   the Delta table could not be read or committed
@@ -13,6 +14,8 @@ Errors from confluent-kafka and deltalake are translated into these where they e
 """
 
 from __future__ import annotations
+
+from headrace.base import BrokerError as BrokerError
 
 
 class SparkBridgeError(Exception):
@@ -29,13 +32,13 @@ class MissingDependencyError(SparkBridgeError):
     """An optional dependency (the ``spark`` extra) is not installed."""
 
 
-class BrokerError(SparkBridgeError):
+class BrokerRequestError(SparkBridgeError, BrokerError):
     """The Kafka client could not list, locate or fetch what was asked."""
 
     retriable = True
 
 
-class OffsetRangeError(BrokerError):
+class OffsetRangeError(BrokerRequestError):
     """Records of a planned range were deleted (retention) before they were read.
 
     Not retriable: reading again cannot bring deleted records back.

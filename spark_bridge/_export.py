@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from headrace.base import check_transition, transition_table
+
 from ._arrow import record_schema, to_record_batch
 from ._delta import DeltaSink
 from ._deps import require
@@ -33,13 +35,15 @@ class ExportState(enum.Enum):
     FAILED = "failed"
 
 
-_TRANSITIONS: dict[ExportState, frozenset[ExportState]] = {
-    ExportState.CREATED: frozenset({ExportState.PLANNED, ExportState.FAILED}),
-    ExportState.PLANNED: frozenset({ExportState.COPYING, ExportState.FINISHED, ExportState.FAILED}),
-    ExportState.COPYING: frozenset({ExportState.FINISHED, ExportState.FAILED}),
-    ExportState.FINISHED: frozenset(),
-    ExportState.FAILED: frozenset(),
-}
+_TRANSITIONS = transition_table(
+    {
+        ExportState.CREATED: {ExportState.PLANNED, ExportState.FAILED},
+        ExportState.PLANNED: {ExportState.COPYING, ExportState.FINISHED, ExportState.FAILED},
+        ExportState.COPYING: {ExportState.FINISHED, ExportState.FAILED},
+        ExportState.FINISHED: set(),
+        ExportState.FAILED: set(),
+    }
+)
 
 
 @dataclass
@@ -133,8 +137,7 @@ class ExportJob:
         self._value_schema: Any = None
 
     def _move(self, to: ExportState) -> None:
-        if to not in _TRANSITIONS[self.state]:
-            raise SparkBridgeError(f"export cannot go from {self.state.value} to {to.value}")
+        check_transition(_TRANSITIONS, self.state, to, "export", SparkBridgeError)
         self.state = to
 
     def plan(self) -> tuple[list[OffsetRange], dict[TopicPartition, int]]:

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from ._client_log import ClientLog
 from ._deps import require
-from ._errors import BrokerError, OffsetRangeError
+from ._errors import BrokerRequestError, OffsetRangeError
 from ._offsets import Bounds, OffsetRange, TopicPartition
 from ._options import Subscription
 
@@ -115,7 +115,7 @@ class ConfluentClient:
         try:
             self._consumer = ck.Consumer(config)
         except ck.KafkaException as exc:
-            raise BrokerError(f"cannot create Kafka client: {exc}") from exc
+            raise BrokerRequestError(f"cannot create Kafka client: {exc}") from exc
 
     def close(self) -> None:
         self._consumer.close()
@@ -132,16 +132,16 @@ class ConfluentClient:
         except self._ck.KafkaException as exc:
             raise self._failure("metadata request failed", exc) from exc
 
-    def _failure(self, what: str, exc: Any) -> BrokerError:
+    def _failure(self, what: str, exc: Any) -> BrokerRequestError:
         """One line for a failed request; an unreachable broker is named as such, with
         librdkafka's reason (a poll hands its queued log lines to ``ClientLog``)."""
         code = exc.args[0].code() if exc.args and hasattr(exc.args[0], "code") else None
         if code not in (_TRANSPORT, _TIMED_OUT):
-            return BrokerError(f"{what}: {exc}")
+            return BrokerRequestError(f"{what}: {exc}")
         self._consumer.poll(0)
         message = f"cannot reach the broker at {self._bootstrap} within {self._timeout:g}s"
         reason = self._log.last_problem
-        return BrokerError(f"{message}: {reason}" if reason else message)
+        return BrokerRequestError(f"{message}: {reason}" if reason else message)
 
     def partitions(self, subscription: Subscription, *, missing_ok: bool) -> list[TopicPartition]:
         if subscription.assigned:
@@ -161,7 +161,7 @@ class ConfluentClient:
             if meta is None or meta.error is not None or not meta.partitions:
                 if missing_ok:
                     continue
-                raise BrokerError(f"topic {topic!r} does not exist")
+                raise BrokerRequestError(f"topic {topic!r} does not exist")
             found += [TopicPartition(topic, p) for p in meta.partitions]
         return sorted(found)
 
@@ -217,7 +217,7 @@ class ConfluentClient:
                 messages = consumer.consume(min(chunk, 10_000), 0.5)
                 if not messages:
                     if time.monotonic() - last_progress > self._stall_timeout:
-                        raise BrokerError(
+                        raise BrokerRequestError(
                             f"no records from {topic} partitions"
                             f" {sorted(set(ends) - done)} for"
                             f" {self._stall_timeout:.0f}s"
@@ -269,7 +269,7 @@ class ConfluentClient:
             raise OffsetRangeError(
                 f"the start offset of {where} is no longer in the log: {err.str()}"
             )
-        raise BrokerError(f"fetch from {where} failed: {err.str()}")
+        raise BrokerRequestError(f"fetch from {where} failed: {err.str()}")
 
     @staticmethod
     def _append(

@@ -131,7 +131,8 @@ def value_arrow_schema(registry: Any, subject: str) -> tuple[Any, dict[str, Any]
         pool = descriptor_pool.DescriptorPool()
         for dep in file.dependency:
             pool.Add(_well_known(dep))
-        message = pool.Add(file).message_types_by_name[file.message_type[0].name]
+        pool.Add(file)
+        message = pool.FindFileByName(file.name).message_types_by_name[file.message_type[0].name]
         record = _proto_type(pa, message)
     if not pa.types.is_struct(record):
         raise DecodeError(f"the values of {subject} are not records: no columns to make")

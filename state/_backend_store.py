@@ -44,12 +44,12 @@ class BackendStore:
         raise NotImplementedError
 
     def init(self, context: StateStoreContext) -> None:
-        self._lifecycle.to(StoreState.OPEN)
+        self._lifecycle.move(StoreState.OPEN)
         try:
             self._backend.open(context.state_dir / "rocksdb", self._name)
             self._adopt_tables()
         except BaseException:
-            self._lifecycle.to(StoreState.CLOSED)
+            self._lifecycle.move(StoreState.CLOSED)
             raise
 
     def flush(self) -> None:
@@ -73,4 +73,4 @@ class BackendStore:
         if self._lifecycle.state is StoreState.OPEN:
             self._release_tables()
             self._backend.close()
-        self._lifecycle.to(StoreState.CLOSED)
+        self._lifecycle.move(StoreState.CLOSED)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, Self, TypeVar
+from typing import Any, Generic, Self, TypeVar, cast
 
 from ._cache import DEFAULT_MAX_ENTRIES
 from ._caching import CachingKeyValueStore, CachingSegmentedStore
@@ -31,6 +31,8 @@ from ._window import SegmentedWindowStore
 
 K = TypeVar("K")
 V = TypeVar("V")
+K2 = TypeVar("K2")
+V2 = TypeVar("V2")
 
 
 @dataclass(frozen=True)
@@ -63,11 +65,15 @@ class _Builder(Generic[K, V]):
     def with_logging_disabled(self) -> Self:
         return dataclasses.replace(self, logging_enabled=False, logging_config={})
 
-    def with_key_serde(self, serde: Serde[Any]) -> Self:
-        return dataclasses.replace(self, key_serde=serde)
-
-    def with_value_serde(self, serde: Serde[Any]) -> Self:
-        return dataclasses.replace(self, value_serde=serde)
+    def _with_serdes(
+        self, key_serde: Serde[Any] | None = None, value_serde: Serde[Any] | None = None
+    ) -> Any:
+        """A copy with other serdes, typed by each kind of builder's ``with_*_serde``."""
+        return dataclasses.replace(
+            self,
+            key_serde=self.key_serde if key_serde is None else key_serde,
+            value_serde=self.value_serde if value_serde is None else value_serde,
+        )
 
     def _backend(self) -> Backend:
         return RocksDBBackend() if self.persistent else MemoryBackend()
@@ -75,6 +81,14 @@ class _Builder(Generic[K, V]):
 
 @dataclass(frozen=True)
 class KeyValueStoreBuilder(_Builder[K, V]):
+    # A serde changes what the built store reads and writes, so the builder comes back
+    # typed by it: with_key_serde(Utf8()) makes a KeyValueStoreBuilder[str, V].
+    def with_key_serde(self, serde: Serde[K2]) -> KeyValueStoreBuilder[K2, V]:
+        return cast("KeyValueStoreBuilder[K2, V]", self._with_serdes(key_serde=serde))
+
+    def with_value_serde(self, serde: Serde[V2]) -> KeyValueStoreBuilder[K, V2]:
+        return cast("KeyValueStoreBuilder[K, V2]", self._with_serdes(value_serde=serde))
+
     def build(self) -> KeyValueStore[K, V]:
         inner: KeyValueBytesStore = (
             RocksDBKeyValueStore(self.name) if self.persistent else InMemoryKeyValueStore(self.name)
@@ -108,6 +122,14 @@ class WindowStoreBuilder(_SegmentedBuilder[K, V]):
     window_size: int = 60_000
     retain_duplicates: bool = False
 
+    # A serde changes what the built store reads and writes, so the builder comes back
+    # typed by it: with_key_serde(Utf8()) makes a WindowStoreBuilder[str, V].
+    def with_key_serde(self, serde: Serde[K2]) -> WindowStoreBuilder[K2, V]:
+        return cast("WindowStoreBuilder[K2, V]", self._with_serdes(key_serde=serde))
+
+    def with_value_serde(self, serde: Serde[V2]) -> WindowStoreBuilder[K, V2]:
+        return cast("WindowStoreBuilder[K, V2]", self._with_serdes(value_serde=serde))
+
     def build(self) -> WindowStore[K, V]:
         metered = self._stack(
             WindowKeySchema(), self.caching_enabled and not self.retain_duplicates
@@ -120,6 +142,14 @@ class WindowStoreBuilder(_SegmentedBuilder[K, V]):
 
 @dataclass(frozen=True)
 class SessionStoreBuilder(_SegmentedBuilder[K, V]):
+    # A serde changes what the built store reads and writes, so the builder comes back
+    # typed by it: with_key_serde(Utf8()) makes a SessionStoreBuilder[str, V].
+    def with_key_serde(self, serde: Serde[K2]) -> SessionStoreBuilder[K2, V]:
+        return cast("SessionStoreBuilder[K2, V]", self._with_serdes(key_serde=serde))
+
+    def with_value_serde(self, serde: Serde[V2]) -> SessionStoreBuilder[K, V2]:
+        return cast("SessionStoreBuilder[K, V2]", self._with_serdes(value_serde=serde))
+
     def build(self) -> SessionStore[K, V]:
         metered = self._stack(SessionKeySchema(), self.caching_enabled)
         api = SegmentedSessionStore(metered, self.retention)

@@ -26,9 +26,10 @@ changelog instead of trusting state that may include uncommitted writes.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
+
+from headrace.base import write_atomically
 
 from ._errors import CheckpointError, StoreIOError
 
@@ -53,19 +54,9 @@ class TaskCheckpoint:
                 raise ValueError(f"not a topic name: {topic!r}")
             lines.append(f"{topic} {int(partition)} {int(offset)}")
         data = ("\n".join(lines) + "\n").encode()
-        tmp = self.path.with_name(self.path.name + ".tmp")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            with open(tmp, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, self.path)
-            directory = os.open(self.path.parent, os.O_RDONLY)
-            try:
-                os.fsync(directory)
-            finally:
-                os.close(directory)
+            write_atomically(self.path, data)
         except OSError as error:
             raise StoreIOError(f"cannot write checkpoint {self.path}: {error}") from error
 

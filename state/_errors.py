@@ -16,6 +16,8 @@ Errors from RocksDB and from serdes are translated where they enter this package
 
 from __future__ import annotations
 
+from headrace.base import IllegalTransitionError
+
 
 class StateStoreError(Exception):
     """Root of every error raised by ``state``."""
@@ -37,8 +39,9 @@ class StoreLockedError(StateStoreError):
     retriable = True
 
 
-class InvalidStoreStateError(StateStoreError):
-    """An operation was attempted on a store that is not open."""
+class InvalidStoreStateError(StateStoreError, IllegalTransitionError):
+    """An operation was attempted on a store that is not open (a store's lifecycle
+    error, so also a :class:`headrace.base.IllegalTransitionError`)."""
 
 
 class StoreIOError(StateStoreError):

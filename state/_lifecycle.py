@@ -7,6 +7,9 @@ comes back reuses the same builder output), so CLOSED -> OPEN is allowed.
 from __future__ import annotations
 
 import enum
+from typing import ClassVar
+
+from headrace.base import Lifecycle, TransitionTable, transition_table
 
 from ._errors import InvalidStoreStateError
 
@@ -17,29 +20,25 @@ class StoreState(enum.Enum):
     CLOSED = "closed"
 
 
-_TRANSITIONS: dict[StoreState, frozenset[StoreState]] = {
-    StoreState.CREATED: frozenset({StoreState.OPEN, StoreState.CLOSED}),
-    StoreState.OPEN: frozenset({StoreState.CLOSED}),
-    StoreState.CLOSED: frozenset({StoreState.OPEN, StoreState.CLOSED}),
-}
+STORE_TRANSITIONS: TransitionTable[StoreState] = transition_table(
+    {
+        StoreState.CREATED: {StoreState.OPEN, StoreState.CLOSED},
+        StoreState.OPEN: {StoreState.CLOSED},
+        StoreState.CLOSED: {StoreState.OPEN, StoreState.CLOSED},
+    }
+)
 
 
-class StoreLifecycle:
-    """Tracks one store's state and refuses transitions the table does not allow."""
+class StoreLifecycle(Lifecycle[StoreState]):
+    """One store's state; a move the table does not allow raises
+    ``InvalidStoreStateError``, as does using a store that is not open."""
 
-    __slots__ = ("name", "state")
+    __slots__ = ()
+    error: ClassVar[type[Exception]] = InvalidStoreStateError
 
     def __init__(self, name: str) -> None:
-        self.name = name
-        self.state = StoreState.CREATED
-
-    def to(self, new: StoreState) -> None:
-        if new not in _TRANSITIONS[self.state]:
-            raise InvalidStoreStateError(
-                f"store {self.name!r} cannot go from {self.state.value} to {new.value}"
-            )
-        self.state = new
+        super().__init__(f"store {name!r}", StoreState.CREATED, STORE_TRANSITIONS)
 
     def check_open(self) -> None:
         if self.state is not StoreState.OPEN:
-            raise InvalidStoreStateError(f"store {self.name!r} is {self.state.value}, not open")
+            raise InvalidStoreStateError(f"{self.owner} is {self.state.value}, not open")

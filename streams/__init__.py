@@ -19,6 +19,7 @@ from ._errors import NoOutputRecordError as NoOutputRecordError
 from ._errors import ProcessingError as ProcessingError
 from ._errors import RecordDeserializationError as RecordDeserializationError
 from ._errors import StateStoreError as StateStoreError
+from ._errors import StoreAccessError as StoreAccessError
 from ._errors import StreamsError as StreamsError
 from ._errors import TopologyError as TopologyError
 from ._lifecycle import TaskState as TaskState
@@ -79,6 +80,7 @@ __all__ = [
     "StateStore",
     "StateStoreContext",
     "StateStoreError",
+    "StoreAccessError",
     "StoreBuilder",
     "StreamPartitioner",
     "StreamsConfig",

@@ -42,7 +42,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ._errors import ProcessingError, TopologyError
-from ._record import ConsumedRecord, Rec, Record
+from ._record import ConsumedAt, ConsumedRecord, Rec, RecAt, Record
 
 if TYPE_CHECKING:
     from ._context import ProcessorContext, Push, TaskShared
@@ -119,7 +119,8 @@ class AsyncProcessor:
         return self.process(Record(rec[0], rec[1], rec[2], rec[3]))
 
     def results(self, rec: Rec, result: Any) -> list[Rec]:
-        o = rec[4]
+        # A Record is (key, value, timestamp, headers): a Rec without its source offset.
+        o = rec[RecAt.SOURCE_OFFSET]
         if result is None:
             return []
         if isinstance(result, Record):
@@ -164,8 +165,9 @@ class InFlight:
             return
         raw = self._raw.setdefault(tp, {})
         for r in records:
-            if r[2] in counts:
-                raw[r[2]] = r
+            offset = r[ConsumedAt.OFFSET]
+            if offset in counts:
+                raw[offset] = r
 
     def raw(self, tp: TP, offset: int) -> ConsumedRecord | None:
         return self._raw.get(tp, {}).get(offset)
@@ -272,9 +274,9 @@ class AsyncStage:
         add = shared.in_flight.add
         order = self._options.order
         for rec in batch:
-            key = _order_key(rec[0]) if order == "key" else None
+            key = _order_key(rec[RecAt.KEY]) if order == "key" else None
             call = _Call(rec, topic, partition, key)
-            add(tp, rec[4])
+            add(tp, rec[RecAt.SOURCE_OFFSET])
             self._queued.append(call)
             if order == "partition":
                 self._in_order.append(call)
@@ -319,9 +321,19 @@ class AsyncStage:
         in_flight = self._shared.in_flight
         tp = (call.topic or "", call.partition)
         rec = call.rec
-        raw = in_flight.raw(tp, rec[4]) or (tp[0], tp[1], rec[4], rec[2], None, None, rec[3])
+        offset = rec[RecAt.SOURCE_OFFSET]
+        # As consumed: (topic, partition, offset, timestamp, key, value, headers).
+        raw = in_flight.raw(tp, offset) or (
+            tp[0],
+            tp[1],
+            offset,
+            rec[RecAt.TIMESTAMP],
+            None,
+            None,
+            rec[RecAt.HEADERS],
+        )
         self._shared.async_failures.append((raw, error, self.node))
-        in_flight.done(tp, rec[4])
+        in_flight.done(tp, offset)
 
     def _push(self, run: list[_Call]) -> None:
         """Deliver ``run``; when turning a result into records or an operator downstream

@@ -20,19 +20,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import importlib
 import importlib.util
 import logging
 import os
 import pathlib
-import signal
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._describe_command import register as register_describe
 from ._dotenv import load_environment
 from ._errors import ConfigError
+
+if TYPE_CHECKING:
+    from .runtime import App
 
 _PRECEDENCE = """\
 Each setting comes from the first of: a flag given here; a HEADRACE_* environment
@@ -173,15 +174,7 @@ def build_app(args: argparse.Namespace) -> Any:
     env = load_environment(os.environ, args.env_file)
     obj = load_target(args.target)
     if isinstance(obj, App):
-        settings = AppSettings.load(
-            [obj._settings_file, args.settings], env, base=obj._given_settings, **_options(args)
-        )
-        return App(
-            topology=obj._topology_source,
-            settings=settings,
-            default_key_serde=obj._serdes[0],
-            default_value_serde=obj._serdes[1],
-        )
+        return obj.reconfigured(env, args.settings, **_options(args))
     if not _has_application_id(args, env):
         raise ConfigError(
             f"{args.target} is not an App: give it an application id with "
@@ -239,50 +232,42 @@ async def _show_restores(app: Any, interval: float = 0.2) -> None:
                 bar = None
 
 
-async def _serve(app: Any, status_interval: float) -> None:
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    await app.start()
-    from .runtime._gc import tune_for_streaming
-
-    tune_for_streaming()
-    print(
-        f"[run] {app.settings.application_id} running against {app.settings.bootstrap_servers}"
-        + (f"; http://{app.host} (/health /metrics /stores)" if app.host else ""),
-        flush=True,
+def _status_line(status: dict[str, Any]) -> str:
+    restoring = (
+        f" restoring {len(status['restoring'])} ({status['restore_remaining']} records left)"
+        if status["restoring"]
+        else ""
     )
-    waiter = asyncio.ensure_future(stop.wait())
-    restores = asyncio.ensure_future(_show_restores(app)) if sys.stderr.isatty() else None
+    standby = f" standby={','.join(status['standby'])}" if status["standby"] else ""
+    return (
+        f"[status] {status['state']} tasks={','.join(status['tasks']) or '-'}{restoring}"
+        f"{standby} consumed={status['consumed']} produced={status['produced']}"
+    )
+
+
+async def _serve(app: App, status_interval: float) -> None:
+    """``App.serve`` with a line once running, a status line per interval and, on a
+    terminal, a progress bar while stores restore."""
+    restores: asyncio.Future[None] | None = None
+
+    def started() -> None:
+        nonlocal restores
+        print(
+            f"[run] {app.settings.application_id} running against "
+            f"{app.settings.bootstrap_servers}"
+            + (f"; http://{app.host} (/health /metrics /stores)" if app.host else ""),
+            flush=True,
+        )
+        if sys.stderr.isatty():
+            restores = asyncio.ensure_future(_show_restores(app))
+
     try:
-        while not waiter.done() and not app._loop_task.done():
-            await asyncio.wait(
-                {waiter, app._loop_task},
-                timeout=status_interval or None,
-                return_when=asyncio.FIRST_COMPLETED,
-            )
-            if status_interval and not waiter.done():
-                s = app.status()
-                restoring = (
-                    f" restoring {len(s['restoring'])} ({s['restore_remaining']} records left)"
-                    if s["restoring"]
-                    else ""
-                )
-                standby = f" standby={','.join(s['standby'])}" if s["standby"] else ""
-                print(
-                    f"[status] {s['state']} tasks={','.join(s['tasks']) or '-'}{restoring}{standby}"
-                    f" consumed={s['consumed']} produced={s['produced']}",
-                    flush=True,
-                )
+        await app.serve(
+            started=started,
+            status=lambda: print(_status_line(app.status()), flush=True),
+            status_interval=status_interval,
+        )
     finally:
-        waiter.cancel()
         if restores is not None:
             restores.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await app.stop()
-    from .runtime import AppStopped
-
-    if app.failure is not None:
-        raise AppStopped(f"{app.settings.application_id} stopped: {app.failure}") from app.failure
     print(f"[run] {app.settings.application_id} stopped cleanly", flush=True)

@@ -15,7 +15,7 @@ from datetime import timedelta
 from typing import Any
 
 from ._async import Failure, InFlight
-from ._errors import ProcessingError, StateStoreError, StreamsError, TopologyError
+from ._errors import ProcessingError, StoreAccessError, StreamsError, TopologyError
 from ._processor import Cancellable, PunctuationType, Punctuator
 from ._punctuation import PunctuationQueue
 from ._record import NO_HEADERS, Headers, ProducedRecord, Rec, Record, RecordMetadata
@@ -279,7 +279,7 @@ class ProcessorContext:
     def get_state_store(self, name: str) -> Any:
         """The store instance named ``name``, if this processor is connected to it."""
         if name not in self._store_names:
-            raise StateStoreError(
+            raise StoreAccessError(
                 f"processor {self.node_name} has no access to state store {name!r}: "
                 "connect it when adding the store or the processor"
             )

@@ -18,7 +18,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from ._record import ConsumedRecord, ProducedRecord
+from ._record import ConsumedRecord, ProducedRecord, consumed_position
 
 log = logging.getLogger("headrace.streams.deserialization")
 
@@ -47,7 +47,7 @@ class DeserializationHandler(Protocol):
 
 
 def _where(record: ConsumedRecord) -> str:
-    return f"{record[0]}-{record[1]} offset {record[2]}"
+    return consumed_position(record)
 
 
 class LogAndFailHandler:

@@ -10,7 +10,8 @@ test driver derives from :class:`StreamsError`::
     ├── ProcessingError               user code (a processor, a predicate, a serde) raised
     ├── RecordDeserializationError    a consumed record could not be deserialized and the
     │                                 handler said fail
-    ├── StateStoreError               a store is unknown, not connected, or of another kind
+    ├── StoreAccessError              a store is unknown, not connected, or of another kind
+    │                                 (also headrace.state's StateStoreError)
     └── NoOutputRecordError           a test output topic was read while empty (also a
                                       LookupError, so ``except LookupError`` works)
 
@@ -20,6 +21,9 @@ passing condition of the network.
 """
 
 from __future__ import annotations
+
+from headrace.base import IllegalTransitionError
+from headrace.state import StateStoreError as StateStoreError
 
 
 class StreamsError(Exception):
@@ -36,8 +40,9 @@ class TopologyError(StreamsError):
     """The topology cannot be built or instantiated as described."""
 
 
-class IllegalStateTransition(StreamsError):
-    """A lifecycle was asked for a transition its table does not allow."""
+class IllegalStateTransition(StreamsError, IllegalTransitionError):
+    """A lifecycle was asked for a transition its table does not allow (also a
+    :class:`headrace.base.IllegalTransitionError`, as every lifecycle's error is)."""
 
 
 class ProcessingError(StreamsError):
@@ -60,8 +65,12 @@ class RecordDeserializationError(StreamsError):
         self.offset = offset
 
 
-class StateStoreError(StreamsError):
-    """A state store is unknown, not connected to the asking processor, or of another kind."""
+class StoreAccessError(StreamsError, StateStoreError):
+    """A state store is unknown, not connected to the asking processor, or of another kind.
+
+    ``StateStoreError`` here is ``headrace.state``'s, the root of store errors, so
+    ``except StateStoreError`` catches this and every store failure alike.
+    """
 
 
 class NoOutputRecordError(StreamsError, LookupError):

@@ -17,14 +17,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from operator import itemgetter
 
-from ._record import Rec
+from ._record import Rec, RecAt
 
 Push = Callable[[list[Rec]], None]
-_offset = itemgetter(4)
+_offset = itemgetter(RecAt.SOURCE_OFFSET)
 
 
 def _tagged_offset(item: tuple[int, Rec]) -> int:
-    return item[1][4]
+    return item[1][RecAt.SOURCE_OFFSET]
 
 
 class WaveBuffer:

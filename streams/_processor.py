@@ -20,6 +20,7 @@ import enum
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from ._async import AsyncProcessor
 from ._record import Rec, Record
 
 if TYPE_CHECKING:
@@ -89,5 +90,6 @@ class BatchProcessor:
         """Release what :meth:`init` acquired."""
 
 
-AnyProcessor = Processor | BatchProcessor
+# AsyncProcessor: the DSL's async operators; the task runs it apart (``_async``).
+AnyProcessor = Processor | BatchProcessor | AsyncProcessor
 ProcessorSupplier = Callable[[], AnyProcessor]

@@ -18,7 +18,7 @@ from ._config import StreamsConfig
 from ._deserialization import DeserializationAction, DeserializationHandler
 from ._errors import ProcessingError, RecordDeserializationError, StreamsError
 from ._nodes import SourceNode
-from ._record import ConsumedRecord, ProducedRecord, Rec
+from ._record import ConsumedRecord, ProducedRecord, Rec, RecAt
 
 log = logging.getLogger("headrace.streams.source")
 
@@ -126,7 +126,7 @@ def compile_decoder(
                 partition=-1,
             ) from exc
         if out and min(map(_timestamp, out)) < 0:
-            kept = [r for r in out if r[2] >= 0]
+            kept = [r for r in out if r[RecAt.TIMESTAMP] >= 0]
             log.warning(
                 "%s: dropped %d record(s) of %s with a negative extracted timestamp",
                 node.name,

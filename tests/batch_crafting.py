@@ -10,6 +10,8 @@ import zstandard
 from crc32c import crc32c
 from hypothesis import strategies as st
 from kio.schema.produce.v8 import request as produce
+from kio.schema.types import TopicName
+from kio.static.primitive import Records, i16, i32, i32Timedelta
 
 from headrace.log_broker import _records
 from headrace.log_broker.storage._compression import compress
@@ -22,10 +24,10 @@ LAST_OFFSET_DELTA_AT = 23
 COUNT_AT = 57
 
 
-def good(values: list[bytes] | None = None, key: bytes | None = b"k", **options: object) -> bytes:
+def good(values: list[bytes] | None = None, key: bytes | None = b"k", **options: Any) -> bytes:
     values = values if values is not None else [b"v0", b"v1"]
     records = [_records.Record(i, 1_000 + i, key, v) for i, v in enumerate(values)]
-    return _records.encode_batch(records, **options)  # type: ignore[arg-type]
+    return _records.encode_batch(records, **options)
 
 
 def reseal(batch: bytearray) -> bytes:
@@ -99,8 +101,36 @@ def malformed() -> dict[str, tuple[bytes, int]]:
         ),
         "zero records": (with_field(with_body(one, b""), COUNT_AT, ">i", 0), invalid),
         "header name not UTF-8": (_bad_header_name(), corrupt),
+        # Record attributes are one byte. aiokafka's decoder reads them as a varint, and
+        # took 80 00 | 00 00 01 02 78 00 for attributes 0, a null key and value "x"; Kafka
+        # reads attributes 0x80, an empty key, a null value, then a header running past.
+        "record attributes that only parse as a varint": (
+            _one_record(b"\x80\x00\x00\x00\x01\x02x\x00"),
+            corrupt,
+        ),
+        # Kafka reads this one (attributes 0x80); stored, aiokafka consumers would not.
+        "record attributes with the top bit set": (
+            _one_record(b"\x80\x00\x00\x01\x02x\x00"),
+            invalid,
+        ),
+        # offsetDelta 0 in six bytes: aiokafka reads up to ten, Kafka refuses past five.
+        "six-byte varint": (
+            _one_record(b"\x00\x00\x80\x80\x80\x80\x80\x00\x01\x02x\x00"),
+            corrupt,
+        ),
+        # A value length of 2**31 + 1 in five bytes (Java would drop the high bits).
+        "varint past the int32 range": (
+            _one_record(b"\x00\x00\x00\x01\x82\x80\x80\x80\x10x\x00"),
+            corrupt,
+        ),
         "zstd bomb": (zstd_bomb(1 << 30), corrupt),
     }
+
+
+def _one_record(fields: bytes) -> bytes:
+    """A batch of one record whose bytes after the length varint are ``fields``."""
+    length = bytes([len(fields) * 2])  # zigzag; one byte for fewer than 64 bytes
+    return with_body(good([b"x"]), length + fields)
 
 
 def _bad_header_name() -> bytes:
@@ -114,12 +144,14 @@ def _bad_header_name() -> bytes:
 def produce_body(topic: str, records: bytes) -> Any:
     """A Produce v8 request (acks=all) of ``records`` to partition 0 of ``topic``."""
     return produce.ProduceRequest(
-        acks=-1,
-        timeout=timedelta(seconds=5),
+        acks=i16(-1),
+        timeout=i32Timedelta.parse(timedelta(seconds=5)),
         topic_data=(
             produce.TopicProduceData(
-                name=topic,
-                partition_data=(produce.PartitionProduceData(index=0, records=records),),
+                name=TopicName(topic),
+                partition_data=(
+                    produce.PartitionProduceData(index=i32(0), records=Records(records)),
+                ),
             ),
         ),
     )
@@ -179,7 +211,7 @@ def records(draw: st.DrawFn) -> list[_records.Record]:
 
 def _fits(fmt: str, value: int) -> int:
     bits = struct.calcsize(fmt) * 8
-    return (value + 2 ** (bits - 1)) % 2**bits - 2 ** (bits - 1)
+    return int((value + 2 ** (bits - 1)) % 2**bits - 2 ** (bits - 1))
 
 
 @st.composite

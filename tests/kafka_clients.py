@@ -11,9 +11,19 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 Pair = tuple[bytes | None, bytes | None]
+
+
+T = TypeVar("T")
+
+
+def present(value: T | None) -> T:
+    """A consumed message's field that the test's messages always have: a value (no
+    tombstones were written), a partition and an offset (it is not an error event)."""
+    assert value is not None
+    return value
 
 
 @dataclass(frozen=True)
@@ -274,7 +284,15 @@ class Confluent:
                 for m in c.consume(1000, 0.5):
                     if m.error():
                         raise RuntimeError(str(m.error()))
-                    got.append(Got(m.key(), m.value(), m.partition(), m.offset(), m.timestamp()[1]))
+                    got.append(
+                        Got(
+                            m.key(),
+                            m.value(),
+                            present(m.partition()),
+                            present(m.offset()),
+                            m.timestamp()[1],
+                        )
+                    )
         finally:
             c.close()
         return got

@@ -13,6 +13,7 @@ from kio.schema.request_header.v2.header import RequestHeader as HeaderV2
 from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
 from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeaderV1
 from kio.serial import entity_reader, entity_writer
+from kio.static.primitive import i16, i32
 
 
 def encode(api_key: int, version: int, body: Any, correlation_id: int = 1) -> bytes:
@@ -22,9 +23,9 @@ def encode(api_key: int, version: int, body: Any, correlation_id: int = 1) -> by
     entity_writer(header_cls)(
         buf,
         header_cls(
-            request_api_key=api_key,
-            request_api_version=version,
-            correlation_id=correlation_id,
+            request_api_key=i16(api_key),
+            request_api_version=i16(version),
+            correlation_id=i32(correlation_id),
             client_id="test",
         ),
     )
@@ -92,7 +93,9 @@ class RawClient:
     @staticmethod
     def decode(api_key: int, version: int, data: bytes, correlation_id: int) -> Any:
         schema = load_response_schema(api_key, version)
-        header_cls = ResponseHeaderV1 if schema.__flexible__ and api_key != 18 else ResponseHeaderV0
+        header_cls: type[ResponseHeaderV0 | ResponseHeaderV1] = (
+            ResponseHeaderV1 if schema.__flexible__ and api_key != 18 else ResponseHeaderV0
+        )
         header, used = entity_reader(header_cls)(data, 0)
         assert header.correlation_id == correlation_id
         body, body_used = entity_reader(schema)(data, used)

@@ -20,6 +20,8 @@ import sys
 import time
 from pathlib import Path
 
+from kafka_clients import present
+
 from headrace.base import ClientSecurity
 
 VALUES = [b"a", b"b", b"c"]
@@ -148,7 +150,7 @@ def confluent_roundtrip(
         while len(got) < len(VALUES) and time.monotonic() < deadline:
             message = consumer.poll(1.0)
             if message is not None and message.error() is None:
-                got.append(message.value())
+                got.append(present(message.value()))
         consumer.commit(asynchronous=False)
     finally:
         consumer.close()

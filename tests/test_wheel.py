@@ -407,3 +407,28 @@ def test_a_users_topology_test_driver_test_runs_from_the_wheel(installed: Instal
         f"word counts ok; headrace from {installed.site_packages / 'headrace' / '__init__.py'}"
         in result.stdout
     )
+
+
+def test_mypy_reads_the_installed_packages_types_through_py_typed(installed: Installed) -> None:
+    """The wheel ships ``headrace/py.typed``, so a user's mypy reads the DSL's annotations
+    from site-packages: the typed topology passes, and a wrong value type is reported."""
+    assert (installed.site_packages / "headrace" / "py.typed").is_file()
+    topology = (ROOT / "tests" / "dsl" / "typed_topology.py").read_text()
+    broken = topology.replace("lambda n: n * 2)  # DOWNSTREAM", "lambda n: n.upper())")
+    assert broken != topology
+    mypy = (sys.executable, "-m", "mypy", "--strict", "--no-incremental")
+    for name, text, status in (("typed.py", topology, 0), ("broken.py", broken, 1)):
+        (installed.home / name).write_text(text)
+        result = subprocess.run(
+            # this environment's mypy, told to resolve imports in the wheel's virtualenv
+            [*mypy, "--python-executable", installed.bin("python"), name],
+            cwd=installed.home,
+            env=installed.env(),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        report = result.stdout + result.stderr
+        assert result.returncode == status, f"{name}: {report}"
+        if status:
+            assert '"int" has no attribute "upper"' in report, report

@@ -9,6 +9,8 @@ import time
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from kafka_clients import present
+
 CLIENTS = ["aiokafka", "kafka-python", "confluent"]
 
 
@@ -137,9 +139,16 @@ class _Confluent:
 
     def send(self, topic: str, values: Sequence[bytes], partition: int | None = None) -> None:
         errors: list[Any] = []
+
+        def on_delivery(error: Any, _message: Any) -> None:
+            if error is not None:
+                errors.append(error)
+
         for v in values:
-            kwargs = {} if partition is None else {"partition": partition}
-            self._p.produce(topic, v, on_delivery=lambda e, _m: e and errors.append(e), **kwargs)
+            if partition is None:
+                self._p.produce(topic, v, on_delivery=on_delivery)
+            else:
+                self._p.produce(topic, v, partition=partition, on_delivery=on_delivery)
         assert self._p.flush(20) == 0
         if errors:
             raise RuntimeError(errors[0])
@@ -259,7 +268,7 @@ def read(
             while going():
                 for msg in cc.consume(500, 0.3):
                     if not msg.error():
-                        out.append(msg.value())
+                        out.append(present(msg.value()))
                         last = time.monotonic()
         finally:
             cc.close()

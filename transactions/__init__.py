@@ -14,11 +14,15 @@ read as ``BatchInfo``).
 Errors are rooted at ``TransactionError`` (tree in ``_errors``).
 """
 
+from headrace.base import Clock as Clock
+from headrace.base import CoordinatorNotAvailableError as CoordinatorNotAvailableError
+from headrace.base import IllegalTransitionError as IllegalTransitionError
+from headrace.base import ManualClock as ManualClock
+from headrace.base import SystemClock as SystemClock
+from headrace.base import TransactionError as TransactionError
+
 from ._aborted_index import AbortedTxn as AbortedTxn
 from ._aborted_index import AbortedTxnIndex as AbortedTxnIndex
-from ._clock import Clock as Clock
-from ._clock import ManualClock as ManualClock
-from ._clock import SystemClock as SystemClock
 from ._coordinator import MarkerWriter as MarkerWriter
 from ._coordinator import ProducerIdSource as ProducerIdSource
 from ._coordinator import TransactionCoordinator as TransactionCoordinator
@@ -26,9 +30,8 @@ from ._coordinator import TxnLogWriter as TxnLogWriter
 from ._coordinator import TxnMarkers as TxnMarkers
 from ._errors import ConcurrentTransactionsError as ConcurrentTransactionsError
 from ._errors import CoordinatorError as CoordinatorError
-from ._errors import CoordinatorNotAvailableError as CoordinatorNotAvailableError
 from ._errors import CorruptSnapshotError as CorruptSnapshotError
-from ._errors import IllegalTransitionError as IllegalTransitionError
+from ._errors import IllegalTxnTransitionError as IllegalTxnTransitionError
 from ._errors import InvalidProducerEpochError as InvalidProducerEpochError
 from ._errors import InvalidProducerIdMappingError as InvalidProducerIdMappingError
 from ._errors import InvalidRequestError as InvalidRequestError
@@ -38,8 +41,8 @@ from ._errors import OutOfOrderSequenceError as OutOfOrderSequenceError
 from ._errors import ProducerFencedError as ProducerFencedError
 from ._errors import ProducerStateError as ProducerStateError
 from ._errors import TransactionalIdNotFoundError as TransactionalIdNotFoundError
-from ._errors import TransactionError as TransactionError
 from ._errors import TxnCoordinatorFencedError as TxnCoordinatorFencedError
+from ._errors import TxnCoordinatorNotAvailableError as TxnCoordinatorNotAvailableError
 from ._errors import TxnLogRecordError as TxnLogRecordError
 from ._producer_ids import ProducerIdAllocator as ProducerIdAllocator
 from ._producer_state import AppendPlan as AppendPlan
@@ -77,6 +80,7 @@ __all__ = [
     "CorruptSnapshotError",
     "Duplicate",
     "IllegalTransitionError",
+    "IllegalTxnTransitionError",
     "InvalidProducerEpochError",
     "InvalidProducerIdMappingError",
     "InvalidRequestError",
@@ -99,6 +103,7 @@ __all__ = [
     "TransactionMetadata",
     "TransactionalIdNotFoundError",
     "TxnCoordinatorFencedError",
+    "TxnCoordinatorNotAvailableError",
     "TxnLogRecordError",
     "TxnLogWriter",
     "TxnMarkers",

@@ -27,16 +27,17 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Protocol
 
-from ._clock import Clock
+from headrace.base import Clock, CoordinatorNotAvailableError
+
 from ._errors import (
     ConcurrentTransactionsError,
-    CoordinatorNotAvailableError,
     InvalidProducerIdMappingError,
     InvalidRequestError,
     InvalidTransactionTimeoutError,
     InvalidTxnStateError,
     ProducerFencedError,
     TransactionalIdNotFoundError,
+    TxnCoordinatorNotAvailableError,
 )
 from ._txn_log import decode_key, decode_value, encode_key, encode_value, partition_for
 from ._txn_metadata import (
@@ -207,7 +208,7 @@ class TransactionCoordinator:
     ) -> TransactionMetadata:
         # ``last_epoch`` is the epoch the caller asked to replace (NO_EPOCH for a new
         # producer fencing the old one: nobody may claim the replaced epoch later).
-        now = self._clock.now_ms()
+        now = self._clock.wall_ms()
         if meta.producer_epoch >= MAX_EPOCH - 1:
             # Epochs ran out: continue under a new producer id (Kafka does the same).
             return meta.transition(
@@ -255,10 +256,10 @@ class TransactionCoordinator:
                 updated = meta.transition(
                     TxnState.ONGOING,
                     partitions=meta.partitions | wanted,
-                    last_update_ms=self._clock.now_ms(),
+                    last_update_ms=self._clock.wall_ms(),
                 )
             else:
-                now = self._clock.now_ms()
+                now = self._clock.wall_ms()
                 updated = meta.transition(
                     TxnState.ONGOING, partitions=wanted, start_ms=now, last_update_ms=now
                 )
@@ -286,7 +287,7 @@ class TransactionCoordinator:
                     f"cannot {'commit' if commit else 'abort'} {transactional_id!r} in "
                     f"state {state.name}"
                 )
-            prepared = meta.transition(wanted_prepare, last_update_ms=self._clock.now_ms())
+            prepared = meta.transition(wanted_prepare, last_update_ms=self._clock.wall_ms())
             await self._write(prepared)
             await self._complete(prepared)
 
@@ -313,7 +314,7 @@ class TransactionCoordinator:
     async def abort_expired(self) -> list[str]:
         """Abort transactions open longer than their timeout; their producers are
         fenced (the abort uses a bumped epoch). Returns the ids aborted."""
-        now = self._clock.now_ms()
+        now = self._clock.wall_ms()
         expired = [
             m
             for m in self._txns.values()
@@ -339,7 +340,7 @@ class TransactionCoordinator:
     async def expire_transactional_ids(self) -> list[str]:
         """Forget ids idle longer than transactional.id.expiration.ms (Dead, then a
         tombstone). Returns the ids forgotten."""
-        now = self._clock.now_ms()
+        now = self._clock.wall_ms()
         idle = [
             m
             for m in self._txns.values()
@@ -384,7 +385,7 @@ class TransactionCoordinator:
         try:
             await self._log.write(self.partition_for(tid), encode_key(tid), encode_value(meta))
         except Exception as exc:
-            raise CoordinatorNotAvailableError(f"cannot write state of {tid!r}: {exc}") from exc
+            raise TxnCoordinatorNotAvailableError(f"cannot write state of {tid!r}: {exc}") from exc
         self._txns[tid] = meta
 
     async def _fence_and_abort(self, meta: TransactionMetadata) -> TransactionMetadata:
@@ -395,7 +396,7 @@ class TransactionCoordinator:
             TxnState.PREPARE_ABORT,
             producer_epoch=epoch,
             last_epoch=NO_EPOCH,
-            last_update_ms=self._clock.now_ms(),
+            last_update_ms=self._clock.wall_ms(),
         )
         await self._write(prepared)
         await self._complete(prepared)
@@ -420,7 +421,7 @@ class TransactionCoordinator:
         done = prepared.transition(
             TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT,
             partitions=frozenset(),
-            last_update_ms=self._clock.now_ms(),
+            last_update_ms=self._clock.wall_ms(),
         )
         try:
             await self._write(done)

@@ -4,7 +4,7 @@ Each error carries ``retriable`` (may the client simply try again?) and ``error_
 (the Kafka protocol error code a handler answers with), like the broker's storage and
 group errors, so a handler translates any of them without a table of its own.
 
-TransactionError                          root; never raised itself
+TransactionError                          root (headrace.base's); never raised itself
 +-- ProducerStateError                    a batch refused by a partition's producer state
 |   +-- OutOfOrderSequenceError           a gap in the producer's sequence        (45)
 |   +-- InvalidProducerEpochError         an epoch older than the partition's     (47)
@@ -17,23 +17,20 @@ TransactionError                          root; never raised itself
 |   +-- InvalidProducerIdMappingError     id and transactional id do not match    (49)
 |   +-- InvalidTransactionTimeoutError    timeout outside 1..max                  (50)
 |   +-- TransactionalIdNotFoundError      no such transactional id                (105)
-|   +-- CoordinatorNotAvailableError      its log could not be written            (15, retriable)
+|   +-- TxnCoordinatorNotAvailableError   its log could not be written            (15, retriable)
+|       (a headrace.base.CoordinatorNotAvailableError)
 |   +-- InvalidRequestError               e.g. an empty transactional id          (42)
-+-- IllegalTransitionError                a lifecycle step the table forbids: a bug (-1)
++-- IllegalTxnTransitionError            a lifecycle step the table forbids: a bug (-1)
+|   (a headrace.base.IllegalTransitionError)
 +-- TxnLogRecordError                     a __transaction_state record that does not read
 """
 
 from __future__ import annotations
 
+from headrace.base import CoordinatorNotAvailableError, IllegalTransitionError, TransactionError
+
 INVALID_PRODUCER_EPOCH = 47
 PRODUCER_FENCED = 90
-
-
-class TransactionError(Exception):
-    """Root of every error this package raises."""
-
-    retriable: bool = False
-    error_code: int = -1  # UNKNOWN_SERVER_ERROR
 
 
 class ProducerStateError(TransactionError):
@@ -98,17 +95,17 @@ class TransactionalIdNotFoundError(CoordinatorError):
     error_code = 105
 
 
-class CoordinatorNotAvailableError(CoordinatorError):
+class TxnCoordinatorNotAvailableError(CoordinatorError, CoordinatorNotAvailableError):
     retriable = True
-    error_code = 15
+    error_code = CoordinatorNotAvailableError.error_code
 
 
 class InvalidRequestError(CoordinatorError):
     error_code = 42
 
 
-class IllegalTransitionError(TransactionError):
-    pass
+class IllegalTxnTransitionError(TransactionError, IllegalTransitionError):
+    """A transaction's lifecycle step its table forbids: a coordinator bug."""
 
 
 class TxnLogRecordError(TransactionError):

@@ -8,8 +8,9 @@ rest of a block.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
+
+from headrace.base import write_atomically
 
 from ._errors import CorruptSnapshotError
 
@@ -42,17 +43,7 @@ class ProducerIdAllocator:
         return end
 
     def _reserve(self, end: int) -> None:
-        tmp = self._path.with_suffix(".tmp")
-        with open(tmp, "w") as f:
-            f.write(str(end))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self._path)
-        dir_fd = os.open(self._path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        write_atomically(self._path, str(end).encode("ascii"))
         self._reserved_end = end
 
     def allocate(self) -> int:

@@ -17,7 +17,9 @@ import enum
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from ._errors import IllegalTransitionError
+from headrace.base import TransitionTable, check_transition, transition_table
+
+from ._errors import IllegalTxnTransitionError
 
 NO_PRODUCER_ID = -1
 NO_EPOCH = -1
@@ -54,15 +56,17 @@ class TxnState(enum.Enum):
 
 
 _S = TxnState
-TRANSITIONS: dict[TxnState, frozenset[TxnState]] = {
-    _S.EMPTY: frozenset({_S.EMPTY, _S.ONGOING, _S.DEAD}),
-    _S.ONGOING: frozenset({_S.ONGOING, _S.PREPARE_COMMIT, _S.PREPARE_ABORT}),
-    _S.PREPARE_COMMIT: frozenset({_S.COMPLETE_COMMIT}),
-    _S.PREPARE_ABORT: frozenset({_S.COMPLETE_ABORT}),
-    _S.COMPLETE_COMMIT: frozenset({_S.EMPTY, _S.ONGOING, _S.DEAD}),
-    _S.COMPLETE_ABORT: frozenset({_S.EMPTY, _S.ONGOING, _S.DEAD}),
-    _S.DEAD: frozenset(),
-}
+TRANSITIONS: TransitionTable[TxnState] = transition_table(
+    {
+        _S.EMPTY: {_S.EMPTY, _S.ONGOING, _S.DEAD},
+        _S.ONGOING: {_S.ONGOING, _S.PREPARE_COMMIT, _S.PREPARE_ABORT},
+        _S.PREPARE_COMMIT: {_S.COMPLETE_COMMIT},
+        _S.PREPARE_ABORT: {_S.COMPLETE_ABORT},
+        _S.COMPLETE_COMMIT: {_S.EMPTY, _S.ONGOING, _S.DEAD},
+        _S.COMPLETE_ABORT: {_S.EMPTY, _S.ONGOING, _S.DEAD},
+        _S.DEAD: set(),
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,11 +91,8 @@ class TransactionMetadata:
     last_epoch: int = NO_EPOCH
 
     def transition(self, state: TxnState, **changes: object) -> TransactionMetadata:
-        if state not in TRANSITIONS[self.state]:
-            raise IllegalTransitionError(
-                f"transaction {self.transactional_id!r} cannot go from "
-                f"{self.state.name} to {state.name}"
-            )
+        owner = f"transaction {self.transactional_id!r}"
+        check_transition(TRANSITIONS, self.state, state, owner, IllegalTxnTransitionError)
         return dataclasses.replace(self, state=state, **changes)  # type: ignore[arg-type]
 
     @property

@@ -17,9 +17,8 @@ A page asks for generated text with a marker line:
 from __future__ import annotations
 
 import argparse
-import contextlib
+import importlib.util
 import os
-import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -38,24 +37,14 @@ def on_config(config: Any, **_: Any) -> Any:
 
 
 def lay_out_api_tree() -> None:
-    """``.api-tree/headrace/...``: the package as installed, made of links to the sources.
-
-    Links are added, never removed while valid, so two builds at once (a test and a
-    preview, say) never see the tree half made; links to deleted files are dropped."""
-    package_dirs = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
-        "package-dir"
-    ]
-    for package, source in sorted(package_dirs.items()):
-        target = API_TREE.joinpath(*package.split("."))
-        target.mkdir(parents=True, exist_ok=True)
-        for path in (ROOT / source).iterdir():
-            # modules, and sub-packages that live inside their parent's folder
-            if path.suffix == ".py" or (path / "__init__.py").exists():
-                with contextlib.suppress(FileExistsError):
-                    (target / path.name).symlink_to(path)
-    for link in API_TREE.rglob("*"):
-        if link.is_symlink() and not link.exists():
-            link.unlink()
+    """``.api-tree/headrace/...``: the package as installed (``scripts/installed_tree.py``)."""
+    spec = importlib.util.spec_from_file_location(
+        "installed_tree", ROOT / "scripts" / "installed_tree.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.lay_out(ROOT, API_TREE)
 
 
 def on_page_markdown(markdown: str, page: Any, **_: Any) -> str:

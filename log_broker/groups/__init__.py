@@ -7,12 +7,15 @@ own key and value formats), state rebuilt from that topic at start. Errors are r
 at ``GroupError`` (tree in ``_errors``).
 """
 
+from headrace.base import Clock as Clock
+from headrace.base import CoordinatorNotAvailableError as CoordinatorNotAvailableError
+from headrace.base import IllegalTransitionError as IllegalTransitionError
+from headrace.base import ManualClock as ManualClock
+from headrace.base import SystemClock as SystemClock
+
 from ._admin_client import GroupAdminClient as GroupAdminClient
 from ._cli import decode_assignment as decode_assignment
 from ._cli import register as register_commands
-from ._clock import Clock as Clock
-from ._clock import ManualClock as ManualClock
-from ._clock import SystemClock as SystemClock
 from ._codec import GroupKey as GroupKey
 from ._codec import GroupValue as GroupValue
 from ._codec import MemberValue as MemberValue
@@ -35,12 +38,12 @@ from ._coordinator import MemberDescription as MemberDescription
 from ._coordinator import NewOffset as NewOffset
 from ._core import Write as Write
 from ._errors import AdminRequestError as AdminRequestError
-from ._errors import CoordinatorNotAvailableError as CoordinatorNotAvailableError
 from ._errors import FencedInstanceIdError as FencedInstanceIdError
+from ._errors import GroupCoordinatorNotAvailableError as GroupCoordinatorNotAvailableError
 from ._errors import GroupError as GroupError
 from ._errors import GroupIdNotFoundError as GroupIdNotFoundError
 from ._errors import IllegalGenerationError as IllegalGenerationError
-from ._errors import IllegalTransitionError as IllegalTransitionError
+from ._errors import IllegalGroupTransitionError as IllegalGroupTransitionError
 from ._errors import InconsistentGroupProtocolError as InconsistentGroupProtocolError
 from ._errors import InvalidGroupIdError as InvalidGroupIdError
 from ._errors import InvalidSessionTimeoutError as InvalidSessionTimeoutError
@@ -76,6 +79,7 @@ __all__ = [
     "GroupAdminClient",
     "GroupConfig",
     "GroupCoordinator",
+    "GroupCoordinatorNotAvailableError",
     "GroupDescription",
     "GroupError",
     "GroupIdNotFoundError",
@@ -85,6 +89,7 @@ __all__ = [
     "GroupState",
     "GroupValue",
     "IllegalGenerationError",
+    "IllegalGroupTransitionError",
     "IllegalTransitionError",
     "InconsistentGroupProtocolError",
     "InvalidGroupIdError",

@@ -22,8 +22,8 @@ from ._codec import (
 )
 from ._core import Records, Write
 from ._errors import (
-    CoordinatorNotAvailableError,
     FencedInstanceIdError,
+    GroupCoordinatorNotAvailableError,
     GroupError,
     GroupIdNotFoundError,
     IllegalGenerationError,
@@ -218,7 +218,7 @@ class GroupCoordinator(Membership):
                 return self._new_group(group_id)
             raise IllegalGenerationError(f"group {group_id!r} has no generation {generation}")
         if group.is_(GroupState.DEAD):
-            raise CoordinatorNotAvailableError(f"group {group_id!r} is being deleted")
+            raise GroupCoordinatorNotAvailableError(f"group {group_id!r} is being deleted")
         if group.is_static_fenced(member_id, group_instance_id):
             raise FencedInstanceIdError(f"instance {group_instance_id} has a newer member")
         if generation < 0 and group.is_(GroupState.EMPTY):

@@ -14,7 +14,8 @@ import uuid
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
-from ._clock import Clock
+from headrace.base import Clock
+
 from ._codec import GroupKey, encode_group_key, encode_group_value
 from ._config import GroupConfig
 from ._deadlines import Deadlines

@@ -6,7 +6,8 @@ handler translates any of them without a table of its own.
 
 GroupError                            root; never raised itself
 +-- InvalidGroupIdError               empty group id                          (24)
-+-- CoordinatorNotAvailableError      group being deleted, or its log failed  (15, retriable)
++-- GroupCoordinatorNotAvailableError group being deleted, or its log failed  (15, retriable)
+|   (a headrace.base.CoordinatorNotAvailableError)
 +-- InvalidSessionTimeoutError        outside the broker's allowed range      (26)
 +-- InconsistentGroupProtocolError    no protocol shared with the group       (23)
 +-- MemberError                       the request's member is not current
@@ -18,12 +19,15 @@ GroupError                            root; never raised itself
 +-- GroupIdNotFoundError              delete of a group that does not exist   (69)
 +-- NonEmptyGroupError                delete of a group that has members      (68)
 +-- OffsetCommitSizeError             the commit does not fit one record batch (28)
-+-- IllegalTransitionError            a lifecycle step the tables forbid: a bug (-1)
++-- IllegalGroupTransitionError       a lifecycle step the tables forbid: a bug (-1)
+|   (a headrace.base.IllegalTransitionError)
 +-- OffsetsRecordError                a __consumer_offsets record that cannot be read
 +-- AdminRequestError                 (client side) a broker refused a group command
 """
 
 from __future__ import annotations
+
+from headrace.base import CoordinatorNotAvailableError, IllegalTransitionError
 
 
 class GroupError(Exception):
@@ -37,9 +41,9 @@ class InvalidGroupIdError(GroupError):
     error_code = 24
 
 
-class CoordinatorNotAvailableError(GroupError):
+class GroupCoordinatorNotAvailableError(GroupError, CoordinatorNotAvailableError):
     retriable = True
-    error_code = 15
+    error_code = CoordinatorNotAvailableError.error_code
 
 
 class InvalidSessionTimeoutError(GroupError):
@@ -92,7 +96,7 @@ class OffsetCommitSizeError(GroupError):
     error_code = 28  # INVALID_COMMIT_OFFSET_SIZE
 
 
-class IllegalTransitionError(GroupError):
+class IllegalGroupTransitionError(GroupError, IllegalTransitionError):
     """A lifecycle step that the transition tables do not allow: a coordinator bug."""
 
 

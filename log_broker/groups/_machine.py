@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import enum
 
-from ._errors import IllegalTransitionError
+from headrace.base import TransitionTable, check_transition, transition_table
+
+from ._errors import IllegalGroupTransitionError
 
 
 class GroupState(enum.Enum):
@@ -35,17 +37,23 @@ class GroupState(enum.Enum):
     DEAD = "Dead"
 
 
-GROUP_TRANSITIONS: dict[GroupState, frozenset[GroupState]] = {
-    GroupState.EMPTY: frozenset({GroupState.PREPARING_REBALANCE, GroupState.DEAD}),
-    GroupState.PREPARING_REBALANCE: frozenset(
-        {GroupState.COMPLETING_REBALANCE, GroupState.EMPTY, GroupState.DEAD}
-    ),
-    GroupState.COMPLETING_REBALANCE: frozenset(
-        {GroupState.STABLE, GroupState.PREPARING_REBALANCE, GroupState.DEAD}
-    ),
-    GroupState.STABLE: frozenset({GroupState.PREPARING_REBALANCE, GroupState.DEAD}),
-    GroupState.DEAD: frozenset(),
-}
+GROUP_TRANSITIONS: TransitionTable[GroupState] = transition_table(
+    {
+        GroupState.EMPTY: {GroupState.PREPARING_REBALANCE, GroupState.DEAD},
+        GroupState.PREPARING_REBALANCE: {
+            GroupState.COMPLETING_REBALANCE,
+            GroupState.EMPTY,
+            GroupState.DEAD,
+        },
+        GroupState.COMPLETING_REBALANCE: {
+            GroupState.STABLE,
+            GroupState.PREPARING_REBALANCE,
+            GroupState.DEAD,
+        },
+        GroupState.STABLE: {GroupState.PREPARING_REBALANCE, GroupState.DEAD},
+        GroupState.DEAD: set(),
+    }
+)
 
 
 class MemberState(enum.Enum):
@@ -56,27 +64,30 @@ class MemberState(enum.Enum):
     REMOVED = "removed"
 
 
-MEMBER_TRANSITIONS: dict[MemberState, frozenset[MemberState]] = {
-    MemberState.JOINING: frozenset({MemberState.JOINING, MemberState.SYNCING, MemberState.REMOVED}),
-    # A static member that has not rejoined keeps its place and gets an assignment.
-    MemberState.AWAITING_REJOIN: frozenset(
-        {MemberState.JOINING, MemberState.SYNCING, MemberState.REMOVED}
-    ),
-    MemberState.SYNCING: frozenset(
-        {MemberState.STABLE, MemberState.AWAITING_REJOIN, MemberState.JOINING, MemberState.REMOVED}
-    ),
-    MemberState.STABLE: frozenset(
-        {MemberState.AWAITING_REJOIN, MemberState.JOINING, MemberState.REMOVED}
-    ),
-    MemberState.REMOVED: frozenset(),
-}
+MEMBER_TRANSITIONS: TransitionTable[MemberState] = transition_table(
+    {
+        MemberState.JOINING: {MemberState.JOINING, MemberState.SYNCING, MemberState.REMOVED},
+        # A static member that has not rejoined keeps its place and gets an assignment.
+        MemberState.AWAITING_REJOIN: {
+            MemberState.JOINING,
+            MemberState.SYNCING,
+            MemberState.REMOVED,
+        },
+        MemberState.SYNCING: {
+            MemberState.STABLE,
+            MemberState.AWAITING_REJOIN,
+            MemberState.JOINING,
+            MemberState.REMOVED,
+        },
+        MemberState.STABLE: {MemberState.AWAITING_REJOIN, MemberState.JOINING, MemberState.REMOVED},
+        MemberState.REMOVED: set(),
+    }
+)
 
 
 def check_group_transition(old: GroupState, new: GroupState) -> None:
-    if new not in GROUP_TRANSITIONS[old]:
-        raise IllegalTransitionError(f"group cannot go from {old.value} to {new.value}")
+    check_transition(GROUP_TRANSITIONS, old, new, "group", IllegalGroupTransitionError)
 
 
 def check_member_transition(old: MemberState, new: MemberState) -> None:
-    if new not in MEMBER_TRANSITIONS[old]:
-        raise IllegalTransitionError(f"member cannot go from {old.value} to {new.value}")
+    check_transition(MEMBER_TRANSITIONS, old, new, "member", IllegalGroupTransitionError)

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from ._core import CoordinatorCore
 from ._errors import (
-    CoordinatorNotAvailableError,
     FencedInstanceIdError,
+    GroupCoordinatorNotAvailableError,
     GroupError,
     IllegalGenerationError,
     InconsistentGroupProtocolError,
@@ -74,7 +74,7 @@ class Membership(CoordinatorCore):
                 raise InconsistentGroupProtocolError("no protocol type or protocols given")
             group = self._new_group(req.group_id)
         if group.is_(GroupState.DEAD):
-            raise CoordinatorNotAvailableError(f"group {req.group_id!r} is being deleted")
+            raise GroupCoordinatorNotAvailableError(f"group {req.group_id!r} is being deleted")
         if not group.supports(req.protocol_type, req.protocols):
             raise InconsistentGroupProtocolError(
                 f"protocols of {req.member_id or 'the new member'} match none of the group's"
@@ -242,7 +242,7 @@ class Membership(CoordinatorCore):
         if group is None:
             raise UnknownMemberIdError(f"group {group_id!r} does not exist")
         if group.is_(GroupState.DEAD):
-            raise CoordinatorNotAvailableError(f"group {group_id!r} is being deleted")
+            raise GroupCoordinatorNotAvailableError(f"group {group_id!r} is being deleted")
         if group.is_static_fenced(member_id, group_instance_id):
             raise FencedInstanceIdError(f"instance {group_instance_id} has a newer member")
         member = group.members.get(member_id)
@@ -283,7 +283,7 @@ class Membership(CoordinatorCore):
         if group is None:
             return [UnknownMemberIdError(f"group {group_id!r} does not exist") for _ in members]
         if group.is_(GroupState.DEAD):
-            raise CoordinatorNotAvailableError(f"group {group_id!r} is being deleted")
+            raise GroupCoordinatorNotAvailableError(f"group {group_id!r} is being deleted")
         results: list[GroupError | None] = []
         for member_id, instance_id in members:
             if member_id and group.is_static_fenced(member_id, instance_id):

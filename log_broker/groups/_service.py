@@ -19,15 +19,16 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TypeVar
 
+from headrace.base import Clock, SystemClock
+
 from .. import _records
 from .._notify import AppendNotifier
 from ..storage import GroupSyncer, LogManager, PartitionLog, RecordTooLargeError, StorageError
-from ._clock import Clock, SystemClock
 from ._codec import OffsetValue, partition_for
 from ._config import OFFSETS_TOPIC, GroupConfig
 from ._coordinator import GroupCoordinator, GroupDescription, GroupListing, NewOffset
 from ._core import Write
-from ._errors import CoordinatorNotAvailableError, GroupError, OffsetCommitSizeError
+from ._errors import GroupCoordinatorNotAvailableError, GroupError, OffsetCommitSizeError
 from ._group import JoinResult
 from ._loader import OffsetsReplay
 from ._membership import JoinRequest
@@ -191,7 +192,7 @@ class GroupService:
             return
         except StorageError as exc:
             log.warning("cannot append to %r: %s", partition, exc)
-            self.coordinator.write_done(write, CoordinatorNotAvailableError(str(exc)))
+            self.coordinator.write_done(write, GroupCoordinatorNotAvailableError(str(exc)))
             return
         self._notifier.notify((partition.topic, partition.partition))
         task = asyncio.ensure_future(self._complete(write, partition, self._tails.get(partition)))
@@ -206,7 +207,7 @@ class GroupService:
         try:
             await self._syncer.sync(partition)
         except StorageError as exc:
-            error = CoordinatorNotAvailableError(f"fsync failed: {exc}")
+            error = GroupCoordinatorNotAvailableError(f"fsync failed: {exc}")
         if previous is not None and not previous.done():
             await asyncio.wait([previous])
         self.coordinator.write_done(write, error)

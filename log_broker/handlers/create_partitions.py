@@ -12,6 +12,7 @@ land elsewhere, as in Kafka.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -26,7 +27,9 @@ from ._codes import error_code_for
 API_KEY = 37
 
 
-def _grow(state: BrokerState, topic: Any, validate_only: bool) -> tuple[ErrorCode, str | None]:
+async def _grow(
+    state: BrokerState, topic: Any, validate_only: bool
+) -> tuple[ErrorCode, str | None]:
     if topic.name in INTERNAL_TOPICS:
         return ErrorCode.invalid_topic_exception, f"{topic.name} is internal"
     if topic.assignments:
@@ -43,7 +46,8 @@ def _grow(state: BrokerState, topic: Any, validate_only: bool) -> tuple[ErrorCod
     if validate_only:
         return ErrorCode.none, None
     try:
-        state.logs.add_partitions(topic.name, topic.count)
+        # Off the event loop: thousands of partitions take seconds to create.
+        await asyncio.to_thread(state.logs.add_partitions, topic.name, topic.count)
     except storage.StorageError as exc:
         return error_code_for(exc), str(exc)
     return ErrorCode.none, None
@@ -54,7 +58,7 @@ async def handle(state: BrokerState, request: Request) -> Any:
     m = response_module(API_KEY, request.api_version)
     results = []
     for topic in body.topics:
-        error, message = _grow(state, topic, body.validate_only)
+        error, message = await _grow(state, topic, body.validate_only)
         results.append(
             make(
                 m.CreatePartitionsTopicResult,

@@ -165,28 +165,12 @@ async def handle(state: BrokerState, request: Request) -> Any:
             _sync_in_background(state, touched)
         return None
     if touched:
-        synced = await asyncio.gather(
-            *(state.syncer.sync(log) for log in touched), return_exceptions=True
-        )
-        failed = {
-            log: exc
-            for log, exc in zip(touched, synced, strict=True)
-            if isinstance(exc, storage.StorageError)
-        }
+        failed = await state.syncer.sync_many(touched)
         for results, slot, log in appended:  # not durable: say so, not "appended"
             if log in failed:
                 results[slot] = _partition_result(
                     m, log.partition, error_code_for(failed[log]), message=str(failed[log])
                 )
-        if unexpected := next(
-            (
-                exc
-                for exc in synced
-                if isinstance(exc, BaseException) and not isinstance(exc, storage.StorageError)
-            ),
-            None,
-        ):
-            raise unexpected
     return make(
         m.ProduceResponse,
         throttle_time=NO_THROTTLE,

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 from enum import IntEnum
 from pathlib import Path
 
-from ..storage._checkpoint import write_atomically  # the storage layer's atomic write
+from headrace.base import write_atomically
 
 FILE = Path("security") / "acls.json"
 WILDCARD = "*"

@@ -20,6 +20,7 @@ from kio.schema.describe_user_scram_credentials.v0.request import (
     DescribeUserScramCredentialsRequest,
 )
 from kio.schema.errors import ErrorCode
+from kio.static.primitive import i8, i32
 
 from headrace.base import ClientSecurity, read_properties
 from headrace.base.kafka_admin import KioConnection, authenticate
@@ -111,14 +112,14 @@ class SecurityAdminClient:
         response = await self.request(
             alter_scram.AlterUserScramCredentialsRequest(
                 deletions=tuple(
-                    alter_scram.ScramCredentialDeletion(name=user, mechanism=m.protocol_id)
+                    alter_scram.ScramCredentialDeletion(name=user, mechanism=i8(m.protocol_id))
                     for m in deletions
                 ),
                 upsertions=tuple(
                     alter_scram.ScramCredentialUpsertion(
                         name=user,
-                        mechanism=m.protocol_id,
-                        iterations=iterations,
+                        mechanism=i8(m.protocol_id),
+                        iterations=i32(iterations),
                         salt=salt,
                         salted_password=salted,
                     )
@@ -134,13 +135,13 @@ class SecurityAdminClient:
             create_acls.CreateAclsRequest(
                 creations=tuple(
                     create_acls.AclCreation(
-                        resource_type=b.resource_type,
+                        resource_type=i8(b.resource_type),
                         resource_name=b.resource_name,
-                        resource_pattern_type=b.pattern_type,
+                        resource_pattern_type=i8(b.pattern_type),
                         principal=b.principal,
                         host=b.host,
-                        operation=b.operation,
-                        permission_type=b.permission,
+                        operation=i8(b.operation),
+                        permission_type=i8(b.permission),
                     )
                     for b in bindings
                 )

@@ -13,9 +13,8 @@ import base64
 import json
 from pathlib import Path
 
+from headrace.base import write_atomically
 from headrace.base.scram import ScramCredential, ScramMechanism, new_credential
-
-from ..storage._checkpoint import write_atomically  # the storage layer's atomic write
 
 FILE = Path("security") / "scram-credentials.json"
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING
 
-from .._errors import BrokerError
+from headrace.base import BrokerError
+
 from ._acl import CLUSTER_NAME, Authorizer, Operation, ResourceType
 from ._sasl import SaslError, SaslExchange, SaslState
 from ._settings import Listener

@@ -15,7 +15,7 @@ PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 # Older Kafka's ZooKeeper-era name, still found in many server.properties files.
 ACL_AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"
-DEFAULT_SASL_MECHANISMS = ("SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN")
+DEFAULT_SASL_MECHANISMS: tuple[str, ...] = ("SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN")
 
 
 class SecurityConfigError(ValueError):
@@ -98,7 +98,7 @@ def parse_listeners(
         name: (host, port)
         for name, host, port in _endpoints(advertised or "", "advertised.listeners")
     }
-    result = []
+    result: list[Listener] = []
     for name, host, port in _endpoints(listeners, "listeners"):
         if name not in protocols:
             raise SecurityConfigError(

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 
-from ._checkpoint import write_atomically
+from headrace.base import write_atomically
 
 CLEANER_CHECKPOINT_FILE = "cleaner-offset.checkpoint"
 _VERSION = "2"

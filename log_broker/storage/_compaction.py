@@ -21,7 +21,8 @@ import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ._checkpoint import fsync_dir
+from headrace.base import fsync_dir
+
 from ._segment import LogSegment, segment_name
 
 CLEANED = ".cleaned"

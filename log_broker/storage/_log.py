@@ -24,9 +24,11 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from pathlib import Path
 
+from headrace.base import check_transition, fsync_dir, transition_table, write_atomically
+
 from .. import _records
 from .._batch_validation import BatchRules, validate_batches
-from ._checkpoint import fsync_dir, write_atomically, write_offset
+from ._checkpoint import write_offset
 from ._compaction import install
 from ._compression import DEFAULT_INFLATE_LIMIT
 from ._config import TopicConfig
@@ -45,6 +47,7 @@ from ._recovery import (
 )
 from ._retention import expired_prefix
 from ._segment import LogSegment
+from ._synced_checkpoint import SyncedPosition
 
 _MAX_RELATIVE_OFFSET = 2**31 - 1  # index entries hold offsets relative to the segment
 
@@ -55,11 +58,15 @@ class LogState(enum.Enum):
     DELETED = "deleted"
 
 
-_TRANSITIONS: dict[LogState, frozenset[LogState]] = {
-    LogState.OPEN: frozenset({LogState.CLOSED, LogState.DELETED}),
-    LogState.CLOSED: frozenset({LogState.DELETED}),
-    LogState.DELETED: frozenset(),
-}
+# A log closed or deleted under a request is a race the client retries, not a bug: the
+# lifecycle raises the retriable LogClosedError.
+_TRANSITIONS = transition_table(
+    {
+        LogState.OPEN: {LogState.CLOSED, LogState.DELETED},
+        LogState.CLOSED: {LogState.DELETED},
+        LogState.DELETED: set(),
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,18 +113,29 @@ class PartitionLog:
         self._dir_dirty = False  # segment files created since the last sync began
         self._syncing = False
         self._close_after_sync: list[LogSegment] = []
+        # How much of the active segment the last sync made durable (everything at open).
+        active = segments[-1]
+        self._synced = SyncedPosition(active.base_offset, active.inode, active.size)
 
     # ------------------------------------------------------------------ opening
 
     @classmethod
-    def open(cls, path: Path, topic: str, partition: int, config: TopicConfig) -> PartitionLog:
+    def open(
+        cls,
+        path: Path,
+        topic: str,
+        partition: int,
+        config: TopicConfig,
+        synced: SyncedPosition | None = None,
+    ) -> PartitionLog:
         """Open (or create) the log in directory ``path`` (the partition's own
-        directory), recovering it if needed.
+        directory), recovering it if needed; ``synced`` is what a recovery checkpoint
+        says of its active segment (``_synced_checkpoint``).
 
         Steps: recover the segments (see ``recover_segments``); move the recovery point
         to the active segment; only then remove the clean-shutdown marker.
         """
-        recovered = recover_segments(path, config.index_interval_bytes)
+        recovered = recover_segments(path, config.index_interval_bytes, synced)
         log = cls(
             path,
             topic,
@@ -127,6 +145,8 @@ class PartitionLog:
             recovered.log_start_offset,
             recovered.recovery_base,
         )
+        if recovered.flushed_offset is not None and synced is not None:
+            log._await_first_sync(recovered.flushed_offset, synced)
         # Everything is on disk now: recovery may start at the active segment next time.
         log._write_recovery_point(recovered.segments[-1].base_offset)
         if recovered.clean:
@@ -134,6 +154,14 @@ class PartitionLog:
             (path / CLEAN_SHUTDOWN_FILE).unlink()
             fsync_dir(path)
         return log
+
+    def _await_first_sync(self, flushed_offset: int, synced: SyncedPosition) -> None:
+        """Recovery left bytes after the active segment's synced prefix unsynced: the
+        log counts as flushed only to there until its next sync."""
+        self._flushed_offset = flushed_offset
+        self._synced = synced
+        self._dirty.add(self._segments[-1])
+        self._indexes_unsynced.add(self._segments[-1])
 
     # ------------------------------------------------------------------ properties
 
@@ -148,6 +176,11 @@ class PartitionLog:
     @property
     def flushed_offset(self) -> int:
         return self._flushed_offset
+
+    @property
+    def synced_position(self) -> SyncedPosition:
+        """How much of the active segment is known to be on disk (for checkpoints)."""
+        return self._synced
 
     @property
     def size_bytes(self) -> int:
@@ -315,6 +348,28 @@ class PartitionLog:
                     return segment.read(max(offset, segment.base_offset), max_bytes, upper_bound)
             return b""
 
+    def batch_headers(
+        self, offset: int, limit: int, *, upper_bound: int
+    ) -> list[_records.BatchHeader]:
+        """Headers of up to ``limit`` batches from the one holding ``offset``, none whose
+        base offset is ``upper_bound`` or more, read without the batches themselves: a
+        replay that needs only headers (producer state) reads a few KB per batch, not
+        the whole log. Positions in them are within their segment files."""
+        with self._lock:
+            self._check_open()
+            found: list[_records.BatchHeader] = []
+            segments = self._segments
+            for i in range(max(0, bisect_right(self._bases, offset) - 1), len(segments)):
+                segment = segments[i]
+                if offset >= segment.next_offset or not segment.size:
+                    continue
+                start, _ = segment.find_position(max(offset, segment.base_offset))
+                for header in segment.walk(start):
+                    if header.base_offset >= upper_bound or len(found) >= limit:
+                        return found
+                    found.append(header)
+            return found
+
     def offset_for_timestamp(self, ts_ms: int) -> tuple[int, int] | None:
         """The earliest (offset, timestamp) with timestamp >= ``ts_ms``, or None."""
         with self._lock:
@@ -460,6 +515,7 @@ class PartitionLog:
                 dir_dirty, self._dir_dirty = self._dir_dirty, False
                 active = self._segments[-1]
                 active_base = active.base_offset
+                synced = SyncedPosition(active_base, active.inode, active.size)
                 whole = (dirty | self._indexes_unsynced) - {active}
                 data_only = active in dirty
                 self._indexes_unsynced = (
@@ -488,6 +544,7 @@ class PartitionLog:
                     self._close_after_sync.clear()
             with self._lock:
                 self._flushed_offset = max(self._flushed_offset, target)
+                self._synced = synced
 
     def _write_recovery_point(self, base_offset: int) -> None:
         with self._checkpoint_lock:
@@ -502,8 +559,7 @@ class PartitionLog:
             raise LogClosedError(f"{self!r} is not open")
 
     def _transition(self, new: LogState) -> None:
-        if new not in _TRANSITIONS[self._state]:
-            raise LogClosedError(f"{self!r} cannot become {new.value}")
+        check_transition(_TRANSITIONS, self._state, new, repr(self), LogClosedError)
         self._state = new
 
     def close(self) -> None:

@@ -24,7 +24,8 @@ from types import MappingProxyType
 
 import orjson
 
-from ._checkpoint import fsync_dir, write_atomically
+from headrace.base import fsync_dir, write_atomically
+
 from ._cleaner import Cleaner, CleanUpTo
 from ._config import CONFIG_DEFS, TopicConfig
 from ._errors import (
@@ -38,6 +39,7 @@ from ._errors import (
 )
 from ._log import PartitionLog
 from ._markers import AbortedIndexOf
+from ._synced_checkpoint import SyncedPosition, read_positions, render, write_positions
 
 log = logging.getLogger("headrace.broker.storage")
 
@@ -117,10 +119,17 @@ class LogManager:
         self.max_partitions = max_partitions
         self.num_partitions_default = num_partitions_default
         self._defaults = dict(defaults)
+        # Replaced, never changed in place, so the loop can iterate a ``topics()`` while
+        # a worker thread publishes a topic.
         self._topics: dict[str, Topic] = {}
-        # Retention runs in a worker thread; topic creation and deletion on the loop.
+        # Topics being created or grown -> partitions they are adding. The lock guards
+        # the table, this and the counts; it is never held while partition files are
+        # made, so creating thousands of partitions stalls no other topic's work.
+        self._changing: dict[str, int] = {}
         self._lock = threading.Lock()
         self._cleaner = Cleaner()
+        self._synced_at_open: dict[str, SyncedPosition] = {}
+        self._checkpointed = b""  # the recovery positions last written
 
     @classmethod
     def open(
@@ -140,6 +149,7 @@ class LogManager:
         (data_dir / TOPICS_DIR).mkdir(parents=True, exist_ok=True)
         manager = cls(data_dir, num_partitions_default, defaults or {}, max_partitions)
         TopicConfig.from_overrides({}, manager._defaults)  # bad broker defaults fail here
+        manager._synced_at_open = read_positions(data_dir)
         try:
             for path in sorted((data_dir / TOPICS_DIR).glob("*.json")):
                 manager._load_topic(path)
@@ -161,10 +171,16 @@ class LogManager:
         topic = Topic(name, topic_id, [], config, overrides)
         self._topics[name] = topic
         for partition in range(count):
-            topic.partitions.append(self._open_log(name, partition, config))
+            directory = f"{name}-{partition}"
+            synced = self._synced_at_open.pop(directory, None)
+            topic.partitions.append(self._open_log(name, partition, config, synced))
 
-    def _open_log(self, name: str, partition: int, config: TopicConfig) -> PartitionLog:
-        return PartitionLog.open(self.data_dir / f"{name}-{partition}", name, partition, config)
+    def _open_log(
+        self, name: str, partition: int, config: TopicConfig, synced: SyncedPosition | None = None
+    ) -> PartitionLog:
+        return PartitionLog.open(
+            self.data_dir / f"{name}-{partition}", name, partition, config, synced
+        )
 
     def _remove_orphans(self) -> None:
         """Move partition directories no topic claims into ``stray/``, with an ERROR
@@ -250,10 +266,14 @@ class LogManager:
             num_partitions = self.num_partitions_default
         overrides = dict(overrides or {})
         with self._lock:
+            if name in self._changing:
+                raise TopicExistsError(f"topic {name!r} is being created")
             config = validate_new_topic(
                 name, num_partitions, overrides, existing=self._topics, defaults=self._defaults
             )
             self._check_total(num_partitions)
+            self._changing[name] = num_partitions
+        try:
             topic = Topic(name, uuid.uuid4(), [], config, overrides)
             self._write_meta(topic, num_partitions)
             try:
@@ -264,11 +284,16 @@ class LogManager:
                     log.delete()
                 self._meta_path(topic).unlink(missing_ok=True)
                 raise
-            self._topics[name] = topic
+            with self._lock:
+                self._topics = {**self._topics, name: topic}
             return topic
+        finally:
+            with self._lock:
+                del self._changing[name]
 
     def _check_total(self, adding: int) -> None:
         held = sum(len(topic.partitions) for topic in self._topics.values())
+        held += sum(self._changing.values())
         if self.max_partitions is not None and held + adding > self.max_partitions:
             raise InvalidPartitionsError(
                 f"{adding} more partitions would make {held + adding} on this broker, above "
@@ -279,6 +304,8 @@ class LogManager:
         """Grow a topic to ``total`` partitions (CreatePartitions); never shrinks."""
         with self._lock:
             topic = self._topic(name)
+            if name in self._changing:
+                raise InvalidPartitionsError(f"topic {name!r} is being grown")
             if total <= len(topic.partitions):
                 raise InvalidPartitionsError(
                     f"topic {name!r} has {len(topic.partitions)} partitions; "
@@ -286,18 +313,26 @@ class LogManager:
                 )
             _check_partitions(total)
             self._check_total(total - len(topic.partitions))
+            self._changing[name] = total - len(topic.partitions)
+        try:
             # Metadata first: partition directories beyond its count count as orphans.
             self._write_meta(topic, total)
             for partition in range(len(topic.partitions), total):
-                topic.partitions.append(self._open_log(name, partition, topic.config))
+                log = self._open_log(name, partition, topic.config)
+                topic.partitions.append(log)  # one at a time: each is whole once listed
             return topic
+        finally:
+            with self._lock:
+                del self._changing[name]
 
     def delete_topic(self, name: str) -> None:
         """Forget the topic (metadata first, so a crash cannot revive half of it), then
         delete its partitions' files."""
         with self._lock:
             topic = self._topic(name)
-            del self._topics[name]
+            if name in self._changing:
+                raise InvalidPartitionsError(f"topic {name!r} is being grown; delete it after")
+            self._topics = {k: v for k, v in self._topics.items() if k != name}
             self._meta_path(topic).unlink(missing_ok=True)
             fsync_dir(self.data_dir / TOPICS_DIR)
         for log in topic.partitions:
@@ -357,6 +392,16 @@ class LogManager:
         ``aborted_index(log)`` so that their markers may go (see ``_markers``); returns
         how many were cleaned. Blocks for the whole pass: call it from a worker thread."""
         return len(self._cleaner.run(self.logs(), now_ms, clean_up_to, aborted_index))
+
+    def checkpoint_synced_positions(self, now_ms: int) -> int:
+        """Write every log's synced position (``_synced_checkpoint``) if any moved since
+        the last write; returns how many logs it lists. Blocks on two fsyncs: call it
+        from a worker thread."""
+        content = render({log.directory.name: log.synced_position for log in self.logs()})
+        if content != self._checkpointed:
+            write_positions(self.data_dir, content)
+            self._checkpointed = content
+        return content.count(b"\n") - 1
 
     def close(self) -> None:
         """Close every log cleanly (fsync, clean-shutdown marker)."""

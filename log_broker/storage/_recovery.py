@@ -8,6 +8,10 @@ Files a log keeps beside its segments::
     .clean-shutdown               present only between a clean close and the next open
     cleaner-offset.checkpoint     how far compaction got (``_cleaner_checkpoint``)
     *.cleaned, *.swap, *.deleted  a compaction swap in progress (``_compaction``)
+
+and, for all partitions together, the data directory's ``recovery-positions.checkpoint``
+(``_synced_checkpoint``): how many bytes of each active segment were fsynced, so that
+recovery after a crash reads only what came after them, not the whole active segment.
 """
 
 from __future__ import annotations
@@ -16,9 +20,12 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from ._checkpoint import fsync_dir, read_offset
+from headrace.base import fsync_dir
+
+from ._checkpoint import read_offset
 from ._compaction import finish_interrupted
 from ._segment import QUARANTINE_SUFFIX, LogSegment, remove_segment_files, segment_name
+from ._synced_checkpoint import SyncedPosition
 
 log = logging.getLogger("headrace.broker.storage")
 
@@ -33,17 +40,28 @@ class Recovered:
     log_start_offset: int
     recovery_base: int | None  # as read from its checkpoint (None after a clean close)
     clean: bool  # the clean-shutdown marker was there (the caller removes it)
+    # Where the durable part of the log ends, when the active segment holds checked but
+    # not yet fsynced bytes after its synced prefix (None: all of it is durable).
+    flushed_offset: int | None = None
 
 
-def recover_segments(path: Path, index_interval: int) -> Recovered:
+def recover_segments(
+    path: Path, index_interval: int, synced: SyncedPosition | None = None
+) -> Recovered:
     """Open every segment in ``path``, recovering whatever a crash may have damaged.
 
     Steps: finish or undo a compaction swap a crash cut short (``_compaction``); drop
     leftovers of interrupted writes; after a clean shutdown, load every
     segment from its indexes; otherwise load the segments below the recovery point and
     rebuild the rest from their data (CRC-checked, torn or corrupt tail cut off, every
-    segment after a cut removed); a segment whose indexes do not check out is rebuilt
-    either way; finally fsync whatever was rebuilt, so all of it counts as flushed.
+    segment after a cut removed), except that of the segment ``synced`` names, whose
+    fsynced prefix is loaded from its indexes and only the rest scanned; a segment whose
+    indexes do not check out is rebuilt either way; finally fsync whatever was rebuilt
+    or scanned, so all of it counts as flushed; except the bytes found after the synced
+    prefix of the active segment, which the log's first sync covers (they were not
+    acknowledged, or were synced after the checkpoint was written: either way nothing
+    more is promised of them than before the crash), so that a restart makes no fsync
+    per partition.
     """
     path.mkdir(parents=True, exist_ok=True)
     finish_interrupted(path, index_interval)
@@ -53,6 +71,7 @@ def recover_segments(path: Path, index_interval: int) -> Recovered:
     stored_start = read_offset(path / LOG_START_FILE) or 0
     segments: list[LogSegment] = []
     rebuilt: list[LogSegment] = []
+    flushed_offset = None
     try:
         for i, base in enumerate(bases):
             segment = LogSegment(path, base, index_interval)
@@ -61,8 +80,14 @@ def recover_segments(path: Path, index_interval: int) -> Recovered:
             trusted = clean or (recovery_base is not None and base < recovery_base and not last)
             if trusted and segment.load():
                 continue
+            tail = _recover_synced_prefix(segment, synced)
+            if tail is not None and tail[0] == 0 and last:
+                # Nothing cut: the prefix is durable; the rest waits for the first sync.
+                if synced is not None and segment.size > synced.position:
+                    flushed_offset = tail[1]
+                continue
             rebuilt.append(segment)
-            cut = segment.rebuild(verify=True)
+            cut = segment.rebuild(verify=True) if tail is None else tail[0]
             if cut:
                 log.error(
                     "recovery of %s cut %d bytes after offset %d (a torn or corrupt batch "
@@ -91,7 +116,19 @@ def recover_segments(path: Path, index_interval: int) -> Recovered:
         raise
     end = segments[-1].next_offset
     log_start = min(max(stored_start, segments[0].base_offset), end)
-    return Recovered(segments, log_start, recovery_base, clean)
+    return Recovered(segments, log_start, recovery_base, clean, flushed_offset)
+
+
+def _recover_synced_prefix(
+    segment: LogSegment, synced: SyncedPosition | None
+) -> tuple[int, int] | None:
+    """``LogSegment.load_synced_prefix`` if ``synced`` names this very segment file."""
+    if synced is None or (synced.base_offset, synced.inode) != (
+        segment.base_offset,
+        segment.inode,
+    ):
+        return None
+    return segment.load_synced_prefix(synced.position)
 
 
 def _set_aside(directory: Path, base: int) -> None:

@@ -36,6 +36,7 @@ class LogSegment:
         "_max_timestamp_offset",
         "base_offset",
         "fd",
+        "inode",
         "max_timestamp",
         "next_offset",
         "offset_index",
@@ -60,6 +61,9 @@ class LogSegment:
         self._indexes_existed = index_path.exists() and time_path.exists()
         self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
+            # Names this very file in a recovery checkpoint: a segment deleted and made
+            # again under the same name is another file.
+            self.inode = os.fstat(self.fd).st_ino
             self.offset_index = OffsetIndex(index_path)
             self.time_index = TimeIndex(time_path)
         except OSError:
@@ -238,6 +242,11 @@ class LogSegment:
         self.size = os.fstat(self.fd).st_size
         if self.size and not self._indexes_existed:
             return False
+        return self._load_indexes()
+
+    def _load_indexes(self) -> bool:
+        """``load`` for the first ``self.size`` bytes of the file (index entries beyond
+        them are dropped)."""
         if not self.offset_index.load(self.size):
             return False
         index = self.offset_index
@@ -270,6 +279,26 @@ class LogSegment:
             self.roll_base_ms = first.max_timestamp
         return True
 
+    def load_synced_prefix(self, synced: int) -> tuple[int, int] | None:
+        """Recover a segment whose first ``synced`` bytes were fsynced (a recovery
+        checkpoint says so): load the indexes for that prefix as ``load`` does, without
+        reading its batches again, then rebuild the rest (``rebuild``'s scan, CRCs
+        checked) from there. Returns the bytes cut off the tail and the offset the
+        prefix ends at, or None if the prefix does not check out (the caller rebuilds
+        the whole segment).
+
+        The indexes of an active segment are not fsynced; after a crash that lost some
+        of their entries, or left garbage, ``load``'s checks fail and this returns None.
+        """
+        file_size = os.fstat(self.fd).st_size
+        if synced < 0 or synced > file_size or not self._indexes_existed:
+            return None
+        self.size = synced
+        if not self._load_indexes():
+            return None
+        prefix_end = self.next_offset
+        return self._scan_from(synced, verify=True), prefix_end
+
     def rebuild(self, *, verify: bool) -> int:
         """Rebuild both indexes from the data, checking CRCs if ``verify``; cut the file at
         the end of the last valid batch. Returns the number of bytes cut off.
@@ -286,8 +315,12 @@ class LogSegment:
         self._max_timestamp_offset = self.base_offset
         self._bytes_since_index = 0
         self.roll_base_ms = None
+        return self._scan_from(0, verify=verify)
+
+    def _scan_from(self, position: int, *, verify: bool) -> int:
+        """Track the batches from ``position`` (a batch start, everything before it
+        already tracked) to the end of the file; cut the file after the last good one."""
         file_size = os.fstat(self.fd).st_size
-        position = 0
         want = _RECOVERY_CHUNK
         while position < file_size:
             chunk = os.pread(self.fd, want, position)

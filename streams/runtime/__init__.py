@@ -24,6 +24,7 @@ from ._errors import RestoreError as RestoreError
 from ._errors import RuntimeFailure as RuntimeFailure
 from ._errors import SettingsError as SettingsError
 from ._errors import SourceTopicDeletedError as SourceTopicDeletedError
+from ._errors import TransactionAbortedError as TransactionAbortedError
 from ._errors import TransactionError as TransactionError
 from ._murmur2 import murmur2 as murmur2
 from ._murmur2 import partition_for_key as partition_for_key
@@ -50,6 +51,7 @@ __all__ = [
     "SourceTopicDeletedError",
     "TaskLayout",
     "TopicAdmin",
+    "TransactionAbortedError",
     "TransactionError",
     "TransactionalProducer",
     "assign_tasks",

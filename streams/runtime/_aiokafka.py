@@ -5,6 +5,7 @@ them with ``send_batch``, one chain of batches per partition so a slow partition
 holds up the others. Keys are placed with Kafka's own murmur2 partitioner
 (``_murmur2.py``), so records land where Java and librdkafka producers put them.
 aiokafka's errors are translated into :class:`ClientError` here, where they enter.
+What needs aiokafka's private names is in ``_aiokafka_internals.py``.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Collection, Mapping, Sequence
-from itertools import islice
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener
@@ -27,6 +27,10 @@ from aiokafka.errors import (
 )
 
 from .._record import ConsumedRecord, ProducedRecord
+from . import _aiokafka_internals as internals
+from ._aiokafka_internals import AS_TUPLES, as_tuple, fill_batch
+from ._aiokafka_logs import reported_by_the_runtime
+from ._assignor import PartitionGroupAssignor
 from ._client import (
     FlushMark,
     FlushResult,
@@ -35,9 +39,7 @@ from ._client import (
     TopicSpec,
 )
 from ._errors import ClientError, SourceTopicDeletedError
-from ._fastfetch import AS_TUPLES, as_tuple, install
 from ._murmur2 import KeyPartitioner
-from ._no_auto_create import forbid_auto_create, reported_by_the_runtime
 from ._send_ledger import SendLedger
 from ._settings import AppSettings
 
@@ -46,8 +48,6 @@ log = logging.getLogger("headrace.streams.runtime.client")
 _TOPIC_ALREADY_EXISTS = 36
 # Seconds a producer waits for a topic it writes to to appear in the metadata.
 TOPIC_WAIT_S = 5.0
-# aiokafka's batch builder wants a list; one shared empty list saves one per record.
-_NO_HEADERS: list[tuple[str, bytes]] = []
 
 
 def translate(error: BaseException, doing: str) -> ClientError:
@@ -79,8 +79,11 @@ class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
 
 
 class AiokafkaGroupConsumer:
-    def __init__(self, settings: AppSettings, group_id: str, assignor: object) -> None:
-        self._tuples = install()
+    def __init__(
+        self, settings: AppSettings, group_id: str, assignor: PartitionGroupAssignor
+    ) -> None:
+        self._tuples = internals.install_tuple_fetch()
+        self._exactly_once = settings.exactly_once
         self._consumer = AIOKafkaConsumer(
             bootstrap_servers=settings.bootstrap_servers,
             key_deserializer=AS_TUPLES,
@@ -97,21 +100,25 @@ class AiokafkaGroupConsumer:
             **settings.client_security().aiokafka_options(),
         )
         self._reset = settings.auto_offset_reset
-        forbid_auto_create(self._consumer)
+        internals.forbid_auto_create(self._consumer)
         # Source topics seen in the metadata, and those missing from a later refresh:
         # a deleted source stops the application (it is not re-created, see
-        # _no_auto_create.py), once a full metadata read confirms it is gone.
+        # _aiokafka_logs.py), once a full metadata read confirms it is gone.
         self._topics: frozenset[str] = frozenset()
         self._seen: set[str] = set()
         self._missing: set[str] = set()
         self._gone: ClientError | None = None
-        self._consumer._client.cluster.add_listener(self._on_metadata)
+        internals.watch_metadata(self._consumer, self._on_metadata)
 
     async def start(self) -> None:
+        log.info("%s", internals.report())
         try:
             await self._consumer.start()
         except KafkaError as error:
             raise translate(error, "starting the group consumer") from error
+        if self._exactly_once:
+            # The zombie guard of every transaction commit: refuse to run without it.
+            internals.group_generation(self._consumer)
 
     async def stop(self) -> None:
         await self._consumer.stop()
@@ -146,7 +153,7 @@ class AiokafkaGroupConsumer:
             return
         suspects, self._missing = self._missing, set()
         try:
-            cluster = await self._consumer._client.fetch_all_metadata()
+            cluster = await internals.fetch_all_metadata(self._consumer)
         except KafkaError as error:
             raise translate(error, "reading topic metadata") from error
         gone = sorted(t for t in suspects if not cluster.partitions_for_topic(t))
@@ -171,7 +178,8 @@ class AiokafkaGroupConsumer:
         except KafkaError as error:
             raise translate(error, "polling") from error
         if self._tuples:
-            # Tuples already, built by the fetcher (_fastfetch.py); the check is per batch.
+            # Tuples already, built by the fetcher (tuple fetch, _aiokafka_internals.py);
+            # the check is per batch.
             return {
                 (tp.topic, tp.partition): records
                 if type(records[0]) is tuple
@@ -261,10 +269,9 @@ class AiokafkaGroupConsumer:
 
         aiokafka resets its generation to -1 when the coordinator says this member is
         unknown or its generation stale (it was removed from the group); until it
-        rejoins, committing in its name would be a zombie's commit."""
-        coordinator = getattr(self._consumer, "_coordinator", None)
-        generation = getattr(coordinator, "generation", None)
-        return not isinstance(generation, int) or generation >= 0
+        rejoins, committing in its name would be a zombie's commit. Raises
+        :class:`UnsupportedClientError` when the generation cannot be read."""
+        return internals.group_generation(self._consumer) >= 0
 
     def highwater(self, partition: TopicPartition) -> int | None:
         try:
@@ -276,7 +283,7 @@ class AiokafkaGroupConsumer:
 
 class AiokafkaChangelogReader:
     def __init__(self, settings: AppSettings) -> None:
-        install()
+        internals.install_tuple_fetch()
         self._consumer = AIOKafkaConsumer(
             bootstrap_servers=settings.bootstrap_servers,
             key_deserializer=AS_TUPLES,
@@ -289,7 +296,7 @@ class AiokafkaChangelogReader:
             isolation_level=_isolation(settings),
             **settings.client_security().aiokafka_options(),
         )
-        forbid_auto_create(self._consumer)
+        internals.forbid_auto_create(self._consumer)
 
     async def start(self) -> None:
         try:
@@ -364,47 +371,6 @@ class AiokafkaGlobalReader(AiokafkaChangelogReader):
         }
 
 
-def _fill(batch: Any, records: list[ProducedRecord], start: int) -> int:
-    """Append ``records[start:]`` to ``batch`` until it is full; return the end index.
-
-    aiokafka's ``BatchBuilder.append`` is a Python wrapper (keyword arguments, optional
-    serializers, an offset counter) around its C record builder; appending to the C
-    builder directly, with the same relative offsets, halves the per-record cost. The
-    public path remains for a builder that does not look as expected.
-    """
-    builder = getattr(batch, "_builder", None)
-    if builder is None or getattr(batch, "_relative_offset", None) != 0:
-        end = start
-        for _t, key, value, ts, headers, _p in islice(records, start, None):
-            appended = batch.append(
-                timestamp=ts if ts >= 0 else None,
-                key=key,
-                value=value,
-                headers=list(headers) if headers else _NO_HEADERS,
-            )
-            if appended is None:
-                break
-            end += 1
-        return end
-    append = builder.append
-    offset = 0
-    for _t, key, value, ts, headers, _p in islice(records, start, None):
-        if (
-            append(
-                offset,
-                ts if ts >= 0 else None,
-                key,
-                value,
-                list(headers) if headers else _NO_HEADERS,
-            )
-            is None
-        ):
-            break
-        offset += 1
-    batch._relative_offset = offset
-    return start + offset
-
-
 class AiokafkaRecordProducer:
     """Produced tuples go out in batches, one queue and one sender task per partition.
 
@@ -438,7 +404,7 @@ class AiokafkaRecordProducer:
             **({"enable_idempotence": True, **transactional} if transactional else {}),
             **settings.client_security().aiokafka_options(),
         )
-        forbid_auto_create(self._producer)
+        internals.forbid_auto_create(self._producer)
         self._partition = KeyPartitioner()
         self._counts: dict[str, int] = {}
         self._sticky: dict[str, int] = {}
@@ -564,7 +530,7 @@ class AiokafkaRecordProducer:
             try:
                 while start < len(records):
                     batch = producer.create_batch()
-                    end = _fill(batch, records, start)
+                    end = fill_batch(batch, records, start)
                     batch.close()
                     if end == start:
                         raise ClientError(
@@ -595,7 +561,7 @@ class AiokafkaAdmin:
             bootstrap_servers=settings.bootstrap_servers,
             **settings.client_security().aiokafka_options(),
         )
-        forbid_auto_create(self._admin)
+        internals.forbid_auto_create(self._admin)
         self._replication = settings.replication_factor
         self._topic_configs = settings.topic_configs
 
@@ -653,7 +619,9 @@ class AiokafkaClients:
     def __init__(self, settings: AppSettings) -> None:
         self.settings = settings
 
-    def group_consumer(self, group_id: str, assignor: object) -> AiokafkaGroupConsumer:
+    def group_consumer(
+        self, group_id: str, assignor: PartitionGroupAssignor
+    ) -> AiokafkaGroupConsumer:
         return AiokafkaGroupConsumer(self.settings, group_id, assignor)
 
     def changelog_reader(self) -> AiokafkaChangelogReader:

@@ -33,8 +33,9 @@ from aiokafka.errors import (
 
 from .._record import ProducedRecord
 from ._aiokafka import AiokafkaRecordProducer, translate
+from ._aiokafka_internals import in_transaction
 from ._client import FlushMark, FlushResult, TopicPartition
-from ._errors import FencedError, TransactionError
+from ._errors import FencedError, TransactionAbortedError, TransactionError
 from ._settings import AppSettings
 
 log = logging.getLogger("headrace.streams.runtime.transactions")
@@ -48,7 +49,7 @@ def txn_error(error: BaseException, doing: str) -> FencedError | TransactionErro
         fenced = FencedError(f"{doing}: this instance was fenced by a newer one ({error!r})")
         fenced.__cause__ = error
         return fenced
-    failed = TransactionError(f"{doing}: {error!r}")
+    failed = TransactionAbortedError(f"{doing}: {error!r}")
     failed.__cause__ = error
     return failed
 
@@ -77,8 +78,7 @@ class AiokafkaTransactionalProducer(AiokafkaRecordProducer):
 
     @property
     def in_transaction(self) -> bool:
-        manager = self._producer._txn_manager
-        return manager is not None and bool(manager.is_in_transaction())
+        return in_transaction(self._producer)
 
     async def _begin(self) -> None:
         if self.in_transaction:
@@ -108,7 +108,7 @@ class AiokafkaTransactionalProducer(AiokafkaRecordProducer):
             first = result.failures[0]
             if isinstance(first.error, _FENCED):
                 raise txn_error(first.error, f"producing to {first.topic}-{first.partition}")
-            raise TransactionError(
+            raise TransactionAbortedError(
                 f"producing to {first.topic}-{first.partition} failed inside a transaction: "
                 f"{first.error!r}"
             ) from first.error

@@ -7,13 +7,15 @@ Lifecycle (:class:`AppState`)::
                   └───────────┴──> STOPPING ──> STOPPED
     any of STARTING, RUNNING, REBALANCING, STOPPING --error--> FAILED --> STOPPED
 
-Start-up, step by step: resolve the topology; read the partition counts of its source
-topics (and of its global topics, which must exist) and check co-partitioning; create
-the internal topics (repartition topics and compacted changelogs) that are missing;
-start the HTTP server (its address goes to the group for interactive queries); start
-the producer and the changelog reader (and, with standby replicas, the standby reader);
-read the global topics to their ends into the global stores (``_global.py``), before
-any stream task can open; start the group consumer; subscribe; run the processing loop.
+Start-up, step by step: resolve the topology; start the HTTP server (its address goes
+to the group for interactive queries); build the :class:`~._startup.Runtime`
+(``_startup.py``): read the partition counts of the source topics (and of the global
+topics, which must exist) and check co-partitioning; create the internal topics
+(repartition topics and compacted changelogs) that are missing; read the global topics
+to their ends into the global stores (``_global.py``), before any stream task can open;
+start the producer and the changelog reader (and, with standby replicas, the standby
+reader); start the group consumer. Then subscribe and run the processing loop. Until
+start-up is done the App holds no runtime; once it is, the App holds the whole of it.
 
 One round of the loop: read what is new on the global topics into the global stores;
 poll a batch of records; feed each partition's records to its task; send what the tasks
@@ -33,24 +35,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+import functools
 import logging
 import signal
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from .._config import StreamsConfig
 from .._errors import ProcessingError
 from .._lifecycle import Lifecycle
-from .._nodes import SinkNode
 from .._record import ConsumedRecord, ProducedRecord
 from .._topology import Topology
 from ._aiokafka import AiokafkaClients
 from ._assignor import PartitionGroupAssignor
-from ._async_work import AsyncWork
-from ._client import ClientFactory, RecordProducer, TopicPartition, TopicSpec
-from ._commit import Committer, GroupOffsetSink, OffsetSink, TransactionSink
-from ._counted import CountingClients
+from ._client import ClientFactory, TopicPartition
 from ._errors import (
     AppStopped,
     ClientError,
@@ -60,21 +58,13 @@ from ._errors import (
     TransactionError,
 )
 from ._gc import tune_for_streaming
-from ._global import GlobalStores, global_topics
-from ._handlers import ErrorHandler, deserialization_handler
+from ._global import GlobalStores
 from ._http import HttpServer
 from ._metrics import AppMetrics
-from ._partition_groups import (
-    TaskLayout,
-    changelog_topics,
-    internal_topic_partitions,
-    source_topics,
-)
 from ._queries import StoreQueries
-from ._restore import Restorer
-from ._rewind import Rewinder, transactional_id
 from ._settings import AppSettings
-from ._standby import StandbyTask, StandbyUpdater
+from ._standby import StandbyTask
+from ._startup import Runtime, now_ms, start_runtime
 from ._tasks import RuntimeTask, TaskManager
 
 log = logging.getLogger("headrace.streams.runtime.app")
@@ -122,10 +112,7 @@ def resolve_topology(
 
 
 _ASYNC_POLL_MS = 5
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
+_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
 class App:
@@ -149,7 +136,7 @@ class App:
         **options: Any,
     ) -> None:
         # What this App was given, without the environment's part where it can tell:
-        # ``headrace run`` layers the environment and its flags over it (``build_app``).
+        # ``headrace run`` layers the environment and its flags over it (``reconfigured``).
         given = {
             k: v for k, v in {"application_id": application_id, **options}.items() if v is not None
         }
@@ -181,16 +168,37 @@ class App:
         )
         self.metrics = AppMetrics(settings.application_id)
         self._lock = asyncio.Lock()
-        self._stop_requested: asyncio.Event | None = None
-        self._loop_task: asyncio.Task[None] | None = None
         self._failure: BaseException | None = None
         self._http: HttpServer | None = None
-        self._standbys: StandbyUpdater | None = None
-        self._globals: GlobalStores | None = None
-        self._counts: dict[str, int] = {}
+        # Set together once start-up is done; ``None`` before (and after a failed start).
+        self._runtime: Runtime | None = None
+        self._loop_task: asyncio.Task[None] | None = None
         self.host = settings.application_server or ""
         self.consumed = 0
         self.produced = 0
+
+    def reconfigured(
+        self,
+        environment: Mapping[str, str],
+        settings_file: str | None = None,
+        **options: Any,
+    ) -> App:
+        """A new App of this App's topology and serdes, its settings read again: each from
+        the first of ``options`` (``None``: not given), ``environment`` (``HEADRACE_*``),
+        this App's own arguments, ``settings_file``, this App's own settings file, the
+        defaults. What ``headrace run`` runs."""
+        settings = AppSettings.load(
+            [self._settings_file, settings_file],
+            environment,
+            base=self._given_settings,
+            **options,
+        )
+        return App(
+            topology=self._topology_source,
+            settings=settings,
+            default_key_serde=self._serdes[0],
+            default_value_serde=self._serdes[1],
+        )
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -207,208 +215,102 @@ class App:
 
         The process is the application's: the garbage collector is tuned for it
         (``_gc.py``)."""
-        asyncio.run(self._run_until_signal())
+        asyncio.run(self.serve())
 
-    async def _run_until_signal(self) -> None:
+    async def serve(
+        self,
+        *,
+        started: Callable[[], object] | None = None,
+        status: Callable[[], object] | None = None,
+        status_interval: float = 0.0,
+    ) -> None:
+        """Start, run until SIGTERM or SIGINT or a failure, then stop cleanly; raise
+        ``AppStopped`` on failure. ``started`` is called once the processing loop runs,
+        ``status`` every ``status_interval`` seconds (``0``: never) while it runs. The
+        garbage collector is tuned for the process (``_gc.py``)."""
         loop = asyncio.get_running_loop()
-        stop = asyncio.Event()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
+        signalled = asyncio.Event()
+        for sig in _SIGNALS:
+            loop.add_signal_handler(sig, signalled.set)
         try:
             await self.start()
             tune_for_streaming()
-            assert self._loop_task is not None
-            waiter = asyncio.ensure_future(stop.wait())
-            await asyncio.wait({waiter, self._loop_task}, return_when=asyncio.FIRST_COMPLETED)
-            waiter.cancel()
+            if started is not None:
+                started()
+            await self._wait(signalled, status, status_interval)
         finally:
-            await self.stop()
-            for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.stop()
+            for sig in _SIGNALS:
                 loop.remove_signal_handler(sig)
         if self._failure is not None:
             raise AppStopped(
                 f"{self.settings.application_id} stopped: {self._failure}"
             ) from self._failure
 
+    async def _wait(
+        self,
+        signalled: asyncio.Event,
+        status: Callable[[], object] | None,
+        status_interval: float,
+    ) -> None:
+        """Until ``signalled`` or the processing loop ends, calling ``status`` on time."""
+        assert self._loop_task is not None  # started
+        loop_task = self._loop_task
+        waiter = asyncio.ensure_future(signalled.wait())
+        try:
+            while not waiter.done() and not loop_task.done():
+                await asyncio.wait(
+                    {waiter, loop_task},
+                    timeout=status_interval or None,
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+                if status is not None and status_interval and not waiter.done():
+                    status()
+        finally:
+            waiter.cancel()
+
     async def start(self) -> None:
         """Start up (module docstring) and return once the processing loop runs."""
         self._lifecycle.move(AppState.STARTING)
         settings = self.settings
         try:
-            await self._start(settings)
+            topology = resolve_topology(
+                self._topology_source,
+                lambda builder: self.metrics.watch_late_records(
+                    getattr(builder, "late_records", None)
+                ),
+            )
+            if settings.http_port is not None:
+                self._http = HttpServer(
+                    settings.http_host, settings.http_port, StoreQueries(self, topology).routes()
+                )
+                await self._http.start()
+                self.host = settings.application_server or self._http.address
+                log.info("listening on http://%s (health, metrics, stores)", self._http.address)
+            runtime = await start_runtime(
+                settings, topology, self._clients, self._serdes, self.metrics, self.host
+            )
+            try:
+                runtime.consumer.subscribe(
+                    sorted({t for topics in runtime.layout.sources.values() for t in topics}),
+                    functools.partial(self._on_revoked, runtime),
+                    functools.partial(self._on_assigned, runtime),
+                )
+            except BaseException:
+                await runtime.close_globals(clean=False)
+                await runtime.stop_clients()
+                raise
         except BaseException as error:
             self._failure = error
             self._lifecycle.move(AppState.FAILED)
-            await self._close_globals()
-            await self._close_clients()
+            if self._http is not None:
+                await self._http.stop()
             self._lifecycle.move(AppState.STOPPED)
             raise
-
-    async def _start(self, settings: AppSettings) -> None:
+        self._runtime = runtime
         app_id = settings.application_id
-        topology = self.topology = resolve_topology(
-            self._topology_source,
-            lambda builder: self.metrics.watch_late_records(getattr(builder, "late_records", None)),
-        )
-        sources = source_topics(topology, app_id)
-        internal = {topology.topic_name(t, app_id) for t in topology.internal_topics}
-        external = {t for topics in sources.values() for t in topics if t not in internal}
-        sinks = {n.topic for n in topology.nodes.values() if isinstance(n, SinkNode) and n.topic}
-        self._admin = self._clients.admin()
-        await self._admin.start()
-        globals_ = set(global_topics(topology, app_id))
-        # Output topics are the user's: they must exist (the clients never auto-create
-        # topics, _no_auto_create.py), and a missing one fails here, not at the first record.
-        outputs = {topology.topic_name(t, app_id) for t in sinks} - internal
-        if "dead_letter" in (
-            settings.deserialization_error_handler,
-            settings.processing_error_handler,
-            settings.production_error_handler,
-        ):
-            outputs.add(settings.dead_letters)
-        counts = await self._admin.partition_counts(external | globals_ | outputs | internal)
-        missing = sorted(external - set(counts))
-        if missing:
-            raise SettingsError(f"source topics do not exist: {', '.join(missing)}")
-        missing = sorted(globals_ - set(counts))
-        if missing:
-            raise SettingsError(f"global table topics do not exist: {', '.join(missing)}")
-        missing = sorted(outputs - set(counts))
-        if missing:
-            raise SettingsError(
-                f"sink topics do not exist: {', '.join(missing)} (the application "
-                "creates only its internal topics; create these first)"
-            )
-        wanted_internal = internal_topic_partitions(
-            topology, app_id, {t: counts[t] for t in external}
-        )
-        counts.update({t: n for t, n in wanted_internal.items() if t not in counts})
-        layout = TaskLayout(sources, counts)
-        layout.check()
-        topology.check_sink_serdes(*self._serdes)  # before any topic is made or record read
-        logs = changelog_topics(topology, app_id)
-        changelogs = {t for stores in logs.values() for t in stores.values()}
-        self.metrics.name_topics(changelogs, internal - changelogs, settings.dead_letters)
-        specs = [TopicSpec(t, n, {}) for t, n in wanted_internal.items()]
-        for sub, stores in logs.items():
-            partitions = layout.partitions_of(sub) if sub in sources else 1
-            for store, topic in stores.items():
-                topic_config = dict(
-                    getattr(topology.store_builder(store), "logging_config", {}) or {}
-                )
-                topic_config.setdefault("cleanup.policy", "compact")
-                specs.append(TopicSpec(topic, partitions, topic_config))
-                counts.setdefault(topic, partitions)
-        existing = await self._admin.partition_counts([s.name for s in specs])
-        await self._admin.create_topics([s for s in specs if s.name not in existing])
-        self._counts = counts
-        self._layout = layout
-
-        if settings.http_port is not None:
-            self._queries = StoreQueries(self)
-            self._http = HttpServer(settings.http_host, settings.http_port, self._queries.routes())
-            await self._http.start()
-            self.host = settings.application_server or self._http.address
-            log.info("listening on http://%s (health, metrics, stores)", self._http.address)
-
-        extra: dict[str, Any] = {}
-        if settings.deserialization_error_handler is not None:
-            extra["deserialization_handler"] = deserialization_handler(
-                settings.deserialization_error_handler, settings.dead_letters, self.metrics
-            )
-        config = StreamsConfig(
-            application_id=app_id,
-            state_dir=settings.state_dir,
-            default_key_serde=self._serdes[0],
-            default_value_serde=self._serdes[1],
-            **extra,
-        )
-        if globals_:
-            self._global_reader = self._clients.global_reader()
-            await self._global_reader.start()
-            self._globals = GlobalStores(
-                topology,
-                config,
-                settings.state_dir,
-                self._global_reader,
-                counts,
-                settings.max_poll_records,
-                _now_ms(),
-            )
-            await self._globals.bootstrap()
-        self.tasks = TaskManager(
-            topology,
-            config,
-            settings.state_dir,
-            sources,
-            logs,
-            lambda topic: self._counts.get(topic, 1),
-            _now_ms,
-            settings.exactly_once,
-            global_stores=self._globals.stores if self._globals is not None else None,
-            wake=lambda: self._async.wake(),
-        )
-        self.metrics.watch_stores(self._running_stores)
-        stateful = {sub for sub, stores in logs.items() if stores and sub in sources}
-        self.assignor = PartitionGroupAssignor(
-            sources,
-            self.host,
-            self._local_state,
-            stateful=stateful,
-            standby_replicas=settings.num_standby_replicas,
-        )
-        self._processing_errors = ErrorHandler(
-            "processing", settings.processing_error_handler, settings.dead_letters, self.metrics
-        )
-        production_errors = ErrorHandler(
-            "production", settings.production_error_handler, settings.dead_letters, self.metrics
-        )
-        self._producer: RecordProducer
-        counted = CountingClients(self._clients, self.metrics)  # records_produced_total
-        if settings.exactly_once:
-            txn_id = transactional_id(settings)
-            txn_producer = counted.transactional_producer(txn_id)
-            self._producer = txn_producer
-            log.info("exactly once: transactional id %s", txn_id)
-        else:
-            self._producer = counted.producer()
-        await self._producer.start()
-        self._reader = self._clients.changelog_reader()
-        await self._reader.start()
-        self._restorer = Restorer(self._reader, self.metrics, settings.max_poll_records)
-        if settings.num_standby_replicas and stateful:
-            self._standby_reader = self._clients.changelog_reader()
-            await self._standby_reader.start()
-            self._standbys = StandbyUpdater(
-                self._standby_reader, self.metrics, settings.max_poll_records
-            )
-        self._consumer = self._clients.group_consumer(app_id, self.assignor)
-        await self._consumer.start()
-        self._async = AsyncWork(self._consumer, self._processing_errors)
-        sink: OffsetSink = (
-            TransactionSink(txn_producer, self._consumer, app_id)
-            if settings.exactly_once
-            else GroupOffsetSink(self._consumer)
-        )
-        self._committer = Committer(
-            self._producer, sink, production_errors, self.metrics, settings.snapshot_interval_ms
-        )
-        self._rewinder = Rewinder(
-            counted,
-            settings,
-            self._committer,
-            self._consumer,
-            self.tasks,
-            self._restorer,
-            lambda: self._stop_requested is not None and self._stop_requested.is_set(),
-        )
-        self._consumer.subscribe(
-            sorted({t for topics in sources.values() for t in topics}),
-            self._on_revoked,
-            self._on_assigned,
-        )
-        self._stop_requested = asyncio.Event()
-        self._loop_task = asyncio.create_task(self._loop(), name=f"streams-{app_id}")
+        self._loop_task = asyncio.create_task(self._loop(runtime), name=f"streams-{app_id}")
         self._lifecycle.move(AppState.RUNNING)
         log.info("%s started against %s", app_id, settings.bootstrap_servers)
 
@@ -418,58 +320,58 @@ class App:
             if self.state is AppState.CREATED:
                 self._lifecycle.move(AppState.STOPPED)
             return
-        if self._stop_requested is not None:
-            self._stop_requested.set()
+        if self._runtime is not None:
+            self._runtime.stop.set()
         if self._loop_task is not None:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._loop_task
 
     # -- the loop -----------------------------------------------------------------------
 
-    async def _loop(self) -> None:
-        assert self._stop_requested is not None
+    async def _loop(self, rt: Runtime) -> None:
         settings = self.settings
         last_commit = last_punctuate = time.monotonic()
         interval = settings.commit_interval / 1000
+        restorer, work, consumer, tasks = rt.restorer, rt.async_work, rt.consumer, rt.tasks
         try:
-            while not self._stop_requested.is_set():
-                timeout = 0 if self._restorer.busy else settings.poll_timeout_ms
-                if self._async.ready.is_set():
+            while not rt.stop.is_set():
+                timeout = 0 if restorer.busy else settings.poll_timeout_ms
+                if work.ready.is_set():
                     timeout = 0
-                elif timeout and self._async.busy(self.tasks.running()):
+                elif timeout and work.busy(tasks.running()):
                     # Results that finish meanwhile do not wake a poll: come back soon.
                     timeout = min(timeout, _ASYNC_POLL_MS)
-                batches = await self._consumer.poll(timeout, settings.max_poll_records)
+                batches = await consumer.poll(timeout, settings.max_poll_records)
                 async with self._lock:
-                    if self._globals is not None:
-                        await self._globals.poll(0)
-                    await self._process(batches)
+                    if rt.globals is not None:
+                        await rt.globals.poll(0)
+                    await self._process(rt, batches)
                     now = time.monotonic()
                     if now - last_punctuate >= 0.05:
                         last_punctuate = now
-                        await self._punctuate()
-                    if self._restorer.busy:
-                        for task in await self._restorer.step(50):
-                            self._consumer.resume(task.sources)
-                    if self._standbys is not None:
-                        await self._standbys.step(0)
-                    running = self.tasks.running()
+                        await self._punctuate(rt)
+                    if restorer.busy:
+                        for task in await restorer.step(50):
+                            consumer.resume(task.sources)
+                    if rt.standbys is not None:
+                        await rt.standbys.step(0)
+                    running = tasks.running()
                     if now - last_commit >= interval or any(
                         t.executor.commit_requested for t in running
                     ):
                         try:
-                            await self._commit(running, closing=False)
+                            await self._commit(rt, running, closing=False)
                         except (TransactionError, FencedError) as error:
-                            await self._rewind(error)
-                        if self._globals is not None:
-                            await self._globals.checkpoint()
-                        if self._standbys is not None:
-                            self._standbys.checkpoint()
+                            await self._rewind(rt, error)
+                        if rt.globals is not None:
+                            await rt.globals.checkpoint()
+                        if rt.standbys is not None:
+                            rt.standbys.checkpoint()
                         # Commits start an interval apart, as in Kafka Streams: timed from
                         # the end, each would add its own duration to how long the next
                         # interval's results wait (under exactly-once, to their latency).
                         last_commit = now
-                        self._observe_lag(running)
+                        self._observe_lag(rt, running)
         except Exception as error:
             self._failure = error
             # The runtime's own errors say what went wrong; a traceback is for the others.
@@ -480,66 +382,68 @@ class App:
                 exc_info=None if isinstance(error, RuntimeFailure) else error,
             )
         finally:
-            await self._shutdown()
+            await self._shutdown(rt)
 
-    async def _commit(self, tasks: list[RuntimeTask], closing: bool = True) -> None:
+    async def _commit(self, rt: Runtime, tasks: list[RuntimeTask], closing: bool = True) -> None:
         """Commit ``tasks``; under exactly-once their async calls finish first and
         their output joins the transaction (``_async_work.py``). The loop's commits
         (not ``closing``) finish while processing goes on (``Committer.begin``)."""
         if self.settings.exactly_once:
-            out = await self._async.settle(tasks)
+            out = await rt.async_work.settle(tasks)
             if out:
                 self.produced += len(out)
-                await self._committer.send(out)
+                await rt.committer.send(out)
         if not closing:
-            await self._committer.begin(tasks)
+            await rt.committer.begin(tasks)
             return
-        await self._committer.commit(tasks, closing)
+        await rt.committer.commit(tasks, closing)
 
-    async def _rewind(self, error: TransactionError | FencedError) -> None:
+    async def _rewind(self, rt: Runtime, error: TransactionError | FencedError) -> None:
         """A transaction was aborted: rewind the tasks (``_rewind.py``); a fenced
         instance that must stop raises ``FencedError`` out of the loop."""
-        await self._rewinder.rewind(error)
-        self._producer = self._committer.producer
-        self._count_tasks()
+        await rt.rewinder.rewind(error)
+        self._count_tasks(rt)
 
-    async def _process(self, batches: dict[TopicPartition, list[ConsumedRecord]]) -> None:
+    async def _process(
+        self, rt: Runtime, batches: dict[TopicPartition, list[ConsumedRecord]]
+    ) -> None:
         """Feed each task its records and send what comes out. A round that found no
         backlog (fewer records than a poll may take) also forwards what the tasks'
         caches hold, so at low load a result leaves with its record instead of at the
         commit; under backlog the caches keep folding updates until the commit. Under
         exactly-once a result is visible only at the commit anyway, so the caches wait."""
         out: list[ProducedRecord] = []
-        by_partition = self.tasks.by_partition
+        work = rt.async_work
+        by_partition = rt.tasks.by_partition
         consumed, latency = self.metrics.records_consumed, self.metrics.process_latency
         fed: dict[str, RuntimeTask] = {}
-        batches = self._async.with_held(batches, by_partition)
+        batches = work.with_held(batches, by_partition)
         for tp, records in batches.items():
             task = by_partition.get(tp)
             if task is None or not task.running or not records:
                 if records and task is not None:
                     # Fetched before the partition was paused for restoring: fetch them
                     # again once the task runs, or they would be skipped.
-                    self._consumer.seek(tp, records[0][2])
+                    rt.consumer.seek(tp, records[0][2])
                 elif records:
                     log.warning("dropping %d records of %s-%d: no task", len(records), *tp)
                 continue
             if task.executor.has_async:
-                records = self._async.admit(task, tp, records)
+                records = work.admit(task, tp, records)
                 if not records:
                     continue
             started = time.perf_counter()
             try:
                 out.extend(task.process(tp, records))
             except ProcessingError as error:
-                if self._processing_errors.fails:
+                if rt.processing_errors.fails:
                     raise
-                out.extend(self._replay(task, tp, records, error))
+                out.extend(self._replay(rt, task, tp, records, error))
             latency.labels(task.id).observe(time.perf_counter() - started)
             consumed.labels(task.id).inc(len(records))
             self.consumed += len(records)
             fed[task.id] = task
-        out.extend(self._async.release(self.tasks.running()))
+        out.extend(work.release(rt.tasks.running()))
         if (
             fed
             and not self.settings.exactly_once
@@ -549,10 +453,11 @@ class App:
                 out.extend(task.forward_cached())
         if out:
             self.produced += len(out)
-            await self._committer.send(out)
+            await rt.committer.send(out)
 
     def _replay(
         self,
+        rt: Runtime,
         task: RuntimeTask,
         tp: TopicPartition,
         records: list[ConsumedRecord],
@@ -569,15 +474,15 @@ class App:
             except ProcessingError as error:
                 task.executor.drain()
                 task.next_offsets[tp] = record[2] + 1
-                out.extend(self._processing_errors.consumed(record, error.__cause__ or error))
+                out.extend(rt.processing_errors.consumed(record, error.__cause__ or error))
         return out
 
-    async def _punctuate(self) -> None:
-        now = _now_ms()
+    async def _punctuate(self, rt: Runtime) -> None:
+        now = now_ms()
         started = time.perf_counter()
         ran = False
         out: list[ProducedRecord] = []
-        for task in self.tasks.running():
+        for task in rt.tasks.running():
             if task.executor.punctuate_wall_clock(now):
                 task.dirty = ran = True
             out.extend(task.executor.drain())
@@ -585,19 +490,19 @@ class App:
             self.metrics.punctuation_latency.observe(time.perf_counter() - started)
         if out:
             self.produced += len(out)
-            await self._committer.send(out)
+            await rt.committer.send(out)
 
-    def _observe_lag(self, tasks: list[RuntimeTask]) -> None:
+    def _observe_lag(self, rt: Runtime, tasks: list[RuntimeTask]) -> None:
         for task in tasks:
             for tp in task.sources:
-                high = self._consumer.highwater(tp)
+                high = rt.consumer.highwater(tp)
                 position = task.next_offsets.get(tp)
                 if high is not None and position is not None:
                     self.metrics.consumer_lag.labels(tp[0], str(tp[1])).set(max(0, high - position))
 
     # -- rebalances ---------------------------------------------------------------------
 
-    async def _on_revoked(self, revoked: set[TopicPartition]) -> None:
+    async def _on_revoked(self, rt: Runtime, revoked: set[TopicPartition]) -> None:
         """Commit every running task before the group reassigns anything; tasks that
         stay with this instance keep running, the others close when the new assignment
         arrives."""
@@ -607,122 +512,113 @@ class App:
             if self._failure is not None:
                 return
             try:
-                await self._commit(self.tasks.running())
+                await self._commit(rt, rt.tasks.running())
             except (TransactionError, FencedError) as error:
                 # Aborted: every task rewinds; the new assignment reopens them from
                 # their snapshots at the committed offsets.
                 log.warning("commit on revocation aborted: %s", error)
-                self._rewinder.close_all()
+                rt.rewinder.close_all()
                 try:
-                    await self._rewinder.renew_producer(error)
+                    await rt.rewinder.renew_producer(error)
                 except FencedError as fatal:
                     # Fenced again: another instance holds our id; stop, do not fight it.
                     self._failure = fatal
-                    if self._stop_requested is not None:
-                        self._stop_requested.set()
-                self._producer = self._committer.producer
+                    rt.stop.set()
             except ClientError as error:
                 log.warning("commit on revocation failed: %s", error)
 
-    async def _on_assigned(self, assigned: set[TopicPartition]) -> None:
+    async def _on_assigned(self, rt: Runtime, assigned: set[TopicPartition]) -> None:
         """Close tasks that moved away; open new ones paused until restored, taking over
         the stores of this instance's standby of a task when it has one; then close the
         standbys no longer wanted and open the new ones."""
         self.metrics.rebalances.inc()
+        tasks, restorer, consumer = rt.tasks, rt.restorer, rt.consumer
         async with self._lock:
             # A commit still finishing covers tasks that may close now.
-            await self._committer.settle(keep_error=True)
-            gone = [t for t in self.tasks.tasks.values() if not set(t.sources) <= assigned]
+            await rt.committer.settle(keep_error=True)
+            gone = [t for t in tasks.tasks.values() if not set(t.sources) <= assigned]
             for task in gone:
                 if not task.running:
-                    self._restorer.drop(task)
+                    restorer.drop(task)
                 task.close()
-            self.tasks.forget(gone)
-            promoted = await self._take_standbys(assigned)
-            for task in self.tasks.open(assigned, promoted):
-                self._consumer.pause(task.sources)
-                if await self._restorer.add(task):
-                    self._consumer.resume(task.sources)
-            await self._assign_standbys()
-            self._count_tasks()
+            tasks.forget(gone)
+            promoted = await self._take_standbys(rt, assigned)
+            for task in tasks.open(assigned, promoted):
+                consumer.pause(task.sources)
+                if await restorer.add(task):
+                    consumer.resume(task.sources)
+            await self._assign_standbys(rt)
+            self._count_tasks(rt)
         log.info(
             "assignment: tasks %s%s",
-            sorted(self.tasks.tasks),
-            f", standbys {sorted(self._standbys.tasks)}" if self._standbys else "",
+            sorted(tasks.tasks),
+            f", standbys {sorted(rt.standbys.tasks)}" if rt.standbys else "",
         )
         if self.state is AppState.REBALANCING:
             self._lifecycle.move(AppState.RUNNING)
 
-    async def _take_standbys(self, assigned: set[TopicPartition]) -> dict[str, StandbyTask]:
+    async def _take_standbys(
+        self, rt: Runtime, assigned: set[TopicPartition]
+    ) -> dict[str, StandbyTask]:
         """The standbys of tasks now assigned to this instance, no longer updated."""
-        if self._standbys is None:
+        if rt.standbys is None:
             return {}
-        ids = {self.tasks.task_of(tp) for tp in assigned} - set(self.tasks.tasks)
-        taken = [await self._standbys.remove(t) for t in sorted(i for i in ids if i)]
+        ids = {rt.tasks.task_of(tp) for tp in assigned} - set(rt.tasks.tasks)
+        taken = [await rt.standbys.remove(t) for t in sorted(i for i in ids if i)]
         return {t.id: t for t in taken if t is not None}
 
-    async def _assign_standbys(self) -> None:
-        if self._standbys is None:
+    async def _assign_standbys(self, rt: Runtime) -> None:
+        standbys = rt.standbys
+        if standbys is None:
             return
-        wanted = set(self.assignor.view.standby) - set(self.tasks.tasks)
-        for task_id in sorted(set(self._standbys.tasks) - wanted):
-            standby = await self._standbys.remove(task_id)
+        wanted = set(rt.assignor.view.standby) - set(rt.tasks.tasks)
+        for task_id in sorted(set(standbys.tasks) - wanted):
+            standby = await standbys.remove(task_id)
             if standby is not None:
                 standby.close()
-        for task_id in sorted(wanted - set(self._standbys.tasks)):
-            await self._standbys.add(self.tasks.open_standby(task_id))
+        for task_id in sorted(wanted - set(standbys.tasks)):
+            await standbys.add(rt.tasks.open_standby(task_id))
 
-    def _running_stores(self) -> Iterator[tuple[str, str, Any]]:
-        """(task id, store name, store) of the running tasks, for the store metrics."""
-        for task in self.tasks.running():
-            for name, store in task.executor.stores.items():
-                yield task.id, name, store
-
-    def _local_state(self) -> dict[str, int]:
-        """Changelog offset sums of the tasks this instance has state for (assignor)."""
-        sums = self.tasks.local_state()
-        if self._standbys is not None:
-            sums.update(self._standbys.offset_sums())
-        return sums
-
-    def _count_tasks(self) -> None:
+    def _count_tasks(self, rt: Runtime) -> None:
         states: dict[str, int] = {"restoring": 0, "running": 0, "standby": 0}
-        for task in self.tasks.tasks.values():
+        for task in rt.tasks.tasks.values():
             states[task.state.value] = states.get(task.state.value, 0) + 1
-        if self._standbys is not None:
-            states["standby"] = len(self._standbys.tasks)
+        if rt.standbys is not None:
+            states["standby"] = len(rt.standbys.tasks)
         for name, n in states.items():
             self.metrics.tasks.labels(name).set(n)
 
     # -- shutdown -----------------------------------------------------------------------
 
-    async def _shutdown(self) -> None:
+    async def _shutdown(self, rt: Runtime) -> None:
         """Final commit (unless failed), close tasks, leave the group, close clients."""
         failed = self._failure is not None
         self._lifecycle.move(AppState.FAILED if failed else AppState.STOPPING)
+        tasks = rt.tasks
         if not failed:
             try:
                 async with self._lock:
-                    await self._commit(self.tasks.running())
+                    await self._commit(rt, tasks.running())
             except Exception as error:
                 self._failure = error
                 log.error("final commit failed: %s", error)
-        if self._failure is not None and hasattr(self, "_committer"):
+        if self._failure is not None:
             # Nothing of a failed instance may commit; its tasks close unclean.
-            await self._committer.abort()
-            for task in self.tasks.tasks.values():
+            await rt.committer.abort()
+            for task in tasks.tasks.values():
                 task.dirty = True
-        for task in list(self.tasks.tasks.values()):
+        for task in list(tasks.tasks.values()):
             try:
                 task.close()
             except Exception as error:
                 log.error("closing task %s failed: %s", task.id, error)
-        self.tasks.forget(list(self.tasks.tasks.values()))
-        standbys = getattr(self, "_standbys", None)
-        if standbys is not None:
-            standbys.close_all()
-        await self._close_globals()
-        await self._close_clients()
+        tasks.forget(list(tasks.tasks.values()))
+        if rt.standbys is not None:
+            rt.standbys.close_all()
+        await rt.close_globals(clean=self._failure is None)
+        await rt.stop_clients()
+        if self._http is not None:
+            await self._http.stop()
         if self.state is AppState.STOPPING and self._failure is not None:
             self._lifecycle.move(AppState.FAILED)
         self._lifecycle.move(AppState.STOPPED)
@@ -732,60 +628,52 @@ class App:
             f" after an error: {self._failure}" if self._failure else "",
         )
 
-    async def _close_globals(self) -> None:
-        """After the stream tasks, which read the global stores until they close."""
-        globals_ = getattr(self, "_globals", None)
-        if globals_ is None:
-            return
-        try:
-            await globals_.close(clean=self._failure is None)
-        except Exception as error:
-            log.error("closing the global stores failed: %s", error)
-
-    async def _close_clients(self) -> None:
-        for name in (
-            "_consumer",
-            "_producer",
-            "_reader",
-            "_standby_reader",
-            "_global_reader",
-            "_admin",
-        ):
-            client = getattr(self, name, None)
-            if client is not None:
-                try:
-                    await client.stop()
-                except Exception as error:
-                    log.warning("stopping %s failed: %s", name.strip("_"), error)
-        if self._http is not None:
-            await self._http.stop()
-
     # -- status -------------------------------------------------------------------------
 
     def status(self) -> dict[str, Any]:
-        tasks = getattr(self, "tasks", None)
-        open_tasks = tasks.tasks.values() if tasks is not None else ()
-        restorer = getattr(self, "_restorer", None)
-        standbys = getattr(self, "_standbys", None)
+        rt = self._runtime
+        open_tasks = rt.tasks.tasks.values() if rt is not None else ()
         return {
             "application_id": self.settings.application_id,
             "state": self.state.value,
             "host": self.host,
             "tasks": sorted(t.id for t in open_tasks if t.running),
             "restoring": sorted(t.id for t in open_tasks if not t.running),
-            "standby": sorted(standbys.tasks) if standbys is not None else [],
-            "restore_remaining": restorer.remaining() if restorer is not None else 0,
+            "standby": sorted(rt.standbys.tasks) if rt is not None and rt.standbys else [],
+            "restore_remaining": rt.restorer.remaining() if rt is not None else 0,
             "consumed": self.consumed,
             "produced": self.metrics.produced_total,  # delivered, as records_produced_total
         }
 
+    def _started(self, what: str) -> Runtime:
+        if self._runtime is None:
+            raise AttributeError(f"{what} exists once {self.settings.application_id} started")
+        return self._runtime
+
+    @property
+    def topology(self) -> Topology:
+        """The topology this App runs (once started)."""
+        return self._started("the topology").topology
+
+    @property
+    def tasks(self) -> TaskManager:
+        """This instance's stream tasks (once started)."""
+        return self._started("the task manager").tasks
+
+    @property
+    def assignor(self) -> PartitionGroupAssignor:
+        """The group's assignor, with what this member learnt of the last assignment
+        (once started)."""
+        return self._started("the assignor").assignor
+
     def partition_count(self, topic: str) -> int:
-        return self._counts.get(topic, 1)
+        rt = self._runtime
+        return rt.counts.get(topic, 1) if rt is not None else 1
 
     def sources_of(self, subtopology: int) -> tuple[str, ...]:
         """The source topics of ``subtopology`` (known once started)."""
-        layout: TaskLayout | None = getattr(self, "_layout", None)
-        return layout.sources.get(subtopology, ()) if layout is not None else ()
+        rt = self._runtime
+        return tuple(rt.layout.sources.get(subtopology, ())) if rt is not None else ()
 
     @property
     def default_key_serde(self) -> Any:
@@ -793,6 +681,11 @@ class App:
         return self._serdes[0]
 
     @property
+    def default_value_serde(self) -> Any:
+        """The serde of values no node names one for (``None``: bytes)."""
+        return self._serdes[1]
+
+    @property
     def global_stores(self) -> GlobalStores | None:
-        """The global stores; ``None`` until start-up creates them, or without global tables."""
-        return self._globals
+        """The global stores; ``None`` until start-up is done, or without global tables."""
+        return self._runtime.globals if self._runtime is not None else None

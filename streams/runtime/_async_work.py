@@ -31,7 +31,7 @@ import asyncio
 from collections.abc import Iterable, Mapping
 
 from .._errors import ProcessingError
-from .._record import ConsumedRecord, ProducedRecord
+from .._record import ConsumedAt, ConsumedRecord, ProducedRecord, consumed_position
 from ._client import GroupConsumer, TopicPartition
 from ._handlers import ErrorHandler
 from ._tasks import RuntimeTask
@@ -123,10 +123,10 @@ class AsyncWork:
         for raw, error, node in task.executor.take_failures():
             if self._errors.fails:
                 raise ProcessingError(
-                    f"{node} failed on {raw[0]}-{raw[1]} offset {raw[2]}: {error!r}",
+                    f"{node} failed on {consumed_position(raw)}: {error!r}",
                     node=node,
-                    topic=raw[0],
-                    partition=raw[1],
+                    topic=raw[ConsumedAt.TOPIC],
+                    partition=raw[ConsumedAt.PARTITION],
                 ) from error
             out.extend(self._errors.consumed(raw, error))
         return out

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from .._record import ConsumedRecord, ProducedRecord
+
+if TYPE_CHECKING:
+    from ._assignor import PartitionGroupAssignor
 
 TopicPartition = tuple[str, int]
 
@@ -181,7 +184,9 @@ class TopicAdmin(Protocol):
 class ClientFactory(Protocol):
     """Builds the clients of one application instance."""
 
-    def group_consumer(self, group_id: str, assignor: object) -> GroupConsumer: ...
+    def group_consumer(self, group_id: str, assignor: PartitionGroupAssignor) -> GroupConsumer:
+        """The group's consumer; ``assignor`` places whole tasks on the members (the
+        group's partition assignment strategy)."""
 
     def changelog_reader(self) -> ChangelogReader: ...
 

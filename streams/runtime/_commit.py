@@ -128,6 +128,7 @@ from ._errors import (
     FencedError,
     ProductionError,
     SourceTopicDeletedError,
+    TransactionAbortedError,
     TransactionError,
 )
 from ._handlers import ErrorHandler
@@ -174,7 +175,7 @@ class TransactionSink:
         if not offsets and not self.producer.in_transaction:
             return
         if not self._consumer.generation_valid():
-            raise TransactionError(
+            raise TransactionAbortedError(
                 "this member left the group's current generation; its partitions may "
                 "belong to another instance now, so its transaction must not commit"
             )
@@ -339,7 +340,7 @@ class Committer:
             await self.abort()
             if isinstance(error, TransactionError):
                 raise
-            raise TransactionError(f"transaction aborted: {error}") from error
+            raise TransactionAbortedError(f"transaction aborted: {error}") from error
 
     async def abort(self) -> None:
         """Give up the commit under way: a commit begun in the background is dropped

@@ -26,6 +26,7 @@ from operator import itemgetter
 from typing import Any
 
 from .._record import ProducedRecord
+from ._assignor import PartitionGroupAssignor
 from ._client import (
     ChangelogReader,
     ClientFactory,
@@ -138,7 +139,7 @@ class CountingClients:
         self.inner = inner
         self._metrics = metrics
 
-    def group_consumer(self, group_id: str, assignor: object) -> GroupConsumer:
+    def group_consumer(self, group_id: str, assignor: PartitionGroupAssignor) -> GroupConsumer:
         return self.inner.group_consumer(group_id, assignor)
 
     def changelog_reader(self) -> ChangelogReader:

@@ -15,10 +15,13 @@ root::
         ├── ProductionError          a record could not be produced and the handler
         │                            said fail
         ├── RestoreError             a store could not be restored from its changelog
-        ├── TransactionError         an exactly-once transaction failed and was aborted;
+        ├── TransactionAbortedError  an exactly-once transaction failed and was aborted;
         │                            retriable: the tasks rewind to committed offsets
+        │                            (also headrace.base's TransactionError)
         ├── FencedError              a newer instance with the same transactional id (or
         │                            a newer group generation) took over; not retriable
+        ├── UnsupportedClientError   the Kafka client library cannot give what a
+        │                            correctness guard needs (``_aiokafka_internals.py``)
         └── AppStopped               the application stopped because of an error;
                                      ``__cause__`` says which
 
@@ -27,6 +30,8 @@ in the client module, and keep their own ``retriable`` flag.
 """
 
 from __future__ import annotations
+
+from headrace.base import TransactionError as TransactionError
 
 from .._errors import StreamsError
 
@@ -69,14 +74,23 @@ class RestoreError(RuntimeFailure):
     """A store could not be restored from its changelog."""
 
 
-class TransactionError(RuntimeFailure):
-    """An exactly-once transaction failed; it is aborted and its tasks rewound."""
+class TransactionAbortedError(RuntimeFailure, TransactionError):
+    """An exactly-once transaction failed; it is aborted and its tasks rewound.
+
+    ``TransactionError`` is the one class of that name (headrace.base's), so ``except
+    TransactionError`` and ``except RuntimeFailure`` both catch this.
+    """
 
     retriable = True
 
 
 class FencedError(RuntimeFailure):
     """This instance was replaced: its producer was fenced or it left the group."""
+
+
+class UnsupportedClientError(RuntimeFailure):
+    """The Kafka client library (a version the runtime was not written for) cannot give
+    what a correctness guard needs; the guard refuses instead of passing silently."""
 
 
 class AppStopped(RuntimeFailure):

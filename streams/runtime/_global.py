@@ -45,6 +45,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from headrace.base import TransitionTable, transition_table
 from headrace.state import CheckpointError, StoreIOError, TaskCheckpoint
 
 from .._config import StreamsConfig
@@ -64,12 +65,14 @@ class GlobalState(enum.Enum):
 
 
 _G = GlobalState
-GLOBAL_TRANSITIONS: Mapping[GlobalState, frozenset[GlobalState]] = {
-    _G.CREATED: frozenset({_G.BOOTSTRAPPING, _G.CLOSED}),
-    _G.BOOTSTRAPPING: frozenset({_G.RUNNING, _G.CLOSED}),
-    _G.RUNNING: frozenset({_G.CLOSED}),
-    _G.CLOSED: frozenset(),
-}
+GLOBAL_TRANSITIONS: TransitionTable[GlobalState] = transition_table(
+    {
+        _G.CREATED: {_G.BOOTSTRAPPING, _G.CLOSED},
+        _G.BOOTSTRAPPING: {_G.RUNNING, _G.CLOSED},
+        _G.RUNNING: {_G.CLOSED},
+        _G.CLOSED: set(),
+    }
+)
 
 
 def global_topics(topology: Topology, application_id: str) -> tuple[str, ...]:

@@ -40,7 +40,7 @@ from .._deserialization import (
     LogAndContinueHandler,
     LogAndFailHandler,
 )
-from .._record import ConsumedRecord, Headers, ProducedRecord
+from .._record import ConsumedAt, ConsumedRecord, Headers, ProducedRecord
 from ._metrics import AppMetrics
 from ._settings import ErrorAction
 
@@ -86,14 +86,14 @@ class CountingDeserializationHandler:
     def handle(self, record: ConsumedRecord, error: Exception) -> DeserializationResponse:
         response = self.inner.handle(record, error)
         if response.action is DeserializationAction.CONTINUE and self._counted.first_time(
-            record[0], record[1], record[2]
+            record[ConsumedAt.TOPIC], record[ConsumedAt.PARTITION], record[ConsumedAt.OFFSET]
         ):
             metrics = self._metrics
             if response.dead_letters:
                 counter, action = metrics.records_dead_lettered, "dead_letter"
             else:
                 counter, action = metrics.records_skipped, "continue"
-            counter.labels(record[0], "deserialization").inc()
+            counter.labels(record[ConsumedAt.TOPIC], "deserialization").inc()
             metrics.errors.labels("deserialization", action).inc()
         return response
 

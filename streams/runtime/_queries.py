@@ -45,6 +45,7 @@ from ._store_reads import StoreKind, jsonable, key_range, key_windows, merge, st
 
 if TYPE_CHECKING:
     from .._nodes import Subtopology
+    from .._topology import Topology
     from ._app import App
 
 _WINDOWED_PARAMS = ("from", "to", "limit")
@@ -60,8 +61,12 @@ class Unavailable(QueryError):
 
 
 class StoreQueries:
-    def __init__(self, app: App) -> None:
+    """Answers for ``app``, which runs ``topology`` (known before the rest of start-up,
+    so ``/topology`` answers while the instance starts)."""
+
+    def __init__(self, app: App, topology: Topology) -> None:
         self._app = app
+        self._topology = topology
 
     def routes(self) -> dict[str, Route]:
         return {
@@ -84,7 +89,7 @@ class StoreQueries:
         their neighbours, topics and stores) and as Kafka Streams' text."""
         if segments or params:
             return json_response(400, {"error": "/topology takes no path or parameters"})
-        description = self._app.topology.describe()
+        description = self._topology.describe()
         return json_response(200, {**dataclasses.asdict(description), "text": str(description)})
 
     async def stores(self, segments: list[str], params: Params) -> Response:
@@ -243,7 +248,7 @@ class StoreQueries:
     ) -> tuple[Subtopology | None, StoreKind]:
         """The sub-topology holding ``store_name`` (``None``: a global store), and the
         store's kind; :class:`NotFound` when the topology has no such store."""
-        topology = self._app.topology
+        topology = self._topology
         if store_name in topology.global_stores:
             sub = None
         else:
@@ -266,7 +271,7 @@ class StoreQueries:
         return [f"{sub.id}_{p}" for p in range(self._partitions(sub))]
 
     def _listing(self) -> list[dict[str, Any]]:
-        topology = self._app.topology
+        topology = self._topology
         stores: list[dict[str, Any]] = [
             {"store": name, "global": False, "subtopology": sub.id}
             for sub in topology.subtopologies()
@@ -278,7 +283,7 @@ class StoreQueries:
     def _key(self, store_name: str, key: str, where: dict[str, Any]) -> tuple[Any, bytes]:
         """The key as the typed store takes it, and its serialized bytes; a key the
         store's key serde refuses is a ``400``."""
-        serde = getattr(self._app.topology.store_builder(store_name), "key_serde", None)
+        serde = getattr(self._topology.store_builder(store_name), "key_serde", None)
         if getattr(serde, "source_side", False):
             # The store keeps keys as a source without a key serde gave them: its bytes,
             # or the App's default key serde's objects. Those bytes, not the store's own
@@ -302,7 +307,7 @@ class StoreQueries:
         return key, data
 
     def _global_store(self, store_name: str, where: dict[str, Any]) -> Any:
-        # Created by App.start() after this server is listening; None until then.
+        # The App holds them once start-up is done (this server listens before): None until then.
         globals_ = self._app.global_stores
         state = GlobalState.CREATED if globals_ is None else globals_.state
         if globals_ is None or state is not GlobalState.RUNNING:

@@ -26,6 +26,8 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+from headrace.base import write_atomically
+
 from ._client import ClientFactory, GroupConsumer, TransactionalProducer
 from ._commit import Committer
 from ._errors import ClientError, FencedError, TransactionError
@@ -53,9 +55,7 @@ def instance_id(settings: AppSettings) -> str:
         return found
     directory.mkdir(parents=True, exist_ok=True)
     name = uuid.uuid4().hex[:12]
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(name + "\n")
-    tmp.replace(path)
+    write_atomically(path, f"{name}\n".encode("ascii"))
     return name
 
 

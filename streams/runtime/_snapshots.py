@@ -34,6 +34,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeGuard
 
+from headrace.base import fsync_dir
 from headrace.state import (
     CheckpointableStore,
     CheckpointError,
@@ -78,7 +79,7 @@ class TaskSnapshots:
                 shutil.rmtree(old, ignore_errors=True)
                 os.replace(final, old)
             os.replace(tmp, final)
-            _fsync_dir(root)
+            fsync_dir(root)
             shutil.rmtree(old, ignore_errors=True)
         except (OSError, StateStoreError, ValueError) as error:
             raise StoreIOError(f"cannot snapshot the stores of {root}: {error}") from error
@@ -135,11 +136,3 @@ def _link_copy(source: Path, target: Path) -> None:
             os.link(item, target / item.name)
         else:
             shutil.copy2(item, target / item.name)
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

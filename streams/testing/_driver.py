@@ -30,10 +30,12 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
+from headrace.base import transition_table
+
 from .._config import StreamsConfig
-from .._errors import ProcessingError, StateStoreError, TopologyError
+from .._errors import ProcessingError, StoreAccessError, TopologyError
 from .._lifecycle import Lifecycle
-from .._record import ConsumedRecord, ProducedRecord
+from .._record import ConsumedAt, ConsumedRecord, ProducedRecord, consumed_position
 from .._task import TaskExecutor
 from .._topology import Topology
 from ._records import ChangelogEntry
@@ -45,10 +47,9 @@ class DriverState(enum.Enum):
     CLOSED = "closed"
 
 
-_DRIVER_TRANSITIONS = {
-    DriverState.OPEN: frozenset({DriverState.CLOSED}),
-    DriverState.CLOSED: frozenset(),
-}
+_DRIVER_TRANSITIONS = transition_table(
+    {DriverState.OPEN: {DriverState.CLOSED}, DriverState.CLOSED: set()}
+)
 
 
 class TopologyTestDriver:
@@ -156,7 +157,7 @@ class TopologyTestDriver:
     def get_state_store(self, name: str) -> Any:
         stores = self.get_all_state_stores()
         if name not in stores:
-            raise StateStoreError(f"no state store named {name!r}; known: {sorted(stores)}")
+            raise StoreAccessError(f"no state store named {name!r}; known: {sorted(stores)}")
         return stores[name]
 
     def get_key_value_store(self, name: str) -> Any:
@@ -177,7 +178,7 @@ class TopologyTestDriver:
     ) -> Any:
         store = self.get_state_store(name)
         if not all(hasattr(store, a) for a in has) or any(hasattr(store, a) for a in lacks):
-            raise StateStoreError(
+            raise StoreAccessError(
                 f"state store {name!r} is not a {kind} store: {type(store).__name__}"
             )
         return store
@@ -249,10 +250,10 @@ class TopologyTestDriver:
         loop.run_until_complete(task.settle())
         for raw, error, node in task.take_failures():
             raise ProcessingError(
-                f"{node} failed on {raw[0]}-{raw[1]} offset {raw[2]}: {error!r}",
+                f"{node} failed on {consumed_position(raw)}: {error!r}",
                 node=node,
-                topic=raw[0],
-                partition=raw[1],
+                topic=raw[ConsumedAt.TOPIC],
+                partition=raw[ConsumedAt.PARTITION],
             ) from error
 
     def _settle(self) -> None:

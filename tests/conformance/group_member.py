@@ -25,6 +25,8 @@ import sys
 import time
 from typing import Any
 
+from kafka_clients import present
+
 HEARTBEAT_MS = 500
 stopping = False
 
@@ -69,7 +71,13 @@ def run_confluent(a: argparse.Namespace) -> None:
     tracker = Tracker()
     while not stopping:
         msgs = c.consume(500, 0.2)
-        records([(m.partition(), m.offset(), m.value()) for m in msgs if not m.error()])
+        records(
+            [
+                (present(m.partition()), present(m.offset()), m.value())
+                for m in msgs
+                if not m.error()
+            ]
+        )
         tracker.note([tp.partition for tp in c.assignment()])
         if msgs:
             try:

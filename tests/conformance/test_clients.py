@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 from brokerproc import BrokerProcess
-from kafka_clients import ALL_CLIENTS, Got, unique
+from kafka_clients import ALL_CLIENTS, Got, present, unique
 
 pytestmark = pytest.mark.conformance
 
@@ -24,7 +24,7 @@ def _pairs(n: int) -> list[tuple[bytes, bytes]]:
 
 
 def _check_roundtrip(got: list[Got], n: int) -> None:
-    assert sorted(int(g.value[1:]) for g in got) == list(range(n))
+    assert sorted(int(present(g.value)[1:]) for g in got) == list(range(n))
     partitions_of_key: dict[bytes | None, set[int]] = {}
     for g in got:
         partitions_of_key.setdefault(g.key, set()).add(g.partition)
@@ -32,7 +32,7 @@ def _check_roundtrip(got: list[Got], n: int) -> None:
     assert {g.partition for g in got} == set(range(PARTITIONS))
     last: dict[bytes | None, int] = {}
     for g in sorted(got, key=lambda g: (g.partition, g.offset)):
-        i = int(g.value[1:])
+        i = int(present(g.value)[1:])
         assert last.get(g.key, -1) < i, "per-key order broken"
         last[g.key] = i
     offsets = [(g.partition, g.offset) for g in got]

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from brokerproc import BrokerProcess
 from kafka_clients import ALL_CLIENTS, unique
+from kio.schema.types import GroupId
 
 pytestmark = pytest.mark.conformance
 
@@ -80,7 +81,7 @@ class Member:
                 if event["e"] == "assigned":
                     self.assignments.append((time.monotonic(), frozenset(event["p"])))
                 elif event["e"] == "records":
-                    self.records += [tuple(r) for r in event["r"]]  # type: ignore[misc]
+                    self.records += [tuple(r) for r in event["r"]]
                 elif event["e"] == "closed":
                     self.closed = True
 
@@ -152,7 +153,7 @@ def spawn(tmp_path: Path) -> Iterator[Callable[..., Member]]:
     started: list[Member] = []
 
     def start(*args: Any, **kwargs: Any) -> Member:
-        member = Member(*args, log_dir=tmp_path, **kwargs)
+        member = Member(*args, **{**kwargs, "log_dir": tmp_path})
         started.append(member)
         return member
 
@@ -250,7 +251,9 @@ def _describe(bootstrap: str, group: str) -> tuple[str, dict[str, str]]:
     raw = RawClient(bootstrap)
     try:
         response = raw.request(
-            15, 4, DescribeGroupsRequest(groups=(group,), include_authorized_operations=False)
+            15,
+            4,
+            DescribeGroupsRequest(groups=(GroupId(group),), include_authorized_operations=False),
         )
     finally:
         raw.close()
@@ -264,7 +267,7 @@ def _committed(bootstrap: str, group: str) -> dict[int, int]:
 
     raw = RawClient(bootstrap)
     try:
-        response = raw.request(9, 5, OffsetFetchRequest(group_id=group, topics=None))
+        response = raw.request(9, 5, OffsetFetchRequest(group_id=GroupId(group), topics=None))
     finally:
         raw.close()
     return {p.partition_index: p.committed_offset for t in response.topics for p in t.partitions}

@@ -19,6 +19,8 @@ from kafka_clients import ALL_CLIENTS, unique
 from kio.schema.errors import ErrorCode
 from kio.schema.init_producer_id.v0 import request as init_pid
 from kio.schema.produce.v8 import request as produce
+from kio.schema.types import TopicName
+from kio.static.primitive import Records, i16, i32, i32Timedelta
 from rawkafka import RawClient
 
 from headrace.log_broker import Broker
@@ -36,11 +38,14 @@ def _batch(pid: int, epoch: int, seq: int, n: int = 3) -> bytes:
 
 def _produce(client: RawClient, topic: str, batch: bytes) -> Any:
     body = produce.ProduceRequest(
-        acks=-1,
-        timeout=timedelta(seconds=5),
+        acks=i16(-1),
+        timeout=i32Timedelta.parse(timedelta(seconds=5)),
         topic_data=(
             produce.TopicProduceData(
-                name=topic, partition_data=(produce.PartitionProduceData(index=0, records=batch),)
+                name=TopicName(topic),
+                partition_data=(
+                    produce.PartitionProduceData(index=i32(0), records=Records(batch)),
+                ),
             ),
         ),
     )
@@ -49,7 +54,7 @@ def _produce(client: RawClient, topic: str, batch: bytes) -> Any:
 
 def _new_pid(client: RawClient) -> int:
     body = init_pid.InitProducerIdRequest(
-        transactional_id=None, transaction_timeout=timedelta(seconds=60)
+        transactional_id=None, transaction_timeout=i32Timedelta.parse(timedelta(seconds=60))
     )
     response = client.request(22, 0, body)
     assert response.error_code == ErrorCode.none and response.producer_epoch == 0
@@ -189,8 +194,13 @@ def _produce_idempotent(name: str, bs: str, topic: str, pairs: list[tuple[bytes,
             }
         )
         failed: list[Any] = []
+
+        def on_delivery(error: Any, _message: Any) -> None:
+            if error is not None:
+                failed.append(error)
+
         for k, v in pairs:
-            cp.produce(topic, v, key=k, on_delivery=lambda e, _m: e and failed.append(e))
+            cp.produce(topic, v, key=k, on_delivery=on_delivery)
             cp.poll(0)
             if len(cp) > 20:
                 cp.flush(30)

@@ -23,6 +23,8 @@ from kio.schema.produce.v8 import request as produce
 from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
 from kio.schema.sasl_handshake.v0.request import SaslHandshakeRequest as HandshakeV0
 from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
+from kio.schema.types import GroupId, ProducerId, TopicName, TransactionalId
+from kio.static.primitive import Records, i16, i32, i32Timedelta
 from rawkafka import RawClient, record_batch
 from secured_broker import PASSWORDS, SecuredBroker, start_secured_broker
 
@@ -55,14 +57,16 @@ def login(secured: SecuredBroker, user: str, password: str | None = None) -> Raw
 
 def produce_code(client: RawClient, topic: str, transactional_id: str | None = None) -> int:
     body = produce.ProduceRequest(
-        transactional_id=transactional_id,
-        acks=-1,
-        timeout=timedelta(seconds=5),
+        transactional_id=None if transactional_id is None else TransactionalId(transactional_id),
+        acks=i16(-1),
+        timeout=i32Timedelta.parse(timedelta(seconds=5)),
         topic_data=(
             produce.TopicProduceData(
-                name=topic,
+                name=TopicName(topic),
                 partition_data=(
-                    produce.PartitionProduceData(index=0, records=record_batch([b"v"])),
+                    produce.PartitionProduceData(
+                        index=i32(0), records=Records(record_batch([b"v"]))
+                    ),
                 ),
             ),
         ),
@@ -73,7 +77,9 @@ def produce_code(client: RawClient, topic: str, transactional_id: str | None = N
 
 def metadata(client: RawClient, topics: list[str] | None) -> dict[str, int]:
     body = MetadataRequest(
-        topics=None if topics is None else tuple(MetadataRequestTopic(name=t) for t in topics),
+        topics=None
+        if topics is None
+        else tuple(MetadataRequestTopic(name=TopicName(t)) for t in topics),
         allow_auto_topic_creation=True,
         include_cluster_authorized_operations=False,
         include_topic_authorized_operations=False,
@@ -169,9 +175,9 @@ def test_principal_without_acls_is_refused_with_kafkas_codes(secured: SecuredBro
             11,
             5,
             JoinGroupRequest(
-                group_id="alice-group",
-                session_timeout=timedelta(seconds=10),
-                rebalance_timeout=timedelta(seconds=10),
+                group_id=GroupId("alice-group"),
+                session_timeout=i32Timedelta.parse(timedelta(seconds=10)),
+                rebalance_timeout=i32Timedelta.parse(timedelta(seconds=10)),
                 member_id="",
                 group_instance_id=None,
                 protocol_type="consumer",
@@ -183,10 +189,10 @@ def test_principal_without_acls_is_refused_with_kafkas_codes(secured: SecuredBro
             22,
             4,
             InitProducerIdRequest(
-                transactional_id="alice-txn",
-                transaction_timeout=timedelta(seconds=60),
-                producer_id=-1,
-                producer_epoch=-1,
+                transactional_id=TransactionalId("alice-txn"),
+                transaction_timeout=i32Timedelta.parse(timedelta(seconds=60)),
+                producer_id=ProducerId(-1),
+                producer_epoch=i16(-1),
             ),
         )
         assert init.error_code == ErrorCode.transactional_id_authorization_failed
@@ -195,9 +201,9 @@ def test_principal_without_acls_is_refused_with_kafkas_codes(secured: SecuredBro
             4,
             InitProducerIdRequest(
                 transactional_id=None,
-                transaction_timeout=timedelta(seconds=60),
-                producer_id=-1,
-                producer_epoch=-1,
+                transaction_timeout=i32Timedelta.parse(timedelta(seconds=60)),
+                producer_id=ProducerId(-1),
+                producer_epoch=i16(-1),
             ),
         )
         assert idempotent.error_code == ErrorCode.cluster_authorization_failed
@@ -360,8 +366,8 @@ def test_admin_clients_manage_acls_and_scram_users(secured: SecuredBroker) -> No
             ResourceType.TOPIC,
             topic,
             ResourcePatternType.ANY,
-            None,
-            None,
+            None,  # type: ignore[arg-type]  # None matches any principal; the stubs say str
+            None,  # type: ignore[arg-type]  # and any host
             AclOperation.ANY,
             AclPermissionType.ANY,
         )
@@ -374,7 +380,9 @@ def test_admin_clients_manage_acls_and_scram_users(secured: SecuredBroker) -> No
     )
     for future in admin.alter_user_scram_credentials([upsert]).values():
         future.result(30)
-    described = admin.describe_user_scram_credentials(["erin"])["erin"].result(30)
+    futures = admin.describe_user_scram_credentials(["erin"])
+    assert isinstance(futures, dict)  # one future per user asked about
+    described = futures["erin"].result(30)
     assert [(i.mechanism, i.iterations) for i in described.scram_credential_infos] == [
         (ScramMechanism.SCRAM_SHA_512, 8192)
     ]

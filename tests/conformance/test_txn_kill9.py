@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from brokerproc import BrokerProcess
-from kafka_clients import Confluent
+from kafka_clients import Confluent, present
 
 pytestmark = [pytest.mark.conformance, pytest.mark.slow]
 
@@ -135,8 +135,9 @@ def _copy(bs: str, source: str, sink: str, group: str, stop: threading.Event) ->
         try:
             producer.begin_transaction()
             for m in messages:
-                producer.produce(sink, m.value(), partition=m.partition())
-                last[m.partition()] = m.offset()
+                partition = present(m.partition())
+                producer.produce(sink, m.value(), partition=partition)
+                last[partition] = present(m.offset())
             _send_offsets(
                 producer,
                 [TopicPartition(source, p, o + 1) for p, o in last.items()],
@@ -183,7 +184,7 @@ def test_copy_loop_survives_kill9(tmp_path: Path) -> None:
         Confluent().create_topic(bs, "input", PARTITIONS)
         Confluent().create_topic(bs, "output", PARTITIONS)
         _fill(bs, "input")
-        stop, kills = threading.Event(), []
+        stop, kills = threading.Event(), list[Any]()
         killer = threading.Thread(target=_crash_repeatedly, args=(broker, stop, kills))
         killer.start()
         started = time.monotonic()
@@ -209,10 +210,10 @@ def test_copy_loop_survives_kill9(tmp_path: Path) -> None:
         while sum(map(len, got.values())) < N and time.monotonic() < deadline:
             for m in reader.consume(5000, 0.5):
                 if not m.error():
-                    got[m.partition()].append(int(m.value()))
+                    got[present(m.partition())].append(int(present(m.value())))
         for m in reader.consume(5000, 1.0):  # anything beyond N would be a duplicate
             if not m.error():
-                got[m.partition()].append(int(m.value()))
+                got[present(m.partition())].append(int(present(m.value())))
         reader.close()
     for p in range(PARTITIONS):
         assert got[p] == list(range(p, N, PARTITIONS)), f"partition {p} differs"

@@ -13,14 +13,31 @@ from brokerproc import BrokerProcess, free_port
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from console_scene import Scene, setup_cluster, spawn, stop, wait_http
+from console_scene import (
+    AVRO_TOPIC,
+    PAYMENTS,
+    Scene,
+    produce_avro,
+    setup_cluster,
+    spawn,
+    stop,
+    wait_http,
+)
+from registryproc import wait_listening
 
 
 @pytest.fixture(scope="module")
 def scene(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scene]:
     tmp = tmp_path_factory.mktemp("console")
-    with BrokerProcess(tmp / "data") as broker:
+    registry_port = free_port()
+    registry_url = f"http://127.0.0.1:{registry_port}"
+    with BrokerProcess(
+        tmp / "data", "--schema-registry-listen", f"127.0.0.1:{registry_port}"
+    ) as broker:
+        assert broker.proc is not None
         txn = setup_cluster(broker.bootstrap)
+        wait_listening(registry_port, broker.proc)
+        produce_avro(broker.bootstrap, registry_url, AVRO_TOPIC, PAYMENTS)
         app_port, console_port = free_port(), free_port()
         app = spawn(
             [
@@ -46,6 +63,8 @@ def scene(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scene]:
                 f"127.0.0.1:{console_port}",
                 "--apps",
                 f"127.0.0.1:{app_port}",
+                "--schema-registry",
+                registry_url,
             ],
             tmp / "console.log",
         )
@@ -57,6 +76,8 @@ def scene(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scene]:
                 f"http://127.0.0.1:{app_port}",
                 f"http://127.0.0.1:{console_port}",
                 tmp,
+                tmp / "data",
+                registry_url,
             )
         finally:
             stop(console)

@@ -1,13 +1,15 @@
 """What the console tests look at: a cluster worth looking at, and screenshots kept.
 
-The module-wide scene: the built-in broker with a topic of orders, a consumer group
-that is behind on it, a transaction left open on another topic, and a running
-application (the page-views example) with its HTTP endpoints; a read-only console
-(``headrace console`` as a process) shows all of it.
+The module-wide scene: the built-in broker (with the schema registry beside it) with a
+topic of orders, a consumer group that is behind on it, a transaction left open on
+another topic, Avro records written by confluent-kafka's registry serializer, and a
+running application (the page-views example) with its HTTP endpoints; a read-only
+console (``headrace console`` as a process) shows all of it.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import struct
 import subprocess
@@ -21,6 +23,18 @@ ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = Path(os.environ.get("HEADRACE_TEST_ARTIFACTS", ROOT / ".test-artifacts")) / "console"
 ORDERS, ORDERS_PER_PARTITION, COMMITTED = "orders", (12, 10, 8), (12, 4, 0)
 PENDING, PENDING_RECORDS = "pending", 5
+AVRO_TOPIC = "avro-payments"
+PAYMENT = {
+    "type": "record",
+    "name": "Payment",
+    "namespace": "shop",
+    "fields": [
+        {"name": "payer", "type": "string"},
+        {"name": "cents", "type": "long"},
+        {"name": "settled", "type": "boolean"},
+    ],
+}
+PAYMENTS = [{"payer": f"payer-{i}", "cents": 100 * i + 7, "settled": i % 2 == 0} for i in range(3)]
 
 
 @dataclass
@@ -29,6 +43,8 @@ class Scene:
     app_url: str
     console_url: str
     tmp: Path
+    data_dir: Path
+    registry_url: str
 
 
 def wait_http(url: str, timeout: float = 30) -> None:
@@ -46,12 +62,14 @@ def setup_cluster(bootstrap: str) -> object:
     """Topics, records, a lagging group and an open transaction; returns the producer that
     holds the transaction open (it must outlive the tests)."""
     from confluent_kafka import Consumer, Producer, TopicPartition
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.admin import AdminClient
+    from confluent_kafka.cimpl import NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     topics = [
         NewTopic(ORDERS, 3, 1),
         NewTopic(PENDING, 1, 1),
+        NewTopic(AVRO_TOPIC, 1, 1),
         NewTopic("page-views", 2, 1),
         NewTopic("page-views-per-minute", 2, 1),
     ]
@@ -84,6 +102,25 @@ def setup_cluster(bootstrap: str) -> object:
         txn.produce(PENDING, key=b"k", value=struct.pack(">q", i))
     txn.flush(30)
     return txn
+
+
+def produce_avro(
+    bootstrap: str, registry_url: str, topic: str, values: list[dict[str, object]]
+) -> None:
+    """Avro values in the registry's wire format, written by confluent-kafka's own
+    serializer (which registers the schema under ``<topic>-value``)."""
+    from confluent_kafka import Producer
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.avro import AvroSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    with SchemaRegistryClient({"url": registry_url}) as client:
+        serialize = AvroSerializer(client, json.dumps(PAYMENT))
+        producer = Producer({"bootstrap.servers": bootstrap})
+        for value in values:
+            data = serialize(value, SerializationContext(topic, MessageField.VALUE))
+            producer.produce(topic, key=str(value["payer"]), value=data)
+        assert producer.flush(30) == 0
 
 
 def spawn(args: list[str], log: Path) -> subprocess.Popen[bytes]:

@@ -11,7 +11,18 @@ from pathlib import Path
 
 import pytest
 from brokerproc import TansuProcess, free_port
-from console_scene import COMMITTED, ORDERS, ORDERS_PER_PARTITION, Scene, spawn, stop, wait_http
+from console_scene import (
+    AVRO_TOPIC,
+    COMMITTED,
+    ORDERS,
+    ORDERS_PER_PARTITION,
+    PAYMENTS,
+    Scene,
+    produce_avro,
+    spawn,
+    stop,
+    wait_http,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -29,7 +40,8 @@ def _post(url: str, form: dict[str, str], origin: str | None = None) -> tuple[in
 
 def _get(url: str) -> str:
     with urllib.request.urlopen(url, timeout=30) as response:
-        return response.read().decode()
+        body: bytes = response.read()
+    return body.decode()
 
 
 def _committed(bootstrap: str, group: str) -> list[int]:
@@ -154,9 +166,13 @@ def test_console_reads_tansu(tmp_path: Path) -> None:
 
 
 def test_broker_serves_the_console_beside_it(tmp_path: Path) -> None:
-    """`headrace broker --console-listen`: the console comes up with the broker, as a
-    client of its listener, and stops with it."""
-    broker_port, console_port = free_port(), free_port()
+    """`headrace broker --console-listen --schema-registry-listen`: the console comes up
+    with the broker, as a client of its listener, decodes values with the registry
+    beside it without being told its URL, serves the broker's Prometheus metrics at
+    /metrics on its own port, and stops with the broker."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    broker_port, console_port, registry_port = free_port(), free_port(), free_port()
     broker = spawn(
         [
             "broker",
@@ -166,16 +182,30 @@ def test_broker_serves_the_console_beside_it(tmp_path: Path) -> None:
             f"127.0.0.1:{broker_port}",
             "--console-listen",
             f"127.0.0.1:{console_port}",
+            "--schema-registry-listen",
+            f"127.0.0.1:{registry_port}",
         ],
         tmp_path / "broker.log",
     )
+    base, bootstrap = f"http://127.0.0.1:{console_port}", f"127.0.0.1:{broker_port}"
     try:
-        wait_http(f"http://127.0.0.1:{console_port}/brokers")
-        assert f"127.0.0.1:{broker_port}" in _get(
-            f"http://127.0.0.1:{console_port}/brokers"
-        ).replace(",", "")
+        wait_http(f"{base}/brokers")
+        assert bootstrap in _get(f"{base}/brokers").replace(",", "")
+        produce_avro(bootstrap, f"http://127.0.0.1:{registry_port}", AVRO_TOPIC, PAYMENTS[:1])
+        shown = _get(f"{base}/topics/{AVRO_TOPIC}/messages")
+        assert "&quot;payer&quot;: &quot;payer-0&quot;" in shown, shown
+        with urllib.request.urlopen(f"{base}/metrics", timeout=30) as response:
+            assert response.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+            families = {f.name: f for f in text_string_to_metric_families(response.read().decode())}
+        produced = [
+            s.value
+            for s in families["headrace_broker_bytes_in"].samples
+            if s.name == "headrace_broker_bytes_in_total" and s.labels["topic"] == AVRO_TOPIC
+        ]
+        assert produced and produced[0] > 0
+        assert {"headrace_broker_requests", "headrace_broker_log_size_bytes"} <= set(families)
     finally:
         stop(broker)
     assert broker.returncode == 0, (tmp_path / "broker.log").read_text()
     with pytest.raises(OSError):
-        _get(f"http://127.0.0.1:{console_port}/brokers")
+        _get(f"{base}/brokers")

@@ -4,15 +4,19 @@ against what the broker reports to another client (confluent-kafka)."""
 
 from __future__ import annotations
 
+import json
 import time
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 import pytest
 from console_scene import (
+    AVRO_TOPIC,
     COMMITTED,
     ORDERS,
     ORDERS_PER_PARTITION,
+    PAYMENTS,
     PENDING,
     PENDING_RECORDS,
     Scene,
@@ -48,7 +52,8 @@ def _table(browser: Any, table_id: str) -> list[list[str]]:
 def _figure(browser: Any, name: str) -> str:
     from selenium.webdriver.common.by import By
 
-    return browser.find_element(By.CSS_SELECTOR, f'[data-figure="{name}"] b').text.replace(",", "")
+    text: str = browser.find_element(By.CSS_SELECTOR, f'[data-figure="{name}"] b').text
+    return text.replace(",", "")
 
 
 def _watermarks(bootstrap: str, topic: str, partitions: int) -> list[tuple[int, int]]:
@@ -62,6 +67,31 @@ def _watermarks(bootstrap: str, topic: str, partitions: int) -> list[tuple[int, 
         ]
     finally:
         consumer.close()
+
+
+def _sizes_reported(bootstrap: str, topic: str) -> dict[int, int]:
+    """Bytes per partition as DescribeLogDirs answers another client (kafka-python)."""
+    from kafka.admin import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        [answer] = admin.describe_log_dirs([topic])  # one broker
+    finally:
+        admin.close()
+    return {
+        p["partition_index"]: p["partition_size"]
+        for log_dir in answer["log_dirs"]
+        for t in log_dir["topics"]
+        if t["name"] == topic
+        for p in t["partitions"]
+    }
+
+
+def _sizes_on_disk(data_dir: Path, topic: str, partitions: int) -> dict[int, int]:
+    return {
+        p: sum(f.stat().st_size for f in (data_dir / f"{topic}-{p}").glob("*.log"))
+        for p in range(partitions)
+    }
 
 
 def test_brokers_page(scene: Scene, browser: Any) -> None:
@@ -79,9 +109,15 @@ def test_overview_and_topics_match_the_broker(scene: Scene, browser: Any) -> Non
     _open(browser, f"{scene.console_url}/topics", "topics")
     rows = {r[0]: r for r in _table(browser, "topics")}
     assert rows[ORDERS][1:3] == ["3", str(sum(high - low for low, high in marks))]
+    sizes = _sizes_reported(scene.bootstrap, ORDERS)
+    assert sizes == _sizes_on_disk(scene.data_dir, ORDERS, 3) and all(sizes.values())
+    assert rows[ORDERS][4] == str(sum(sizes.values()))
     _open(browser, f"{scene.console_url}/topics/{ORDERS}", "topic")
-    shown = [(int(r[0]), int(r[4]), int(r[5])) for r in _table(browser, "partitions")]
+    table = _table(browser, "partitions")
+    shown = [(int(r[0]), int(r[4]), int(r[5])) for r in table]
     assert shown == [(p, low, high) for p, (low, high) in enumerate(marks)]
+    assert {int(r[0]): int(r[7]) for r in table} == sizes
+    assert _figure(browser, "bytes") == str(sum(sizes.values()))
     assert [high for _low, high in marks] == list(ORDERS_PER_PARTITION)
     assert {r[0] for r in _table(browser, "configs")} >= {"cleanup.policy", "retention.ms"}
 
@@ -104,6 +140,28 @@ def test_message_browser_decodes_and_honours_isolation(scene: Scene, browser: An
         "messages-read-uncommitted",
     )
     assert [r[4] for r in _table(browser, "messages")] == [str(i) for i in range(PENDING_RECORDS)]
+
+
+def test_message_browser_decodes_schema_registry_avro(scene: Scene, browser: Any) -> None:
+    """Values written by confluent-kafka's Avro serializer, decoded through the registry:
+    by default (the magic byte says so) and when asked for by name."""
+    for query, name in (
+        ("", "messages-avro"),
+        ("?value_format=schema-registry", "messages-avro-by-name"),
+    ):
+        _open(browser, f"{scene.console_url}/topics/{AVRO_TOPIC}/messages{query}", name)
+        rows = _table(browser, "messages")
+        assert [r[3] for r in rows] == [p["payer"] for p in PAYMENTS]
+        # the shown JSON, as the table reads it (without its commas)
+        assert [r[4] for r in rows] == [json.dumps(p, indent=2).replace(",", "") for p in PAYMENTS]
+    # Asked to read plain JSON, the same bytes do not fit: hex, and the page says why.
+    _open(
+        browser,
+        f"{scene.console_url}/topics/{AVRO_TOPIC}/messages?value_format=json",
+        "messages-avro-as-json",
+    )
+    assert all(r[4].startswith("hex:00") for r in _table(browser, "messages"))
+    assert "did not decode" in browser.find_element("css selector", "p.error").text
 
 
 def test_group_page_shows_members_and_lag(scene: Scene, browser: Any) -> None:

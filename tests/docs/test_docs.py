@@ -12,6 +12,7 @@ others talk to one the test starts for the page.
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -47,7 +48,7 @@ def test_every_block_is_tagged_run_or_shown() -> None:
 
 
 @pytest.fixture
-def ports(tmp_path_factory: pytest.TempPathFactory):
+def ports(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[int, int]]:
     """The default ports moved: 9092 to a broker of the page's own (pages create topics
     of the same names), 8080 and 8081 to free ports."""
     with BrokerProcess(tmp_path_factory.mktemp("broker") / "data") as broker:

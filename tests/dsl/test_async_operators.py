@@ -159,7 +159,7 @@ def test_a_sync_function_or_an_unknown_option_is_refused_when_building() -> None
     with pytest.raises(TopologyBuildError, match="options"):
         stream.map_values_async(turns, paralellism=3)
     with pytest.raises(TopologyBuildError, match="order"):
-        stream.filter_async(turns, order="sorted")
+        stream.filter_async(turns, order="sorted")  # type: ignore[arg-type]  # refused before
 
 
 def test_a_function_that_fails_before_awaiting_fails_its_record_only() -> None:
@@ -168,7 +168,7 @@ def test_a_function_that_fails_before_awaiting_fails_its_record_only() -> None:
 
     # Called with one argument (no with_key): the call itself raises TypeError.
     with pytest.raises(ProcessingError, match="TypeError"):
-        run(lambda s: s.map_values_async(two_args), [("a", 1)])
+        run(lambda s: s.map_values_async(two_args), [("a", 1)])  # type: ignore[arg-type]
 
 
 def test_a_bad_result_or_a_failure_downstream_fails_only_its_record() -> None:

@@ -78,13 +78,17 @@ def test_without_default_unmatched_records_are_dropped() -> None:
         assert d.create_output_topic("pos", STR, INT).read_values_to_list() == [3]
 
 
+def both(key: object, value: object) -> bool:
+    return True
+
+
 def test_split_errors() -> None:
     builder = StreamsBuilder()
     s = builder.stream("in")
     with pytest.raises(TopologyBuildError):
         s.split().no_default_branch()
     with pytest.raises(TopologyBuildError):
-        s.split(name="x").branch(bool, name="a").branch(bool, name="a").no_default_branch()
+        s.split(name="x").branch(both, name="a").branch(both, name="a").no_default_branch()
     with pytest.raises(TopologyBuildError):
         s.merge(StreamsBuilder().stream("other"))
 

@@ -84,7 +84,7 @@ def test_table_regrouping_counts_down_where_a_row_leaves() -> None:
 
 
 def test_the_app_object_carries_the_default_serdes_the_sink_needs() -> None:
-    key, value = region_counts_app._serdes
+    key, value = region_counts_app.default_key_serde, region_counts_app.default_value_serde
     config = {**APP, "default_key_serde": key, "default_value_serde": value}
     with TopologyTestDriver(region_counts().build(), config) as driver:
         driver.create_input_topic(USERS, S, S).pipe_input("erin", "eu")

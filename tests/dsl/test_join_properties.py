@@ -80,7 +80,9 @@ def run_join(chunks: list[list[Rec]], w: JoinWindows, kind: str) -> list[tuple[s
     builder = StreamsBuilder()
     left = builder.stream("left", key_serde=S, value_serde=S)
     right = builder.stream("right", key_serde=S, value_serde=S)
-    method = {"inner": KStream.join, "left": KStream.left_join, "outer": KStream.outer_join}[kind]
+    method: Any = {"inner": KStream.join, "left": KStream.left_join, "outer": KStream.outer_join}[
+        kind
+    ]
     joiner: Any = lambda a, b: f"{a}+{b}"  # noqa: E731
     method(left, right, joiner, w, store="memory", logging=False).to("out", value_serde=S)
     with TopologyTestDriver(builder.build(), {"application_id": "prop"}) as driver:
@@ -91,7 +93,7 @@ def run_join(chunks: list[list[Rec]], w: JoinWindows, kind: str) -> list[tuple[s
         for chunk in chunks:  # one chunk is one batch of one side
             topics[chunk[0].left].pipe_records([TestRecord(r.key, r.value, r.ts) for r in chunk])
         output = driver.create_output_topic("out", S, S).read_records_to_list()
-    return [(r.key, r.value, r.timestamp) for r in output]
+    return [(r.key, r.value, r.timestamp) for r in output if r.timestamp is not None]
 
 
 @st.composite

@@ -104,7 +104,7 @@ def test_stream_table_argument_errors() -> None:
     users = builder.table("users", key_serde=S, value_serde=J)
     clicks = builder.stream("clicks")
     with pytest.raises(TopologyBuildError, match="outer_join needs another stream"):
-        clicks.outer_join(users, enrich, None)  # type: ignore[arg-type]
+        clicks.outer_join(users, enrich, None)  # type: ignore[call-overload]  # on purpose
     with pytest.raises(TopologyBuildError, match=r"join\(table, joiner\)"):
         clicks.join(users, enrich, enrich)  # type: ignore[call-overload]
     with pytest.raises(TopologyBuildError, match="cannot join a stream with a str"):

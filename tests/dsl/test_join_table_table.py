@@ -123,7 +123,7 @@ def test_table_join_errors() -> None:
     builder = StreamsBuilder()
     left, right = two_tables(builder)
     with pytest.raises(TypeError):
-        left.outer_join(right, lambda v: v, pair)  # type: ignore[call-arg]  # by key only
+        left.outer_join(right, lambda v: v, pair)  # type: ignore[arg-type, misc]  # by key only
     with pytest.raises(TopologyBuildError, match="joins another table"):
         left.join(builder.stream("s"), pair)  # type: ignore[call-overload]
     with pytest.raises(TopologyBuildError, match="different builders"):

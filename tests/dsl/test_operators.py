@@ -106,7 +106,7 @@ def test_operators_return_new_immutable_streams() -> None:
     filtered = source.filter(lambda k, v: True)
     assert filtered is not source and source.node_name != filtered.node_name
     with pytest.raises(AttributeError):
-        source.key_serde = None  # type: ignore[misc]
+        source.key_serde = None
     mapped = source.map_values(str)
     assert (mapped.key_serde, mapped.value_serde) == (STR, None)
     assert source.select_key(lambda k, v: v).repartition_required

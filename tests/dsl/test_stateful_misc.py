@@ -13,7 +13,7 @@ def test_a_store_given_no_serde_keeps_its_values_with_the_auto_serde() -> None:
     builder.stream("in", value_serde=Serdes.string()).map_values(
         lambda v: {v: (v,)}
     ).group_by_key().aggregate(
-        dict, lambda k, v, agg: {**agg, **v}, materialized=materialized("agg")
+        dict[str, tuple[str]], lambda k, v, agg: {**agg, **v}, materialized=materialized("agg")
     )
     with TopologyTestDriver(builder.build()) as driver:
         source = driver.create_input_topic("in", None, Serdes.string())

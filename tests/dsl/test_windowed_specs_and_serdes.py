@@ -80,7 +80,7 @@ def test_time_windowed_serde_is_the_inner_key_then_the_start() -> None:
     assert serde.deserialize("t", data) == Windowed("page", Window(120_000, 180_000))
     assert serde.serialize("t", None) is None and serde.deserialize("t", None) is None
     with pytest.raises(SerializationError):
-        serde.serialize("t", "not windowed")
+        serde.serialize("t", "not windowed")  # type: ignore[arg-type]  # on purpose
 
 
 def test_session_windowed_serde_is_the_inner_key_then_end_then_start() -> None:

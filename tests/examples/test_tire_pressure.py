@@ -1,6 +1,7 @@
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from headrace.dsl import Serdes
 from headrace.examples.tire_pressure import (
@@ -16,7 +17,7 @@ from headrace.streams.testing import TestRecord, TopologyTestDriver
 MINUTE = 60_000
 
 
-def run(records: list[TestRecord]) -> tuple[list[tuple[str, dict]], dict[str, str]]:
+def run(records: list[TestRecord]) -> tuple[list[tuple[str, dict[str, Any]]], dict[str, str]]:
     with TopologyTestDriver(build_topology(), {"application_id": "tires"}) as driver:
         driver.create_input_topic(READINGS, Serdes.string(), Serdes.json()).pipe_records(records)
         alerts = [
@@ -28,7 +29,7 @@ def run(records: list[TestRecord]) -> tuple[list[tuple[str, dict]], dict[str, st
         status = {
             tire: state["status"] for tire, state in driver.get_key_value_store(STATUS_STORE).all()
         }
-    return alerts, status  # type: ignore[return-value]
+    return alerts, status
 
 
 def readings(tire: str, points: list[tuple[int, float]]) -> list[TestRecord]:

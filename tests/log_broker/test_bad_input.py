@@ -13,17 +13,21 @@ from kio.schema.fetch.v11 import request as fetch
 from kio.schema.list_offsets.v5 import request as list_offsets
 from kio.schema.metadata.v8.request import MetadataRequest, MetadataRequestTopic
 from kio.schema.produce.v8 import request as produce
+from kio.schema.types import BrokerId, TopicName, TransactionalId
+from kio.static.primitive import Records, i8, i16, i32, i32Timedelta, i64
 from rawkafka import RawClient, encode, frame, record_batch
 
 
 def produce_body(topic: str, records: bytes, partition: int = 0) -> Any:
     return produce.ProduceRequest(
-        acks=-1,
-        timeout=timedelta(seconds=5),
+        acks=i16(-1),
+        timeout=i32Timedelta.parse(timedelta(seconds=5)),
         topic_data=(
             produce.TopicProduceData(
-                name=topic,
-                partition_data=(produce.PartitionProduceData(index=partition, records=records),),
+                name=TopicName(topic),
+                partition_data=(
+                    produce.PartitionProduceData(index=i32(partition), records=Records(records)),
+                ),
             ),
         ),
     )
@@ -31,15 +35,15 @@ def produce_body(topic: str, records: bytes, partition: int = 0) -> Any:
 
 def fetch_body(topic: str, offset: int) -> Any:
     return fetch.FetchRequest(
-        max_wait=timedelta(0),
-        min_bytes=0,
+        max_wait=i32Timedelta.parse(timedelta(0)),
+        min_bytes=i32(0),
         forgotten_topics_data=(),
         topics=(
             fetch.FetchTopic(
-                topic=topic,
+                topic=TopicName(topic),
                 partitions=(
                     fetch.FetchPartition(
-                        partition=0, fetch_offset=offset, partition_max_bytes=1 << 20
+                        partition=i32(0), fetch_offset=i64(offset), partition_max_bytes=i32(1 << 20)
                     ),
                 ),
             ),
@@ -49,12 +53,14 @@ def fetch_body(topic: str, offset: int) -> Any:
 
 def end_offset(client: RawClient, topic: str) -> int:
     body = list_offsets.ListOffsetsRequest(
-        replica_id=-1,
-        isolation_level=0,
+        replica_id=BrokerId(-1),
+        isolation_level=i8(0),
         topics=(
             list_offsets.ListOffsetsTopic(
-                name=topic,
-                partitions=(list_offsets.ListOffsetsPartition(partition_index=0, timestamp=-1),),
+                name=TopicName(topic),
+                partitions=(
+                    list_offsets.ListOffsetsPartition(partition_index=i32(0), timestamp=i64(-1)),
+                ),
             ),
         ),
     )
@@ -92,7 +98,7 @@ async def test_invalid_topic_name(broker: Any) -> None:
                 3,
                 8,
                 MetadataRequest(
-                    topics=(MetadataRequestTopic(name=name),),
+                    topics=(MetadataRequestTopic(name=TopicName(name)),),
                     allow_auto_topic_creation=True,
                     include_cluster_authorized_operations=False,
                     include_topic_authorized_operations=False,
@@ -177,14 +183,19 @@ async def test_clients_cannot_write_or_delete_internal_topics(broker: Any) -> No
             assert code == ErrorCode.invalid_topic_exception
             assert end_offset(client, internal) == before
             deleted = client.request(
-                20, 3, DeleteTopicsRequest(topic_names=(internal,), timeout=timedelta(seconds=5))
+                20,
+                3,
+                DeleteTopicsRequest(
+                    topic_names=(TopicName(internal),),
+                    timeout=i32Timedelta.parse(timedelta(seconds=5)),
+                ),
             )
             assert deleted.responses[0].error_code == ErrorCode.invalid_topic_exception
             md = client.request(
                 3,
                 8,
                 MetadataRequest(
-                    topics=(MetadataRequestTopic(name=internal),),
+                    topics=(MetadataRequestTopic(name=TopicName(internal)),),
                     allow_auto_topic_creation=False,
                     include_cluster_authorized_operations=False,
                     include_topic_authorized_operations=False,
@@ -209,7 +220,8 @@ async def test_transaction_timeout_above_the_broker_maximum_is_refused(tmp_path:
                 22,
                 0,
                 InitProducerIdRequest(
-                    transactional_id="payments", transaction_timeout=timedelta(seconds=5)
+                    transactional_id=TransactionalId("payments"),
+                    transaction_timeout=i32Timedelta.parse(timedelta(seconds=5)),
                 ),
             )
             assert too_long.error_code == ErrorCode.invalid_transaction_timeout
@@ -217,7 +229,8 @@ async def test_transaction_timeout_above_the_broker_maximum_is_refused(tmp_path:
                 22,
                 0,
                 InitProducerIdRequest(
-                    transactional_id="payments", transaction_timeout=timedelta(seconds=1)
+                    transactional_id=TransactionalId("payments"),
+                    transaction_timeout=i32Timedelta.parse(timedelta(seconds=1)),
                 ),
             )
             assert fine.error_code == ErrorCode.none and fine.producer_id >= 0

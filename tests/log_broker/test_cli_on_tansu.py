@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from brokerproc import TansuProcess
@@ -70,7 +71,7 @@ def test_topics_produce_consume_groups(capsys: pytest.CaptureFixture[str], bs: l
     records = [json.loads(line) for line in consumed.splitlines()]
     assert sorted(r["value"] for r in records) == sorted(f"order-{i}" for i in range(12))
     assert {r["headers"][0][0] for r in records} == {"source"}
-    partition_of = {}
+    partition_of: dict[Any, Any] = {}
     for r in records:
         assert partition_of.setdefault(r["key"], r["partition"]) == r["partition"]
     first = min(records, key=lambda r: (r["partition"], r["offset"]))

@@ -8,6 +8,7 @@ import json
 import struct
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from brokerproc import BrokerProcess
@@ -21,7 +22,7 @@ def bs(broker_process: BrokerProcess) -> list[str]:
 
 def _records(
     capsys: pytest.CaptureFixture[str], topic: str, bs: list[str], *flags: str
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     out = headrace(
         capsys,
         "consume",

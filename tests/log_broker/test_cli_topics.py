@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from brokerproc import BrokerProcess, free_port
@@ -14,8 +15,11 @@ def bs(broker_process: BrokerProcess) -> list[str]:
     return ["--bootstrap-servers", broker_process.bootstrap]
 
 
-def _describe(capsys: pytest.CaptureFixture[str], topic: str, bs: list[str]) -> dict:
-    return json.loads(headrace(capsys, "topics", "describe", topic, "-o", "json", *bs).out)
+def _describe(capsys: pytest.CaptureFixture[str], topic: str, bs: list[str]) -> dict[str, Any]:
+    described: dict[str, Any] = json.loads(
+        headrace(capsys, "topics", "describe", topic, "-o", "json", *bs).out
+    )
+    return described
 
 
 def test_create_list_describe_delete(capsys: pytest.CaptureFixture[str], bs: list[str]) -> None:

@@ -19,11 +19,14 @@ from kio.schema.create_topics.v5.request import (
 from kio.schema.fetch.v11 import request as fetch
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 from kio.schema.produce.v8 import request as produce
+from kio.schema.types import BrokerId, TopicName
+from kio.static.primitive import Records, i8, i16, i32, i32Timedelta, i64
 from rawkafka import RawClient, encode, frame, record_batch
 
 from headrace.log_broker._entities import make
+from headrace.log_broker._errors import MalformedRequestError
 from headrace.log_broker._length_guard import RequestLengthError, check_body
-from headrace.log_broker._wire import MalformedRequestError, decode_request
+from headrace.log_broker._wire import decode_request
 
 REQUESTS = [
     (
@@ -31,14 +34,16 @@ REQUESTS = [
         8,
         produce.ProduceRequest(
             transactional_id=None,
-            acks=-1,
-            timeout=timedelta(seconds=1),
+            acks=i16(-1),
+            timeout=i32Timedelta.parse(timedelta(seconds=1)),
             topic_data=(
                 produce.TopicProduceData(
-                    name="t",
+                    name=TopicName("t"),
                     partition_data=(
-                        produce.PartitionProduceData(index=0, records=record_batch([b"a", b"b"])),
-                        produce.PartitionProduceData(index=1, records=None),
+                        produce.PartitionProduceData(
+                            index=i32(0), records=Records(record_batch([b"a", b"b"]))
+                        ),
+                        produce.PartitionProduceData(index=i32(1), records=None),
                     ),
                 ),
             ),
@@ -48,23 +53,23 @@ REQUESTS = [
         1,
         11,
         fetch.FetchRequest(
-            replica_id=-1,
-            max_wait=timedelta(0),
-            min_bytes=1,
-            max_bytes=1 << 20,
-            isolation_level=1,
-            session_id=0,
-            session_epoch=-1,
+            replica_id=BrokerId(-1),
+            max_wait=i32Timedelta.parse(timedelta(0)),
+            min_bytes=i32(1),
+            max_bytes=i32(1 << 20),
+            isolation_level=i8(1),
+            session_id=i32(0),
+            session_epoch=i32(-1),
             topics=(
                 fetch.FetchTopic(
-                    topic="t",
+                    topic=TopicName("t"),
                     partitions=(
                         fetch.FetchPartition(
-                            partition=0,
-                            current_leader_epoch=-1,
-                            fetch_offset=0,
-                            log_start_offset=-1,
-                            partition_max_bytes=1 << 20,
+                            partition=i32(0),
+                            current_leader_epoch=i32(-1),
+                            fetch_offset=i64(0),
+                            log_start_offset=i64(-1),
+                            partition_max_bytes=i32(1 << 20),
                         ),
                     ),
                 ),
@@ -77,7 +82,7 @@ REQUESTS = [
         3,
         12,
         MetadataRequest(
-            topics=(MetadataRequestTopic(topic_id=None, name="t"),),
+            topics=(MetadataRequestTopic(topic_id=None, name=TopicName("t")),),
             allow_auto_topic_creation=False,
             include_topic_authorized_operations=False,
         ),
@@ -88,14 +93,14 @@ REQUESTS = [
         CreateTopicsRequest(
             topics=(
                 CreatableTopic(
-                    name="t",
-                    num_partitions=3,
-                    replication_factor=1,
+                    name=TopicName("t"),
+                    num_partitions=i32(3),
+                    replication_factor=i16(1),
                     assignments=(),
                     configs=(CreatableTopicConfig(name="retention.ms", value="1000"),),
                 ),
             ),
-            timeout=timedelta(seconds=1),
+            timeout=i32Timedelta.parse(timedelta(seconds=1)),
             validate_only=False,
         ),
     ),
@@ -106,7 +111,7 @@ def _header_size(payload: bytes) -> int:
     (client_id_length,) = struct.unpack_from(">h", payload, 8)
     size = 10 + max(client_id_length, 0)
     flexible = load_request_schema(*struct.unpack_from(">hh", payload, 0)).__flexible__
-    return size + 1 if flexible else size  # v2 headers end with an empty tagged section
+    return int(size + 1 if flexible else size)  # v2 headers end with an empty tagged section
 
 
 @pytest.mark.parametrize(("api_key", "version", "body"), REQUESTS, ids=lambda v: str(v)[:20])

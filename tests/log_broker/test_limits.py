@@ -16,6 +16,8 @@ from batch_crafting import good, produce_body
 from brokerproc import BrokerProcess
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.fetch.v11 import request as fetch
+from kio.schema.types import TopicName
+from kio.static.primitive import i32, i32Timedelta, i64
 from rawkafka import RawClient, encode, frame
 
 from headrace.log_broker import Broker
@@ -41,16 +43,18 @@ async def test_fetch_max_bytes_caps_a_response_that_asks_for_2_gib(tmp_path: Pat
                 answer = client.request(0, 8, produce_body("big", good([b"x" * 400_000])))
                 assert answer.responses[0].partition_responses[0].error_code == 0
             body = fetch.FetchRequest(
-                max_wait=timedelta(0),
-                min_bytes=0,
-                max_bytes=2**31 - 1,
+                max_wait=i32Timedelta.parse(timedelta(0)),
+                min_bytes=i32(0),
+                max_bytes=i32(2**31 - 1),
                 forgotten_topics_data=(),
                 topics=(
                     fetch.FetchTopic(
-                        topic="big",
+                        topic=TopicName("big"),
                         partitions=(
                             fetch.FetchPartition(
-                                partition=0, fetch_offset=0, partition_max_bytes=2**31 - 1
+                                partition=i32(0),
+                                fetch_offset=i64(0),
+                                partition_max_bytes=i32(2**31 - 1),
                             ),
                         ),
                     ),
@@ -193,14 +197,16 @@ async def test_a_request_naming_more_partitions_than_can_exist_is_refused(tmp_pa
         def fetch_naming(count: int) -> RawClient:
             client = RawClient(broker.bootstrap_servers)
             body = fetch.FetchRequest(
-                max_wait=timedelta(0),
-                min_bytes=0,
+                max_wait=i32Timedelta.parse(timedelta(0)),
+                min_bytes=i32(0),
                 forgotten_topics_data=(),
                 topics=(
                     fetch.FetchTopic(
-                        topic="t",
+                        topic=TopicName("t"),
                         partitions=tuple(
-                            fetch.FetchPartition(partition=p, fetch_offset=0, partition_max_bytes=1)
+                            fetch.FetchPartition(
+                                partition=i32(p), fetch_offset=i64(0), partition_max_bytes=i32(1)
+                            )
                             for p in range(count)
                         ),
                     ),

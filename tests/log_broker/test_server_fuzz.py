@@ -27,7 +27,9 @@ from kio.schema.metadata.v8.request import MetadataRequest
 from kio.schema.produce.v8 import request as produce
 from kio.schema.request_header.v1.header import RequestHeader as HeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as HeaderV2
+from kio.schema.types import TopicName
 from kio.serial import entity_writer
+from kio.static.primitive import Records, i16, i32, i32Timedelta, i64
 from rawkafka import RawClient, encode, frame, record_batch
 
 from headrace.log_broker.handlers import build_router
@@ -48,14 +50,14 @@ VALID = [
         0,
         8,
         produce.ProduceRequest(
-            acks=-1,
-            timeout=timedelta(seconds=5),
+            acks=i16(-1),
+            timeout=i32Timedelta.parse(timedelta(seconds=5)),
             topic_data=(
                 produce.TopicProduceData(
-                    name="fuzz",
+                    name=TopicName("fuzz"),
                     partition_data=(
                         produce.PartitionProduceData(
-                            index=0, records=record_batch([b"", b"v", b"vv"])
+                            index=i32(0), records=Records(record_batch([b"", b"v", b"vv"]))
                         ),
                     ),
                 ),
@@ -66,14 +68,14 @@ VALID = [
         1,
         11,
         fetch.FetchRequest(
-            max_wait=timedelta(0),
-            min_bytes=0,
+            max_wait=i32Timedelta.parse(timedelta(0)),
+            min_bytes=i32(0),
             topics=(
                 fetch.FetchTopic(
-                    topic="fuzz",
+                    topic=TopicName("fuzz"),
                     partitions=(
                         fetch.FetchPartition(
-                            partition=0, fetch_offset=0, partition_max_bytes=1 << 20
+                            partition=i32(0), fetch_offset=i64(0), partition_max_bytes=i32(1 << 20)
                         ),
                     ),
                 ),
@@ -137,7 +139,10 @@ def header_only(api_key: int, version: int) -> bytes:
     entity_writer(header_cls)(
         buf,
         header_cls(
-            request_api_key=api_key, request_api_version=version, correlation_id=7, client_id="fuzz"
+            request_api_key=i16(api_key),
+            request_api_version=i16(version),
+            correlation_id=i32(7),
+            client_id="fuzz",
         ),
     )
     return buf.getvalue()
@@ -150,15 +155,17 @@ def assert_topic_decodes(bootstrap: str, topic: str) -> None:
     offset, data = 0, b""
     while True:
         body = fetch.FetchRequest(
-            max_wait=timedelta(0),
-            min_bytes=0,
+            max_wait=i32Timedelta.parse(timedelta(0)),
+            min_bytes=i32(0),
             forgotten_topics_data=(),
             topics=(
                 fetch.FetchTopic(
-                    topic=topic,
+                    topic=TopicName(topic),
                     partitions=(
                         fetch.FetchPartition(
-                            partition=0, fetch_offset=offset, partition_max_bytes=1 << 20
+                            partition=i32(0),
+                            fetch_offset=i64(offset),
+                            partition_max_bytes=i32(1 << 20),
                         ),
                     ),
                 ),

@@ -13,6 +13,8 @@ from kio.schema.describe_transactions.v0.request import DescribeTransactionsRequ
 from kio.schema.errors import ErrorCode
 from kio.schema.list_transactions.v0.request import ListTransactionsRequest as ListV0
 from kio.schema.list_transactions.v1.request import ListTransactionsRequest as ListV1
+from kio.schema.types import TransactionalId
+from kio.static.primitive import i64
 from rawkafka import RawClient
 
 
@@ -55,7 +57,11 @@ def test_describe_names_state_producer_and_partitions(
     client = RawClient(bootstrap)
     try:
         response = client.request(
-            65, 0, DescribeTransactionsRequest(transactional_ids=("open-txn", "done-txn", "nobody"))
+            65,
+            0,
+            DescribeTransactionsRequest(
+                transactional_ids=tuple(map(TransactionalId, ("open-txn", "done-txn", "nobody")))
+            ),
         )
     finally:
         client.close()
@@ -79,8 +85,8 @@ def test_list_filters_by_state_producer_and_duration(
     try:
         everything = client.request(66, 0, ListV0())
         ongoing = client.request(66, 0, ListV0(state_filters=("Ongoing", "NoSuchState")))
-        long_running = client.request(66, 1, ListV1(duration_filter=3_600_000))
-        recent = client.request(66, 1, ListV1(duration_filter=0, state_filters=("Ongoing",)))
+        long_running = client.request(66, 1, ListV1(duration_filter=i64(3_600_000)))
+        recent = client.request(66, 1, ListV1(duration_filter=i64(0), state_filters=("Ongoing",)))
     finally:
         client.close()
     ids = {s.transactional_id: s for s in everything.transaction_states}

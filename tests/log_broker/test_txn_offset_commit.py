@@ -22,6 +22,8 @@ from kio.schema.offset_fetch.v5.request import OffsetFetchRequest, OffsetFetchRe
 from kio.schema.sync_group.v3.request import SyncGroupRequest, SyncGroupRequestAssignment
 from kio.schema.txn_offset_commit.v0 import request as txn_commit_v0
 from kio.schema.txn_offset_commit.v3 import request as txn_commit_v3
+from kio.schema.types import GroupId, TopicName, TransactionalId
+from kio.static.primitive import i16, i32, i32Timedelta
 from rawkafka import RawClient
 
 from headrace.log_broker import Broker
@@ -40,7 +42,8 @@ class Txn:
             INIT_PRODUCER_ID,
             4,
             InitProducerIdRequest(
-                transactional_id=transactional_id, transaction_timeout=timedelta(seconds=60)
+                transactional_id=TransactionalId(transactional_id),
+                transaction_timeout=i32Timedelta.parse(timedelta(seconds=60)),
             ),
         )
         assert got.error_code == ErrorCode.none
@@ -51,10 +54,10 @@ class Txn:
             ADD_OFFSETS_TO_TXN,
             2,
             AddOffsetsToTxnRequest(
-                transactional_id=self.tid,
+                transactional_id=TransactionalId(self.tid),
                 producer_id=self.pid,
                 producer_epoch=self.epoch,
-                group_id=self.group,
+                group_id=GroupId(self.group),
             ),
         )
         assert got.error_code == ErrorCode.none
@@ -93,7 +96,7 @@ class Txn:
             END_TXN,
             2,
             EndTxnRequest(
-                transactional_id=self.tid,
+                transactional_id=TransactionalId(self.tid),
                 producer_id=self.pid,
                 producer_epoch=self.epoch,
                 committed=commit,
@@ -109,10 +112,14 @@ def create_topic(client: RawClient) -> None:
         CreateTopicsRequest(
             topics=(
                 CreatableTopic(
-                    name=TOPIC, num_partitions=1, replication_factor=1, assignments=(), configs=()
+                    name=TopicName(TOPIC),
+                    num_partitions=i32(1),
+                    replication_factor=i16(1),
+                    assignments=(),
+                    configs=(),
                 ),
             ),
-            timeout=timedelta(seconds=10),
+            timeout=i32Timedelta.parse(timedelta(seconds=10)),
         ),
     )
     assert got.topics[0].error_code == ErrorCode.none
@@ -128,9 +135,9 @@ def join(
             JOIN_GROUP,
             5,
             JoinGroupRequest(
-                group_id=group,
-                session_timeout=timedelta(milliseconds=session_ms),
-                rebalance_timeout=timedelta(milliseconds=rebalance_ms),
+                group_id=GroupId(group),
+                session_timeout=i32Timedelta.parse(timedelta(milliseconds=session_ms)),
+                rebalance_timeout=i32Timedelta.parse(timedelta(milliseconds=rebalance_ms)),
                 member_id=member_id,
                 group_instance_id=None,
                 protocol_type="consumer",
@@ -146,7 +153,7 @@ def join(
         SYNC_GROUP,
         3,
         SyncGroupRequest(
-            group_id=group,
+            group_id=GroupId(group),
             generation_id=joined.generation_id,
             member_id=joined.member_id,
             group_instance_id=None,
@@ -162,7 +169,8 @@ def committed(client: RawClient, group: str) -> int:
         OFFSET_FETCH,
         5,
         OffsetFetchRequest(
-            group_id=group, topics=(OffsetFetchRequestTopic(name=TOPIC, partition_indexes=(0,)),)
+            group_id=GroupId(group),
+            topics=(OffsetFetchRequestTopic(name=TopicName(TOPIC), partition_indexes=(i32(0),)),),
         ),
     )
     return int(got.topics[0].partitions[0].committed_offset)

@@ -75,7 +75,7 @@ def main() -> None:
     )
     delay = args.delay_ms / 1000
 
-    @app.agent(views)
+    @app.agent(views)  # type: ignore[untyped-decorator]  # faust ships no annotations
     async def count_views(stream: Any) -> None:
         async for key, _value in stream.items():
             user = key.decode()

@@ -24,6 +24,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kafka_clients import present
+from kio.schema.types import TopicName
+from kio.static.primitive import i32, i32Timedelta, i64
 
 ROOT = Path(__file__).resolve().parents[2]
 PEERS_PYTHON = ROOT / ".venv-peers" / "bin" / "python"
@@ -357,17 +360,17 @@ class Cluster:
                 offset = 0
                 while True:
                     body = fetch.FetchRequest(
-                        max_wait=timedelta(0),
-                        min_bytes=0,
+                        max_wait=i32Timedelta.parse(timedelta(0)),
+                        min_bytes=i32(0),
                         forgotten_topics_data=(),
                         topics=(
                             fetch.FetchTopic(
-                                topic=topic,
+                                topic=TopicName(topic),
                                 partitions=(
                                     fetch.FetchPartition(
-                                        partition=partition,
-                                        fetch_offset=offset,
-                                        partition_max_bytes=1 << 20,
+                                        partition=i32(partition),
+                                        fetch_offset=i64(offset),
+                                        partition_max_bytes=i32(1 << 20),
                                     ),
                                 ),
                             ),
@@ -449,14 +452,14 @@ class Cluster:
                     if error is None:
                         out.append(
                             Record(
-                                message.key(),
-                                message.value(),
-                                message.partition(),
-                                message.offset(),
+                                present(message.key()),
+                                present(message.value()),
+                                present(message.partition()),
+                                present(message.offset()),
                             )
                         )
                     elif error.code() == KafkaError._PARTITION_EOF:
-                        at_end.add(message.partition())
+                        at_end.add(present(message.partition()))
                     else:
                         raise AssertionError(f"reading {topic}: {error}")
         finally:

@@ -153,7 +153,7 @@ DEFAULTS = {
 def writer_and_reader(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     names = draw(st.lists(st.sampled_from("abcdefgh"), min_size=1, max_size=6, unique=True))
     writer = [{"name": n, "type": draw(st.sampled_from(PRIMITIVES))} for n in names]
-    reader = []
+    reader: list[dict[str, object]] = []
     for field in writer:
         action = draw(st.sampled_from(["keep", "drop", "retype"]))
         if action == "keep":
@@ -162,10 +162,10 @@ def writer_and_reader(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[dict[
             reader.append({"name": field["name"], "type": draw(st.sampled_from(PRIMITIVES))})
     for extra in draw(st.lists(st.sampled_from("pqrs"), max_size=3, unique=True)):
         kind = draw(st.sampled_from(PRIMITIVES))
-        field = {"name": extra, "type": kind}
+        added: dict[str, object] = {"name": extra, "type": kind}
         if draw(st.booleans()):
-            field["default"] = DEFAULTS[kind]
-        reader.append(field)
+            added["default"] = DEFAULTS[kind]
+        reader.append(added)
     return writer, reader
 
 
@@ -248,4 +248,5 @@ def test_backward_compatible_richer_pairs_decode_with_fastavro(
     out = io.BytesIO()
     fastavro.schemaless_writer(out, writer.parsed, value)
     decoded = fastavro.schemaless_reader(io.BytesIO(out.getvalue()), writer.parsed, reader.parsed)
+    assert isinstance(decoded, dict)
     assert set(decoded) == {f["name"] for f in reader_fields}

@@ -152,7 +152,7 @@ def test_read_committed_hides_aborted_records(spark: Any, bootstrap: str) -> Non
         producer.flush(10)
         (producer.commit_transaction if fate == "commit" else producer.abort_transaction)(10)
 
-    def values(**options: str) -> list[str]:
+    def values(**options: Any) -> list[str]:
         return sorted(
             bytes(r.value).decode()
             for r in source(spark, bootstrap, topic, **options).select("value").collect()
@@ -388,16 +388,12 @@ def test_batch_read_over_sasl_ssl_with_spark_kafka_options(spark: Any, secured: 
         "org.apache.kafka.common.security.scram.ScramLoginModule required"
         ' username="streams" password="streams-secret";'
     )
-    frame = source(
-        spark,
-        bootstrap,
-        topic,
-        **{
-            "kafka.security.protocol": "SASL_SSL",
-            "kafka.sasl.mechanism": "SCRAM-SHA-512",
-            "kafka.sasl.jaas.config": jaas,
-            "kafka.ssl.truststore.location": str(secured.certs.ca),
-        },
-    )
+    options: dict[str, Any] = {
+        "kafka.security.protocol": "SASL_SSL",
+        "kafka.sasl.mechanism": "SCRAM-SHA-512",
+        "kafka.sasl.jaas.config": jaas,
+        "kafka.ssl.truststore.location": str(secured.certs.ca),
+    }
+    frame = source(spark, bootstrap, topic, **options)
     values = sorted(bytes(row.value).decode() for row in frame.select("value").collect())
     assert values == sorted(f"v{i}" for i in range(20))

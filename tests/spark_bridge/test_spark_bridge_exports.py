@@ -8,6 +8,7 @@ import sys
 from headrace import spark_bridge
 from headrace.spark_bridge import (
     BrokerError,
+    BrokerRequestError,
     DecodeError,
     DeltaError,
     MissingDependencyError,
@@ -21,6 +22,7 @@ from headrace.spark_bridge import (
 def test_all_is_pinned() -> None:
     assert spark_bridge.__all__ == [
         "BrokerError",
+        "BrokerRequestError",
         "Commit",
         "DecodeError",
         "DeltaError",
@@ -54,16 +56,19 @@ def test_error_tree_has_one_root_and_retriable_flags() -> None:
     for error in (
         OptionError,
         MissingDependencyError,
-        BrokerError,
+        BrokerRequestError,
         OffsetRangeError,
         DecodeError,
         DeltaError,
         UnsupportedTableError,
     ):
         assert issubclass(error, SparkBridgeError)
-    assert issubclass(OffsetRangeError, BrokerError)
+    # BrokerError is the one class of that name (headrace.base's); what the Kafka client
+    # raises here is also a SparkBridgeError.
+    assert issubclass(BrokerRequestError, BrokerError)
+    assert issubclass(OffsetRangeError, BrokerRequestError)
     assert issubclass(UnsupportedTableError, DeltaError)
-    assert BrokerError.retriable is True
+    assert BrokerRequestError.retriable is True
     assert OffsetRangeError.retriable is False  # deleted records do not come back
     assert OptionError.retriable is False
     assert DecodeError("not JSON", row=3).retriable is False  # the same bytes again

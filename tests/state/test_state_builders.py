@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from headrace.state import (
@@ -55,7 +57,7 @@ def test_builders_are_immutable_and_chainable() -> None:
 def test_built_stores_meet_the_processor_contract(
     persistent: bool, context: StoreTestContext
 ) -> None:
-    builders = [
+    builders: list[Any] = [
         Stores.key_value_store("kv", persistent=persistent),
         Stores.window_store("win", retention=1000, window_size=100, persistent=persistent),
         Stores.session_store("ses", retention=1000, persistent=persistent),
@@ -86,7 +88,7 @@ def test_typed_key_value_store_with_serdes(context: StoreTestContext) -> None:
     assert store.get("a") == -1
     assert list(store.range("a", "b")) == [("a", -1), ("b", 2)]
     assert store.delete("b") == 2
-    changes = []
+    changes: list[Any] = []
     store.set_flush_listener(changes.extend)
     store.flush()
     assert [(c.key, c.new_value) for c in changes] == [("b", None), ("a", -1)]

@@ -102,8 +102,8 @@ def test_window_store_matches_a_model_with_retention(
     stacks: Any,
     backend: str,
     stack: str,
-    ops: list,
-    query: tuple[int, int],  # type: ignore[type-arg]
+    ops: list[Any],
+    query: tuple[int, int],
 ) -> None:
     retention = 1000
     with tempfile.TemporaryDirectory() as tmp:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from headrace.state import (
     CacheEntry,
@@ -145,7 +146,7 @@ def test_window_stack_caches_binary_keys_and_listener_is_typed(context: StoreTes
         .build()
     )
     store.init(context)
-    changes = []
+    changes: list[Any] = []
     assert store.set_flush_listener(changes.extend)
     store.put(b"k", b"1", 0)
     store.put(b"k", b"2", 0)
@@ -166,7 +167,7 @@ def test_session_stack_listener_decodes_sessions(context: StoreTestContext) -> N
         Stores.session_store("s", retention=10_000, persistent=False).with_caching_enabled().build()
     )
     store.init(context)
-    changes = []
+    changes: list[Any] = []
     store.set_flush_listener(changes.extend)
     store.put(Windowed(b"k", Window(5, 9)), b"v")
     store.flush()

@@ -95,7 +95,7 @@ def _run(
         task.release()
         for record in task.drain():
             out.append(record)
-            topic, offset = record[2].decode().rstrip("!").split(":")[0], None
+            topic, offset = (record[2] or b"").decode().rstrip("!").split(":")[0], None
             offset = int(record[4][0][1]) if record[4] else None
             assert offset is not None
             done.add((topic, offset))
@@ -148,7 +148,7 @@ def test_results_keep_their_order_and_commit_points_never_pass_a_pending_result(
             chunk,
             pathlib.Path(d),
         )
-    got = [r[2].decode().rstrip("!") for r in out]
+    got = [(r[2] or b"").decode().rstrip("!") for r in out]
     want = [f"{topic}:{i}" for i, (topic, _key) in enumerate(inputs)]
     assert sorted(got) == sorted(want)  # every record once, whatever the order
     if order == "partition":
@@ -160,7 +160,7 @@ def test_results_keep_their_order_and_commit_points_never_pass_a_pending_result(
             ]
     # timestamps and headers travel with their record
     for r in out:
-        i = int(r[2].decode().rstrip("!").split(":")[1])
+        i = int((r[2] or b"").decode().rstrip("!").split(":")[1])
         assert r[3] == i
 
 

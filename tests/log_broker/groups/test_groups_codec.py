@@ -181,7 +181,7 @@ def _java_hash(text: str) -> int:
     units = text.encode("utf-16-be")
     codes = [units[i] << 8 | units[i + 1] for i in range(0, len(units), 2)]
     total = sum(c * 31 ** (len(codes) - 1 - i) for i, c in enumerate(codes)) % 2**32
-    return total - 2**32 if total >= 2**31 else total
+    return int(total - 2**32 if total >= 2**31 else total)
 
 
 @given(st.text(max_size=30), st.integers(1, 100))

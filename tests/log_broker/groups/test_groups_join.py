@@ -7,6 +7,7 @@ from group_harness import Harness
 
 from headrace.log_broker.groups import (
     CoordinatorNotAvailableError,
+    GroupCoordinatorNotAvailableError,
     GroupState,
     IllegalGenerationError,
     InconsistentGroupProtocolError,
@@ -91,7 +92,7 @@ def test_failed_assignment_write_sends_everyone_back_to_rejoin() -> None:
         h.join("g", m)
     follower = h.sync("g", 1, ids[1])
     leader = h.sync("g", 1, ids[0], {ids[0]: b"a", ids[1]: b"b"})
-    h.flush(error=CoordinatorNotAvailableError("disk gone"))
+    h.flush(error=GroupCoordinatorNotAvailableError("disk gone"))
     with pytest.raises(CoordinatorNotAvailableError):
         leader.result()
     with pytest.raises(CoordinatorNotAvailableError):

@@ -10,6 +10,7 @@ from headrace.log_broker import _records
 from headrace.log_broker.groups import (
     CoordinatorNotAvailableError,
     GroupCoordinator,
+    GroupCoordinatorNotAvailableError,
     GroupIdNotFoundError,
     GroupState,
     IllegalGenerationError,
@@ -46,7 +47,7 @@ def test_commit_is_visible_only_once_durable() -> None:
 def test_failed_write_reports_the_error_and_stores_nothing() -> None:
     h = Harness(auto_flush=False)
     reply = h.commit("g", -1, "", {T0: NewOffset(5, -1, "")})
-    h.flush(error=CoordinatorNotAvailableError("fsync failed"))
+    h.flush(error=GroupCoordinatorNotAvailableError("fsync failed"))
     with pytest.raises(CoordinatorNotAvailableError):
         reply.result()
     assert offsets(h) == {}

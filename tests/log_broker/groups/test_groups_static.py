@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 import pytest
 from group_harness import Harness
 
 from headrace.log_broker.groups import FencedInstanceIdError, GroupState, UnknownMemberIdError
 
-SESSION = {"session_ms": 60_000, "rebalance_ms": 30_000}
+
+class _Timeouts(TypedDict):
+    session_ms: int
+    rebalance_ms: int
+
+
+SESSION: _Timeouts = {"session_ms": 60_000, "rebalance_ms": 30_000}
 
 
 def form_static(h: Harness) -> tuple[int, dict[str, str]]:

@@ -7,6 +7,7 @@ import asyncio
 import logging
 import ssl
 from pathlib import Path
+from typing import Any
 
 import pytest
 from certs import make_certificates
@@ -34,7 +35,7 @@ async def test_metadata_advertises_the_listener_the_client_used(tmp_path: Path) 
             ("INTERNAL", "internal.example", 9093),
         ):
 
-            def ask(address: str = broker.address(name)) -> object:
+            def ask(address: str = broker.address(name)) -> Any:
                 with RawClient(address) as client:
                     return client.request(
                         3,

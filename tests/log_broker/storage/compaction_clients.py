@@ -13,9 +13,11 @@ from typing import Any
 
 from brokerproc import BrokerProcess
 from compaction_txn_helpers import snapshot_offsets, unneeded
-from kafka_clients import Confluent, Got, unique
+from kafka_clients import Confluent, Got, present, unique
 from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v11 import request as fetch
+from kio.schema.types import TopicName
+from kio.static.primitive import i8, i32, i32Timedelta, i64
 from rawkafka import RawClient
 
 from headrace.log_broker import _records
@@ -97,11 +99,12 @@ def read(bs: str, topic: str, isolation: str) -> list[Got]:
         last = time.monotonic()
         while time.monotonic() - last < 5:
             for m in c.consume(1000, 0.3):
-                if m.error() and m.error().code() == KafkaError._PARTITION_EOF:
+                error = m.error()
+                if error and error.code() == KafkaError._PARTITION_EOF:
                     return got
-                if m.error():
-                    raise RuntimeError(str(m.error()))
-                got.append(Got(m.key(), m.value(), m.partition(), m.offset(), 0))
+                if error:
+                    raise RuntimeError(str(error))
+                got.append(Got(m.key(), m.value(), present(m.partition()), present(m.offset()), 0))
                 last = time.monotonic()
     finally:
         c.close()
@@ -177,16 +180,18 @@ def fetch_committed(bs: str, topic: str) -> tuple[bytes, list[tuple[int, int]]]:
     with room for the whole log: the record bytes, and the aborted transactions
     (producer id, first offset) the broker lists for them."""
     body = fetch.FetchRequest(
-        max_wait=timedelta(0),
-        min_bytes=0,
-        max_bytes=1 << 26,
-        isolation_level=1,
+        max_wait=i32Timedelta.parse(timedelta(0)),
+        min_bytes=i32(0),
+        max_bytes=i32(1 << 26),
+        isolation_level=i8(1),
         forgotten_topics_data=(),
         topics=(
             fetch.FetchTopic(
-                topic=topic,
+                topic=TopicName(topic),
                 partitions=(
-                    fetch.FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 26),
+                    fetch.FetchPartition(
+                        partition=i32(0), fetch_offset=i64(0), partition_max_bytes=i32(1 << 26)
+                    ),
                 ),
             ),
         ),

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from headrace.log_broker import _records
 from headrace.log_broker._txn_partitions import ABORTED_INDEX, SNAPSHOT_SUFFIX, PartitionTxn, load
@@ -244,7 +245,7 @@ def unneeded(
     transaction the snapshot holds open)."""
     headers = [h for h in all_headers if h.producer_id >= 0]
     last = {h.producer_id: h.base_offset for h in headers}
-    for_replay = set()
+    for_replay: set[Any] = set()
     for snapshot in snapshots:
         firsts: dict[int, int] = {}
         for h in headers:

@@ -279,10 +279,10 @@ def test_reads_and_appends_go_on_while_a_pass_rewrites(tmp_path: Path) -> None:
         assert release.wait(10)
         return original(*args, **kwargs)  # type: ignore[arg-type]
 
-    retain_module.retained = slow_retained  # type: ignore[assignment]
+    retain_module.retained = slow_retained  # type: ignore[assignment]  # a slower stand-in
     import headrace.log_broker.storage._rewrite as rewrite_module
 
-    rewrite_module.retained = slow_retained  # type: ignore[attr-defined]
+    rewrite_module.retained = slow_retained  # type: ignore[attr-defined, assignment]  # the same stand-in
     try:
         worker = threading.Thread(target=_clean, args=(log,))
         worker.start()

@@ -92,7 +92,7 @@ def test_markers_of_many_small_transactions_go_and_readers_see_the_same(
     t = Tracked(log)
     for i in range(60):  # two producers, three keys, every fifth transaction aborted
         pid = 1 + i % 2
-        pairs = [(f"k{i % 3}".encode(), f"{pid}/{i}".encode())]
+        pairs: list[tuple[bytes, bytes | None]] = [(f"k{i % 3}".encode(), f"{pid}/{i}".encode())]
         (_abort if i % 5 == 4 else _commit)(t, pid, pairs)
     log.roll(0)
     committed_before, uncommitted_before = t.committed(), read_uncommitted(log)

@@ -15,7 +15,7 @@ from batch_crafting import good, produce_body
 from rawkafka import RawClient
 
 from headrace.log_broker import Broker, _records
-from headrace.log_broker.storage import PartitionLog, StorageError, TopicConfig, _index, _segment
+from headrace.log_broker.storage import PartitionLog, StorageError, TopicConfig, _index
 
 
 def _disk_full(*_args: Any) -> None:
@@ -47,7 +47,7 @@ def test_a_failed_write_leaves_nothing_visible(
     size = os.path.getsize(log.directory / "00000000000000000000.log")
     with monkeypatch.context() as patch, caplog.at_level(logging.ERROR):
         if failing == "data":
-            patch.setattr(_segment.os, "pwrite", _disk_full)
+            patch.setattr(os, "pwrite", _disk_full)
         elif failing == "offset index":
             patch.setattr(_index.OffsetIndex, "write_pending", _disk_full)
         else:
@@ -87,8 +87,8 @@ async def test_a_failed_fsync_is_answered_with_kafka_storage_error(
             return int(answer.responses[0].partition_responses[0].error_code)
 
         assert await asyncio.to_thread(produce) == 0
-        monkeypatch.setattr(_segment.os, "fsync", _disk_full)
-        monkeypatch.setattr(_segment.os, "fdatasync", _disk_full)
+        monkeypatch.setattr(os, "fsync", _disk_full)
+        monkeypatch.setattr(os, "fdatasync", _disk_full)
         assert await asyncio.to_thread(produce) == 56
         monkeypatch.undo()
         assert await asyncio.to_thread(produce) == 0

@@ -7,11 +7,13 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from storage_batches import all_records, batch, open_log
 
 from headrace.log_broker.storage import GroupSyncer, KafkaStorageError, PartitionLog
+from headrace.log_broker.storage import _syncer as syncer_module
 
 
 @pytest.fixture
@@ -200,16 +202,21 @@ def test_files_removed_during_a_sync_are_closed_after_it(
 
 
 async def test_quick_syncs_run_on_the_event_loop_and_slow_ones_in_worker_threads(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     log = open_log(tmp_path)
+    # The syncer times syncs on a clock the test moves by the disk latency it sets:
+    # the wall clock of a busy machine (a real fsync of several ms, a preempted
+    # thread) would decide for it.
+    clock = {"now": 0.0}
+    monkeypatch.setattr(syncer_module, "time", SimpleNamespace(perf_counter=lambda: clock["now"]))
     real_sync = log.sync
     disk = {"latency": 0.0}
     threads: list[int] = []
 
     def timed_sync() -> None:
         threads.append(threading.get_ident())
-        time.sleep(disk["latency"])
+        clock["now"] += disk["latency"]
         real_sync()
 
     log.sync = timed_sync  # type: ignore[method-assign]
@@ -228,3 +235,36 @@ async def test_quick_syncs_run_on_the_event_loop_and_slow_ones_in_worker_threads
     assert syncer.inline and threads[-1] == loop_thread
     syncer.close()
     log.close()
+
+
+async def test_a_round_over_many_logs_hands_slices_to_the_workers(tmp_path: Path) -> None:
+    logs = [open_log(tmp_path / str(i)) for i in range(40)]
+    threads: dict[PartitionLog, int] = {}
+    for log in logs:
+        real_sync = log.sync
+
+        def recorded(log: PartitionLog = log, real_sync: Callable[[], None] = real_sync) -> None:
+            threads[log] = threading.get_ident()
+            real_sync()
+
+        log.sync = recorded  # type: ignore[method-assign]
+    broken = logs[7]
+
+    def failing() -> None:
+        raise OSError(5, "Input/output error")
+
+    broken.sync = failing  # type: ignore[method-assign]
+    syncer = GroupSyncer(max_workers=4)
+    syncer.sync_seconds = 0.001  # 40 such syncs exceed the inline budget
+    for log in logs:
+        log.append(batch(2), now_ms=0)
+    failed = await syncer.sync_many(logs)
+    # One round; the broken log's error is its own, the others are durable.
+    assert syncer.rounds == 1 and syncer.fsyncs == 39
+    assert list(failed) == [broken] and failed[broken].retriable
+    assert all(log.flushed_offset == 2 for log in logs if log is not broken)
+    assert threading.get_ident() not in threads.values()
+    assert 1 < len(set(threads.values())) <= 4  # slices side by side, one per worker
+    syncer.close()
+    for log in logs:
+        log.close()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import pathlib
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 
 from headrace.streams import AsyncOptions, AsyncProcessor, Record, TaskExecutor, Topology
 from headrace.streams.runtime._async_work import AsyncWork
@@ -49,7 +49,9 @@ def _task(
     return task
 
 
-def _records(start: int, n: int) -> list[tuple[str, int, int, int, bytes, bytes, tuple[()]]]:
+def _records(
+    start: int, n: int
+) -> list[tuple[str, int, int, int, bytes | None, bytes | None, Sequence[tuple[str, bytes]]]]:
     return [("in", 0, o, 0, b"k", b"v", ()) for o in range(start, start + n)]
 
 
@@ -57,7 +59,10 @@ def test_surplus_is_held_fetching_paused_and_resumed_once_drained(tmp_path: path
     loop = asyncio.new_event_loop()
     gate = asyncio.Event()
     consumer = RecordingConsumer()
-    work = AsyncWork(consumer, ErrorHandler("processing", "fail", "dlq", AppMetrics("app")))  # type: ignore[arg-type]
+    work = AsyncWork(
+        consumer,  # type: ignore[arg-type]  # records calls in the consumer's place
+        ErrorHandler("processing", "fail", "dlq", AppMetrics("app")),
+    )
     task = _task(tmp_path, loop, gate)
     try:
         batches = work.with_held({TP: _records(0, 100)}, {TP: task})
@@ -93,8 +98,9 @@ def test_surplus_is_held_fetching_paused_and_resumed_once_drained(tmp_path: path
 def test_records_held_for_a_task_that_closed_are_dropped(tmp_path: pathlib.Path) -> None:
     loop = asyncio.new_event_loop()
     work = AsyncWork(
-        RecordingConsumer(), ErrorHandler("processing", "fail", "dlq", AppMetrics("app2"))
-    )  # type: ignore[arg-type]
+        RecordingConsumer(),  # type: ignore[arg-type]  # records calls in the consumer's place
+        ErrorHandler("processing", "fail", "dlq", AppMetrics("app2")),
+    )
     old = _task(tmp_path / "old", loop, asyncio.Event())
     new = _task(tmp_path / "new", loop, asyncio.Event())
     try:

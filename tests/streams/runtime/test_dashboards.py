@@ -23,7 +23,7 @@ SUFFIXES = {
 
 
 def _exported_names() -> set[str]:
-    names = set()
+    names: set[str] = set()
     for family in AppMetrics("dashboards").registry.collect():
         names.update(family.name + suffix for suffix in SUFFIXES[family.type])
     return names

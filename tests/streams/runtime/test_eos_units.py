@@ -134,7 +134,7 @@ def _eos(
     producer = FakeTxnProducer(steps, fail)
     consumer = FakeConsumer()
     metrics = AppMetrics(APP)
-    sink = TransactionSink(producer, consumer, APP)
+    sink = TransactionSink(producer, consumer, APP)  # type: ignore[arg-type]
     handler = ErrorHandler("production", "fail", "dead", metrics)
     return Committer(producer, sink, handler, metrics, snapshot_ms), producer, consumer
 

@@ -6,7 +6,8 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
-from headrace.streams.runtime._fastfetch import AS_TUPLES, as_tuple, install
+from headrace.streams.runtime._aiokafka_internals import AS_TUPLES, as_tuple
+from headrace.streams.runtime._aiokafka_internals import install_tuple_fetch as install
 
 
 async def _fill(bootstrap: str, topic: str, n: int) -> None:

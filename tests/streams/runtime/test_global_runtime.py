@@ -152,8 +152,8 @@ async def test_two_instances_each_hold_the_whole_global_table_and_its_updates(
     async with Output(bootstrap, f"{prefix}-enriched") as out:
         await out.until(lambda rows: len(rows) >= 12)
         # Each instance enriched every customer, from both partitions of the table.
-        for inst in ("a", "b"):
-            assert sorted((o.split("-")[1], n) for o, n, i in out.rows if i == inst) == sorted(
+        for name in ("a", "b"):
+            assert sorted((o.split("-")[1], n) for o, n, i in out.rows if i == name) == sorted(
                 (c, f"name{c[1:]}") for c in customers
             ), out.rows
 

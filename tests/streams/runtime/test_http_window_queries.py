@@ -257,7 +257,9 @@ async def test_windows_sessions_and_ranges_across_two_instances(
     ), body
     status, body = await get(alice, f"/stores/{WINDOWS}?limit=1")
     assert (status, len(body["entries"]), body["truncated"]) == (200, 1, True), body
-    all_sessions = [{"key": u, **s} for u in USERS for s in expected_sessions(u)]
+    all_sessions: list[dict[str, Any]] = [
+        {"key": u, **s} for u in USERS for s in expected_sessions(u)
+    ]
     got_sessions = []
     for host in hosts:
         status, body = await get(host, f"/stores/{SESSIONS}?from_key=a&to_key=e")

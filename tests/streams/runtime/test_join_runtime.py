@@ -127,9 +127,11 @@ async def test_orders_and_payments_join_across_two_instances(
     await asyncio.to_thread(b.wait_for, "tasks=0_", 60)
     t0, minute = op.T0, op.MINUTE
     n = 20
-    orders = [(f"o-{i}", {"customer": f"c{i}", "amount": 10}, t0 + i * 1000) for i in range(n)]
+    orders: list[tuple[str, dict[str, object], int]] = [
+        (f"o-{i}", {"customer": f"c{i}", "amount": 10}, t0 + i * 1000) for i in range(n)
+    ]
     # even orders are paid in full, orders divisible by 3 (and odd) pay short, the rest never
-    payments = [
+    payments: list[tuple[str, dict[str, object], int]] = [
         (f"o-{i}", {"amount": 10 if i % 2 == 0 else 5}, t0 + i * 1000 + 2 * minute)
         for i in range(n)
         if i % 2 == 0 or i % 3 == 0

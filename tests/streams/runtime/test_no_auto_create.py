@@ -20,7 +20,7 @@ from rtprocs import Cluster, Instance, create_topics
 from headrace import App, StreamsBuilder
 from headrace.streams.runtime import AppSettings, ClientError, SettingsError, _aiokafka
 from headrace.streams.runtime._aiokafka import AiokafkaRecordProducer
-from headrace.streams.runtime._no_auto_create import forbid_auto_create
+from headrace.streams.runtime._aiokafka_internals import forbid_auto_create
 
 
 async def _topics(bootstrap: str) -> set[str]:

@@ -41,7 +41,7 @@ async def test_records_land_where_kafka_puts_them_in_order(broker: Any) -> None:
     keys = [f"user-{i % 11}".encode() for i in range(60)]
     try:
         # Runs of two topics, keyed, explicit partitions and null keys, in one call.
-        first = [
+        first: list[tuple[str, bytes | None, bytes, int, tuple[()], int | None]] = [
             ("left", k, f"a{i}".encode(), 1_000 + i, (), None) for i, k in enumerate(keys[:30])
         ]
         first += [("right", k, f"b{i}".encode(), 2_000 + i, (), None) for i, k in enumerate(keys)]

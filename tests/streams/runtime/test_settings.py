@@ -1,4 +1,5 @@
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -44,7 +45,7 @@ def test_commit_interval_defaults_follow_the_guarantee() -> None:
     ],
 )
 def test_bad_settings_are_refused_with_the_field_named(
-    overrides: dict[str, object], message: str
+    overrides: dict[str, Any], message: str
 ) -> None:
     with pytest.raises(SettingsError, match=message):
         AppSettings.load(env={}, **overrides)

@@ -4,6 +4,7 @@ secrets never show."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
@@ -13,7 +14,7 @@ from headrace.streams.runtime._aiokafka import AiokafkaClients
 SECRET = "s3cr3t-do-not-print"
 
 
-def secured(**extra: object) -> AppSettings:
+def secured(**extra: Any) -> AppSettings:
     return AppSettings.load(
         env={},
         application_id="app",
@@ -62,7 +63,7 @@ def test_secrets_never_show_in_repr_str_or_errors() -> None:
 async def test_every_client_the_app_opens_gets_the_security_options() -> None:
     clients = AiokafkaClients(secured(replication_factor=3))
     opened = [
-        clients.group_consumer("app", object())._consumer,
+        clients.group_consumer("app", cast(Any, object()))._consumer,
         clients.changelog_reader()._consumer,
         clients.global_reader()._consumer,
         clients.producer()._producer,

@@ -1,0 +1,416 @@
+"""Every use of aiokafka's private names, in one place, behind a version check.
+
+The rest of the runtime uses aiokafka's public API only. What it cannot get that way is
+here: two fast paths (speed; each falls back to the public path) and four guards
+(correctness). They were written against aiokafka 0.13 and 0.14 (:data:`SUPPORTED`, the
+same range as the dependency in pyproject.toml). With another version the fast paths
+are switched off at import, with a warning, and records take aiokafka's public paths;
+each guard probes for what it needs where it is installed, and says so when it cannot
+work. :func:`report` is the line an application logs as it starts.
+
+Fast paths:
+
+- **tuple fetch** (:func:`install_tuple_fetch`). aiokafka turns every fetched record
+  into a ``ConsumerRecord``, one generator step and two method calls per record, and
+  hands them out through a Python loop that appends and counts per record: together
+  the largest per-record cost of a stateless topology. A consumer created with
+  ``key_deserializer=AS_TUPLES`` instead gets ``(topic, partition, offset, timestamp,
+  key, value, headers)`` tuples (the ``streams.ConsumedRecord`` layout), one list
+  comprehension per record batch (which aiokafka's C extension decodes), handed out in
+  slices. How: subclasses of aiokafka's ``PartitionRecords`` and ``FetchResult`` are
+  put in its fetcher module, where the fetcher looks the classes up for each fetch
+  response (process-wide, hence behaving exactly like their parents for every other
+  consumer). For the marked ones ``FetchResult.getall(n)`` takes up to ``n`` tuples
+  from ``take``, which walks the batches:
+
+  1. ``read_committed``: skip the batches of aborted transactions, with aiokafka's own
+     bookkeeping (the fetch response lists each aborted transaction's producer and first
+     offset; an abort marker ends it), a batch at a time as aiokafka does; then skip
+     control batches (transaction markers), moving the fetch position past them;
+  2. turn a batch into tuples, leaving out records below the fetch position (a
+     compressed batch fetched from its start, or a seek into a batch);
+  3. hand out tuples; the fetch position moves past the last one handed out, and past
+     the batch (its next offset, which stays right when compaction removed the batch's
+     last records) once all of it is out.
+
+  ``getone`` still works (one tuple at a time through the same walk). Consumers read
+  the output defensively (:func:`as_tuple`): without the fast path ``AS_TUPLES`` is an
+  identity deserializer and records arrive as ``ConsumerRecord`` objects, converted one
+  by one.
+- **batch append** (:func:`fill_batch`). aiokafka's ``BatchBuilder.append`` is a Python
+  wrapper (keyword arguments, optional serializers, an offset counter) around its C
+  record builder; appending to the C builder directly, with the same relative offsets,
+  halves the per-record cost of producing.
+
+Guards:
+
+- **no auto-create** (:func:`forbid_auto_create`): every Metadata request of a client
+  says ``allow_auto_topic_creation=false`` (why: ``_aiokafka_logs.py`` and the
+  runtime's docs). aiokafka builds its Metadata requests inside ``AIOKafkaClient`` and
+  sends every request through a connection it gets from ``_get_conn``; that method is
+  wrapped on one client instance, and each connection it hands out gets a ``send`` that
+  rewrites a Metadata request which left the field unset. (The bootstrap request
+  bypasses ``_get_conn``; it names no topics, so it cannot create any.)
+- **group generation** (:func:`group_generation`): exactly-once commits a transaction
+  only while the consumer is in the group's current generation (``_commit.py``). When
+  the generation cannot be read this raises :class:`UnsupportedClientError`, at start
+  under exactly-once: a check that always said "valid" would switch the guard off.
+- **deleted source topics** (:func:`watch_metadata`, :func:`fetch_all_metadata`): the
+  group consumer sees each metadata refresh and reads the whole cluster's metadata to
+  confirm a topic is gone.
+- **transaction state** (:func:`in_transaction`): whether the producer has a
+  transaction open.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Iterator, Sequence
+from itertools import islice
+from typing import Any
+
+import aiokafka
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka.protocol.metadata import MetadataRequest
+
+from .._record import ConsumedRecord, ProducedRecord
+from ._errors import UnsupportedClientError
+
+log = logging.getLogger("headrace.streams.runtime.client")
+
+# The aiokafka versions this module was written for: at least the first, below the second.
+SUPPORTED = ((0, 13), (0, 15))
+
+
+def written_for(version: str) -> bool:
+    """Whether aiokafka ``version`` (``"0.14.0"``, ``"0.14.0b1"``) is in :data:`SUPPORTED`."""
+    numbers = tuple(int(part) for part in re.findall(r"\d+", version)[:3])
+    return SUPPORTED[0] <= numbers < SUPPORTED[1]
+
+
+IN_RANGE = written_for(aiokafka.__version__)
+_RANGE = f">={'.'.join(map(str, SUPPORTED[0]))},<{'.'.join(map(str, SUPPORTED[1]))}"
+
+# The fast paths, on when aiokafka is a version they were written for.
+TUPLE_FETCH = IN_RANGE
+BATCH_APPEND = IN_RANGE
+if not IN_RANGE:
+    log.warning(
+        "aiokafka %s is not a version the runtime was written for (%s): its fast paths "
+        "are off, records take aiokafka's public paths (slower)",
+        aiokafka.__version__,
+        _RANGE,
+    )
+
+
+def report() -> str:
+    """Which fast paths are active, in one line (an application logs it as it starts)."""
+
+    def on(flag: bool) -> str:
+        return "on" if flag else "off"
+
+    return (
+        f"aiokafka {aiokafka.__version__} (written for {_RANGE}): fast paths "
+        f"tuple-fetch={on(_tuple_fetch_installed)}, batch-append={on(BATCH_APPEND)}"
+    )
+
+
+# -- tuple fetch ------------------------------------------------------------------------
+
+_READ_UNCOMMITTED = 0
+
+
+def AS_TUPLES(data: bytes | None) -> bytes | None:
+    """The key deserializer that marks a consumer as wanting tuples (identity otherwise)."""
+    return data
+
+
+def as_tuple(record: Any) -> ConsumedRecord:
+    """A fetched record as a tuple, whichever form aiokafka handed over."""
+    if type(record) is tuple:
+        return record
+    return (
+        record.topic,
+        record.partition,
+        record.offset,
+        record.timestamp,
+        record.key,
+        record.value,
+        record.headers,
+    )
+
+
+_tuple_fetch_installed = False
+
+
+def install_tuple_fetch() -> bool:
+    """Put the tuple-building fetcher classes in place once; ``False`` if they cannot be
+    (or the fast path is off)."""
+    global _tuple_fetch_installed
+    if _tuple_fetch_installed:
+        return True
+    if not TUPLE_FETCH:
+        return False
+    from aiokafka.consumer import fetcher
+
+    parent = getattr(fetcher, "PartitionRecords", None)
+    fetch_parent = getattr(fetcher, "FetchResult", None)
+    if not all(
+        hasattr(parent, name)
+        for name in ("_unpack_records", "_consume_aborted_up_to", "_contains_abort_marker")
+    ) or not all(
+        hasattr(fetch_parent, name) for name in ("getall", "check_assignment", "_update_position")
+    ):
+        log.warning("aiokafka's fetcher changed; fetched records are converted one by one")
+        return False
+
+    class TuplePartitionRecords(parent):  # type: ignore[misc, valid-type]
+        # Tuple mode only: tuples of the current batch not handed out yet, and the
+        # position after that batch.
+        _tuple_mode = False
+        _pending: list[ConsumedRecord]
+        _pending_next = 0
+
+        def __iter__(self) -> Iterator[Any]:
+            # Iterate the generator itself: no __next__ frame per record.
+            iterator = self._records_iterator
+            return self if iterator is None else iterator
+
+        def _unpack_records(self) -> Iterator[Any]:
+            if self._key_deserializer is not AS_TUPLES:
+                return super()._unpack_records()  # type: ignore[no-any-return]
+            self._tuple_mode = True
+            self._pending = []
+            return self._one_at_a_time()
+
+        def _one_at_a_time(self) -> Iterator[ConsumedRecord]:
+            while True:
+                taken = self.take(1)
+                if not taken:
+                    return
+                yield taken[0]
+
+        def exhausted(self) -> bool:
+            return not self._pending and not self._records.has_next()
+
+        def take(self, limit: int | None) -> list[ConsumedRecord]:
+            """Up to ``limit`` (all if ``None``) tuples, moving the fetch position past them."""
+            out: list[ConsumedRecord] = []
+            while limit is None or len(out) < limit:
+                pending = self._pending
+                if pending:
+                    if limit is not None and len(out) + len(pending) > limit:
+                        room = limit - len(out)
+                        out += pending[:room]
+                        del pending[:room]
+                        self.next_fetch_offset = out[-1][2] + 1
+                        return out
+                    if out:
+                        out += pending
+                    else:
+                        out = pending
+                    self._pending = []
+                    self.next_fetch_offset = self._pending_next
+                elif not self._next_batch():
+                    break
+            return out
+
+        def _next_batch(self) -> bool:
+            """Decode the next batch with records into ``_pending``; ``False`` at the end."""
+            records = self._records
+            topic, partition = self._tp.topic, self._tp.partition
+            while records.has_next():
+                batch = records.next_batch()
+                if self._check_crcs and not batch.validate_crc():
+                    from aiokafka.errors import CorruptRecordException
+
+                    raise CorruptRecordException(f"Invalid CRC - {self._tp}")
+                if self._isolation_level != _READ_UNCOMMITTED and batch.producer_id is not None:
+                    self._consume_aborted_up_to(batch.base_offset)
+                    if batch.is_control_batch and self._contains_abort_marker(batch):
+                        self._aborted_producers.discard(batch.producer_id)
+                    if batch.is_transactional and batch.producer_id in self._aborted_producers:
+                        self.next_fetch_offset = batch.next_offset
+                        continue
+                if batch.is_control_batch:
+                    self.next_fetch_offset = batch.next_offset
+                    continue
+                position = self.next_fetch_offset
+                if getattr(batch, "base_offset", -1) >= position:
+                    tuples = [
+                        (topic, partition, r.offset, r.timestamp, r.key, r.value, r.headers or ())
+                        for r in batch
+                    ]
+                else:
+                    tuples = [
+                        (topic, partition, r.offset, r.timestamp, r.key, r.value, r.headers or ())
+                        for r in batch
+                        if r.offset >= position
+                    ]
+                if not tuples:
+                    self.next_fetch_offset = batch.next_offset
+                    continue
+                self._pending = tuples
+                self._pending_next = batch.next_offset
+                return True
+            return False
+
+    class TupleFetchResult(fetch_parent):  # type: ignore[misc, valid-type]
+        _partition_records: Any
+        _topic_partition: Any
+
+        def getall(self, max_records: int | None = None) -> list[Any]:
+            records: Any = self._partition_records
+            if records is None or not records._tuple_mode:
+                return super().getall(max_records)  # type: ignore[no-any-return]
+            if not self.check_assignment(self._topic_partition):
+                return []
+            taken: list[ConsumedRecord] = records.take(max_records)
+            self._update_position()
+            if records.exhausted():
+                self._partition_records = None
+            return taken
+
+    fetcher.PartitionRecords = TuplePartitionRecords
+    fetcher.FetchResult = TupleFetchResult
+    _tuple_fetch_installed = True
+    return True
+
+
+# -- batch append -----------------------------------------------------------------------
+
+# aiokafka's batch builder wants a list; one shared empty list saves one per record.
+_NO_HEADERS: list[tuple[str, bytes]] = []
+
+
+def fill_batch(batch: Any, records: Sequence[ProducedRecord], start: int) -> int:
+    """Append ``records[start:]`` to ``batch`` (aiokafka's ``BatchBuilder``) until it is
+    full; return the end index. Directly into its C builder when the fast path is on and
+    the builder looks as expected, else through ``BatchBuilder.append``."""
+    builder = getattr(batch, "_builder", None) if BATCH_APPEND else None
+    if builder is None or getattr(batch, "_relative_offset", None) != 0:
+        end = start
+        for _t, key, value, ts, headers, _p in islice(records, start, None):
+            appended = batch.append(
+                timestamp=ts if ts >= 0 else None,
+                key=key,
+                value=value,
+                headers=list(headers) if headers else _NO_HEADERS,
+            )
+            if appended is None:
+                break
+            end += 1
+        return end
+    append = builder.append
+    offset = 0
+    for _t, key, value, ts, headers, _p in islice(records, start, None):
+        if (
+            append(
+                offset,
+                ts if ts >= 0 else None,
+                key,
+                value,
+                list(headers) if headers else _NO_HEADERS,
+            )
+            is None
+        ):
+            break
+        offset += 1
+    batch._relative_offset = offset
+    return start + offset
+
+
+# -- no auto-create ---------------------------------------------------------------------
+
+_MARK = "_headrace_no_auto_create"
+
+
+def _without_auto_create(request: Any) -> Any:
+    if (
+        type(request) is MetadataRequest
+        and getattr(request, "_allow_auto_topic_creation", False) is None
+    ):
+        return MetadataRequest(request._topics, allow_auto_topic_creation=False)
+    return request
+
+
+def _guard_connection(conn: Any) -> None:
+    if getattr(conn, _MARK, False):
+        return
+    send = conn.send
+
+    def send_without_auto_create(request: Any, expect_response: bool = True) -> Any:
+        return send(_without_auto_create(request), expect_response)
+
+    conn.send = send_without_auto_create
+    setattr(conn, _MARK, True)
+
+
+def forbid_auto_create(kafka: Any) -> bool:
+    """Make every Metadata request of ``kafka`` (an aiokafka consumer, producer or admin
+    client) forbid topic auto-creation; ``False`` (and a warning) if aiokafka changed so
+    that it cannot be done."""
+    client: Any = getattr(kafka, "_client", None) or getattr(kafka, "client", None)
+    get_conn = getattr(client, "_get_conn", None)
+    probe = MetadataRequest(["t"])
+    if (
+        get_conn is None
+        or getattr(probe, "_allow_auto_topic_creation", False) is not None
+        or not hasattr(probe, "_topics")
+    ):
+        log.warning("aiokafka changed: this client's metadata requests may create topics")
+        return False
+    if getattr(client, _MARK, False):
+        return True
+
+    async def get_conn_without_auto_create(*args: Any, **kwargs: Any) -> Any:
+        conn = await get_conn(*args, **kwargs)
+        if conn is not None:
+            _guard_connection(conn)
+        return conn
+
+    client._get_conn = get_conn_without_auto_create
+    setattr(client, _MARK, True)
+    return True
+
+
+# -- group generation, metadata, transactions ------------------------------------------
+
+
+def group_generation(consumer: AIOKafkaConsumer) -> int:
+    """The group generation ``consumer`` (started, in a group) is a member of; ``-1``
+    once the coordinator said this member is unknown or its generation stale (aiokafka
+    resets it then). Raises :class:`UnsupportedClientError` when it cannot be read."""
+    coordinator = getattr(consumer, "_coordinator", None)
+    generation = getattr(coordinator, "generation", None)
+    if type(generation) is not int:
+        raise UnsupportedClientError(
+            f"cannot read the consumer's group generation from aiokafka "
+            f"{aiokafka.__version__} (written for {_RANGE}): exactly-once could not tell a "
+            "member the group removed from a live one, so it does not run"
+        )
+    return generation
+
+
+def watch_metadata(consumer: AIOKafkaConsumer, listener: Callable[[Any], None]) -> bool:
+    """Call ``listener`` with the cluster metadata after each refresh of ``consumer``;
+    ``False`` (and a warning) when aiokafka does not let it."""
+    cluster = getattr(getattr(consumer, "_client", None), "cluster", None)
+    add = getattr(cluster, "add_listener", None)
+    if add is None:
+        log.warning("aiokafka changed: a deleted source topic is not noticed while running")
+        return False
+    add(listener)
+    return True
+
+
+async def fetch_all_metadata(consumer: AIOKafkaConsumer) -> Any:
+    """The whole cluster's metadata, read now (a refresh reads only the topics in use)."""
+    return await consumer._client.fetch_all_metadata()
+
+
+def in_transaction(producer: AIOKafkaProducer) -> bool:
+    """Whether ``producer`` (transactional) has a transaction open."""
+    manager = producer._txn_manager
+    return manager is not None and bool(manager.is_in_transaction())
