@@ -443,12 +443,15 @@ def drive(
     output: str,
     timeout: float,
     output_complete: Any = lambda: True,
+    cpu: dict[str, float] | None = None,
 ) -> tuple[float, float, float]:
     """Run one framework's process until its group has committed all of the input.
 
     Returns (started, joined, done): process start, the group turning stable (the
     processing clock starts), and the moment every input offset is committed with
     ``output_complete()`` true. The process is stopped with SIGTERM either way.
+    ``cpu``, when given, gets ``"processing_cpu_s"``: the CPU seconds the process spent
+    between joined and done (on a busy machine a steadier measure than the clock).
     """
     with open(log_path, "wb") as log:
         started = time.perf_counter()
@@ -456,6 +459,7 @@ def drive(
             cmd, stdout=log, stderr=log, cwd=ROOT, env={**os.environ, "PYTHONWARNINGS": "ignore"}
         )
     joined = done = None
+    cpu_at_join = 0.0
     try:
         while done is None:
             time.sleep(0.1)
@@ -467,10 +471,13 @@ def drive(
                 )
             if joined is None and harness.stable(app_id):
                 joined = time.perf_counter()
+                cpu_at_join = _cpu_seconds(proc.pid)
             if joined is None or not output_complete():
                 continue
             if harness.committed(app_id, input_topic) == input_ends:
                 done = time.perf_counter()
+                if cpu is not None:
+                    cpu["processing_cpu_s"] = _cpu_seconds(proc.pid) - cpu_at_join
         # The clock has stopped; give output still in flight (a framework may commit
         # input offsets before its last sends are acknowledged) a chance to land.
         settle_output(harness, output)
@@ -478,6 +485,13 @@ def drive(
         stop(proc)
     assert joined is not None and done is not None
     return started, joined, done
+
+
+def _cpu_seconds(pid: int) -> float:
+    import psutil
+
+    times = psutil.Process(pid).cpu_times()
+    return float(times.user + times.system)
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:

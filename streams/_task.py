@@ -268,11 +268,17 @@ class TaskExecutor:
             flush()
         self._end_wave()
 
-    def flush(self) -> None:
-        """Flush every store (a caching store forwards its pending updates here)."""
+    def flush(self, durable: bool = True) -> None:
+        """Flush every store (a caching store forwards its pending updates here). With
+        ``durable=False`` only the caches write down and forward, and no store syncs
+        its files: a commit that writes no checkpoint needs the output, not the sync."""
         self._lifecycle.require(TaskState.RUNNING)
-        for store in self._shared.stores.values():
-            store.flush()
+        if durable:
+            for store in self._shared.stores.values():
+                store.flush()
+        else:
+            for flush in self._shared.caches:
+                flush()
         self._end_wave()
         self._shared.commit_requested = False
 

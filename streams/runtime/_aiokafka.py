@@ -32,14 +32,15 @@ from ._aiokafka_internals import AS_TUPLES, as_tuple, fill_batch
 from ._aiokafka_logs import reported_by_the_runtime
 from ._assignor import PartitionGroupAssignor
 from ._client import (
+    FlushMark,
     FlushResult,
     PartitionsListener,
-    ProduceFailure,
     TopicPartition,
     TopicSpec,
 )
 from ._errors import ClientError, SourceTopicDeletedError
 from ._murmur2 import KeyPartitioner
+from ._send_ledger import SendLedger
 from ._settings import AppSettings
 
 log = logging.getLogger("headrace.streams.runtime.client")
@@ -377,8 +378,10 @@ class AiokafkaGlobalReader(AiokafkaChangelogReader):
 class AiokafkaRecordProducer:
     """Produced tuples go out in batches, one queue and one sender task per partition.
 
-    ``send`` only places records and queues them; ``flush`` waits for every queue to
-    empty and every delivery, then reports the next offset per partition and any failure.
+    ``send`` only places records and queues them; ``flush`` waits for every record
+    queued before its mark (``mark()``, or now) to be delivered, then reports the next
+    offset per partition and any failure (``_send_ledger.py``); records queued later
+    keep flowing meanwhile.
 
     Why a queue: aiokafka keeps one produce request in flight per broker and one batch
     per partition waiting behind it. A partition's sender hands aiokafka everything
@@ -411,8 +414,9 @@ class AiokafkaRecordProducer:
         self._sticky: dict[str, int] = {}
         self._queues: dict[TopicPartition, list[ProducedRecord]] = {}
         self._senders: dict[TopicPartition, asyncio.Task[None]] = {}
-        self._deliveries: list[tuple[TopicPartition, list[ProducedRecord], Any]] = []
-        self._failures: list[ProduceFailure] = []
+        self._ledger = SendLedger()
+        # Per partition, records sent while held (``hold``), in order.
+        self._held: dict[TopicPartition, list[ProducedRecord]] | None = None
 
     async def start(self) -> None:
         try:
@@ -430,8 +434,8 @@ class AiokafkaRecordProducer:
             sender.cancel()
         self._senders.clear()
         self._queues.clear()
-        self._deliveries.clear()
-        self._failures.clear()
+        self._held = None
+        self._ledger.clear()
 
     async def _count(self, topic: str) -> int:
         count = self._counts.get(topic)
@@ -483,16 +487,34 @@ class AiokafkaRecordProducer:
             else:
                 found.append(record)
         self._sticky.clear()
-        queues = self._queues
+        held = self._held
         for topic, by_partition in groups.items():
             for partition, batch in by_partition.items():
-                tp = (topic, partition)
-                queued = queues.get(tp)
-                if queued is not None:
-                    queued.extend(batch)
+                if held is None:
+                    self._enqueue((topic, partition), batch)
                 else:
-                    queues[tp] = batch
-                    self._senders[tp] = asyncio.ensure_future(self._send_queued(tp))
+                    held.setdefault((topic, partition), []).extend(batch)
+
+    def _enqueue(self, tp: TopicPartition, batch: list[ProducedRecord]) -> None:
+        self._ledger.queued(tp, len(batch))
+        waiting = self._queues.get(tp)
+        if waiting is not None:
+            waiting.extend(batch)
+        else:
+            self._queues[tp] = batch
+            self._senders[tp] = asyncio.ensure_future(self._send_queued(tp))
+
+    def hold(self) -> None:
+        """Keep what is sent from now on until ``release``: it is placed, not handed to
+        the client, and no flush waits for it (the transaction it will belong to has
+        not begun; ``_commit.py``)."""
+        if self._held is None:
+            self._held = {}
+
+    def _release_held(self) -> None:
+        held, self._held = self._held, None
+        for tp, batch in (held or {}).items():
+            self._enqueue(tp, batch)
 
     async def _send_queued(self, tp: TopicPartition) -> None:
         """Hand ``tp``'s queue to aiokafka a batch at a time until it is empty. The
@@ -520,29 +542,21 @@ class AiokafkaRecordProducer:
                         )
                     # Returns once the partition's previous batch is on its way.
                     delivery = await producer.send_batch(batch, topic, partition=partition)
-                    self._deliveries.append((tp, records[start:end], delivery))
+                    self._ledger.handed(tp, records[start:end], delivery)
                     start = end
-            except (KafkaError, ClientError) as error:
-                self._failures.append(ProduceFailure(topic, partition, records[start:], error))
+            except Exception as error:
+                # Whatever stopped the chain, the records count as handed (and failed),
+                # or a flush would wait for them for ever.
+                self._ledger.handed(tp, records[start:], error=error)
 
-    async def flush(self) -> FlushResult:
-        """Wait for every queue to empty, then every delivery; report next offsets and
-        failures."""
-        while self._senders:
-            await asyncio.gather(*self._senders.values())
-        result = FlushResult(failures=self._failures)
-        self._failures = []
-        deliveries, self._deliveries = self._deliveries, []
-        for tp, records, delivery in deliveries:
-            try:
-                metadata = await delivery
-            except KafkaError as error:
-                result.failures.append(ProduceFailure(tp[0], tp[1], records, error))
-                continue
-            next_offset = int(metadata.offset) + len(records)
-            if next_offset > result.next_offsets.get(tp, -1):
-                result.next_offsets[tp] = next_offset
-        return result
+    def mark(self) -> FlushMark:
+        """The point a later ``flush(mark)`` waits for: every record sent until now."""
+        return self._ledger.mark()
+
+    async def flush(self, upto: FlushMark | None = None) -> FlushResult:
+        """Wait for the delivery of every record sent before ``upto`` (default: now);
+        report next offsets and failures."""
+        return await self._ledger.settle(self._ledger.mark() if upto is None else upto)
 
 
 class AiokafkaAdmin:

@@ -20,11 +20,13 @@ Fast paths:
   slices. How: subclasses of aiokafka's ``PartitionRecords`` and ``FetchResult`` are
   put in its fetcher module, where the fetcher looks the classes up for each fetch
   response (process-wide, hence behaving exactly like their parents for every other
-  consumer and for ``read_committed`` ones, whose aborted-transaction filtering stays
-  aiokafka's). For the marked ones ``FetchResult.getall(n)`` takes up to ``n`` tuples
+  consumer). For the marked ones ``FetchResult.getall(n)`` takes up to ``n`` tuples
   from ``take``, which walks the batches:
 
-  1. skip control batches (transaction markers), moving the fetch position past them;
+  1. ``read_committed``: skip the batches of aborted transactions, with aiokafka's own
+     bookkeeping (the fetch response lists each aborted transaction's producer and first
+     offset; an abort marker ends it), a batch at a time as aiokafka does; then skip
+     control batches (transaction markers), moving the fetch position past them;
   2. turn a batch into tuples, leaving out records below the fetch position (a
      compressed batch fetched from its start, or a seek into a batch);
   3. hand out tuples; the fetch position moves past the last one handed out, and past
@@ -154,7 +156,10 @@ def install_tuple_fetch() -> bool:
 
     parent = getattr(fetcher, "PartitionRecords", None)
     fetch_parent = getattr(fetcher, "FetchResult", None)
-    if not hasattr(parent, "_unpack_records") or not all(
+    if not all(
+        hasattr(parent, name)
+        for name in ("_unpack_records", "_consume_aborted_up_to", "_contains_abort_marker")
+    ) or not all(
         hasattr(fetch_parent, name) for name in ("getall", "check_assignment", "_update_position")
     ):
         log.warning("aiokafka's fetcher changed; fetched records are converted one by one")
@@ -173,10 +178,7 @@ def install_tuple_fetch() -> bool:
             return self if iterator is None else iterator
 
         def _unpack_records(self) -> Iterator[Any]:
-            if (
-                self._key_deserializer is not AS_TUPLES
-                or self._isolation_level != _READ_UNCOMMITTED
-            ):
+            if self._key_deserializer is not AS_TUPLES:
                 return super()._unpack_records()  # type: ignore[no-any-return]
             self._tuple_mode = True
             self._pending = []
@@ -224,6 +226,13 @@ def install_tuple_fetch() -> bool:
                     from aiokafka.errors import CorruptRecordException
 
                     raise CorruptRecordException(f"Invalid CRC - {self._tp}")
+                if self._isolation_level != _READ_UNCOMMITTED and batch.producer_id is not None:
+                    self._consume_aborted_up_to(batch.base_offset)
+                    if batch.is_control_batch and self._contains_abort_marker(batch):
+                        self._aborted_producers.discard(batch.producer_id)
+                    if batch.is_transactional and batch.producer_id in self._aborted_producers:
+                        self.next_fetch_offset = batch.next_offset
+                        continue
                 if batch.is_control_batch:
                     self.next_fetch_offset = batch.next_offset
                     continue

@@ -2,7 +2,8 @@
 
 It is the batch producer of ``_aiokafka.py`` with a ``transactional_id``: every batch
 it sends belongs to the open transaction, which it begins on the first send of an
-interval. :meth:`commit_transaction` adds the consumed offsets with the group id
+interval. While a transaction commits, what is sent is held (``hold``) and goes to the
+next transaction when ``release`` begins it. :meth:`commit_transaction` adds the consumed offsets with the group id
 (AddOffsetsToTxn, then TxnOffsetCommit) and ends the transaction (EndTxn).
 
 What aiokafka sends and what that means for fencing: TxnOffsetCommit version 0, which
@@ -33,7 +34,7 @@ from aiokafka.errors import (
 from .._record import ProducedRecord
 from ._aiokafka import AiokafkaRecordProducer, translate
 from ._aiokafka_internals import in_transaction
-from ._client import FlushResult, TopicPartition
+from ._client import FlushMark, FlushResult, TopicPartition
 from ._errors import FencedError, TransactionAbortedError, TransactionError
 from ._settings import AppSettings
 
@@ -89,11 +90,18 @@ class AiokafkaTransactionalProducer(AiokafkaRecordProducer):
 
     async def send(self, records: Sequence[ProducedRecord]) -> None:
         if records:
-            await self._begin()
+            if self._held is None:
+                await self._begin()
             await super().send(records)
 
-    async def flush(self) -> FlushResult:
-        result = await super().flush()
+    async def release(self) -> None:
+        """Begin the next transaction and hand it what was sent while held."""
+        if self._held:
+            await self._begin()
+        self._release_held()
+
+    async def flush(self, upto: FlushMark | None = None) -> FlushResult:
+        result = await super().flush(upto)
         # Inside a transaction a failed batch dooms the whole transaction: report it as
         # such instead of handing single records to the production handler.
         if result.failures:
@@ -125,10 +133,11 @@ class AiokafkaTransactionalProducer(AiokafkaRecordProducer):
 
     async def abort_transaction(self) -> None:
         """Abort the open transaction, if any; raise when the abort itself fails."""
+        # Records still queued belong to the transaction being given up, and records
+        # held for the next one were processed after the offsets it would have committed.
+        self.discard_pending()
         if not self.in_transaction:
             return
-        # Records still queued belong to the transaction being given up.
-        self.discard_pending()
         try:
             await self._producer.abort_transaction()
         except KafkaError as error:

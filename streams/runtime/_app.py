@@ -360,7 +360,7 @@ class App:
                         t.executor.commit_requested for t in running
                     ):
                         try:
-                            await self._commit(rt, running)
+                            await self._commit(rt, running, closing=False)
                         except (TransactionError, FencedError) as error:
                             await self._rewind(rt, error)
                         if rt.globals is not None:
@@ -384,15 +384,19 @@ class App:
         finally:
             await self._shutdown(rt)
 
-    async def _commit(self, rt: Runtime, tasks: list[RuntimeTask]) -> None:
+    async def _commit(self, rt: Runtime, tasks: list[RuntimeTask], closing: bool = True) -> None:
         """Commit ``tasks``; under exactly-once their async calls finish first and
-        their output joins the transaction (``_async_work.py``)."""
+        their output joins the transaction (``_async_work.py``). The loop's commits
+        (not ``closing``) finish while processing goes on (``Committer.begin``)."""
         if self.settings.exactly_once:
             out = await rt.async_work.settle(tasks)
             if out:
                 self.produced += len(out)
                 await rt.committer.send(out)
-        await rt.committer.commit(tasks)
+        if not closing:
+            await rt.committer.begin(tasks)
+            return
+        await rt.committer.commit(tasks, closing)
 
     async def _rewind(self, rt: Runtime, error: TransactionError | FencedError) -> None:
         """A transaction was aborted: rewind the tasks (``_rewind.py``); a fenced
@@ -530,6 +534,8 @@ class App:
         self.metrics.rebalances.inc()
         tasks, restorer, consumer = rt.tasks, rt.restorer, rt.consumer
         async with self._lock:
+            # A commit still finishing covers tasks that may close now.
+            await rt.committer.settle(keep_error=True)
             gone = [t for t in tasks.tasks.values() if not set(t.sources) <= assigned]
             for task in gone:
                 if not task.running:

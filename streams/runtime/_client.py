@@ -41,6 +41,10 @@ class ProduceFailure:
     error: BaseException
 
 
+# Per partition, how many records had been queued at a point: what a flush waits for.
+FlushMark = Mapping[TopicPartition, int]
+
+
 @dataclass
 class FlushResult:
     """What a producer flush delivered: the next offset per partition written, and failures."""
@@ -132,7 +136,8 @@ class GlobalReader(_AssignedReader, Protocol):
 
 
 class RecordProducer(Protocol):
-    """Sends produced tuples; ``flush`` waits for every one and says what happened."""
+    """Sends produced tuples; ``flush`` waits for every one sent before a mark (by
+    default, all of them) and says what happened."""
 
     async def start(self) -> None: ...
 
@@ -140,7 +145,9 @@ class RecordProducer(Protocol):
 
     async def send(self, records: Sequence[ProducedRecord]) -> None: ...
 
-    async def flush(self) -> FlushResult: ...
+    def mark(self) -> FlushMark: ...
+
+    async def flush(self, upto: FlushMark | None = None) -> FlushResult: ...
 
 
 class TransactionalProducer(RecordProducer, Protocol):
@@ -155,6 +162,12 @@ class TransactionalProducer(RecordProducer, Protocol):
     ) -> None: ...
 
     async def abort_transaction(self) -> None: ...
+
+    def hold(self) -> None:
+        """Keep what is sent from now on out of the open transaction (it commits)."""
+
+    async def release(self) -> None:
+        """Begin the next transaction with what was sent while held."""
 
 
 class TopicAdmin(Protocol):

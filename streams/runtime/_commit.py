@@ -2,11 +2,14 @@
 
 :meth:`Committer.commit`, step by step, and why in this order:
 
-1. **Flush the stores** of every task (``TaskExecutor.flush``): caches write their
-   pending updates down and forward them downstream, which adds changelog and output
-   records to the task's output; send all of it to the producer. Nothing a task did may
-   be left only in memory once its input counts as consumed.
-2. **Flush the producer**: wait until the broker acknowledged every record sent so far.
+1. **Flush the caches** of every task (``TaskExecutor.flush(durable=False)``): they
+   write their pending updates down and forward them downstream, which adds changelog
+   and output records to the task's output; send all of it to the producer. Nothing a
+   task did may be left only in memory once its input counts as consumed. Take the
+   producer's mark and the consumed offsets now: steps 2 and 3 cover exactly these.
+   (The stores are not synced to disk here; only a checkpoint needs that, step 4.)
+2. **Flush the producer up to the mark**: wait until the broker acknowledged every
+   record sent before it (``_send_ledger.py``).
    Failed sends go to the production handler (which may fail the instance, skip them,
    or dead-letter them; dead letters are flushed too before going on). After this step
    every changelog record describing the flushed state is durable, and the producer
@@ -14,8 +17,10 @@
 3. **Commit the consumed offsets** (next offset per source partition). Only now does
    the group move past the input: if the instance dies before this, the input is
    processed again, so every input record is reflected in the output at least once.
-4. **Write each task's checkpoint** with the changelog offsets from step 2, so a restart
-   restores from there instead of from zero. Written after the offsets, as Kafka
+4. **Write each task's checkpoint**, when one is due (``_checkpoints.py``: every
+   10,000 changelog records, and when the task may close), with the changelog offsets
+   from step 2, after syncing its stores, so a restart restores from there instead of
+   from zero. Written after the offsets, as Kafka
    Streams does in ``postCommit``: a checkpoint may only name changelog offsets whose
    records are committed. Under exactly-once the changelog records of an interval
    belong to its transaction, and until the commit they may still be aborted; a
@@ -25,6 +30,18 @@
    crash between 3 and 4 leaves the previous checkpoint, so the next start restores a
    little more of the changelog than it had to; it never loses state. When the offset
    commit fails because a rebalance is under way, no checkpoint is written either.
+
+**A commit that does not stall** (at-least-once, :meth:`Committer.begin`): the loop
+runs step 1 and returns to processing; steps 2 and 3 run beside it, waiting for the
+broker, while later records are processed and sent. The offsets committed are those
+taken in step 1 and the flush waits for the output sent before them, so an offset is
+still committed only after every output of the records before it is acknowledged;
+what is processed meanwhile belongs to the next commit. One commit at a time: the next
+one, a rebalance or a shutdown first waits for it (``settle``), and what it raised
+(a production error) is raised there. Its step 4 runs at the start of the next commit,
+from the loop: a due checkpoint names the offsets of the commit just finished, and the
+stores, synced then, hold at least what it names. A crash while it runs leaves the
+previous committed offsets: the input since is processed again (at-least-once).
 
 Exactly-once (``exactly_once_v2``) plugs in here and nowhere else, through the
 :class:`OffsetSink` seam and the transactional producer (``_aiokafka_txn.py``).
@@ -91,12 +108,21 @@ a read_committed reader sees output only when its transaction commits.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import Protocol
 
-from ._client import GroupConsumer, RecordProducer, TopicPartition, TransactionalProducer
+from ._checkpoints import CheckpointPolicy
+from ._client import (
+    FlushMark,
+    GroupConsumer,
+    RecordProducer,
+    TopicPartition,
+    TransactionalProducer,
+)
 from ._errors import (
     ClientError,
     FencedError,
@@ -169,12 +195,18 @@ class Committer:
         production_errors: ErrorHandler,
         metrics: AppMetrics,
         snapshot_interval_ms: int = 0,
+        checkpoints: CheckpointPolicy | None = None,
     ) -> None:
         self._producer = producer
         self._offsets = offsets
         self._production_errors = production_errors
         self._metrics = metrics
         self._snapshot_interval = snapshot_interval_ms / 1000
+        self._checkpoints = checkpoints or CheckpointPolicy()
+        # At-least-once: steps 2-3 of the commit begun last, while processing goes on,
+        # and what they raised if nobody was there to hear it.
+        self._in_flight: asyncio.Task[bool | None] | None = None
+        self._error: BaseException | None = None
         # An abort that failed leaves the producer unusable: the rewind replaces it.
         self.broken = False
 
@@ -195,17 +227,107 @@ class Committer:
         if records:
             await self._producer.send(records)  # type: ignore[arg-type]
 
-    async def commit(self, tasks: Sequence[RuntimeTask]) -> None:
-        """Run steps 1-4 of the module docstring for ``tasks`` (RUNNING ones).
+    async def begin(self, tasks: Sequence[RuntimeTask]) -> None:
+        """From the processing loop: step 1 now, then steps 2 and 3 run while
+        processing goes on ("A commit that does not stall", module docstring). The
+        commit begun before finishes first, and what it raised is raised here. Under
+        exactly-once, a commit that takes a snapshot runs whole instead.
+
+        While the commit begun before is still waiting for the broker, this one is
+        skipped (the caller tries again an interval later): one commit runs at a
+        time, and processing does not wait for it; the next one covers more."""
+        if self._in_flight is not None and not self._in_flight.done():
+            return
+        if not self._offsets.transactional:
+            await self.settle()
+            started = time.perf_counter()
+            mark, offsets = await self._prepare(tasks)
+            for task in tasks:
+                if self._checkpoints.due(task):
+                    self._checkpoints.write(task)
+                    await self.send(task.executor.drain())
+            self._in_flight = asyncio.ensure_future(self._finish(tasks, mark, offsets, started))
+            return
+        now = time.monotonic()
+        if self.broken or any(self._snapshot_due(task, now) for task in tasks):
+            await self.commit(tasks)
+            return
+        await self._transaction(self._begin_transactional(tasks))
+
+    async def _begin_transactional(self, tasks: Sequence[RuntimeTask]) -> None:
+        await self.settle()
+        started = time.perf_counter()
+        mark, offsets = await self._prepare(tasks)
+        assert isinstance(self._offsets, TransactionSink)
+        self._offsets.producer.hold()
+        self._in_flight = asyncio.ensure_future(self._commit_held(tasks, mark, offsets, started))
+
+    async def _commit_held(
+        self,
+        tasks: Sequence[RuntimeTask],
+        mark: FlushMark,
+        offsets: dict[TopicPartition, int],
+        started: float,
+    ) -> bool | None:
+        """Steps 2 and 3 of a transaction while later output is held; then the next
+        transaction begins with it. On failure the held output stays held: the abort
+        that follows discards it."""
+        done = await self._finish(tasks, mark, offsets, started)
+        assert isinstance(self._offsets, TransactionSink)
+        await self._offsets.producer.release()
+        return done
+
+    def _snapshot_due(self, task: RuntimeTask, now: float) -> bool:
+        return (
+            task.snapshots is not None
+            and bool(task.changelogs)
+            and now - task.last_snapshot >= self._snapshot_interval
+        )
+
+    @property
+    def in_flight(self) -> bool:
+        """Whether a commit begun by :meth:`begin` has not been settled yet."""
+        return self._in_flight is not None
+
+    async def settle(self, keep_error: bool = False) -> None:
+        """Wait for the commit :meth:`begin` started, and raise what it raised (or,
+        with ``keep_error``, keep it for the next ``settle``)."""
+        in_flight, self._in_flight = self._in_flight, None
+        if in_flight is not None:
+            try:
+                await in_flight
+            except Exception as failed:
+                if not keep_error:
+                    raise
+                self._error = failed
+                return
+        kept, self._error = self._error, None
+        if kept is not None and not keep_error:
+            raise kept
+        self._error = kept
+
+    async def commit(self, tasks: Sequence[RuntimeTask], closing: bool = False) -> None:
+        """Run steps 1-4 of the module docstring for ``tasks`` (RUNNING ones), after the
+        commit begun before, if any. ``closing``: the tasks may close after this (a
+        rebalance, a shutdown), so at-least-once checkpoints every one that changed.
 
         Under exactly-once a failure in steps 1-3 aborts the transaction (best effort)
         and raises :class:`TransactionError` (or :class:`FencedError`); the caller
         rewinds the tasks."""
         if not self._offsets.transactional:
-            await self._commit(tasks)
+            await self.settle()
+            await self._commit(tasks, closing)
             return
+        await self._transaction(self._settle_and_commit(tasks, closing))
+
+    async def _settle_and_commit(self, tasks: Sequence[RuntimeTask], closing: bool) -> None:
+        await self.settle()
+        await self._commit(tasks, closing)
+
+    async def _transaction(self, work: Awaitable[None]) -> None:
+        """Run ``work`` (a commit's steps); what breaks the transaction aborts it."""
         try:
-            await self._commit(tasks)
+            await work
         except FencedError:
             raise
         except SourceTopicDeletedError:
@@ -221,9 +343,16 @@ class Committer:
             raise TransactionAbortedError(f"transaction aborted: {error}") from error
 
     async def abort(self) -> None:
-        """Abort the open transaction; a failed abort is logged (the next InitProducerId
-        or the transaction timeout aborts it at the broker). A broken producer is not
-        asked again."""
+        """Give up the commit under way: a commit begun in the background is dropped
+        (its offsets are not committed; the input is processed again). Abort the open
+        transaction; a failed abort is logged (the next InitProducerId or the
+        transaction timeout aborts it at the broker). A broken producer is not asked
+        again."""
+        in_flight, self._in_flight = self._in_flight, None
+        if in_flight is not None and not in_flight.done():
+            in_flight.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await in_flight
         if isinstance(self._offsets, TransactionSink) and not self.broken:
             try:
                 await self._offsets.abort()
@@ -231,25 +360,58 @@ class Committer:
                 self.broken = True
                 log.warning("aborting the transaction failed (%s); the broker will abort it", error)
 
-    async def _commit(self, tasks: Sequence[RuntimeTask]) -> None:
+    async def _commit(self, tasks: Sequence[RuntimeTask], closing: bool) -> None:
         started = time.perf_counter()
+        mark, offsets = await self._prepare(tasks)
+        if await self._finish(tasks, mark, offsets, started) is None:
+            return
+        # 4. checkpoint the changelog offsets the flushed (and now committed) state
+        # covers; under exactly-once, snapshot the stores now and then instead
+        now = time.monotonic()
         transactional = self._offsets.transactional
-        # 1. flush stores; what they forward joins the output
         for task in tasks:
-            task.executor.flush()
+            if not transactional:
+                if self._checkpoints.due(task, closing):
+                    self._checkpoints.write(task)
+                continue
+            task.dirty = False
+            if self._snapshot_due(task, now):
+                assert task.snapshots is not None
+                task.snapshots.take(task.executor.stores, task.changelog_offsets)
+                task.last_snapshot = now
+
+    async def _prepare(
+        self, tasks: Sequence[RuntimeTask]
+    ) -> tuple[FlushMark, dict[TopicPartition, int]]:
+        """Step 1, and what steps 2 and 3 will cover: the producer's mark and the
+        consumed offsets, both taken now."""
+        # 1. caches forward (stores sync only for a checkpoint); their output joins the rest
+        for task in tasks:
+            task.executor.flush(durable=False)
             produced = task.executor.drain()
             if produced:
                 await self._producer.send(produced)
-        # 2. flush the producer; hand failures to the production handler
-        next_offsets = await self._flush_producer()
+        offsets: dict[TopicPartition, int] = {}
+        for task in tasks:
+            offsets.update(task.offsets_to_commit())
+        return self._producer.mark(), offsets
+
+    async def _finish(
+        self,
+        tasks: Sequence[RuntimeTask],
+        mark: FlushMark,
+        offsets: dict[TopicPartition, int],
+        started: float,
+    ) -> bool | None:
+        """Steps 2 and 3; ``None`` when a rebalance refused the offsets."""
+        transactional = self._offsets.transactional
+        # 2. wait for the output up to the mark; hand failures to the production handler
+        next_offsets = await self._flush_producer(mark)
         for task in tasks:
             for tp in task.changelogs.values():
                 if tp in next_offsets:
                     task.changelog_offsets[tp] = next_offsets[tp]
         # 3. commit consumed offsets (under exactly-once: with the transaction)
-        offsets: dict[TopicPartition, int] = {}
-        for task in tasks:
-            offsets.update(task.offsets_to_commit())
         if offsets or transactional:
             try:
                 await self._offsets.commit(offsets)
@@ -260,29 +422,15 @@ class Committer:
                 log.warning(
                     "offset commit failed (%s); input since the last commit will be replayed", error
                 )
-                return
+                return None
             for task in tasks:
-                task.committed.update(task.offsets_to_commit())
-        # 4. checkpoint the changelog offsets the flushed (and now committed) state
-        # covers; under exactly-once, snapshot the stores now and then instead
-        now = time.monotonic()
-        for task in tasks:
-            if not transactional:
-                task.write_checkpoint()
-                continue
-            task.dirty = False
-            if (
-                task.snapshots is not None
-                and task.changelogs
-                and now - task.last_snapshot >= self._snapshot_interval
-            ):
-                task.snapshots.take(task.executor.stores, task.changelog_offsets)
-                task.last_snapshot = now
+                task.committed.update({tp: o for tp, o in offsets.items() if tp in task.sources})
         self._metrics.commits.inc()
         self._metrics.commit_latency.observe(time.perf_counter() - started)
+        return True
 
-    async def _flush_producer(self) -> dict[TopicPartition, int]:
-        result = await self._producer.flush()
+    async def _flush_producer(self, mark: FlushMark) -> dict[TopicPartition, int]:
+        result = await self._producer.flush(mark)
         next_offsets = dict(result.next_offsets)
         handler = self._production_errors
         for failure in result.failures:
@@ -298,7 +446,7 @@ class Committer:
             )
             if letters:
                 await self._producer.send(letters)
-                again = await self._producer.flush()
+                again = await self._producer.flush(self._producer.mark())
                 if again.failures:
                     first = again.failures[0]
                     raise ProductionError(

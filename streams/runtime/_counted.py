@@ -9,8 +9,8 @@ would be counted twice).
 How, step by step:
 
 1. ``send``: note how many records went to each topic (one C-level count per batch);
-2. ``flush``: take the records of every failure reported off those notes; what is left
-   was acknowledged. Without transactions it is counted now;
+2. ``flush``: take the records of every failure reported off the notes made before
+   its mark; what is left was acknowledged. Without transactions it is counted now;
 3. with transactions, acknowledged counts wait for ``commit_transaction`` and are
    counted when it returns; ``abort_transaction`` forgets them.
 
@@ -30,6 +30,7 @@ from ._assignor import PartitionGroupAssignor
 from ._client import (
     ChangelogReader,
     ClientFactory,
+    FlushMark,
     FlushResult,
     GlobalReader,
     GroupConsumer,
@@ -50,6 +51,8 @@ class CountingProducer:
         self.inner = inner
         self._metrics = metrics
         self._sent: Counter[str] = Counter()
+        # Marks not flushed yet, each with the counts noted before it (step 2).
+        self._marks: list[tuple[FlushMark, Counter[str]]] = []
 
     async def start(self) -> None:
         await self.inner.start()
@@ -61,12 +64,27 @@ class CountingProducer:
         await self.inner.send(records)
         self._sent.update(map(_topic, records))
 
-    async def flush(self) -> FlushResult:
-        result = await self.inner.flush()
-        sent, self._sent = self._sent, Counter()
+    def mark(self) -> FlushMark:
+        """The inner producer's mark; the counts noted so far belong to it."""
+        mark = self.inner.mark()
+        self._marks.append((mark, self._sent))
+        self._sent = Counter()
+        return mark
+
+    async def flush(self, upto: FlushMark | None = None) -> FlushResult:
+        if upto is None:
+            upto = self.mark()
+        result = await self.inner.flush(upto)
+        # The counts of this mark and of every earlier one (a flush covers those too).
+        sent: Counter[str] = Counter()
+        while self._marks:
+            mark, counts = self._marks.pop(0)
+            sent.update(counts)
+            if mark is upto:
+                break
         for failure in result.failures:
             sent[failure.topic] -= len(failure.records)
-        self._delivered(sent)
+        self._delivered(+sent)
         return result
 
     def _delivered(self, counts: Counter[str]) -> None:
@@ -101,9 +119,16 @@ class CountingTransactionalProducer(CountingProducer):
         committed, self._acknowledged = self._acknowledged, Counter()
         self._metrics.produced(committed)
 
+    def hold(self) -> None:
+        self.inner.hold()
+
+    async def release(self) -> None:
+        await self.inner.release()
+
     async def abort_transaction(self) -> None:
         self._acknowledged = Counter()
         self._sent = Counter()
+        self._marks.clear()
         await self.inner.abort_transaction()
 
 

@@ -80,6 +80,8 @@ class RuntimeTask:
         self.changelog_offsets: dict[TopicPartition, int] = {
             tp: o for tp, o in restore_from.items() if o is not None
         }
+        # What the checkpoint on disk names (``_checkpoints.py`` counts from there).
+        self.checkpointed = dict(self.changelog_offsets)
         self.restored_records = 0
         # Exactly-once: snapshots of the stores, and whether anything was processed
         # since the last commit (a clean close may checkpoint only a clean task).
@@ -129,6 +131,7 @@ class RuntimeTask:
     def write_checkpoint(self) -> None:
         if self.changelog_offsets:
             TaskCheckpoint(self.state_dir).write_checkpoint(self.changelog_offsets)
+            self.checkpointed = dict(self.changelog_offsets)
 
     def close(self) -> None:
         """Close the executor. Under exactly-once a task with nothing processed since
@@ -137,9 +140,14 @@ class RuntimeTask:
         if self._lifecycle.state is RuntimeTaskState.CLOSED:
             return
         running = self.running
+        clean = self.snapshots is not None and running and not self.dirty
+        if clean:
+            # Commits do not sync the stores under exactly-once; the checkpoint below
+            # trusts them, so they reach the disk first.
+            self.executor.flush()
         self._lifecycle.move(RuntimeTaskState.CLOSED)
         self.executor.close()
-        if self.snapshots is not None and running and not self.dirty:
+        if clean:
             self.write_checkpoint()
 
 

@@ -65,6 +65,10 @@ def count_restart() -> Topology:
     return count_topology(f"{INPUT}-restart", f"{COUNTS}-restart")
 
 
+def count_checkpoint_kill() -> Topology:
+    return count_topology(f"{INPUT}-ckpt-kill", f"{COUNTS}-ckpt-kill")
+
+
 def count_standby_alos() -> Topology:
     return count_topology(f"{INPUT}-count_standby_alos", f"{COUNTS}-count_standby_alos")
 

@@ -18,6 +18,8 @@ from httpq import http_address
 from rtprocs import Cluster, Instance, create_topics, until_committed
 from runtime_apps import COUNTS, INPUT
 
+from headrace.streams.runtime._checkpoints import CHECKPOINT_RECORDS
+
 pytestmark = pytest.mark.slow
 KEYS = [f"key-{i}" for i in range(12)]
 
@@ -190,4 +192,42 @@ async def test_restart_with_its_state_dir_restores_from_the_checkpoint_not_from_
     counts = _max_counts(out)
     for key, n in Counter(KEYS[i % len(KEYS)].encode() for i in range(1200)).items():
         assert counts[key] >= n
+    assert second.stop() == 0
+
+
+async def test_sigkill_with_a_checkpoint_behind_the_stores_restores_its_tail_and_loses_nothing(
+    cluster: Cluster, instances: list[Instance], tmp_path: Path
+) -> None:
+    """Checkpoints come every 10,000 changelog records, so at a SIGKILL the stores run
+    ahead of the checkpoint on disk: a restart on the same state restores the changelog
+    from that checkpoint over them, not from the beginning, and every count holds."""
+    bootstrap = cluster.bootstrap
+    topic_in, topic_out = f"{INPUT}-ckpt-kill", f"{COUNTS}-ckpt-kill"
+    await create_topics(bootstrap, topic_in, topic_out, partitions=1)
+    first = _spawn(instances, cluster, tmp_path, "count_checkpoint_kill", "first", state="state")
+    await asyncio.to_thread(first.wait_for, "tasks=0_", 40)
+    total = CHECKPOINT_RECORDS + 2_000
+    await _produce(bootstrap, topic_in, 0, total)
+    await until_committed(bootstrap, "count_checkpoint_kill", topic_in, total, wait=90)
+    checkpoint = tmp_path / "state" / "count_checkpoint_kill" / "0_0" / ".checkpoint"
+    deadline = time.monotonic() + 30
+    while not checkpoint.is_file():
+        assert time.monotonic() < deadline, first.log()[-3000:]
+        await asyncio.sleep(0.2)
+    # More records than the checkpoint covers, processed and committed, then the kill.
+    await _produce(bootstrap, topic_in, total, 500)
+    await until_committed(bootstrap, "count_checkpoint_kill", topic_in, total + 500, wait=60)
+    first.kill()
+    second = _spawn(instances, cluster, tmp_path, "count_checkpoint_kill", "second", state="state")
+    await asyncio.to_thread(second.wait_for, "tasks=0_", 60)
+    await _produce(bootstrap, topic_in, total + 500, 500)
+    out = await _read_until(bootstrap, topic_out, _every(total + 1_000), wait=90)
+    log = second.log()
+    opened = [line for line in log.splitlines() if "opened; restoring" in line]
+    assert opened and "beginning" not in opened[0] and "checkpoint" in opened[0], log[-3000:]
+    restored = [line for line in log.splitlines() if "restored" in line and "records" in line]
+    assert restored and "restored 0 records" not in restored[0], log[-3000:]
+    counts = _max_counts(out)
+    for key, n in Counter(KEYS[i % len(KEYS)].encode() for i in range(total + 1_000)).items():
+        assert counts[key] >= n, (key, counts[key], n)
     assert second.stop() == 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -11,7 +12,8 @@ from runtime_apps import count_topology
 from headrace.state import TaskCheckpoint
 from headrace.streams import ConsumedRecord, StreamsConfig, TaskExecutor
 from headrace.streams.runtime import ClientError
-from headrace.streams.runtime._client import FlushResult, TopicPartition
+from headrace.streams.runtime._checkpoints import CHECKPOINT_RECORDS, CheckpointPolicy
+from headrace.streams.runtime._client import FlushMark, FlushResult, TopicPartition
 from headrace.streams.runtime._commit import Committer
 from headrace.streams.runtime._handlers import ErrorHandler
 from headrace.streams.runtime._metrics import AppMetrics
@@ -38,6 +40,9 @@ class FakeProducer:
         self.journal = journal
         self.sent: list[object] = []
         self.changelog_end = 0
+        # Cleared: the broker has not acknowledged yet, and a flush waits.
+        self.acknowledged = asyncio.Event()
+        self.acknowledged.set()
 
     async def start(self) -> None: ...
 
@@ -47,8 +52,12 @@ class FakeProducer:
         self.journal.note("send")
         self.sent.extend(records)
 
-    async def flush(self) -> FlushResult:
+    def mark(self) -> FlushMark:
+        return {}
+
+    async def flush(self, upto: FlushMark | None = None) -> FlushResult:
         self.journal.note("producer flush")
+        await self.acknowledged.wait()
         return FlushResult(next_offsets={CHANGELOG: self.changelog_end})
 
 
@@ -83,11 +92,14 @@ def _task(tmp_path: Path) -> RuntimeTask:
     return task
 
 
-def _committer(journal: Journal, offsets: FakeOffsets) -> tuple[Committer, FakeProducer]:
+def _committer(
+    journal: Journal, offsets: FakeOffsets, every_records: int = CHECKPOINT_RECORDS
+) -> tuple[Committer, FakeProducer]:
     metrics = AppMetrics("app")
     producer = FakeProducer(journal)
     handler = ErrorHandler("production", "fail", "dead", metrics)
-    return Committer(producer, offsets, handler, metrics), producer
+    policy = CheckpointPolicy(every_records)
+    return Committer(producer, offsets, handler, metrics, checkpoints=policy), producer
 
 
 def _records(start: int, n: int) -> list[ConsumedRecord]:
@@ -101,14 +113,14 @@ async def test_checkpoint_is_written_after_the_offsets_are_committed(tmp_path: P
     committer, producer = _committer(journal, offsets)
     await committer.send(task.process(SOURCE, _records(0, 3)))
     producer.changelog_end = 41
-    await committer.commit([task])
+    await committer.commit([task], closing=True)
     assert offsets.committed == {SOURCE: 3}
     assert TaskCheckpoint(task.state_dir).read_checkpoint() == {CHANGELOG: 41}
 
     journal.steps.clear()
     await committer.send(task.process(SOURCE, _records(3, 2)))
     producer.changelog_end = 57
-    await committer.commit([task])
+    await committer.commit([task], closing=True)
     steps = [name for name, _ in journal.steps]
     assert steps[-2:] == ["producer flush", "offset commit"]
     # While the offsets were being committed, the disk still held the old checkpoint.
@@ -126,7 +138,7 @@ async def test_no_checkpoint_when_the_offset_commit_fails_in_a_rebalance(tmp_pat
     committer, producer = _committer(journal, offsets)
     producer.changelog_end = 41
     await committer.send(task.process(SOURCE, _records(0, 1)))
-    await committer.commit([task])
+    await committer.commit([task], closing=True)
     assert not (task.state_dir / ".checkpoint").exists()
     assert task.committed == {}
     # What the flushed state covers is still known, for the next successful commit.
@@ -143,6 +155,70 @@ async def test_a_fatal_offset_commit_error_propagates_and_writes_no_checkpoint(
     committer, _ = _committer(journal, offsets)
     await committer.send(task.process(SOURCE, _records(0, 1)))
     with pytest.raises(ClientError):
-        await committer.commit([task])
+        await committer.commit([task], closing=True)
     assert not (task.state_dir / ".checkpoint").exists()
+    task.close()
+
+
+async def test_a_checkpoint_waits_until_enough_changelog_records_were_written(
+    tmp_path: Path,
+) -> None:
+    task = _task(tmp_path)
+    journal = Journal(task.state_dir)
+    committer, producer = _committer(journal, FakeOffsets(journal), every_records=10)
+    for end in (4, 9):
+        producer.changelog_end = end
+        await committer.commit([task])
+        assert not (task.state_dir / ".checkpoint").exists()
+    producer.changelog_end = 10
+    await committer.commit([task])
+    assert TaskCheckpoint(task.state_dir).read_checkpoint() == {CHANGELOG: 10}
+    producer.changelog_end = 12
+    await committer.commit([task])
+    assert TaskCheckpoint(task.state_dir).read_checkpoint() == {CHANGELOG: 10}
+    # A task that may close checkpoints whatever changed.
+    await committer.commit([task], closing=True)
+    assert TaskCheckpoint(task.state_dir).read_checkpoint() == {CHANGELOG: 12}
+    task.close()
+
+
+async def test_a_begun_commit_lets_processing_go_on_and_commits_only_acknowledged_input(
+    tmp_path: Path,
+) -> None:
+    task = _task(tmp_path)
+    journal = Journal(task.state_dir)
+    offsets = FakeOffsets(journal)
+    committer, producer = _committer(journal, offsets)
+    await committer.send(task.process(SOURCE, _records(0, 3)))
+    producer.acknowledged.clear()
+    await committer.begin([task])
+    # The broker has not acknowledged: nothing is committed, and processing goes on.
+    await committer.send(task.process(SOURCE, _records(3, 2)))
+    await asyncio.sleep(0.01)
+    assert committer.in_flight
+    assert offsets.committed == {}
+    # The next interval's commit finds it still waiting: skipped, not queued behind it.
+    await committer.begin([task])
+    assert offsets.committed == {}
+    producer.acknowledged.set()
+    await committer.settle()
+    # The offsets of the mark, not of what was processed after it.
+    assert offsets.committed == {SOURCE: 3}
+    assert task.committed == {SOURCE: 3}
+    await committer.begin([task])
+    await committer.settle()
+    assert offsets.committed == {SOURCE: 5}
+    task.close()
+
+
+async def test_what_a_begun_commit_raised_is_raised_by_the_next_one(tmp_path: Path) -> None:
+    task = _task(tmp_path)
+    journal = Journal(task.state_dir)
+    offsets = FakeOffsets(journal, ClientError("authorization failed", retriable=False))
+    committer, _ = _committer(journal, offsets)
+    await committer.send(task.process(SOURCE, _records(0, 1)))
+    await committer.begin([task])
+    await committer.settle(keep_error=True)
+    with pytest.raises(ClientError):
+        await committer.begin([task])
     task.close()

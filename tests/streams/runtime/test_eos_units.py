@@ -4,6 +4,7 @@ restore progress past transaction markers."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Mapping, Sequence
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from runtime_apps import count_topology
 from headrace.state import TaskCheckpoint
 from headrace.streams import ConsumedRecord, StreamsConfig
 from headrace.streams.runtime import AppSettings, SettingsError
-from headrace.streams.runtime._client import FlushResult, TopicPartition
+from headrace.streams.runtime._client import FlushMark, FlushResult, TopicPartition
 from headrace.streams.runtime._commit import Committer, TransactionSink
 from headrace.streams.runtime._errors import TransactionError
 from headrace.streams.runtime._handlers import ErrorHandler
@@ -61,7 +62,10 @@ class FakeTxnProducer:
             self.in_transaction = True
             self.steps.append("send")
 
-    async def flush(self) -> FlushResult:
+    def mark(self) -> FlushMark:
+        return {}
+
+    async def flush(self, upto: FlushMark | None = None) -> FlushResult:
         self.steps.append("flush")
         return FlushResult(next_offsets={CHANGELOG: self.changelog_end})
 
@@ -76,6 +80,12 @@ class FakeTxnProducer:
     async def abort_transaction(self) -> None:
         self.steps.append("abort")
         self.in_transaction = False
+
+    def hold(self) -> None:
+        self.steps.append("hold")
+
+    async def release(self) -> None:
+        self.steps.append("release")
 
 
 class FakeConsumer:
@@ -247,4 +257,45 @@ async def test_restoring_ends_at_the_position_past_a_transaction_marker(tmp_path
     assert not await restorer.add(task)
     assert await restorer.step(10) == [task] and task.running
     assert task.changelog_offsets == {CHANGELOG: 5}
+    task.close()
+
+
+async def test_a_begun_transaction_commits_beside_processing_and_holds_later_output(
+    tmp_path: Path,
+) -> None:
+    task = _open(tmp_path)
+    steps: list[str] = []
+    committer, producer, _ = _eos(steps, snapshot_ms=60_000)
+    await committer.send(task.process(SOURCE, _records(0, 3)))
+    producer.changelog_end = 3
+    await committer.begin([task])  # the first commit snapshots, so it runs whole
+    assert steps[-1] == f"commit {{{SOURCE!r}: 3}} {APP}"
+    steps.clear()
+    await committer.send(task.process(SOURCE, _records(3, 3)))
+    await committer.begin([task])
+    # Processing goes on while the transaction commits: its output is held for the next.
+    await committer.send(task.process(SOURCE, _records(6, 2)))
+    await committer.settle()
+    assert steps == ["send", "hold", "send", "flush", f"commit {{{SOURCE!r}: 6}} {APP}", "release"]
+    assert task.committed == {SOURCE: 6}
+    # Processed after the mark: not clean, so a close writes no checkpoint.
+    assert task.dirty
+    assert TaskSnapshots(task.state_dir).offsets() == {CHANGELOG: 3}
+    task.close()
+
+
+async def test_a_begun_transaction_that_fails_aborts_at_the_next_commit(tmp_path: Path) -> None:
+    task = _open(tmp_path)
+    steps: list[str] = []
+    committer, producer, _ = _eos(steps, snapshot_ms=60_000)
+    await committer.send(task.process(SOURCE, _records(0, 3)))
+    await committer.begin([task])
+    producer.fail_commit = True
+    await committer.send(task.process(SOURCE, _records(3, 3)))
+    await committer.begin([task])
+    await asyncio.sleep(0.05)  # the transaction fails meanwhile, beside processing
+    with pytest.raises(TransactionError):
+        await committer.begin([task])
+    assert steps[-1] == "abort" and "release" not in steps
+    assert task.committed == {SOURCE: 3}
     task.close()

@@ -129,3 +129,43 @@ async def test_transaction_markers_are_skipped_and_the_position_moves_past_them(
         await consumer.stop()
     assert [r[5] for r in got] == [f"v{r}-{i}".encode() for r in range(3) for i in range(4)]
     assert [r[2] for r in got] == [o for o in range(15) if o % 5 != 4]
+
+
+async def test_read_committed_gets_tuples_without_the_records_of_aborted_transactions(
+    broker: Any,
+) -> None:
+    install()
+    bootstrap = broker.bootstrap_servers
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id="fast-abort")
+    await producer.start()
+    try:
+        for round_ in range(4):
+            await producer.begin_transaction()
+            for i in range(3):
+                await producer.send("fast-abort", f"v{round_}-{i}".encode(), partition=0)
+            if round_ % 2:
+                await producer.abort_transaction()
+            else:
+                await producer.commit_transaction()
+    finally:
+        await producer.stop()
+    consumer = await _assigned(
+        bootstrap,
+        "fast-abort",
+        0,
+        key_deserializer=AS_TUPLES,
+        isolation_level="read_committed",
+    )
+    tp = TopicPartition("fast-abort", 0)
+    got: list[Any] = []
+    try:
+        while len(got) < 6:
+            for records in (await consumer.getmany(timeout_ms=1000, max_records=2)).values():
+                got.extend(records)
+        await consumer.getmany(timeout_ms=300)
+        # Past the aborted records and every marker: the end of the partition.
+        assert await consumer.position(tp) == (await consumer.end_offsets([tp]))[tp] == 16
+    finally:
+        await consumer.stop()
+    assert all(type(r) is tuple for r in got)
+    assert [r[5] for r in got] == [f"v{r}-{i}".encode() for r in (0, 2) for i in range(3)]
