@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Collection, Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener
 from aiokafka import TopicPartition as AioTP
@@ -26,7 +26,7 @@ from aiokafka.errors import (
     UnknownTopicOrPartitionError,
 )
 
-from .._record import ConsumedRecord, ProducedRecord
+from .._record import ConsumedAt, ConsumedRecord, ProducedAt, ProducedRecord
 from . import _aiokafka_internals as internals
 from ._aiokafka_internals import AS_TUPLES, as_tuple, fill_batch
 from ._aiokafka_logs import reported_by_the_runtime
@@ -44,6 +44,14 @@ from ._send_ledger import SendLedger
 from ._settings import AppSettings
 
 log = logging.getLogger("headrace.streams.runtime.client")
+
+# Record positions as module names: the per-record loops read them as cached globals.
+_OFFSET: Final = ConsumedAt.OFFSET
+_KEY: Final = ConsumedAt.KEY
+_VALUE: Final = ConsumedAt.VALUE
+_OUT_TOPIC: Final = ProducedAt.TOPIC
+_OUT_KEY: Final = ProducedAt.KEY
+_OUT_PARTITION: Final = ProducedAt.PARTITION
 
 _TOPIC_ALREADY_EXISTS = 36
 # Seconds a producer waits for a topic it writes to to appear in the metadata.
@@ -348,7 +356,7 @@ class AiokafkaChangelogReader:
         return {
             # Changelog records always have keys; tuples need no conversion.
             (tp.topic, tp.partition): [
-                (r[2], r[4], r[5])  # type: ignore[misc]
+                (r[_OFFSET], r[_KEY], r[_VALUE])  # type: ignore[misc]
                 for r in (records if type(records[0]) is tuple else map(as_tuple, records))
             ]
             for tp, records in fetched.items()
@@ -464,16 +472,16 @@ class AiokafkaRecordProducer:
         table: dict[bytes, int] = {}
         buckets: dict[int, list[ProducedRecord]] = {}
         for record in records:
-            topic = record[0]
+            topic = record[_OUT_TOPIC]
             if topic != current:
                 current, count = topic, 0
                 buckets = groups.setdefault(topic, {})
-            partition = record[5]
+            partition = record[_OUT_PARTITION]
             if partition is None:
                 if not count:
                     count = self._counts.get(topic) or await self._count(topic)
                     table = self._partition.table(count)
-                key = record[1]
+                key = record[_OUT_KEY]
                 if key is None:
                     # Kafka's sticky choice for null keys: one partition per call.
                     partition = self._sticky.setdefault(topic, len(self._sticky) % count)

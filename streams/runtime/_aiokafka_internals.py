@@ -74,7 +74,7 @@ import aiokafka
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.protocol.metadata import MetadataRequest
 
-from .._record import ConsumedRecord, ProducedRecord
+from .._record import ConsumedAt, ConsumedRecord, ProducedRecord
 from ._errors import UnsupportedClientError
 
 log = logging.getLogger("headrace.streams.runtime.client")
@@ -204,7 +204,7 @@ def install_tuple_fetch() -> bool:
                         room = limit - len(out)
                         out += pending[:room]
                         del pending[:room]
-                        self.next_fetch_offset = out[-1][2] + 1
+                        self.next_fetch_offset = out[-1][ConsumedAt.OFFSET] + 1
                         return out
                     if out:
                         out += pending

@@ -44,7 +44,7 @@ from typing import Any
 
 from .._errors import ProcessingError
 from .._lifecycle import Lifecycle
-from .._record import ConsumedRecord, ProducedRecord
+from .._record import ConsumedAt, ConsumedRecord, ProducedRecord
 from .._topology import Topology
 from ._aiokafka import AiokafkaClients
 from ._assignor import PartitionGroupAssignor
@@ -424,7 +424,7 @@ class App:
                 if records and task is not None:
                     # Fetched before the partition was paused for restoring: fetch them
                     # again once the task runs, or they would be skipped.
-                    rt.consumer.seek(tp, records[0][2])
+                    rt.consumer.seek(tp, records[0][ConsumedAt.OFFSET])
                 elif records:
                     log.warning("dropping %d records of %s-%d: no task", len(records), *tp)
                 continue
@@ -473,7 +473,7 @@ class App:
                 out.extend(task.process(tp, [record]))
             except ProcessingError as error:
                 task.executor.drain()
-                task.next_offsets[tp] = record[2] + 1
+                task.next_offsets[tp] = record[ConsumedAt.OFFSET] + 1
                 out.extend(rt.processing_errors.consumed(record, error.__cause__ or error))
         return out
 
