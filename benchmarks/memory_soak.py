@@ -165,7 +165,7 @@ def soak(
 ) -> list[dict[str, float]]:
     from confluent_kafka.admin import ConfigResource
 
-    cmd, source, output, app_id = bench.app("headrace", "windowed", "alos", "soak")
+    cmd, source, output, app_id = bench.app("headrace", args.workload, "alos", "soak")
     resources = [ConfigResource("TOPIC", t, set_config=TOPIC_RETENTION) for t in (source, output)]
     for future in bench.harness.admin.alter_configs(resources).values():
         future.result(30)
@@ -244,6 +244,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=300)
     parser.add_argument("--out", default="memory-soak", help="PREFIX of the .csv and .svg")
     parser.add_argument("--max-growth-mb", type=float, help="fail above this growth")
+    parser.add_argument("--workload", choices=("windowed", "stateless"), default="windowed")
     parser.add_argument("--role", choices=("generator",))
     parser.add_argument("--bootstrap")
     parser.add_argument("--topic")
@@ -272,7 +273,7 @@ def main() -> None:
         try:
             wait_listening(port, broker)
             bench = Bench(f"127.0.0.1:{port}", workdir, args.seconds, 0)
-            top = args.max_rate or bench.flood("headrace", "windowed", "alos")
+            top = args.max_rate or bench.flood("headrace", args.workload, "alos")
             rate = top * args.load
             print(f"soak at {rate:,.0f} records/s ({args.load:.0%} of {top:,.0f})", flush=True)
             rows = soak(bench, broker.pid, rate, args)
@@ -280,7 +281,7 @@ def main() -> None:
         finally:
             stop(broker)
             broker_log.close()
-    title = f"RSS at {rate:,.0f} records/s ({args.load:.0%} load), windowed count"
+    title = f"RSS at {rate:,.0f} records/s ({args.load:.0%} load), {args.workload} app"
     pathlib.Path(f"{args.out}.svg").write_text(svg_plot(rows, title))
     failed = False
     for name, label in (("broker_rss_mb", "broker"), ("app_rss_mb", "application")):

@@ -66,6 +66,7 @@ from __future__ import annotations
 
 import logging
 import re
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from itertools import islice
 from typing import Any
@@ -182,14 +183,12 @@ def install_tuple_fetch() -> bool:
                 return super()._unpack_records()  # type: ignore[no-any-return]
             self._tuple_mode = True
             self._pending = []
-            return self._one_at_a_time()
-
-        def _one_at_a_time(self) -> Iterator[ConsumedRecord]:
-            while True:
-                taken = self.take(1)
-                if not taken:
-                    return
-                yield taken[0]
+            # The parent keeps this iterator on the instance; a generator holding
+            # ``self`` would make a reference cycle, and the raw fetch response (up to
+            # max_partition_fetch_bytes per partition) would then wait for a full
+            # garbage collection, which a streaming loop rarely triggers (``_gc.py``):
+            # the heap grew by hundreds of MiB a minute. A weak reference breaks it.
+            return _one_at_a_time(weakref.ref(self))
 
         def exhausted(self) -> bool:
             return not self._pending and not self._records.has_next()
@@ -255,6 +254,14 @@ def install_tuple_fetch() -> bool:
                 self._pending_next = batch.next_offset
                 return True
             return False
+
+    def _one_at_a_time(ref: Callable[[], Any]) -> Iterator[ConsumedRecord]:
+        while (records := ref()) is not None:
+            taken = records.take(1)
+            del records
+            if not taken:
+                return
+            yield taken[0]
 
     class TupleFetchResult(fetch_parent):  # type: ignore[misc, valid-type]
         _partition_records: Any
