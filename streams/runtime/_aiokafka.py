@@ -383,6 +383,11 @@ class AiokafkaGlobalReader(AiokafkaChangelogReader):
         }
 
 
+# Records queued for the client before ``send`` waits (as Kafka's buffer.memory bounds a
+# producer): about a second of output at full speed, and a bound on the memory it takes.
+MAX_QUEUED_RECORDS = 200_000
+
+
 class AiokafkaRecordProducer:
     """Produced tuples go out in batches, one queue and one sender task per partition.
 
@@ -400,7 +405,12 @@ class AiokafkaRecordProducer:
     which held records for up to a second at a few thousand records a second).
     """
 
-    def __init__(self, settings: AppSettings, **transactional: Any) -> None:
+    def __init__(
+        self,
+        settings: AppSettings,
+        max_queued_records: int = MAX_QUEUED_RECORDS,
+        **transactional: Any,
+    ) -> None:
         # ``transactional`` (transactional_id, transaction_timeout_ms) makes the producer
         # idempotent and transactional, which requires acks=all.
         self._producer = AIOKafkaProducer(
@@ -422,6 +432,7 @@ class AiokafkaRecordProducer:
         self._sticky: dict[str, int] = {}
         self._queues: dict[TopicPartition, list[ProducedRecord]] = {}
         self._senders: dict[TopicPartition, asyncio.Task[None]] = {}
+        self._max_queued = max_queued_records
         self._ledger = SendLedger()
         # Per partition, records sent while held (``hold``), in order.
         self._held: dict[TopicPartition, list[ProducedRecord]] | None = None
@@ -502,6 +513,14 @@ class AiokafkaRecordProducer:
                     self._enqueue((topic, partition), batch)
                 else:
                     held.setdefault((topic, partition), []).extend(batch)
+        if held is None and self.queued_records() > self._max_queued:
+            # Commits run beside processing, so nothing else stops the loop producing
+            # faster than the broker acknowledges: wait until the queues are handed over.
+            await asyncio.gather(*self._senders.values())
+
+    def queued_records(self) -> int:
+        """Records placed but not yet handed to the client."""
+        return sum(map(len, self._queues.values()))
 
     def _enqueue(self, tp: TopicPartition, batch: list[ProducedRecord]) -> None:
         self._ledger.queued(tp, len(batch))

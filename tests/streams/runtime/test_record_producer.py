@@ -73,3 +73,27 @@ async def test_records_land_where_kafka_puts_them_in_order(broker: Any) -> None:
     (sticky,) = [p for p, records in left.items() if (None, b"n1", 3_001) in records]
     assert (None, b"n2", 3_002) in left[sticky]
     assert left[partition_for_key(k, 3)][-1] == (k, b"again", 3_003)
+
+
+async def test_send_waits_once_more_than_the_bound_is_queued(broker: Any) -> None:
+    # Commits run beside processing, so ``send`` is what keeps a loop that produces
+    # faster than the broker acknowledges from queueing without end.
+    bootstrap = broker.bootstrap_servers
+    await create_topics(bootstrap, "bounded", partitions=2)
+    settings = AppSettings(application_id="bounded", bootstrap_servers=bootstrap)
+    producer = AiokafkaRecordProducer(settings, max_queued_records=100)
+    await producer.start()
+    try:
+        small: list[tuple[str, bytes | None, bytes, int, tuple[()], int | None]] = [
+            ("bounded", None, b"v%d" % i, 1_000 + i, (), i % 2) for i in range(50)
+        ]
+        await producer.send(small)
+        assert producer.queued_records() == 50  # under the bound: placed, no wait
+        await producer.send(small * 20)
+        assert producer.queued_records() <= 100
+        result = await producer.flush()
+    finally:
+        await producer.stop()
+    assert not result.failures
+    read = await _read(bootstrap, "bounded", 2)
+    assert sum(map(len, read.values())) == 50 * 21
