@@ -55,6 +55,7 @@ from ._errors import (
     FencedError,
     RuntimeFailure,
     SettingsError,
+    SourceTopicDeletedError,
     TransactionError,
 )
 from ._gc import tune_for_streaming
@@ -524,6 +525,8 @@ class App:
                     # Fenced again: another instance holds our id; stop, do not fight it.
                     self._failure = fatal
                     rt.stop.set()
+            except SourceTopicDeletedError:
+                pass  # fatal, and sticky: the loop's next poll raises it and reports it once
             except ClientError as error:
                 log.warning("commit on revocation failed: %s", error)
 

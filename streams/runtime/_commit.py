@@ -348,8 +348,10 @@ class Committer:
         transaction; a failed abort is logged (the next InitProducerId or the
         transaction timeout aborts it at the broker). A broken producer is not asked
         again."""
-        in_flight, self._in_flight = self._in_flight, None
-        if in_flight is not None and not in_flight.done():
+        in_flight, self._in_flight, self._error = self._in_flight, None, None
+        if in_flight is not None:
+            # Awaited even when done: a failure it ended with is taken, not left for
+            # asyncio to report as never retrieved.
             in_flight.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await in_flight

@@ -23,9 +23,7 @@ import json
 import signal
 import sys
 import time
-from typing import Any
-
-from kafka_clients import present
+from typing import Any, cast
 
 HEARTBEAT_MS = 500
 stopping = False
@@ -73,7 +71,8 @@ def run_confluent(a: argparse.Namespace) -> None:
         msgs = c.consume(500, 0.2)
         records(
             [
-                (present(m.partition()), present(m.offset()), m.value())
+                # a message without an error always has both
+                (cast(int, m.partition()), cast(int, m.offset()), m.value())
                 for m in msgs
                 if not m.error()
             ]
