@@ -52,9 +52,12 @@ class KioAdmin:
     async def _connect(self, address: tuple[str, int]) -> KioConnection:
         connection = self._connections.get(address)
         if connection is None:
-            reader, writer = await asyncio.wait_for(
-                asyncio.open_connection(*address, ssl=self.security.ssl_context()), self._timeout
-            )
+            # asyncio.timeout, not wait_for: wait_for can cancel after the connection has
+            # opened and drop its transport unclosed; here nothing awaits after it opens.
+            async with asyncio.timeout(self._timeout):
+                reader, writer = await asyncio.open_connection(
+                    *address, ssl=self.security.ssl_context()
+                )
             connection = KioConnection(reader, writer, self._timeout, self._client_id)
             if self.security.uses_sasl:
                 try:

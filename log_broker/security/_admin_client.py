@@ -55,9 +55,11 @@ class SecurityAdminClient:
         for address in filter(None, (a.strip() for a in bootstrap_servers.split(","))):
             host, _, port = address.rpartition(":")
             try:
-                reader, writer = await asyncio.wait_for(
-                    asyncio.open_connection(host, int(port), ssl=security.ssl_context()), timeout_s
-                )
+                # asyncio.timeout, not wait_for: see headrace.base.kafka_admin._connect.
+                async with asyncio.timeout(timeout_s):
+                    reader, writer = await asyncio.open_connection(
+                        host, int(port), ssl=security.ssl_context()
+                    )
             except OSError as exc:
                 last = exc
                 continue
