@@ -3,9 +3,9 @@
 
 The two commands belong to log_broker, which knows nothing of schemas; their formats are
 a table of named entries (``log_broker._cli_formats``). This module, at the top where
-both sides may meet, adds the registry's formats to that table and to the commands'
-choices, with the options they need: ``--schema-registry-url``, and for produce
-``--value-schema-file``. Values are JSON text on the command line: produce encodes a
+both sides may meet, adds the registry's formats to that table before the commands'
+parsers are built (``prepare``), then the options they need (``register``):
+``--schema-registry-url``, and for produce ``--value-schema-file``. Values are JSON text on the command line: produce encodes a
 JSON line with the schema, consume prints the decoded value as JSON.
 """
 
@@ -25,24 +25,22 @@ REGISTRY_FORMATS = {
 DEFAULT_REGISTRY = "http://127.0.0.1:8081"
 
 
-def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
+def prepare() -> None:
     from headrace.log_broker import _cli_formats as formats
 
     for name, help_text in REGISTRY_FORMATS.items():
-        formats.FORMATS[name] = formats.Format(
-            name, help_text, _encoder(name), _decoder(name), _json_text
+        formats.add_format(
+            formats.Format(
+                name, help_text, _encoder(name), _decoder(name), _json_text, for_keys=False
+            )
         )
+
+
+def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
     for command_name in ("produce", "consume"):
         command = subparsers.choices.get(command_name)
         if command is None:
             continue
-        for action in command._actions:  # argparse keeps an option's choices only here
-            if action.dest == "value_format" and action.choices is not None:
-                # the table is module state: a parser built again already offers them
-                action.choices = [
-                    *action.choices,
-                    *(f for f in REGISTRY_FORMATS if f not in action.choices),
-                ]
         command.add_argument(
             "--schema-registry-url",
             metavar="URL",
@@ -62,10 +60,6 @@ def _encoder(fmt: str) -> Any:
     def make(target: Any) -> Any:
         from headrace.log_broker._cli_formats import FormatError
 
-        if target.is_key:
-            raise FormatError(
-                f"{fmt} is a value format here; keys take string, json, long or base64"
-            )
         schema_file = getattr(target.args, "value_schema_file", None)
         if not schema_file:
             raise FormatError(f"--value-format {fmt} needs --value-schema-file")

@@ -1,7 +1,8 @@
 """The `headrace` command.
 
 Each package owns its subcommands and exposes ``register(subparsers, broker_options)``;
-this module only joins them. ``broker_options`` is an argparse parent parser carrying
+this module only joins them. A module may also expose ``prepare()``, run before any
+module registers: for what must exist when others build their parsers. ``broker_options`` is an argparse parent parser carrying
 ``--bootstrap-servers`` so every command that talks to a broker spells it the same way.
 
 A command handler returns an exit code: 0 ok, 1 error, 2 usage. An error is printed as
@@ -15,6 +16,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from importlib import import_module
+from types import ModuleType
 
 from headrace import __version__
 
@@ -58,15 +60,22 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"headrace {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     broker_options = _broker_options()
-    for name in COMMAND_MODULES:
-        try:
-            module = import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name is not None and name.startswith(exc.name):
-                continue  # that package has no commands yet
-            raise
+    modules = [m for m in map(_command_module, COMMAND_MODULES) if m is not None]
+    for module in modules:
+        if hasattr(module, "prepare"):
+            module.prepare()
+    for module in modules:
         module.register(subparsers, broker_options)
     return parser
+
+
+def _command_module(name: str) -> ModuleType | None:
+    try:
+        return import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and name.startswith(exc.name):
+            return None  # that package has no commands yet
+        raise
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -99,9 +99,12 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
         default="read_committed",
     )
     consume.add_argument(
-        "--key-format", choices=decodable(), default="string", help=formats_help(decodable())
+        "--key-format",
+        choices=decodable(keys=True),
+        default="string",
+        help=formats_help(decodable(keys=True)),
     )
-    consume.add_argument("--value-format", choices=decodable(), default="string")
+    consume.add_argument("--value-format", choices=decodable(keys=False), default="string")
     consume.add_argument(
         "--format",
         metavar="TEMPLATE",

@@ -48,6 +48,7 @@ class Format:
     encoder: Callable[[Target], Encode] | None
     decoder: Callable[[Target], Decode]
     text: Callable[[Any], str] = _text
+    for_keys: bool = True
 
 
 def _string_encode(text: str) -> bytes:
@@ -174,12 +175,18 @@ def decoder(name: str, target: Target) -> Decode:
     return FORMATS[name].decoder(target)
 
 
-def encodable() -> list[str]:
-    return [name for name, f in FORMATS.items() if f.encoder is not None]
+def add_format(format_: Format) -> None:
+    """Offer ``format_`` too: for packages above this one (the schema registry's
+    formats), added before the commands' parsers are built."""
+    FORMATS[format_.name] = format_
 
 
-def decodable() -> list[str]:
-    return list(FORMATS)
+def encodable(*, keys: bool) -> list[str]:
+    return [n for n, f in FORMATS.items() if f.encoder is not None and (f.for_keys or not keys)]
+
+
+def decodable(*, keys: bool) -> list[str]:
+    return [n for n, f in FORMATS.items() if f.for_keys or not keys]
 
 
 def formats_help(names: list[str]) -> str:

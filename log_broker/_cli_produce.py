@@ -37,9 +37,12 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
         "--key-separator", metavar="SEP", help="split each line into key and value at the first SEP"
     )
     produce.add_argument(
-        "--key-format", choices=encodable(), default="string", help=formats_help(encodable())
+        "--key-format",
+        choices=encodable(keys=True),
+        default="string",
+        help=formats_help(encodable(keys=True)),
     )
-    produce.add_argument("--value-format", choices=encodable(), default="string")
+    produce.add_argument("--value-format", choices=encodable(keys=False), default="string")
     produce.add_argument(
         "--null-marker",
         metavar="STR",

@@ -116,3 +116,17 @@ def test_bad_input_is_one_clear_line(registry_broker: tuple[str, str], tmp_path:
         url,
     )
     assert "needs --value-schema-file" in missing.stderr
+
+
+@pytest.mark.parametrize("command", ["produce", "consume"])
+def test_registry_formats_are_offered_for_values_only(command: str) -> None:
+    from headrace.cli import build_parser
+
+    parser = build_parser()
+    for fmt in ("avro", "protobuf", "json-schema"):
+        parser.parse_args([command, "t", "--value-format", fmt])
+        with pytest.raises(SystemExit):
+            parser.parse_args([command, "t", "--key-format", fmt])
+    # Building the parser again offers each format once.
+    again = build_parser().parse_args([command, "t", "--value-format", "avro"])
+    assert again.value_format == "avro"
