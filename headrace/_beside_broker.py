@@ -56,14 +56,17 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
 
 
 def _beside(run_broker: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    if not (args.schema_registry_listen or args.console_listen):
+        return run_broker(args)
+    bootstrap = local_bootstrap(args)
     registry: RegistryThread | None = None
     if args.schema_registry_listen:
         from headrace._registry_thread import RegistryThread
 
-        registry = RegistryThread(args)
+        registry = RegistryThread(args, bootstrap)
         registry.start()
     try:
-        return _with_console(run_broker, args, registry)
+        return _with_console(run_broker, args, bootstrap, registry)
     finally:
         if registry is not None:
             registry.stop()
@@ -72,6 +75,7 @@ def _beside(run_broker: Callable[[argparse.Namespace], int], args: argparse.Name
 def _with_console(
     run_broker: Callable[[argparse.Namespace], int],
     args: argparse.Namespace,
+    bootstrap: str,
     registry: RegistryThread | None,
 ) -> int:
     if not args.console_listen:
@@ -82,15 +86,41 @@ def _with_console(
     # The console's client logs every refused connection while the broker starts and
     # stops; the console's own state is what matters here, and it says so itself.
     logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
-    # --listen's default moved to the broker command (a --config file may name listeners);
-    # the console reads the broker through the PLAINTEXT shorthand or its default.
-    service = _ConsoleThread(args.listen or "127.0.0.1:9092", where, registry)
+    service = _ConsoleThread(bootstrap, where, registry)
     args.broker_started = [*getattr(args, "broker_started", ()), service.broker_started]
     service.start()
     try:
         return run_broker(args)
     finally:
         service.stop()
+
+
+def local_bootstrap(args: argparse.Namespace) -> str:
+    """Where the services beside the broker reach it: ``--listen``, else the first
+    PLAINTEXT listener of the ``--config`` file, else the broker's default. They connect
+    as plain clients, so a broker with only TLS or SASL listeners is refused here with
+    the reason rather than left to time out."""
+    if args.listen:
+        return str(args.listen)
+    if not args.config:
+        return "127.0.0.1:9092"
+    from headrace.base import read_properties
+    from headrace.log_broker.security import parse_listeners
+
+    props = read_properties(args.config)
+    if "listeners" not in props:
+        return "127.0.0.1:9092"
+    listeners = parse_listeners(
+        props["listeners"], None, props.get("listener.security.protocol.map")
+    )
+    for listener in listeners:
+        if listener.protocol == "PLAINTEXT":
+            host = listener.host if listener.host not in ("", "0.0.0.0", "::") else "127.0.0.1"
+            return f"{host}:{listener.port}"
+    raise ValueError(
+        "--console-listen and --schema-registry-listen connect as plain clients: "
+        f"the listeners in {args.config} need a PLAINTEXT one"
+    )
 
 
 class _ConsoleThread(threading.Thread):

@@ -19,10 +19,10 @@ START_TIMEOUT_S = 60.0
 
 
 class RegistryThread:
-    def __init__(self, args: argparse.Namespace) -> None:
+    def __init__(self, args: argparse.Namespace, bootstrap: str) -> None:
         from headrace.schema_registry._commands import server_from_args
 
-        self._server = server_from_args(args, args.schema_registry_listen, args.listen)
+        self._server = server_from_args(args, args.schema_registry_listen, bootstrap)
         self._loop = asyncio.new_event_loop()
         self._stop = asyncio.Event()
         self._thread = threading.Thread(target=self._run, name="schema-registry", daemon=True)
