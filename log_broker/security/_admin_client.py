@@ -1,14 +1,13 @@
 """Just enough of a Kafka client for ``headrace users`` and ``headrace acls`` online.
 
-One connection to the first reachable bootstrap server, TLS and SASL (PLAIN or SCRAM)
-as ``--command-config`` says, kio entities written one at a time. ACL and SCRAM
+A ``KioAdmin``: a connection to the first reachable bootstrap server, TLS and SASL
+(PLAIN or SCRAM) as ``--command-config`` says, kio entities written one at a time. ACL and SCRAM
 requests go to any broker, so no coordinator lookup is needed.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -23,7 +22,7 @@ from kio.schema.errors import ErrorCode
 from kio.static.primitive import i8, i32
 
 from headrace.base import ClientSecurity, read_properties
-from headrace.base.kafka_admin import KioConnection, authenticate
+from headrace.base.kafka_admin import KioAdmin
 from headrace.base.scram import ScramMechanism
 
 from ._acl import AclBinding, AclFilter, Operation, PatternType, Permission, ResourceType
@@ -42,38 +41,9 @@ def _check(what: str, code: Any, message: str | None = None) -> None:
         )
 
 
-class SecurityAdminClient:
-    def __init__(self, connection: KioConnection) -> None:
-        self._connection = connection
-        self.request = connection.request
-
-    @classmethod
-    async def connect(
-        cls, bootstrap_servers: str, security: ClientSecurity, timeout_s: float = 15.0
-    ) -> SecurityAdminClient:
-        last: OSError | None = None
-        for address in filter(None, (a.strip() for a in bootstrap_servers.split(","))):
-            host, _, port = address.rpartition(":")
-            try:
-                # asyncio.timeout, not wait_for: see headrace.base.kafka_admin._connect.
-                async with asyncio.timeout(timeout_s):
-                    reader, writer = await asyncio.open_connection(
-                        host, int(port), ssl=security.ssl_context()
-                    )
-            except OSError as exc:
-                last = exc
-                continue
-            connection = KioConnection(reader, writer, timeout_s, "headrace-admin")
-            try:
-                if security.uses_sasl:
-                    await authenticate(connection.request, security)
-            except BaseException:
-                connection.close()
-                raise
-            return cls(connection)
-        raise ConnectionError(
-            f"cannot reach a broker at {bootstrap_servers} (is one running?)"
-        ) from last
+class SecurityAdminClient(KioAdmin):
+    async def request(self, body: Any) -> Any:
+        return await self._any(body)
 
     @classmethod
     async def run(
@@ -84,14 +54,8 @@ class SecurityAdminClient:
             if getattr(args, "command_config", None)
             else ClientSecurity()
         )
-        client = await cls.connect(args.bootstrap_servers, security)
-        try:
+        async with cls(args.bootstrap_servers, security=security) as client:
             return await action(client)
-        finally:
-            client.close()
-
-    def close(self) -> None:
-        self._connection.close()
 
     async def describe_scram(self) -> dict[str, list[tuple[str, int]]]:
         response = await self.request(DescribeUserScramCredentialsRequest(users=None))
