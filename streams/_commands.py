@@ -184,11 +184,13 @@ def build_app(args: argparse.Namespace) -> Any:
 
 
 def _has_application_id(args: argparse.Namespace, env: dict[str, str]) -> bool:
-    from .runtime._settings import ENV_PREFIX, _read_file
+    from .runtime._settings import ENV_PREFIX, read_settings_file
 
     if args.application_id or env.get(ENV_PREFIX + "APPLICATION_ID"):
         return True
-    return args.settings is not None and "application_id" in _read_file(pathlib.Path(args.settings))
+    return args.settings is not None and "application_id" in read_settings_file(
+        pathlib.Path(args.settings)
+    )
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -201,7 +201,7 @@ class AppSettings(pydantic.BaseModel):
         files = file if isinstance(file, Sequence) and not isinstance(file, str) else [file]
         for one in files:
             if one is not None:
-                values.update(_read_file(pathlib.Path(one)))
+                values.update(read_settings_file(pathlib.Path(one)))
         values.update({k: v for k, v in (base or {}).items() if v is not None})
         environ = os.environ if env is None else env
         from_env: dict[str, str] = {}
@@ -226,7 +226,8 @@ class AppSettings(pydantic.BaseModel):
             raise SettingsError(f"invalid settings: {problems}") from None
 
 
-def _read_file(path: pathlib.Path) -> dict[str, Any]:
+def read_settings_file(path: pathlib.Path) -> dict[str, Any]:
+    """One settings file (TOML, or JSON by its suffix) as setting names and values."""
     try:
         text = path.read_text()
     except OSError as error:
