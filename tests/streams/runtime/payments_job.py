@@ -149,6 +149,7 @@ class Job:
     per_second: float
     kills: int
     seed: int = 8
+    commit_interval_ms: int | None = None  # None: the application's default
     instances: list[Instance] = field(default_factory=list)
     killed: int = 0
 
@@ -165,7 +166,7 @@ class Job:
             self.root / name,
             name,
             env=env,
-            commit_interval_ms=None,
+            commit_interval_ms=self.commit_interval_ms,
         )
         self.instances.append(instance)
         return instance.start()

@@ -50,7 +50,9 @@ async def test_at_least_once_counts_replayed_payments_twice(
     cluster: Cluster, instances: list[Instance], tmp_path: Path
 ) -> None:
     # 15 s of input: both kills (3-5 s apart, plus restarts) land while payments flow,
-    # so each can catch processed payments whose offsets are not committed yet.
+    # so each can catch processed payments whose offsets are not committed yet. Commits
+    # run beside processing and leave a short window; a 10 s interval makes it the
+    # rule, so the test sees duplicates whatever the machine's load.
     job = Job(
         cluster.bootstrap,
         tmp_path,
@@ -59,6 +61,7 @@ async def test_at_least_once_counts_replayed_payments_twice(
         count=60_000,
         per_second=4_000,
         kills=2,
+        commit_interval_ms=10_000,
     )
     job.instances = instances
     balances, want = await job.run(gaps=(3.0, 5.0), wait=60)
