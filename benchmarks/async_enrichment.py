@@ -42,6 +42,7 @@ from typing import Any
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 import runtime_vs_peers as peers
+from bench_broker import broker_process
 
 ROOT = peers.ROOT
 DELAY_S = 0.010
@@ -352,39 +353,16 @@ def main() -> None:
         peers.python_for(framework)
     with tempfile.TemporaryDirectory(prefix="headrace-async-") as tmp:
         workdir = pathlib.Path(tmp)
-        port, service_port = peers.free_port(), peers.free_port()
-        broker_log = open(workdir / "broker.log", "wb")  # noqa: SIM115 - handed to the child
-        broker = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "headrace",
-                "broker",
-                "--data-dir",
-                str(workdir / "data"),
-                "--listen",
-                f"127.0.0.1:{port}",
-                "--group-initial-rebalance-delay-ms",
-                "0",
-                "--fsync",
-                "never",
-                "--num-partitions",
-                "1",
-            ],
-            stdout=broker_log,
-            stderr=broker_log,
-            cwd=ROOT,
-        )
+        service_port = peers.free_port()
         service = subprocess.Popen(
             [sys.executable, __file__, "--role", "service", "--port", str(service_port)], cwd=ROOT
         )
         try:
-            results = bench(f"127.0.0.1:{port}", service_port, args, frameworks, levels, workdir)
+            with broker_process(workdir, "--num-partitions", "1") as bootstrap:
+                results = bench(bootstrap, service_port, args, frameworks, levels, workdir)
         finally:
-            for proc in (service, broker):
-                proc.send_signal(signal.SIGTERM)
-                proc.wait(30)
-            broker_log.close()
+            service.send_signal(signal.SIGTERM)
+            service.wait(30)
     report(results)
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(results, indent=2))

@@ -31,9 +31,7 @@ import argparse
 import os
 import pathlib
 import random
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -41,7 +39,8 @@ from typing import Any
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
-from runtime_vs_peers import (  # the sibling module, found by the path above
+from bench_broker import broker_process  # sibling modules, found by the path above
+from runtime_vs_peers import (
     COMMIT_S,
     PARTITIONS,
     ROOT,
@@ -50,7 +49,6 @@ from runtime_vs_peers import (  # the sibling module, found by the path above
     check,
     drive,
     expected_windows,
-    free_port,
     python_for,
     windowed_count,
 )
@@ -311,34 +309,8 @@ def main() -> None:
         python_for(RUNS[run][0])
     with tempfile.TemporaryDirectory(prefix="headrace-eos-") as tmp:
         workdir = pathlib.Path(tmp)
-        port = free_port()
-        with open(workdir / "broker.log", "wb") as broker_log:
-            broker = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "headrace",
-                    "broker",
-                    "--data-dir",
-                    str(workdir / "data"),
-                    "--listen",
-                    f"127.0.0.1:{port}",
-                    "--group-initial-rebalance-delay-ms",
-                    "0",
-                    "--fsync",
-                    "never",
-                    "--num-partitions",
-                    str(PARTITIONS),
-                ],
-                stdout=broker_log,
-                stderr=broker_log,
-                cwd=ROOT,
-            )
-        try:
-            results = bench(f"127.0.0.1:{port}", args, runs, workloads, workdir)
-        finally:
-            broker.send_signal(signal.SIGTERM)
-            broker.wait(30)
+        with broker_process(workdir, "--num-partitions", str(PARTITIONS)) as bootstrap:
+            results = bench(bootstrap, args, runs, workloads, workdir)
     report(results, workloads)
 
 

@@ -30,6 +30,8 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
+from bench_broker import broker_process
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PARTITIONS = 4
 SESSION_TIMEOUT_MS = 6000
@@ -56,14 +58,6 @@ def topology() -> Any:
         .add_processor("count", Count, "in")
         .add_state_store(Stores.key_value_store("counts"), "count")
     )
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Run:
@@ -254,20 +248,6 @@ class Run:
             proc.wait(10)
 
 
-def wait_for_port(port: int, limit: float = 30) -> None:
-    import socket
-
-    deadline = time.monotonic() + limit
-    while True:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)
-
-
 def _iso(epoch: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(epoch)) + f".{int(epoch % 1 * 1000):03d}Z"
 
@@ -284,40 +264,14 @@ def main() -> None:
     results = []
     with tempfile.TemporaryDirectory(prefix="headrace-failover-") as tmp:
         workdir = pathlib.Path(tmp)
-        port = free_port()
-        broker_log = open(workdir / "broker.log", "wb")  # noqa: SIM115 - the child's
-        broker = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "headrace",
-                "broker",
-                "--data-dir",
-                str(workdir / "data"),
-                "--listen",
-                f"127.0.0.1:{port}",
-                "--group-initial-rebalance-delay-ms",
-                "0",
-                "--fsync",
-                "never",
-            ],
-            stdout=broker_log,
-            stderr=broker_log,
-            cwd=ROOT,
-        )
-        try:
-            wait_for_port(port)
+        with broker_process(workdir) as bootstrap:
             for standbys in (0, 1):
-                run = Run(f"127.0.0.1:{port}", workdir, standbys, args.records, args.keys)
+                run = Run(bootstrap, workdir, standbys, args.records, args.keys)
                 try:
                     results.append(run.fail_over())
                 finally:
                     run.stop()
                 print(json.dumps(results[-1]), flush=True)
-        finally:
-            broker.send_signal(signal.SIGTERM)
-            broker.wait(30)
-            broker_log.close()
     print(f"\n{args.records:,} records, {args.keys:,} keys, {PARTITIONS} partitions, 2 instances")
     print("| standby replicas | restored records | detection (s) | restore (s) |")
     print("|-----------------:|-----------------:|--------------:|------------:|")
