@@ -15,16 +15,17 @@ from __future__ import annotations
 import argparse
 import json
 import pathlib
-import socket
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
+from bench_broker import broker_process, free_port, wait_port
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
@@ -60,12 +61,6 @@ def records(n: int) -> list[dict[str, Any]]:
     ]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def timed(roundtrip: Callable[[dict[str, Any]], Any], values: list[dict[str, Any]]) -> float:
     start = time.perf_counter()
     for value in values:
@@ -79,58 +74,35 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     values = records(args.records)
-    port, registry_port = free_port(), free_port()
-    with tempfile.TemporaryDirectory() as data:
-        broker = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "headrace",
-                "broker",
-                "--data-dir",
-                data,
-                "--listen",
-                f"127.0.0.1:{port}",
-                "--schema-registry-listen",
-                f"127.0.0.1:{registry_port}",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            url = f"http://127.0.0.1:{registry_port}"
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    socket.create_connection(("127.0.0.1", registry_port), 0.2).close()
-                    break
-                except OSError:
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.1)
-            ours = Serdes.avro(SCHEMA, url)
-            encode, decode = ours.serializer_for("orders"), ours.deserializer_for("orders")
-            with SchemaRegistryClient({"url": url}) as client:
-                serializer = AvroSerializer(client, json.dumps(SCHEMA))
-                deserializer = AvroDeserializer(client)
-                ctx = SerializationContext("orders", MessageField.VALUE)
+    registry_port = free_port()
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        broker_process(
+            Path(tmp), "--schema-registry-listen", f"127.0.0.1:{registry_port}", fsync="always"
+        ),
+    ):
+        wait_port(registry_port)
+        url = f"http://127.0.0.1:{registry_port}"
+        ours = Serdes.avro(SCHEMA, url)
+        encode, decode = ours.serializer_for("orders"), ours.deserializer_for("orders")
+        with SchemaRegistryClient({"url": url}) as client:
+            serializer = AvroSerializer(client, json.dumps(SCHEMA))
+            deserializer = AvroDeserializer(client)
+            ctx = SerializationContext("orders", MessageField.VALUE)
 
-                def headrace_roundtrip(value: dict[str, Any]) -> Any:
-                    return decode(encode(value))
+            def headrace_roundtrip(value: dict[str, Any]) -> Any:
+                return decode(encode(value))
 
-                def confluent_roundtrip(value: dict[str, Any]) -> Any:
-                    return deserializer(serializer(value, ctx), ctx)
+            def confluent_roundtrip(value: dict[str, Any]) -> Any:
+                return deserializer(serializer(value, ctx), ctx)
 
-                assert headrace_roundtrip(values[1]) == confluent_roundtrip(values[1])
-                best = {"headrace": 0.0, "confluent-kafka": 0.0}
-                for _ in range(args.rounds):
-                    best["headrace"] = max(best["headrace"], timed(headrace_roundtrip, values))
-                    best["confluent-kafka"] = max(
-                        best["confluent-kafka"], timed(confluent_roundtrip, values)
-                    )
-        finally:
-            broker.terminate()
-            broker.wait(30)
+            assert headrace_roundtrip(values[1]) == confluent_roundtrip(values[1])
+            best = {"headrace": 0.0, "confluent-kafka": 0.0}
+            for _ in range(args.rounds):
+                best["headrace"] = max(best["headrace"], timed(headrace_roundtrip, values))
+                best["confluent-kafka"] = max(
+                    best["confluent-kafka"], timed(confluent_roundtrip, values)
+                )
     for name, rate in best.items():
         print(f"{name:16} {rate:12,.0f} records/s (serialize + deserialize, best of {args.rounds})")
     print(f"ratio headrace / confluent-kafka: {best['headrace'] / best['confluent-kafka']:.2f}x")

@@ -51,22 +51,26 @@ def broker_process(
             cwd=ROOT,
         )
         try:
-            _wait_listening(port, broker, timeout)
+            wait_port(port, timeout, broker)
             yield f"127.0.0.1:{port}"
         finally:
             broker.send_signal(signal.SIGTERM)
             broker.wait(30)
 
 
-def _wait_listening(port: int, broker: subprocess.Popen[bytes], timeout: float) -> None:
+def wait_port(
+    port: int, timeout: float = 60, broker: subprocess.Popen[bytes] | None = None
+) -> None:
+    """Wait until something accepts connections on loopback ``port`` (the broker, or a
+    service beside it), failing early if ``broker`` has exited."""
     deadline = time.monotonic() + timeout
     while True:
-        if broker.poll() is not None:
+        if broker is not None and broker.poll() is not None:
             raise RuntimeError(f"the broker exited with {broker.returncode}; see broker.log")
         try:
             socket.create_connection(("127.0.0.1", port), 0.2).close()
             return
         except OSError:
             if time.monotonic() > deadline:
-                raise RuntimeError("the broker did not start; see broker.log") from None
+                raise RuntimeError(f"nothing listens on port {port}; see broker.log") from None
             time.sleep(0.05)
