@@ -47,7 +47,12 @@ static int fail(Walk *w, const char *message) {
 }
 
 /* A zigzag varint of at most INT32_BYTES bytes at w->pos, inside the int32 range. */
-static int read_varint(Walk *w, int64_t *value) {
+static inline int read_varint(Walk *w, int64_t *value) {
+    if (w->pos < w->n && w->data[w->pos] < 0x80) { /* one byte: nearly every field */
+        unsigned char byte = w->data[w->pos++];
+        *value = (int64_t)(byte >> 1) ^ -(int64_t)(byte & 1);
+        return 0;
+    }
     uint64_t raw = 0;
     for (int i = 0; i < INT32_BYTES; i++) {
         if (w->pos >= w->n) {
