@@ -67,7 +67,8 @@ def walkers(python: str) -> list[str | None]:
         "    if w.record_walker() == name:\n"
         "        print(name)\n"
     )
-    found = subprocess.run([python, "-c", program], capture_output=True, text=True)
+    # run from "/", not a checkout, whose folders `-c` would import before the install
+    found = subprocess.run([python, "-c", program], capture_output=True, text=True, cwd="/")
     return list(found.stdout.split()) if found.returncode == 0 else [None]
 
 
@@ -97,8 +98,8 @@ def main() -> None:
         f" {args.records:,} records, best of {args.repeats} (CPU us a record)"
     )
     pythons = [("this checkout", sys.executable)]
-    if args.baseline_python:
-        pythons.append((args.baseline_python, args.baseline_python))
+    if args.baseline_python:  # absolute: walkers() runs it from "/"
+        pythons.append((args.baseline_python, os.path.abspath(args.baseline_python)))
     for values in VALUES:
         for name, python in pythons:
             for walker in walkers(python):

@@ -65,6 +65,7 @@ def headrace_broker(fsync: str, *options: str, python: str = sys.executable) -> 
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        cwd=data,  # not a checkout, whose folders `-m` would import before the install
     )
     try:
         wait_listening(port, proc)
@@ -252,12 +253,36 @@ def main() -> None:
     )
 
 
+def record_walker(python: str) -> str:
+    """The record walker the broker that ``python`` runs picks at start-up, as it logs it
+    (for older checkouts, what they walked records with)."""
+    program = (
+        "try:\n"
+        "    from headrace.log_broker._record_walk import record_walker\n"
+        "except ImportError:\n"
+        "    try:\n"
+        "        from headrace.log_broker import _record_walk\n"
+        "    except ImportError:\n"
+        "        print('none (no record checks)')\n"
+        "    else:\n"
+        "        print('aiokafka where screened, else python (no compiled walker)')\n"
+        "else:\n"
+        "    print(record_walker())\n"
+    )
+    found = subprocess.run([python, "-c", program], capture_output=True, text=True, cwd="/")
+    return found.stdout.strip() or found.stderr.strip()
+
+
 def compare_with_baseline(args: argparse.Namespace) -> None:
     """The same broker before and after a change, alternating, fsync on for both."""
+    # Brokers run from their data directories: a relative path would not find the other.
+    args.baseline_python = os.path.abspath(args.baseline_python)
     print(
         f"{args.records:,} records of {args.size} bytes, {PARTITIONS} partitions: headrace"
         f" against the headrace of {args.baseline_python}"
     )
+    for name, python in (("before", args.baseline_python), ("after", sys.executable)):
+        print(f"{name}: records walked by {record_walker(python)}")
     before, after = [], []
     for _ in range(args.rounds):
         before.append(
