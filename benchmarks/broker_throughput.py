@@ -25,7 +25,7 @@ from statistics import median
 TOPIC = "bench"
 PARTITIONS = 3
 # The process of each running headrace broker by its address: its CPU time per produced
-# record is a figure the machine's load hardly moves, unlike records per second.
+# record leaves out the time it waited for a core, which records per second include.
 BROKER_PIDS: dict[str, int] = {}
 
 
