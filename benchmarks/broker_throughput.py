@@ -24,6 +24,9 @@ from statistics import median
 
 TOPIC = "bench"
 PARTITIONS = 3
+# The process of each running headrace broker by its address: its CPU time per produced
+# record leaves out the time it waited for a core, which records per second include.
+BROKER_PIDS: dict[str, int] = {}
 
 
 def free_port() -> int:
@@ -65,11 +68,15 @@ def headrace_broker(fsync: str, *options: str, python: str = sys.executable) -> 
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        cwd=data,  # not a checkout, whose folders `-m` would import before the install
     )
+    address = f"127.0.0.1:{port}"
     try:
         wait_listening(port, proc)
-        yield f"127.0.0.1:{port}"
+        BROKER_PIDS[address] = proc.pid
+        yield address
     finally:
+        BROKER_PIDS.pop(address, None)
         proc.terminate()
         proc.wait(30)
         shutil.rmtree(data, ignore_errors=True)
@@ -194,19 +201,34 @@ def consume(
     return elapsed
 
 
+def broker_cpu_seconds(bs: str) -> float:
+    """CPU time (user and system) the headrace broker at ``bs`` has used; NaN for others."""
+    import psutil
+
+    pid = BROKER_PIDS.get(bs)
+    if pid is None:
+        return float("nan")
+    times = psutil.Process(pid).cpu_times()
+    return float(times.user + times.system)
+
+
 def measure(
     name: str, broker: object, records: int, size: int, random_values: bool = False
-) -> tuple[float, float]:
+) -> tuple[float, float, float]:
+    """Produce and consume rates (records/s) and the broker's CPU us per produced record."""
     with broker as bs:  # type: ignore[attr-defined]
         create_topic(bs)
+        cpu = broker_cpu_seconds(bs)
         p = produce(bs, records, size, random_values=random_values)
+        cpu = (broker_cpu_seconds(bs) - cpu) / records * 1e6
         c = consume(bs, records)
     print(
         f"{name:<22} produce {records / p:>10,.0f} rec/s ({records * size / p / 2**20:6.1f}"
-        f" MiB/s)   consume {records / c:>10,.0f} rec/s ({records * size / c / 2**20:6.1f} MiB/s)",
+        f" MiB/s, broker CPU {cpu:5.2f} us/rec)   consume {records / c:>10,.0f} rec/s"
+        f" ({records * size / c / 2**20:6.1f} MiB/s)",
         flush=True,
     )
-    return records / p, records / c
+    return records / p, records / c, cpu
 
 
 def main() -> None:
@@ -252,12 +274,36 @@ def main() -> None:
     )
 
 
+def record_walker(python: str) -> str:
+    """The record walker the broker that ``python`` runs picks at start-up, as it logs it
+    (for older checkouts, what they walked records with)."""
+    program = (
+        "try:\n"
+        "    from headrace.log_broker._record_walk import record_walker\n"
+        "except ImportError:\n"
+        "    try:\n"
+        "        from headrace.log_broker import _record_walk\n"
+        "    except ImportError:\n"
+        "        print('none (no record checks)')\n"
+        "    else:\n"
+        "        print('aiokafka where screened, else python (no compiled walker)')\n"
+        "else:\n"
+        "    print(record_walker())\n"
+    )
+    found = subprocess.run([python, "-c", program], capture_output=True, text=True, cwd="/")
+    return found.stdout.strip() or found.stderr.strip()
+
+
 def compare_with_baseline(args: argparse.Namespace) -> None:
     """The same broker before and after a change, alternating, fsync on for both."""
+    # Brokers run from their data directories: a relative path would not find the other.
+    args.baseline_python = os.path.abspath(args.baseline_python)
     print(
         f"{args.records:,} records of {args.size} bytes, {PARTITIONS} partitions: headrace"
         f" against the headrace of {args.baseline_python}"
     )
+    for name, python in (("before", args.baseline_python), ("after", sys.executable)):
+        print(f"{name}: records walked by {record_walker(python)}")
     before, after = [], []
     for _ in range(args.rounds):
         before.append(
@@ -274,9 +320,11 @@ def compare_with_baseline(args: argparse.Namespace) -> None:
         )
     produce_ratio = median(a[0] / b[0] for a, b in zip(after, before, strict=True))
     consume_ratio = median(a[1] / b[1] for a, b in zip(after, before, strict=True))
+    cpu_ratio = median(b[2] / a[2] for a, b in zip(after, before, strict=True))
     print(
         f"median ratio after/before over {args.rounds} rounds:"
         f"   produce {produce_ratio:.2f}   consume {consume_ratio:.2f}"
+        f"   produce per broker CPU second {cpu_ratio:.2f}"
     )
 
 

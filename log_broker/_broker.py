@@ -119,10 +119,10 @@ class Broker:
         loop = asyncio.get_running_loop()
         if loop.get_exception_handler() is None:  # an embedding program's own one stays
             loop.set_exception_handler(self._rate_limited.loop_exception_handler)
-        # The record checks' compiled decoder loads here, not on the loop at a first produce.
-        from ._record_walk import fast_record_walk  # here: storage imports it first
+        # The record checks' walker loads here, not on the loop at a first produce.
+        from ._record_walk import record_walker  # here: storage imports it first
 
-        await asyncio.to_thread(fast_record_walk)
+        walker = await asyncio.to_thread(record_walker)
         logs = await asyncio.to_thread(
             LogManager.open,
             config.data_dir,
@@ -197,11 +197,12 @@ class Broker:
         await txn.start()
         self._maintenance = asyncio.create_task(self._maintain())
         log.info(
-            "broker %d listening on %s (data in %s, fsync %s)",
+            "broker %d listening on %s (data in %s, fsync %s, records walked by %s)",
             config.node_id,
             ", ".join(f"{b.name}://{b.host}:{b.port}" for b in bound),
             config.data_dir,
             "on" if config.fsync else "off",
+            walker,
         )
 
     async def _listen(self, listener: Listener, security: BrokerSecurity, router: Any) -> Listener:

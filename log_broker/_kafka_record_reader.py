@@ -1,5 +1,5 @@
-"""Records read exactly as Kafka reads them, in Python: the reference the compiled walk
-(``_record_walk``) is held to, and the walk for the batches it cannot vouch for.
+"""Records read exactly as Kafka reads them, in Python: the specification the compiled
+walkers (``_record_walk``) are held to, and the walk where none of them can run.
 
 Kafka's ``DefaultRecord.readFrom`` reads a record as:
 

@@ -1,78 +1,56 @@
-"""Walk every record of an uncompressed batch body in C: aiokafka's Cython decoder.
+"""Walk every record of an uncompressed batch body with the fastest exact walker here.
 
-This is the one module of the broker that touches aiokafka's private names. Checking
-a produced batch record by record in Python costs about 1.3 us a record, more than
-the rest of a produce; aiokafka's compiled ``DefaultRecordBatch`` reads the same
-fields in about 0.05 us. ``fast_record_walk()`` reports whether it is in use; without it
-``check_records`` falls back to Kafka's reading in Python (``_kafka_record_reader``).
+Three walkers read records as Kafka does (``_kafka_record_reader`` is the
+specification). Which one runs is settled when this module is imported, and
+``record_walker()`` names it (the broker logs it at start-up):
 
-Nothing per record is kept: the decoder's record objects are dropped as soon as their
-offset is compared, because keeping 10,000 of them (and their key and value copies)
-costs ten times the walk itself in allocation and garbage collection.
+- ``compiled``: our C extension (``_compiled_record_reader``) reads every body exactly
+  as Kafka does, a few nanoseconds a record. It is built when the package is installed
+  where a C compiler is, and optional, so an install without one still works.
+- ``aiokafka``: without it, aiokafka's compiled decoder (``_aiokafka_record_walk``)
+  walks the bodies a screen proves it reads as Kafka does, and the Python reading
+  (about 0.9 us a record) reads the others: random or compressed-looking values.
+- ``python``: the Python reading alone, where aiokafka lacks its extensions too.
 
-aiokafka's decoder reads two things differently from Kafka: a record's attributes
-byte (an int8) as a varint, and every int32 varint (lengths, offsetDelta, header
-count) with up to ten bytes where Kafka stops at five. So the compiled walk only runs
-on bodies where both readings are provably the same, which ``_reads_as_kafka`` checks:
-no run of five bytes with the top bit set anywhere (so no varint is longer than five
-bytes; a translate and a find, at memory speed), and, found by hopping from record
-length to record length in Python (about 0.1 us a record, the one per-record Python
-cost of a produce), no attributes byte with its top bit set. Any other body (random or
-compressed-looking values nearly always have such runs) is read by
-``_kafka_record_reader``, Kafka's reading in Python, several times slower but exact. A record attributes byte with its top bit set is refused either way
-(INVALID_RECORD): Kafka defines no record attribute and no client writes one, and
-stored it would stop every aiokafka consumer, ours included, at that offset.
-
-aiokafka's decoder reads up to ten bytes past a varint it starts near the end of its
-buffer, so the walk always hands it a private copy followed by zero padding: a zero
-byte ends any varint, and every read past the end then fails a bounds check.
+Every walker refuses a record attributes byte with its top bit set (INVALID_RECORD):
+Kafka defines no record attribute and no client writes one, and stored it would stop
+every aiokafka consumer, ours included, at that offset.
 """
 
 from __future__ import annotations
 
 import struct
-from operator import attrgetter
-from typing import Any
 
-from ._kafka_record_reader import read_records
-from .storage._errors import CorruptRecordError, InvalidRecordError
+from . import _aiokafka_record_walk, _compiled_record_reader
+from ._kafka_record_reader import RecordFacts, read_records
+from .storage._errors import InvalidRecordError
 
-__all__ = ["check_records", "fast_record_walk"]
+__all__ = ["AIOKAFKA", "COMPILED", "PYTHON", "check_records", "record_walker"]
 
-_NOT_LOADED: Any = object()
-# Loaded on first use: importing the broker must not load the application side's
-# Kafka client (tests/test_package_surface.py).
-_CDefaultRecordBatch: Any = _NOT_LOADED
+COMPILED = "compiled"
+AIOKAFKA = "aiokafka"
+PYTHON = "python"
 
+_read_compiled = _compiled_record_reader.load()
+# Settled once, here (tests set it to run a case with each walker).
+_walker = COMPILED if _read_compiled is not None else AIOKAFKA
 
-def fast_record_walk() -> bool:
-    """Load aiokafka's compiled decoder if not yet tried; whether it is in use."""
-    global _CDefaultRecordBatch
-    if _CDefaultRecordBatch is _NOT_LOADED:
-        try:
-            from aiokafka.record._crecords import DefaultRecordBatch
-        except ImportError:  # pragma: no cover - aiokafka built without its extensions
-            DefaultRecordBatch = None
-        _CDefaultRecordBatch = DefaultRecordBatch
-    return _CDefaultRecordBatch is not None
-
-
-_PADDING = bytes(32)
-_HEADER_SIZE = 61
 _COUNT_AT = 57
 _COUNT = struct.Struct(">i")
-_offset = attrgetter("offset")
-_key = attrgetter("key")
 
 OUT_OF_ORDER = "record offset deltas are not 0, 1, 2, ... up to lastOffsetDelta"
 KEYLESS = "Compacted topic cannot accept message without key"
 ATTRIBUTES = "a record attributes byte has its top bit set (Kafka defines no record attribute)"
-# Bytes with the top bit set become 1, the others 0: five 1s in a row are where a
-# varint longer than Kafka reads could start. Translate and find run at memory speed
-# (a regular expression takes ten times as long; and 1, not 0x80, because find's
-# skip table cannot tell 0x80 from 0).
-_TOP_BITS = bytes(1 if byte & 0x80 else 0 for byte in range(256))
-_FIVE_TOP_BITS = b"\x01" * 5
+
+
+def record_walker() -> str:
+    """The walker that reads produced records (module docstring). For ``aiokafka`` its
+    decoder is loaded here, so that no produce pays for loading it."""
+    if _walker == COMPILED and _read_compiled is not None:
+        return COMPILED
+    if _walker != PYTHON and _aiokafka_record_walk.loaded():
+        return AIOKAFKA
+    return PYTHON
 
 
 def check_records(
@@ -92,64 +70,20 @@ def check_records(
     no key.
     """
     count = _COUNT.unpack_from(header, _COUNT_AT)[0]
-    if not fast_record_walk() or not _reads_as_kafka(body, count):
-        _check_exactly(body, count, require_keys=require_keys)
-        return
-    buf = bytearray(len(header) + len(body) + len(_PADDING))
-    buf[:_HEADER_SIZE] = header
-    buf[_HEADER_SIZE : _HEADER_SIZE + len(body)] = body
-    try:
-        records = _CDefaultRecordBatch(memoryview(buf)[: _HEADER_SIZE + len(body)])
-        if require_keys:  # compacted topics only: keeping the records costs more
-            kept = list(records)
-            in_order = list(map(_offset, kept)) == list(range(len(kept)))
-            keyless = None in map(_key, kept)
-        else:
-            # Drains the decoder, which also checks for left-over bytes; the records
-            # themselves are dropped one by one.
-            offsets = list(map(_offset, records))
-            in_order = offsets == list(range(len(offsets)))
-            keyless = False
-    except Exception as exc:  # anything the decoder raises means the bytes are bad
-        raise CorruptRecordError(f"malformed record: {exc}") from exc
-    if not in_order:
-        raise InvalidRecordError(OUT_OF_ORDER)
-    if keyless:
-        raise InvalidRecordError(KEYLESS)
+    if _walker == COMPILED and _read_compiled is not None:
+        facts = _read_compiled(body, count)
+    elif (
+        _walker != PYTHON
+        and _aiokafka_record_walk.loaded()
+        and _aiokafka_record_walk.reads_as_kafka(body, count)
+    ):
+        facts = _aiokafka_record_walk.read_records(header, body, need_keys=require_keys)
+    else:
+        facts = read_records(bytes(body), count)
+    _raise_for(facts, require_keys=require_keys)
 
 
-def _reads_as_kafka(body: bytes | bytearray | memoryview, count: int) -> bool:
-    """Whether aiokafka's decoder reads ``body`` as Kafka does (module docstring): no
-    over-long varint can hide in it, and every record's attributes byte, found by
-    hopping over record lengths, is below 0x80. False also for bodies the hop cannot
-    cross (a length over two bytes, a hop past the end): the exact walk then reads them.
-
-    Kept to a few operations a record, the hop reads a length as if it were positive:
-    a negative one (odd before zigzag) only misplaces the hop, and both decoders refuse
-    the batch for it anyway."""
-    data = bytes(body)  # indexing bytes is several times quicker than a memoryview
-    if data.translate(_TOP_BITS).find(_FIVE_TOP_BITS) >= 0:
-        return False
-    pos = 0
-    try:
-        for _ in range(count):
-            byte = data[pos]
-            if byte < 0x80:  # a one-byte length, then the attributes byte
-                if data[pos + 1] >= 0x80:
-                    return False
-                pos += 1 + (byte >> 1)
-            else:  # a two-byte length (records under 8 KiB), then the attributes
-                low = data[pos + 1]
-                if low >= 0x80 or data[pos + 2] >= 0x80:
-                    return False
-                pos += 2 + (((byte & 0x7F) | (low << 7)) >> 1)
-    except IndexError:
-        return False
-    return pos == len(data)
-
-
-def _check_exactly(body: bytes | bytearray | memoryview, count: int, *, require_keys: bool) -> None:
-    facts = read_records(bytes(body), count)
+def _raise_for(facts: RecordFacts, *, require_keys: bool) -> None:
     if not facts.in_order:
         raise InvalidRecordError(OUT_OF_ORDER)
     if not facts.attributes_ok:

@@ -200,6 +200,19 @@ def test_the_distribution_puts_only_headrace_at_the_top_of_site_packages(
         assert not (site / layer).exists(), layer
 
 
+def test_the_wheel_walks_produced_records_in_c(installed: Installed) -> None:
+    """Built where a C compiler is, the wheel carries the broker's compiled record walker
+    (an optional extension: without a compiler the build leaves it out)."""
+    assert list((installed.site_packages / "headrace" / "log_broker").glob("_crecord_walk.*.so"))
+    result = installed.run(
+        "python",
+        "-c",
+        "from headrace.log_broker._record_walk import record_walker; print(record_walker())",
+    )
+    _must(result, "record_walker()")
+    assert result.stdout.strip() == "compiled"
+
+
 def test_headrace_demo_runs_from_the_wheel(installed: Installed) -> None:
     result = installed.run("headrace", "demo", "--no-spark", timeout=120)
     _must(result, "headrace demo --no-spark")

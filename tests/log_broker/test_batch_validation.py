@@ -15,14 +15,13 @@ from headrace.log_broker.storage import PartitionLog, StorageError, TopicConfig
 CASES = malformed()
 
 
-@pytest.fixture(params=["compiled", "python"])
+@pytest.fixture(params=[_record_walk.COMPILED, _record_walk.AIOKAFKA, _record_walk.PYTHON])
 def walker(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Run each case with aiokafka's compiled walker and with the Python fallback."""
-    if request.param == "python":
-        monkeypatch.setattr(_record_walk, "_CDefaultRecordBatch", None)
-    else:
-        assert _record_walk.fast_record_walk(), "aiokafka's compiled record decoder is missing"
-    return str(request.param)
+    """Run each case with every record walker the broker may use (``_record_walk``)."""
+    name = str(request.param)
+    monkeypatch.setattr(_record_walk, "_walker", name)
+    assert _record_walk.record_walker() == name, f"the {name} record walker is missing"
+    return name
 
 
 def open_log(tmp_path: Path, compact: bool = False) -> PartitionLog:
@@ -88,8 +87,8 @@ def _all(log: PartitionLog) -> list[_records.Record]:
 
 
 def test_binary_values_and_headers_are_read_exactly_and_pass(tmp_path: Path, walker: str) -> None:
-    # Random bytes hold runs of high bytes, so these take Kafka's reading in Python
-    # (_kafka_record_reader) even where the compiled walk is in use.
+    # Random bytes hold runs of high bytes, so the aiokafka walker leaves these to
+    # Kafka's reading in Python (_kafka_record_reader); the compiled one reads them all.
     values = [bytes((i * 131 + j * 17) % 256 for j in range(300)) for i in range(50)]
     records = [
         _records.Record(i, 1_000 + i, b"k", v, (("h\u00e9", b"\xff" * 9), ("n", None)))
