@@ -38,6 +38,10 @@ from . import (
     produce,
     sasl_authenticate,
     sasl_handshake,
+    share_acknowledge,
+    share_fetch,
+    share_group_describe,
+    share_group_heartbeat,
     sync_group,
     txn_offset_commit,
 )
@@ -82,6 +86,10 @@ def build_router() -> Router:
         describe_transactions.ROUTE,
         describe_log_dirs.ROUTE,
         list_transactions.ROUTE,
+        share_group_heartbeat.ROUTE,
+        share_group_describe.ROUTE,
+        share_fetch.ROUTE,
+        share_acknowledge.ROUTE,
     ):
         router.add(route)
     router.add(api_versions.route(router))

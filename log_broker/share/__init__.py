@@ -9,8 +9,11 @@ each record is acquired by one member at a time, under a lock, until acknowledge
 - ``_service``: the coordinator wired to the logs (reads, persistence, timers).
 """
 
+from ._config import BROKER_CONFIG_NAMES as BROKER_CONFIG_NAMES
 from ._config import GROUP_CONFIG_NAMES as GROUP_CONFIG_NAMES
 from ._config import SHARE_STATE_TOPIC as SHARE_STATE_TOPIC
 from ._config import PartitionRules as PartitionRules
 from ._config import ShareConfig as ShareConfig
+from ._config import share_from_properties as share_from_properties
 from ._errors import ShareError as ShareError
+from ._service import ShareService as ShareService

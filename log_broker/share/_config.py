@@ -84,3 +84,45 @@ class ShareConfig:
             "cleanup.policy": "compact",
             "segment.bytes": str(self.state_topic_segment_bytes),
         }
+
+
+# server.properties key -> (ShareConfig or PartitionRules field, is a rule)
+_BROKER_KEYS = {
+    "group.share.record.lock.duration.ms": ("lock_duration_ms", True),
+    "group.share.delivery.count.limit": ("delivery_count_limit", True),
+    "group.share.partition.max.record.locks": ("max_in_flight_records", True),
+    "share.auto.offset.reset": ("auto_offset_reset", True),
+    "group.share.session.timeout.ms": ("session_timeout_ms", False),
+    "group.share.heartbeat.interval.ms": ("heartbeat_interval_ms", False),
+    "group.share.max.size": ("max_group_members", False),
+    "group.share.max.share.sessions": ("max_sessions", False),
+}
+BROKER_CONFIG_NAMES = frozenset(_BROKER_KEYS)
+
+
+def share_from_properties(props: Mapping[str, str]) -> ShareConfig:
+    """The broker-wide share settings in server.properties (Kafka's key names)."""
+    rules: dict[str, object] = {}
+    plain: dict[str, object] = {}
+    for key, (field, is_rule) in _BROKER_KEYS.items():
+        if key not in props:
+            continue
+        raw = props[key].strip()
+        if field == "auto_offset_reset":
+            if raw not in (EARLIEST, LATEST):
+                raise ValueError(f"{key}: must be {EARLIEST} or {LATEST}, not {raw!r}")
+            value: object = raw
+        else:
+            try:
+                value = int(raw)
+            except ValueError:
+                raise ValueError(f"{key}: cannot read {raw!r}") from None
+            if int(raw) <= 0:
+                raise ValueError(f"{key}: must be positive")
+        (rules if is_rule else plain)[field] = value
+    base = ShareConfig()
+    return dataclasses.replace(
+        base,
+        rules=dataclasses.replace(base.rules, **rules),  # type: ignore[arg-type]
+        **plain,  # type: ignore[arg-type]
+    )

@@ -69,8 +69,9 @@ class ShareCoordinator:
         finally:
             if not group.members and group_id not in self.group_configs:
                 del self.groups[group_id]  # nothing left to describe but its share partitions
-        if result.member_epoch < 0:
-            self.member_gone(group_id, request.member_id)
+        # A member leaving keeps its share session and locks: its last acknowledgements
+        # travel on another connection and may arrive after the leave; the session's
+        # close (epoch -1) releases the rest, or the locks run out.
         return result
 
     def member_gone(self, group_id: str, member_id: str) -> None:

@@ -3,6 +3,7 @@
 ShareError
 ├── InvalidShareConfigError     a group config value out of range (INVALID_CONFIG)
 ├── InvalidRecordStateError     acknowledging records not acquired by the member
+├── UnknownSharePartitionError  acknowledging records of a partition that does not exist
 ├── UnknownShareMemberError     a heartbeat from a member the group does not know
 ├── FencedShareMemberError      a heartbeat with an epoch ahead of the member's
 ├── ShareGroupFullError         group.share.max.size members already
@@ -27,6 +28,10 @@ class InvalidShareConfigError(ShareError, ValueError):
 
 class InvalidRecordStateError(ShareError):
     code = ErrorCode.invalid_record_state
+
+
+class UnknownSharePartitionError(ShareError):
+    code = ErrorCode.unknown_topic_or_partition
 
 
 class UnknownShareMemberError(ShareError):

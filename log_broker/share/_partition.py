@@ -135,6 +135,8 @@ class SharePartition:
         now_ms: int,
         max_records: int,
         new_batches: Iterable[tuple[int, int]] = (),
+        *,
+        record_limit: bool = False,
     ) -> list[Acquired]:
         """Lock records for ``member`` until ``now + lock duration``.
 
@@ -143,7 +145,8 @@ class SharePartition:
         (the (first, last) offsets of the log's batches from ``end_offset`` on), whole
         batches at a time, while the in-flight bound allows (at least one batch when
         nothing is in flight, so a batch larger than the bound still moves). Stops once
-        ``max_records`` are taken, except to finish a batch.
+        ``max_records`` are taken, except to finish a batch; with ``record_limit``
+        (ShareFetch v2's record-limit mode) never more, even within a batch.
         """
         self.expire(now_ms)
         deadline = now_ms + self.rules.lock_duration_ms
@@ -163,6 +166,8 @@ class SharePartition:
             if len(taken) >= max_records:
                 break
             first = max(first, self.end_offset)
+            if record_limit:
+                last = min(last, first + max_records - len(taken) - 1)
             if last < first:
                 continue
             size = last - first + 1

@@ -70,6 +70,9 @@ class ShareSessions:
         session.next_epoch = 1 if epoch == _MAX_EPOCH else epoch + 1
         return session
 
+    def get(self, group_id: str, member_id: str) -> ShareSession | None:
+        return self._sessions.get((group_id, member_id))
+
     def close(self, group_id: str, member_id: str) -> ShareSession | None:
         return self._sessions.pop((group_id, member_id), None)
 
