@@ -20,6 +20,7 @@ from . import (
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    describe_share_group_offsets,
     describe_transactions,
     describe_user_scram_credentials,
     end_txn,
@@ -90,6 +91,7 @@ def build_router() -> Router:
         share_group_describe.ROUTE,
         share_fetch.ROUTE,
         share_acknowledge.ROUTE,
+        describe_share_group_offsets.ROUTE,
     ):
         router.add(route)
     router.add(api_versions.route(router))

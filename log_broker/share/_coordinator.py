@@ -19,8 +19,21 @@ from dataclasses import dataclass
 from ._codec import StateKey
 from ._config import EARLIEST, PartitionRules, ShareConfig, rules_with
 from ._group import HeartbeatRequest, HeartbeatResult, PartitionCounts, ShareGroup
-from ._partition import SharePartition, Snapshot
+from ._partition import FINAL, RecordState, SharePartition, Snapshot
 from ._sessions import ShareSession, ShareSessions
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionSummary:
+    """One share partition of a group, as described to tools."""
+
+    topic_id: uuid.UUID
+    partition: int
+    start_offset: int
+    # Records from the start offset on that are finished (acknowledged or archived).
+    finished: int
+    # Records acquired by members right now (0 for a share partition not yet loaded).
+    acquired: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +164,31 @@ class ShareCoordinator:
 
     def restored_snapshot(self, key: StateKey) -> Snapshot | None:
         return self._restored.get(key)
+
+    def summaries(self, group_id: str) -> list[PartitionSummary]:
+        out = [
+            PartitionSummary(
+                key.topic_id,
+                key.partition,
+                p.start_offset,
+                p.count(RecordState.ACKNOWLEDGED) + p.count(RecordState.ARCHIVED),
+                p.count(RecordState.ACQUIRED),
+            )
+            for key, p in self.partitions.items()
+            if key.group_id == group_id
+        ]
+        out.extend(
+            PartitionSummary(
+                key.topic_id,
+                key.partition,
+                s.start_offset,
+                sum(r.last_offset - r.first_offset + 1 for r in s.ranges if r.state in FINAL),
+                0,
+            )
+            for key, s in self._restored.items()
+            if key.group_id == group_id
+        )
+        return sorted(out, key=lambda p: (str(p.topic_id), p.partition))
 
     def forget_topic(self, topic_id: uuid.UUID) -> None:
         for key in [k for k in self.partitions if k.topic_id == topic_id]:

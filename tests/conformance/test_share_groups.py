@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from brokerproc import BrokerProcess, free_port
+from clirun import headrace
 from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
 
 MEMBER = Path(__file__).with_name("share_member.py")
@@ -222,3 +223,46 @@ def test_a_broker_killed_after_an_acknowledgement_loses_none(tmp_path: Path) -> 
     assert accepted and holding
     assert sorted(got) == holding, "acknowledged records stay acknowledged; held ones return"
     assert set(got.values()) == {2}
+
+
+def test_groups_describe_and_list_show_a_share_group(
+    share_broker: BrokerProcess, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bootstrap, topic = share_broker.bootstrap, "share-described"
+    produce(bootstrap, topic, 10, 10)
+    consumer = share_consumer(bootstrap, "described", **{"share.acknowledgement.mode": "explicit"})
+    consumer.subscribe([topic])
+    try:
+        messages: list[Any] = []
+        poll_until(consumer, lambda: len(messages) >= 10, 20, messages.append)
+        for message in messages[:4]:
+            consumer.acknowledge(message, AcknowledgeType.ACCEPT)
+        consumer.commit_sync(10)  # 0..3 accepted, 4..9 still acquired
+        described = headrace(
+            capsys,
+            "groups",
+            "describe",
+            "described",
+            "--bootstrap-servers",
+            bootstrap,
+            "-o",
+            "json",
+        )
+        table = headrace(
+            capsys, "groups", "describe", "described", "--bootstrap-servers", bootstrap
+        )
+        listed = headrace(capsys, "groups", "list", "--bootstrap-servers", bootstrap, "-o", "json")
+    finally:
+        for message in messages[4:]:
+            consumer.acknowledge(message, AcknowledgeType.RELEASE)
+        consumer.close()
+    view = json.loads(described.out)
+    assert (view["type"], view["state"]) == ("share", "Stable")
+    [member] = view["members"]
+    assert member["assignment"] == [{"topic": topic, "partition": 0}]
+    assert view["offsets"] == [{"topic": topic, "partition": 0, "start_offset": 4, "lag": 6}]
+    assert "Share group: described  State: Stable" in table.out
+    assert "START-OFFSET" in table.out and member["member_id"] in table.out
+    rows = {row["group"]: row for row in json.loads(listed.out)}
+    assert rows["described"]["protocol_type"] == "share"
+    assert rows["described"]["members"] == 1
