@@ -8,7 +8,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from .._state import BrokerState
-from ..share import ShareError
+from ..share import GROUP_CONFIG_NAMES, ShareError
 from ..share._service import ShareService
 
 
@@ -29,3 +29,29 @@ def message_of(error: Exception | None) -> str | None:
 def topic_names(service: ShareService, topic_ids: Any) -> dict[uuid.UUID, str | None]:
     """Each requested topic id and its topic's name (None: no such topic)."""
     return {t: service.topic_name(t) for t in topic_ids if t is not None}
+
+
+GROUP_RESOURCE = 32  # DescribeConfigs' and AlterConfigs' resource type for a group
+_SET, _DELETE = 0, 1
+
+
+async def alter_share_group_config(
+    state: BrokerState, resource: Any, validate_only: bool
+) -> tuple[ErrorCode, str | None]:
+    """IncrementalAlterConfigs on a GROUP resource: set or delete ``share.*`` configs."""
+    service = share_service(state)
+    overrides = service.group_config(resource.resource_name)
+    for change in resource.configs:
+        if change.name not in GROUP_CONFIG_NAMES:
+            return ErrorCode.invalid_config, f"{change.name} is not a share group config"
+        if change.config_operation == _SET and change.value is not None:
+            overrides[change.name] = change.value
+        elif change.config_operation == _DELETE:
+            overrides.pop(change.name, None)
+        else:
+            return ErrorCode.invalid_config, f"{change.name}: only SET and DELETE apply"
+    try:
+        await service.set_group_config(resource.resource_name, overrides, validate_only)
+    except ShareError as exc:
+        return exc.code, str(exc)
+    return ErrorCode.none, None

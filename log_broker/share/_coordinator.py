@@ -45,13 +45,20 @@ class LogBounds:
 
 
 class ShareCoordinator:
-    def __init__(self, config: ShareConfig, restored: Mapping[StateKey, Snapshot]) -> None:
+    def __init__(
+        self,
+        config: ShareConfig,
+        restored: Mapping[StateKey, Snapshot],
+        group_configs: Mapping[str, Mapping[str, str]] | None = None,
+    ) -> None:
         self.config = config
         self.groups: dict[str, ShareGroup] = {}
         self.sessions = ShareSessions(config.max_sessions)
         self.partitions: dict[StateKey, SharePartition] = {}
         # Per-group overrides of the share.* configs (IncrementalAlterConfigs).
-        self.group_configs: dict[str, dict[str, str]] = {}
+        self.group_configs: dict[str, dict[str, str]] = {
+            g: dict(c) for g, c in (group_configs or {}).items()
+        }
         self._restored = dict(restored)
         self._dirty: set[StateKey] = set()
 
@@ -64,7 +71,10 @@ class ShareCoordinator:
         """Replace a group's overrides (validated first: raises InvalidShareConfigError).
         Share partitions read from now on use them; locks already taken keep theirs."""
         rules = rules_with(self.config.rules, overrides)
-        self.group_configs[group_id] = dict(overrides)
+        if overrides:
+            self.group_configs[group_id] = dict(overrides)
+        else:
+            self.group_configs.pop(group_id, None)
         for key, partition in self.partitions.items():
             if key.group_id == group_id:
                 partition.rules = rules

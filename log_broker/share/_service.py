@@ -28,8 +28,18 @@ from headrace.base import Clock, SystemClock
 from .. import _records
 from .._notify import AppendNotifier
 from ..storage import GroupSyncer, LogManager, PartitionLog, StorageError, Topic
-from ._codec import StateKey, decode_key, decode_snapshot, encode_key, encode_snapshot
-from ._config import SHARE_STATE_TOPIC, ShareConfig
+from ._codec import (
+    ConfigKey,
+    StateKey,
+    decode_configs,
+    decode_key,
+    decode_snapshot,
+    encode_config_key,
+    encode_configs,
+    encode_key,
+    encode_snapshot,
+)
+from ._config import SHARE_STATE_TOPIC, ShareConfig, rules_with
 from ._coordinator import LogBounds, ShareCoordinator
 from ._errors import ShareError, UnknownSharePartitionError
 from ._group import HeartbeatRequest, HeartbeatResult
@@ -57,9 +67,17 @@ class Delivery:
     acquired: list[Acquired]
 
 
-def replay_state(partitions: Iterable[PartitionLog]) -> dict[StateKey, Snapshot]:
-    """The latest snapshot of every share partition in ``__share_group_state``."""
+@dataclass
+class Replayed:
+    snapshots: dict[StateKey, Snapshot]
+    group_configs: dict[str, dict[str, str]]
+
+
+def replay_state(partitions: Iterable[PartitionLog]) -> Replayed:
+    """The latest snapshot of every share partition and the config overrides of every
+    share group in ``__share_group_state``."""
     latest: dict[StateKey, Snapshot] = {}
+    configs: dict[str, dict[str, str]] = {}
     for partition in partitions:
         offset, end = partition.log_start_offset, partition.log_end_offset
         while offset < end:
@@ -71,7 +89,12 @@ def replay_state(partitions: Iterable[PartitionLog]) -> dict[StateKey, Snapshot]
                         continue
                     try:
                         key = decode_key(record.key)
-                        if record.value is None:
+                        if isinstance(key, ConfigKey):
+                            if record.value is None:
+                                configs.pop(key.group_id, None)
+                            else:
+                                configs[key.group_id] = decode_configs(record.value)
+                        elif record.value is None:
                             latest.pop(key, None)
                         else:
                             latest[key] = decode_snapshot(record.value)
@@ -82,7 +105,7 @@ def replay_state(partitions: Iterable[PartitionLog]) -> dict[StateKey, Snapshot]
                 log.warning("%r: no readable batch at offset %d; stopped", partition, offset)
                 break
             offset = following
-    return latest
+    return Replayed(latest, configs)
 
 
 class ShareService:
@@ -124,12 +147,12 @@ class ShareService:
         restored = replay_state(topic.partitions)
         log.info(
             "loaded %d share partition(s) from %s in %.3fs",
-            len(restored),
+            len(restored.snapshots),
             SHARE_STATE_TOPIC,
             time.perf_counter() - started,
         )
         return cls(
-            ShareCoordinator(config, restored),
+            ShareCoordinator(config, restored.snapshots, restored.group_configs),
             logs,
             list(topic.partitions),
             syncer,
@@ -318,6 +341,36 @@ class ShareService:
         self.coordinator.release(group_id, member_id)
         self._persist()
 
+    async def set_group_config(
+        self, group_id: str, overrides: Mapping[str, str], validate_only: bool
+    ) -> None:
+        """Replace a share group's ``share.*`` overrides, durably before returning.
+
+        Raises InvalidShareConfigError (nothing changes) or ShareError (not persisted).
+        """
+        rules_with(self.coordinator.config.rules, overrides)  # validates
+        if validate_only:
+            return
+        target = self._state_log(group_id)
+        now = self.clock.wall_ms()
+        value = encode_configs(dict(overrides)) if overrides else None
+        batch = _records.encode_batch(
+            [_records.Record(0, now, encode_config_key(ConfigKey(group_id)), value)]
+        )
+        try:
+            target.append(bytearray(batch), now_ms=now)
+            await self._syncer.sync(target)
+        except StorageError as exc:
+            raise ShareError(f"share group config not persisted: {exc}") from exc
+        self.coordinator.set_group_config(group_id, overrides)
+
+    def group_config(self, group_id: str) -> dict[str, str]:
+        return dict(self.coordinator.group_configs.get(group_id, {}))
+
+    def _state_log(self, group_id: str) -> PartitionLog:
+        partitions = self._state_partitions
+        return partitions[zlib.crc32(group_id.encode()) % len(partitions)]
+
     # ------------------------------------------------------------------ persistence
 
     def _persist(self) -> tuple[set[PartitionLog], StorageError | None]:
@@ -329,9 +382,7 @@ class ShareService:
             return set(), None
         by_log: dict[PartitionLog, list[tuple[bytes, bytes]]] = {}
         for key, snapshot in dirty:
-            target = self._state_partitions[
-                zlib.crc32(key.group_id.encode()) % len(self._state_partitions)
-            ]
+            target = self._state_log(key.group_id)
             by_log.setdefault(target, []).append((encode_key(key), encode_snapshot(snapshot)))
         now = self.clock.wall_ms()
         written: set[PartitionLog] = set()
