@@ -73,6 +73,8 @@ class ShareConfig:
     heartbeat_interval_ms: int = 5_000
     # group.share.max.size: members per share group.
     max_group_members: int = 200
+    # group.share.max.groups: share groups on this broker (Kafka's default is 10).
+    max_groups: int = 100
     # group.share.max.share.sessions: share sessions (one per member) on this broker.
     max_sessions: int = 2000
     # Partitions of __share_group_state (hashed by group).
@@ -95,6 +97,7 @@ _BROKER_KEYS = {
     "group.share.session.timeout.ms": ("session_timeout_ms", False),
     "group.share.heartbeat.interval.ms": ("heartbeat_interval_ms", False),
     "group.share.max.size": ("max_group_members", False),
+    "group.share.max.groups": ("max_groups", False),
     "group.share.max.share.sessions": ("max_sessions", False),
 }
 BROKER_CONFIG_NAMES = frozenset(_BROKER_KEYS)

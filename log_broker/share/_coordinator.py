@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from ._codec import StateKey
 from ._config import EARLIEST, PartitionRules, ShareConfig, rules_with
+from ._errors import ShareGroupFullError
 from ._group import HeartbeatRequest, HeartbeatResult, PartitionCounts, ShareGroup
 from ._partition import FINAL, RecordState, SharePartition, Snapshot
 from ._sessions import ShareSession, ShareSessions
@@ -71,6 +72,7 @@ class ShareCoordinator:
         """Replace a group's overrides (validated first: raises InvalidShareConfigError).
         Share partitions read from now on use them; locks already taken keep theirs."""
         rules = rules_with(self.config.rules, overrides)
+        self.check_room_for(group_id)
         if overrides:
             self.group_configs[group_id] = dict(overrides)
         else:
@@ -84,6 +86,7 @@ class ShareCoordinator:
     ) -> HeartbeatResult:
         group = self.groups.get(group_id)
         if group is None:
+            self.check_room_for(group_id)
             group = self.groups[group_id] = ShareGroup(
                 group_id, max_members=self.config.max_group_members
             )
@@ -96,6 +99,19 @@ class ShareCoordinator:
         # travel on another connection and may arrive after the leave; the session's
         # close (epoch -1) releases the rest, or the locks run out.
         return result
+
+    def check_room_for(self, group_id: str) -> None:
+        """Raise ShareGroupFullError if ``group_id`` would be one share group too many."""
+        known = self.group_ids()
+        if group_id not in known and len(known) >= self.config.max_groups:
+            raise ShareGroupFullError(
+                f"{self.config.max_groups} share groups exist already (group.share.max.groups)"
+            )
+
+    def group_ids(self) -> set[str]:
+        """Every share group: with members, configs, or share partitions."""
+        keys = [*self.partitions, *self._restored]
+        return set(self.groups) | set(self.group_configs) | {k.group_id for k in keys}
 
     def member_gone(self, group_id: str, member_id: str) -> None:
         """A member left or timed out: close its session, release what it holds."""

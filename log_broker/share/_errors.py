@@ -6,7 +6,7 @@ ShareError
 ├── UnknownSharePartitionError  acknowledging records of a partition that does not exist
 ├── UnknownShareMemberError     a heartbeat from a member the group does not know
 ├── FencedShareMemberError      a heartbeat with an epoch ahead of the member's
-├── ShareGroupFullError         group.share.max.size members already
+├── ShareGroupFullError         group.share.max.size members, or max.groups groups
 ├── ShareSessionNotFoundError   a session epoch > 0 with no open session
 ├── InvalidShareSessionEpochError  an epoch other than the session's next one
 └── ShareSessionLimitError      group.share.max.share.sessions sessions already

@@ -225,9 +225,8 @@ class ShareService:
         return any(k.group_id == group_id for k in keys)
 
     def group_ids(self) -> list[str]:
-        """Every share group: with members, or with share partitions only."""
-        keys = [*self.coordinator.partitions, *self.coordinator.restored_keys()]
-        return sorted(set(self.coordinator.groups) | {k.group_id for k in keys})
+        """Every share group: with members, configs, or share partitions."""
+        return sorted(self.coordinator.group_ids())
 
     # ------------------------------------------------------------------ membership
 
@@ -349,6 +348,7 @@ class ShareService:
         Raises InvalidShareConfigError (nothing changes) or ShareError (not persisted).
         """
         rules_with(self.coordinator.config.rules, overrides)  # validates
+        self.coordinator.check_room_for(group_id)
         if validate_only:
             return
         target = self._state_log(group_id)
