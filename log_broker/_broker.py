@@ -197,6 +197,7 @@ class Broker:
             self._state, {r.api_key: r.handle.__module__.rsplit(".", 1)[-1] for r in router}
         )
         groups.start()
+        share.use_transactions(txn.partitions.get)
         share.start()
         await txn.start()
         self._maintenance = asyncio.create_task(self._maintain())

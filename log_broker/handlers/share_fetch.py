@@ -15,8 +15,9 @@ Order of work for one request:
    ``max_wait``), then try again.
 ShareFetch v2 adds the record-limit acquire mode (never more than ``max_records``, even
 if that splits a batch) and ``is_renew_ack``: a request that renews locks fetches
-nothing. Records go out as read_uncommitted (KIP-932's default ``share.isolation.level``): up to
-the high watermark.
+nothing. Records go up to the high watermark under read_uncommitted (KIP-932's default
+``share.isolation.level``); under read_committed up to the last stable offset, records
+of aborted transactions archived without delivery.
 """
 
 from __future__ import annotations

@@ -15,6 +15,12 @@ from ._errors import InvalidShareConfigError
 SHARE_STATE_TOPIC = "__share_group_state"
 EARLIEST = "earliest"
 LATEST = "latest"
+READ_UNCOMMITTED = "read_uncommitted"
+READ_COMMITTED = "read_committed"
+_CHOICES = {
+    "auto_offset_reset": (EARLIEST, LATEST),
+    "isolation_level": (READ_UNCOMMITTED, READ_COMMITTED),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +35,9 @@ class PartitionRules:
     max_in_flight_records: int = 2000
     # share.auto.offset.reset: where a share partition starts when first read.
     auto_offset_reset: str = LATEST
+    # share.isolation.level: read_committed stops at the last stable offset and never
+    # delivers records of aborted transactions.
+    isolation_level: str = READ_UNCOMMITTED
 
 
 # Group config name -> (field, parser); what IncrementalAlterConfigs may set on a group.
@@ -36,6 +45,7 @@ _GROUP_KEYS = {
     "share.record.lock.duration.ms": "lock_duration_ms",
     "share.delivery.count.limit": "delivery_count_limit",
     "share.auto.offset.reset": "auto_offset_reset",
+    "share.isolation.level": "isolation_level",
 }
 GROUP_CONFIG_NAMES = frozenset(_GROUP_KEYS)
 
@@ -47,9 +57,9 @@ def rules_with(base: PartitionRules, overrides: Mapping[str, str]) -> PartitionR
         field = _GROUP_KEYS.get(name)
         if field is None:
             raise InvalidShareConfigError(f"unknown share group config {name!r}")
-        if field == "auto_offset_reset":
-            if value not in (EARLIEST, LATEST):
-                raise InvalidShareConfigError(f"{name} must be {EARLIEST} or {LATEST}")
+        if field in _CHOICES:
+            if value not in _CHOICES[field]:
+                raise InvalidShareConfigError(f"{name} must be one of {', '.join(_CHOICES[field])}")
             changes[field] = value
             continue
         try:
@@ -94,6 +104,7 @@ _BROKER_KEYS = {
     "group.share.delivery.count.limit": ("delivery_count_limit", True),
     "group.share.partition.max.record.locks": ("max_in_flight_records", True),
     "share.auto.offset.reset": ("auto_offset_reset", True),
+    "share.isolation.level": ("isolation_level", True),
     "group.share.session.timeout.ms": ("session_timeout_ms", False),
     "group.share.heartbeat.interval.ms": ("heartbeat_interval_ms", False),
     "group.share.max.size": ("max_group_members", False),
@@ -111,9 +122,9 @@ def share_from_properties(props: Mapping[str, str]) -> ShareConfig:
         if key not in props:
             continue
         raw = props[key].strip()
-        if field == "auto_offset_reset":
-            if raw not in (EARLIEST, LATEST):
-                raise ValueError(f"{key}: must be {EARLIEST} or {LATEST}, not {raw!r}")
+        if field in _CHOICES:
+            if raw not in _CHOICES[field]:
+                raise ValueError(f"{key}: must be one of {', '.join(_CHOICES[field])}, not {raw!r}")
             value: object = raw
         else:
             try:

@@ -134,7 +134,7 @@ class SharePartition:
         member: str,
         now_ms: int,
         max_records: int,
-        new_batches: Iterable[tuple[int, int]] = (),
+        new_batches: Iterable[tuple[int, int] | tuple[int, int, bool]] = (),
         *,
         record_limit: bool = False,
     ) -> list[Acquired]:
@@ -143,7 +143,9 @@ class SharePartition:
         Steps: expire overdue locks; take AVAILABLE records from the start on (archiving
         any that reached the delivery limit); then take new records from ``new_batches``
         (the (first, last) offsets of the log's batches from ``end_offset`` on), whole
-        batches at a time, while the in-flight bound allows (at least one batch when
+        batches at a time, while the in-flight bound allows; a batch given as
+        (first, last, False) is never delivered (a control batch, an aborted
+        transaction's records under read_committed) and goes straight to ARCHIVED (at least one batch when
         nothing is in flight, so a batch larger than the bound still moves). Stops once
         ``max_records`` are taken, except to finish a batch; with ``record_limit``
         (ShareFetch v2's record-limit mode) never more, even within a batch.
@@ -162,10 +164,17 @@ class SharePartition:
                 continue
             self._lock(record, member, deadline)
             taken.append((offset, record.delivery_count))
-        for first, last in new_batches:
+        for span in new_batches:
             if len(taken) >= max_records:
                 break
+            first, last = span[0], span[1]
             first = max(first, self.end_offset)
+            if len(span) == 3 and not span[2]:
+                if last >= first:
+                    for offset in range(first, last + 1):
+                        self._records[offset] = _InFlight(RecordState.ARCHIVED, 0)
+                    self.end_offset = last + 1
+                continue
             if record_limit:
                 last = min(last, first + max_records - len(taken) - 1)
             if last < first:

@@ -9,24 +9,68 @@ the offsets listed as acquired for it, as KIP-932 specifies.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Protocol
 
 from .. import _records
 from ..storage import OffsetOutOfRangeError, PartitionLog
 from ._partition import Acquired
 
 
+class Aborted(Protocol):
+    """An aborted transaction as the partition's index lists it."""
+
+    @property
+    def producer_id(self) -> int: ...
+    @property
+    def first_offset(self) -> int: ...
+    @property
+    def last_offset(self) -> int: ...
+
+
+class AbortedIndex(Protocol):
+    def overlapping(self, start: int, end: int) -> Sequence[Aborted]: ...
+
+
 def batch_spans(
-    log: PartitionLog, offset: int, upper_bound: int, max_bytes: int
-) -> list[tuple[int, int]]:
-    """(first, last) offsets of the whole batches from ``offset`` up to ``upper_bound``,
-    within about ``max_bytes`` (at least one batch)."""
+    log: PartitionLog,
+    offset: int,
+    upper_bound: int,
+    max_bytes: int,
+    aborted: AbortedIndex | None = None,
+) -> list[tuple[int, int, bool]]:
+    """(first, last, deliver) of the whole batches from ``offset`` up to ``upper_bound``,
+    within about ``max_bytes`` (at least one batch). Control batches are never
+    delivered, nor, given the ``aborted`` index (read_committed), aborted records."""
     if offset >= upper_bound:
         return []
     try:
         data = log.read(max(offset, log.log_start_offset), max_bytes, upper_bound=upper_bound)
     except OffsetOutOfRangeError:
         return []
-    return [(h.base_offset, h.last_offset) for h in _records.scan_batches(data, verify_crc=False)]
+    headers = list(_records.scan_batches(data, verify_crc=False))
+    if not headers:
+        return []
+    gone = (
+        []
+        if aborted is None
+        else aborted.overlapping(headers[0].base_offset, headers[-1].last_offset + 1)
+    )
+    return [
+        (
+            h.base_offset,
+            h.last_offset,
+            not h.is_control
+            and not (
+                h.is_transactional
+                and any(
+                    a.producer_id == h.producer_id
+                    and a.first_offset <= h.base_offset <= a.last_offset
+                    for a in gone
+                )
+            ),
+        )
+        for h in headers
+    ]
 
 
 def batches_holding(log: PartitionLog, acquired: Sequence[Acquired], max_bytes: int) -> bytes:

@@ -20,8 +20,9 @@ import logging
 import time
 import uuid
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from headrace.base import Clock, SystemClock
 
@@ -39,17 +40,29 @@ from ._codec import (
     encode_key,
     encode_snapshot,
 )
-from ._config import SHARE_STATE_TOPIC, ShareConfig, rules_with
+from ._config import READ_COMMITTED, SHARE_STATE_TOPIC, ShareConfig, rules_with
 from ._coordinator import LogBounds, ShareCoordinator
 from ._errors import ShareError, UnknownSharePartitionError
 from ._group import HeartbeatRequest, HeartbeatResult
 from ._partition import Acquired, Snapshot
-from ._reading import batch_spans, batches_holding
+from ._reading import AbortedIndex, batch_spans, batches_holding
 
 log = logging.getLogger("headrace.broker.share")
 
 _READ_CHUNK = 1 << 20
 TopicPartition = tuple[str, int]
+
+
+class PartitionTransactions(Protocol):
+    """A partition's transaction state, as read_committed needs it."""
+
+    @property
+    def aborted(self) -> AbortedIndex: ...
+
+    def last_stable_offset(self) -> int: ...
+
+
+Transactions = Callable[[PartitionLog], PartitionTransactions]
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +140,7 @@ class ShareService:
         self._topic_ids: dict[uuid.UUID, str] = {}
         self._wake = asyncio.Event()
         self._timer: asyncio.Task[None] | None = None
+        self._transactions: Transactions | None = None
 
     @classmethod
     def open(
@@ -159,6 +173,11 @@ class ShareService:
             notifier,
             clock or SystemClock(),
         )
+
+    def use_transactions(self, transactions: Transactions) -> None:
+        """Where read_committed share partitions learn last stable offsets and aborted
+        transactions (the broker's transaction state starts after this service)."""
+        self._transactions = transactions
 
     # ------------------------------------------------------------------ lifetime
 
@@ -311,8 +330,12 @@ class ShareService:
             partition = self.coordinator.partition(
                 key, LogBounds(log_.log_start_offset, log_.log_end_offset)
             )
+            upper, aborted = log_.log_end_offset, None
+            if partition.rules.isolation_level == READ_COMMITTED and self._transactions:
+                txn = self._transactions(log_)
+                upper, aborted = txn.last_stable_offset(), txn.aborted
             spans = (
-                batch_spans(log_, partition.end_offset, log_.log_end_offset, left_bytes)
+                batch_spans(log_, partition.end_offset, upper, left_bytes, aborted)
                 if partition.room() > 0 or partition.in_flight == 0
                 else []
             )

@@ -122,3 +122,12 @@ def test_snapshot_restores_final_states_and_makes_locks_available() -> None:
     assert restored.acquire("b", 0, 10) == [Acquired(0, 0, 2), Acquired(3, 3, 2), Acquired(5, 5, 2)]
     assert restored.state_of(1) is RecordState.ACKNOWLEDGED
     assert restored.state_of(4) is RecordState.ARCHIVED
+
+
+def test_batches_not_to_deliver_are_archived_without_delivery() -> None:
+    p = SharePartition(0, RULES)
+    spans = [(0, 1, False), (2, 2, True), (3, 3, False)]
+    assert p.acquire("a", 0, 10, spans) == [Acquired(2, 2, 1)]
+    assert (p.start_offset, p.end_offset) == (2, 4)
+    p.acknowledge("a", 2, 2, (AckType.ACCEPT,), 0)
+    assert (p.start_offset, p.in_flight) == (4, 0)
