@@ -18,10 +18,10 @@ from dataclasses import dataclass
 
 from ._codec import StateKey
 from ._config import EARLIEST, PartitionRules, ShareConfig, rules_with
-from ._errors import ShareGroupFullError
+from ._errors import ShareGroupFullError, UnknownShareMemberError
 from ._group import HeartbeatRequest, HeartbeatResult, PartitionCounts, ShareGroup
 from ._partition import FINAL, RecordState, SharePartition, Snapshot
-from ._sessions import ShareSession, ShareSessions
+from ._sessions import OPEN_EPOCH, ShareSession, ShareSessions
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,11 +216,22 @@ class ShareCoordinator:
         )
         return sorted(out, key=lambda p: (str(p.topic_id), p.partition))
 
-    def forget_topic(self, topic_id: uuid.UUID) -> None:
-        for key in [k for k in self.partitions if k.topic_id == topic_id]:
-            del self.partitions[key]
-        for key in [k for k in self._restored if k.topic_id == topic_id]:
-            del self._restored[key]
+    def forget_topic(self, topic_id: uuid.UUID) -> list[StateKey]:
+        """Drop the share partitions of a deleted topic; their keys."""
+        gone = [k for k in [*self.partitions, *self._restored] if k.topic_id == topic_id]
+        for key in gone:
+            self.partitions.pop(key, None)
+            self._restored.pop(key, None)
+            self._dirty.discard(key)
+        return gone
 
     def session(self, group_id: str, member_id: str, epoch: int) -> ShareSession:
+        """The member's share session for a request with ``epoch``. Only a member of the
+        group may open one, so sessions end with their members (``member_gone``)."""
+        if epoch == OPEN_EPOCH:
+            group = self.groups.get(group_id)
+            if group is None or member_id not in group.members:
+                raise UnknownShareMemberError(
+                    f"member {member_id} is not in share group {group_id}"
+                )
         return self.sessions.begin(group_id, member_id, epoch)

@@ -394,6 +394,17 @@ class ShareService:
         partitions = self._state_partitions
         return partitions[zlib.crc32(group_id.encode()) % len(partitions)]
 
+    def forget_topic(self, topic_id: uuid.UUID) -> None:
+        """A topic was deleted: forget its share partitions, on disk too (tombstones)."""
+        gone = self.coordinator.forget_topic(topic_id)
+        now = self.clock.wall_ms()
+        for key in gone:
+            batch = _records.encode_batch([_records.Record(0, now, encode_key(key), None)])
+            try:
+                self._state_log(key.group_id).append(bytearray(batch), now_ms=now)
+            except StorageError as exc:  # harmless: a restored key of no topic is never read
+                log.warning("cannot forget share state of a deleted topic: %s", exc)
+
     # ------------------------------------------------------------------ persistence
 
     def _persist(self) -> tuple[set[PartitionLog], StorageError | None]:

@@ -9,6 +9,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from kio.schema.delete_topics.v1.request import DeleteTopicsRequest
 from kio.schema.describe_share_group_offsets.v1 import request as offsets_request
 from kio.schema.errors import ErrorCode
 from kio.schema.share_acknowledge.v1 import request as ack_request
@@ -136,7 +137,16 @@ def acknowledge(
 
 
 def start_offset(client: RawClient) -> int:
-    response = client.request(
+    [partition] = describe_offsets(client).groups[0].topics[0].partitions
+    return int(partition.start_offset)
+
+
+def share_partitions(client: RawClient) -> int:
+    return sum(len(t.partitions) for t in describe_offsets(client).groups[0].topics)
+
+
+def describe_offsets(client: RawClient) -> Any:
+    return client.request(
         90,
         1,
         offsets_request.DescribeShareGroupOffsetsRequest(
@@ -147,14 +157,14 @@ def start_offset(client: RawClient) -> int:
             )
         ),
     )
-    [partition] = response.groups[0].topics[0].partitions
-    return int(partition.start_offset)
 
 
 def first_session(bootstrap: str) -> None:
     with RawClient(bootstrap) as client:
         produce(client, 10)
         topic_id = join(client, "m1")
+        stranger = fetch(client, "stranger", 0, topic_id)  # only members open sessions
+        assert stranger.error_code == ErrorCode.unknown_member_id
         assert fetch(client, "m1", 1, topic_id).error_code == ErrorCode.share_session_not_found
         opened = fetch(client, "m1", 0, topic_id)  # latest: nothing yet
         assert opened.error_code == ErrorCode.none
@@ -186,6 +196,15 @@ def after_restart(bootstrap: str) -> None:
             (r.first_offset, r.last_offset, r.delivery_count) for r in partition.acquired_records
         ]
         assert ranges == [(13, 14, 2)]  # what m1 held comes back, delivered once before
+        deleted = client.request(
+            20,
+            1,
+            DeleteTopicsRequest(
+                topic_names=(TopicName(TOPIC),), timeout=i32Timedelta.parse(timedelta(seconds=5))
+            ),
+        )
+        assert deleted.responses[0].error_code == ErrorCode.none
+        assert share_partitions(client) == 0  # a deleted topic's share state goes with it
 
 
 async def test_sessions_errors_and_a_restart(tmp_path: Path) -> None:
