@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
+from headrace.log_broker.share import ShareConfig
+from headrace.log_broker.share._codec import StateKey
+from headrace.log_broker.share._coordinator import LogBounds, ShareCoordinator
 from headrace.log_broker.share._errors import (
     FencedShareMemberError,
     InvalidShareSessionEpochError,
@@ -13,6 +18,7 @@ from headrace.log_broker.share._errors import (
     UnknownShareMemberError,
 )
 from headrace.log_broker.share._group import HeartbeatRequest, ShareGroup
+from headrace.log_broker.share._partition import RecordState
 from headrace.log_broker.share._sessions import ShareSessions
 
 COUNTS = {"t": 2, "u": 1}.get
@@ -65,3 +71,23 @@ def test_session_epochs() -> None:
     sessions.begin("g", "a", -1)
     assert sessions.close("g", "a") is not None
     sessions.begin("g", "b", 0)
+
+
+def test_a_member_timing_out_releases_its_records_and_its_session() -> None:
+    coordinator = ShareCoordinator(ShareConfig(session_timeout_ms=1000), {})
+    key = StateKey("g", uuid.uuid4(), 0)
+    for member in ("a", "b"):
+        coordinator.heartbeat("g", HeartbeatRequest(member, 0, "c", "/h", None, ("t",)), 0, COUNTS)
+        coordinator.session("g", member, 0)
+    with pytest.raises(UnknownShareMemberError):
+        coordinator.session("g", "stranger", 0)
+    partition = coordinator.partition(key, LogBounds(0, 0))  # latest: starts at 0
+    assert partition.acquire("a", 0, 5, [(0, 4)])
+    coordinator.heartbeat("g", HeartbeatRequest("b", 1, "c", "/h"), 500, COUNTS)
+    # leaving keeps the leaver's locks: its last acknowledgements may still arrive
+    coordinator.heartbeat("g", HeartbeatRequest("b", -1, "c", "/h"), 600, COUNTS)
+    assert coordinator.sessions.get("g", "b") is not None
+    assert coordinator.expire_members(1000) == [("g", "a")]
+    assert coordinator.sessions.get("g", "a") is None
+    assert partition.count(RecordState.AVAILABLE) == 5
+    assert coordinator.take_dirty()  # the release is persisted
