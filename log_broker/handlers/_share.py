@@ -3,13 +3,41 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from .._entities import NO_THROTTLE, make
 from .._state import BrokerState
 from ..share import GROUP_CONFIG_NAMES, ShareError
-from ..share._service import ShareService
+from ..share._service import AckBatch, ShareService
+
+Answer = Callable[..., Any]
+
+
+def answerer(response_cls: Any, service: ShareService, group_id: str) -> Answer:
+    """``answer(code, message, topics=())``: a ShareFetch or ShareAcknowledge response
+    with the group's acquisition lock duration."""
+    lock = timedelta(milliseconds=service.coordinator.rules_for(group_id).lock_duration_ms)
+
+    def answer(code: ErrorCode, message: str | None, topics: tuple[Any, ...] = ()) -> Any:
+        return make(
+            response_cls,
+            throttle_time=NO_THROTTLE,
+            error_code=code,
+            error_message=message,
+            acquisition_lock_timeout=lock,
+            responses=topics,
+            node_endpoints=(),
+        )
+
+    return answer
+
+
+def ack_batches(batches: Any) -> list[AckBatch]:
+    return [AckBatch(b.first_offset, b.last_offset, tuple(b.acknowledge_types)) for b in batches]
 
 
 def share_service(state: BrokerState) -> ShareService:

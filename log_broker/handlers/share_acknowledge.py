@@ -10,12 +10,11 @@
 from __future__ import annotations
 
 import uuid
-from datetime import timedelta
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from .._entities import NO_THROTTLE, make
+from .._entities import make
 from .._router import Route
 from .._state import BrokerState
 from .._wire import Request, response_module
@@ -26,7 +25,7 @@ from ..share._service import AckBatch
 from ..share._sessions import CLOSE_EPOCH, OPEN_EPOCH
 from ._authz import require_group, topic_code
 from ._groups import code_of as group_code_of
-from ._share import code_of, message_of, share_service, topic_names
+from ._share import ack_batches, answerer, code_of, message_of, share_service, topic_names
 
 API_KEY = 79
 
@@ -35,21 +34,8 @@ async def handle(state: BrokerState, request: Request) -> Any:
     body = request.body
     m = response_module(API_KEY, request.api_version)
     service = share_service(state)
-    rules = service.coordinator.rules_for(body.group_id or "")
-    lock = timedelta(milliseconds=rules.lock_duration_ms)
-
-    def answer(code: ErrorCode, message: str | None, topics: tuple[Any, ...] = ()) -> Any:
-        return make(
-            m.ShareAcknowledgeResponse,
-            throttle_time=NO_THROTTLE,
-            error_code=code,
-            error_message=message,
-            acquisition_lock_timeout=lock,
-            responses=topics,
-            node_endpoints=(),
-        )
-
     group_id, member_id, epoch = body.group_id or "", body.member_id or "", body.share_session_epoch
+    answer = answerer(m.ShareAcknowledgeResponse, service, group_id)
     try:
         require_group(request, Operation.READ, group_id)
     except GroupError as exc:
@@ -77,10 +63,7 @@ async def handle(state: BrokerState, request: Request) -> Any:
             else:
                 tp = (name, p.partition_index)
                 ids[tp] = topic.topic_id
-                acks[tp] = [
-                    AckBatch(b.first_offset, b.last_offset, tuple(b.acknowledge_types))
-                    for b in p.acknowledgement_batches
-                ]
+                acks[tp] = ack_batches(p.acknowledgement_batches)
     if acks:
         for tp, error in (await service.acknowledge(group_id, member_id, acks)).items():
             results[(ids[tp], tp[1])] = (code_of(error), message_of(error))

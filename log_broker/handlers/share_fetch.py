@@ -24,12 +24,11 @@ from __future__ import annotations
 
 import time
 import uuid
-from datetime import timedelta
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from .._entities import NO_THROTTLE, make
+from .._entities import make
 from .._router import Route
 from .._state import BrokerState
 from .._wire import Request, response_module
@@ -40,7 +39,7 @@ from ..share._service import AckBatch, Delivery
 from ..share._sessions import CLOSE_EPOCH, OPEN_EPOCH
 from ._authz import require_group, topic_code
 from ._groups import code_of as group_code_of
-from ._share import code_of, message_of, share_service, topic_names
+from ._share import ack_batches, answerer, code_of, message_of, share_service, topic_names
 
 API_KEY = 78
 RECORD_LIMIT = 1  # share_acquire_mode: 0 batch-optimized, 1 record-limit
@@ -51,22 +50,8 @@ async def handle(state: BrokerState, request: Request) -> Any:
     body = request.body
     m = response_module(API_KEY, request.api_version)
     service = share_service(state)
-    lock = timedelta(
-        milliseconds=service.coordinator.rules_for(body.group_id or "").lock_duration_ms
-    )
-
-    def answer(code: ErrorCode, message: str | None, topics: tuple[Any, ...] = ()) -> Any:
-        return make(
-            m.ShareFetchResponse,
-            throttle_time=NO_THROTTLE,
-            error_code=code,
-            error_message=message,
-            acquisition_lock_timeout=lock,
-            responses=topics,
-            node_endpoints=(),
-        )
-
     group_id, member_id, epoch = body.group_id or "", body.member_id or "", body.share_session_epoch
+    answer = answerer(m.ShareFetchResponse, service, group_id)
     try:
         require_group(request, Operation.READ, group_id)
     except GroupError as exc:
@@ -111,10 +96,7 @@ async def handle(state: BrokerState, request: Request) -> Any:
                         "acknowledgements cannot open a share session",
                     )
                     continue
-                acks[tp] = [
-                    AckBatch(b.first_offset, b.last_offset, tuple(b.acknowledge_types))
-                    for b in p.acknowledgement_batches
-                ]
+                acks[tp] = ack_batches(p.acknowledgement_batches)
     for forgotten in body.forgotten_topics_data:
         name = names.get(forgotten.topic_id)
         if name is not None:
