@@ -62,6 +62,9 @@ class ShareCoordinator:
         }
         self._restored = dict(restored)
         self._dirty: set[StateKey] = set()
+        # Members that left, by (group, member): when their session is closed for them
+        # if they do not close it themselves.
+        self._departed: dict[tuple[str, str], int] = {}
 
     # ------------------------------------------------------------------ groups
 
@@ -97,7 +100,14 @@ class ShareCoordinator:
                 del self.groups[group_id]  # nothing left to describe but its share partitions
         # A member leaving keeps its share session and locks: its last acknowledgements
         # travel on another connection and may arrive after the leave; the session's
-        # close (epoch -1) releases the rest, or the locks run out.
+        # close (epoch -1) releases the rest, or, a session timeout later, the broker
+        # closes it.
+        key = (group_id, request.member_id)
+        if result.member_epoch < 0:
+            if self.sessions.get(*key) is not None:
+                self._departed[key] = now_ms + self.config.session_timeout_ms
+        else:
+            self._departed.pop(key, None)
         return result
 
     def check_room_for(self, group_id: str) -> None:
@@ -127,6 +137,10 @@ class ShareCoordinator:
                 self._dirty.add(key)
 
     def expire_members(self, now_ms: int) -> list[tuple[str, str]]:
+        for key, deadline in list(self._departed.items()):
+            if deadline <= now_ms:
+                del self._departed[key]
+                self.member_gone(*key)
         gone = [(g.group_id, m) for g in list(self.groups.values()) for m in g.expired(now_ms)]
         for group_id, member_id in gone:
             self.member_gone(group_id, member_id)
@@ -136,10 +150,8 @@ class ShareCoordinator:
         return gone
 
     def next_member_deadline(self) -> int | None:
-        return min(
-            (d for g in self.groups.values() if (d := g.next_deadline()) is not None),
-            default=None,
-        )
+        deadlines = [d for g in self.groups.values() if (d := g.next_deadline()) is not None]
+        return min([*deadlines, *self._departed.values()], default=None)
 
     # ------------------------------------------------------------------ partitions
 

@@ -89,5 +89,8 @@ def test_a_member_timing_out_releases_its_records_and_its_session() -> None:
     assert coordinator.sessions.get("g", "b") is not None
     assert coordinator.expire_members(1000) == [("g", "a")]
     assert coordinator.sessions.get("g", "a") is None
+    assert coordinator.sessions.get("g", "b") is not None  # closed a session timeout later
+    coordinator.expire_members(1600)
+    assert coordinator.sessions.get("g", "b") is None
     assert partition.count(RecordState.AVAILABLE) == 5
     assert coordinator.take_dirty()  # the release is persisted
