@@ -40,6 +40,7 @@ from ._txn_service import TxnService
 from .groups import GroupConfig, GroupService
 from .handlers import build_router
 from .security import BrokerSecurity, Listener
+from .share import ShareService
 from .storage import GroupSyncer, LogManager
 from .storage import _synced_checkpoint as synced_checkpoint
 
@@ -154,6 +155,7 @@ class Broker:
                 producer_ids,
                 max_timeout_ms=config.transaction_max_timeout_ms,
             )
+            share = await asyncio.to_thread(ShareService.open, logs, syncer, notifier, config.share)
         except BaseException:
             logs.close()
             raise
@@ -189,11 +191,14 @@ class Broker:
             txn=txn,
             notifier=notifier,
             security=security,
+            share=share,
         )
         self._state.metrics.watch(
             self._state, {r.api_key: r.handle.__module__.rsplit(".", 1)[-1] for r in router}
         )
         groups.start()
+        share.use_transactions(txn.partitions.get)
+        share.start()
         await txn.start()
         self._maintenance = asyncio.create_task(self._maintain())
         log.info(
@@ -311,6 +316,8 @@ class Broker:
         if self._state is not None:
             await self._state.txn.stop()
             await self._state.groups.stop()
+            if self._state.share is not None:
+                await self._state.share.stop()
             self._state.logs.close()
             self._state.syncer.close()
             self._state = None

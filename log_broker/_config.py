@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .security import Listener, SecurityConfig
+from .share import ShareConfig
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +50,8 @@ class BrokerConfig:
     # listener's once the broker is bound.
     listeners: tuple[Listener, ...] = ()
     security: SecurityConfig = field(default_factory=SecurityConfig)
+    # Share groups (KIP-932): group.share.* settings and the share.* group defaults.
+    share: ShareConfig = field(default_factory=ShareConfig)
 
     def bound_listeners(self) -> tuple[Listener, ...]:
         return self.listeners or (Listener("PLAINTEXT", "PLAINTEXT", self.host, self.port),)

@@ -11,6 +11,8 @@ import logging
 from typing import Any
 
 from .security import parse_listeners, security_from_properties
+from .share import BROKER_CONFIG_NAMES as SHARE_KEYS
+from .share import share_from_properties
 from .storage import CONFIG_DEFS
 
 log = logging.getLogger("headrace.broker")
@@ -97,8 +99,10 @@ def broker_settings(props: dict[str, str]) -> dict[str, Any]:
     if topic_defaults:
         settings["topic_defaults"] = tuple(sorted(topic_defaults.items()))
     settings["security"] = security_from_properties(props)
+    settings["share"] = share_from_properties(props)
     known = (
         set(_PLAIN_KEYS)
+        | SHARE_KEYS
         | set(_TOPIC_DEFAULT_KEYS)
         | set(_IN_HOURS_OR_MINUTES)
         | {

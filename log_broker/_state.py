@@ -11,14 +11,16 @@ from ._config import BrokerConfig
 from ._metrics import BrokerMetrics
 from ._notify import AppendNotifier
 from .groups import OFFSETS_TOPIC, GroupService
+from .share import SHARE_STATE_TOPIC
 from .storage import GroupSyncer, LogManager, PartitionLog, Topic, TopicExistsError
 
 if TYPE_CHECKING:
     from ._txn_service import TxnService
     from .security import BrokerSecurity
+    from .share import ShareService
 
 # Topics the broker writes itself; clients may read them but not write or delete them.
-INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TXN_LOG_TOPIC})
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TXN_LOG_TOPIC, SHARE_STATE_TOPIC})
 
 
 @dataclass(eq=False)
@@ -33,6 +35,7 @@ class BrokerState:
     notifier: AppendNotifier = field(default_factory=AppendNotifier)
     security: BrokerSecurity | None = None
     metrics: BrokerMetrics = field(default_factory=BrokerMetrics)
+    share: ShareService | None = None
 
     def topic(self, name: str, *, auto_create: bool) -> Topic | None:
         """The topic, created with broker defaults when allowed and missing.

@@ -15,6 +15,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from .._cli_common import add_output_option, client_security, dash, emit, run_client
+from ..share._cli import SHARE_PROTOCOL_TYPE, describe_share_group, share_group_summary
 from ._admin_client import GroupAdminClient
 from ._errors import AdminRequestError
 from ._offsets import TopicPartition
@@ -75,6 +76,9 @@ async def _list(args: argparse.Namespace) -> int:
     async with GroupAdminClient(args.bootstrap_servers, security=client_security(args)) as admin:
         rows = []
         for group, protocol_type in await admin.list_groups():
+            if protocol_type == SHARE_PROTOCOL_TYPE:
+                rows.append((group, *await share_group_summary(args, group), protocol_type))
+                continue
             described = await admin.describe(group)
             rows.append(
                 (group, described.group_state, len(described.members), protocol_type or "-")
@@ -100,6 +104,8 @@ async def _describe(args: argparse.Namespace) -> int:
     async with GroupAdminClient(args.bootstrap_servers, security=client_security(args)) as admin:
         described = await admin.describe(args.group)
         if described.group_state == "Dead":
+            if await describe_share_group(args):
+                return 0
             raise RuntimeError(f"group {args.group!r} does not exist")
         committed = await admin.committed(args.group)
         owner: dict[TopicPartition, Any] = {}

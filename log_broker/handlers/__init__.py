@@ -20,6 +20,7 @@ from . import (
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    describe_share_group_offsets,
     describe_transactions,
     describe_user_scram_credentials,
     end_txn,
@@ -38,6 +39,10 @@ from . import (
     produce,
     sasl_authenticate,
     sasl_handshake,
+    share_acknowledge,
+    share_fetch,
+    share_group_describe,
+    share_group_heartbeat,
     sync_group,
     txn_offset_commit,
 )
@@ -82,6 +87,11 @@ def build_router() -> Router:
         describe_transactions.ROUTE,
         describe_log_dirs.ROUTE,
         list_transactions.ROUTE,
+        share_group_heartbeat.ROUTE,
+        share_group_describe.ROUTE,
+        share_fetch.ROUTE,
+        share_acknowledge.ROUTE,
+        describe_share_group_offsets.ROUTE,
     ):
         router.add(route)
     router.add(api_versions.route(router))

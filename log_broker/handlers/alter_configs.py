@@ -1,5 +1,6 @@
 """AlterConfigs (key 33, replaces a topic's overrides) and IncrementalAlterConfigs
-(key 44, set/delete/append/subtract per key). Broker configs are static here."""
+(key 44, set/delete/append/subtract per key). Broker configs are static here; a share
+group's ``share.*`` configs may be set or deleted incrementally (``_share``)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from .._wire import Request, response_module
 from ..security import Operation
 from ._authz import config_code
 from ._codes import error_code_for
+from ._share import GROUP_RESOURCE, alter_share_group_config
 
 ALTER_CONFIGS = 33
 INCREMENTAL_ALTER_CONFIGS = 44
@@ -86,11 +88,16 @@ def _handler(api_key: int, response_name: str, change_for: Callable[[Any], Chang
         responses = []
         for resource in request.body.resources:
             refused = config_code(request, Operation.ALTER_CONFIGS, resource)
-            error, message = (
-                (refused, None)
-                if refused is not None
-                else _apply(state, resource, change_for(resource), request.body.validate_only)
-            )
+            if refused is not None:
+                error, message = refused, None
+            elif resource.resource_type == GROUP_RESOURCE and api_key == INCREMENTAL_ALTER_CONFIGS:
+                error, message = await alter_share_group_config(
+                    state, resource, request.body.validate_only
+                )
+            else:
+                error, message = _apply(
+                    state, resource, change_for(resource), request.body.validate_only
+                )
             responses.append(
                 make(
                     m.AlterConfigsResourceResponse,

@@ -24,8 +24,10 @@ async def handle(state: BrokerState, request: Request) -> Any:
             error = refused
         elif name in INTERNAL_TOPICS:
             error = ErrorCode.invalid_topic_exception
-        elif name in state.logs.topics():
+        elif (topic := state.logs.topics().get(name)) is not None:
             state.logs.delete_topic(name)
+            if state.share is not None:
+                state.share.forget_topic(topic.topic_id)  # share groups' state of it
             error = ErrorCode.none
         else:
             error = ErrorCode.unknown_topic_or_partition

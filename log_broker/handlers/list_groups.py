@@ -1,4 +1,5 @@
-"""ListGroups (key 16): every group this coordinator knows, with its protocol type."""
+"""ListGroups (key 16): every group this coordinator knows, with its protocol type
+(share groups, KIP-932, with protocol type ``share``)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,12 @@ async def handle(state: BrokerState, request: Request) -> Any:
         for g in state.groups.list_groups()
         if every or request.session.allows(Operation.DESCRIBE, ResourceType.GROUP, g.group_id)
     )
+    if state.share is not None:
+        groups += tuple(
+            make(m.ListedGroup, group_id=g, protocol_type="share")
+            for g in state.share.group_ids()
+            if every or request.session.allows(Operation.DESCRIBE, ResourceType.GROUP, g)
+        )
     return make(
         m.ListGroupsResponse, throttle_time=NO_THROTTLE, error_code=ErrorCode.none, groups=groups
     )

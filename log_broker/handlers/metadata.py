@@ -83,6 +83,16 @@ def _topic_entry(m: Any, state: BrokerState, name: str, auto_create: bool, reque
     )
 
 
+def _name_of(state: BrokerState, topic: Any) -> str:
+    """The topic's name; from v10 a request may name a topic by id alone (an unknown id
+    gives an empty name, which no topic has)."""
+    if topic.name is not None:
+        return str(topic.name)
+    by_id = {t.topic_id: name for name, t in state.logs.topics().items()}
+    topic_id = getattr(topic, "topic_id", None)
+    return "" if topic_id is None else by_id.get(topic_id, "")
+
+
 async def handle(state: BrokerState, request: Request) -> Any:
     body, version = request.body, request.api_version
     m = response_module(API_KEY, version)
@@ -95,7 +105,7 @@ async def handle(state: BrokerState, request: Request) -> Any:
         ]
         auto_create = False
     else:
-        names = [t.name for t in body.topics]
+        names = [_name_of(state, t) for t in body.topics]
         auto_create = getattr(body, "allow_auto_topic_creation", True)
     # Each client is told the address of the listener it came in through.
     host, port = request.session.listener.advertised()
@@ -113,4 +123,6 @@ async def handle(state: BrokerState, request: Request) -> Any:
     )
 
 
-ROUTE = Route(API_KEY, 0, 8, handle)
+# v9 is flexible, v10 adds topic ids (share and KIP-848 consumers need them), v11 drops
+# the cluster's authorized operations, v12 lets a request name topics by id alone.
+ROUTE = Route(API_KEY, 0, 12, handle)
