@@ -18,6 +18,7 @@ from headrace.spark_bridge._offsets import (
     to_json_offsets,
 )
 from headrace.spark_bridge._options import parse_options
+from headrace.spark_bridge._packing import pack_ranges
 
 A0, A1, B0 = TopicPartition("a", 0), TopicPartition("a", 1), TopicPartition("b", 0)
 BOUNDS = {A0: Bounds(5, 50), A1: Bounds(0, 10), B0: Bounds(0, 0)}
@@ -77,6 +78,35 @@ def test_plan_ranges_skips_empty_and_orders() -> None:
     assert [r.size for r in ranges] == [4, 3]
 
 
+def test_pack_ranges_balances_by_size_and_keeps_every_range_once() -> None:
+    ranges = [OffsetRange("a", p, 0, size) for p, size in enumerate([50, 10, 40, 0, 30])]
+    ranges.append(OffsetRange("b", 0, 5, 25))
+    groups = pack_ranges(ranges, 2)
+    # largest first into the lightest group (the first on a tie): 50, 20, 10 | 40, 30;
+    # each group then in topic and partition order
+    assert groups == [
+        [OffsetRange("a", 0, 0, 50), OffsetRange("a", 1, 0, 10), OffsetRange("b", 0, 5, 25)],
+        [OffsetRange("a", 2, 0, 40), OffsetRange("a", 4, 0, 30)],
+    ]
+    assert pack_ranges(ranges, 1) == [sorted((r for r in ranges if r.size), key=str)]
+    assert len(pack_ranges(ranges, 99)) == 5  # never more groups than non-empty ranges
+    assert pack_ranges([OffsetRange("a", 0, 3, 3)], 4) == []
+    with pytest.raises(ValueError, match="positive"):
+        pack_ranges(ranges, 0)
+
+
+@given(
+    st.lists(st.integers(min_value=0, max_value=1000), min_size=0, max_size=30),
+    st.integers(min_value=1, max_value=8),
+)
+def test_pack_ranges_is_a_partition_of_the_ranges(sizes: list[int], count: int) -> None:
+    ranges = [OffsetRange("t", p, 7, 7 + size) for p, size in enumerate(sizes)]
+    groups = pack_ranges(ranges, count)
+    packed = [r for g in groups for r in g]
+    assert sorted(packed, key=lambda r: r.partition) == [r for r in ranges if r.size]
+    assert len(groups) <= count and all(groups)
+
+
 def test_json_offsets_round_trip() -> None:
     offsets = {A0: 3, A1: 4, B0: 0}
     raw = to_json_offsets(offsets)
@@ -114,6 +144,14 @@ def test_options_defaults_follow_spark() -> None:
     assert (batch.starting, batch.ending) == ("earliest", "latest")
     assert batch.isolation_level == "read_committed"
     assert batch.include_headers is False and batch.fail_on_data_loss is True
+    assert batch.max_partitions is None  # the planner's CPUs
+    assert (
+        parse_options(
+            {"kafka.bootstrap.servers": "h:1", "subscribe": "a", "maxPartitions": "4"},
+            streaming=False,
+        ).max_partitions
+        == 4
+    )
     stream = parse_options(
         {
             "kafka.bootstrap.servers": "h:1",
@@ -173,6 +211,16 @@ def test_options_are_case_insensitive_and_pass_kafka_settings_through() -> None:
             {"kafka.bootstrap.servers": "h", "subscribe": "a", "maxOffsetsPerTrigger": "9"},
             False,
             "streaming",
+        ),
+        (
+            {"kafka.bootstrap.servers": "h", "subscribe": "a", "maxPartitions": "0"},
+            False,
+            "maxPartitions must be positive",
+        ),
+        (
+            {"kafka.bootstrap.servers": "h", "subscribe": "a", "maxPartitions": "many"},
+            True,
+            "maxPartitions must be a whole number",
         ),
         (
             {"kafka.bootstrap.servers": "h", "subscribe": "a", "isolation.level": "dirty"},
