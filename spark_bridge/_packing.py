@@ -3,12 +3,13 @@
 A consumer assigned several partitions fetches all of them in one request per round
 trip and keeps every partition's next fetch in flight while Python takes the last
 one apart; a consumer per partition pays its set-up (connection, metadata) once per
-range and waits a round trip per partition fetch. On the read benchmark (three
-partitions, one Spark core each way) one consumer for all ranges read at 1.3-1.6x
-the raw librdkafka rate where a consumer per range reached 0.5-0.8x. So a read asks
-for as many Spark partitions as can run at once, not one per topic-partition: by
-default the CPUs the planning process may use (in local mode, Spark's own cores),
-or ``maxPartitions`` when given (a cluster with more executor cores than its driver).
+range and waits a round trip per partition fetch. Reading three partitions of 100,000
+records in-process (``benchmarks/spark_read.py``'s reader), one consumer for all
+ranges ran at 1.3-1.6x the raw librdkafka rate where a consumer per range, one range
+after another, reached 0.5-0.8x. So a read asks for as many Spark partitions as can
+run at once, not one per topic-partition: by default the CPUs the planning process
+may use (in local mode, Spark's own cores), or ``maxPartitions`` when given (a
+cluster with more executor cores than its driver).
 
 Packing is greedy by size, largest range first, into the least loaded partition, so
 the partitions carry similar record counts; each partition's ranges are then sorted
