@@ -11,9 +11,12 @@ run at once, not one per topic-partition: by default the CPUs the planning proce
 may use (in local mode, Spark's own cores), or ``maxPartitions`` when given (a
 cluster with more executor cores than its driver).
 
-Packing is greedy by size, largest range first, into the least loaded partition, so
-the partitions carry similar record counts; each partition's ranges are then sorted
-by topic and partition, so the same input always gives the same plan.
+The records are shared out evenly: the ranges, in topic and partition order, are cut
+into ``count`` consecutive shares of equal size (within one record), a range split
+between two shares where a share ends, so no task waits on another that got a whole
+extra partition (three partitions on two cores would otherwise leave one core with
+two thirds of the work). A piece of a range is read like any range: its end stops
+the read even where it falls mid-log, and the same input always gives the same plan.
 """
 
 from __future__ import annotations
@@ -33,14 +36,27 @@ def default_partition_count() -> int:
 
 
 def pack_ranges(ranges: Sequence[OffsetRange], partitions: int) -> list[list[OffsetRange]]:
-    """At most ``partitions`` non-empty groups holding every non-empty range once."""
+    """At most ``partitions`` non-empty groups of equal record counts (within one)
+    covering every offset of the non-empty ranges exactly once."""
     if partitions <= 0:
         raise ValueError(f"partitions must be positive, got {partitions}")
-    sized = sorted((r for r in ranges if r.size > 0), key=lambda r: (-r.size, r.topic, r.partition))
-    groups: list[list[OffsetRange]] = [[] for _ in range(min(partitions, len(sized)))]
-    loads = [0] * len(groups)
-    for r in sized:
-        lightest = loads.index(min(loads))
-        groups[lightest].append(r)
-        loads[lightest] += r.size
-    return [sorted(g, key=lambda r: (r.topic, r.partition)) for g in groups]
+    ordered = sorted((r for r in ranges if r.size > 0), key=lambda r: (r.topic, r.partition))
+    total = sum(r.size for r in ordered)
+    count = min(partitions, total)
+    if count == 0:
+        return []
+    # share i holds records [total * i // count, total * (i + 1) // count) of the sequence
+    cuts = [total * i // count for i in range(1, count)]
+    groups: list[list[OffsetRange]] = [[]]
+    seen = 0  # records of the sequence before the current range
+    for r in ordered:
+        start = r.start
+        while cuts and cuts[0] < seen + r.size:
+            stop = r.start + (cuts.pop(0) - seen)
+            if stop > start:
+                groups[-1].append(OffsetRange(r.topic, r.partition, start, stop))
+            groups.append([])
+            start = stop
+        groups[-1].append(OffsetRange(r.topic, r.partition, start, r.end))
+        seen += r.size
+    return groups

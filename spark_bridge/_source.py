@@ -4,9 +4,9 @@
     spark.read.format("headrace").option("kafka.bootstrap.servers", b)
          .option("subscribe", "orders").load()
 
-Planning (partitions, offsets) runs on the driver; the offset ranges are packed into a
-few Spark partitions (``_packing.py``), each of which reads its ranges in a worker
-through one consumer and returns Arrow batches. This module
+Planning (partitions, offsets) runs on the driver; the offset ranges are cut into one
+equal share of the records per Spark partition (``_packing.py``), each of which reads
+its ranges in a worker through one consumer and returns Arrow batches. This module
 imports pyspark at import time, so the package imports it only when asked to.
 """
 

@@ -78,18 +78,25 @@ def test_plan_ranges_skips_empty_and_orders() -> None:
     assert [r.size for r in ranges] == [4, 3]
 
 
-def test_pack_ranges_balances_by_size_and_keeps_every_range_once() -> None:
+def test_pack_ranges_cuts_equal_shares_in_partition_order() -> None:
     ranges = [OffsetRange("a", p, 0, size) for p, size in enumerate([50, 10, 40, 0, 30])]
     ranges.append(OffsetRange("b", 0, 5, 25))
-    groups = pack_ranges(ranges, 2)
-    # largest first into the lightest group (the first on a tie): 50, 20, 10 | 40, 30;
-    # each group then in topic and partition order
-    assert groups == [
-        [OffsetRange("a", 0, 0, 50), OffsetRange("a", 1, 0, 10), OffsetRange("b", 0, 5, 25)],
-        [OffsetRange("a", 2, 0, 40), OffsetRange("a", 4, 0, 30)],
+    # 150 records in two shares of 75: a/2 is cut at its 15th record
+    assert pack_ranges(ranges, 2) == [
+        [OffsetRange("a", 0, 0, 50), OffsetRange("a", 1, 0, 10), OffsetRange("a", 2, 0, 15)],
+        [OffsetRange("a", 2, 15, 40), OffsetRange("a", 4, 0, 30), OffsetRange("b", 0, 5, 25)],
     ]
-    assert pack_ranges(ranges, 1) == [sorted((r for r in ranges if r.size), key=str)]
-    assert len(pack_ranges(ranges, 99)) == 5  # never more groups than non-empty ranges
+    # three partitions on two cores: each core reads half, not one of them two thirds
+    thirds = [OffsetRange("t", p, 0, 100) for p in range(3)]
+    assert pack_ranges(thirds, 2) == [
+        [OffsetRange("t", 0, 0, 100), OffsetRange("t", 1, 0, 50)],
+        [OffsetRange("t", 1, 50, 100), OffsetRange("t", 2, 0, 100)],
+    ]
+    assert pack_ranges(ranges, 1) == [[r for r in ranges if r.size]]
+    assert pack_ranges([OffsetRange("a", 0, 3, 5)], 4) == [
+        [OffsetRange("a", 0, 3, 4)],
+        [OffsetRange("a", 0, 4, 5)],
+    ]  # never more groups than records
     assert pack_ranges([OffsetRange("a", 0, 3, 3)], 4) == []
     with pytest.raises(ValueError, match="positive"):
         pack_ranges(ranges, 0)
@@ -99,12 +106,17 @@ def test_pack_ranges_balances_by_size_and_keeps_every_range_once() -> None:
     st.lists(st.integers(min_value=0, max_value=1000), min_size=0, max_size=30),
     st.integers(min_value=1, max_value=8),
 )
-def test_pack_ranges_is_a_partition_of_the_ranges(sizes: list[int], count: int) -> None:
+def test_pack_ranges_covers_every_offset_once_in_even_shares(sizes: list[int], count: int) -> None:
     ranges = [OffsetRange("t", p, 7, 7 + size) for p, size in enumerate(sizes)]
     groups = pack_ranges(ranges, count)
-    packed = [r for g in groups for r in g]
-    assert sorted(packed, key=lambda r: r.partition) == [r for r in ranges if r.size]
-    assert len(groups) <= count and all(groups)
+    offsets = sorted((r.partition, o) for g in groups for r in g for o in range(r.start, r.end))
+    assert offsets == [(r.partition, o) for r in ranges for o in range(r.start, r.end)]
+    assert len(groups) == min(count, sum(sizes))
+    shares = [sum(r.size for r in g) for g in groups]
+    assert all(r.size > 0 for g in groups for r in g)
+    assert not shares or max(shares) - min(shares) <= 1
+    # one piece per partition in a group: its consumer reads each partition once
+    assert all(len({r.partition for r in g}) == len(g) for g in groups)
 
 
 def test_json_offsets_round_trip() -> None:

@@ -115,8 +115,9 @@ def test_the_job_ran_on_two_executor_processes(run: Run) -> None:
 
 def test_batch_read_without_registration_gets_exact_rows(run: Run) -> None:
     assert run.report["batch"] == run.produced
-    # at most one Spark partition per CPU of the planning process (``_packing.py``)
-    assert run.report["batch_partitions"] == min(PARTITIONS, default_partition_count())
+    # one Spark partition per CPU of the planning process, each an equal share of the
+    # records (``_packing.py``)
+    assert run.report["batch_partitions"] == min(RECORDS, default_partition_count())
 
 
 def test_streaming_read_without_registration_gets_exact_rows(run: Run) -> None:
