@@ -14,7 +14,7 @@ whenever the caller has the chunk.
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
 
@@ -34,7 +34,7 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def paused_between_yields(items: Iterator[T]) -> Iterator[T]:
+def paused_between_yields(items: Iterator[T]) -> Generator[T, None, None]:
     """``items`` with the collector paused while it computes each one and running while
     the consumer holds it; closing this closes ``items``."""
     try:
