@@ -400,6 +400,7 @@ def run_one(
     def output_complete() -> bool:
         return workload != "stateless" or sum(harness.ends(output)) >= expected
 
+    cpu: dict[str, float] = {}
     started, joined, done = drive(
         harness,
         cmd,
@@ -411,12 +412,16 @@ def run_one(
         output,
         timeout,
         output_complete,
+        cpu,
     )
     result: dict[str, Any] = {
         "framework": framework,
         "workload": workload,
         "total_s": done - started,
         "processing_s": done - joined,
+        # CPU of the framework's process (its client's threads included) per input
+        # record while processing: a load that slows the clock moves this far less.
+        "cpu_us": cpu["processing_cpu_s"] / harness.records * 1e6,
     }
     result.update(check(harness.read_all(output), workload, expected))
     result["rate"] = harness.records / result["processing_s"]
@@ -425,8 +430,8 @@ def run_one(
     print(
         f"{framework:<9} {workload:<10} {harness.records / result['total_s']:>10,.0f} rec/s total "
         f"({result['total_s']:6.1f} s)  {result['rate']:>10,.0f} rec/s processing "
-        f"({result['processing_s']:6.1f} s)  {result['outputs']:>9,} outputs  {result['verdict']}"
-        f"  (load {result['load']:.1f})",
+        f"({result['processing_s']:6.1f} s)  {result['cpu_us']:5.2f} us CPU/record  "
+        f"{result['outputs']:>9,} outputs  {result['verdict']}  (load {result['load']:.1f})",
         flush=True,
     )
     return result
@@ -656,6 +661,7 @@ def report(results: list[dict[str, Any]], frameworks: list[str], workloads: list
             print(
                 f"{workload:<10} headrace / {peer:<6} processing {ours['rate'] / theirs['rate']:5.1f}x"
                 f"   total {theirs['total_s'] / ours['total_s']:5.1f}x"
+                f"   by CPU per record {theirs['cpu_us'] / ours['cpu_us']:5.1f}x"
             )
 
 

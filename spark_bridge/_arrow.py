@@ -49,14 +49,18 @@ def to_record_batch(cols: Columns, schema: Any) -> Any:
     n = len(cols)
     millis = pa.array(cols.timestamps, pa.int64())
     micros = pc.multiply(millis, pa.scalar(1000, pa.int64())).cast(pa.timestamp("us", tz="UTC"))
+    kinds = cols.timestamp_types
     arrays = [
         pa.array(cols.keys, pa.binary()),
         pa.array(cols.values, pa.binary()),
-        pa.array([cols.topic] * n, pa.string()),
+        # Constant columns are filled in C rather than converted value by value.
+        pa.repeat(pa.scalar(cols.topic, pa.string()), n),
         pa.array(cols.partitions, pa.int32()),
         pa.array(cols.offsets, pa.int64()),
         micros,
-        pa.array(cols.timestamp_types, pa.int32()),
+        pa.repeat(pa.scalar(kinds[0], pa.int32()), n)
+        if n and kinds.count(kinds[0]) == n
+        else pa.array(kinds, pa.int32()),
     ]
     if schema.get_field_index("headers") >= 0:
         arrays.append(

@@ -16,6 +16,7 @@ from operator import itemgetter
 from typing import Any, Protocol
 
 from ._client_log import ClientLog
+from ._collector import paused_between_yields
 from ._deps import require
 from ._errors import BrokerRequestError, OffsetRangeError
 from ._offsets import Bounds, OffsetRange, TopicPartition
@@ -183,6 +184,13 @@ class ConfluentClient:
 
     def read(
         self, ranges: Sequence[OffsetRange], *, chunk: int = 50_000, with_headers: bool = False
+    ) -> Iterator[Columns]:
+        """Fetch ranges of one topic together (see ``_read``), each chunk built with the
+        garbage collector paused (``_collector.py`` says why)."""
+        return paused_between_yields(self._read(ranges, chunk, with_headers))
+
+    def _read(
+        self, ranges: Sequence[OffsetRange], chunk: int, with_headers: bool
     ) -> Iterator[Columns]:
         """Fetch ranges of one topic together; a chunk is yielded once ``chunk`` records
         are held. Fetching partitions together lets the broker answer for all of them in

@@ -27,6 +27,7 @@ _KNOWN = {
     "startingoffsets",
     "endingoffsets",
     "maxoffsetspertrigger",
+    "maxpartitions",
     "isolation.level",
     "kafka.isolation.level",
     "includeheaders",
@@ -55,6 +56,9 @@ class SourceOptions:
     starting: OffsetSpec
     ending: OffsetSpec
     max_offsets_per_trigger: int | None = None
+    # Spark partitions per read (each reads its ranges through one consumer); None:
+    # the CPUs of the planning process (``_packing.py``).
+    max_partitions: int | None = None
     isolation_level: str = "read_committed"
     include_headers: bool = False
     fail_on_data_loss: bool = True
@@ -88,6 +92,19 @@ def _bool(options: Mapping[str, str], key: str, default: bool) -> bool:
     if raw.strip().lower() in ("true", "false"):
         return raw.strip().lower() == "true"
     raise OptionError(f"{key}: expected true or false, got {raw!r}")
+
+
+def _positive_int(options: Mapping[str, str], key: str, name: str) -> int | None:
+    raw = options.get(key)
+    if raw is None:
+        return None
+    try:
+        value = int(raw)
+    except ValueError as exc:
+        raise OptionError(f"{name} must be a whole number, got {raw!r}") from exc
+    if value <= 0:
+        raise OptionError(f"{name} must be positive, got {value}")
+    return value
 
 
 def _subscription(options: Mapping[str, str]) -> Subscription:
@@ -152,6 +169,7 @@ def parse_options(raw: Mapping[str, str], *, streaming: bool) -> SourceOptions:
             raise OptionError("maxOffsetsPerTrigger must be a whole number") from exc
         if max_per_trigger <= 0:
             raise OptionError("maxOffsetsPerTrigger must be positive")
+    max_partitions = _positive_int(options, "maxpartitions", "maxPartitions")
     isolation = options.get(
         "isolation.level", options.get("kafka.isolation.level", "read_committed")
     ).lower()
@@ -174,6 +192,7 @@ def parse_options(raw: Mapping[str, str], *, streaming: bool) -> SourceOptions:
         starting=starting,
         ending=ending,
         max_offsets_per_trigger=max_per_trigger,
+        max_partitions=max_partitions,
         isolation_level=isolation,
         include_headers=_bool(options, "includeheaders", False),
         fail_on_data_loss=_bool(options, "failondataloss", True),

@@ -4,8 +4,9 @@
     spark.read.format("headrace").option("kafka.bootstrap.servers", b)
          .option("subscribe", "orders").load()
 
-Planning (partitions, offsets) runs on the driver; each Spark partition then reads one
-topic-partition offset range in a worker and returns Arrow batches. This module
+Planning (partitions, offsets) runs on the driver; the offset ranges are cut into one
+equal share of the records per Spark partition (``_packing.py``), each of which reads
+its ranges in a worker through one consumer and returns Arrow batches. This module
 imports pyspark at import time, so the package imports it only when asked to.
 """
 
@@ -42,17 +43,24 @@ from ._offsets import (
     to_json_offsets,
 )
 from ._options import SourceOptions, parse_options
+from ._packing import default_partition_count, pack_ranges
 from ._registry_values import ValueColumns
 
 _CHUNK = 100_000  # records per Arrow batch handed to Spark
 
 
 class RangePartition(InputPartition):
-    """One Spark partition: one topic-partition offset range."""
+    """One Spark partition: offset ranges of any topic-partitions, read by one consumer."""
 
-    def __init__(self, offset_range: OffsetRange) -> None:
-        super().__init__(offset_range)
-        self.range = offset_range
+    def __init__(self, ranges: Sequence[OffsetRange]) -> None:
+        super().__init__(tuple(ranges))
+        self.ranges = tuple(ranges)
+
+
+def _spark_partitions(options: SourceOptions, ranges: list[OffsetRange]) -> list[RangePartition]:
+    count = options.max_partitions or default_partition_count()
+    # Spark wants at least one partition; an empty one reads nothing.
+    return [RangePartition(g) for g in pack_ranges(ranges, count)] or [RangePartition(())]
 
 
 def _client(options: SourceOptions) -> ConfluentClient:
@@ -67,12 +75,17 @@ def _read(
     options: SourceOptions, partition: InputPartition, values: ValueColumns | None = None
 ) -> Iterator[Any]:
     assert isinstance(partition, RangePartition)
-    r = partition.range
+    if not partition.ranges:
+        return
     schema = record_schema(options.include_headers)
+    by_topic: dict[str, list[OffsetRange]] = {}
+    for r in partition.ranges:
+        by_topic.setdefault(r.topic, []).append(r)
     with _client(options) as client:
-        for cols in client.read([r], chunk=_CHUNK, with_headers=options.include_headers):
-            batch = to_record_batch(cols, schema)
-            yield batch if values is None else values.decode(batch)
+        for ranges in by_topic.values():
+            for cols in client.read(ranges, chunk=_CHUNK, with_headers=options.include_headers):
+                batch = to_record_batch(cols, schema)
+                yield batch if values is None else values.decode(batch)
 
 
 def _value_columns(options: SourceOptions) -> ValueColumns | None:
@@ -121,9 +134,7 @@ class BatchReader(DataSourceReader):
             o.starting, bounds, option="startingOffsets", fail_on_data_loss=o.fail_on_data_loss
         )
         end = resolve(o.ending, bounds, option="endingOffsets")
-        ranges = plan_ranges(start, end)
-        # Spark wants at least one partition; an empty range reads nothing.
-        return [RangePartition(r) for r in ranges] or [RangePartition(OffsetRange("", 0, 0, 0))]
+        return _spark_partitions(o, plan_ranges(start, end))
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         return _read(self.options, partition, self.values)
@@ -185,9 +196,8 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return to_json_offsets({**begin, **latest})
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
-        return [
-            RangePartition(r) for r in plan_ranges(from_json_offsets(start), from_json_offsets(end))
-        ]
+        ranges = plan_ranges(from_json_offsets(start), from_json_offsets(end))
+        return _spark_partitions(self.options, ranges)
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         return _read(self.options, partition, self.values)

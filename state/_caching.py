@@ -40,6 +40,7 @@ class _CachingStore(StoreWrapper[W]):
     _open = False
     # Bound methods of the wrapped store, taken once so a miss costs no extra call.
     _read_down: Callable[[bytes], bytes | None]
+    _read_many_down: Callable[[list[bytes]], list[bytes | None]]
     _write_down: Callable[[list[tuple[bytes, bytes | None]]], None]
 
     def __init__(self, wrapped: W, max_entries: int = DEFAULT_MAX_ENTRIES) -> None:
@@ -84,6 +85,20 @@ class _CachingStore(StoreWrapper[W]):
             self._cache.put_clean(key, stored)
             return stored
         return value  # type: ignore[return-value]
+
+    def _cached_get_many(self, keys: list[bytes]) -> list[bytes | None]:
+        """What the cache holds, and the rest in one read below it. What is read below is
+        not cached: the caller writes these keys next, and caching a clean copy first
+        would cost each new key an extra insert and eviction."""
+        if not self._open:
+            raise self._closed()
+        found: list[object] = list(map(self._cache.lookup, keys))
+        missing = [i for i, value in enumerate(found) if value is MISS]
+        if missing:
+            below = self._read_many_down([keys[i] for i in missing])
+            for i, value in zip(missing, below, strict=True):
+                found[i] = value
+        return found  # type: ignore[return-value]
 
     def _cached_put(self, key: bytes, value: bytes | None) -> None:
         if not self._open:
@@ -137,9 +152,11 @@ class CachingKeyValueStore(_CachingStore[KeyValueBytesStore], KeyValueStoreWrapp
     def __init__(self, wrapped: KeyValueBytesStore, max_entries: int = DEFAULT_MAX_ENTRIES) -> None:
         super().__init__(wrapped, max_entries)
         self._read_down = wrapped.get
+        self._read_many_down = wrapped.get_many
         self._write_down = wrapped.put_all
 
     get = _CachingStore._cached_get
+    get_many = _CachingStore._cached_get_many
     put = _CachingStore._cached_put
     put_all = _CachingStore._cached_put_all
 
@@ -198,11 +215,13 @@ class CachingSegmentedStore(_CachingStore[SegmentedBytesStore], SegmentedStoreWr
     ) -> None:
         super().__init__(wrapped, max_entries)
         self._read_down = wrapped.get_raw
+        self._read_many_down = wrapped.get_many_raw
         self._write_down = wrapped.put_all_raw
 
     # The shared bodies name their argument ``key`` where this interface says
     # ``binary``; aliasing them still beats a forwarding call on every record.
     get_raw = _CachingStore._cached_get  # type: ignore[assignment]
+    get_many_raw = _CachingStore._cached_get_many  # type: ignore[assignment]
     put_raw = _CachingStore._cached_put  # type: ignore[assignment]
     put_all_raw = _CachingStore._cached_put_all
 

@@ -34,6 +34,9 @@ class _TableKeyValueStore(BackendStore):
     def get(self, key: bytes) -> bytes | None:
         return self._t().get(key)
 
+    def get_many(self, keys: list[bytes]) -> list[bytes | None]:
+        return self._t().get_many(keys)
+
     def put(self, key: bytes, value: bytes | None) -> None:
         if value is None:
             self._t().delete(key)

@@ -124,6 +124,10 @@ class MeteredKeyValueStore(_MeteredStore[KeyValueBytesStore], KeyValueStoreWrapp
 
     put_all = _MeteredStore._timed_put_all
 
+    def get_many(self, keys: list[bytes]) -> list[bytes | None]:
+        self._get.count += len(keys)  # counted, not timed: a batch is not a point read
+        return self.wrapped.get_many(keys)
+
     def get(self, key: bytes) -> bytes | None:
         stats = self._get
         stats.count += 1
@@ -185,6 +189,10 @@ class MeteredSegmentedStore(_MeteredStore[SegmentedBytesStore], SegmentedStoreWr
         self._put_all_down = wrapped.put_all_raw
 
     put_all_raw = _MeteredStore._timed_put_all
+
+    def get_many_raw(self, binaries: list[bytes]) -> list[bytes | None]:
+        self._get.count += len(binaries)  # counted, not timed: a batch is not a point read
+        return self.wrapped.get_many_raw(binaries)
 
     def get_raw(self, binary: bytes) -> bytes | None:
         stats = self._get

@@ -134,6 +134,12 @@ class KeyValueBytesStore(StateStore, CheckpointableStore, Protocol):
 
     def get(self, key: bytes) -> bytes | None: ...
 
+    def get_many(self, keys: list[bytes]) -> list[bytes | None]:
+        """``get`` of each key, in order. For a batch of keys the caller is about to
+        write: a cache in the stack answers what it holds and does not keep what was
+        read below it (the writes will)."""
+        ...
+
     def put(self, key: bytes, value: bytes | None) -> None:
         """Store ``value``; ``None`` deletes."""
         ...

@@ -54,6 +54,11 @@ class SegmentedBytesStore(CheckpointableStore, Protocol):
 
     def get_raw(self, binary: bytes) -> bytes | None: ...
 
+    def get_many_raw(self, binaries: list[bytes]) -> list[bytes | None]:
+        """``get_raw`` of each binary key, in order; a cache in the stack answers what it
+        holds and does not keep what was read below it (see ``get_many``)."""
+        ...
+
     def scan_raw(
         self, key_from: bytes | None, key_to: bytes | None, time_from: int, time_to: int
     ) -> Iterator[tuple[bytes, bytes]]:
@@ -203,6 +208,28 @@ class SegmentedStore(BackendStore):
             return None
         table = self._segments.get(time // self.segment_interval)
         return None if table is None else table.get(binary)
+
+    def get_many_raw(self, binaries: list[bytes]) -> list[bytes | None]:
+        """One multi-get per segment the keys fall in; expired or missing segments
+        answer None."""
+        if self._lifecycle.state is not _OPEN:
+            self._lifecycle.check_open()
+        found: list[bytes | None] = [None] * len(binaries)
+        segment_time, interval = self.schema.segment_time, self.segment_interval
+        horizon = self._observed - self.retention
+        by_segment: dict[int, list[int]] = {}
+        for i, binary in enumerate(binaries):
+            time = segment_time(binary)
+            if time > horizon:
+                by_segment.setdefault(time // interval, []).append(i)
+        for segment, positions in by_segment.items():
+            table = self._segments.get(segment)
+            if table is None:
+                continue
+            values = table.get_many([binaries[i] for i in positions])
+            for i, value in zip(positions, values, strict=True):
+                found[i] = value
+        return found
 
     def scan_raw(
         self, key_from: bytes | None, key_to: bytes | None, time_from: int, time_to: int

@@ -24,6 +24,10 @@ SCAN_CHUNK = 512
 class Table(Protocol):
     def get(self, key: bytes) -> bytes | None: ...
 
+    def get_many(self, keys: list[bytes]) -> list[bytes | None]:
+        """``get`` of each key, in order, in one call (RocksDB's MultiGet)."""
+        ...
+
     def put(self, key: bytes, value: bytes) -> None: ...
 
     def delete(self, key: bytes) -> None: ...
@@ -115,6 +119,9 @@ class MemoryTable:
 
     def get(self, key: bytes) -> bytes | None:
         return self._data.get(key)  # type: ignore[no-any-return]
+
+    def get_many(self, keys: list[bytes]) -> list[bytes | None]:
+        return list(map(self._data.get, keys))
 
     def put(self, key: bytes, value: bytes) -> None:
         self._data[key] = value

@@ -80,6 +80,9 @@ class KeyValueStoreWrapper(StoreWrapper[KeyValueBytesStore]):
     def get(self, key: bytes) -> bytes | None:
         return self.wrapped.get(key)
 
+    def get_many(self, keys: list[bytes]) -> list[bytes | None]:
+        return self.wrapped.get_many(keys)
+
     def put(self, key: bytes, value: bytes | None) -> None:
         self.wrapped.put(key, value)
 
@@ -128,6 +131,9 @@ class SegmentedStoreWrapper(StoreWrapper[SegmentedBytesStore]):
 
     def get_raw(self, binary: bytes) -> bytes | None:
         return self.wrapped.get_raw(binary)
+
+    def get_many_raw(self, binaries: list[bytes]) -> list[bytes | None]:
+        return self.wrapped.get_many_raw(binaries)
 
     def scan_raw(
         self, key_from: bytes | None, key_to: bytes | None, time_from: int, time_to: int

@@ -18,6 +18,7 @@ from headrace.spark_bridge._offsets import (
     to_json_offsets,
 )
 from headrace.spark_bridge._options import parse_options
+from headrace.spark_bridge._packing import pack_ranges
 
 A0, A1, B0 = TopicPartition("a", 0), TopicPartition("a", 1), TopicPartition("b", 0)
 BOUNDS = {A0: Bounds(5, 50), A1: Bounds(0, 10), B0: Bounds(0, 0)}
@@ -77,6 +78,47 @@ def test_plan_ranges_skips_empty_and_orders() -> None:
     assert [r.size for r in ranges] == [4, 3]
 
 
+def test_pack_ranges_cuts_equal_shares_in_partition_order() -> None:
+    ranges = [OffsetRange("a", p, 0, size) for p, size in enumerate([50, 10, 40, 0, 30])]
+    ranges.append(OffsetRange("b", 0, 5, 25))
+    # 150 records in two shares of 75: a/2 is cut at its 15th record
+    assert pack_ranges(ranges, 2) == [
+        [OffsetRange("a", 0, 0, 50), OffsetRange("a", 1, 0, 10), OffsetRange("a", 2, 0, 15)],
+        [OffsetRange("a", 2, 15, 40), OffsetRange("a", 4, 0, 30), OffsetRange("b", 0, 5, 25)],
+    ]
+    # three partitions on two cores: each core reads half, not one of them two thirds
+    thirds = [OffsetRange("t", p, 0, 100) for p in range(3)]
+    assert pack_ranges(thirds, 2) == [
+        [OffsetRange("t", 0, 0, 100), OffsetRange("t", 1, 0, 50)],
+        [OffsetRange("t", 1, 50, 100), OffsetRange("t", 2, 0, 100)],
+    ]
+    assert pack_ranges(ranges, 1) == [[r for r in ranges if r.size]]
+    assert pack_ranges([OffsetRange("a", 0, 3, 5)], 4) == [
+        [OffsetRange("a", 0, 3, 4)],
+        [OffsetRange("a", 0, 4, 5)],
+    ]  # never more groups than records
+    assert pack_ranges([OffsetRange("a", 0, 3, 3)], 4) == []
+    with pytest.raises(ValueError, match="positive"):
+        pack_ranges(ranges, 0)
+
+
+@given(
+    st.lists(st.integers(min_value=0, max_value=1000), min_size=0, max_size=30),
+    st.integers(min_value=1, max_value=8),
+)
+def test_pack_ranges_covers_every_offset_once_in_even_shares(sizes: list[int], count: int) -> None:
+    ranges = [OffsetRange("t", p, 7, 7 + size) for p, size in enumerate(sizes)]
+    groups = pack_ranges(ranges, count)
+    offsets = sorted((r.partition, o) for g in groups for r in g for o in range(r.start, r.end))
+    assert offsets == [(r.partition, o) for r in ranges for o in range(r.start, r.end)]
+    assert len(groups) == min(count, sum(sizes))
+    shares = [sum(r.size for r in g) for g in groups]
+    assert all(r.size > 0 for g in groups for r in g)
+    assert not shares or max(shares) - min(shares) <= 1
+    # one piece per partition in a group: its consumer reads each partition once
+    assert all(len({r.partition for r in g}) == len(g) for g in groups)
+
+
 def test_json_offsets_round_trip() -> None:
     offsets = {A0: 3, A1: 4, B0: 0}
     raw = to_json_offsets(offsets)
@@ -114,6 +156,14 @@ def test_options_defaults_follow_spark() -> None:
     assert (batch.starting, batch.ending) == ("earliest", "latest")
     assert batch.isolation_level == "read_committed"
     assert batch.include_headers is False and batch.fail_on_data_loss is True
+    assert batch.max_partitions is None  # the planner's CPUs
+    assert (
+        parse_options(
+            {"kafka.bootstrap.servers": "h:1", "subscribe": "a", "maxPartitions": "4"},
+            streaming=False,
+        ).max_partitions
+        == 4
+    )
     stream = parse_options(
         {
             "kafka.bootstrap.servers": "h:1",
@@ -173,6 +223,16 @@ def test_options_are_case_insensitive_and_pass_kafka_settings_through() -> None:
             {"kafka.bootstrap.servers": "h", "subscribe": "a", "maxOffsetsPerTrigger": "9"},
             False,
             "streaming",
+        ),
+        (
+            {"kafka.bootstrap.servers": "h", "subscribe": "a", "maxPartitions": "0"},
+            False,
+            "maxPartitions must be positive",
+        ),
+        (
+            {"kafka.bootstrap.servers": "h", "subscribe": "a", "maxPartitions": "many"},
+            True,
+            "maxPartitions must be a whole number",
         ),
         (
             {"kafka.bootstrap.servers": "h", "subscribe": "a", "isolation.level": "dirty"},

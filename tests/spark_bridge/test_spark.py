@@ -28,6 +28,7 @@ from headrace.spark_bridge import (
     spark_schema,
     spark_session,
 )
+from headrace.spark_bridge._packing import default_partition_count
 
 pytestmark = pytest.mark.slow
 
@@ -96,7 +97,47 @@ def test_batch_read_matches_what_was_produced(spark: Any, bootstrap: str) -> Non
     assert {r.topic for r in got} == {topic}
     by_n = {json.loads(bytes(r.value))["n"]: bytes(r.key) for r in got}
     assert by_n == {i: f"user-{i % 7}".encode() for i in range(600)}
-    assert frame.rdd.getNumPartitions() == 3  # one Spark partition per topic-partition
+    # One Spark partition per CPU of the planner, each reading an equal share of the
+    # records (ranges cut where a share ends) through one consumer.
+    assert frame.rdd.getNumPartitions() == default_partition_count()
+
+
+def test_one_consumer_reads_every_partition_with_its_own_columns(
+    spark: Any, bootstrap: str
+) -> None:
+    """``maxPartitions=1``: one Spark partition, so one consumer for all three
+    topic-partitions; every record once, with its partition and offset, inside the
+    offset ranges asked for."""
+    topic, placed = make_topic(bootstrap, 450)
+    high = {p: max(o for q, o in placed if q == p) + 1 for p in range(3)}
+    start = json.dumps({topic: {"0": 4, "1": -2, "2": 11}})
+    end = json.dumps({topic: {"0": -1, "1": 9, "2": high[2] - 3}})
+    frame = source(
+        spark, bootstrap, topic, maxPartitions="1", startingOffsets=start, endingOffsets=end
+    )
+    assert frame.rdd.getNumPartitions() == 1
+    got = frame.select("partition", "offset", "key", "value").collect()
+    expected = (
+        [(0, o) for o in range(4, high[0])]
+        + [(1, o) for o in range(0, 9)]
+        + [(2, o) for o in range(11, high[2] - 3)]
+    )
+    assert sorted((r.partition, r.offset) for r in got) == expected
+    # Each row's columns are its own record's: a key always lands on one partition, and
+    # one producer's records keep their order within a partition, so n rises with offset.
+    partition_of: dict[bytes, set[int]] = {}
+    for r in got:
+        n = json.loads(bytes(r.value))["n"]
+        assert bytes(r.key) == f"user-{n % 7}".encode()
+        partition_of.setdefault(bytes(r.key), set()).add(r.partition)
+    assert all(len(parts) == 1 for parts in partition_of.values())
+    for p in range(3):
+        ns = [
+            json.loads(bytes(r.value))["n"]
+            for r in sorted(got, key=lambda r: r.offset)
+            if r.partition == p
+        ]
+        assert ns == sorted(ns)
 
 
 def test_batch_read_honours_offset_ranges(spark: Any, bootstrap: str) -> None:

@@ -110,3 +110,17 @@ def test_closed_store_refuses_use(kv_factory: Callable[..., KeyValueBytesStore])
     with pytest.raises(InvalidStoreStateError):
         kv.get(b"a")
     kv.close()  # closing twice is harmless
+
+
+def test_get_many_sees_the_cache_and_the_store_in_order(kv: KeyValueBytesStore) -> None:
+    kv.put_all([(b"stored", b"s"), (b"deleted", b"d")])
+    kv.flush()  # below any cache now
+    kv.put(b"pending", b"p")  # a caching stack holds these two until its flush
+    kv.put(b"deleted", None)
+    keys = [b"absent", b"pending", b"stored", b"deleted", b"stored"]
+    assert kv.get_many(keys) == [None, b"p", b"s", None, b"s"]
+    assert kv.get_many([]) == []
+    # reading many changed nothing: the same answers one by one, and after a flush
+    assert [kv.get(k) for k in keys] == [None, b"p", b"s", None, b"s"]
+    kv.flush()
+    assert kv.get_many(keys) == [None, b"p", b"s", None, b"s"]
