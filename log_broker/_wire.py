@@ -112,10 +112,24 @@ def decode_request(frame: bytes, client_host: str = "", session: Any = None) -> 
 # librdkafka (up to 2.16 at least) ends AlterUserScramCredentials with one tagged-fields
 # byte too many; Kafka ignores trailing bytes, so this one empty byte is let through.
 _TOLERATED_TAILS = {51: b"\0"}
+METADATA = 3
 
 
 def _tolerated_tail(api_key: int, frame: bytes, used: int) -> bool:
-    return frame[used:] == _TOLERATED_TAILS.get(api_key)
+    tail = frame[used:]
+    if api_key == METADATA:
+        return _metadata_placeholder_tail(tail)
+    return tail == _TOLERATED_TAILS.get(api_key)
+
+
+def _metadata_placeholder_tail(tail: bytes) -> bool:
+    """librdkafka 2.16 asks flexible Metadata (v9+) for all topics with the topic array's
+    four-byte placeholder left in place: ``00 00 00 00``, then its real fields
+    (allow_auto_topic_creation, include_topic_authorized_operations, no tagged fields).
+    The first zero reads as a null array (all topics), as Kafka reads it; the next three
+    are a complete request, and Kafka ignores the real fields left over. Only that shape
+    is let through."""
+    return len(tail) == 3 and tail[0] in (0, 1) and tail[1] in (0, 1) and tail[2] == 0
 
 
 def encode_response(api_key: int, api_version: int, correlation_id: int, body: Any) -> bytes:
