@@ -26,6 +26,13 @@ class GroupConfig:
     offset_metadata_max_bytes: int = 4096
     # How long a brand-new member's first JoinGroup may wait (Kafka's fixed 5 minutes).
     new_member_join_timeout_ms: int = 300_000
+    # The consumer group protocol (KIP-848): group.consumer.session.timeout.ms,
+    # group.consumer.heartbeat.interval.ms, group.consumer.assignors (the first is the
+    # default) and group.consumer.max.size.
+    consumer_session_timeout_ms: int = 45_000
+    consumer_heartbeat_interval_ms: int = 5_000
+    consumer_assignors: tuple[str, ...] = ("uniform", "range")
+    consumer_max_size: int = 1_000
 
     def offsets_topic_configs(self) -> dict[str, str]:
         return {"cleanup.policy": "compact", "segment.bytes": str(self.offsets_topic_segment_bytes)}
