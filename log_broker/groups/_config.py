@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ._assignors import ASSIGNORS
+
 OFFSETS_TOPIC = "__consumer_offsets"
 
 
@@ -33,6 +35,13 @@ class GroupConfig:
     consumer_heartbeat_interval_ms: int = 5_000
     consumer_assignors: tuple[str, ...] = ("uniform", "range")
     consumer_max_size: int = 1_000
+
+    def __post_init__(self) -> None:
+        unknown = [a for a in self.consumer_assignors if a not in ASSIGNORS]
+        if unknown or not self.consumer_assignors:
+            raise ValueError(
+                f"group.consumer.assignors: unknown {unknown}; known: {sorted(ASSIGNORS)}"
+            )
 
     def offsets_topic_configs(self) -> dict[str, str]:
         return {"cleanup.policy": "compact", "segment.bytes": str(self.offsets_topic_segment_bytes)}

@@ -95,7 +95,13 @@ async def handle(state: BrokerState, request: Request) -> Any:
         ]
         auto_create = False
     else:
-        names = [t.name for t in body.topics]
+        # From v10 a topic may be named by its id alone (the consumer protocol's
+        # assignments carry ids); an id no topic has is looked up as "" and unknown.
+        by_id: dict[object, str] = {t.topic_id: n for n, t in state.logs.topics().items()}
+        names = [
+            t.name if t.name is not None else by_id.get(getattr(t, "topic_id", None), "")
+            for t in body.topics
+        ]
         auto_create = getattr(body, "allow_auto_topic_creation", True)
     # Each client is told the address of the listener it came in through.
     host, port = request.session.listener.advertised()
@@ -113,4 +119,4 @@ async def handle(state: BrokerState, request: Request) -> Any:
     )
 
 
-ROUTE = Route(API_KEY, 0, 8, handle)
+ROUTE = Route(API_KEY, 0, 12, handle)

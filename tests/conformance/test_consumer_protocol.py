@@ -1,0 +1,257 @@
+"""confluent-kafka (librdkafka 2.16) with ``group.protocol=consumer`` (KIP-848), unchanged.
+
+Three members share a six-partition topic under steady produce load; one is SIGKILLed
+and one leaves. Each member reports its rebalance callbacks with wall times, and a
+watcher reads the broker's view (ConsumerGroupDescribe) at every epoch: no partition
+is ever owned by two members, every produced record is consumed, and an offset commit
+at a stale member epoch is refused.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import confluent_kafka as ck
+import pytest
+from brokerproc import BrokerProcess
+from confluent_kafka.admin import AdminClient, NewTopic
+from kafka_clients import unique
+from kio.schema.consumer_group_heartbeat.v0.request import ConsumerGroupHeartbeatRequest
+from kio.schema.join_group.v5.request import JoinGroupRequest, JoinGroupRequestProtocol
+from kio.schema.offset_commit.v9.request import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+)
+from kio.schema.types import GroupId, TopicName
+from kio.static.primitive import i32, i32Timedelta, i64
+from kip848_harness import (
+    DescribeWatcher,
+    Member,
+    assert_never_owned_twice,
+    owned_exactly,
+    wait_until,
+)
+from rawkafka import RawClient
+
+pytestmark = pytest.mark.conformance
+
+MEMBER = Path(__file__).with_name("kip848_member.py")
+PARTITIONS = 6
+SESSION_MS = 3_000
+
+
+@pytest.fixture(scope="module")
+def kip848_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    data = tmp_path_factory.mktemp("kip848") / "data"
+    with BrokerProcess(
+        data,
+        "--group-consumer-session-timeout-ms",
+        str(SESSION_MS),
+        "--group-consumer-heartbeat-interval-ms",
+        "300",
+        "--group-min-session-timeout-ms",
+        "1000",
+    ) as broker:
+        yield broker
+
+
+def create_topic(bootstrap: str, name: str, partitions: int = PARTITIONS) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(15)
+
+
+class Load:
+    """Produces numbered records round the partitions until stopped."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        self._producer = ck.Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+        self._topic = topic
+        self._stop = threading.Event()
+        self.sent: set[tuple[int, int]] = set()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _delivered(self, err: object, msg: ck.Message) -> None:
+        if err is None:
+            offset = msg.offset()
+            partition = msg.partition()
+            assert offset is not None and partition is not None
+            self.sent.add((partition, offset))
+
+    def _run(self) -> None:
+        n = 0
+        while not self._stop.is_set():
+            self._producer.produce(
+                self._topic, str(n).encode(), partition=n % PARTITIONS, on_delivery=self._delivered
+            )
+            self._producer.poll(0)
+            n += 1
+            time.sleep(0.01)
+        self._producer.flush(15)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(30)
+
+
+def member(
+    broker: BrokerProcess, topic: str, group: str, name: str, tmp: Path, *extra: str
+) -> Member:
+    args = [sys.executable, str(MEMBER), broker.bootstrap, topic, group, name, *extra]
+    return Member(name, args, tmp)
+
+
+def test_join_kill_leave_never_owns_twice_and_consumes_everything(
+    kip848_broker: BrokerProcess, tmp_path: Path
+) -> None:
+    topic, group = unique("kip848"), unique("g848")
+    create_topic(kip848_broker.bootstrap, topic)
+    load = Load(kip848_broker.bootstrap, topic)
+    watcher = DescribeWatcher(kip848_broker.bootstrap, group)
+    members = [member(kip848_broker, topic, group, n, tmp_path) for n in ("a", "b", "c")]
+    a, b, c = members
+    try:
+        wait_until(lambda: owned_exactly(members, PARTITIONS), 30, "three-way split", members)
+        a.kill()
+        wait_until(lambda: owned_exactly([b, c], PARTITIONS), 30, "b and c after a's kill", members)
+        c.leave()
+        wait_until(lambda: owned_exactly([b], PARTITIONS), 30, "b alone after c left", members)
+        load.stop()
+        assert load.sent
+        wait_until(
+            lambda: load.sent <= a.consumed() | b.consumed() | c.consumed(),
+            30,
+            "every record consumed",
+            members,
+        )
+        assert_never_owned_twice(members)
+        snapshot = watcher.describe()
+        assert snapshot.error_code == 0 and len(snapshot.members) == 1
+        live = snapshot.members[0]
+        assert live.member_id == b.member_id
+        assert_commit_fenced(
+            kip848_broker.bootstrap, group, topic, live.member_id, live.member_epoch
+        )
+    finally:
+        watcher.stop()
+        load.stop()
+        for m in members:
+            m.close()
+    assert watcher.snapshots > 10 and len(watcher.epochs) >= 3
+    assert not watcher.violations, watcher.violations[:5]
+    assert not [e for m in (b, c) for e in m.errors() if not e.startswith("_TRANSPORT")], [
+        m.errors() for m in members
+    ]
+
+
+def _commit(client: RawClient, group: str, topic: str, member_id: str, epoch: int) -> int:
+    request = OffsetCommitRequest(
+        group_id=GroupId(group),
+        generation_id_or_member_epoch=i32(epoch),
+        member_id=member_id,
+        group_instance_id=None,
+        topics=(
+            OffsetCommitRequestTopic(
+                name=TopicName(topic),
+                partitions=(
+                    OffsetCommitRequestPartition(
+                        partition_index=i32(0),
+                        committed_offset=i64(0),
+                        committed_leader_epoch=i32(-1),
+                        committed_metadata="",
+                    ),
+                ),
+            ),
+        ),
+    )
+    response = client.request(8, 9, request)
+    return int(response.topics[0].partitions[0].error_code)
+
+
+def assert_commit_fenced(
+    bootstrap: str, group: str, topic: str, member_id: str, epoch: int
+) -> None:
+    with RawClient(bootstrap) as client:
+        assert _commit(client, group, topic, member_id, epoch - 1) == 113  # STALE_MEMBER_EPOCH
+        assert _commit(client, group, topic, member_id, epoch + 1) == 110  # FENCED_MEMBER_EPOCH
+        assert _commit(client, group, topic, "not-a-member", epoch) == 25  # UNKNOWN_MEMBER_ID
+
+
+def _heartbeat(client: RawClient, group: str, topic: str) -> int:
+    request = ConsumerGroupHeartbeatRequest(
+        group_id=GroupId(group),
+        member_id="",
+        member_epoch=i32(0),
+        rebalance_timeout=i32Timedelta.parse(timedelta(seconds=30)),
+        subscribed_topic_names=(TopicName(topic),),
+        topic_partitions=(),
+    )
+    return int(client.request(68, 0, request).error_code)
+
+
+def test_mixed_classic_and_consumer_members_are_refused(
+    kip848_broker: BrokerProcess, tmp_path: Path
+) -> None:
+    """Both ways round: a consumer-protocol member cannot enter a classic group with
+    members, nor a classic member a consumer group with members; the group already
+    there keeps working. Once empty, a group may change kind."""
+    topic = unique("mixed")
+    create_topic(kip848_broker.bootstrap, topic)
+    classic_group, consumer_group = unique("gc"), unique("gk")
+    classic = member(
+        kip848_broker, topic, classic_group, "classic", tmp_path, "--protocol", "classic"
+    )
+    modern = member(kip848_broker, topic, consumer_group, "modern", tmp_path)
+    everyone = [classic, modern]
+    try:
+        wait_until(lambda: owned_exactly([classic], PARTITIONS), 30, "classic member", everyone)
+        wait_until(lambda: owned_exactly([modern], PARTITIONS), 30, "consumer member", everyone)
+        into_classic = member(kip848_broker, topic, classic_group, "k-into-classic", tmp_path)
+        into_consumer = member(
+            kip848_broker,
+            topic,
+            consumer_group,
+            "c-into-k",
+            tmp_path,
+            "--protocol",
+            "classic",
+            "--debug",
+            "cgrp",
+        )
+        intruders = [into_classic, into_consumer]
+        everyone += intruders
+        # librdkafka makes the refused heartbeat a fatal error of the consumer (logged as
+        # FATAL); the refused JoinGroup it retries, logging the broker's error.
+        wait_until(
+            lambda: all(m.logged("Inconsistent group protocol") for m in intruders),
+            30,
+            "both intruders refused",
+            everyone,
+        )
+        assert not any(m.assigned() for m in intruders)
+        assert owned_exactly([classic], PARTITIONS) and owned_exactly([modern], PARTITIONS)
+        with RawClient(kip848_broker.bootstrap) as client:
+            assert _heartbeat(client, classic_group, topic) == 23
+        classic.leave()
+        # The classic group is empty now: a consumer-protocol member converts it.
+        with RawClient(kip848_broker.bootstrap) as client:
+            assert _heartbeat(client, classic_group, topic) == 0
+            join = JoinGroupRequest(
+                group_id=GroupId(classic_group),
+                session_timeout=i32Timedelta.parse(timedelta(seconds=10)),
+                rebalance_timeout=i32Timedelta.parse(timedelta(seconds=10)),
+                member_id="",
+                group_instance_id=None,
+                protocol_type="consumer",
+                protocols=(JoinGroupRequestProtocol(name="range", metadata=b""),),
+            )
+            assert int(client.request(11, 5, join).error_code) == 23
+    finally:
+        for m in everyone:
+            m.close()
