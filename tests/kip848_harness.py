@@ -37,6 +37,8 @@ class Member:
         self.events: list[dict[str, Any]] = []
         self.owned: set[int] = set()
         self.records: set[tuple[int, int]] = set()
+        # (wall time, partition) of each record consumed, in order.
+        self.consume_times: list[tuple[float, int]] = []
         self.member_id = ""
         self.killed_at: float | None = None
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -52,6 +54,7 @@ class Member:
                 kind = event["e"]
                 if kind == "rec":
                     self.records.add((event["p"], event["o"]))
+                    self.consume_times.append((event.get("t", 0.0), event["p"]))
                     continue
                 self.events.append(event)
                 if kind == "assign":

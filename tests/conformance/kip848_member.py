@@ -1,9 +1,9 @@
 """One confluent-kafka group member in its own process, reporting on stdout as JSON lines.
 
 Usage: kip848_member.py BOOTSTRAP TOPIC GROUP NAME [--protocol consumer|classic]
-[--instance-id ID]. Events: ``{"e": "member", "id"}`` once joined, ``{"e": "assign" |
+[--strategy range|cooperative-sticky] [--instance-id ID]. Events: ``{"e": "member", "id"}`` once joined, ``{"e": "assign" |
 "revoke" | "lost", "p": [partitions], "t": wall time}`` from the rebalance callbacks,
-``{"e": "rec", "p", "o"}`` per record, ``{"e": "error", "code", "name"}`` for errors
+``{"e": "rec", "p", "o", "t"}`` per record, ``{"e": "error", "code", "name"}`` for errors
 polled or a refused commit. A line ``leave`` on stdin closes the consumer (it leaves the
 group) and exits; SIGKILL leaves nothing behind.
 """
@@ -31,6 +31,8 @@ def main() -> None:
         parser.add_argument(name)
     parser.add_argument("--protocol", default="consumer")
     parser.add_argument("--instance-id")
+    parser.add_argument("--strategy", help="classic protocol: partition.assignment.strategy")
+    parser.add_argument("--heartbeat-ms", type=int, default=500, help="classic protocol")
     parser.add_argument("--debug", help="librdkafka debug contexts, logged to stderr")
     args = parser.parse_args()
     config: dict[str, Any] = {
@@ -44,7 +46,9 @@ def main() -> None:
     }
     if args.protocol == "classic":
         config["session.timeout.ms"] = 6000
-        config["heartbeat.interval.ms"] = 500
+        config["heartbeat.interval.ms"] = args.heartbeat_ms
+    if args.strategy:
+        config["partition.assignment.strategy"] = args.strategy
     if args.debug:
         config["debug"] = args.debug
     if args.instance_id:
@@ -83,7 +87,7 @@ def main() -> None:
             if error is not None:
                 say(e="error", code=error.code(), name=error.name())
             else:
-                say(e="rec", p=m.partition(), o=m.offset())
+                say(e="rec", p=m.partition(), o=m.offset(), t=time.time())
         if any(not m.error() for m in messages):
             try:
                 consumer.commit(asynchronous=False)
