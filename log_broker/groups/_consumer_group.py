@@ -19,6 +19,8 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from headrace.base import TransitionTable, check_transition, transition_table
+
 from ._assignors import ASSIGNORS, AssignorMember, Partition, TopicInfo
 from ._errors import IllegalGroupTransitionError
 
@@ -35,11 +37,11 @@ class Reconciliation(enum.Enum):
     UNRELEASED_PARTITIONS = "unreleased_partitions"  # waits for others to release some
 
 
-RECONCILIATION_TRANSITIONS: dict[Reconciliation, frozenset[Reconciliation]] = {
-    Reconciliation.STABLE: frozenset(Reconciliation),
-    Reconciliation.UNREVOKED_PARTITIONS: frozenset(Reconciliation),
-    Reconciliation.UNRELEASED_PARTITIONS: frozenset(Reconciliation),
-}
+# Every step may lead anywhere: a target that changes again while a member revokes or
+# waits can ask it to revoke more, wait for others, or find it already done.
+RECONCILIATION_TRANSITIONS: TransitionTable[Reconciliation] = transition_table(
+    {state: set(Reconciliation) for state in Reconciliation}
+)
 
 
 class ConsumerGroupState(enum.Enum):
@@ -69,8 +71,13 @@ class ConsumerMember:
     told: tuple[int, frozenset[Partition]] | None = None
 
     def transition(self, to: Reconciliation) -> None:
-        if to not in RECONCILIATION_TRANSITIONS[self.state]:
-            raise IllegalGroupTransitionError(f"member {self.member_id}: {self.state} -> {to}")
+        check_transition(
+            RECONCILIATION_TRANSITIONS,
+            self.state,
+            to,
+            f"member {self.member_id}",
+            IllegalGroupTransitionError,
+        )
         self.state = to
 
 

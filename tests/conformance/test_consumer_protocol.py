@@ -22,6 +22,7 @@ from brokerproc import BrokerProcess
 from confluent_kafka.admin import AdminClient, NewTopic
 from java_tools import compile_java, jdk_tool
 from kafka_clients import unique
+from kio.schema.consumer_group_describe.v0.request import ConsumerGroupDescribeRequest
 from kio.schema.consumer_group_heartbeat.v0.request import ConsumerGroupHeartbeatRequest
 from kio.schema.join_group.v5.request import JoinGroupRequest, JoinGroupRequestProtocol
 from kio.schema.offset_commit.v9.request import (
@@ -300,3 +301,41 @@ def test_mixed_classic_and_consumer_members_are_refused(
     finally:
         for m in everyone:
             m.close()
+
+
+def test_offsets_survive_a_broker_kill_and_members_rejoin(tmp_path: Path) -> None:
+    """Group membership is not persisted: after a SIGKILL and restart the broker answers
+    the member's next heartbeat UNKNOWN_MEMBER_ID, the client rejoins at epoch 0, and
+    resumes from the offsets it committed before the kill."""
+    broker = BrokerProcess(
+        tmp_path / "data", "--group-consumer-heartbeat-interval-ms", "300"
+    ).start()
+    one = None
+    try:
+        topic, group = unique("restart848"), unique("g-restart")
+        create_topic(broker.bootstrap, topic, 2)
+        producer = ck.Producer({"bootstrap.servers": broker.bootstrap})
+        for i in range(20):
+            producer.produce(topic, str(i).encode(), partition=i % 2)
+        producer.flush(15)
+        one = member(broker, topic, group, "one", tmp_path)
+        wait_until(lambda: len(one.consumed()) == 20, 30, "first 20 records", [one])
+        time.sleep(1)  # its commit after the last batch
+        broker.kill()
+        broker.start()
+        for i in range(20, 40):
+            producer.produce(topic, str(i).encode(), partition=i % 2)
+        producer.flush(30)
+        wait_until(lambda: len(one.consumed()) == 40, 60, "40 records after the restart", [one])
+        # Resumed from the committed offsets: no record read twice.
+        assert len(one.consume_times) == 40
+        with RawClient(broker.bootstrap) as client:
+            request = ConsumerGroupDescribeRequest(
+                group_ids=(GroupId(group),), include_authorized_operations=False
+            )
+            [described] = client.request(69, 0, request).groups
+        assert described.error_code == 0 and described.members[0].member_id == one.member_id
+    finally:
+        if one is not None:
+            one.close()
+        broker.stop()
