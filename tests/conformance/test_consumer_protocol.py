@@ -25,6 +25,7 @@ from kafka_clients import unique
 from kio.schema.consumer_group_describe.v0.request import ConsumerGroupDescribeRequest
 from kio.schema.consumer_group_heartbeat.v0.request import ConsumerGroupHeartbeatRequest
 from kio.schema.join_group.v5.request import JoinGroupRequest, JoinGroupRequestProtocol
+from kio.schema.list_groups.v5.request import ListGroupsRequest
 from kio.schema.offset_commit.v9.request import (
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
@@ -284,6 +285,19 @@ def test_mixed_classic_and_consumer_members_are_refused(
         assert owned_exactly([classic], PARTITIONS) and owned_exactly([modern], PARTITIONS)
         with RawClient(kip848_broker.bootstrap) as client:
             assert _heartbeat(client, classic_group, topic) == 23
+            # ListGroups v5 tells the kinds apart; ConsumerGroupDescribe knows only its own.
+            listed = client.request(16, 5, ListGroupsRequest(states_filter=(), types_filter=()))
+            kinds = {g.group_id: g.group_type for g in listed.groups}
+            assert (kinds[classic_group], kinds[consumer_group]) == ("classic", "consumer")
+            only = ListGroupsRequest(states_filter=(), types_filter=("consumer",))
+            assert consumer_group in {g.group_id for g in client.request(16, 5, only).groups}
+            assert classic_group not in {g.group_id for g in client.request(16, 5, only).groups}
+            describe = ConsumerGroupDescribeRequest(
+                group_ids=(GroupId(classic_group), GroupId(consumer_group)),
+                include_authorized_operations=False,
+            )
+            classic_view, consumer_view = client.request(69, 0, describe).groups
+            assert classic_view.error_code == 69 and consumer_view.error_code == 0
         classic.leave()
         # The classic group is empty now: a consumer-protocol member converts it.
         with RawClient(kip848_broker.bootstrap) as client:
