@@ -353,3 +353,29 @@ def test_offsets_survive_a_broker_kill_and_members_rejoin(tmp_path: Path) -> Non
         if one is not None:
             one.close()
         broker.stop()
+
+
+def test_static_member_restarted_within_its_session_gets_its_partitions_back(
+    kip848_broker: BrokerProcess, tmp_path: Path
+) -> None:
+    """``group.instance.id``: closing leaves with epoch -2, which keeps the assignment
+    for the session timeout; the same instance back under a new member id takes the
+    same partitions while the other member's stay where they were."""
+    topic, group = unique("static848"), unique("g-static")
+    create_topic(kip848_broker.bootstrap, topic)
+    first = member(kip848_broker, topic, group, "s1", tmp_path, "--instance-id", "i1")
+    other = member(kip848_broker, topic, group, "s2", tmp_path, "--instance-id", "i2")
+    everyone = [first, other]
+    try:
+        wait_until(lambda: owned_exactly(everyone, PARTITIONS), 30, "two static members", everyone)
+        time.sleep(1)  # past any revocation of the first split
+        before, kept, seen = first.assigned(), other.assigned(), len(other.events)
+        first.leave()
+        again = member(kip848_broker, topic, group, "s1-again", tmp_path, "--instance-id", "i1")
+        everyone.append(again)
+        wait_until(lambda: again.assigned() == before, 30, "the same partitions back", everyone)
+        assert other.assigned() == kept
+        assert not any(e["e"] in ("revoke", "lost") for e in other.events[seen:])
+    finally:
+        for m in everyone:
+            m.close()
