@@ -14,10 +14,11 @@ to its new member only once no one else owns it.
 from __future__ import annotations
 
 import enum
-import re
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+
+import re2
 
 from headrace.base import TransitionTable, check_transition, transition_table
 
@@ -221,22 +222,27 @@ class ConsumerGroup:
 
 
 class PatternMatch:
-    """Compiled subscription regexes, shared by a group's members (``fullmatch``,
-    as Kafka matches topic names against RE2/J patterns)."""
+    """Compiled subscription regexes, shared by a group's members. Kafka matches topic
+    names against RE2/J patterns; RE2 here too, so a client's pattern costs time linear
+    in the name, never the backtracking blow-up a crafted pattern gets from ``re``."""
+
+    _OPTIONS = re2.Options()
+    _OPTIONS.log_errors = False  # a bad pattern is the client's error, answered as such
 
     def __init__(self) -> None:
-        self._compiled: dict[str, re.Pattern[str]] = {}
+        # pattern -> its compiled fullmatch
+        self._compiled: dict[str, Callable[[str], object]] = {}
 
     def compile(self, pattern: str) -> None:
-        """Raises re.error for a pattern that cannot compile."""
+        """Raises ``re2.error`` for a pattern that cannot compile."""
         if pattern not in self._compiled:
-            if len(self._compiled) > 1000:
+            if len(self._compiled) >= 1000:  # bounded: forget them all, recompile on use
                 self._compiled.clear()
-            self._compiled[pattern] = re.compile(pattern)
+            self._compiled[pattern] = re2.compile(pattern, options=self._OPTIONS).fullmatch
 
     def matches(self, pattern: str, name: str) -> bool:
         self.compile(pattern)
-        return self._compiled[pattern].fullmatch(name) is not None
+        return self._compiled[pattern](name) is not None
 
 
 def member_topics(

@@ -11,10 +11,11 @@ they rejoin at epoch 0 with nothing owned.
 from __future__ import annotations
 
 import logging
-import re
 import uuid
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
+
+import re2
 
 from headrace.base import Clock
 
@@ -189,7 +190,7 @@ class ConsumerGroups:
                 raise InvalidRegularExpressionError(f"regex over {MAX_REGEX_CHARS} characters")
             try:
                 self._patterns.compile(req.topic_regex)
-            except re.error as exc:
+            except re2.error as exc:
                 raise InvalidRegularExpressionError(str(exc)) from None
         if req.server_assignor is not None and req.server_assignor not in ASSIGNORS:
             raise UnsupportedAssignorError(f"no assignor named {req.server_assignor!r}")

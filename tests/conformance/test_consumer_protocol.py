@@ -379,3 +379,33 @@ def test_static_member_restarted_within_its_session_gets_its_partitions_back(
     finally:
         for m in everyone:
             m.close()
+
+
+def test_regex_subscription_is_resolved_by_the_broker(kip848_broker: BrokerProcess) -> None:
+    """librdkafka sends a ``^``-pattern as SubscribedTopicRegex (v1); the broker matches
+    it against its topics, including one created after the member joined."""
+    prefix = unique("rx")
+    create_topic(kip848_broker.bootstrap, f"{prefix}-a", 2)
+    consumer = ck.Consumer(
+        {
+            "bootstrap.servers": kip848_broker.bootstrap,
+            "group.id": unique("g-rx"),
+            "group.protocol": "consumer",
+            "topic.metadata.refresh.interval.ms": 500,
+        }
+    )
+    try:
+        consumer.subscribe([f"^{prefix}-.*"])
+
+        def assigned() -> set[tuple[str, int]]:
+            consumer.poll(0.1)
+            return {(tp.topic, tp.partition) for tp in consumer.assignment()}
+
+        deadline = time.monotonic() + 30
+        while assigned() != {(f"{prefix}-a", 0), (f"{prefix}-a", 1)}:
+            assert time.monotonic() < deadline, consumer.assignment()
+        create_topic(kip848_broker.bootstrap, f"{prefix}-b", 1)
+        while (f"{prefix}-b", 0) not in assigned():
+            assert time.monotonic() < deadline, consumer.assignment()
+    finally:
+        consumer.close()

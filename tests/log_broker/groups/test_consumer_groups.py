@@ -303,3 +303,16 @@ def test_range_assignor_chosen_by_the_members() -> None:
     w.join("b", server_assignor="range")
     w.settle()
     assert w.owned["a"] == {(T1, 0), (T1, 1)}
+
+
+def test_a_backtracking_pattern_costs_no_more_than_a_plain_one() -> None:
+    """RE2, as Kafka: (a+)+$ against a long name that almost matches is linear, not the
+    exponential blow-up of a backtracking engine that would stall the broker."""
+    import time
+
+    w = World()
+    w.catalog["a" * 200 + "b"] = TopicInfo(T2, "a" * 200 + "b", 1)
+    started = time.monotonic()
+    w.join("a", topic_names=None, topic_regex="(a+)+$")
+    assert time.monotonic() - started < 1
+    assert w.owned["a"] == frozenset()
