@@ -111,9 +111,15 @@ class GroupAdminClient(KioAdmin):
         request = make(
             ConsumerGroupDescribeRequest, group_ids=(group,), include_authorized_operations=False
         )
+        connection = await self._coordinator(group)
         try:
-            response = await self._on_coordinator(group, request)
-        except (OSError, EOFError, DecodeError):  # no API 69: the broker hangs up
+            response = await connection.request(request)
+        except (OSError, EOFError, DecodeError):
+            # A broker without API 69 hangs up: later requests need a new connection.
+            for address, open_ in list(self._connections.items()):
+                if open_ is connection:
+                    del self._connections[address]
+            connection.close()
             return None
         [described] = response.groups
         if described.error_code == ErrorCode.group_id_not_found:
