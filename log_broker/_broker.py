@@ -140,6 +140,9 @@ class Broker:
             offsets_topic_partitions=config.offsets_topic_num_partitions,
             offsets_retention_ms=config.offsets_retention_minutes * 60_000,
             offset_metadata_max_bytes=config.offset_metadata_max_bytes,
+            consumer_session_timeout_ms=config.group_consumer_session_timeout_ms,
+            consumer_heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
+            consumer_assignors=config.group_consumer_assignors,
         )
         try:
             groups = await asyncio.to_thread(

@@ -58,6 +58,8 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
         help="pause between log cleaner passes over compacted topics",
     )
     broker.add_argument("--group-min-session-timeout-ms", type=int)
+    broker.add_argument("--group-consumer-session-timeout-ms", type=int, help="default 45000")
+    broker.add_argument("--group-consumer-heartbeat-interval-ms", type=int, help="default 5000")
     broker.add_argument(
         "--transaction-max-timeout-ms",
         type=int,
@@ -130,6 +132,8 @@ def _run_broker(args: argparse.Namespace) -> int:
         "group_initial_rebalance_delay_ms": args.group_initial_rebalance_delay_ms,
         "log_cleaner_backoff_ms": args.log_cleaner_backoff_ms,
         "group_min_session_timeout_ms": args.group_min_session_timeout_ms,
+        "group_consumer_session_timeout_ms": args.group_consumer_session_timeout_ms,
+        "group_consumer_heartbeat_interval_ms": args.group_consumer_heartbeat_interval_ms,
         "transaction_max_timeout_ms": args.transaction_max_timeout_ms,
         "fetch_max_bytes": args.fetch_max_bytes,
         "socket_request_max_bytes": args.socket_request_max_bytes,

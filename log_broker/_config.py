@@ -38,6 +38,10 @@ class BrokerConfig:
     group_initial_rebalance_delay_ms: int = 3000
     group_min_session_timeout_ms: int = 6000
     group_max_session_timeout_ms: int = 1_800_000
+    # The consumer group protocol (KIP-848); the first assignor is the default.
+    group_consumer_session_timeout_ms: int = 45_000
+    group_consumer_heartbeat_interval_ms: int = 5_000
+    group_consumer_assignors: tuple[str, ...] = ("uniform", "range")
     # Kafka's default is 50; fewer partition directories suit a single broker.
     offsets_topic_num_partitions: int = 10
     transaction_max_timeout_ms: int = 900_000
@@ -79,6 +83,9 @@ class BrokerConfig:
             "group.initial.rebalance.delay.ms": str(self.group_initial_rebalance_delay_ms),
             "group.min.session.timeout.ms": str(self.group_min_session_timeout_ms),
             "group.max.session.timeout.ms": str(self.group_max_session_timeout_ms),
+            "group.consumer.session.timeout.ms": str(self.group_consumer_session_timeout_ms),
+            "group.consumer.heartbeat.interval.ms": str(self.group_consumer_heartbeat_interval_ms),
+            "group.consumer.assignors": ",".join(self.group_consumer_assignors),
             "offsets.topic.num.partitions": str(self.offsets_topic_num_partitions),
             "transaction.max.timeout.ms": str(self.transaction_max_timeout_ms),
             "offsets.retention.minutes": str(self.offsets_retention_minutes),

@@ -29,6 +29,12 @@ _PLAIN_KEYS: dict[str, tuple[str, Any]] = {
     "group.initial.rebalance.delay.ms": ("group_initial_rebalance_delay_ms", int),
     "group.min.session.timeout.ms": ("group_min_session_timeout_ms", int),
     "group.max.session.timeout.ms": ("group_max_session_timeout_ms", int),
+    "group.consumer.session.timeout.ms": ("group_consumer_session_timeout_ms", int),
+    "group.consumer.heartbeat.interval.ms": ("group_consumer_heartbeat_interval_ms", int),
+    "group.consumer.assignors": (
+        "group_consumer_assignors",
+        lambda v: tuple(a.strip() for a in v.split(",") if a.strip()),
+    ),
     "offsets.topic.num.partitions": ("offsets_topic_num_partitions", int),
     "transaction.max.timeout.ms": ("transaction_max_timeout_ms", int),
     "offsets.retention.minutes": ("offsets_retention_minutes", int),

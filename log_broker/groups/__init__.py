@@ -14,6 +14,8 @@ from headrace.base import ManualClock as ManualClock
 from headrace.base import SystemClock as SystemClock
 
 from ._admin_client import GroupAdminClient as GroupAdminClient
+from ._assignors import Partition as Partition
+from ._assignors import TopicInfo as TopicInfo
 from ._cli import decode_assignment as decode_assignment
 from ._cli import register as register_commands
 from ._codec import GroupKey as GroupKey
@@ -31,6 +33,11 @@ from ._codec import encode_offset_value as encode_offset_value
 from ._codec import partition_for as partition_for
 from ._config import OFFSETS_TOPIC as OFFSETS_TOPIC
 from ._config import GroupConfig as GroupConfig
+from ._consumer_group import ConsumerGroup as ConsumerGroup
+from ._consumer_group import ConsumerGroupState as ConsumerGroupState
+from ._consumer_group import ConsumerMember as ConsumerMember
+from ._consumer_groups import Heartbeat as Heartbeat
+from ._consumer_groups import HeartbeatResult as HeartbeatResult
 from ._coordinator import GroupCoordinator as GroupCoordinator
 from ._coordinator import GroupDescription as GroupDescription
 from ._coordinator import GroupListing as GroupListing
@@ -74,6 +81,9 @@ __all__ = [
     "OFFSETS_TOPIC",
     "AdminRequestError",
     "Clock",
+    "ConsumerGroup",
+    "ConsumerGroupState",
+    "ConsumerMember",
     "CoordinatorNotAvailableError",
     "FencedInstanceIdError",
     "GroupAdminClient",
@@ -88,6 +98,8 @@ __all__ = [
     "GroupService",
     "GroupState",
     "GroupValue",
+    "Heartbeat",
+    "HeartbeatResult",
     "IllegalGenerationError",
     "IllegalGroupTransitionError",
     "IllegalTransitionError",
@@ -110,9 +122,11 @@ __all__ = [
     "OffsetValue",
     "OffsetsRecordError",
     "OffsetsReplay",
+    "Partition",
     "RebalanceInProgressError",
     "Reply",
     "SystemClock",
+    "TopicInfo",
     "TopicPartition",
     "UnknownMemberIdError",
     "Write",

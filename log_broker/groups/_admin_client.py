@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kio.schema.consumer_group_describe.v0.request import ConsumerGroupDescribeRequest
 from kio.schema.delete_groups.v1.request import DeleteGroupsRequest
 from kio.schema.describe_groups.v4.request import DescribeGroupsRequest
 from kio.schema.errors import ErrorCode
@@ -101,6 +102,28 @@ class GroupAdminClient(KioAdmin):
             group, make(DescribeGroupsRequest, groups=(group,), include_authorized_operations=False)
         )
         [described] = response.groups
+        _check(f"describing {group!r}", described.error_code)
+        return described
+
+    async def describe_consumer(self, group: str) -> Any | None:
+        """The group as ConsumerGroupDescribe (KIP-848) tells it, or None when it is not
+        a consumer-protocol group (or the broker predates that API)."""
+        request = make(
+            ConsumerGroupDescribeRequest, group_ids=(group,), include_authorized_operations=False
+        )
+        connection = await self._coordinator(group)
+        try:
+            response = await connection.request(request)
+        except (OSError, EOFError, DecodeError):
+            # A broker without API 69 hangs up: later requests need a new connection.
+            for address, open_ in list(self._connections.items()):
+                if open_ is connection:
+                    del self._connections[address]
+            connection.close()
+            return None
+        [described] = response.groups
+        if described.error_code == ErrorCode.group_id_not_found:
+            return None
         _check(f"describing {group!r}", described.error_code)
         return described
 

@@ -17,6 +17,7 @@ from kio.schema.errors import ErrorCode
 from .._cli_common import add_output_option, client_security, dash, emit, run_client
 from ..share._cli import SHARE_PROTOCOL_TYPE, describe_share_group, share_group_summary
 from ._admin_client import GroupAdminClient
+from ._cli_consumer import describe_consumer_group
 from ._errors import AdminRequestError
 from ._offsets import TopicPartition
 from ._reset import add_reset_options, reset_offsets, topic_offsets
@@ -102,6 +103,9 @@ async def _list(args: argparse.Namespace) -> int:
 
 async def _describe(args: argparse.Namespace) -> int:
     async with GroupAdminClient(args.bootstrap_servers, security=client_security(args)) as admin:
+        consumer = await admin.describe_consumer(args.group)
+        if consumer is not None:
+            return await describe_consumer_group(args, admin, consumer)
         described = await admin.describe(args.group)
         if described.group_state == "Dead":
             if await describe_share_group(args):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ._assignors import ASSIGNORS
+
 OFFSETS_TOPIC = "__consumer_offsets"
 
 
@@ -26,6 +28,20 @@ class GroupConfig:
     offset_metadata_max_bytes: int = 4096
     # How long a brand-new member's first JoinGroup may wait (Kafka's fixed 5 minutes).
     new_member_join_timeout_ms: int = 300_000
+    # The consumer group protocol (KIP-848): group.consumer.session.timeout.ms,
+    # group.consumer.heartbeat.interval.ms, group.consumer.assignors (the first is the
+    # default) and group.consumer.max.size.
+    consumer_session_timeout_ms: int = 45_000
+    consumer_heartbeat_interval_ms: int = 5_000
+    consumer_assignors: tuple[str, ...] = ("uniform", "range")
+    consumer_max_size: int = 1_000
+
+    def __post_init__(self) -> None:
+        unknown = [a for a in self.consumer_assignors if a not in ASSIGNORS]
+        if unknown or not self.consumer_assignors:
+            raise ValueError(
+                f"group.consumer.assignors: unknown {unknown}; known: {sorted(ASSIGNORS)}"
+            )
 
     def offsets_topic_configs(self) -> dict[str, str]:
         return {"cleanup.policy": "compact", "segment.bytes": str(self.offsets_topic_segment_bytes)}

@@ -11,6 +11,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from headrace.base import Clock
+
 from ._codec import (
     GroupKey,
     GroupValue,
@@ -20,6 +22,9 @@ from ._codec import (
     encode_offset_key,
     encode_offset_value,
 )
+from ._config import GroupConfig
+from ._consumer_group import ConsumerGroupState
+from ._consumer_groups import Catalog, ConsumerGroups, Heartbeat, HeartbeatResult
 from ._core import Records, Write
 from ._errors import (
     FencedInstanceIdError,
@@ -27,14 +32,15 @@ from ._errors import (
     GroupError,
     GroupIdNotFoundError,
     IllegalGenerationError,
+    InconsistentGroupProtocolError,
     InvalidGroupIdError,
     NonEmptyGroupError,
     RebalanceInProgressError,
     UnknownMemberIdError,
 )
-from ._group import Group, member_from_value
+from ._group import Group, JoinResult, member_from_value
 from ._machine import GroupState
-from ._membership import Membership
+from ._membership import JoinRequest, Membership
 from ._offsets import TopicPartition
 from ._reply import Reply
 
@@ -58,7 +64,7 @@ class MemberDescription:
 @dataclass(frozen=True, slots=True)
 class GroupDescription:
     group_id: str
-    state: GroupState
+    state: GroupState | ConsumerGroupState
     protocol_type: str
     protocol: str
     members: tuple[MemberDescription, ...]
@@ -68,10 +74,71 @@ class GroupDescription:
 class GroupListing:
     group_id: str
     protocol_type: str
-    state: GroupState
+    state: GroupState | ConsumerGroupState
+    group_type: str = "classic"  # or "consumer" (KIP-848), as ListGroups v5 reports it
 
 
 class GroupCoordinator(Membership):
+    """Classic groups, and through ``consumer`` groups of the consumer protocol
+    (KIP-848), which keep their committed offsets in an Empty classic group of the
+    same id. One id is one kind of group at a time: a group may change kind while it
+    has no members, and a member of the other kind is refused with
+    INCONSISTENT_GROUP_PROTOCOL."""
+
+    def __init__(
+        self,
+        config: GroupConfig,
+        clock: Clock,
+        new_member_id: Callable[[str], str] | None = None,
+        *,
+        topics: Catalog | None = None,
+    ) -> None:
+        super().__init__(config, clock, new_member_id)
+        self.consumer = ConsumerGroups(config, clock, topics or dict)
+
+    def next_deadline(self) -> int | None:
+        due = (super().next_deadline(), self.consumer.next_deadline())
+        return min((d for d in due if d is not None), default=None)
+
+    def tick(self) -> None:
+        super().tick()
+        self.consumer.tick()
+
+    # ------------------------------------------------------------------ kinds
+
+    def join(self, request: JoinRequest) -> Reply[JoinResult]:
+        if self.consumer.has_members(request.group_id):
+            return Reply.failed(
+                InconsistentGroupProtocolError(
+                    f"group {request.group_id!r} uses the consumer protocol"
+                )
+            )
+        self.consumer.drop(request.group_id)  # an empty one becomes classic
+        return super().join(request)
+
+    def consumer_heartbeat(self, request: Heartbeat) -> HeartbeatResult:
+        """ConsumerGroupHeartbeat, refused while the group is classic and not Empty."""
+        classic = self._groups.get(request.group_id)
+        if classic is not None and classic.is_(GroupState.DEAD):
+            raise GroupCoordinatorNotAvailableError(f"group {request.group_id!r} is being deleted")
+        if classic is not None and (not classic.is_(GroupState.EMPTY) or classic.pending_members):
+            raise InconsistentGroupProtocolError(
+                f"group {request.group_id!r} is a classic group with members"
+            )
+        return self.consumer.heartbeat(request)
+
+    def _offsets_holder(self, group_id: str, member_id: str, epoch: int) -> Group | None:
+        """The group a consumer-protocol commit writes to once its epoch checks pass
+        (raising their refusal), or None when the group is not of that protocol."""
+        if not self.consumer.check_commit(group_id, member_id, epoch):
+            return None
+        group = self._groups.get(group_id)
+        if group is None:
+            return self._new_group(group_id)
+        if group.is_(GroupState.DEAD):
+            raise GroupCoordinatorNotAvailableError(f"group {group_id!r} is being deleted")
+        return group
+
     # ------------------------------------------------------------------ start-up
 
     def restore(
@@ -132,7 +199,9 @@ class GroupCoordinator(Membership):
         assigns partitions itself), allowed only while the group has no members.
         """
         try:
-            group = self._commit_target(group_id, generation, member_id, group_instance_id)
+            group = self._offsets_holder(group_id, member_id, generation) or self._commit_target(
+                group_id, generation, member_id, group_instance_id
+            )
         except GroupError as exc:
             return Reply.failed(exc)
         return self._write_offsets(group, offsets)
@@ -272,7 +341,10 @@ class GroupCoordinator(Membership):
         v3+) is checked here as a plain commit's is, so a zombie consumer cannot
         commit offsets for partitions the group has handed to another member."""
         try:
-            group = self._commit_target(
+            holder = None
+            if generation >= 0 or member_id:
+                holder = self._offsets_holder(group_id, member_id, generation)
+            group = holder or self._commit_target(
                 group_id, generation, member_id, group_instance_id, transactional=True
             )
         except GroupError as exc:
@@ -293,6 +365,8 @@ class GroupCoordinator(Membership):
         retention = self.config.offsets_retention_ms
         for group in list(self._groups.values()):
             if not group.is_(GroupState.EMPTY) or group.pending_members:
+                continue
+            if self.consumer.has_members(group.group_id):
                 continue
             expired = group.offsets.expired(now, retention, group.empty_since_ms)
             if expired:
@@ -331,6 +405,15 @@ class GroupCoordinator(Membership):
     # ------------------------------------------------------------------ admin
 
     def describe(self, group_id: str) -> GroupDescription:
+        consumer = self.consumer.get(group_id)
+        if consumer is not None:
+            members = tuple(
+                MemberDescription(m.member_id, m.instance_id, m.client_id, m.client_host, b"", b"")
+                for m in consumer.members.values()
+            )
+            return GroupDescription(
+                group_id, consumer.state, "consumer", consumer.assignor, members
+            )
         group = self._groups.get(group_id)
         if group is None:
             return GroupDescription(group_id, GroupState.DEAD, "", "", ())
@@ -352,18 +435,26 @@ class GroupCoordinator(Membership):
         )
 
     def list_groups(self) -> list[GroupListing]:
+        consumer = self.consumer.groups()
+        kinds = {g.group_id for g in consumer}
         return [
             GroupListing(g.group_id, g.protocol_type or "", g.state)
             for g in self._groups.values()
-            if not g.is_(GroupState.DEAD)
-        ]
+            if not g.is_(GroupState.DEAD) and g.group_id not in kinds
+        ] + [GroupListing(g.group_id, "consumer", g.state, "consumer") for g in consumer]
 
     def delete(self, group_id: str) -> Reply[None]:
         """Delete an empty group with its offsets; answered once the tombstones are
         durable. The group is Dead (refusing joins) while they are written."""
         if not group_id:
             return Reply.failed(InvalidGroupIdError("group id is empty"))
+        if self.consumer.has_members(group_id):
+            return Reply.failed(NonEmptyGroupError(f"group {group_id!r} has members"))
+        had_consumer = self.consumer.get(group_id) is not None
+        self.consumer.drop(group_id)
         group = self._groups.get(group_id)
+        if group is None and had_consumer:
+            return Reply.of(None)
         if group is None or group.is_(GroupState.DEAD):
             return Reply.failed(GroupIdNotFoundError(f"group {group_id!r} does not exist"))
         if not group.is_(GroupState.EMPTY):

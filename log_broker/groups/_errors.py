@@ -15,6 +15,13 @@ GroupError                            root; never raised itself
 |   +-- MemberIdRequiredError         first join: rejoin with the given id    (79)
 |   +-- FencedInstanceIdError         a newer member took this instance id    (82)
 |   +-- IllegalGenerationError        the member's generation is old          (22)
+|   +-- FencedMemberEpochError        consumer protocol: epoch ahead or lost  (110)
+|   +-- StaleMemberEpochError         consumer protocol: commit at an old epoch (113)
+|   +-- UnreleasedInstanceIdError     static id still held by a live member   (111)
++-- UnsupportedAssignorError          no server assignor of that name         (112)
++-- InvalidGroupRequestError          a heartbeat missing what its epoch needs (42)
++-- InvalidRegularExpressionError     a subscription regex that cannot compile (128)
++-- GroupMaxSizeReachedError          group.consumer.max.size reached         (81)
 +-- RebalanceInProgressError          rejoin: the group is rebalancing        (27)
 +-- GroupIdNotFoundError              delete of a group that does not exist   (69)
 +-- NonEmptyGroupError                delete of a group that has members      (68)
@@ -111,3 +118,31 @@ class AdminRequestError(GroupError):
         super().__init__(f"{what}: {error_name}")
         self.error_code = error_code
         self.retriable = retriable
+
+
+class FencedMemberEpochError(MemberError):
+    error_code = 110
+
+
+class StaleMemberEpochError(MemberError):
+    error_code = 113
+
+
+class UnreleasedInstanceIdError(MemberError):
+    error_code = 111
+
+
+class UnsupportedAssignorError(GroupError):
+    error_code = 112
+
+
+class InvalidGroupRequestError(GroupError):
+    error_code = 42  # INVALID_REQUEST
+
+
+class InvalidRegularExpressionError(GroupError):
+    error_code = 128
+
+
+class GroupMaxSizeReachedError(GroupError):
+    error_code = 81

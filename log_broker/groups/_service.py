@@ -24,8 +24,10 @@ from headrace.base import Clock, SystemClock
 from .. import _records
 from .._notify import AppendNotifier
 from ..storage import GroupSyncer, LogManager, PartitionLog, RecordTooLargeError, StorageError
+from ._assignors import TopicInfo
 from ._codec import OffsetValue, partition_for
 from ._config import OFFSETS_TOPIC, GroupConfig
+from ._consumer_groups import Heartbeat, HeartbeatResult
 from ._coordinator import GroupCoordinator, GroupDescription, GroupListing, NewOffset
 from ._core import Write
 from ._errors import GroupCoordinatorNotAvailableError, GroupError, OffsetCommitSizeError
@@ -110,7 +112,14 @@ class GroupService:
         replay = OffsetsReplay()
         for partition in topic.partitions:
             replay_log(partition, replay)
-        coordinator = GroupCoordinator(config, clock or SystemClock())
+
+        def catalog() -> dict[str, TopicInfo]:
+            return {
+                name: TopicInfo(t.topic_id, name, len(t.partitions))
+                for name, t in logs.topics().items()
+            }
+
+        coordinator = GroupCoordinator(config, clock or SystemClock(), topics=catalog)
         coordinator.restore(replay.groups, replay.offsets, replay.still_pending())
         log.info(
             "loaded %d group(s) and offsets of %d from %d record(s) of %s in %.3fs",
@@ -246,6 +255,12 @@ class GroupService:
     ) -> None:
         try:
             self.coordinator.heartbeat(group_id, generation, member_id, group_instance_id)
+        finally:
+            self._after()
+
+    def consumer_heartbeat(self, request: Heartbeat) -> HeartbeatResult:
+        try:
+            return self.coordinator.consumer_heartbeat(request)
         finally:
             self._after()
 

@@ -83,14 +83,17 @@ def _topic_entry(m: Any, state: BrokerState, name: str, auto_create: bool, reque
     )
 
 
-def _name_of(state: BrokerState, topic: Any) -> str:
-    """The topic's name; from v10 a request may name a topic by id alone (an unknown id
-    gives an empty name, which no topic has)."""
-    if topic.name is not None:
-        return str(topic.name)
+def _names(state: BrokerState, topics: Any) -> list[str]:
+    """The requested topics' names; from v10 a request may name a topic by id alone (the
+    consumer protocols' assignments carry ids): an unknown id gives an empty name, which
+    no topic has."""
+    if all(t.name is not None for t in topics):
+        return [str(t.name) for t in topics]
     by_id = {t.topic_id: name for name, t in state.logs.topics().items()}
-    topic_id = getattr(topic, "topic_id", None)
-    return "" if topic_id is None else by_id.get(topic_id, "")
+    return [
+        str(t.name) if t.name is not None else by_id.get(getattr(t, "topic_id", None), "")
+        for t in topics
+    ]
 
 
 async def handle(state: BrokerState, request: Request) -> Any:
@@ -105,7 +108,7 @@ async def handle(state: BrokerState, request: Request) -> Any:
         ]
         auto_create = False
     else:
-        names = [_name_of(state, t) for t in body.topics]
+        names = _names(state, body.topics)
         auto_create = getattr(body, "allow_auto_topic_creation", True)
     # Each client is told the address of the listener it came in through.
     host, port = request.session.listener.advertised()

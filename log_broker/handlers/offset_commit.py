@@ -84,4 +84,6 @@ async def handle(state: BrokerState, request: Request) -> Any:
     return make(m.OffsetCommitResponse, throttle_time=NO_THROTTLE, topics=topics)
 
 
-ROUTE = Route(API_KEY, 2, 7, handle)
+# v8 is v7 in the flexible encoding; v9 carries a consumer-protocol member's epoch
+# in place of the generation (KIP-848), fenced by the coordinator.
+ROUTE = Route(API_KEY, 2, 9, handle)

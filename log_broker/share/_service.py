@@ -247,6 +247,11 @@ class ShareService:
         """Every share group: with members, configs, or share partitions."""
         return sorted(self.coordinator.group_ids())
 
+    def group_states(self) -> list[tuple[str, str]]:
+        """Every share group with its state as ListGroups names it (Stable or Empty)."""
+        groups = self.coordinator.groups
+        return [(g, groups[g].state if g in groups else "Empty") for g in self.group_ids()]
+
     # ------------------------------------------------------------------ membership
 
     def heartbeat(self, group_id: str, request: HeartbeatRequest) -> HeartbeatResult:

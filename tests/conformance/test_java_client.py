@@ -4,33 +4,20 @@ levels."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 from brokerproc import BrokerProcess
+from java_tools import jdk_tool, kafka_classpath
 
 SOURCES = Path(__file__).parent / "java"
 
 
-def _classpath() -> str:
-    spec = importlib.util.find_spec("pyflink")  # a namespace package: no __file__
-    assert spec is not None and spec.submodule_search_locations, (
-        "the Java client tests need the jars of shigawire-apache-flink-libraries"
-    )
-    lib = Path(next(iter(spec.submodule_search_locations))) / "lib"
-    assert (lib / "kafka-clients.jar").exists(), f"no kafka-clients.jar in {lib}"
-    return f"{lib}/*"
-
-
 def _java(program: str, *args: str) -> str:
-    java = shutil.which("java")
-    assert java, "the Java client tests need a JDK (java on PATH)"
     done = subprocess.run(
-        [java, "-cp", _classpath(), str(SOURCES / f"{program}.java"), *args],
+        [jdk_tool("java"), "-cp", kafka_classpath(), str(SOURCES / f"{program}.java"), *args],
         capture_output=True,
         text=True,
         timeout=120,

@@ -184,6 +184,20 @@ def first_session(bootstrap: str) -> None:
         unknown = fetch(client, "m1", 4, uuid.uuid4())
         assert unknown.responses[0].partitions[0].error_code == ErrorCode.unknown_topic_id
         assert start_offset(client) == 13
+        assert listed(client, types=()) == [("g", "share", "Stable")]
+        assert listed(client, types=("share",), states=("stable",)) == [("g", "share", "Stable")]
+        assert listed(client, types=("consumer",)) == []
+        assert listed(client, types=("share",), states=("empty",)) == []
+
+
+def listed(
+    client: RawClient, types: tuple[str, ...], states: tuple[str, ...] = ()
+) -> list[tuple[str, str, str]]:
+    """ListGroups v5: the groups with their type and state."""
+    from kio.schema.list_groups.v5.request import ListGroupsRequest
+
+    response = client.request(16, 5, ListGroupsRequest(states_filter=states, types_filter=types))
+    return [(g.group_id, g.group_type, g.group_state) for g in response.groups]
 
 
 def after_restart(bootstrap: str) -> None:
