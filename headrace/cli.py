@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from importlib import import_module
 
 from headrace import __version__
+from headrace._broker_start import BROKER_COMMAND_MODULES, import_kio_without_hypothesis
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 
@@ -50,7 +51,7 @@ def _broker_options() -> argparse.ArgumentParser:
     return parent
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(modules: Sequence[str] = COMMAND_MODULES) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="headrace",
         description="Stream processing in the Kafka Streams mould, with a built-in broker.",
@@ -58,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"headrace {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     broker_options = _broker_options()
-    for name in COMMAND_MODULES:
+    for name in modules:
         try:
             module = import_module(name)
         except ModuleNotFoundError as exc:
@@ -70,7 +71,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["broker"]:  # a quick start after a crash (headrace._broker_start)
+        import_kio_without_hypothesis()
+        parser = build_parser(BROKER_COMMAND_MODULES)
+    else:
+        parser = build_parser()
     args = parser.parse_args(argv)
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:
