@@ -167,7 +167,7 @@ class PartitionTxns:
     async def checkpoint_in_threads(self, *, only_changed: bool = True) -> int:
         """``checkpoint_all``, with the files written in worker threads.
 
-        Each checkpoint is three fsyncs: over 1,000 partitions that is seconds of disk
+        Each checkpoint is five fsyncs: over 1,000 partitions that is seconds of disk
         waits, which on the event loop stopped every fetch and produce meanwhile (a
         read_committed consumer loads, and so changes, every partition it reads). The
         state is taken on the loop, the files are written in slices side by side, and
