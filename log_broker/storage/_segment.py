@@ -16,7 +16,6 @@ from pathlib import Path
 
 from .. import _records
 from ._index import OffsetIndex, TimeIndex
-from ._read_ahead import advise_after_read
 
 _WALK_CHUNK = 16 * 1024
 _RECOVERY_CHUNK = 8 * 1024 * 1024
@@ -35,7 +34,6 @@ class LogSegment:
         "_index_interval",
         "_indexes_existed",
         "_max_timestamp_offset",
-        "_read_ahead_to",
         "base_offset",
         "fd",
         "inode",
@@ -77,7 +75,6 @@ class LogSegment:
         self.max_timestamp = -1
         self._max_timestamp_offset = base_offset  # base offset of the batch that set it
         self._bytes_since_index = 0
-        self._read_ahead_to = 0  # how far reads have asked the kernel to read ahead
         # When this segment started to age, for segment.ms: the first append's clock, or
         # on reopen the first batch's timestamp (None until known).
         self.roll_base_ms: int | None = None
@@ -215,9 +212,7 @@ class LogSegment:
                 end = header.position + header.size
             if end == start:  # KIP-74: the first batch goes out even if it is too big
                 end = start + first.size
-        data = os.pread(self.fd, end - start, start)
-        self._read_ahead_to = advise_after_read(self.fd, end, self.size, self._read_ahead_to)
-        return data
+        return os.pread(self.fd, end - start, start)
 
     def find_timestamp(self, timestamp: int, min_offset: int) -> tuple[int, int] | None:
         """First record at or after ``min_offset`` with a timestamp at or after
