@@ -1,7 +1,7 @@
 """A big log: consuming its start against its tail, and producing while it is cleaned.
 
     .venv/bin/python benchmarks/broker_log_size.py [--gigabytes 10] [--read-gigabytes 1]
-        [--data-dir DIR]
+        [--data-dir DIR] [--cold-start]
 
 One broker (fsync on) holds a one-partition topic of GIGABYTES (10 KB values, keys
 repeating every 10,000 records, 256 MB segments), written through librdkafka. Then:
@@ -172,6 +172,22 @@ def produce_for(bootstrap: str, seconds: float) -> float:
     return delivered / (time.perf_counter() - started)
 
 
+def evict_start(directory: Path, read_bytes: int) -> int:
+    """Drop the first segments of the big log (those a read of ``read_bytes`` from the
+    start touches) from the page cache, and only those: ``posix_fadvise(DONTNEED)`` on
+    this log's own files, which the kernel honours for pages already on disk. The read
+    from the start then comes from the disk, as for a log written long ago, while the
+    tail stays cached as a just-written tail is. Returns how many segments."""
+    segments = sorted(directory.glob("*.log"))[: read_bytes // SEGMENT_BYTES + 2]
+    for path in segments:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+    return len(segments)
+
+
 def directory_bytes(path: Path) -> int:
     return sum(f.stat().st_size for f in path.glob("*.log"))
 
@@ -182,6 +198,11 @@ def main() -> None:
     parser.add_argument("--read-gigabytes", type=float, default=1.0)
     parser.add_argument("--seconds", type=float, default=15.0, help="of each produce phase")
     parser.add_argument("--data-dir", type=Path, default=None, help="parent of the data dir")
+    parser.add_argument(
+        "--cold-start",
+        action="store_true",
+        help="drop the log's first segments from the page cache before each read from the start",
+    )
     args = parser.parse_args()
     parent = Path(tempfile.mkdtemp(prefix="log-size-bench-", dir=args.data_dir))
     data = parent / "data"
@@ -209,6 +230,8 @@ def main() -> None:
         heads, tails = [], []
         for _ in range(2):
             tails.append(consume_rate(bootstrap, records - read, read))
+            if args.cold_start:
+                evict_start(data / f"{BIG}-0", read * VALUE_BYTES)
             heads.append(consume_rate(bootstrap, 0, read))
         head, tail = median(heads), median(tails)
         print(

@@ -1,7 +1,7 @@
 """Produce and consume as the partition count grows: 1, 100 and 1,000, headrace against Tansu.
 
     .venv/bin/python benchmarks/broker_partitions.py [--records 300000] [--size 100]
-        [--partitions 1,100,1000] [--rounds 1]
+        [--partitions 1,100,1000] [--rounds 1] [--fsync-never] [--other-python PYTHON]
 
 The same total of keyed records (distinct keys, so librdkafka's partitioner spreads
 them over every partition) goes through kcat, a client nobody here wrote: ``kcat -P``
@@ -160,6 +160,12 @@ def main() -> None:
         action="store_true",
         help="also run headrace with --fsync never, to show what the disk's fsyncs cost",
     )
+    parser.add_argument(
+        "--other-python",
+        metavar="PYTHON",
+        help="also run another checkout's broker (its .venv/bin/python), fsync on; run the"
+        " benchmark from outside both checkouts, or `python -m headrace` finds this one",
+    )
     args = parser.parse_args()
     counts = [int(c) for c in args.partitions.split(",")]
     brokers: dict[str, Callable[[], AbstractContextManager[str]]] = {
@@ -168,6 +174,9 @@ def main() -> None:
     }
     if args.fsync_never:
         brokers["headrace (fsync off)"] = lambda: headrace_broker("never")
+    if args.other_python:
+        other = args.other_python
+        brokers["other headrace (fsync on)"] = lambda: headrace_broker("always", python=other)
     if args.only:
         brokers = {k: v for k, v in brokers.items() if k.startswith(args.only)}
     print(

@@ -19,6 +19,7 @@ from importlib import import_module
 from types import ModuleType
 
 from headrace import __version__
+from headrace._broker_start import BROKER_COMMAND_MODULES, import_kio_without_hypothesis
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 
@@ -52,7 +53,7 @@ def _broker_options() -> argparse.ArgumentParser:
     return parent
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(modules: Sequence[str] = COMMAND_MODULES) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="headrace",
         description="Stream processing in the Kafka Streams mould, with a built-in broker.",
@@ -60,11 +61,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"headrace {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     broker_options = _broker_options()
-    modules = [m for m in map(_command_module, COMMAND_MODULES) if m is not None]
-    for module in modules:
+    loaded = [m for m in map(_command_module, modules) if m is not None]
+    for module in loaded:
         if hasattr(module, "prepare"):
             module.prepare()
-    for module in modules:
+    for module in loaded:
         module.register(subparsers, broker_options)
     return parser
 
@@ -79,7 +80,12 @@ def _command_module(name: str) -> ModuleType | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["broker"]:  # a quick start after a crash (headrace._broker_start)
+        import_kio_without_hypothesis()
+        parser = build_parser(BROKER_COMMAND_MODULES)
+    else:
+        parser = build_parser()
     args = parser.parse_args(argv)
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:

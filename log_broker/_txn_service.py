@@ -144,7 +144,7 @@ class TxnService:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._timer
             self._timer = None
-        self.partitions.checkpoint_all(only_changed=False)
+        await self.partitions.checkpoint_in_threads(only_changed=False)
 
     async def _run_timers(self) -> None:
         last_checkpoint = last_housekeeping = time.monotonic()
@@ -156,7 +156,7 @@ class TxnService:
                 if now - last_checkpoint >= _CHECKPOINT_EVERY_S:
                     last_checkpoint = now
                     await self.coordinator.complete_prepared()
-                    self.partitions.checkpoint_all()
+                    await self.partitions.checkpoint_in_threads()
                 if now - last_housekeeping >= _HOUSEKEEPING_EVERY_S:
                     last_housekeeping = now
                     await self.coordinator.expire_transactional_ids()
