@@ -166,6 +166,9 @@ class DescribeWatcher:
 
     def __init__(self, bootstrap: str, group: str) -> None:
         self._client = RawClient(bootstrap)
+        # The watcher's thread and the test both describe: one request at a time on the
+        # shared connection, or one reads the other's answer.
+        self._lock = threading.Lock()
         self._group = group
         self._stop = threading.Event()
         self.snapshots = 0
@@ -178,7 +181,8 @@ class DescribeWatcher:
         request = ConsumerGroupDescribeRequest(
             group_ids=(GroupId(self._group),), include_authorized_operations=False
         )
-        return self._client.request(69, 0, request).groups[0]
+        with self._lock:
+            return self._client.request(69, 0, request).groups[0]
 
     def _run(self) -> None:
         while not self._stop.wait(0.05):

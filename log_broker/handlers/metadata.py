@@ -89,7 +89,7 @@ def _names(state: BrokerState, topics: Any) -> list[str]:
     no topic has."""
     if all(t.name is not None for t in topics):
         return [str(t.name) for t in topics]
-    by_id = {t.topic_id: name for name, t in state.logs.topics().items()}
+    by_id: dict[object, str] = {t.topic_id: name for name, t in state.logs.topics().items()}
     return [
         str(t.name) if t.name is not None else by_id.get(getattr(t, "topic_id", None), "")
         for t in topics

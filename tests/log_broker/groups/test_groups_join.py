@@ -6,6 +6,7 @@ import pytest
 from group_harness import Harness
 
 from headrace.log_broker.groups import (
+    ConsumerGroupState,
     CoordinatorNotAvailableError,
     GroupCoordinatorNotAvailableError,
     GroupState,
@@ -19,7 +20,7 @@ from headrace.log_broker.groups import (
 )
 
 
-def state(h: Harness, group: str = "g") -> GroupState:
+def state(h: Harness, group: str = "g") -> GroupState | ConsumerGroupState:
     return h.coordinator.describe(group).state
 
 

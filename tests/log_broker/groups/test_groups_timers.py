@@ -5,10 +5,15 @@ from __future__ import annotations
 import pytest
 from group_harness import Harness
 
-from headrace.log_broker.groups import GroupState, RebalanceInProgressError, UnknownMemberIdError
+from headrace.log_broker.groups import (
+    ConsumerGroupState,
+    GroupState,
+    RebalanceInProgressError,
+    UnknownMemberIdError,
+)
 
 
-def state(h: Harness) -> GroupState:
+def state(h: Harness) -> GroupState | ConsumerGroupState:
     return h.coordinator.describe("g").state
 
 
