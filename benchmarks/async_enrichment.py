@@ -42,7 +42,7 @@ from typing import Any
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 import runtime_vs_peers as peers
-from bench_broker import broker_process
+from bench_broker import broker_process, free_port
 
 ROOT = peers.ROOT
 DELAY_S = 0.010
@@ -353,7 +353,7 @@ def main() -> None:
         peers.python_for(framework)
     with tempfile.TemporaryDirectory(prefix="headrace-async-") as tmp:
         workdir = pathlib.Path(tmp)
-        service_port = peers.free_port()
+        service_port = free_port()
         service = subprocess.Popen(
             [sys.executable, __file__, "--role", "service", "--port", str(service_port)], cwd=ROOT
         )

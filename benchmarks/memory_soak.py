@@ -40,9 +40,10 @@ from typing import Any
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
+from bench_broker import free_port
 from broker_throughput import wait_listening
 from latency import Bench, record
-from runtime_vs_peers import ROOT, free_port, stop
+from runtime_vs_peers import ROOT, stop
 
 # The input and output keep two minutes of records (in 16 MiB segments), so an hour at
 # tens of thousands of records a second stays within a few GiB of disk; the broker's

@@ -43,6 +43,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from bench_broker import broker_process
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PEERS_VENV = ROOT / ".venv-peers"
 PEERS_REQUIREMENTS = ROOT / "tests" / "peers" / "requirements.txt"
@@ -240,14 +242,6 @@ def python_for(framework: str) -> str:
             [str(python), "-m", "pip", "install", "-q", "-r", str(PEERS_REQUIREMENTS)], check=True
         )
     return str(python)
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Harness:
@@ -568,35 +562,10 @@ def main() -> None:
         python_for(framework)
     with tempfile.TemporaryDirectory(prefix="headrace-peers-") as tmp:
         workdir = pathlib.Path(tmp)
-        port = free_port()
-        broker_log = open(workdir / "broker.log", "wb")  # noqa: SIM115 - handed to the child
-        broker = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "headrace",
-                "broker",
-                "--data-dir",
-                str(workdir / "data"),
-                "--listen",
-                f"127.0.0.1:{port}",
-                "--group-initial-rebalance-delay-ms",
-                "0",
-                "--fsync",
-                args.fsync,
-                "--num-partitions",
-                str(PARTITIONS),
-            ],
-            stdout=broker_log,
-            stderr=broker_log,
-            cwd=ROOT,
-        )
-        try:
-            results = bench(f"127.0.0.1:{port}", args, frameworks, workloads, workdir)
-        finally:
-            broker.send_signal(signal.SIGTERM)
-            broker.wait(30)
-            broker_log.close()
+        with broker_process(
+            workdir, "--num-partitions", str(PARTITIONS), fsync=args.fsync
+        ) as bootstrap:
+            results = bench(bootstrap, args, frameworks, workloads, workdir)
     report(results, frameworks, workloads)
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(results, indent=2))
