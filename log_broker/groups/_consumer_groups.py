@@ -19,7 +19,7 @@ import re2
 
 from headrace.base import Clock
 
-from ._assignors import ASSIGNORS, Partition, TopicInfo
+from ._assignors import Partition, TopicInfo
 from ._config import GroupConfig
 from ._consumer_group import (
     LEFT_STATIC_EPOCH,
@@ -192,8 +192,12 @@ class ConsumerGroups:
                 self._patterns.compile(req.topic_regex)
             except re2.error as exc:
                 raise InvalidRegularExpressionError(str(exc)) from None
-        if req.server_assignor is not None and req.server_assignor not in ASSIGNORS:
-            raise UnsupportedAssignorError(f"no assignor named {req.server_assignor!r}")
+        offered = self.config.consumer_assignors  # group.consumer.assignors, as in Kafka
+        if req.server_assignor is not None and req.server_assignor not in offered:
+            raise UnsupportedAssignorError(
+                f"assignor {req.server_assignor!r} is not among group.consumer.assignors "
+                f"({', '.join(offered)})"
+            )
 
     def _leave(self, req: Heartbeat) -> HeartbeatResult:
         group = self._groups.get(req.group_id)

@@ -35,11 +35,11 @@ CONFIG = GroupConfig(consumer_session_timeout_ms=1_000, consumer_heartbeat_inter
 
 
 class World:
-    def __init__(self, partitions: int = 6) -> None:
+    def __init__(self, partitions: int = 6, config: GroupConfig = CONFIG) -> None:
         self.clock = ManualClock()
         self.catalog: dict[str, TopicInfo] = {"t": TopicInfo(T1, "t", partitions)}
         ids = (f"m{i}" for i in itertools.count())
-        self.groups = ConsumerGroups(CONFIG, self.clock, lambda: self.catalog, lambda: next(ids))
+        self.groups = ConsumerGroups(config, self.clock, lambda: self.catalog, lambda: next(ids))
         self.epochs: dict[str, int] = {}
         self.owned: dict[str, frozenset[Partition]] = {}
 
@@ -303,6 +303,21 @@ def test_range_assignor_chosen_by_the_members() -> None:
     w.join("b", server_assignor="range")
     w.settle()
     assert w.owned["a"] == {(T1, 0), (T1, 1)}
+
+
+def test_group_consumer_assignors_names_the_default_and_the_choices() -> None:
+    from headrace.base import parse_properties
+    from headrace.log_broker._server_properties import broker_settings
+
+    settings = broker_settings(parse_properties("group.consumer.assignors=range\n"))
+    assert settings["group_consumer_assignors"] == ("range",)
+    w = World(partitions=4, config=GroupConfig(consumer_assignors=("range",)))
+    w.join("a")  # no server assignor asked for: the first configured one
+    w.join("b")
+    w.settle()
+    assert w.owned["a"] == {(T1, 0), (T1, 1)}
+    with pytest.raises(UnsupportedAssignorError, match=r"not among group\.consumer\.assignors"):
+        w.join("c", server_assignor="uniform")  # known, but not offered here
 
 
 def test_a_backtracking_pattern_costs_no_more_than_a_plain_one() -> None:
