@@ -23,7 +23,8 @@ produced; run due wall-clock punctuations; restore a round of changelog records 
 task is restoring; apply what the standby reader fetched (``_standby.py``); commit when
 the interval has passed or a task asked for it (``_commit.py`` owns the commit), then
 checkpoint the global stores and the standbys. A lock keeps the rebalance
-callbacks, which commit revoked tasks, from interleaving with a round.
+callbacks (``_rebalance.py``), which commit revoked tasks and open and close tasks,
+from interleaving with a round.
 
 Under exactly-once the producer is transactional (started before anything is read, so
 its InitProducerId aborts what a predecessor left open) and a failed transaction
@@ -51,11 +52,9 @@ from ._assignor import PartitionGroupAssignor
 from ._client import ClientFactory, TopicPartition
 from ._errors import (
     AppStopped,
-    ClientError,
     FencedError,
     RuntimeFailure,
     SettingsError,
-    SourceTopicDeletedError,
     TransactionError,
 )
 from ._gc import tune_for_streaming
@@ -63,8 +62,8 @@ from ._global import GlobalStores
 from ._http import HttpServer
 from ._metrics import AppMetrics
 from ._queries import StoreQueries
+from ._rebalance import Rebalance, count_tasks
 from ._settings import AppSettings
-from ._standby import StandbyTask
 from ._startup import Runtime, now_ms, start_runtime
 from ._tasks import RuntimeTask, TaskManager
 
@@ -292,11 +291,19 @@ class App:
             runtime = await start_runtime(
                 settings, topology, self._clients, self._serdes, self.metrics, self.host
             )
+            rebalance = Rebalance(
+                runtime,
+                self.metrics,
+                self._lock,
+                functools.partial(self._commit, runtime),
+                lambda: self._failure,
+                functools.partial(self._fail, runtime),
+            )
             try:
                 runtime.consumer.subscribe(
                     sorted({t for topics in runtime.layout.sources.values() for t in topics}),
-                    functools.partial(self._on_revoked, runtime),
-                    functools.partial(self._on_assigned, runtime),
+                    functools.partial(self._on_revoked, rebalance),
+                    functools.partial(self._on_assigned, rebalance),
                 )
             except BaseException:
                 await runtime.close_globals(clean=False)
@@ -403,7 +410,7 @@ class App:
         """A transaction was aborted: rewind the tasks (``_rewind.py``); a fenced
         instance that must stop raises ``FencedError`` out of the loop."""
         await rt.rewinder.rewind(error)
-        self._count_tasks(rt)
+        count_tasks(rt, self.metrics)
 
     async def _process(
         self, rt: Runtime, batches: dict[TopicPartition, list[ConsumedRecord]]
@@ -501,95 +508,22 @@ class App:
                 if high is not None and position is not None:
                     self.metrics.consumer_lag.labels(tp[0], str(tp[1])).set(max(0, high - position))
 
-    # -- rebalances ---------------------------------------------------------------------
+    # -- rebalances (the work is ``_rebalance.py``'s) ------------------------------------
 
-    async def _on_revoked(self, rt: Runtime, revoked: set[TopicPartition]) -> None:
-        """Commit every running task before the group reassigns anything; tasks that
-        stay with this instance keep running, the others close when the new assignment
-        arrives."""
+    async def _on_revoked(self, rebalance: Rebalance, revoked: set[TopicPartition]) -> None:
         if self.state is AppState.RUNNING:
             self._lifecycle.move(AppState.REBALANCING)
-        async with self._lock:
-            if self._failure is not None:
-                return
-            try:
-                await self._commit(rt, rt.tasks.running())
-            except (TransactionError, FencedError) as error:
-                # Aborted: every task rewinds; the new assignment reopens them from
-                # their snapshots at the committed offsets.
-                log.warning("commit on revocation aborted: %s", error)
-                rt.rewinder.close_all()
-                try:
-                    await rt.rewinder.renew_producer(error)
-                except FencedError as fatal:
-                    # Fenced again: another instance holds our id; stop, do not fight it.
-                    self._failure = fatal
-                    rt.stop.set()
-            except SourceTopicDeletedError:
-                pass  # fatal, and sticky: the loop's next poll raises it and reports it once
-            except ClientError as error:
-                log.warning("commit on revocation failed: %s", error)
+        await rebalance.revoked(revoked)
 
-    async def _on_assigned(self, rt: Runtime, assigned: set[TopicPartition]) -> None:
-        """Close tasks that moved away; open new ones paused until restored, taking over
-        the stores of this instance's standby of a task when it has one; then close the
-        standbys no longer wanted and open the new ones."""
-        self.metrics.rebalances.inc()
-        tasks, restorer, consumer = rt.tasks, rt.restorer, rt.consumer
-        async with self._lock:
-            # A commit still finishing covers tasks that may close now.
-            await rt.committer.settle(keep_error=True)
-            gone = [t for t in tasks.tasks.values() if not set(t.sources) <= assigned]
-            for task in gone:
-                if not task.running:
-                    restorer.drop(task)
-                task.close()
-            tasks.forget(gone)
-            promoted = await self._take_standbys(rt, assigned)
-            for task in tasks.open(assigned, promoted):
-                consumer.pause(task.sources)
-                if await restorer.add(task):
-                    consumer.resume(task.sources)
-            await self._assign_standbys(rt)
-            self._count_tasks(rt)
-        log.info(
-            "assignment: tasks %s%s",
-            sorted(tasks.tasks),
-            f", standbys {sorted(rt.standbys.tasks)}" if rt.standbys else "",
-        )
+    async def _on_assigned(self, rebalance: Rebalance, assigned: set[TopicPartition]) -> None:
+        await rebalance.assigned(assigned)
         if self.state is AppState.REBALANCING:
             self._lifecycle.move(AppState.RUNNING)
 
-    async def _take_standbys(
-        self, rt: Runtime, assigned: set[TopicPartition]
-    ) -> dict[str, StandbyTask]:
-        """The standbys of tasks now assigned to this instance, no longer updated."""
-        if rt.standbys is None:
-            return {}
-        ids = {rt.tasks.task_of(tp) for tp in assigned} - set(rt.tasks.tasks)
-        taken = [await rt.standbys.remove(t) for t in sorted(i for i in ids if i)]
-        return {t.id: t for t in taken if t is not None}
-
-    async def _assign_standbys(self, rt: Runtime) -> None:
-        standbys = rt.standbys
-        if standbys is None:
-            return
-        wanted = set(rt.assignor.view.standby) - set(rt.tasks.tasks)
-        for task_id in sorted(set(standbys.tasks) - wanted):
-            standby = await standbys.remove(task_id)
-            if standby is not None:
-                standby.close()
-        for task_id in sorted(wanted - set(standbys.tasks)):
-            await standbys.add(rt.tasks.open_standby(task_id))
-
-    def _count_tasks(self, rt: Runtime) -> None:
-        states: dict[str, int] = {"restoring": 0, "running": 0, "standby": 0}
-        for task in rt.tasks.tasks.values():
-            states[task.state.value] = states.get(task.state.value, 0) + 1
-        if rt.standbys is not None:
-            states["standby"] = len(rt.standbys.tasks)
-        for name, n in states.items():
-            self.metrics.tasks.labels(name).set(n)
+    def _fail(self, rt: Runtime, error: BaseException) -> None:
+        """Stop the instance for ``error``: the loop ends and shuts down as failed."""
+        self._failure = error
+        rt.stop.set()
 
     # -- shutdown -----------------------------------------------------------------------
 
