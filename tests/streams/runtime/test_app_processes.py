@@ -13,9 +13,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka import AIOKafkaConsumer
 from httpq import http_address
-from rtprocs import Cluster, Instance, create_topics, until_committed
+from rtprocs import Cluster, Instance, create_topics, produce, until_committed
 from runtime_apps import COUNTS, INPUT
 
 from headrace.streams.runtime._checkpoints import CHECKPOINT_RECORDS
@@ -25,14 +25,10 @@ KEYS = [f"key-{i}" for i in range(12)]
 
 
 async def _produce(bootstrap: str, topic: str, start: int, count: int) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
-    await producer.start()
-    try:
-        for i in range(start, start + count):
-            await producer.send(topic, f"v{i}".encode(), key=KEYS[i % len(KEYS)].encode())
-        await producer.flush()
-    finally:
-        await producer.stop()
+    records = [
+        (KEYS[i % len(KEYS)].encode(), f"v{i}".encode()) for i in range(start, start + count)
+    ]
+    await produce(bootstrap, topic, records, linger_ms=5)
 
 
 async def _read_until(

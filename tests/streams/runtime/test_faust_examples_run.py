@@ -9,23 +9,12 @@ import time
 from pathlib import Path
 
 import pytest
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-from rtprocs import Cluster, Instance, create_topics
+from aiokafka import AIOKafkaConsumer
+from rtprocs import Cluster, Instance, create_topics, produce
 
 from headrace.examples import faust_enrichment, faust_word_count
 
 pytestmark = pytest.mark.slow
-
-
-async def _produce(bootstrap: str, topic: str, records: list[tuple[bytes, bytes]]) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
-    await producer.start()
-    try:
-        for key, value in records:
-            await producer.send(topic, value, key=key)
-        await producer.flush()
-    finally:
-        await producer.stop()
 
 
 async def _collect(
@@ -63,7 +52,7 @@ async def test_faust_word_count_runs_as_a_service(
     )
     await asyncio.to_thread(inst.wait_for, "tasks=0_", 40)
     posts = ["the quick fox", "the lazy dog", "the end"] * 10
-    await _produce(
+    await produce(
         bootstrap, wc.POSTS, [(f"p{i}".encode(), p.encode()) for i, p in enumerate(posts)]
     )
     want = {"the": 30, "quick": 10, "fox": 10, "lazy": 10, "dog": 10, "end": 10}
@@ -90,7 +79,7 @@ async def test_faust_enrichment_runs_as_a_service(
         (f"o{i % 7}".encode(), json.dumps({"customer": f"c{i % 3}", "amount": i}).encode())
         for i in range(200)
     ]
-    await _produce(bootstrap, fe.ORDERS, orders)
+    await produce(bootstrap, fe.ORDERS, orders)
     got = await _collect(bootstrap, fe.ENRICHED, lambda got: len(got) >= 200)
     assert len(got) == 200
     values = [json.loads(v) for _k, v in got]
