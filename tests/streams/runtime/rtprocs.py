@@ -8,7 +8,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -134,6 +134,29 @@ async def produce(
         await producer.flush()
     finally:
         await producer.stop()
+
+
+async def read_until(
+    bootstrap: str,
+    topic: str,
+    done: Callable[[list[tuple[bytes, bytes]]], bool],
+    wait: float = 60,
+) -> list[tuple[bytes, bytes]]:
+    """The (key, value) pairs of ``topic``, read from the beginning with a real client
+    (aiokafka) until ``done`` says they are all there or ``wait`` seconds have passed."""
+    from aiokafka import AIOKafkaConsumer
+
+    consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest")
+    await consumer.start()
+    got: list[tuple[bytes, bytes]] = []
+    deadline = time.monotonic() + wait
+    try:
+        while time.monotonic() < deadline and not done(got):
+            for records in (await consumer.getmany(timeout_ms=300)).values():
+                got.extend((r.key, r.value) for r in records)
+    finally:
+        await consumer.stop()
+    return got
 
 
 async def until_committed(

@@ -5,32 +5,14 @@ from __future__ import annotations
 import asyncio
 import json
 import struct
-import time
 from pathlib import Path
 
 import pytest
-from aiokafka import AIOKafkaConsumer
-from rtprocs import Cluster, Instance, create_topics, produce
+from rtprocs import Cluster, Instance, create_topics, produce, read_until
 
 from headrace.examples import faust_enrichment, faust_word_count
 
 pytestmark = pytest.mark.slow
-
-
-async def _collect(
-    bootstrap: str, topic: str, done: object, wait: float = 60
-) -> list[tuple[bytes, bytes]]:
-    consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest")
-    await consumer.start()
-    got: list[tuple[bytes, bytes]] = []
-    deadline = time.monotonic() + wait
-    try:
-        while time.monotonic() < deadline and not done(got):  # type: ignore[operator]
-            for records in (await consumer.getmany(timeout_ms=300)).values():
-                got.extend((r.key, r.value) for r in records)
-    finally:
-        await consumer.stop()
-    return got
 
 
 def _start(
@@ -60,7 +42,7 @@ async def test_faust_word_count_runs_as_a_service(
     def latest(got: list[tuple[bytes, bytes]]) -> dict[str, int]:
         return {k.decode(): struct.unpack(">q", v)[0] for k, v in got}
 
-    got = await _collect(bootstrap, wc.COUNTS, lambda got: latest(got) == want)
+    got = await read_until(bootstrap, wc.COUNTS, lambda got: latest(got) == want)
     assert latest(got) == want
     assert inst.stop() == 0
 
@@ -80,7 +62,7 @@ async def test_faust_enrichment_runs_as_a_service(
         for i in range(200)
     ]
     await produce(bootstrap, fe.ORDERS, orders)
-    got = await _collect(bootstrap, fe.ENRICHED, lambda got: len(got) >= 200)
+    got = await read_until(bootstrap, fe.ENRICHED, lambda got: len(got) >= 200)
     assert len(got) == 200
     values = [json.loads(v) for _k, v in got]
     assert sorted(v["amount"] for v in values) == list(range(200))
