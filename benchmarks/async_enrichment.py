@@ -271,26 +271,17 @@ def run_one(
     name = f"{framework}-c{concurrency}"
     source, output, app_id = f"orders-{records}", f"enriched-{name}", f"bench-enrich-{name}"
     harness.create(output)
-    cmd = [
-        peers.python_for(framework),
-        __file__,
-        "--role",
+    cmd = peers.role_command(
         framework,
-        "--bootstrap",
-        harness.bootstrap,
-        "--input",
-        source,
-        "--output",
-        output,
-        "--app-id",
-        app_id,
-        "--state-dir",
-        str(harness.workdir / f"state-{name}"),
-        "--port",
-        str(port),
-        "--concurrency",
-        str(concurrency),
-    ]
+        __file__,
+        harness,
+        name,
+        input_topic=source,
+        output=output,
+        app_id=app_id,
+        port=str(port),
+        concurrency=str(concurrency),
+    )
     ends = harness.ends(source)
     _started, joined, done = peers.drive(
         harness,
@@ -376,16 +367,7 @@ def bench(
     levels: list[int],
     workdir: pathlib.Path,
 ) -> list[dict[str, Any]]:
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            harness = peers.Harness(bootstrap, 0, workdir)
-            harness.create("bench-ready")
-            break
-        except Exception:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
+    harness = peers.ready_harness(bootstrap, 0, workdir, "bench-ready")
     results = []
     try:
         sizes = {c: max(200, int(c / DELAY_S * args.seconds)) for c in [*levels, 1]}

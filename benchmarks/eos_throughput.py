@@ -34,7 +34,6 @@ import random
 import statistics
 import sys
 import tempfile
-import time
 from typing import Any
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
@@ -50,6 +49,8 @@ from runtime_vs_peers import (
     drive,
     expected_windows,
     python_for,
+    ready_harness,
+    role_command,
     windowed_count,
 )
 
@@ -237,26 +238,17 @@ def run_one(
     output, app_id = f"out-{name}", f"eos-bench-{name}"
     harness.create(output)
     log_path = harness.workdir / f"{name}.log"
-    cmd = [
-        python_for(framework),
-        __file__,
-        "--role",
+    cmd = role_command(
         framework,
-        "--workload",
-        workload,
-        "--bootstrap",
-        harness.bootstrap,
-        "--input",
-        input_topic,
-        "--output",
-        output,
-        "--app-id",
-        app_id,
-        "--state-dir",
-        str(harness.workdir / f"state-{name}"),
-        "--guarantee",
-        guarantee,
-    ]
+        __file__,
+        harness,
+        name,
+        input_topic=input_topic,
+        output=output,
+        app_id=app_id,
+        workload=workload,
+        guarantee=guarantee,
+    )
     cpu: dict[str, float] = {}
     _started, joined, done = drive(
         harness, cmd, name, log_path, app_id, input_topic, ends, output, timeout, cpu=cpu
@@ -321,16 +313,7 @@ def bench(
     workloads: list[str],
     workdir: pathlib.Path,
 ) -> list[dict[str, Any]]:
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            harness = Harness(bootstrap, args.records, workdir)
-            harness.create("page-views", "payments")
-            break
-        except Exception:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
+    harness = ready_harness(bootstrap, args.records, workdir, "page-views", "payments")
     harness.produce_input("page-views")
     produce_payments(harness, "payments")
     inputs = {"windowed": "page-views", "payments": "payments"}

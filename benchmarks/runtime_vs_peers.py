@@ -372,24 +372,16 @@ def run_one(
     output, app_id = f"out-{name}", f"bench-{name}"
     harness.create(output)
     log_path = harness.workdir / f"{name}.log"
-    cmd = [
-        python_for(framework),
-        __file__,
-        "--role",
+    cmd = role_command(
         framework,
-        "--workload",
-        workload,
-        "--bootstrap",
-        harness.bootstrap,
-        "--input",
-        input_topic,
-        "--output",
-        output,
-        "--app-id",
-        app_id,
-        "--state-dir",
-        str(harness.workdir / f"state-{name}"),
-    ]
+        __file__,
+        harness,
+        name,
+        input_topic=input_topic,
+        output=output,
+        app_id=app_id,
+        workload=workload,
+    )
 
     def output_complete() -> bool:
         return workload != "stateless" or sum(harness.ends(output)) >= expected
@@ -429,6 +421,58 @@ def run_one(
         flush=True,
     )
     return result
+
+
+def ready_harness(
+    bootstrap: str, records: int, workdir: pathlib.Path, *topics: str, within: float = 20
+) -> Harness:
+    """A harness on a broker just started, ``topics`` created: retried until the broker
+    answers, for up to ``within`` seconds."""
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            harness = Harness(bootstrap, records, workdir)
+            harness.create(*topics)
+            return harness
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+def role_command(
+    framework: str,
+    script: str,
+    harness: Harness,
+    name: str,
+    *,
+    input_topic: str,
+    output: str,
+    app_id: str,
+    **options: str,
+) -> list[str]:
+    """The command that runs ``script``'s ``--role framework`` (the app under test)
+    against the harness's broker, its state in ``state-<name>`` of the work dir;
+    ``options`` add ``--option value`` pairs (``_`` in a name becomes ``-``)."""
+    cmd = [
+        python_for(framework),
+        script,
+        "--role",
+        framework,
+        "--bootstrap",
+        harness.bootstrap,
+        "--input",
+        input_topic,
+        "--output",
+        output,
+        "--app-id",
+        app_id,
+        "--state-dir",
+        str(harness.workdir / f"state-{name}"),
+    ]
+    for option, value in options.items():
+        cmd += [f"--{option.replace('_', '-')}", value]
+    return cmd
 
 
 def drive(
@@ -578,16 +622,7 @@ def bench(
     workloads: list[str],
     workdir: pathlib.Path,
 ) -> list[dict[str, Any]]:
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            harness = Harness(bootstrap, args.records, workdir)
-            harness.create("page-views")
-            break
-        except Exception:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
+    harness = ready_harness(bootstrap, args.records, workdir, "page-views")
     seconds = harness.produce_input("page-views")
     ends = harness.ends("page-views")
     print(

@@ -338,7 +338,7 @@ class AsyncStage:
     def _push(self, run: list[_Call]) -> None:
         """Deliver ``run``; when turning a result into records or an operator downstream
         fails, drop what the run produced and deliver its calls one by one, so only the
-        failing ones go to the failure list (as ``App._replay`` does for a batch)."""
+        failing ones go to the failure list (as ``ProcessingLoop._replay`` does for a batch)."""
         if not run:
             return
         produced = self._shared.produced

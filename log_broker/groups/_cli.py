@@ -14,13 +14,17 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from .._cli_common import add_output_option, client_security, dash, emit, run_client
+from .._cli_common import add_output_option, client_security, emit, run_client
 from ..share._cli import SHARE_PROTOCOL_TYPE, describe_share_group, share_group_summary
 from ._admin_client import GroupAdminClient
 from ._cli_consumer import describe_consumer_group
+from ._cli_offsets import Holder, emit_offsets, offsets_and_lag
 from ._errors import AdminRequestError
 from ._offsets import TopicPartition
-from ._reset import add_reset_options, reset_offsets, topic_offsets
+from ._reset import add_reset_options, reset_offsets
+
+# What the offsets table shows of the member holding a partition.
+_HOLDER_FIELDS = ("member_id", "host", "client_id")
 
 
 def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
@@ -111,30 +115,17 @@ async def _describe(args: argparse.Namespace) -> int:
             if await describe_share_group(args):
                 return 0
             raise RuntimeError(f"group {args.group!r} does not exist")
-        committed = await admin.committed(args.group)
-        owner: dict[TopicPartition, Any] = {}
         assignments: dict[str, list[TopicPartition]] = {}
+        holders: dict[TopicPartition, Holder] = {}
         for member in described.members:
             assignments[member.member_id] = decode_assignment(member.member_assignment)
             for tp in assignments[member.member_id]:
-                owner[tp] = member
-        partitions = sorted(set(committed) | set(owner))
-        _, ends = await topic_offsets(admin, args, {tp.topic for tp in partitions})
-    offsets = []
-    for tp in partitions:
-        current, end, member = committed.get(tp), ends.get(tp), owner.get(tp)
-        offsets.append(
-            {
-                "topic": tp.topic,
-                "partition": tp.partition,
-                "current_offset": current,
-                "log_end_offset": end,
-                "lag": end - current if current is not None and end is not None else None,
-                "member_id": member.member_id if member else None,
-                "host": (member.client_host or None) if member else None,
-                "client_id": member.client_id if member else None,
-            }
-        )
+                holders[tp] = {
+                    "member_id": member.member_id,
+                    "host": member.client_host or None,
+                    "client_id": member.client_id,
+                }
+        offsets = await offsets_and_lag(admin, args, holders, _HOLDER_FIELDS)
     if args.output == "json":
         emit(
             args,
@@ -162,35 +153,10 @@ async def _describe(args: argparse.Namespace) -> int:
         )
         return 0
     protocol = "/".join(x for x in (described.protocol_type, described.protocol_data) if x)
-    emit(
+    emit_offsets(
         args,
-        (
-            "TOPIC",
-            "PARTITION",
-            "CURRENT-OFFSET",
-            "LOG-END-OFFSET",
-            "LAG",
-            "CONSUMER-ID",
-            "HOST",
-            "CLIENT-ID",
-        ),
-        [
-            tuple(
-                dash(o[k])
-                for k in (
-                    "topic",
-                    "partition",
-                    "current_offset",
-                    "log_end_offset",
-                    "lag",
-                    "member_id",
-                    "host",
-                    "client_id",
-                )
-            )
-            for o in offsets
-        ],
-        None,
+        offsets,
+        _HOLDER_FIELDS,
         title=f"Group: {args.group}  State: {described.group_state}  "
         f"Protocol: {protocol or '-'}  Members: {len(described.members)}",
     )

@@ -9,8 +9,8 @@ from typing import Any
 
 from .._cli_common import dash, emit
 from ._admin_client import GroupAdminClient
+from ._cli_offsets import emit_offsets, offsets_and_lag
 from ._offsets import TopicPartition
-from ._reset import topic_offsets
 
 
 def _partitions(assignment: Any) -> list[TopicPartition]:
@@ -35,7 +35,6 @@ def _short(tps: list[TopicPartition]) -> str:
 async def describe_consumer_group(
     args: argparse.Namespace, admin: GroupAdminClient, described: Any
 ) -> int:
-    committed = await admin.committed(args.group)
     members = [
         {
             "member_id": m.member_id,
@@ -49,23 +48,8 @@ async def describe_consumer_group(
         }
         for m in described.members
     ]
-    owner = {tp: m for m in members for tp in m["assignment"]}
-    partitions = sorted(set(committed) | set(owner))
-    _, ends = await topic_offsets(admin, args, {tp.topic for tp in partitions})
-    offsets = []
-    for tp in partitions:
-        current, end = committed.get(tp), ends.get(tp)
-        holder = owner.get(tp)
-        offsets.append(
-            {
-                "topic": tp.topic,
-                "partition": tp.partition,
-                "current_offset": current,
-                "log_end_offset": end,
-                "lag": end - current if current is not None and end is not None else None,
-                "member_id": holder["member_id"] if holder else None,
-            }
-        )
+    holders = {tp: {"member_id": m["member_id"]} for m in members for tp in m["assignment"]}
+    offsets = await offsets_and_lag(admin, args, holders, ("member_id",))
     if args.output == "json":
         emit(
             args,
@@ -112,23 +96,5 @@ async def describe_consumer_group(
         f"Members: {len(members)}",
     )
     print()
-    emit(
-        args,
-        ("TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID"),
-        [
-            tuple(
-                dash(o[k])
-                for k in (
-                    "topic",
-                    "partition",
-                    "current_offset",
-                    "log_end_offset",
-                    "lag",
-                    "member_id",
-                )
-            )
-            for o in offsets
-        ],
-        None,
-    )
+    emit_offsets(args, offsets, ("member_id",))
     return 0

@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Mapping, Sequence
@@ -22,6 +21,7 @@ from typing import TypeVar
 from headrace.base import Clock, SystemClock
 
 from .. import _records
+from .._deadline_timer import DeadlineTimer
 from .._notify import AppendNotifier
 from ..storage import GroupSyncer, LogManager, PartitionLog, RecordTooLargeError, StorageError
 from ._assignors import TopicInfo
@@ -88,9 +88,13 @@ class GroupService:
         self._notifier = notifier
         self._writes: set[asyncio.Task[None]] = set()
         self._tails: dict[PartitionLog, asyncio.Task[None]] = {}
-        self._wake = asyncio.Event()
-        self._sleeping_until: int | None = None
-        self._timer: asyncio.Task[None] | None = None
+        self._timer = DeadlineTimer(
+            "group timers",
+            coordinator.next_deadline,
+            coordinator.clock.monotonic_ms,
+            self._tick,
+            log,
+        )
 
     @classmethod
     def open(
@@ -134,46 +138,23 @@ class GroupService:
     # ------------------------------------------------------------------ lifetime
 
     def start(self) -> None:
-        self._timer = asyncio.get_running_loop().create_task(self._run_timers())
+        self._timer.start()
 
     async def stop(self) -> None:
         """Stop the timers, then let writes in flight finish (they only await fsync)."""
-        if self._timer is not None:
-            self._timer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._timer
-            self._timer = None
+        await self._timer.stop()
         if self._writes:
             await asyncio.gather(*self._writes, return_exceptions=True)
 
-    async def _run_timers(self) -> None:
-        coordinator = self.coordinator
-        while True:
-            deadline = coordinator.next_deadline()
-            self._sleeping_until = deadline
-            self._wake.clear()
-            timeout = (
-                None
-                if deadline is None
-                else max(deadline - coordinator.clock.monotonic_ms(), 0) / 1000
-            )
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout)
-            try:
-                coordinator.tick()
-                self._pump()
-            except Exception:
-                log.exception("group timers failed")
+    def _tick(self) -> None:
+        self.coordinator.tick()
+        self._pump()
 
     def _after(self) -> None:
         """After any operation: persist what it queued, wake the timer loop if the next
         deadline moved earlier."""
         self._pump()
-        deadline = self.coordinator.next_deadline()
-        if deadline is not None and (
-            self._sleeping_until is None or deadline < self._sleeping_until
-        ):
-            self._wake.set()
+        self._timer.wake_if_sooner()
 
     # ------------------------------------------------------------------ writes
 

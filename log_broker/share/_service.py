@@ -14,8 +14,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import time
 import uuid
@@ -27,6 +25,7 @@ from typing import Protocol
 from headrace.base import Clock, SystemClock
 
 from .. import _records
+from .._deadline_timer import DeadlineTimer
 from .._notify import AppendNotifier
 from ..storage import GroupSyncer, LogManager, PartitionLog, StorageError, Topic
 from ._codec import (
@@ -138,8 +137,9 @@ class ShareService:
         self._syncer = syncer
         self._notifier = notifier
         self._topic_ids: dict[uuid.UUID, str] = {}
-        self._wake = asyncio.Event()
-        self._timer: asyncio.Task[None] | None = None
+        self._timer = DeadlineTimer(
+            "share group timers", self._next_deadline, clock.monotonic_ms, self._expire, log
+        )
         self._transactions: Transactions | None = None
 
     @classmethod
@@ -182,38 +182,26 @@ class ShareService:
     # ------------------------------------------------------------------ lifetime
 
     def start(self) -> None:
-        self._timer = asyncio.get_running_loop().create_task(self._run_timers())
+        self._timer.start()
 
     async def stop(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._timer
-            self._timer = None
+        await self._timer.stop()
 
-    async def _run_timers(self) -> None:
+    def _next_deadline(self) -> int | None:
         coordinator = self.coordinator
-        while True:
-            deadlines = [
-                d
-                for d in (coordinator.next_member_deadline(), coordinator.next_lock_deadline())
-                if d is not None
-            ]
-            self._wake.clear()
-            timeout = (
-                None if not deadlines else max(min(deadlines) - self.clock.monotonic_ms(), 0) / 1000
-            )
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout)
-            try:
-                now = self.clock.monotonic_ms()
-                for group_id, member_id in coordinator.expire_members(now):
-                    log.info("share group %s: member %s timed out", group_id, member_id)
-                freed = coordinator.expire_locks(now)
-                self._records_back(freed)
-                self._persist()
-            except Exception:
-                log.exception("share group timers failed")
+        deadlines = [
+            d
+            for d in (coordinator.next_member_deadline(), coordinator.next_lock_deadline())
+            if d is not None
+        ]
+        return min(deadlines) if deadlines else None
+
+    def _expire(self) -> None:
+        now = self.clock.monotonic_ms()
+        for group_id, member_id in self.coordinator.expire_members(now):
+            log.info("share group %s: member %s timed out", group_id, member_id)
+        self._records_back(self.coordinator.expire_locks(now))
+        self._persist()
 
     def _records_back(self, keys: Iterable[StateKey]) -> None:
         for key in keys:
@@ -263,7 +251,7 @@ class ShareService:
 
     def _after(self) -> None:
         self._persist()
-        self._wake.set()  # a deadline may have moved earlier
+        self._timer.wake()  # a deadline may have moved earlier
 
     # ------------------------------------------------------------------ records
 
@@ -356,7 +344,7 @@ class ShareService:
             left_bytes -= len(records)
         if out:
             self._persist()
-            self._wake.set()  # new locks: the timer may need to wake sooner
+            self._timer.wake()  # new locks: the timer may need to wake sooner
         return out
 
     async def wait_for_records(self, tps: Iterable[TopicPartition], within_s: float) -> None:

@@ -17,13 +17,12 @@ start the producer and the changelog reader (and, with standby replicas, the sta
 reader); start the group consumer. Then subscribe and run the processing loop. Until
 start-up is done the App holds no runtime; once it is, the App holds the whole of it.
 
-One round of the loop: read what is new on the global topics into the global stores;
-poll a batch of records; feed each partition's records to its task; send what the tasks
-produced; run due wall-clock punctuations; restore a round of changelog records if any
-task is restoring; apply what the standby reader fetched (``_standby.py``); commit when
-the interval has passed or a task asked for it (``_commit.py`` owns the commit), then
-checkpoint the global stores and the standbys. A lock keeps the rebalance
-callbacks, which commit revoked tasks, from interleaving with a round.
+The processing loop (``_processing.py``) runs rounds of records through the tasks
+until SIGTERM, SIGINT or a failure, and the consumer's rebalance callbacks
+(``_rebalance.py``) commit, close and open tasks as the group's assignment changes;
+a lock keeps the two from interleaving. Shutting down, step by step: a final commit
+(unless failed; a failed instance aborts what is open instead), close the tasks and
+the standbys, close the global stores, stop the clients and the HTTP server.
 
 Under exactly-once the producer is transactional (started before anything is read, so
 its InitProducerId aborts what a predecessor left open) and a failed transaction
@@ -38,35 +37,25 @@ import enum
 import functools
 import logging
 import signal
-import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .._errors import ProcessingError
 from .._lifecycle import Lifecycle
-from .._record import ConsumedAt, ConsumedRecord, ProducedRecord
 from .._topology import Topology
 from ._aiokafka import AiokafkaClients
 from ._assignor import PartitionGroupAssignor
 from ._client import ClientFactory, TopicPartition
-from ._errors import (
-    AppStopped,
-    ClientError,
-    FencedError,
-    RuntimeFailure,
-    SettingsError,
-    SourceTopicDeletedError,
-    TransactionError,
-)
+from ._errors import AppStopped, RuntimeFailure, SettingsError
 from ._gc import tune_for_streaming
 from ._global import GlobalStores
 from ._http import HttpServer
 from ._metrics import AppMetrics
+from ._processing import ProcessingLoop
 from ._queries import StoreQueries
+from ._rebalance import Rebalance
 from ._settings import AppSettings
-from ._standby import StandbyTask
-from ._startup import Runtime, now_ms, start_runtime
-from ._tasks import RuntimeTask, TaskManager
+from ._startup import Runtime, start_runtime
+from ._tasks import TaskManager
 
 log = logging.getLogger("headrace.streams.runtime.app")
 
@@ -173,10 +162,9 @@ class App:
         self._http: HttpServer | None = None
         # Set together once start-up is done; ``None`` before (and after a failed start).
         self._runtime: Runtime | None = None
+        self._processing: ProcessingLoop | None = None
         self._loop_task: asyncio.Task[None] | None = None
         self.host = settings.application_server or ""
-        self.consumed = 0
-        self.produced = 0
 
     def reconfigured(
         self,
@@ -292,11 +280,20 @@ class App:
             runtime = await start_runtime(
                 settings, topology, self._clients, self._serdes, self.metrics, self.host
             )
+            processing = ProcessingLoop(runtime, settings, self.metrics, self._lock)
+            rebalance = Rebalance(
+                runtime,
+                self.metrics,
+                self._lock,
+                processing.commit,
+                lambda: self._failure,
+                functools.partial(self._fail, runtime),
+            )
             try:
                 runtime.consumer.subscribe(
                     sorted({t for topics in runtime.layout.sources.values() for t in topics}),
-                    functools.partial(self._on_revoked, runtime),
-                    functools.partial(self._on_assigned, runtime),
+                    functools.partial(self._on_revoked, rebalance),
+                    functools.partial(self._on_assigned, rebalance),
                 )
             except BaseException:
                 await runtime.close_globals(clean=False)
@@ -309,9 +306,11 @@ class App:
                 await self._http.stop()
             self._lifecycle.move(AppState.STOPPED)
             raise
-        self._runtime = runtime
+        self._runtime, self._processing = runtime, processing
         app_id = settings.application_id
-        self._loop_task = asyncio.create_task(self._loop(runtime), name=f"streams-{app_id}")
+        self._loop_task = asyncio.create_task(
+            self._run(runtime, processing), name=f"streams-{app_id}"
+        )
         self._lifecycle.move(AppState.RUNNING)
         log.info("%s started against %s", app_id, settings.bootstrap_servers)
 
@@ -327,273 +326,44 @@ class App:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._loop_task
 
-    # -- the loop -----------------------------------------------------------------------
+    # -- the loop (its rounds are ``_processing.py``'s) -----------------------------------
 
-    async def _loop(self, rt: Runtime) -> None:
-        settings = self.settings
-        last_commit = last_punctuate = time.monotonic()
-        interval = settings.commit_interval / 1000
-        restorer, work, consumer, tasks = rt.restorer, rt.async_work, rt.consumer, rt.tasks
+    async def _run(self, rt: Runtime, processing: ProcessingLoop) -> None:
+        """Run the processing loop until it is stopped or fails, then shut down."""
         try:
-            while not rt.stop.is_set():
-                timeout = 0 if restorer.busy else settings.poll_timeout_ms
-                if work.ready.is_set():
-                    timeout = 0
-                elif timeout and work.busy(tasks.running()):
-                    # Results that finish meanwhile do not wake a poll: come back soon.
-                    timeout = min(timeout, _ASYNC_POLL_MS)
-                batches = await consumer.poll(timeout, settings.max_poll_records)
-                async with self._lock:
-                    if rt.globals is not None:
-                        await rt.globals.poll(0)
-                    await self._process(rt, batches)
-                    now = time.monotonic()
-                    if now - last_punctuate >= 0.05:
-                        last_punctuate = now
-                        await self._punctuate(rt)
-                    if restorer.busy:
-                        for task in await restorer.step(50):
-                            consumer.resume(task.sources)
-                    if rt.standbys is not None:
-                        await rt.standbys.step(0)
-                    running = tasks.running()
-                    if now - last_commit >= interval or any(
-                        t.executor.commit_requested for t in running
-                    ):
-                        try:
-                            await self._commit(rt, running, closing=False)
-                        except (TransactionError, FencedError) as error:
-                            await self._rewind(rt, error)
-                        if rt.globals is not None:
-                            await rt.globals.checkpoint()
-                        if rt.standbys is not None:
-                            rt.standbys.checkpoint()
-                        # Commits start an interval apart, as in Kafka Streams: timed from
-                        # the end, each would add its own duration to how long the next
-                        # interval's results wait (under exactly-once, to their latency).
-                        last_commit = now
-                        self._observe_lag(rt, running)
+            await processing.run()
         except Exception as error:
             self._failure = error
             # The runtime's own errors say what went wrong; a traceback is for the others.
             log.error(
                 "%s failed: %s",
-                settings.application_id,
+                self.settings.application_id,
                 error,
                 exc_info=None if isinstance(error, RuntimeFailure) else error,
             )
         finally:
-            await self._shutdown(rt)
+            await self._shutdown(rt, processing)
 
-    async def _commit(self, rt: Runtime, tasks: list[RuntimeTask], closing: bool = True) -> None:
-        """Commit ``tasks``; under exactly-once their async calls finish first and
-        their output joins the transaction (``_async_work.py``). The loop's commits
-        (not ``closing``) finish while processing goes on (``Committer.begin``)."""
-        if self.settings.exactly_once:
-            out = await rt.async_work.settle(tasks)
-            if out:
-                self.produced += len(out)
-                await rt.committer.send(out)
-        if not closing:
-            await rt.committer.begin(tasks)
-            return
-        await rt.committer.commit(tasks, closing)
+    # -- rebalances (the work is ``_rebalance.py``'s) ------------------------------------
 
-    async def _rewind(self, rt: Runtime, error: TransactionError | FencedError) -> None:
-        """A transaction was aborted: rewind the tasks (``_rewind.py``); a fenced
-        instance that must stop raises ``FencedError`` out of the loop."""
-        await rt.rewinder.rewind(error)
-        self._count_tasks(rt)
-
-    async def _process(
-        self, rt: Runtime, batches: dict[TopicPartition, list[ConsumedRecord]]
-    ) -> None:
-        """Feed each task its records and send what comes out. A round that found no
-        backlog (fewer records than a poll may take) also forwards what the tasks'
-        caches hold, so at low load a result leaves with its record instead of at the
-        commit; under backlog the caches keep folding updates until the commit. Under
-        exactly-once a result is visible only at the commit anyway, so the caches wait."""
-        out: list[ProducedRecord] = []
-        work = rt.async_work
-        by_partition = rt.tasks.by_partition
-        consumed, latency = self.metrics.records_consumed, self.metrics.process_latency
-        fed: dict[str, RuntimeTask] = {}
-        batches = work.with_held(batches, by_partition)
-        for tp, records in batches.items():
-            task = by_partition.get(tp)
-            if task is None or not task.running or not records:
-                if records and task is not None:
-                    # Fetched before the partition was paused for restoring: fetch them
-                    # again once the task runs, or they would be skipped.
-                    rt.consumer.seek(tp, records[0][ConsumedAt.OFFSET])
-                elif records:
-                    log.warning("dropping %d records of %s-%d: no task", len(records), *tp)
-                continue
-            if task.executor.has_async:
-                records = work.admit(task, tp, records)
-                if not records:
-                    continue
-            started = time.perf_counter()
-            try:
-                out.extend(task.process(tp, records))
-            except ProcessingError as error:
-                if rt.processing_errors.fails:
-                    raise
-                out.extend(self._replay(rt, task, tp, records, error))
-            latency.labels(task.id).observe(time.perf_counter() - started)
-            consumed.labels(task.id).inc(len(records))
-            self.consumed += len(records)
-            fed[task.id] = task
-        out.extend(work.release(rt.tasks.running()))
-        if (
-            fed
-            and not self.settings.exactly_once
-            and (sum(map(len, batches.values())) < self.settings.max_poll_records)
-        ):
-            for task in fed.values():
-                out.extend(task.forward_cached())
-        if out:
-            self.produced += len(out)
-            await rt.committer.send(out)
-
-    def _replay(
-        self,
-        rt: Runtime,
-        task: RuntimeTask,
-        tp: TopicPartition,
-        records: list[ConsumedRecord],
-        first: ProcessingError,
-    ) -> list[ProducedRecord]:
-        """A batch failed: drop its partial output and process it record by record,
-        giving each failing record to the processing handler. Store writes the failed
-        batch made before the error stay (at-least-once)."""
-        task.executor.drain()
-        out: list[ProducedRecord] = []
-        for record in records:
-            try:
-                out.extend(task.process(tp, [record]))
-            except ProcessingError as error:
-                task.executor.drain()
-                task.next_offsets[tp] = record[ConsumedAt.OFFSET] + 1
-                out.extend(rt.processing_errors.consumed(record, error.__cause__ or error))
-        return out
-
-    async def _punctuate(self, rt: Runtime) -> None:
-        now = now_ms()
-        started = time.perf_counter()
-        ran = False
-        out: list[ProducedRecord] = []
-        for task in rt.tasks.running():
-            if task.executor.punctuate_wall_clock(now):
-                task.dirty = ran = True
-            out.extend(task.executor.drain())
-        if ran:
-            self.metrics.punctuation_latency.observe(time.perf_counter() - started)
-        if out:
-            self.produced += len(out)
-            await rt.committer.send(out)
-
-    def _observe_lag(self, rt: Runtime, tasks: list[RuntimeTask]) -> None:
-        for task in tasks:
-            for tp in task.sources:
-                high = rt.consumer.highwater(tp)
-                position = task.next_offsets.get(tp)
-                if high is not None and position is not None:
-                    self.metrics.consumer_lag.labels(tp[0], str(tp[1])).set(max(0, high - position))
-
-    # -- rebalances ---------------------------------------------------------------------
-
-    async def _on_revoked(self, rt: Runtime, revoked: set[TopicPartition]) -> None:
-        """Commit every running task before the group reassigns anything; tasks that
-        stay with this instance keep running, the others close when the new assignment
-        arrives."""
+    async def _on_revoked(self, rebalance: Rebalance, revoked: set[TopicPartition]) -> None:
         if self.state is AppState.RUNNING:
             self._lifecycle.move(AppState.REBALANCING)
-        async with self._lock:
-            if self._failure is not None:
-                return
-            try:
-                await self._commit(rt, rt.tasks.running())
-            except (TransactionError, FencedError) as error:
-                # Aborted: every task rewinds; the new assignment reopens them from
-                # their snapshots at the committed offsets.
-                log.warning("commit on revocation aborted: %s", error)
-                rt.rewinder.close_all()
-                try:
-                    await rt.rewinder.renew_producer(error)
-                except FencedError as fatal:
-                    # Fenced again: another instance holds our id; stop, do not fight it.
-                    self._failure = fatal
-                    rt.stop.set()
-            except SourceTopicDeletedError:
-                pass  # fatal, and sticky: the loop's next poll raises it and reports it once
-            except ClientError as error:
-                log.warning("commit on revocation failed: %s", error)
+        await rebalance.revoked(revoked)
 
-    async def _on_assigned(self, rt: Runtime, assigned: set[TopicPartition]) -> None:
-        """Close tasks that moved away; open new ones paused until restored, taking over
-        the stores of this instance's standby of a task when it has one; then close the
-        standbys no longer wanted and open the new ones."""
-        self.metrics.rebalances.inc()
-        tasks, restorer, consumer = rt.tasks, rt.restorer, rt.consumer
-        async with self._lock:
-            # A commit still finishing covers tasks that may close now.
-            await rt.committer.settle(keep_error=True)
-            gone = [t for t in tasks.tasks.values() if not set(t.sources) <= assigned]
-            for task in gone:
-                if not task.running:
-                    restorer.drop(task)
-                task.close()
-            tasks.forget(gone)
-            promoted = await self._take_standbys(rt, assigned)
-            for task in tasks.open(assigned, promoted):
-                consumer.pause(task.sources)
-                if await restorer.add(task):
-                    consumer.resume(task.sources)
-            await self._assign_standbys(rt)
-            self._count_tasks(rt)
-        log.info(
-            "assignment: tasks %s%s",
-            sorted(tasks.tasks),
-            f", standbys {sorted(rt.standbys.tasks)}" if rt.standbys else "",
-        )
+    async def _on_assigned(self, rebalance: Rebalance, assigned: set[TopicPartition]) -> None:
+        await rebalance.assigned(assigned)
         if self.state is AppState.REBALANCING:
             self._lifecycle.move(AppState.RUNNING)
 
-    async def _take_standbys(
-        self, rt: Runtime, assigned: set[TopicPartition]
-    ) -> dict[str, StandbyTask]:
-        """The standbys of tasks now assigned to this instance, no longer updated."""
-        if rt.standbys is None:
-            return {}
-        ids = {rt.tasks.task_of(tp) for tp in assigned} - set(rt.tasks.tasks)
-        taken = [await rt.standbys.remove(t) for t in sorted(i for i in ids if i)]
-        return {t.id: t for t in taken if t is not None}
-
-    async def _assign_standbys(self, rt: Runtime) -> None:
-        standbys = rt.standbys
-        if standbys is None:
-            return
-        wanted = set(rt.assignor.view.standby) - set(rt.tasks.tasks)
-        for task_id in sorted(set(standbys.tasks) - wanted):
-            standby = await standbys.remove(task_id)
-            if standby is not None:
-                standby.close()
-        for task_id in sorted(wanted - set(standbys.tasks)):
-            await standbys.add(rt.tasks.open_standby(task_id))
-
-    def _count_tasks(self, rt: Runtime) -> None:
-        states: dict[str, int] = {"restoring": 0, "running": 0, "standby": 0}
-        for task in rt.tasks.tasks.values():
-            states[task.state.value] = states.get(task.state.value, 0) + 1
-        if rt.standbys is not None:
-            states["standby"] = len(rt.standbys.tasks)
-        for name, n in states.items():
-            self.metrics.tasks.labels(name).set(n)
+    def _fail(self, rt: Runtime, error: BaseException) -> None:
+        """Stop the instance for ``error``: the loop ends and shuts down as failed."""
+        self._failure = error
+        rt.stop.set()
 
     # -- shutdown -----------------------------------------------------------------------
 
-    async def _shutdown(self, rt: Runtime) -> None:
+    async def _shutdown(self, rt: Runtime, processing: ProcessingLoop) -> None:
         """Final commit (unless failed), close tasks, leave the group, close clients."""
         failed = self._failure is not None
         self._lifecycle.move(AppState.FAILED if failed else AppState.STOPPING)
@@ -601,7 +371,7 @@ class App:
         if not failed:
             try:
                 async with self._lock:
-                    await self._commit(rt, tasks.running())
+                    await processing.commit(tasks.running())
             except Exception as error:
                 self._failure = error
                 log.error("final commit failed: %s", error)
@@ -647,6 +417,16 @@ class App:
             "consumed": self.consumed,
             "produced": self.metrics.produced_total,  # delivered, as records_produced_total
         }
+
+    @property
+    def consumed(self) -> int:
+        """How many records the tasks were fed (0 until started)."""
+        return self._processing.consumed if self._processing is not None else 0
+
+    @property
+    def produced(self) -> int:
+        """How many results the tasks handed to the producer (0 until started)."""
+        return self._processing.produced if self._processing is not None else 0
 
     def _started(self, what: str) -> Runtime:
         if self._runtime is None:

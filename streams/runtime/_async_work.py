@@ -3,7 +3,7 @@
 Between polls the App asks :meth:`AsyncWork.release` for what finished: each running
 task pushes its ready results downstream, and the output joins the round's. Calls that
 failed for good go to the processing error handler here, as a failing synchronous
-record does in ``App._replay``: ``fail`` stops the instance, ``continue`` skips the
+record does in ``ProcessingLoop._replay``: ``fail`` stops the instance, ``continue`` skips the
 record, ``dead_letter`` sends the raw consumed record to the dead-letter topic.
 
 Back-pressure: a task with an async stage whose call slots are all taken stops

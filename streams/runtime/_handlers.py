@@ -14,7 +14,7 @@ Every record a handler lets go is counted (``_metrics.py``): dead letters in
 ``records_dead_lettered_total``, skipped records in ``records_skipped_total``, labelled
 with the record's topic and the kind of error as ``reason``. A consumed record is
 counted once however often it is handled: a batch that fails in processing is run
-again record by record (``App._replay``), and its records are decoded, and handed to
+again record by record (``ProcessingLoop._replay``), and its records are decoded, and handed to
 the handlers, a second time; under exactly-once an aborted transaction replays them
 too. Offsets rise within a partition, so a record at or below the highest offset
 counted for its partition has been counted already.

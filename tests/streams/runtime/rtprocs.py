@@ -8,11 +8,15 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
 APPS = Path(__file__).with_name("runtime_apps.py")
+
+Record = tuple[bytes | None, bytes | None] | tuple[bytes | None, bytes | None, int | None]
+"""A record to produce: (key, value) or (key, value, timestamp ms or ``None``)."""
 
 
 @dataclass(frozen=True)
@@ -112,6 +116,47 @@ async def create_topics(bootstrap: str, *topics: str, partitions: int = 2) -> No
         await admin.create_topics([NewTopic(t, partitions, 1) for t in topics if t not in existing])
     finally:
         await admin.close()
+
+
+async def produce(
+    bootstrap: str, topic: str, records: Iterable[Record], *, linger_ms: int = 0
+) -> None:
+    """Send ``records`` to ``topic`` with a real client (aiokafka), all acknowledged."""
+    from aiokafka import AIOKafkaProducer
+
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=linger_ms)
+    await producer.start()
+    try:
+        for key, value, *timestamp in records:
+            await producer.send(
+                topic, value, key=key, timestamp_ms=timestamp[0] if timestamp else None
+            )
+        await producer.flush()
+    finally:
+        await producer.stop()
+
+
+async def read_until(
+    bootstrap: str,
+    topic: str,
+    done: Callable[[list[tuple[bytes, bytes]]], bool],
+    wait: float = 60,
+) -> list[tuple[bytes, bytes]]:
+    """The (key, value) pairs of ``topic``, read from the beginning with a real client
+    (aiokafka) until ``done`` says they are all there or ``wait`` seconds have passed."""
+    from aiokafka import AIOKafkaConsumer
+
+    consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest")
+    await consumer.start()
+    got: list[tuple[bytes, bytes]] = []
+    deadline = time.monotonic() + wait
+    try:
+        while time.monotonic() < deadline and not done(got):
+            for records in (await consumer.getmany(timeout_ms=300)).values():
+                got.extend((r.key, r.value) for r in records)
+    finally:
+        await consumer.stop()
+    return got
 
 
 async def until_committed(

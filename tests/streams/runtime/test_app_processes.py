@@ -10,12 +10,12 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from httpq import http_address
-from rtprocs import Cluster, Instance, create_topics, until_committed
+from rtprocs import Cluster, Instance, create_topics, produce, read_until, until_committed
 from runtime_apps import COUNTS, INPUT
 
 from headrace.streams.runtime._checkpoints import CHECKPOINT_RECORDS
@@ -25,39 +25,25 @@ KEYS = [f"key-{i}" for i in range(12)]
 
 
 async def _produce(bootstrap: str, topic: str, start: int, count: int) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
-    await producer.start()
-    try:
-        for i in range(start, start + count):
-            await producer.send(topic, f"v{i}".encode(), key=KEYS[i % len(KEYS)].encode())
-        await producer.flush()
-    finally:
-        await producer.stop()
+    records = [
+        (KEYS[i % len(KEYS)].encode(), f"v{i}".encode()) for i in range(start, start + count)
+    ]
+    await produce(bootstrap, topic, records, linger_ms=5)
 
 
 async def _read_until(
-    bootstrap: str, topic: str, done: object, wait: float = 60
+    bootstrap: str, topic: str, done: Callable[[list[tuple[bytes, bytes]]], bool], wait: float = 60
 ) -> list[tuple[bytes, bytes]]:
-    consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest")
-    await consumer.start()
-    out: list[tuple[bytes, bytes]] = []
-    deadline = time.monotonic() + wait
-    try:
-        while time.monotonic() < deadline:
-            for records in (await consumer.getmany(timeout_ms=500)).values():
-                out.extend((r.key, r.value) for r in records)
-            if done(out):  # type: ignore[operator]
-                return out
-    finally:
-        await consumer.stop()
-    raise AssertionError(f"only {len(out)} output records within {wait}s")
+    out = await read_until(bootstrap, topic, done, wait)
+    assert done(out), f"only {len(out)} output records within {wait}s"
+    return out
 
 
 def _seen(out: list[tuple[bytes, bytes]]) -> set[str]:
     return {v.split(b"|")[0].decode() for _k, v in out}
 
 
-def _every(n: int) -> object:
+def _every(n: int) -> Callable[[list[tuple[bytes, bytes]]], bool]:
     want = {f"v{i}" for i in range(n)}
     return lambda out: want <= _seen(out)
 

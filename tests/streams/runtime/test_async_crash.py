@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from async_apps import ASYNC_IN, ASYNC_OUT
-from rtprocs import Cluster, Instance, create_topics
+from rtprocs import Cluster, Instance, create_topics, produce
 
 pytestmark = pytest.mark.slow
 RECORDS = 3000
@@ -26,14 +26,8 @@ APPS = str(Path(__file__).with_name("async_apps.py"))
 
 
 async def _produce(bootstrap: str, topic: str) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
-    await producer.start()
-    try:
-        for i in range(RECORDS):
-            await producer.send(topic, f"v{i}".encode(), key=f"k{i % KEYS}".encode())
-        await producer.flush()
-    finally:
-        await producer.stop()
+    records = [(f"k{i % KEYS}".encode(), f"v{i}".encode()) for i in range(RECORDS)]
+    await produce(bootstrap, topic, records, linger_ms=5)
 
 
 class Reader:

@@ -8,26 +8,13 @@ import time
 from pathlib import Path
 
 import pytest
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-from rtprocs import Cluster, Instance, create_topics, until_committed
+from aiokafka import AIOKafkaConsumer
+from rtprocs import Cluster, Instance, create_topics, produce, until_committed
 
 from headrace.examples import page_views, tire_pressure
 from headrace.examples.iot_sensors import ALERTS, DEAD_LETTERS, ENRICHED, READINGS, SAMPLE
 
 pytestmark = pytest.mark.slow
-
-
-async def _produce(
-    bootstrap: str, topic: str, records: list[tuple[bytes, bytes, int | None]]
-) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
-    await producer.start()
-    try:
-        for key, value, ts in records:
-            await producer.send(topic, value, key=key, timestamp_ms=ts)
-        await producer.flush()
-    finally:
-        await producer.stop()
 
 
 async def _collect(
@@ -63,7 +50,7 @@ async def test_iot_example_runs_as_a_service(
         instances, "headrace.examples.iot_sensors:build_topology", "iot", bootstrap, tmp_path
     )
     await asyncio.to_thread(inst.wait_for, "tasks=0_", 40)
-    await _produce(bootstrap, READINGS, [(key.encode(), value, None) for key, value in SAMPLE])
+    await produce(bootstrap, READINGS, [(key.encode(), value, None) for key, value in SAMPLE])
     got = await _collect(bootstrap, [ENRICHED, ALERTS, DEAD_LETTERS], want=5)
     assert sorted(k for k, _v in got[ENRICHED]) == [b"s-1", b"s-2", b"s-4"]
     assert [k for k, _v in got[ALERTS]] == [b"s-2"]
@@ -103,11 +90,11 @@ async def test_page_views_example_counts_views_per_page_and_minute_as_a_service(
     # Views keyed by user sit on different input partitions, so nothing orders a closer
     # before an earlier view on its way to the page's task: send the closers only once
     # the counting task has taken in every view (else a view may rightly count as late).
-    await _produce(bootstrap, page_views.VIEWS, records(views))
+    await produce(bootstrap, page_views.VIEWS, records(views))
     await until_committed(
         bootstrap, "page-views", "page-views-views-by-page-repartition", len(views)
     )
-    await _produce(bootstrap, page_views.VIEWS, records(closers))
+    await produce(bootstrap, page_views.VIEWS, records(closers))
     got = await _collect(bootstrap, [page_views.PER_MINUTE], want=3)
     reports = sorted(
         (k.decode(), json.loads(v)["minute"], json.loads(v)["views"])
@@ -130,7 +117,7 @@ async def test_tire_pressure_example_alerts_once_per_incident_as_a_service(
         instances, "headrace.examples.tire_pressure:build_topology", "tires", bootstrap, tmp_path
     )
     await asyncio.to_thread(inst.wait_for, "tasks=0_", 40)
-    await _produce(
+    await produce(
         bootstrap,
         tire_pressure.READINGS,
         [(r.key.encode(), json.dumps(r.value).encode(), None) for r in tire_pressure.SAMPLE],

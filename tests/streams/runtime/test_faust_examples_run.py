@@ -5,43 +5,14 @@ from __future__ import annotations
 import asyncio
 import json
 import struct
-import time
 from pathlib import Path
 
 import pytest
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-from rtprocs import Cluster, Instance, create_topics
+from rtprocs import Cluster, Instance, create_topics, produce, read_until
 
 from headrace.examples import faust_enrichment, faust_word_count
 
 pytestmark = pytest.mark.slow
-
-
-async def _produce(bootstrap: str, topic: str, records: list[tuple[bytes, bytes]]) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
-    await producer.start()
-    try:
-        for key, value in records:
-            await producer.send(topic, value, key=key)
-        await producer.flush()
-    finally:
-        await producer.stop()
-
-
-async def _collect(
-    bootstrap: str, topic: str, done: object, wait: float = 60
-) -> list[tuple[bytes, bytes]]:
-    consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest")
-    await consumer.start()
-    got: list[tuple[bytes, bytes]] = []
-    deadline = time.monotonic() + wait
-    try:
-        while time.monotonic() < deadline and not done(got):  # type: ignore[operator]
-            for records in (await consumer.getmany(timeout_ms=300)).values():
-                got.extend((r.key, r.value) for r in records)
-    finally:
-        await consumer.stop()
-    return got
 
 
 def _start(
@@ -63,7 +34,7 @@ async def test_faust_word_count_runs_as_a_service(
     )
     await asyncio.to_thread(inst.wait_for, "tasks=0_", 40)
     posts = ["the quick fox", "the lazy dog", "the end"] * 10
-    await _produce(
+    await produce(
         bootstrap, wc.POSTS, [(f"p{i}".encode(), p.encode()) for i, p in enumerate(posts)]
     )
     want = {"the": 30, "quick": 10, "fox": 10, "lazy": 10, "dog": 10, "end": 10}
@@ -71,7 +42,7 @@ async def test_faust_word_count_runs_as_a_service(
     def latest(got: list[tuple[bytes, bytes]]) -> dict[str, int]:
         return {k.decode(): struct.unpack(">q", v)[0] for k, v in got}
 
-    got = await _collect(bootstrap, wc.COUNTS, lambda got: latest(got) == want)
+    got = await read_until(bootstrap, wc.COUNTS, lambda got: latest(got) == want)
     assert latest(got) == want
     assert inst.stop() == 0
 
@@ -90,8 +61,8 @@ async def test_faust_enrichment_runs_as_a_service(
         (f"o{i % 7}".encode(), json.dumps({"customer": f"c{i % 3}", "amount": i}).encode())
         for i in range(200)
     ]
-    await _produce(bootstrap, fe.ORDERS, orders)
-    got = await _collect(bootstrap, fe.ENRICHED, lambda got: len(got) >= 200)
+    await produce(bootstrap, fe.ORDERS, orders)
+    got = await read_until(bootstrap, fe.ENRICHED, lambda got: len(got) >= 200)
     assert len(got) == 200
     values = [json.loads(v) for _k, v in got]
     assert sorted(v["amount"] for v in values) == list(range(200))

@@ -14,24 +14,11 @@ from typing import Any
 
 import first_topologies as ft
 import pytest
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-from rtprocs import ROOT, Cluster, Instance, create_topics
+from aiokafka import AIOKafkaConsumer
+from rtprocs import ROOT, Cluster, Instance, create_topics, produce
 
 pytestmark = pytest.mark.slow
 MODULE = ROOT / "tests" / "first_topologies.py"
-
-
-async def _produce(
-    bootstrap: str, topic: str, records: list[tuple[bytes | None, bytes | None]]
-) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
-    await producer.start()
-    try:
-        for key, value in records:
-            await producer.send(topic, value, key=key)
-        await producer.flush()
-    finally:
-        await producer.stop()
 
 
 async def _latest(
@@ -74,7 +61,7 @@ async def _run(
     inst = Instance(f"{MODULE}:{target}", app_id, cluster.bootstrap, tmp_path / "state", app_id)
     instances.append(inst.start())
     await asyncio.to_thread(inst.wait_for, "tasks=", 60)
-    await _produce(cluster.bootstrap, source, records)
+    await produce(cluster.bootstrap, source, records)
     assert await _latest(cluster.bootstrap, sink, want) == want, inst.log()[-3000:]
     assert inst.stop() == 0, inst.log()[-3000:]
 

@@ -72,16 +72,10 @@ async def test_a_join_of_topics_with_different_partition_counts_is_refused_at_st
 async def _produce(
     bootstrap: str, topic: str, records: list[tuple[str, dict[str, object], int]]
 ) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
-    await producer.start()
-    try:
-        for key, value, ts in records:
-            await producer.send(
-                topic, json.dumps(value).encode(), key=key.encode(), timestamp_ms=ts
-            )
-        await producer.flush()
-    finally:
-        await producer.stop()
+    from rtprocs import produce
+
+    encoded = [(key.encode(), json.dumps(value).encode(), ts) for key, value, ts in records]
+    await produce(bootstrap, topic, encoded)
 
 
 async def _tick(bootstrap: str, topic: str, partitions: int, ts: int) -> None:

@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aiokafka import AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
-from rtprocs import Cluster, Instance, create_topics
+from rtprocs import Cluster, Instance, create_topics, produce
 
 from headrace import App, StreamsBuilder
 from headrace.streams.runtime import AppSettings, ClientError, SettingsError, _aiokafka
@@ -91,14 +90,7 @@ async def test_an_app_with_a_missing_sink_fails_at_start(broker: Any, tmp_path: 
 
 
 async def _produce(bootstrap: str, topic: str, count: int) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
-    await producer.start()
-    try:
-        for i in range(count):
-            await producer.send(topic, b"v%d" % i, key=b"k%d" % i)
-        await producer.flush()
-    finally:
-        await producer.stop()
+    await produce(bootstrap, topic, [(b"k%d" % i, b"v%d" % i) for i in range(count)])
 
 
 async def _delete(bootstrap: str, topic: str) -> None:

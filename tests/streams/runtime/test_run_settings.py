@@ -7,13 +7,12 @@ import asyncio
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-from rtprocs import ROOT, Cluster, create_topics
+from aiokafka import AIOKafkaProducer
+from rtprocs import ROOT, Cluster, create_topics, read_until
 
 from headrace.cli import build_parser
 from headrace.streams._commands import build_app
@@ -145,20 +144,6 @@ def test_the_help_states_the_precedence() -> None:
     assert "the App's\nown constructor arguments; a settings file" in text
 
 
-async def _read(bootstrap: str, topic: str, want: int, wait: float = 30) -> list[bytes]:
-    consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest")
-    await consumer.start()
-    got: list[bytes] = []
-    deadline = time.monotonic() + wait
-    try:
-        while len(got) < want and time.monotonic() < deadline:
-            for records in (await consumer.getmany(timeout_ms=300)).values():
-                got.extend(r.value for r in records)
-    finally:
-        await consumer.stop()
-    return got
-
-
 def _run_without_flags(target: str, log_path: Path, **env: str) -> subprocess.Popen[bytes]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("HEADRACE_")}
     with open(log_path, "wb") as log:
@@ -191,7 +176,7 @@ async def test_headrace_run_uses_the_app_own_bootstrap_servers(
             await producer.flush()
         finally:
             await producer.stop()
-        got = await _read(bootstrap, "own-out", 5)
+        got = [v for _k, v in await read_until(bootstrap, "own-out", lambda got: len(got) >= 5, 30)]
         assert sorted(got) == [b"WORD%d" % i for i in range(5)], log_path.read_text()[-3000:]
     finally:
         proc.terminate()
