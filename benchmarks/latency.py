@@ -109,8 +109,41 @@ def mapped(v: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+COMMIT_LINE = "commit durations ms:"
+
+
+def time_commits() -> list[float]:
+    """Record each commit's duration D, from its start (``_prepare``) until its
+    transaction ended; the same wrapping works on every tree that has ``_finish``, so
+    D can be set beside the end-to-end figures of two trees."""
+    from headrace.streams.runtime import _commit
+
+    took: list[float] = []
+    finish = _commit.Committer._finish
+
+    async def timed(self: Any, tasks: Any, mark: Any, offsets: Any, started: float) -> Any:
+        done = await finish(self, tasks, mark, offsets, started)
+        took.append(time.perf_counter() - started)
+        return done
+
+    _commit.Committer._finish = timed  # type: ignore[method-assign]
+    return took
+
+
+def print_commit_durations(took: list[float]) -> None:
+    values = sorted(d * 1000 for d in took[len(took) // 10 :])  # past the start
+    if values:
+        print(
+            f"{COMMIT_LINE} n={len(values)} p50={percentile(values, 0.5):.1f} "
+            f"p99={percentile(values, 0.99):.1f}",
+            flush=True,
+        )
+
+
 def run_headrace(args: argparse.Namespace) -> None:
     from headrace import App, Serdes, StreamsBuilder
+
+    took = time_commits()
 
     builder = StreamsBuilder()
     views = builder.stream(args.input, key_serde=Serdes.string(), value_serde=Serdes.json())
@@ -131,6 +164,7 @@ def run_headrace(args: argparse.Namespace) -> None:
         commit_interval_ms=commit_ms(args),
         log_level="WARNING",
     ).run()
+    print_commit_durations(took)
 
 
 def run_quix(args: argparse.Namespace) -> None:
@@ -476,6 +510,10 @@ class Bench:
         since = sent["sent"][0] + self.warmup
         measure = stateless_latencies if workload == "stateless" else windowed_latencies
         latencies, missing = measure(sent["sent"], seen, since)
+        commits = next(
+            (line for line in app_log.read_text().splitlines() if line.startswith(COMMIT_LINE)),
+            "",
+        )
         offered = len(sent["sent"]) / sent["elapsed"]
         result = {
             "framework": framework,
@@ -495,6 +533,9 @@ class Bench:
             f"({result['n']:,} results, {missing} missing, load {load_avg:.1f})",
             flush=True,
         )
+        if commits:
+            result["commits"] = commits
+            print(f"{'':9} {commits}", flush=True)
         return result
 
     def broker_alone(self, broker: str, bootstrap: str, rate: float) -> dict[str, Any]:
