@@ -52,6 +52,9 @@ class FakeTxnProducer:
         self.fail_commit = fail_commit
         self.in_transaction = False
         self.changelog_end = 0
+        # When set, a flush finishes only once offsets were sent (as if they raced).
+        self.flush_waits_for_offsets = False
+        self._offsets_sent = asyncio.Event()
 
     async def start(self) -> None: ...
 
@@ -67,7 +70,14 @@ class FakeTxnProducer:
 
     async def flush(self, upto: FlushMark | None = None) -> FlushResult:
         self.steps.append("flush")
+        if self.flush_waits_for_offsets:
+            await asyncio.wait_for(self._offsets_sent.wait(), 5)
         return FlushResult(next_offsets={CHANGELOG: self.changelog_end})
+
+    async def send_offsets(self, offsets: Mapping[TopicPartition, int], group_id: str) -> None:
+        self.steps.append(f"offsets {dict(offsets)} {group_id}")
+        self.in_transaction = True
+        self._offsets_sent.set()
 
     async def commit_transaction(
         self, offsets: Mapping[TopicPartition, int], group_id: str
@@ -148,7 +158,8 @@ async def test_offsets_commit_inside_the_transaction_and_then_the_stores_are_sna
     await committer.send(task.process(SOURCE, _records(0, 6)))
     producer.changelog_end = 6
     await committer.commit([task])
-    assert steps == ["send", "flush", f"commit {{{SOURCE!r}: 6}} {APP}"]
+    # The offsets join the transaction while its output is flushed; then it ends.
+    assert steps == ["send", "flush", f"offsets {{{SOURCE!r}: 6}} {APP}", f"commit {{}} {APP}"]
     assert not task.dirty and task.committed == {SOURCE: 6}
     # No live checkpoint under exactly-once: the stores run ahead of it from now on.
     assert not (task.state_dir / ".checkpoint").exists()
@@ -260,6 +271,20 @@ async def test_restoring_ends_at_the_position_past_a_transaction_marker(tmp_path
     task.close()
 
 
+async def test_the_offsets_join_the_transaction_while_its_output_is_flushed(
+    tmp_path: Path,
+) -> None:
+    task = _open(tmp_path)
+    steps: list[str] = []
+    committer, producer, _ = _eos(steps, snapshot_ms=60_000)
+    await committer.send(task.process(SOURCE, _records(0, 3)))
+    producer.flush_waits_for_offsets = True  # one after the other, this never ends
+    await committer.commit([task])
+    assert steps[1:] == ["flush", f"offsets {{{SOURCE!r}: 3}} {APP}", f"commit {{}} {APP}"]
+    assert task.committed == {SOURCE: 3}
+    task.close()
+
+
 async def test_a_begun_transaction_commits_beside_processing_and_holds_later_output(
     tmp_path: Path,
 ) -> None:
@@ -269,14 +294,22 @@ async def test_a_begun_transaction_commits_beside_processing_and_holds_later_out
     await committer.send(task.process(SOURCE, _records(0, 3)))
     producer.changelog_end = 3
     await committer.begin([task])  # the first commit snapshots, so it runs whole
-    assert steps[-1] == f"commit {{{SOURCE!r}: 3}} {APP}"
+    assert steps[-2:] == [f"offsets {{{SOURCE!r}: 3}} {APP}", f"commit {{}} {APP}"]
     steps.clear()
     await committer.send(task.process(SOURCE, _records(3, 3)))
     await committer.begin([task])
     # Processing goes on while the transaction commits: its output is held for the next.
     await committer.send(task.process(SOURCE, _records(6, 2)))
     await committer.settle()
-    assert steps == ["send", "hold", "send", "flush", f"commit {{{SOURCE!r}: 6}} {APP}", "release"]
+    assert steps == [
+        "send",
+        "hold",
+        "send",
+        "flush",
+        f"offsets {{{SOURCE!r}: 6}} {APP}",
+        f"commit {{}} {APP}",
+        "release",
+    ]
     assert task.committed == {SOURCE: 6}
     # Processed after the mark: not clean, so a close writes no checkpoint.
     assert task.dirty
