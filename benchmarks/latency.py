@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import pathlib
 import pickle
@@ -130,20 +131,49 @@ def time_commits() -> list[float]:
     return took
 
 
-def print_commit_durations(took: list[float]) -> None:
+class _EndTimes(logging.Handler):
+    """The part of each commit after the flush (under exactly-once: EndTxn), from the
+    commit's debug line where the tree writes one."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.took: list[float] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        ended = getattr(record, "ended_ms", None)
+        if ended is not None:
+            self.took.append(ended / 1000)
+
+
+def watch_commit_ends() -> _EndTimes:
+    handler = _EndTimes()
+    commits = logging.getLogger("headrace.streams.runtime.commit")
+    commits.setLevel(logging.DEBUG)
+    commits.propagate = False
+    commits.addHandler(handler)
+    return handler
+
+
+def _quantiles(took: list[float]) -> str:
     values = sorted(d * 1000 for d in took[len(took) // 10 :])  # past the start
-    if values:
-        print(
-            f"{COMMIT_LINE} n={len(values)} p50={percentile(values, 0.5):.1f} "
-            f"p99={percentile(values, 0.99):.1f}",
-            flush=True,
-        )
+    return (
+        f"n={len(values)} p50={percentile(values, 0.5):.1f} p99={percentile(values, 0.99):.1f}"
+        if values
+        else "n=0"
+    )
+
+
+def print_commit_durations(took: list[float], ends: list[float]) -> None:
+    if took:
+        ended = f"; after the flush {_quantiles(ends)}" if ends else ""
+        print(f"{COMMIT_LINE} {_quantiles(took)}{ended}", flush=True)
 
 
 def run_headrace(args: argparse.Namespace) -> None:
     from headrace import App, Serdes, StreamsBuilder
 
     took = time_commits()
+    ends = watch_commit_ends()
 
     builder = StreamsBuilder()
     views = builder.stream(args.input, key_serde=Serdes.string(), value_serde=Serdes.json())
@@ -164,7 +194,7 @@ def run_headrace(args: argparse.Namespace) -> None:
         commit_interval_ms=commit_ms(args),
         log_level="WARNING",
     ).run()
-    print_commit_durations(took)
+    print_commit_durations(took, ends.took)
 
 
 def run_quix(args: argparse.Namespace) -> None:
