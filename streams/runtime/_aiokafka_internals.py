@@ -50,9 +50,13 @@ Fast paths:
   AddOffsetsToTxn for the first entry of its queue of offsets to send, then a
   TxnOffsetCommit per entry; an entry with no offsets (:class:`_GroupOnly`) is put first,
   and taken off with its future resolved as soon as the group is added (a wrapper
-  around the manager's ``consumer_group_added``, on that manager only). Off outside
-  :data:`SUPPORTED` or when the manager looks otherwise: AddOffsetsToTxn then goes at
-  the commit, as aiokafka does.
+  around the manager's ``consumer_group_added``, on that manager only). Until the
+  transaction has a partition or real offsets, the manager does not offer the group
+  (a wrapper around ``consumer_group_to_add``): the first records' AddPartitionsToTxn,
+  which their produce waits for, goes first. A transaction that ends with the entry
+  still queued drops it first (:func:`drop_group_only`; aiokafka's end asserts an
+  empty queue). Off outside :data:`SUPPORTED` or when the manager looks otherwise:
+  AddOffsetsToTxn then goes at the commit, as aiokafka does.
 
 Guards:
 
@@ -452,18 +456,35 @@ def _drop_group_only(manager: Any) -> None:
             done.set_result(None)
 
 
+def _only_group_only(manager: Any) -> bool:
+    return all(isinstance(entry[1], _GroupOnly) for entry in manager._pending_txn_offsets)
+
+
 def _install_group_only(manager: Any) -> bool:
     if getattr(manager, "_headrace_group_only", False):
         return True
     added = getattr(manager, "consumer_group_added", None)
-    if added is None or not hasattr(manager, "_pending_txn_offsets"):
+    to_add = getattr(manager, "consumer_group_to_add", None)
+    if (
+        added is None
+        or to_add is None
+        or not hasattr(manager, "_pending_txn_offsets")
+        or not hasattr(manager, "_txn_partitions")
+    ):
         return False
 
     def consumer_group_added(group_id: str) -> None:
         added(group_id)
         _drop_group_only(manager)
 
+    def consumer_group_to_add() -> str | None:
+        if not manager._txn_partitions and _only_group_only(manager):
+            return None  # the first records' partitions go first
+        group: str | None = to_add()
+        return group
+
     manager.consumer_group_added = consumer_group_added
+    manager.consumer_group_to_add = consumer_group_to_add
     manager._headrace_group_only = True
     return True
 
@@ -486,3 +507,10 @@ def add_group_early(producer: AIOKafkaProducer, group_id: str) -> bool:
     # so that asyncio does not report it as never retrieved.
     done.add_done_callback(lambda f: f.cancelled() or f.exception())
     return True
+
+
+def drop_group_only(producer: AIOKafkaProducer) -> None:
+    """Before the transaction ends: drop an early AddOffsetsToTxn not sent yet."""
+    manager = producer._txn_manager
+    if manager is not None and getattr(manager, "_headrace_group_only", False):
+        _drop_group_only(manager)

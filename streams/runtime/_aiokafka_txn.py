@@ -37,7 +37,7 @@ from aiokafka.errors import (
 
 from .._record import ProducedRecord
 from ._aiokafka import AiokafkaRecordProducer, translate
-from ._aiokafka_internals import add_group_early, in_transaction
+from ._aiokafka_internals import add_group_early, drop_group_only, in_transaction
 from ._client import FlushMark, FlushResult, TopicPartition
 from ._errors import FencedError, TransactionAbortedError, TransactionError
 from ._settings import AppSettings
@@ -130,6 +130,7 @@ class AiokafkaTransactionalProducer(AiokafkaRecordProducer):
             return
         await self.send_offsets(offsets, group_id)
         await self._begin()
+        drop_group_only(self._producer)  # a transaction with no offsets needs no group
         try:
             await self._producer.commit_transaction()
         except KafkaError as error:
@@ -155,6 +156,7 @@ class AiokafkaTransactionalProducer(AiokafkaRecordProducer):
         self.discard_pending()
         if not self.in_transaction:
             return
+        drop_group_only(self._producer)
         try:
             await self._producer.abort_transaction()
         except KafkaError as error:
