@@ -138,11 +138,13 @@ class _EndTimes(logging.Handler):
     def __init__(self) -> None:
         super().__init__(logging.DEBUG)
         self.took: list[float] = []
+        self.skipped = 0  # commits not begun: the one before was still running
 
     def emit(self, record: logging.LogRecord) -> None:
         ended = getattr(record, "ended_ms", None)
         if ended is not None:
             self.took.append(ended / 1000)
+        self.skipped += getattr(record, "skipped", 0)
 
 
 def watch_commit_ends() -> _EndTimes:
@@ -163,10 +165,11 @@ def _quantiles(took: list[float]) -> str:
     )
 
 
-def print_commit_durations(took: list[float], ends: list[float]) -> None:
+def print_commit_durations(took: list[float], ends: _EndTimes) -> None:
     if took:
-        ended = f"; after the flush {_quantiles(ends)}" if ends else ""
-        print(f"{COMMIT_LINE} {_quantiles(took)}{ended}", flush=True)
+        ended = f"; after the flush {_quantiles(ends.took)}" if ends.took else ""
+        skipped = f"; {ends.skipped} skipped" if ends.took else ""
+        print(f"{COMMIT_LINE} {_quantiles(took)}{ended}{skipped}", flush=True)
 
 
 def run_headrace(args: argparse.Namespace) -> None:
@@ -194,7 +197,7 @@ def run_headrace(args: argparse.Namespace) -> None:
         commit_interval_ms=commit_ms(args),
         log_level="WARNING",
     ).run()
-    print_commit_durations(took, ends.took)
+    print_commit_durations(took, ends)
 
 
 def run_quix(args: argparse.Namespace) -> None:

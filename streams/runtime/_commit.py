@@ -253,6 +253,7 @@ class Committer:
         skipped (the caller tries again an interval later): one commit runs at a
         time, and processing does not wait for it; the next one covers more."""
         if self._in_flight is not None and not self._in_flight.done():
+            log.debug("commit skipped: the one begun before is still running", extra={"skipped": 1})
             return
         if not self._offsets.transactional:
             await self.settle()
