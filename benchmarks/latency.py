@@ -124,7 +124,8 @@ def time_commits() -> list[float]:
 
     async def timed(self: Any, tasks: Any, mark: Any, offsets: Any, started: float) -> Any:
         done = await finish(self, tasks, mark, offsets, started)
-        took.append(time.perf_counter() - started)
+        if offsets:  # a commit with input to commit (not an empty round)
+            took.append(time.perf_counter() - started)
         return done
 
     _commit.Committer._finish = timed  # type: ignore[method-assign]
@@ -142,7 +143,7 @@ class _EndTimes(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         ended = getattr(record, "ended_ms", None)
-        if ended is not None:
+        if ended is not None and getattr(record, "offsets", 0):
             self.took.append(ended / 1000)
         self.skipped += getattr(record, "skipped", 0)
 

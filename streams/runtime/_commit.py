@@ -464,7 +464,11 @@ class Committer:
                 (flushed - started) * 1000,
                 "end of transaction" if transactional else "offsets",
                 (ended - flushed) * 1000,
-                extra={"commit_ms": (ended - started) * 1000, "ended_ms": (ended - flushed) * 1000},
+                extra={
+                    "commit_ms": (ended - started) * 1000,
+                    "ended_ms": (ended - flushed) * 1000,
+                    "offsets": len(offsets),
+                },
             )
         return True
 
