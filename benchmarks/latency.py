@@ -143,7 +143,7 @@ class _EndTimes(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         ended = getattr(record, "ended_ms", None)
-        if ended is not None and getattr(record, "offsets", 0):
+        if ended is not None and int(getattr(record, "offsets", 0)) > 0:
             self.took.append(ended / 1000)
         self.skipped += getattr(record, "skipped", 0)
 
