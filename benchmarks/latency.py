@@ -31,6 +31,13 @@ figure per workload (``stateless=N``) or per workload and guarantee
 against Tansu (memory) at the stateless workload's 50% rate, no application: the time
 from hand-off to the delivery report (``acks=all``).
 
+**Commit duration.** A headrace application also reports each commit's duration D
+(from its start until its transaction ended, over commits that had input to commit)
+as p50 / p99 beside its latency, and where the tree logs the commit's steps, the part
+after the output's flush (EndTxn) and how many commits were skipped because the one
+before was still running. D is taken by wrapping ``Committer._finish``, so running this
+file with another tree's interpreter measures that tree's D too.
+
 Run: ``.venv/bin/python benchmarks/latency.py [--seconds 20] [--loads 0.1,0.5,0.9]
 [--workloads stateless,windowed] [--guarantees alos,eos] [--frameworks headrace,quix]
 [--max-rate stateless=N,windowed-eos=N,...] [--no-brokers] [--fsync never] [--json FILE]``.

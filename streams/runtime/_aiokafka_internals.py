@@ -1,7 +1,7 @@
 """Every use of aiokafka's private names, in one place, behind a version check.
 
 The rest of the runtime uses aiokafka's public API only. What it cannot get that way is
-here: two fast paths (speed; each falls back to the public path) and four guards
+here: three fast paths (speed; each falls back to the public path) and four guards
 (correctness). They were written against aiokafka 0.13 and 0.14 (:data:`SUPPORTED`, the
 same range as the dependency in pyproject.toml). With another version the fast paths
 are switched off at import, with a warning, and records take aiokafka's public paths;

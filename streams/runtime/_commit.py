@@ -475,14 +475,15 @@ class Committer:
     async def _flush_and_stage(
         self, sink: TransactionSink, mark: FlushMark, offsets: Mapping[TopicPartition, int]
     ) -> dict[TopicPartition, int]:
-        """Step 2 beside the offsets' staging in the transaction; the first failure is
-        raised once both are over (the abort that follows must not race either)."""
+        """Step 2 beside the offsets' staging in the transaction; a failure is raised
+        once both are over (the abort that follows must not race either), a fence
+        first: nothing of this producer can abort or commit any more."""
         flushed, staged = await asyncio.gather(
             self._flush_producer(mark), sink.stage(offsets), return_exceptions=True
         )
-        for outcome in (flushed, staged):
-            if isinstance(outcome, BaseException):
-                raise outcome
+        failures = [o for o in (flushed, staged) if isinstance(o, BaseException)]
+        for failure in sorted(failures, key=lambda f: not isinstance(f, FencedError)):
+            raise failure
         assert isinstance(flushed, dict)
         return flushed
 

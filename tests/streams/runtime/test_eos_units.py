@@ -16,7 +16,7 @@ from headrace.streams import ConsumedRecord, StreamsConfig
 from headrace.streams.runtime import AppSettings, SettingsError
 from headrace.streams.runtime._client import FlushMark, FlushResult, TopicPartition
 from headrace.streams.runtime._commit import Committer, TransactionSink
-from headrace.streams.runtime._errors import TransactionError
+from headrace.streams.runtime._errors import FencedError, TransactionAbortedError, TransactionError
 from headrace.streams.runtime._handlers import ErrorHandler
 from headrace.streams.runtime._metrics import AppMetrics
 from headrace.streams.runtime._restore import Restorer
@@ -55,6 +55,7 @@ class FakeTxnProducer:
         # When set, a flush finishes only once offsets were sent (as if they raced).
         self.flush_waits_for_offsets = False
         self._offsets_sent = asyncio.Event()
+        self.flush_fails = self.offsets_fenced = False
 
     async def start(self) -> None: ...
 
@@ -72,10 +73,15 @@ class FakeTxnProducer:
         self.steps.append("flush")
         if self.flush_waits_for_offsets:
             await asyncio.wait_for(self._offsets_sent.wait(), 5)
+        if self.flush_fails:
+            await asyncio.sleep(0.01)  # after the offsets' failure
+            raise TransactionAbortedError("a batch failed inside the transaction")
         return FlushResult(next_offsets={CHANGELOG: self.changelog_end})
 
     async def send_offsets(self, offsets: Mapping[TopicPartition, int], group_id: str) -> None:
         self.steps.append(f"offsets {dict(offsets)} {group_id}")
+        if self.offsets_fenced:
+            raise FencedError("a newer instance took the transactional id")
         self.in_transaction = True
         self._offsets_sent.set()
 
@@ -274,14 +280,27 @@ async def test_restoring_ends_at_the_position_past_a_transaction_marker(tmp_path
 async def test_the_offsets_join_the_transaction_while_its_output_is_flushed(
     tmp_path: Path,
 ) -> None:
-    task = _open(tmp_path)
     steps: list[str] = []
-    committer, producer, _ = _eos(steps, snapshot_ms=60_000)
-    await committer.send(task.process(SOURCE, _records(0, 3)))
+    committer, producer, _ = _eos(steps)
     producer.flush_waits_for_offsets = True  # one after the other, this never ends
+    task = _open(tmp_path)
+    await committer.send(task.process(SOURCE, _records(0, 3)))
     await committer.commit([task])
     assert steps[1:] == ["flush", f"offsets {{{SOURCE!r}: 3}} {APP}", f"commit {{}} {APP}"]
     assert task.committed == {SOURCE: 3}
+    task.close()
+
+
+async def test_a_fence_met_beside_a_failed_flush_is_the_error_raised(tmp_path: Path) -> None:
+    steps: list[str] = []
+    committer, producer, _ = _eos(steps)
+    producer.flush_fails = producer.offsets_fenced = True
+    task = _open(tmp_path)
+    await committer.send(task.process(SOURCE, _records(0, 3)))
+    # Fenced: no abort is tried (it would be refused); the caller takes a new producer.
+    with pytest.raises(FencedError):
+        await committer.commit([task])
+    assert "abort" not in steps and task.committed == {}
     task.close()
 
 
