@@ -31,6 +31,13 @@ figure per workload (``stateless=N``) or per workload and guarantee
 against Tansu (memory) at the stateless workload's 50% rate, no application: the time
 from hand-off to the delivery report (``acks=all``).
 
+**Commit duration.** A headrace application also reports each commit's duration D
+(from its start until its transaction ended, over commits that had input to commit)
+as p50 / p99 beside its latency, and where the tree logs the commit's steps, the part
+after the output's flush (EndTxn) and how many commits were skipped because the one
+before was still running. D is taken by wrapping ``Committer._finish``, so running this
+file with another tree's interpreter measures that tree's D too.
+
 Run: ``.venv/bin/python benchmarks/latency.py [--seconds 20] [--loads 0.1,0.5,0.9]
 [--workloads stateless,windowed] [--guarantees alos,eos] [--frameworks headrace,quix]
 [--max-rate stateless=N,windowed-eos=N,...] [--no-brokers] [--fsync never] [--json FILE]``.
@@ -41,6 +48,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import pathlib
 import pickle
@@ -109,8 +117,74 @@ def mapped(v: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+COMMIT_LINE = "commit durations ms:"
+
+
+def time_commits() -> list[float]:
+    """Record each commit's duration D, from its start (``_prepare``) until its
+    transaction ended; the same wrapping works on every tree that has ``_finish``, so
+    D can be set beside the end-to-end figures of two trees."""
+    from headrace.streams.runtime import _commit
+
+    took: list[float] = []
+    finish = _commit.Committer._finish
+
+    async def timed(self: Any, tasks: Any, mark: Any, offsets: Any, started: float) -> Any:
+        done = await finish(self, tasks, mark, offsets, started)
+        if offsets:  # a commit with input to commit (not an empty round)
+            took.append(time.perf_counter() - started)
+        return done
+
+    _commit.Committer._finish = timed  # type: ignore[method-assign]
+    return took
+
+
+class _EndTimes(logging.Handler):
+    """The part of each commit after the flush (under exactly-once: EndTxn), from the
+    commit's debug line where the tree writes one."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.took: list[float] = []
+        self.skipped = 0  # commits not begun: the one before was still running
+
+    def emit(self, record: logging.LogRecord) -> None:
+        ended = getattr(record, "ended_ms", None)
+        if ended is not None and int(getattr(record, "offsets", 0)) > 0:
+            self.took.append(ended / 1000)
+        self.skipped += getattr(record, "skipped", 0)
+
+
+def watch_commit_ends() -> _EndTimes:
+    handler = _EndTimes()
+    commits = logging.getLogger("headrace.streams.runtime.commit")
+    commits.setLevel(logging.DEBUG)
+    commits.propagate = False
+    commits.addHandler(handler)
+    return handler
+
+
+def _quantiles(took: list[float]) -> str:
+    values = sorted(d * 1000 for d in took[len(took) // 10 :])  # past the start
+    return (
+        f"n={len(values)} p50={percentile(values, 0.5):.1f} p99={percentile(values, 0.99):.1f}"
+        if values
+        else "n=0"
+    )
+
+
+def print_commit_durations(took: list[float], ends: _EndTimes) -> None:
+    if took:
+        ended = f"; after the flush {_quantiles(ends.took)}" if ends.took else ""
+        skipped = f"; {ends.skipped} skipped" if ends.took else ""
+        print(f"{COMMIT_LINE} {_quantiles(took)}{ended}{skipped}", flush=True)
+
+
 def run_headrace(args: argparse.Namespace) -> None:
     from headrace import App, Serdes, StreamsBuilder
+
+    took = time_commits()
+    ends = watch_commit_ends()
 
     builder = StreamsBuilder()
     views = builder.stream(args.input, key_serde=Serdes.string(), value_serde=Serdes.json())
@@ -131,6 +205,7 @@ def run_headrace(args: argparse.Namespace) -> None:
         commit_interval_ms=commit_ms(args),
         log_level="WARNING",
     ).run()
+    print_commit_durations(took, ends)
 
 
 def run_quix(args: argparse.Namespace) -> None:
@@ -476,6 +551,10 @@ class Bench:
         since = sent["sent"][0] + self.warmup
         measure = stateless_latencies if workload == "stateless" else windowed_latencies
         latencies, missing = measure(sent["sent"], seen, since)
+        commits = next(
+            (line for line in app_log.read_text().splitlines() if line.startswith(COMMIT_LINE)),
+            "",
+        )
         offered = len(sent["sent"]) / sent["elapsed"]
         result = {
             "framework": framework,
@@ -495,6 +574,9 @@ class Bench:
             f"({result['n']:,} results, {missing} missing, load {load_avg:.1f})",
             flush=True,
         )
+        if commits:
+            result["commits"] = commits
+            print(f"{'':9} {commits}", flush=True)
         return result
 
     def broker_alone(self, broker: str, bootstrap: str, rate: float) -> dict[str, Any]:

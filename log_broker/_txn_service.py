@@ -4,7 +4,8 @@
   (compacted), read every record of it into the coordinator. ``start`` then finishes
   commits and aborts a crash left prepared, and runs the timers.
 - The coordinator's log (``write``): one record appended to the transactional id's
-  partition, answered once fsynced.
+  partition, answered once fsynced (a completion: once appended, its fsync running
+  beside what follows; why that is safe: ``headrace.transactions._coordinator``).
 - Markers (``write_markers``): a control batch appended to every partition of the
   transaction, producer state told of each, then all fsynced; only then are the
   offsets the transaction staged in ``__consumer_offsets`` made visible (or dropped).
@@ -90,6 +91,8 @@ class TxnService:
             log_partitions=len(txn_logs),
         )
         self._timer: asyncio.Task[None] | None = None
+        # Syncs of records not waited for (``write(durable=False)``), kept until done.
+        self._syncing: set[asyncio.Future[None]] = set()
 
     @classmethod
     def open(
@@ -144,6 +147,8 @@ class TxnService:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._timer
             self._timer = None
+        if self._syncing:
+            await asyncio.gather(*self._syncing, return_exceptions=True)
         await self.partitions.checkpoint_in_threads(only_changed=False)
 
     async def _run_timers(self) -> None:
@@ -165,12 +170,25 @@ class TxnService:
 
     # ------------------------------------------------------------------ TxnLogWriter
 
-    async def write(self, partition: int, key: bytes, value: bytes | None) -> None:
+    async def write(
+        self, partition: int, key: bytes, value: bytes | None, *, durable: bool = True
+    ) -> None:
         txn_log = self._txn_logs[partition]
         now = int(time.time() * 1000)
         batch = _records.encode_batch([_records.Record(0, now, key, value)])
         txn_log.append(bytearray(batch), now_ms=now)
-        await self._syncer.sync(txn_log)
+        if durable:
+            await self._syncer.sync(txn_log)
+            return
+        syncing = asyncio.ensure_future(self._syncer.sync(txn_log))
+        self._syncing.add(syncing)
+        syncing.add_done_callback(self._synced)
+
+    def _synced(self, syncing: asyncio.Future[None]) -> None:
+        self._syncing.discard(syncing)
+        if not syncing.cancelled() and (error := syncing.exception()) is not None:
+            # The record stays appended; the next sync of its partition retries it.
+            log.warning("syncing %s failed: %s", TXN_LOG_TOPIC, error)
 
     # ------------------------------------------------------------------ MarkerWriter
 

@@ -17,6 +17,15 @@ Ending a transaction (EndTxn, a timeout, or fencing by a new producer), in order
 3. write CompleteCommit/CompleteAbort with no partitions.
 If step 2 or 3 fails, the transaction stays prepared; ``complete_prepared`` (run at
 start-up after ``load``, and periodically) finishes it.
+
+Steps 1 and 2 are each durable before the next begins; step 3 is not waited for. Why
+these, and no fewer: a marker must never be durable (or read) while the decision is
+not, or a crash between them would leave one partition committed and the coordinator
+free to abort the others; the decision alone decides, so the markers may all be
+written in one round. The completion only says the markers are in: if a crash loses
+it, ``complete_prepared`` finds the transaction prepared and writes the same markers
+again (a repeated marker ends nothing). So EndTxn answers after two sync rounds, not
+three, and the completion becomes durable beside the next request's.
 """
 
 from __future__ import annotations
@@ -68,8 +77,12 @@ class TxnMarkers:
 
 
 class TxnLogWriter(Protocol):
-    async def write(self, partition: int, key: bytes, value: bytes | None) -> None:
-        """Append one record to ``__transaction_state``; return once it is durable."""
+    async def write(
+        self, partition: int, key: bytes, value: bytes | None, *, durable: bool = True
+    ) -> None:
+        """Append one record to ``__transaction_state``; return once it is durable, or
+        with ``durable=False`` once it is appended (after every record appended before
+        it, before every record appended after it), its sync begun."""
 
 
 class MarkerWriter(Protocol):
@@ -379,11 +392,14 @@ class TransactionCoordinator:
         finally:
             self._busy.discard(transactional_id)
 
-    async def _write(self, meta: TransactionMetadata) -> None:
-        """Make ``meta`` durable, then current; on failure nothing changes."""
+    async def _write(self, meta: TransactionMetadata, *, durable: bool = True) -> None:
+        """Make ``meta`` durable (or, not ``durable``, appended), then current; on
+        failure nothing changes."""
         tid = meta.transactional_id
         try:
-            await self._log.write(self.partition_for(tid), encode_key(tid), encode_value(meta))
+            await self._log.write(
+                self.partition_for(tid), encode_key(tid), encode_value(meta), durable=durable
+            )
         except Exception as exc:
             raise TxnCoordinatorNotAvailableError(f"cannot write state of {tid!r}: {exc}") from exc
         self._txns[tid] = meta
@@ -424,7 +440,9 @@ class TransactionCoordinator:
             last_update_ms=self._clock.wall_ms(),
         )
         try:
-            await self._write(done)
+            # Not waited for: a restart that lost it completes the transaction again
+            # (module docstring).
+            await self._write(done, durable=False)
         except CoordinatorNotAvailableError:
             log.exception("completion of %r not written; will retry", prepared.transactional_id)
             return False

@@ -1,7 +1,7 @@
 """Every use of aiokafka's private names, in one place, behind a version check.
 
 The rest of the runtime uses aiokafka's public API only. What it cannot get that way is
-here: two fast paths (speed; each falls back to the public path) and four guards
+here: three fast paths (speed; each falls back to the public path) and four guards
 (correctness). They were written against aiokafka 0.13 and 0.14 (:data:`SUPPORTED`, the
 same range as the dependency in pyproject.toml). With another version the fast paths
 are switched off at import, with a warning, and records take aiokafka's public paths;
@@ -41,6 +41,22 @@ Fast paths:
   wrapper (keyword arguments, optional serializers, an offset counter) around its C
   record builder; appending to the C builder directly, with the same relative offsets,
   halves the per-record cost of producing.
+- **early AddOffsetsToTxn** (:func:`add_group_early`). aiokafka sends AddOffsetsToTxn
+  only when offsets are sent to the transaction, just before TxnOffsetCommit, so an
+  exactly-once commit waits for both, one after the other, each a durable write at the
+  broker. Kafka allows it at any time in the transaction: a transaction begun for a
+  group whose offsets it will commit asks for it at once, beside its first records, and
+  at the commit only TxnOffsetCommit is left. How: aiokafka's transaction manager sends
+  AddOffsetsToTxn for the first entry of its queue of offsets to send, then a
+  TxnOffsetCommit per entry; an entry with no offsets (:class:`_GroupOnly`) is put first,
+  and taken off with its future resolved as soon as the group is added (a wrapper
+  around the manager's ``consumer_group_added``, on that manager only). Until the
+  transaction has a partition or real offsets, the manager does not offer the group
+  (a wrapper around ``consumer_group_to_add``): the first records' AddPartitionsToTxn,
+  which their produce waits for, goes first. A transaction that ends with the entry
+  still queued drops it first (:func:`drop_group_only`; aiokafka's end asserts an
+  empty queue). Off outside :data:`SUPPORTED` or when the manager looks otherwise:
+  AddOffsetsToTxn then goes at the commit, as aiokafka does.
 
 Guards:
 
@@ -96,6 +112,7 @@ _RANGE = f">={'.'.join(map(str, SUPPORTED[0]))},<{'.'.join(map(str, SUPPORTED[1]
 # The fast paths, on when aiokafka is a version they were written for.
 TUPLE_FETCH = IN_RANGE
 BATCH_APPEND = IN_RANGE
+EARLY_ADD_OFFSETS = IN_RANGE
 if not IN_RANGE:
     log.warning(
         "aiokafka %s is not a version the runtime was written for (%s): its fast paths "
@@ -113,7 +130,8 @@ def report() -> str:
 
     return (
         f"aiokafka {aiokafka.__version__} (written for {_RANGE}): fast paths "
-        f"tuple-fetch={on(_tuple_fetch_installed)}, batch-append={on(BATCH_APPEND)}"
+        f"tuple-fetch={on(_tuple_fetch_installed)}, batch-append={on(BATCH_APPEND)}, "
+        f"early-add-offsets={on(EARLY_ADD_OFFSETS)}"
     )
 
 
@@ -421,3 +439,78 @@ def in_transaction(producer: AIOKafkaProducer) -> bool:
     """Whether ``producer`` (transactional) has a transaction open."""
     manager = producer._txn_manager
     return manager is not None and bool(manager.is_in_transaction())
+
+
+# -- early AddOffsetsToTxn --------------------------------------------------------------
+
+
+class _GroupOnly(dict[Any, Any]):
+    """An entry of aiokafka's offsets queue that only adds its group to the transaction."""
+
+
+def _drop_group_only(manager: Any) -> None:
+    pending = manager._pending_txn_offsets
+    while pending and isinstance(pending[0][1], _GroupOnly):
+        _, _, done = pending.popleft()
+        if not done.done():
+            done.set_result(None)
+
+
+def _only_group_only(manager: Any) -> bool:
+    return all(isinstance(entry[1], _GroupOnly) for entry in manager._pending_txn_offsets)
+
+
+def _install_group_only(manager: Any) -> bool:
+    if getattr(manager, "_headrace_group_only", False):
+        return True
+    added = getattr(manager, "consumer_group_added", None)
+    to_add = getattr(manager, "consumer_group_to_add", None)
+    if (
+        added is None
+        or to_add is None
+        or not hasattr(manager, "_pending_txn_offsets")
+        or not hasattr(manager, "_txn_partitions")
+    ):
+        return False
+
+    def consumer_group_added(group_id: str) -> None:
+        added(group_id)
+        _drop_group_only(manager)
+
+    def consumer_group_to_add() -> str | None:
+        if not manager._txn_partitions and _only_group_only(manager):
+            return None  # the first records' partitions go first
+        group: str | None = to_add()
+        return group
+
+    manager.consumer_group_added = consumer_group_added
+    manager.consumer_group_to_add = consumer_group_to_add
+    manager._headrace_group_only = True
+    return True
+
+
+def add_group_early(producer: AIOKafkaProducer, group_id: str) -> bool:
+    """Have ``producer``'s open transaction send AddOffsetsToTxn for ``group_id`` now,
+    ahead of any offsets (module docstring); False when the fast path is off."""
+    manager = producer._txn_manager
+    if (
+        not EARLY_ADD_OFFSETS
+        or manager is None
+        or not manager.is_in_transaction()
+        or getattr(manager, "_txn_consumer_group", "") is not None
+        or getattr(manager, "_pending_txn_offsets", None)
+        or not _install_group_only(manager)
+    ):
+        return False
+    done = manager.add_offsets_to_txn(_GroupOnly(), group_id)
+    # Failed with the transaction (whose own error is raised to the commit): taken here
+    # so that asyncio does not report it as never retrieved.
+    done.add_done_callback(lambda f: f.cancelled() or f.exception())
+    return True
+
+
+def drop_group_only(producer: AIOKafkaProducer) -> None:
+    """Before the transaction ends: drop an early AddOffsetsToTxn not sent yet."""
+    manager = producer._txn_manager
+    if manager is not None and getattr(manager, "_headrace_group_only", False):
+        _drop_group_only(manager)

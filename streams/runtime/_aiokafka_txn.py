@@ -3,8 +3,12 @@
 It is the batch producer of ``_aiokafka.py`` with a ``transactional_id``: every batch
 it sends belongs to the open transaction, which it begins on the first send of an
 interval. While a transaction commits, what is sent is held (``hold``) and goes to the
-next transaction when ``release`` begins it. :meth:`commit_transaction` adds the consumed offsets with the group id
-(AddOffsetsToTxn, then TxnOffsetCommit) and ends the transaction (EndTxn).
+next transaction when ``release`` begins it. :meth:`send_offsets` adds the consumed
+offsets with the group id (AddOffsetsToTxn, then TxnOffsetCommit) and
+:meth:`commit_transaction` ends the transaction (EndTxn). Once the group is known (the
+first offsets sent), every later transaction asks for AddOffsetsToTxn as it begins
+(``add_group_early``), so a commit is left with TxnOffsetCommit, sent beside the
+output's flush (``_commit.py``), and EndTxn.
 
 What aiokafka sends and what that means for fencing: TxnOffsetCommit version 0, which
 carries the group id but neither the generation nor the member id (those came in
@@ -33,7 +37,7 @@ from aiokafka.errors import (
 
 from .._record import ProducedRecord
 from ._aiokafka import AiokafkaRecordProducer, translate
-from ._aiokafka_internals import in_transaction
+from ._aiokafka_internals import add_group_early, drop_group_only, in_transaction
 from ._client import FlushMark, FlushResult, TopicPartition
 from ._errors import FencedError, TransactionAbortedError, TransactionError
 from ._settings import AppSettings
@@ -65,6 +69,8 @@ class AiokafkaTransactionalProducer(AiokafkaRecordProducer):
             transaction_timeout_ms=settings.transaction_timeout,
         )
         self.transactional_id = transactional_id
+        # The group whose offsets every transaction commits, once the first told it.
+        self._group_id: str | None = None
 
     async def start(self) -> None:
         # aiokafka's start waits for InitProducerId: the broker aborts whatever
@@ -87,6 +93,8 @@ class AiokafkaTransactionalProducer(AiokafkaRecordProducer):
             await self._producer.begin_transaction()
         except KafkaError as error:
             raise txn_error(error, "beginning a transaction") from error
+        if self._group_id is not None:
+            add_group_early(self._producer, self._group_id)
 
     async def send(self, records: Sequence[ProducedRecord]) -> None:
         if records:
@@ -120,16 +128,26 @@ class AiokafkaTransactionalProducer(AiokafkaRecordProducer):
         """Add ``offsets`` for ``group_id`` to the transaction and commit it."""
         if not offsets and not self.in_transaction:
             return
+        await self.send_offsets(offsets, group_id)
         await self._begin()
-        producer = self._producer
+        drop_group_only(self._producer)  # a transaction with no offsets needs no group
         try:
-            if offsets:
-                await producer.send_offsets_to_transaction(
-                    {AioTP(t, p): o for (t, p), o in offsets.items()}, group_id
-                )
-            await producer.commit_transaction()
+            await self._producer.commit_transaction()
         except KafkaError as error:
             raise txn_error(error, "committing a transaction") from error
+
+    async def send_offsets(self, offsets: Mapping[TopicPartition, int], group_id: str) -> None:
+        """Add ``offsets`` for ``group_id`` to the transaction (begun if need be)."""
+        if not offsets:
+            return
+        self._group_id = group_id
+        await self._begin()
+        try:
+            await self._producer.send_offsets_to_transaction(
+                {AioTP(t, p): o for (t, p), o in offsets.items()}, group_id
+            )
+        except KafkaError as error:
+            raise txn_error(error, "adding offsets to a transaction") from error
 
     async def abort_transaction(self) -> None:
         """Abort the open transaction, if any; raise when the abort itself fails."""
@@ -138,6 +156,7 @@ class AiokafkaTransactionalProducer(AiokafkaRecordProducer):
         self.discard_pending()
         if not self.in_transaction:
             return
+        drop_group_only(self._producer)
         try:
             await self._producer.abort_transaction()
         except KafkaError as error:

@@ -157,9 +157,14 @@ class TransactionalProducer(RecordProducer, Protocol):
     @property
     def in_transaction(self) -> bool: ...
 
+    async def send_offsets(self, offsets: Mapping[TopicPartition, int], group_id: str) -> None:
+        """Add ``offsets`` of ``group_id`` to the open transaction (begun if need be);
+        they commit with it. May run while its output is still being flushed."""
+
     async def commit_transaction(
         self, offsets: Mapping[TopicPartition, int], group_id: str
-    ) -> None: ...
+    ) -> None:
+        """Add ``offsets`` (if any) as :meth:`send_offsets` does, then commit."""
 
     async def abort_transaction(self) -> None: ...
 

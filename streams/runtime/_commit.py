@@ -52,7 +52,11 @@ set), so a restarted instance takes over its predecessor's id and InitProducerId
 whatever transaction the predecessor left open. The first send of an interval begins a
 transaction; outputs and changelog writes of every task go into it. Step 3 becomes
 :class:`TransactionSink`: check that this consumer is still in the group's current
-generation, ``send_offsets_to_transaction(offsets, group_id)``, ``commit_transaction``.
+generation, ``send_offsets(offsets, group_id)``, ``commit_transaction``. The offsets
+are sent while step 2 still waits for the output's acknowledgements (nothing of the
+transaction shows before it ends, so neither needs the other; each is a durable write
+at the broker, so side by side they cost one wait, not two); the transaction ends once
+both are done.
 Output, changelog records and consumed offsets become visible to read_committed readers
 together, or not at all. Input and changelogs are read read_committed, so nothing of an
 aborted transaction is ever processed or restored.
@@ -171,17 +175,29 @@ class TransactionSink:
         self._consumer = consumer
         self._group_id = group_id
 
+    async def stage(self, offsets: Mapping[TopicPartition, int]) -> None:
+        """Add ``offsets`` to the open transaction ahead of :meth:`commit`, e.g. while
+        its output is still being flushed: nothing of it shows before it commits."""
+        if offsets:
+            self._check_generation()
+            await self._consumer.while_sources_exist(
+                self.producer.send_offsets(offsets, self._group_id)
+            )
+
     async def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
         if not offsets and not self.producer.in_transaction:
             return
+        self._check_generation()
+        await self._consumer.while_sources_exist(
+            self.producer.commit_transaction(offsets, self._group_id)
+        )
+
+    def _check_generation(self) -> None:
         if not self._consumer.generation_valid():
             raise TransactionAbortedError(
                 "this member left the group's current generation; its partitions may "
                 "belong to another instance now, so its transaction must not commit"
             )
-        await self._consumer.while_sources_exist(
-            self.producer.commit_transaction(offsets, self._group_id)
-        )
 
     async def abort(self) -> None:
         await self.producer.abort_transaction()
@@ -237,6 +253,7 @@ class Committer:
         skipped (the caller tries again an interval later): one commit runs at a
         time, and processing does not wait for it; the next one covers more."""
         if self._in_flight is not None and not self._in_flight.done():
+            log.debug("commit skipped: the one begun before is still running", extra={"skipped": 1})
             return
         if not self._offsets.transactional:
             await self.settle()
@@ -407,8 +424,17 @@ class Committer:
     ) -> bool | None:
         """Steps 2 and 3; ``None`` when a rebalance refused the offsets."""
         transactional = self._offsets.transactional
-        # 2. wait for the output up to the mark; hand failures to the production handler
-        next_offsets = await self._flush_producer(mark)
+        # 2. wait for the output up to the mark; hand failures to the production handler.
+        # Under exactly-once the offsets join the transaction meanwhile: both need only
+        # be done before it ends, and each costs the broker a durable write.
+        if isinstance(self._offsets, TransactionSink):
+            next_offsets = await self._flush_and_stage(self._offsets, mark, offsets)
+            flushed = time.perf_counter()
+            offsets_left: Mapping[TopicPartition, int] = {}
+        else:
+            next_offsets = await self._flush_producer(mark)
+            flushed = time.perf_counter()
+            offsets_left = offsets
         for task in tasks:
             for tp in task.changelogs.values():
                 if tp in next_offsets:
@@ -416,7 +442,7 @@ class Committer:
         # 3. commit consumed offsets (under exactly-once: with the transaction)
         if offsets or transactional:
             try:
-                await self._offsets.commit(offsets)
+                await self._offsets.commit(offsets_left)
             except ClientError as error:
                 if not error.retriable or transactional:
                     raise
@@ -428,8 +454,38 @@ class Committer:
             for task in tasks:
                 task.committed.update({tp: o for tp, o in offsets.items() if tp in task.sources})
         self._metrics.commits.inc()
-        self._metrics.commit_latency.observe(time.perf_counter() - started)
+        ended = time.perf_counter()
+        self._metrics.commit_latency.observe(ended - started)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "commit took %.1f ms: flush%s %.1f ms, %s %.1f ms",
+                (ended - started) * 1000,
+                " and offsets" if transactional else "",
+                (flushed - started) * 1000,
+                "end of transaction" if transactional else "offsets",
+                (ended - flushed) * 1000,
+                extra={
+                    "commit_ms": (ended - started) * 1000,
+                    "ended_ms": (ended - flushed) * 1000,
+                    "offsets": len(offsets),
+                },
+            )
         return True
+
+    async def _flush_and_stage(
+        self, sink: TransactionSink, mark: FlushMark, offsets: Mapping[TopicPartition, int]
+    ) -> dict[TopicPartition, int]:
+        """Step 2 beside the offsets' staging in the transaction; a failure is raised
+        once both are over (the abort that follows must not race either), a fence
+        first: nothing of this producer can abort or commit any more."""
+        flushed, staged = await asyncio.gather(
+            self._flush_producer(mark), sink.stage(offsets), return_exceptions=True
+        )
+        failures = [o for o in (flushed, staged) if isinstance(o, BaseException)]
+        for failure in sorted(failures, key=lambda f: not isinstance(f, FencedError)):
+            raise failure
+        assert isinstance(flushed, dict)
+        return flushed
 
     async def _flush_producer(self, mark: FlushMark) -> dict[TopicPartition, int]:
         result = await self._producer.flush(mark)

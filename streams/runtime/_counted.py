@@ -112,6 +112,9 @@ class CountingTransactionalProducer(CountingProducer):
     def in_transaction(self) -> bool:
         return self.inner.in_transaction
 
+    async def send_offsets(self, offsets: Mapping[TopicPartition, int], group_id: str) -> None:
+        await self.inner.send_offsets(offsets, group_id)
+
     async def commit_transaction(
         self, offsets: Mapping[TopicPartition, int], group_id: str
     ) -> None:

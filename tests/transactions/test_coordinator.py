@@ -35,15 +35,19 @@ B1 = TopicPartition("b", 1)
 class FakeLog:
     def __init__(self) -> None:
         self.records: list[tuple[int, bytes, bytes | None]] = []
+        self.durable: list[bool] = []  # per record: whether its write waited for the sync
         self.fail = False
         self.gate: asyncio.Event | None = None
 
-    async def write(self, partition: int, key: bytes, value: bytes | None) -> None:
+    async def write(
+        self, partition: int, key: bytes, value: bytes | None, *, durable: bool = True
+    ) -> None:
         if self.gate is not None:
             await self.gate.wait()
         if self.fail:
             raise OSError("disk gone")
         self.records.append((partition, key, value))
+        self.durable.append(durable)
 
     def states(self) -> list[tuple[str, TxnState | None]]:
         out: list[tuple[str, TxnState | None]] = []
@@ -91,9 +95,16 @@ class World:
             id_expiration_ms=3_600_000,
         )
 
-    def restart(self) -> TransactionCoordinator:
+    def restart(self, lose_unsynced: bool = False) -> TransactionCoordinator:
+        """A new coordinator from the log; ``lose_unsynced``: without the records
+        whose sync nobody waited for (the worst a crash can do)."""
         self.coordinator = self.make()
-        self.coordinator.load((key, value) for _, key, value in self.log.records)
+        kept = [
+            (key, value)
+            for (_, key, value), durable in zip(self.log.records, self.log.durable, strict=True)
+            if durable or not lose_unsynced
+        ]
+        self.coordinator.load(kept)
         return self.coordinator
 
 
@@ -144,6 +155,9 @@ async def test_commit_writes_prepare_markers_and_complete_in_that_order(world: W
         ("t", TxnState.COMPLETE_COMMIT),
     ]
     assert world.markers.written == [TxnMarkers(pid, 0, 0, True, frozenset({A0, B1}))]
+    # Every state is durable before it is answered but the completion, which a restart
+    # that lost it redoes from the prepared state.
+    assert world.log.durable == [True, True, True, True, False]
     assert c.describe("t").state is TxnState.COMPLETE_COMMIT
     assert c.describe("t").partitions == frozenset()
     # A retried commit succeeds again; an abort now is the wrong state.
@@ -290,6 +304,20 @@ async def test_state_is_rebuilt_from_the_log(world: World) -> None:
     assert restarted.describe("u").state is TxnState.COMPLETE_ABORT
     await restarted.end_txn("t", pid, epoch, commit=True)
     assert world.markers.written[-1] == TxnMarkers(pid, epoch, 0, True, frozenset({A0, B1}))
+
+
+async def test_a_completion_lost_in_a_crash_is_written_again(world: World) -> None:
+    c = world.coordinator
+    pid, epoch = await c.init_producer_id("t", 30_000)
+    await c.add_partitions("t", pid, epoch, [A0, B1])
+    await c.end_txn("t", pid, epoch, commit=True)
+    restarted = world.restart(lose_unsynced=True)
+    assert restarted.describe("t").state is TxnState.PREPARE_COMMIT
+    assert await restarted.complete_prepared() == 1
+    committed = TxnMarkers(pid, epoch, 0, True, frozenset({A0, B1}))
+    assert world.markers.written == [committed, committed]  # the same outcome, twice
+    assert restarted.describe("t").state is TxnState.COMPLETE_COMMIT
+    await restarted.end_txn("t", pid, epoch, commit=True)  # the client's retry
 
 
 async def test_a_prepared_commit_completes_after_a_crash(world: World) -> None:

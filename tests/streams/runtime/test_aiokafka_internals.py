@@ -188,6 +188,7 @@ def test_outside_the_versions_written_for_the_fast_paths_are_off() -> None:
     )
     assert done.stdout.splitlines() == [
         "False False",
-        "aiokafka 0.15.0 (written for >=0.13,<0.15): fast paths tuple-fetch=off, batch-append=off",
+        "aiokafka 0.15.0 (written for >=0.13,<0.15): fast paths tuple-fetch=off, "
+        "batch-append=off, early-add-offsets=off",
     ]
     assert "not a version the runtime was written for" in done.stderr

@@ -16,7 +16,7 @@ from headrace.streams import ConsumedRecord, StreamsConfig
 from headrace.streams.runtime import AppSettings, SettingsError
 from headrace.streams.runtime._client import FlushMark, FlushResult, TopicPartition
 from headrace.streams.runtime._commit import Committer, TransactionSink
-from headrace.streams.runtime._errors import TransactionError
+from headrace.streams.runtime._errors import FencedError, TransactionAbortedError, TransactionError
 from headrace.streams.runtime._handlers import ErrorHandler
 from headrace.streams.runtime._metrics import AppMetrics
 from headrace.streams.runtime._restore import Restorer
@@ -52,6 +52,10 @@ class FakeTxnProducer:
         self.fail_commit = fail_commit
         self.in_transaction = False
         self.changelog_end = 0
+        # When set, a flush finishes only once offsets were sent (as if they raced).
+        self.flush_waits_for_offsets = False
+        self._offsets_sent = asyncio.Event()
+        self.flush_fails = self.offsets_fenced = False
 
     async def start(self) -> None: ...
 
@@ -67,7 +71,19 @@ class FakeTxnProducer:
 
     async def flush(self, upto: FlushMark | None = None) -> FlushResult:
         self.steps.append("flush")
+        if self.flush_waits_for_offsets:
+            await asyncio.wait_for(self._offsets_sent.wait(), 5)
+        if self.flush_fails:
+            await asyncio.sleep(0.01)  # after the offsets' failure
+            raise TransactionAbortedError("a batch failed inside the transaction")
         return FlushResult(next_offsets={CHANGELOG: self.changelog_end})
+
+    async def send_offsets(self, offsets: Mapping[TopicPartition, int], group_id: str) -> None:
+        self.steps.append(f"offsets {dict(offsets)} {group_id}")
+        if self.offsets_fenced:
+            raise FencedError("a newer instance took the transactional id")
+        self.in_transaction = True
+        self._offsets_sent.set()
 
     async def commit_transaction(
         self, offsets: Mapping[TopicPartition, int], group_id: str
@@ -148,7 +164,8 @@ async def test_offsets_commit_inside_the_transaction_and_then_the_stores_are_sna
     await committer.send(task.process(SOURCE, _records(0, 6)))
     producer.changelog_end = 6
     await committer.commit([task])
-    assert steps == ["send", "flush", f"commit {{{SOURCE!r}: 6}} {APP}"]
+    # The offsets join the transaction while its output is flushed; then it ends.
+    assert steps == ["send", "flush", f"offsets {{{SOURCE!r}: 6}} {APP}", f"commit {{}} {APP}"]
     assert not task.dirty and task.committed == {SOURCE: 6}
     # No live checkpoint under exactly-once: the stores run ahead of it from now on.
     assert not (task.state_dir / ".checkpoint").exists()
@@ -260,6 +277,33 @@ async def test_restoring_ends_at_the_position_past_a_transaction_marker(tmp_path
     task.close()
 
 
+async def test_the_offsets_join_the_transaction_while_its_output_is_flushed(
+    tmp_path: Path,
+) -> None:
+    steps: list[str] = []
+    committer, producer, _ = _eos(steps)
+    producer.flush_waits_for_offsets = True  # one after the other, this never ends
+    task = _open(tmp_path)
+    await committer.send(task.process(SOURCE, _records(0, 3)))
+    await committer.commit([task])
+    assert steps[1:] == ["flush", f"offsets {{{SOURCE!r}: 3}} {APP}", f"commit {{}} {APP}"]
+    assert task.committed == {SOURCE: 3}
+    task.close()
+
+
+async def test_a_fence_met_beside_a_failed_flush_is_the_error_raised(tmp_path: Path) -> None:
+    steps: list[str] = []
+    committer, producer, _ = _eos(steps)
+    producer.flush_fails = producer.offsets_fenced = True
+    task = _open(tmp_path)
+    await committer.send(task.process(SOURCE, _records(0, 3)))
+    # Fenced: no abort is tried (it would be refused); the caller takes a new producer.
+    with pytest.raises(FencedError):
+        await committer.commit([task])
+    assert "abort" not in steps and task.committed == {}
+    task.close()
+
+
 async def test_a_begun_transaction_commits_beside_processing_and_holds_later_output(
     tmp_path: Path,
 ) -> None:
@@ -269,14 +313,22 @@ async def test_a_begun_transaction_commits_beside_processing_and_holds_later_out
     await committer.send(task.process(SOURCE, _records(0, 3)))
     producer.changelog_end = 3
     await committer.begin([task])  # the first commit snapshots, so it runs whole
-    assert steps[-1] == f"commit {{{SOURCE!r}: 3}} {APP}"
+    assert steps[-2:] == [f"offsets {{{SOURCE!r}: 3}} {APP}", f"commit {{}} {APP}"]
     steps.clear()
     await committer.send(task.process(SOURCE, _records(3, 3)))
     await committer.begin([task])
     # Processing goes on while the transaction commits: its output is held for the next.
     await committer.send(task.process(SOURCE, _records(6, 2)))
     await committer.settle()
-    assert steps == ["send", "hold", "send", "flush", f"commit {{{SOURCE!r}: 6}} {APP}", "release"]
+    assert steps == [
+        "send",
+        "hold",
+        "send",
+        "flush",
+        f"offsets {{{SOURCE!r}: 6}} {APP}",
+        f"commit {{}} {APP}",
+        "release",
+    ]
     assert task.committed == {SOURCE: 6}
     # Processed after the mark: not clean, so a close writes no checkpoint.
     assert task.dirty
