@@ -29,6 +29,7 @@ from kio.serial import entity_reader, entity_writer
 from kio.static.constants import EntityType
 
 from ._errors import MalformedRequestError
+from ._hot_codecs import hot_encoder
 from ._length_guard import check_body
 
 API_VERSIONS_KEY = 18
@@ -134,6 +135,9 @@ def _metadata_placeholder_tail(tail: bytes) -> bool:
 
 def encode_response(api_key: int, api_version: int, correlation_id: int, body: Any) -> bytes:
     """Encode a response frame, size prefix included."""
+    hot = hot_encoder(api_key, api_version)
+    if hot is not None:
+        return hot(api_version, correlation_id, body)
     header_cls, write_header, write_body = _response_writers(api_key, api_version)
     buffer = io.BytesIO()
     buffer.write(b"\0\0\0\0")

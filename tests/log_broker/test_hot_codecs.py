@@ -1,0 +1,136 @@
+"""The hand-written response encoders write exactly the bytes kio's generic writer does."""
+
+from __future__ import annotations
+
+import io
+import struct
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from kio.schema.errors import ErrorCode
+from kio.schema.response_header.v0.header import ResponseHeader
+from kio.serial import entity_writer
+from kio.static.primitive import i32
+
+from headrace.log_broker._entities import make
+from headrace.log_broker._hot_codecs import PRODUCE_VERSIONS, encode_produce_response
+from headrace.log_broker._wire import encode_response, response_module
+
+
+def kio_frame(correlation_id: int, body: Any) -> bytes:
+    buffer = io.BytesIO()
+    entity_writer(ResponseHeader)(buffer, ResponseHeader(correlation_id=i32(correlation_id)))
+    entity_writer(type(body))(buffer, body)
+    data = buffer.getvalue()
+    return struct.pack(">i", len(data)) + data
+
+
+def produce_response(version: int, topics: list[tuple[str, list[dict[str, Any]]]]) -> Any:
+    m = response_module(0, version)
+
+    def record_errors(p: dict[str, Any]) -> tuple[Any, ...]:
+        listed = p.pop("record_errors", ())
+        if not hasattr(m, "BatchIndexAndErrorMessage"):  # before v8
+            return ()
+        return tuple(
+            make(m.BatchIndexAndErrorMessage, batch_index=i, batch_index_error_message=message)
+            for i, message in listed
+        )
+
+    return make(
+        m.ProduceResponse,
+        throttle_time=timedelta(milliseconds=7),
+        responses=tuple(
+            make(
+                m.TopicProduceResponse,
+                name=name,
+                partition_responses=tuple(
+                    make(
+                        m.PartitionProduceResponse,
+                        record_errors=record_errors(p),
+                        **p,
+                    )
+                    for p in partitions
+                ),
+            )
+            for name, partitions in topics
+        ),
+    )
+
+
+APPENDED = {
+    "index": 3,
+    "error_code": ErrorCode.none,
+    "base_offset": 1_234_567_890_123,
+    "log_append_time": None,
+    "log_start_offset": 17,
+    "error_message": None,
+}
+REFUSED = {
+    "index": 0,
+    "error_code": ErrorCode.corrupt_message,
+    "base_offset": -1,
+    "log_append_time": datetime(2026, 11, 24, 20, 0, 0, 123000, tzinfo=UTC),
+    "log_start_offset": -1,
+    "error_message": "CRC mismatch ü",
+    "record_errors": [(2, "bad record"), (5, None)],
+}
+CASES = {
+    "one partition": [("events", [APPENDED])],
+    "errors and append time": [("events", [APPENDED, REFUSED])],
+    "several topics": [("a", [REFUSED]), ("b-ü", [APPENDED, APPENDED]), ("c", [])],
+    "no topics": [],
+}
+
+
+@pytest.mark.parametrize("version", PRODUCE_VERSIONS)
+@pytest.mark.parametrize("case", CASES)
+def test_produce_response_bytes_match_kio(version: int, case: str) -> None:
+    topics = [(name, [dict(p) for p in partitions]) for name, partitions in CASES[case]]
+    body = produce_response(version, topics)
+    expected = kio_frame(41, body)
+    assert encode_produce_response(version, 41, body) == expected
+    assert encode_response(0, version, 41, body) == expected
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    version=st.sampled_from(PRODUCE_VERSIONS),
+    index=st.integers(0, 2**31 - 1),
+    code=st.sampled_from(list(ErrorCode)),
+    base_offset=st.integers(-1, 2**63 - 1),
+    log_start_offset=st.integers(-1, 2**63 - 1),
+    append_ms=st.none() | st.integers(0, 2**42),
+    message=st.none() | st.text(max_size=40),
+    name=st.text(min_size=1, max_size=40),
+)
+def test_any_produce_partition_answer_matches_kio(
+    version: int,
+    index: int,
+    code: ErrorCode,
+    base_offset: int,
+    log_start_offset: int,
+    append_ms: int | None,
+    message: str | None,
+    name: str,
+) -> None:
+    append_time = None if append_ms is None else datetime.fromtimestamp(append_ms / 1000, UTC)
+    partition = {
+        "index": index,
+        "error_code": code,
+        "base_offset": base_offset,
+        "log_append_time": append_time,
+        "log_start_offset": log_start_offset,
+        "error_message": message,
+    }
+    body = produce_response(version, [(name, [partition])])
+    assert encode_produce_response(version, 9, body) == kio_frame(9, body)
+
+
+def test_a_string_too_long_for_its_length_is_refused() -> None:
+    body = produce_response(8, [("t", [dict(APPENDED, error_message="x" * 40_000)])])
+    with pytest.raises(ValueError, match="too long"):
+        encode_produce_response(8, 1, body)
