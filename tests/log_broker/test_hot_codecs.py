@@ -1,4 +1,5 @@
-"""The hand-written response encoders write exactly the bytes kio's generic writer does."""
+"""The hand-written codecs agree with kio's generic ones: the same bytes written, the same
+entities read, the same damaged requests refused."""
 
 from __future__ import annotations
 
@@ -6,18 +7,24 @@ import io
 import struct
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from unittest.mock import patch
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kio.index import load_payload_module
 from kio.schema.errors import ErrorCode
 from kio.schema.response_header.v0.header import ResponseHeader
+from kio.schema.types import TopicName
 from kio.serial import entity_writer
-from kio.static.primitive import i32
+from kio.static.constants import EntityType
+from kio.static.primitive import i16, i32, i32Timedelta
+from rawkafka import encode, record_batch
 
 from headrace.log_broker._entities import make
+from headrace.log_broker._errors import MalformedRequestError
 from headrace.log_broker._hot_codecs import PRODUCE_VERSIONS, encode_produce_response
-from headrace.log_broker._wire import encode_response, response_module
+from headrace.log_broker._wire import Request, decode_request, encode_response, response_module
 
 
 def kio_frame(correlation_id: int, body: Any) -> bytes:
@@ -78,7 +85,7 @@ REFUSED = {
     "error_message": "CRC mismatch ü",
     "record_errors": [(2, "bad record"), (5, None)],
 }
-CASES = {
+CASES: dict[str, list[tuple[str, list[dict[str, Any]]]]] = {
     "one partition": [("events", [APPENDED])],
     "errors and append time": [("events", [APPENDED, REFUSED])],
     "several topics": [("a", [REFUSED]), ("b-ü", [APPENDED, APPENDED]), ("c", [])],
@@ -134,3 +141,88 @@ def test_a_string_too_long_for_its_length_is_refused() -> None:
     body = produce_response(8, [("t", [dict(APPENDED, error_message="x" * 40_000)])])
     with pytest.raises(ValueError, match="too long"):
         encode_produce_response(8, 1, body)
+
+
+# ---------------------------------------------------------------- produce requests
+
+
+def kio_decode(frame: bytes) -> Request | str:
+    """What the generic path makes of ``frame``: the request, or the refusal."""
+    with patch("headrace.log_broker._wire.hot_decoder", return_value=None):
+        return decode_or_refusal(frame)
+
+
+def decode_or_refusal(frame: bytes) -> Request | str:
+    try:
+        return decode_request(frame, "/127.0.0.1")
+    except MalformedRequestError:
+        return "refused"
+
+
+def produce_request(
+    version: int,
+    topics: Topics,
+    transactional_id: str | None = None,
+    acks: int = -1,
+) -> Any:
+    m = load_payload_module(0, version, EntityType.request)
+    return m.ProduceRequest(
+        transactional_id=transactional_id,
+        acks=i16(acks),
+        timeout=i32Timedelta.parse(timedelta(milliseconds=1500)),
+        topic_data=tuple(
+            m.TopicProduceData(
+                name=TopicName(name),
+                partition_data=tuple(
+                    m.PartitionProduceData(index=i32(index), records=records)
+                    for index, records in partitions
+                ),
+            )
+            for name, partitions in topics
+        ),
+    )
+
+
+BATCH = record_batch([b"value"] * 3)
+Topics = list[tuple[str, list[tuple[int, bytes | None]]]]
+REQUESTS: dict[str, tuple[Topics, str | None]] = {
+    "one partition": ([("events", [(0, BATCH)])], None),
+    "transactional": ([("events", [(2, BATCH)])], "txn-ü"),
+    "null records and many": ([("a", [(0, None), (1, BATCH)]), ("b", []), ("c", [(7, b"")])], None),
+    "no topics": ([], None),
+}
+
+
+@pytest.mark.parametrize("version", PRODUCE_VERSIONS)
+@pytest.mark.parametrize("case", REQUESTS)
+def test_produce_request_decodes_as_kio_decodes_it(version: int, case: str) -> None:
+    topics, transactional_id = REQUESTS[case]
+    frame = encode(0, version, produce_request(version, topics, transactional_id), 77)
+    decoded = decode_or_refusal(frame)
+    assert decoded == kio_decode(frame)
+    assert isinstance(decoded, Request)
+    assert (decoded.correlation_id, decoded.client_id, decoded.client_host) == (
+        77,
+        "test",
+        "/127.0.0.1",
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    version=st.sampled_from(PRODUCE_VERSIONS),
+    case=st.sampled_from(list(REQUESTS)),
+    cut=st.integers(0, 400),
+    changes=st.lists(st.tuples(st.integers(0, 400), st.integers(0, 255)), max_size=3),
+    tail=st.binary(max_size=3),
+)
+def test_damaged_produce_requests_are_refused_as_kio_refuses_them(
+    version: int, case: str, cut: int, changes: list[tuple[int, int]], tail: bytes
+) -> None:
+    topics, transactional_id = REQUESTS[case]
+    frame = bytearray(encode(0, version, produce_request(version, topics, transactional_id)))
+    for at, value in changes:
+        if 4 <= at < len(frame):  # keep the api key and version: the same codec is chosen
+            frame[at] = value
+    damaged = bytes(frame[: max(len(frame) - cut, 4)]) + tail
+    assert decode_or_refusal(damaged) == kio_decode(damaged)
