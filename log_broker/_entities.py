@@ -25,6 +25,8 @@ def _field_names(cls: Any) -> frozenset[str]:
 
 def make(cls: type[T], **values: Any) -> T:
     names = _field_names(cast(Any, cls))
+    if names.issuperset(values):  # the newest version has them all: nothing to drop
+        return cls(**values)
     return cls(**{k: v for k, v in values.items() if k in names})
 
 

@@ -7,7 +7,8 @@ request is one small batch). The codecs here read and write the same things with
 ``struct`` calls per partition; ``tests/log_broker/test_hot_codecs.py`` holds them to
 kio: the same bytes out, the same entities in, and the same inputs refused.
 
-Served: Produce v3-v8 (never flexible: request header v1, response header v0).
+Served: Produce v3-v8 requests and responses, Fetch v4-v11 responses (none of them
+flexible: request header v1, response header v0).
 Reading checks every length against what is left of the frame before taking it, so
 nothing is allocated beyond the frame's own size; anything that does not parse, or
 leaves bytes over, raises ``ValueError``.
@@ -26,12 +27,18 @@ from kio.static.constants import EntityType
 
 PRODUCE_KEY = 0
 PRODUCE_VERSIONS = range(3, 9)
+FETCH_KEY = 1
+FETCH_VERSIONS = range(4, 12)
 
 _HEADER_AND_COUNT = struct.Struct(">iii")  # size, correlation id, topic count
 _COUNT = struct.Struct(">i")
 _SHORT = struct.Struct(">h")
 _V3_PARTITION = struct.Struct(">ihqq")  # index, error, base offset, append time
 _V5_PARTITION = struct.Struct(">ihqqq")  # ... log start offset
+_FETCH_PARTITION = struct.Struct(">ihqq")  # index, error, high watermark, last stable
+_LONG = struct.Struct(">q")
+_ABORTED = struct.Struct(">qq")  # producer id, first offset
+_V7_FETCH_TOP = struct.Struct(">ihi")  # throttle time, error, session id
 _REQUEST_HEADER = struct.Struct(">hhih")  # api key, version, correlation id, client id size
 _ACKS_AND_TIMEOUT = struct.Struct(">hi")
 
@@ -75,6 +82,48 @@ def encode_produce_response(version: int, correlation_id: int, body: Any) -> byt
     parts.append(_COUNT.pack(throttle_ms))
     size = 8 + sum(len(part) for part in parts)  # correlation id and topic count included
     parts[0] = _HEADER_AND_COUNT.pack(size, correlation_id, len(body.responses))
+    return b"".join(parts)
+
+
+def _fetch_partition(version: int, p: Any) -> list[bytes]:
+    parts = [
+        _FETCH_PARTITION.pack(
+            p.partition_index, p.error_code, p.high_watermark, p.last_stable_offset
+        )
+    ]
+    if version >= 5:
+        parts.append(_LONG.pack(p.log_start_offset))
+    aborted = p.aborted_transactions
+    if aborted is None:
+        parts.append(b"\xff\xff\xff\xff")
+    else:
+        parts.append(_COUNT.pack(len(aborted)))
+        parts += [_ABORTED.pack(a.producer_id, a.first_offset) for a in aborted]
+    if version >= 11:
+        parts.append(_COUNT.pack(p.preferred_read_replica))
+    records = p.records
+    if records is None:
+        parts.append(b"\xff\xff\xff\xff")
+    else:
+        parts += (_COUNT.pack(len(records)), records)
+    return parts
+
+
+def encode_fetch_response(version: int, correlation_id: int, body: Any) -> bytes:
+    """A FetchResponse frame (size prefix, header v0, body) of ``version`` 4-11."""
+    throttle_ms = round(body.throttle_time.total_seconds() * 1000)
+    if version >= 7:
+        parts = [b"", _V7_FETCH_TOP.pack(throttle_ms, body.error_code, body.session_id)]
+    else:
+        parts = [b"", _COUNT.pack(throttle_ms)]
+    parts.append(_COUNT.pack(len(body.responses)))
+    for topic in body.responses:
+        partitions = topic.partitions
+        parts += (_string(topic.topic), _COUNT.pack(len(partitions)))
+        for p in partitions:
+            parts += _fetch_partition(version, p)
+    size = 4 + sum(len(part) for part in parts)  # the correlation id included
+    parts[0] = _COUNT.pack(size) + _COUNT.pack(correlation_id)
     return b"".join(parts)
 
 
@@ -166,4 +215,6 @@ def hot_encoder(api_key: int, api_version: int) -> Encoder | None:
     """The hand-written encoder for this response, or None to use kio's."""
     if api_key == PRODUCE_KEY and api_version in PRODUCE_VERSIONS:
         return encode_produce_response
+    if api_key == FETCH_KEY and api_version in FETCH_VERSIONS:
+        return encode_fetch_response
     return None

@@ -23,7 +23,12 @@ from rawkafka import encode, record_batch
 
 from headrace.log_broker._entities import make
 from headrace.log_broker._errors import MalformedRequestError
-from headrace.log_broker._hot_codecs import PRODUCE_VERSIONS, encode_produce_response
+from headrace.log_broker._hot_codecs import (
+    FETCH_VERSIONS,
+    PRODUCE_VERSIONS,
+    encode_fetch_response,
+    encode_produce_response,
+)
 from headrace.log_broker._wire import Request, decode_request, encode_response, response_module
 
 
@@ -226,3 +231,97 @@ def test_damaged_produce_requests_are_refused_as_kio_refuses_them(
             frame[at] = value
     damaged = bytes(frame[: max(len(frame) - cut, 4)]) + tail
     assert decode_or_refusal(damaged) == kio_decode(damaged)
+
+
+# ---------------------------------------------------------------- fetch responses
+
+
+def fetch_response(version: int, topics: list[tuple[str, list[dict[str, Any]]]]) -> Any:
+    m = response_module(1, version)
+    return make(
+        m.FetchResponse,
+        throttle_time=timedelta(milliseconds=3),
+        error_code=ErrorCode.none,
+        session_id=0,
+        responses=tuple(
+            make(
+                m.FetchableTopicResponse,
+                topic=name,
+                partitions=tuple(
+                    make(
+                        m.PartitionData,
+                        **dict(
+                            p,
+                            aborted_transactions=None
+                            if p["aborted_transactions"] is None
+                            else tuple(
+                                make(m.AbortedTransaction, producer_id=pid, first_offset=first)
+                                for pid, first in p["aborted_transactions"]
+                            ),
+                        ),
+                    )
+                    for p in partitions
+                ),
+            )
+            for name, partitions in topics
+        ),
+    )
+
+
+def fetched(index: int, records: bytes | None, aborted: list[tuple[int, int]] | None) -> Any:
+    return {
+        "partition_index": index,
+        "error_code": ErrorCode.none if records is not None else ErrorCode.offset_out_of_range,
+        "high_watermark": 1_000_000 + index,
+        "last_stable_offset": 999_999,
+        "log_start_offset": 12,
+        "aborted_transactions": aborted,
+        "preferred_read_replica": -1,
+        "records": records,
+    }
+
+
+FETCHES: dict[str, list[tuple[str, list[dict[str, Any]]]]] = {
+    "one partition": [("events", [fetched(0, BATCH, None)])],
+    "read committed": [("events", [fetched(1, BATCH, [(7, 100), (9, 250)]), fetched(2, b"", [])])],
+    "errors and topics": [
+        ("a", [fetched(0, None, None)]),
+        ("b-ü", []),
+        ("c", [fetched(5, b"", None)]),
+    ],
+    "no topics": [],
+}
+
+
+@pytest.mark.parametrize("version", FETCH_VERSIONS)
+@pytest.mark.parametrize("case", FETCHES)
+def test_fetch_response_bytes_match_kio(version: int, case: str) -> None:
+    body = fetch_response(version, FETCHES[case])
+    expected = kio_frame(12, body)
+    assert encode_fetch_response(version, 12, body) == expected
+    assert encode_response(1, version, 12, body) == expected
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    version=st.sampled_from(FETCH_VERSIONS),
+    index=st.integers(0, 2**31 - 1),
+    offsets=st.tuples(*[st.integers(-1, 2**63 - 1)] * 3),
+    aborted=st.none() | st.lists(st.tuples(st.integers(0, 2**63 - 1), st.integers(0, 2**63 - 1))),
+    records=st.none() | st.binary(max_size=200),
+    name=st.text(min_size=1, max_size=40),
+)
+def test_any_fetched_partition_matches_kio(
+    version: int,
+    index: int,
+    offsets: tuple[int, int, int],
+    aborted: list[tuple[int, int]] | None,
+    records: bytes | None,
+    name: str,
+) -> None:
+    partition = dict(fetched(index, records, aborted))
+    partition["high_watermark"], partition["last_stable_offset"], partition["log_start_offset"] = (
+        offsets
+    )
+    body = fetch_response(version, [(name, [partition])])
+    assert encode_fetch_response(version, 5, body) == kio_frame(5, body)
