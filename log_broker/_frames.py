@@ -8,7 +8,8 @@ and every complete frame in what has arrived is handed over together.
 
 The bounds are the same as frame by frame:
 - a size prefix that is negative or above ``max_bytes`` raises ``FrameTooLargeError``
-  as soon as its four bytes are in, before anything of that size is read;
+  as soon as its four bytes are in, before anything of that size is read (the
+  complete frames before it are handed over first, as they would have been one by one);
 - while no frame has begun (fewer than four bytes of the next one), waiting is bounded
   by ``idle_s`` (``connections.max.idle.ms``);
 - once a frame's size is in, the rest of it must arrive within ``read_s`` of that
@@ -53,10 +54,13 @@ class FrameReader:
             await self._fill()
 
     def _take(self) -> list[bytes]:
-        buffer, position, complete = self._buffer, 0, []
+        buffer, position = self._buffer, 0
+        complete: list[bytes] = []
         while len(buffer) - position >= 4:
             (size,) = _SIZE.unpack_from(buffer, position)
             if size < 0 or size > self._max_bytes:
+                if complete:  # those before it are served first; the refusal comes next
+                    break
                 raise FrameTooLargeError(
                     f"request size {size} outside 0..{self._max_bytes} (socket.request.max.bytes)"
                 )
