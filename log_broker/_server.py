@@ -42,6 +42,7 @@ from .security import SaslFailedError, Session
 log = logging.getLogger("headrace.broker")
 
 _CLOSE = object()
+JOIN_AT_MOST = 1 << 16  # bytes of ready answers joined into one write
 
 
 class Connection:
@@ -188,15 +189,23 @@ class Connection:
                 return
 
     async def _write(self, ready: list[bytes]) -> bool:
-        """Write and empty ``ready``; False when the peer has gone."""
+        """Write and empty ``ready``; False when the peer has gone.
+
+        Small answers are joined into one write; a run of more than ``JOIN_AT_MOST``
+        bytes (fetches) goes out one answer at a time, each drained before the next,
+        as when nothing was joined: joining would copy it once more for nothing.
+        """
         if not ready:
             return True
-        self._writer.write(ready[0] if len(ready) == 1 else b"".join(ready))
+        small = len(ready) > 1 and sum(len(data) for data in ready) <= JOIN_AT_MOST
+        pieces = [b"".join(ready)] if small else ready[:]
         ready.clear()
-        try:
-            await self._writer.drain()
-        except ConnectionError:
-            return False
+        for piece in pieces:
+            self._writer.write(piece)
+            try:
+                await self._writer.drain()
+            except ConnectionError:
+                return False
         return True
 
     def _cancel_pending(self) -> None:
