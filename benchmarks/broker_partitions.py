@@ -10,7 +10,9 @@ beginning to its end. headrace runs with fsync on; Tansu (memory) is started the
 ``broker_throughput.py`` starts it, at each count in the same run. Each broker's rate at
 N partitions is reported as a fraction of its own 1-partition rate, and headrace's rate
 as a fraction of Tansu's at the same count: the machine is shared, so the ratios are
-what to compare.
+what to compare. For headrace the broker's CPU seconds per request served (counted
+by its own metrics: produce requests while producing; while consuming, ListOffsets
+and fetches) are printed too: unlike records per second, they do not move with the machine's load.
 """
 
 from __future__ import annotations
@@ -19,14 +21,22 @@ import argparse
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
-from collections.abc import Callable
-from contextlib import AbstractContextManager
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from statistics import median
 
-from broker_throughput import headrace_broker, tansu_broker
+from broker_throughput import (
+    broker_cpu_seconds,
+    free_port,
+    headrace_broker,
+    tansu_broker,
+)
 
 TOPIC = "partitions"
 # The same client settings for both brokers: librdkafka's batching, acks=all.
@@ -134,18 +144,73 @@ def consume(bootstrap: str, records: int, env: dict[str, str]) -> float:
     return elapsed
 
 
+# Where each running headrace broker serves its metrics, by its bootstrap address.
+METRICS_URLS: dict[str, str] = {}
+
+
+@contextmanager
+def counted_headrace_broker(fsync: str, python: str | None = None) -> Iterator[str]:
+    """A headrace broker that also serves its metrics, so its requests can be counted."""
+    port = free_port()
+    options = ("--metrics-listen", f"127.0.0.1:{port}")
+    broker = headrace_broker(fsync, *options, python=python or sys.executable)
+    with broker as bootstrap:
+        METRICS_URLS[bootstrap] = f"http://127.0.0.1:{port}/metrics"
+        try:
+            yield bootstrap
+        finally:
+            METRICS_URLS.pop(bootstrap, None)
+
+
+def requests_answered(bootstrap: str) -> float:
+    """Requests of every API the broker has answered; NaN for Tansu."""
+    url = METRICS_URLS.get(bootstrap)
+    if url is None:
+        return float("nan")
+    with urllib.request.urlopen(url, timeout=10) as response:
+        text = response.read().decode()
+    prefix = "headrace_broker_requests_total{"
+    return sum(
+        float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(prefix)
+    )
+
+
+@dataclass
+class Rates:
+    """One run at one partition count: records per second, and the broker's CPU
+    microseconds per request served (NaN where the broker is not headrace)."""
+
+    produce: float
+    consume: float
+    produce_cpu_us: float
+    consume_cpu_us: float
+
+
+def cpu_per_request(bootstrap: str, run: Callable[[], float]) -> tuple[float, float]:
+    """Run ``run`` (returning seconds); return those seconds and the broker's CPU us per
+    request answered meanwhile (a consumer's are mostly ListOffsets, one per partition,
+    and a few fetches)."""
+    cpu, served = broker_cpu_seconds(bootstrap), requests_answered(bootstrap)
+    seconds = run()
+    cpu = broker_cpu_seconds(bootstrap) - cpu
+    served = requests_answered(bootstrap) - served
+    return seconds, cpu / served * 1e6 if served else float("nan")
+
+
 def measure(
     broker: AbstractContextManager[str],
     partitions: int,
     source: Path,
     records: int,
     env: dict[str, str],
-) -> tuple[float, float]:
+) -> Rates:
     with broker as bootstrap:
         create_topic(bootstrap, partitions)
-        produce_s = produce(bootstrap, source, env)
-        consume_s = consume(bootstrap, records, env)
-    return records / produce_s, records / consume_s
+        produce_s, produce_cpu = cpu_per_request(bootstrap, lambda: produce(bootstrap, source, env))
+        consume_s, consume_cpu = cpu_per_request(
+            bootstrap, lambda: consume(bootstrap, records, env)
+        )
+    return Rates(records / produce_s, records / consume_s, produce_cpu, consume_cpu)
 
 
 def main() -> None:
@@ -170,13 +235,15 @@ def main() -> None:
     counts = [int(c) for c in args.partitions.split(",")]
     brokers: dict[str, Callable[[], AbstractContextManager[str]]] = {
         "tansu (memory)": tansu_broker,
-        "headrace (fsync on)": lambda: headrace_broker("always"),
+        "headrace (fsync on)": lambda: counted_headrace_broker("always"),
     }
     if args.fsync_never:
-        brokers["headrace (fsync off)"] = lambda: headrace_broker("never")
+        brokers["headrace (fsync off)"] = lambda: counted_headrace_broker("never")
     if args.other_python:
         other = args.other_python
-        brokers["other headrace (fsync on)"] = lambda: headrace_broker("always", python=other)
+        brokers["other headrace (fsync on)"] = lambda: counted_headrace_broker("always", other)
+        if args.fsync_never:
+            brokers["other headrace (fsync off)"] = lambda: counted_headrace_broker("never", other)
     if args.only:
         brokers = {k: v for k, v in brokers.items() if k.startswith(args.only)}
     print(
@@ -184,7 +251,7 @@ def main() -> None:
         f" kcat -C -e; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores",
         flush=True,
     )
-    rates: dict[tuple[str, int], list[tuple[float, float]]] = {}
+    rates: dict[tuple[str, int], list[Rates]] = {}
     with tempfile.TemporaryDirectory(prefix="partitions-bench-") as directory:
         source = Path(directory) / "records.txt"
         write_input(source, args.records, args.size)
@@ -192,34 +259,36 @@ def main() -> None:
         for _ in range(args.rounds):
             for count in counts:
                 for name, broker in brokers.items():
-                    produced, consumed = measure(broker(), count, source, args.records, env)
-                    rates.setdefault((name, count), []).append((produced, consumed))
+                    run = measure(broker(), count, source, args.records, env)
+                    rates.setdefault((name, count), []).append(run)
                     print(
-                        f"{name:<20} {count:>5} partitions   produce {produced:>9,.0f} rec/s"
-                        f"   consume {consumed:>9,.0f} rec/s",
+                        f"{name:<26} {count:>5} partitions   produce {run.produce:>9,.0f} rec/s"
+                        f" ({run.produce_cpu_us:5.0f} us CPU/request)   consume"
+                        f" {run.consume:>9,.0f} rec/s ({run.consume_cpu_us:5.0f} us CPU/request)",
                         flush=True,
                     )
     report(rates, list(brokers), counts)
 
 
-def report(
-    rates: dict[tuple[str, int], list[tuple[float, float]]], names: list[str], counts: list[int]
-) -> None:
+def report(rates: dict[tuple[str, int], list[Rates]], names: list[str], counts: list[int]) -> None:
+    fields = ("produce", "consume", "produce_cpu_us", "consume_cpu_us")
+
     def rate(name: str, count: int, which: int) -> float:
-        return median(r[which] for r in rates[(name, count)])
+        return float(median(getattr(r, fields[which]) for r in rates[(name, count)]))
 
     print(f"\nmedians; load average now {os.getloadavg()[0]:.1f}")
     print(
-        f"{'broker':<20} {'partitions':>10} {'produce':>10} {'x 1-part':>9}"
-        f" {'consume':>10} {'x 1-part':>9}"
+        f"{'broker':<26} {'partitions':>10} {'produce':>10} {'x 1-part':>9} {'us/req':>7}"
+        f" {'consume':>10} {'x 1-part':>9} {'us/req':>7}"
     )
     for name in names:
         for count in counts:
             produced, consumed = rate(name, count, 0), rate(name, count, 1)
             base = counts[0]
             print(
-                f"{name:<20} {count:>10} {produced:>10,.0f} {produced / rate(name, base, 0):>9.2f}"
-                f" {consumed:>10,.0f} {consumed / rate(name, base, 1):>9.2f}"
+                f"{name:<26} {count:>10} {produced:>10,.0f} {produced / rate(name, base, 0):>9.2f}"
+                f" {rate(name, count, 2):>7.0f} {consumed:>10,.0f}"
+                f" {consumed / rate(name, base, 1):>9.2f} {rate(name, count, 3):>7.0f}"
             )
     if len(names) >= 2:
         tansu, ours = names[:2]

@@ -78,7 +78,7 @@ def headrace_broker(fsync: str, *options: str, python: str = sys.executable) -> 
     finally:
         BROKER_PIDS.pop(address, None)
         proc.terminate()
-        proc.wait(30)
+        proc.wait(120)  # closing 1,000 logs fsyncs each: slow on a loaded, shared disk
         shutil.rmtree(data, ignore_errors=True)
 
 

@@ -34,6 +34,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from ._entities import entity_lists
+
 __all__ = [
     "ConnectionLimiter",
     "FileBudget",
@@ -41,7 +43,6 @@ __all__ = [
     "broad_request_cap",
     "entries_in",
     "file_budget",
-    "read_exactly_within",
 ]
 
 log = logging.getLogger("headrace.broker")
@@ -154,16 +155,6 @@ class RateLimitedLog:
         )
 
 
-async def read_exactly_within(
-    reader: asyncio.StreamReader, size: int, timeout_s: float | None
-) -> bytes:
-    """``reader.readexactly(size)``, raising ``TimeoutError`` after ``timeout_s``."""
-    if timeout_s is None:
-        return await reader.readexactly(size)
-    async with asyncio.timeout(timeout_s):
-        return await reader.readexactly(size)
-
-
 def broad_request_cap(max_broker_partitions: int | None) -> int:
     """Topics plus partitions one request may name: each count is at most the
     partitions that can exist, so twice ``max.broker.partitions`` (at least 1,000)."""
@@ -177,20 +168,8 @@ def entries_in(body: Any) -> int:
     and one level down (topics, then each topic's partitions), counted without
     touching each partition."""
     count = 0
-    for value in _tuple_fields(body):
+    for value in entity_lists(body):
         count += len(value)
         for item in value:
-            count += sum(len(inner) for inner in _tuple_fields(item))
+            count += sum(len(inner) for inner in entity_lists(item))
     return count
-
-
-def _tuple_fields(entity: Any) -> list[tuple[Any, ...]]:
-    fields = getattr(entity, "__dataclass_fields__", None)
-    if fields is None:
-        return []
-    found = []
-    for name in fields:
-        value = getattr(entity, name)
-        if isinstance(value, tuple) and value and hasattr(value[0], "__dataclass_fields__"):
-            found.append(value)
-    return found

@@ -28,13 +28,19 @@ from kio.schema.errors import ErrorCode
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from ._records import scan_batches
+from ._entities import entity_lists
+from ._records import HEADER_SIZE, LOG_OVERHEAD
 
 if TYPE_CHECKING:
     from ._state import BrokerState
 
 PRODUCE_KEY, FETCH_KEY = 0, 1
+# Fields of a record batch's header read for counting, and where they are.
 _BATCH_LENGTH = struct.Struct(">i")  # at byte 8 of a record batch: bytes after the first 12
+_MAGIC_AT, _ATTRIBUTES_AT, _RECORDS_COUNT_AT = 16, 21, 57
+_ATTRIBUTES_AND_DELTA = struct.Struct(">hi")
+_RECORDS_COUNT = struct.Struct(">i")
+_COMPRESSION_MASK, _MAX_CODEC, _CONTROL_BIT = 0x07, 4, 0x20
 _LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
 
 
@@ -114,6 +120,11 @@ class BrokerMetrics:
         )
         self.open_connections = 0
         self._names: dict[int, str] = {}
+        # Labelled children looked up once, not per request: (api key, version) to the
+        # API's name and its request counter and latency histogram; topic to its
+        # produce counters (as many as the registry itself holds).
+        self._counted: dict[tuple[int, int], tuple[str, Any, Any]] = {}
+        self._produced: dict[str, tuple[Any, Any, Any]] = {}
         self._state_reader = _StateCollector(self)
         reg.register(self._state_reader)
 
@@ -124,6 +135,7 @@ class BrokerMetrics:
         """Read partitions, groups and transactions from ``state`` when scraped."""
         self._state_reader.state = state
         self._names = dict(api_names)
+        self._counted.clear()
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
@@ -133,48 +145,91 @@ class BrokerMetrics:
     def answered(
         self, api_key: int, version: int, started: float, request: Any, response: Any
     ) -> None:
-        api = self._names.get(api_key, str(api_key))
-        self.requests.labels(api, str(version)).inc()
-        self.request_latency.labels(api).observe(time.perf_counter() - started)
+        counted = self._counted.get((api_key, version))
+        if counted is None:
+            api = self._names.get(api_key, str(api_key))
+            counted = (
+                api,
+                self.requests.labels(api, str(version)),
+                self.request_latency.labels(api),
+            )
+            self._counted[(api_key, version)] = counted
+        api, requests, latency = counted
+        requests.inc()
+        latency.observe(time.perf_counter() - started)
         if response is not None:
             for code in _error_codes(response):
                 self.response_errors.labels(api, _error_name(code)).inc()
         if api_key == PRODUCE_KEY:
             for topic in request.topic_data:
+                bytes_in, batches_in, records_in = self._topic_in(topic.name)
                 for partition in topic.partition_data:
                     size, batches, records = _batches(partition.records)
-                    self.bytes_in.labels(topic.name).inc(size)
-                    self.batches_in.labels(topic.name).inc(batches)
-                    self.records_in.labels(topic.name).inc(records)
+                    bytes_in.inc(size)
+                    batches_in.inc(batches)
+                    records_in.inc(records)
         elif api_key == FETCH_KEY and response is not None:
             for topic in response.responses:
                 size = records = 0
                 for p in topic.partitions:
-                    counted = _batches(p.records)
-                    size, records = size + counted[0], records + counted[2]
+                    counted_out = _batches(p.records)
+                    size, records = size + counted_out[0], records + counted_out[2]
                 if size:
                     name = _topic_name(topic)
                     self.bytes_out.labels(name).inc(size)
                     self.records_out.labels(name).inc(records)
 
+    def _topic_in(self, topic: str) -> tuple[Any, Any, Any]:
+        """The bytes, batches and records counters of a topic produced to."""
+        counters = self._produced.get(topic)
+        if counters is None:
+            counters = (
+                self.bytes_in.labels(topic),
+                self.batches_in.labels(topic),
+                self.records_in.labels(topic),
+            )
+            self._produced[topic] = counters
+        return counters
+
 
 def _batches(records: bytes | None) -> tuple[int, int, int]:
     """(bytes, batches, records) of a produce request's or a fetched partition's
     records, from the batch headers; a fetch's last batch may be cut short, and only
-    whole batches' records are counted, transaction markers not."""
+    whole batches' records are counted, transaction markers not. Records are counted
+    up to the first batch that is not whole and well formed, as ``scan_batches`` reads;
+    batches, by their lengths, to the end."""
     if not records:
         return 0, 0, 0
-    position, batches = 0, 0
-    while position + 12 <= len(records):
+    end = len(records)
+    position = batches = count = 0
+    counting = True
+    while position + LOG_OVERHEAD <= end:
         (length,) = _BATCH_LENGTH.unpack_from(records, position + 8)
-        position += 12 + max(length, 0)
+        if counting:
+            counted = _records_in(records, position, length)
+            counting = counted is not None
+            count += counted or 0
+        position += LOG_OVERHEAD + max(length, 0)
         batches += 1
-    count = sum(
-        h.records_count
-        for h in scan_batches(records, verify_crc=False)
-        if not h.is_control and h.records_count > 0
+    return end, batches, count
+
+
+def _records_in(records: bytes, position: int, length: int) -> int | None:
+    """The data records (0 for a transaction marker) of the batch at ``position``, or
+    None when it is cut short or not well formed."""
+    if (
+        length < HEADER_SIZE - LOG_OVERHEAD
+        or position + LOG_OVERHEAD + length > len(records)
+        or records[position + _MAGIC_AT] != 2
+    ):
+        return None
+    attributes, last_offset_delta = _ATTRIBUTES_AND_DELTA.unpack_from(
+        records, position + _ATTRIBUTES_AT
     )
-    return len(records), batches, count
+    (count,) = _RECORDS_COUNT.unpack_from(records, position + _RECORDS_COUNT_AT)
+    if count < 0 or last_offset_delta < 0 or attributes & _COMPRESSION_MASK > _MAX_CODEC:
+        return None
+    return 0 if attributes & _CONTROL_BIT else count
 
 
 def _topic_name(topic: Any) -> str:
@@ -192,13 +247,11 @@ def _codes_of(entity: Any, depth: int) -> Iterator[int]:
     code = getattr(entity, "error_code", None)
     if code is not None and int(code) != 0:
         yield int(code)
-    if depth == 0 or not hasattr(entity, "__dataclass_fields__"):
+    if depth == 0:
         return
-    for name in entity.__dataclass_fields__:
-        value = getattr(entity, name)
-        if isinstance(value, tuple) and value and hasattr(value[0], "__dataclass_fields__"):
-            for item in value:
-                yield from _codes_of(item, depth - 1)
+    for items in entity_lists(entity):
+        for item in items:
+            yield from _codes_of(item, depth - 1)
 
 
 def _error_name(code: int) -> str:

@@ -50,6 +50,7 @@ __all__ = [
     "read_header",
     "scan_batches",
     "set_log_append_time",
+    "without_producer_ids",
 ]
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
@@ -62,6 +63,7 @@ _MAGIC_AT = 16
 _CRC_AT = 17
 _ATTRIBUTES_AT = 21
 _MAX_TIMESTAMP_AT = 35
+_PRODUCER_ID_AT = 43
 
 _COMPRESSION_MASK = 0x07
 _TIMESTAMP_TYPE_BIT = 0x08
@@ -71,6 +73,7 @@ _MAX_CODEC = 4
 
 _I16 = struct.Struct(">h")
 _I64 = struct.Struct(">q")
+_I32 = struct.Struct(">i")
 _CONTROL_KEY = struct.Struct(">hh")
 _CONTROL_VALUE = struct.Struct(">hi")
 
@@ -243,6 +246,22 @@ def scan_batches(
     valid data ends once exhausted.
     """
     return BatchScan(buf, start, verify_crc=verify_crc)
+
+
+def without_producer_ids(buf: bytes | bytearray | memoryview) -> bool:
+    """Whether every batch in ``buf`` is whole and has no producer id (-1: neither
+    idempotent nor transactional), read from the headers without parsing them: the
+    common produce needs no producer-state check. False when unsure."""
+    position, end = 0, len(buf)
+    while position < end:
+        if end - position < HEADER_SIZE:
+            return False
+        (length,) = _I32.unpack_from(buf, position + 8)
+        (producer_id,) = _I64.unpack_from(buf, position + _PRODUCER_ID_AT)
+        if producer_id >= 0 or length < _MIN_BATCH_LENGTH:
+            return False
+        position += LOG_OVERHEAD + length
+    return position == end
 
 
 def read_header(buf: bytes | bytearray | memoryview, pos: int, position: int = -1) -> BatchHeader:

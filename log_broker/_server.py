@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import struct
 import time
 from typing import Any
 
@@ -29,11 +28,11 @@ from kio.schema.errors import ErrorCode
 
 from ._errors import (
     BrokerError,
-    FrameTooLargeError,
     RequestTooBroadError,
     UnsupportedRequestError,
 )
-from ._limits import entries_in, read_exactly_within
+from ._frames import FrameReader
+from ._limits import entries_in
 from ._router import Router
 from ._state import BrokerState
 from ._wire import API_VERSIONS_KEY, decode_request, encode_response, peek_header
@@ -42,8 +41,8 @@ from .security import SaslFailedError, Session
 
 log = logging.getLogger("headrace.broker")
 
-_SIZE = struct.Struct(">i")
 _CLOSE = object()
+JOIN_AT_MOST = 1 << 16  # bytes of ready answers joined into one write
 
 
 class Connection:
@@ -108,27 +107,20 @@ class Connection:
 
     async def _read_frames(self) -> None:
         config = self._state.config
-        max_bytes = config.socket_request_max_bytes
-        idle_s = config.connections_max_idle_ms / 1000
-        read_s = config.socket_request_read_timeout_ms / 1000
+        frames = FrameReader(
+            self._reader,
+            config.socket_request_max_bytes,
+            config.connections_max_idle_ms / 1000,
+            config.socket_request_read_timeout_ms / 1000,
+        )
+        pending = self._pending
         while True:
-            try:
-                size_bytes = await read_exactly_within(self._reader, 4, idle_s)
-            except TimeoutError:
-                raise TimeoutError(f"idle for {idle_s:.0f} s (connections.max.idle.ms)") from None
-            (size,) = _SIZE.unpack(size_bytes)
-            if size < 0 or size > max_bytes:
-                raise FrameTooLargeError(
-                    f"request size {size} outside 0..{max_bytes} (socket.request.max.bytes)"
-                )
-            try:
-                frame = await read_exactly_within(self._reader, size, read_s)
-            except TimeoutError:
-                raise TimeoutError(
-                    f"request of {size} bytes not received within {read_s:.0f} s"
-                    " (socket.request.read.timeout.ms)"
-                ) from None
-            await self._pending.put(self._start(frame))
+            for frame in await frames.frames():
+                started = self._start(frame)
+                if pending.full():
+                    await pending.put(started)
+                else:
+                    pending.put_nowait(started)
 
     def _start(self, frame: bytes) -> asyncio.Future[bytes | None]:
         if self._session.expects_raw_token:
@@ -169,21 +161,52 @@ class Connection:
         return asyncio.ensure_future(run())
 
     async def _respond(self) -> None:
+        # Answers that are ready together go out together: one write and one send for
+        # a run of pipelined requests, not one each. An answer is never held back to
+        # wait for a later one.
+        pending = self._pending
+        ready: list[bytes] = []
         while True:
-            item = await self._pending.get()
-            if item is _CLOSE:
-                return
-            try:
-                data = await item
-            except Exception:
-                log.exception("handler failed for a request from %s; closing", self._peer)
-                return
-            if data is not None:
-                self._writer.write(data)
-                try:
-                    await self._writer.drain()
-                except ConnectionError:
+            item = await pending.get()
+            while True:
+                if item is _CLOSE:
+                    await self._write(ready)
                     return
+                if not item.done() and ready and not await self._write(ready):
+                    return
+                try:
+                    data = await item
+                except Exception:
+                    log.exception("handler failed for a request from %s; closing", self._peer)
+                    await self._write(ready)
+                    return
+                if data is not None:
+                    ready.append(data)
+                if pending.empty():
+                    break
+                item = pending.get_nowait()
+            if not await self._write(ready):
+                return
+
+    async def _write(self, ready: list[bytes]) -> bool:
+        """Write and empty ``ready``; False when the peer has gone.
+
+        Small answers are joined into one write; a run of more than ``JOIN_AT_MOST``
+        bytes (fetches) goes out one answer at a time, each drained before the next,
+        as when nothing was joined: joining would copy it once more for nothing.
+        """
+        if not ready:
+            return True
+        small = len(ready) > 1 and sum(len(data) for data in ready) <= JOIN_AT_MOST
+        pieces = [b"".join(ready)] if small else ready[:]
+        ready.clear()
+        for piece in pieces:
+            self._writer.write(piece)
+            try:
+                await self._writer.drain()
+            except ConnectionError:
+                return False
+        return True
 
     def _cancel_pending(self) -> None:
         while not self._pending.empty():

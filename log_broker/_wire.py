@@ -29,6 +29,7 @@ from kio.serial import entity_reader, entity_writer
 from kio.static.constants import EntityType
 
 from ._errors import MalformedRequestError
+from ._hot_codecs import hot_decoder, hot_encoder
 from ._length_guard import check_body
 
 API_VERSIONS_KEY = 18
@@ -87,6 +88,15 @@ def decode_request(frame: bytes, client_host: str = "", session: Any = None) -> 
     names, or when bytes are left over.
     """
     api_key, api_version, _ = peek_header(frame)
+    hot = hot_decoder(api_key, api_version)
+    if hot is not None:
+        try:
+            correlation_id, client_id, body = hot(frame)
+        except (ValueError, struct.error) as exc:  # UnicodeDecodeError is a ValueError
+            raise MalformedRequestError(
+                f"api {api_key} v{api_version}: cannot decode request: {exc}"
+            ) from exc
+        return Request(api_key, api_version, correlation_id, client_id, body, client_host, session)
     header_reader, body_reader, schema = _request_codec(api_key, api_version)
     try:
         header, header_size = header_reader(frame, 0)
@@ -134,6 +144,9 @@ def _metadata_placeholder_tail(tail: bytes) -> bool:
 
 def encode_response(api_key: int, api_version: int, correlation_id: int, body: Any) -> bytes:
     """Encode a response frame, size prefix included."""
+    hot = hot_encoder(api_key, api_version)
+    if hot is not None:
+        return hot(api_version, correlation_id, body)
     header_cls, write_header, write_body = _response_writers(api_key, api_version)
     buffer = io.BytesIO()
     buffer.write(b"\0\0\0\0")

@@ -184,6 +184,8 @@ async def handle(state: BrokerState, request: Request) -> Any:
 def _check_producers(
     state: BrokerState, log: storage.PartitionLog, payload: bytearray
 ) -> tuple[PartitionTxn | None, AppendPlan | Duplicate | None]:
+    if _records.without_producer_ids(payload):
+        return None, None
     # Headers only, without CRC checks: append validates the batches right after.
     headers = list(_records.scan_batches(payload, verify_crc=False))
     if all(header.producer_id < 0 for header in headers):

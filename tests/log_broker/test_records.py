@@ -36,6 +36,7 @@ def test_exports_are_pinned() -> None:
             "read_header",
             "scan_batches",
             "set_log_append_time",
+            "without_producer_ids",
         ]
     )
 
@@ -312,3 +313,17 @@ def test_control_batch_round_trip(commit: bool) -> None:
 def test_unknown_control_type_is_invalid() -> None:
     with pytest.raises(InvalidRecordError, match="control record type"):
         _records.parse_control_record(Record(0, 0, struct.pack(">hh", 0, 9), b"\x00" * 6))
+
+
+def test_batches_without_producer_ids_are_told_from_the_headers() -> None:
+    plain = _records.encode_batch(_records_of(3))
+    idempotent = _records.encode_batch(_records_of(2), producer_id=7, producer_epoch=0)
+    assert _records.without_producer_ids(b"")
+    assert _records.without_producer_ids(plain)
+    assert _records.without_producer_ids(plain + plain)
+    assert not _records.without_producer_ids(idempotent)
+    assert not _records.without_producer_ids(plain + idempotent)
+    # unsure: a batch cut short, or bytes that are not a whole batch
+    assert not _records.without_producer_ids(plain + plain[:-1])
+    assert not _records.without_producer_ids(plain[:40])
+    assert not _records.without_producer_ids(plain + b"\0" * 12)
