@@ -5,9 +5,9 @@ on the way; for a one-partition produce that costs more than the append itself
 (librdkafka sends one produce request per partition, so at 1,000 partitions every
 request is one small batch). The codecs here read and write the same things with a few
 ``struct`` calls per partition; ``tests/log_broker/test_hot_codecs.py`` holds them to
-kio: the same bytes out, the same entities in, and the same inputs refused, except
-one: a null (-1) topic or partition list, which the schema does not allow, is refused
-here, where kio reads it as None and the handler could only fail on it.
+kio: the same bytes out, the same entities in, and the same inputs refused (a null
+(-1) topic or partition list, which the schema does not allow, included: the generic
+path's length guard refuses it too).
 
 Served: Produce v3-v8 requests and responses, Fetch v4-v11 responses (none of them
 flexible: request header v1, response header v0).

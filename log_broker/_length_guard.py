@@ -7,7 +7,8 @@ the allocation failure aborts the whole process (Rust does not unwind out of it)
 ``except`` can catch it. This walk reads only the lengths the schema says are there
 (arrays, strings, bytes, records, tagged fields), in both encodings (int16/int32 and
 unsigned varints for flexible versions), and refuses a length larger than what is left
-of the frame. It allocates nothing and does no per-record work: records are skipped by
+of the frame, and a null array where the schema has none (kio reads it as None, which
+the handlers, written to the schema, would fail on). It allocates nothing and does no per-record work: records are skipped by
 their length. The schema of each API version is compiled once into a list of steps.
 """
 
@@ -42,7 +43,7 @@ class RequestLengthError(ValueError):
 
 Step = tuple[
     str, Any
-]  # (kind, detail): "fixed" n, "lengthed" prefix, "entity" plan, "array" element
+]  # (kind, detail): "fixed" n, "lengthed" prefix, "entity" plan, "[nullable ]array" element
 
 
 @cache
@@ -64,7 +65,7 @@ def _step(annotation: Any, kafka_type: str | None) -> Step:
     if origin is tuple:
         return ("array", _step(args[0], kafka_type))
     if origin is not None and args and typing.get_origin(args[0]) is tuple:  # X | None
-        return _step(args[0], kafka_type)
+        return ("nullable array", _step(args[0], kafka_type)[1])
     entity = next((a for a in (annotation, *args) if dataclasses.is_dataclass(a)), None)
     if entity is not None:
         return ("entity", entity)
@@ -119,6 +120,9 @@ def _walk(step: Step, flexible: bool, data: bytes, position: int) -> int:
         position += 4
     if count > len(data) - position:  # every item takes at least one byte
         raise RequestLengthError(f"an array of {count} items in {len(data) - position} bytes")
+    if count < 0 and kind == "array":
+        # kio reads it as None, which no handler expects where the schema has a list
+        raise RequestLengthError("a null array where the schema allows none")
     for _ in range(max(count, 0)):
         position = _walk(detail, flexible, data, position)
     return position

@@ -162,3 +162,19 @@ def test_the_broker_survives_the_requests_that_aborted_it(broker_process: Broker
         assert answer.brokers  # still serving
     finally:
         client.close()
+
+
+def test_a_null_array_is_refused_where_the_schema_has_a_list() -> None:
+    """kio reads a null array as None even where the schema allows none, and the
+    handler then fails on it (AlterUserScramCredentials' deletions, found by fuzzing)."""
+    payload = encode(51, 0, make(load_request_schema(51, 0), deletions=(), upsertions=()))
+    start = _header_size(payload)
+    assert payload[start] == 1  # a compact array's count + 1: empty
+    null_deletions = payload[:start] + b"\x00" + payload[start + 1 :]
+    with pytest.raises(MalformedRequestError, match="null array"):
+        decode_request(null_deletions)
+    # Where the schema allows null (Metadata's topics: all of them), it still passes.
+    metadata = encode(
+        3, 4, make(load_request_schema(3, 4), topics=None, allow_auto_topic_creation=False)
+    )
+    assert decode_request(metadata).body.topics is None
