@@ -25,7 +25,9 @@ after it, the last, and the growth from the first to the highest.
 (the test with a one-minute soak uses it).
 
 Run: ``.venv/bin/python benchmarks/memory_soak.py [--seconds 3600] [--load 0.5]
-[--max-rate N] [--interval 10] [--warmup 300] [--out memory-soak]``.
+[--max-rate N] [--interval 10] [--warmup 300] [--out memory-soak]``; ``--replot CSV``
+(with the run's ``--max-rate``, ``--load`` and ``--warmup``) redraws ``--out``'s plot
+and prints the summary from a run's samples.
 The same file is the program the generator runs (``--role generator``).
 """
 
@@ -191,7 +193,7 @@ def svg_plot(rows: Sequence[dict[str, float]], title: str) -> str:
         f'<text x="{(width - right + left) / 2}" y="{height - 6}" text-anchor="middle">'
         "minutes</text>"
         f'<text x="14" y="{height / 2}" transform="rotate(-90 14 {height / 2})" '
-        'text-anchor="middle">RSS (MiB)</text>'
+        'text-anchor="middle">MiB</text>'
     )
     for n, (name, label, colour) in enumerate(series):
         points = " ".join(point(r["seconds"], r[name]) for r in rows)
@@ -296,6 +298,35 @@ def soak(
     return rows
 
 
+def report(rows: Sequence[dict[str, float]], rate: float, args: argparse.Namespace) -> bool:
+    """Write the plot and print the summary; False when RSS grew beyond the bound."""
+    title = f"Memory at {rate:,.0f} records/s ({args.load:.0%} load), {args.workload} app"
+    pathlib.Path(f"{args.out}.svg").write_text(svg_plot(rows, title))
+    failed = False
+    for name, label in (
+        ("broker_rss_mb", "broker"),
+        ("app_rss_mb", "application"),
+        ("app_rocksdb_mb", "app RocksDB"),
+        ("app_rss_minus_rocksdb_mb", "app - RocksDB"),
+        ("malloc_in_use_mb", "app C heap"),
+        ("python_blocks", "app Py blocks"),
+    ):
+        start, peak = growth(rows, name, args.warmup)
+        grew = peak - start
+        print(
+            f"{label:<14} after warm-up {start:11,.1f}, highest {peak:11,.1f}, "
+            f"at the end {rows[-1][name]:11,.1f}, growth {grew:+10,.1f}"
+            + ("" if name == "python_blocks" else " (MiB)")
+        )
+        if name in ("broker_rss_mb", "app_rss_mb"):
+            failed |= args.max_growth_mb is not None and grew > args.max_growth_mb
+    rate_seen = rows[-1]["produced"] / max(rows[-1]["seconds"], 1)
+    print(
+        f"offered {rate_seen:,.0f} records/s; lag at the end {rows[-1]['lag']:,.0f}; plot: {args.out}.svg"
+    )
+    return not failed
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=float, default=3600)
@@ -310,10 +341,17 @@ def main() -> None:
     parser.add_argument("--bootstrap")
     parser.add_argument("--topic")
     parser.add_argument("--rate", type=float, default=0)
+    parser.add_argument("--replot", metavar="CSV", help="redraw and summarise a run's samples")
     args = parser.parse_args()
     if args.role == "generator":
         run_generator(args)
         return
+    if args.replot:
+        if args.max_rate is None:
+            parser.error("--replot needs the run's --max-rate (and --load) for the title")
+        with open(args.replot, newline="") as f:
+            rows = [{k: float(v) for k, v in row.items()} for row in csv.DictReader(f)]
+        sys.exit(0 if report(rows, args.max_rate * args.load, args) else 1)
     # SIGTERM unwinds like Ctrl-C, so the broker, application and generator are stopped.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     with tempfile.TemporaryDirectory(prefix="headrace-soak-") as tmp:
@@ -342,31 +380,7 @@ def main() -> None:
         finally:
             stop(broker)
             broker_log.close()
-    title = f"RSS at {rate:,.0f} records/s ({args.load:.0%} load), {args.workload} app"
-    pathlib.Path(f"{args.out}.svg").write_text(svg_plot(rows, title))
-    failed = False
-    for name, label in (
-        ("broker_rss_mb", "broker"),
-        ("app_rss_mb", "application"),
-        ("app_rocksdb_mb", "app RocksDB"),
-        ("app_rss_minus_rocksdb_mb", "app - RocksDB"),
-        ("malloc_in_use_mb", "app C heap"),
-        ("python_blocks", "app Py blocks"),
-    ):
-        start, peak = growth(rows, name, args.warmup)
-        grew = peak - start
-        print(
-            f"{label:<14} after warm-up {start:11,.1f}, highest {peak:11,.1f}, "
-            f"at the end {rows[-1][name]:11,.1f}, growth {grew:+10,.1f}"
-            + ("" if name == "python_blocks" else " (MiB)")
-        )
-        if name in ("broker_rss_mb", "app_rss_mb"):
-            failed |= args.max_growth_mb is not None and grew > args.max_growth_mb
-    rate_seen = rows[-1]["produced"] / max(rows[-1]["seconds"], 1)
-    print(
-        f"offered {rate_seen:,.0f} records/s; lag at the end {rows[-1]['lag']:,}; wrote {args.out}.csv and {args.out}.svg"
-    )
-    sys.exit(1 if failed else 0)
+    sys.exit(0 if report(rows, rate, args) else 1)
 
 
 if __name__ == "__main__":
