@@ -168,7 +168,14 @@ class RocksDBBackend:
         yield db
         for name in sorted(self._families):
             table = self._tables.get(name)
-            yield table._db if table is not None else db.get_column_family(name)
+            if table is not None:
+                yield table._db
+                continue
+            try:
+                family = db.get_column_family(name)
+            except Exception:  # dropped meanwhile: it holds nothing any more
+                continue
+            yield family
 
     def _require(self) -> Rdict:
         if self._db is None:
