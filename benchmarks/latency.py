@@ -204,6 +204,7 @@ def run_headrace(args: argparse.Namespace) -> None:
         processing_guarantee="exactly_once_v2" if args.guarantee == "eos" else "at_least_once",
         commit_interval_ms=commit_ms(args),
         log_level="WARNING",
+        http_port=args.http_port,  # the metrics, when a run reads them (memory_soak.py)
     ).run()
     print_commit_durations(took, ends)
 
@@ -640,6 +641,7 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=0)
     parser.add_argument("--count", type=int, default=FLOOD_RECORDS)
     parser.add_argument("--commit-ms", type=int, default=0)
+    parser.add_argument("--http-port", type=int, help="serve the headrace app's /metrics")
     args = parser.parse_args()
     if args.role:
         ROLES[args.role](args)

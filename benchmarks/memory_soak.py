@@ -12,15 +12,22 @@ application, from the group turning stable to all of them committed) unless
 
 Every ``--interval`` seconds the resident set size (``VmRSS``) of both processes is
 sampled, with the input's end offsets and the group's committed offsets (the lag shows
-the application keeps up; a growing lag would make a memory figure meaningless).
-The samples go to ``PREFIX.csv`` and a plot of RSS over time to ``PREFIX.svg`` (drawn
-here, no plotting library needed), and a summary line per process: RSS at the end of
-the warm-up (``--warmup`` seconds), the highest RSS after it, and the growth between.
+the application keeps up; a growing lag would make a memory figure meaningless), and
+the application's memory figures from its ``/metrics``: RocksDB's block cache (usage,
+pinned), memtables and table readers, the C heap's bytes in use and size (glibc
+``mallinfo2``) and Python's allocated blocks. RocksDB's share of the RSS is the
+cache's usage (memtables are charged to it) plus the table readers; the RSS less that
+share is what a leak would show in. The samples go to ``PREFIX.csv`` and a plot over
+time to ``PREFIX.svg`` (drawn here, no plotting library needed), and a summary line
+per figure: its value at the end of the warm-up (``--warmup`` seconds), the highest
+after it, the last, and the growth from the first to the highest.
 ``--max-growth-mb`` makes the run exit non-zero when either process grew by more
 (the test with a one-minute soak uses it).
 
 Run: ``.venv/bin/python benchmarks/memory_soak.py [--seconds 3600] [--load 0.5]
-[--max-rate N] [--interval 10] [--warmup 300] [--out memory-soak]``.
+[--max-rate N] [--interval 10] [--warmup 300] [--out memory-soak]``; ``--replot CSV``
+(with the run's ``--max-rate``, ``--load`` and ``--warmup``) redraws ``--out``'s plot
+and prints the summary from a run's samples.
 The same file is the program the generator runs (``--role generator``).
 """
 
@@ -35,6 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections.abc import Sequence
 from typing import Any
 
@@ -50,7 +58,30 @@ from runtime_vs_peers import ROOT, stop
 # retention pass runs every 30 s and is part of what is measured.
 TOPIC_RETENTION = {"retention.ms": "120000", "segment.bytes": str(16 << 20)}
 RETENTION_CHECK_MS = 30_000
-FIELDS = ("seconds", "broker_rss_mb", "app_rss_mb", "produced", "committed", "lag")
+# The application's memory figures (its /metrics, ``streams/runtime/_memory_metrics.py``)
+# sampled with RSS: column -> metric name. RocksDB's memtables are charged to the block
+# cache, so its share of the RSS is the cache's usage plus the table readers.
+APP_FIGURES = {
+    "block_cache_mb": "headrace_streams_rocksdb_block_cache_usage_bytes",
+    "block_cache_pinned_mb": "headrace_streams_rocksdb_block_cache_pinned_usage_bytes",
+    "memtables_mb": "headrace_streams_rocksdb_memtable_bytes",
+    "table_readers_mb": "headrace_streams_rocksdb_table_readers_bytes",
+    "malloc_in_use_mb": "headrace_streams_malloc_in_use_bytes",
+    "malloc_heap_mb": "headrace_streams_malloc_heap_bytes",
+    "python_blocks": "headrace_streams_python_allocated_blocks",
+}
+FIELDS = (
+    "seconds",
+    "broker_rss_mb",
+    "app_rss_mb",
+    "app_rocksdb_mb",
+    "app_rss_minus_rocksdb_mb",
+    *APP_FIGURES,
+    "produced",
+    "committed",
+    "lag",
+)
+MIB = 1 << 20
 
 
 def rss_mb(pid: int) -> float:
@@ -59,6 +90,22 @@ def rss_mb(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     raise RuntimeError(f"no VmRSS for process {pid}")
+
+
+def app_figures(port: int) -> dict[str, float]:
+    """The application's memory figures, read from its Prometheus text exposition."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    wanted = {metric: column for column, metric in APP_FIGURES.items()}
+    figures = dict.fromkeys(APP_FIGURES, 0.0)  # zero when a figure is not published
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        column = wanted.get(name)
+        if column is not None:
+            figures[column] = float(value) if column == "python_blocks" else float(value) / MIB
+    figures = {column: round(value, 1) for column, value in figures.items()}
+    figures["app_rocksdb_mb"] = round(figures["block_cache_mb"] + figures["table_readers_mb"], 1)
+    return figures
 
 
 # -- the load generator ------------------------------------------------------------------
@@ -108,10 +155,17 @@ def run_generator(args: argparse.Namespace) -> None:
 
 
 def svg_plot(rows: Sequence[dict[str, float]], title: str) -> str:
-    """A line chart of both processes' RSS over time, as an SVG document."""
-    width, height, left, bottom, top, right = 800, 420, 60, 40, 30, 150
+    """A line chart of both processes' RSS over time, with the application's RocksDB
+    share, its RSS less that share, and its C heap's bytes in use, as an SVG document."""
+    width, height, left, bottom, top, right = 860, 420, 60, 40, 30, 190
     xs = [r["seconds"] for r in rows]
-    series = (("broker_rss_mb", "broker", "#1f77b4"), ("app_rss_mb", "application", "#d62728"))
+    series = (
+        ("broker_rss_mb", "broker", "#1f77b4"),
+        ("app_rss_mb", "application", "#d62728"),
+        ("app_rss_minus_rocksdb_mb", "app minus RocksDB", "#ff7f0e"),
+        ("app_rocksdb_mb", "app's RocksDB", "#2ca02c"),
+        ("malloc_in_use_mb", "app's C heap in use", "#9467bd"),
+    )
     top_mb = max(max(r[name] for r in rows) for name, _l, _c in series) * 1.1 or 1.0
     span = max(xs[-1], 1.0)
 
@@ -139,7 +193,7 @@ def svg_plot(rows: Sequence[dict[str, float]], title: str) -> str:
         f'<text x="{(width - right + left) / 2}" y="{height - 6}" text-anchor="middle">'
         "minutes</text>"
         f'<text x="14" y="{height / 2}" transform="rotate(-90 14 {height / 2})" '
-        'text-anchor="middle">RSS (MiB)</text>'
+        'text-anchor="middle">MiB</text>'
     )
     for n, (name, label, colour) in enumerate(series):
         points = " ".join(point(r["seconds"], r[name]) for r in rows)
@@ -167,6 +221,8 @@ def soak(
     from confluent_kafka.admin import ConfigResource
 
     cmd, source, output, app_id = bench.app("headrace", args.workload, "alos", "soak")
+    metrics_port = free_port()
+    cmd += ["--http-port", str(metrics_port)]
     resources = [ConfigResource("TOPIC", t, set_config=TOPIC_RETENTION) for t in (source, output)]
     for future in bench.harness.admin.alter_configs(resources).values():
         future.result(30)
@@ -213,16 +269,22 @@ def soak(
                     "seconds": round(elapsed, 1),
                     "broker_rss_mb": round(rss_mb(broker_pid), 1),
                     "app_rss_mb": round(rss_mb(app.pid), 1),
+                    **app_figures(metrics_port),
                     "produced": produced,
                     "committed": committed,
                     "lag": produced - committed,
                 }
+                row["app_rss_minus_rocksdb_mb"] = round(
+                    row["app_rss_mb"] - row["app_rocksdb_mb"], 1
+                )
                 rows.append(row)
                 writer.writerow(row)
                 f.flush()
                 print(
                     f"{elapsed / 60:6.1f} min  broker {row['broker_rss_mb']:7.1f} MiB  "
-                    f"app {row['app_rss_mb']:7.1f} MiB  lag {row['lag']:>8,}  "
+                    f"app {row['app_rss_mb']:7.1f} MiB (RocksDB {row['app_rocksdb_mb']:6.1f}, "
+                    f"C heap {row['malloc_in_use_mb']:6.1f}, "
+                    f"{row['python_blocks']:,.0f} Python blocks)  lag {row['lag']:>8,}  "
                     f"load {os.getloadavg()[0]:.1f}",
                     flush=True,
                 )
@@ -234,6 +296,35 @@ def soak(
             stop(generator)
         stop(app)
     return rows
+
+
+def report(rows: Sequence[dict[str, float]], rate: float, args: argparse.Namespace) -> bool:
+    """Write the plot and print the summary; False when RSS grew beyond the bound."""
+    title = f"Memory at {rate:,.0f} records/s ({args.load:.0%} load), {args.workload} app"
+    pathlib.Path(f"{args.out}.svg").write_text(svg_plot(rows, title))
+    failed = False
+    for name, label in (
+        ("broker_rss_mb", "broker"),
+        ("app_rss_mb", "application"),
+        ("app_rocksdb_mb", "app RocksDB"),
+        ("app_rss_minus_rocksdb_mb", "app - RocksDB"),
+        ("malloc_in_use_mb", "app C heap"),
+        ("python_blocks", "app Py blocks"),
+    ):
+        start, peak = growth(rows, name, args.warmup)
+        grew = peak - start
+        print(
+            f"{label:<14} after warm-up {start:11,.1f}, highest {peak:11,.1f}, "
+            f"at the end {rows[-1][name]:11,.1f}, growth {grew:+10,.1f}"
+            + ("" if name == "python_blocks" else " (MiB)")
+        )
+        if name in ("broker_rss_mb", "app_rss_mb"):
+            failed |= args.max_growth_mb is not None and grew > args.max_growth_mb
+    rate_seen = rows[-1]["produced"] / max(rows[-1]["seconds"], 1)
+    print(
+        f"offered {rate_seen:,.0f} records/s; lag at the end {rows[-1]['lag']:,.0f}; plot: {args.out}.svg"
+    )
+    return not failed
 
 
 def main() -> None:
@@ -250,10 +341,17 @@ def main() -> None:
     parser.add_argument("--bootstrap")
     parser.add_argument("--topic")
     parser.add_argument("--rate", type=float, default=0)
+    parser.add_argument("--replot", metavar="CSV", help="redraw and summarise a run's samples")
     args = parser.parse_args()
     if args.role == "generator":
         run_generator(args)
         return
+    if args.replot:
+        if args.max_rate is None:
+            parser.error("--replot needs the run's --max-rate (and --load) for the title")
+        with open(args.replot, newline="") as f:
+            rows = [{k: float(v) for k, v in row.items()} for row in csv.DictReader(f)]
+        sys.exit(0 if report(rows, args.max_rate * args.load, args) else 1)
     # SIGTERM unwinds like Ctrl-C, so the broker, application and generator are stopped.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     with tempfile.TemporaryDirectory(prefix="headrace-soak-") as tmp:
@@ -282,22 +380,7 @@ def main() -> None:
         finally:
             stop(broker)
             broker_log.close()
-    title = f"RSS at {rate:,.0f} records/s ({args.load:.0%} load), {args.workload} app"
-    pathlib.Path(f"{args.out}.svg").write_text(svg_plot(rows, title))
-    failed = False
-    for name, label in (("broker_rss_mb", "broker"), ("app_rss_mb", "application")):
-        start, peak = growth(rows, name, args.warmup)
-        grew = peak - start
-        print(
-            f"{label:<12} after warm-up {start:7.1f} MiB, highest {peak:7.1f} MiB, "
-            f"growth {grew:+6.1f} MiB"
-        )
-        failed |= args.max_growth_mb is not None and grew > args.max_growth_mb
-    rate_seen = rows[-1]["produced"] / max(rows[-1]["seconds"], 1)
-    print(
-        f"offered {rate_seen:,.0f} records/s; lag at the end {rows[-1]['lag']:,}; wrote {args.out}.csv and {args.out}.svg"
-    )
-    sys.exit(1 if failed else 0)
+    sys.exit(0 if report(rows, rate, args) else 1)
 
 
 if __name__ == "__main__":

@@ -49,6 +49,7 @@ class TimeWindowAggregate(WindowedAggregateBase):
         self._key_bytes: dict[Any, bytes] = {}
         self._known_counts: dict[bytes, int] = {}
         self._windowed_keys: dict[bytes, Windowed[Any]] = {}
+        self._forgotten_below = -(1 << 62)  # closed windows' entries dropped up to here
         # Counting into 8-byte big-endian longs is the common case: done inline below.
         self._fast_count = (
             self._cached
@@ -93,6 +94,21 @@ class TimeWindowAggregate(WindowedAggregateBase):
             start = int.from_bytes(binary[-12:-4], "big")
             windowed = cache[binary] = Windowed(self._dk(binary[:-12]), self._window(start))
         return windowed
+
+    def _forget_closed(self, lowest_open: int) -> None:
+        """Drop the remembered counts and built keys of windows at or below
+        ``lowest_open``: they are closed, no record updates them again, and kept they
+        would add an entry per key and window until the dicts' size limits, which a
+        steady key space reaches only after hours (an hour-long soak saw the memory
+        rise). Done once a window size at most, so the scan is rare."""
+        if lowest_open < self._forgotten_below + self._windows.size_ms:
+            return
+        self._forgotten_below = lowest_open
+        from_bytes = int.from_bytes
+        for cache in (self._known_counts, self._windowed_keys):
+            closed = [b for b in cache if from_bytes(b[-12:-4], "big") <= lowest_open]
+            for binary in closed:
+                del cache[binary]
 
     def _on_flush(self, entries: Sequence[CacheEntry]) -> None:
         dv, pending, send_old = self._dv, self._pending_ts, self._send_old
@@ -193,6 +209,7 @@ class TimeWindowAggregate(WindowedAggregateBase):
                     if ts > group[3]:
                         group[3] = ts
         self._observed = observed
+        self._forget_closed(max(observed - grace - size, horizon))
         if late:
             self._report_late(late)
         if groups:
@@ -236,6 +253,7 @@ class TimeWindowAggregate(WindowedAggregateBase):
             if readers and ts > newest.get(binary, -1):
                 newest[binary] = ts
         self._observed = observed
+        self._forget_closed(lowest_open)
         if late:
             self._report_late(late)
         # The store holds what this operator last wrote, so the counts it wrote recently

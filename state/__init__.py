@@ -42,6 +42,8 @@ from ._protocols import Serde as Serde
 from ._protocols import StateStore as StateStore
 from ._protocols import StateStoreContext as StateStoreContext
 from ._protocols import StoreBuilder as StoreBuilder
+from ._rocksdb_memory import RocksDBMemory as RocksDBMemory
+from ._rocksdb_memory import rocksdb_memory as rocksdb_memory
 from ._segmented import SegmentedBytesStore as SegmentedBytesStore
 from ._segmented import SegmentedStore as SegmentedStore
 from ._session import InMemorySessionStore as InMemorySessionStore
@@ -87,6 +89,7 @@ __all__ = [
     "MeteredSegmentedStore",
     "OpStats",
     "RocksDBKeyValueStore",
+    "RocksDBMemory",
     "RocksDBSessionStore",
     "RocksDBWindowStore",
     "SegmentedBytesStore",
@@ -116,4 +119,5 @@ __all__ = [
     "WindowStore",
     "WindowStoreBuilder",
     "Windowed",
+    "rocksdb_memory",
 ]

@@ -14,12 +14,13 @@ memtables into table files.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, cast
 
 from rocksdict import Checkpoint, Rdict, WriteBatch
 
+from . import _rocksdb_memory
 from ._errors import InvalidStoreStateError, StateStoreError, StoreIOError, StoreLockedError
 from ._rocksdb_options import bulk_write_options
 from ._rocksdb_options import store_options as _options
@@ -156,6 +157,25 @@ class RocksDBBackend:
             raise translate(error, self._path) from error
         self._tables = {}
         self._families = set(families)
+        _rocksdb_memory.watch(self)
+
+    def column_families(self) -> Iterator[Rdict]:
+        """Handles of every open column family, the default one first (for the memory
+        figures); none once closed."""
+        db = self._db
+        if db is None:
+            return
+        yield db
+        for name in sorted(self._families):
+            table = self._tables.get(name)
+            if table is not None:
+                yield table._db
+                continue
+            try:
+                family = db.get_column_family(name)
+            except Exception:  # dropped meanwhile: it holds nothing any more
+                continue
+            yield family
 
     def _require(self) -> Rdict:
         if self._db is None:
@@ -230,6 +250,7 @@ class RocksDBBackend:
         db = self._db
         if db is None:
             return
+        _rocksdb_memory.forget(self)
         try:
             for table in self._tables.values():
                 table._db.flush()

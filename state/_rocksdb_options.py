@@ -49,6 +49,11 @@ def _cache_and_buffers() -> tuple[Cache, WriteBufferManager]:
     return _shared
 
 
+def shared_cache() -> Cache | None:
+    """The process's block cache, or None before any store has been configured."""
+    return _shared[0] if _shared is not None else None
+
+
 def store_options() -> Options:
     """Options for one database or column family of a store."""
     cache, buffers = _cache_and_buffers()

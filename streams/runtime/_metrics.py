@@ -36,6 +36,9 @@ What the timings and the state families hold:
   ``headrace_streams_store_keys{task, store}`` (a key-value store's estimate), read
   from the running tasks' stores when scraped;
 - ``headrace_streams_rebalances_total``: assignments this instance received.
+
+The process's memory (RocksDB's block cache, memtables and table readers, Python's
+allocated blocks, the C heap) is read when scraped: ``_memory_metrics.py``.
 """
 
 from __future__ import annotations
@@ -50,6 +53,8 @@ from prometheus_client.core import (
     Metric,
     SummaryMetricFamily,
 )
+
+from ._memory_metrics import MemoryStats
 
 SINK, REPARTITION, CHANGELOG, DEAD_LETTER = "sink", "repartition", "changelog", "dead_letter"
 
@@ -220,6 +225,7 @@ class AppMetrics:
         )
         self._stores = _StoreStats()
         reg.register(self._stores)
+        reg.register(MemoryStats())  # RocksDB's and Python's memory: _memory_metrics.py
 
     def name_topics(self, changelogs: set[str], repartitions: set[str], dead_letters: str) -> None:
         """Say which written topics are internal, for the ``kind`` label."""

@@ -31,6 +31,7 @@ def test_public_surface_is_pinned() -> None:
             "MeteredSegmentedStore",
             "OpStats",
             "RocksDBKeyValueStore",
+            "RocksDBMemory",
             "RocksDBSessionStore",
             "RocksDBWindowStore",
             "SegmentedBytesStore",
@@ -60,6 +61,7 @@ def test_public_surface_is_pinned() -> None:
             "WindowStore",
             "WindowStoreBuilder",
             "Windowed",
+            "rocksdb_memory",
         ]
     )
     for name in state.__all__:

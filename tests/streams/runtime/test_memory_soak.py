@@ -3,8 +3,9 @@ steady load for a minute; after a 20 s warm-up neither one's resident memory may
 by more than a bound.
 
 It runs ``benchmarks/memory_soak.py`` (the hour-long soak's command) with a fixed rate:
-a windowed count on RocksDB at 2,000 records a second, sampling RSS every 5 s, and
-reads back what it wrote: the samples (CSV) and the plot (SVG)."""
+a windowed count on RocksDB at 2,000 records a second, sampling RSS and the
+application's memory figures (RocksDB's, the C heap's, Python's) every 5 s, and reads
+back what it wrote: the samples (CSV) and the plot (SVG)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[3]
 GROWTH_BOUND_MB = 40
+ROCKSDB_CACHE_MB = 128  # state/_rocksdb_options.py: BLOCK_CACHE_BYTES
+OUTSIDE_HEAP_BOUND_MB = 10
 
 
 def test_rss_of_app_and_broker_stays_bounded_over_a_minute_of_load(tmp_path: Path) -> None:
@@ -57,4 +60,15 @@ def test_rss_of_app_and_broker_stays_bounded_over_a_minute_of_load(tmp_path: Pat
     after = [r for r in rows if r["seconds"] >= 20]
     for name in ("broker_rss_mb", "app_rss_mb"):
         assert max(r[name] for r in after) - after[0][name] < GROWTH_BOUND_MB, (name, rows)
+    # The application's memory figures were read from its /metrics: RocksDB holds
+    # memtables (charged to the block cache) and stays within the cache's capacity, and
+    # the C heap, which holds RocksDB's memory, is part of the RSS.
+    for row in after:
+        assert 0 < row["memtables_mb"] <= row["block_cache_mb"] <= ROCKSDB_CACHE_MB, row
+        assert row["app_rocksdb_mb"] < row["malloc_in_use_mb"] <= row["malloc_heap_mb"], row
+        assert row["malloc_heap_mb"] < row["app_rss_mb"], row
+        assert row["python_blocks"] > 10_000, row
+    # What is not the C heap (Python's own arenas, code, stacks) stays put once warm.
+    outside = [r["app_rss_mb"] - r["malloc_heap_mb"] for r in after]
+    assert max(outside) - outside[0] < OUTSIDE_HEAP_BOUND_MB, rows
     assert Path(f"{out}.svg").read_text().startswith("<svg")
