@@ -72,7 +72,12 @@ class WriteCache:
             entries[key] = value
             self._sorted = None
             if len(entries) > self.max_entries:
-                self._evict()
+                # Usually a clean entry goes, dropped here; a dirty one takes the flush.
+                oldest, kept = entries.popitem(False)
+                if oldest in self.dirty:
+                    entries[oldest] = kept
+                    entries.move_to_end(oldest, False)
+                    self._evict()
         self.dirty[key] = timestamp
 
     def put_all(self, items: Iterable[tuple[bytes, bytes | None]], timestamp: int) -> None:
