@@ -3,7 +3,8 @@
 The write cache's ``put_all`` and ``lookup_many``, a task context's ``log_changes``
 and a segmented store's batch write are the same operations as ``put``, ``lookup``,
 ``log_change`` and ``put_raw`` done one at a time, only cheaper; these tests hold
-them to that, evictions, flushes, observers and expiry included.
+them to that, evictions, flushes, observers and expiry included; and a RocksDB batch,
+written in key order, still ends with each key's last write.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 
 from headrace.state import StoreTestContext, WindowKeySchema
 from headrace.state._cache import MISS, WriteCache
+from headrace.state._rocksdb import RocksDBBackend
 from headrace.state._segmented import SegmentedStore
 from headrace.state._tables import MemoryBackend
 from headrace.streams._context import TaskShared, TaskStoreContext
@@ -138,3 +140,16 @@ def test_segmented_batch_write_expires_and_spreads_over_segments(tmp_path: Path)
     assert store.get_many_raw(keys) == [b"3", b"6", None, None]
     assert store.get_many_raw(keys[:2]) == [b"3", b"6"]  # two segments, one call each
     assert store.get_many_raw(keys[1:2]) == [b"6"]  # one segment: the fast path
+
+
+def test_a_key_written_twice_in_one_rocksdb_batch_keeps_its_last_value(
+    tmp_path: Path,
+) -> None:
+    # The batch is written in key order; the sort must not reorder a key's own writes.
+    backend = RocksDBBackend()
+    backend.open(tmp_path, "kv")
+    table = backend.table("default")
+    table.write([(b"b", b"1"), (b"a", b"2"), (b"b", None), (b"c", b"3"), (b"b", b"4")])
+    table.write([(b"c", b"5"), (b"a", None), (b"c", None)])
+    assert table.get_many([b"a", b"b", b"c"]) == [None, b"4", None]
+    backend.close()
