@@ -16,13 +16,16 @@ built batch by batch outside the clock and fed to ``TaskExecutor.process_partiti
 as the runtime feeds a task, with a commit (``flush``) every 30,000 records and the
 produced records taken with ``drain()``. The clock (CPU time of this one thread, the
 steady figure on a shared machine; wall time printed beside it) covers only
-processing, commits and drains.
+processing, commits and drains. The garbage collector is tuned as an application's
+process tunes it (``streams/runtime/_gc.py``: start-up objects frozen, a young-generation
+threshold of 200,000); ``--default-gc`` leaves CPython's defaults, under which the
+collector's runs land on whatever allocates (most of all a commit's flush).
 
 The figure that matters is the ratio: the large key space's rate over the small one's
 (goal: at least 0.5).
 
 Run: ``python benchmarks/state_scale.py [--records N] [--small K] [--large K]
-[--topologies windowed,aggregate] [--profile FILE]``.
+[--topologies windowed,aggregate] [--profile FILE] [--default-gc]``.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 from headrace.dsl import Serdes, StreamsBuilder, TimeWindows, materialized
 from headrace.streams import ConsumedRecord, TaskExecutor
+from headrace.streams.runtime._gc import tune_for_streaming
 
 WINDOW = 60_000
 COMMIT_EVERY = 30_000
@@ -84,13 +88,16 @@ def batches(records: int, keys: int) -> Iterator[list[ConsumedRecord]]:
         ]
 
 
-def run(topology: str, records: int, keys: int) -> float:
+def run(topology: str, records: int, keys: int, default_gc: bool = False) -> float:
     with tempfile.TemporaryDirectory(prefix="headrace-state-scale-") as state_dir:
         task = TaskExecutor(
             build(topology), 0, 0, {"application_id": "bench"}, state_dir=pathlib.Path(state_dir)
         )
         task.init()
-        gc.collect()
+        if default_gc:
+            gc.collect()
+        else:
+            tune_for_streaming()
         wall = cpu = 0.0
         since_commit = 0
         for batch in batches(records, keys):
@@ -128,22 +135,26 @@ def main() -> None:
     parser.add_argument("--large", type=int, default=10_000_000)
     parser.add_argument("--topologies", default="windowed,aggregate")
     parser.add_argument("--profile", help="profile the large run of each topology into FILE")
+    parser.add_argument(
+        "--default-gc", action="store_true", help="CPython's collector settings, not the app's"
+    )
     args = parser.parse_args()
     print(
-        f"{args.records:,} records, batches of {BATCH}, commit every {COMMIT_EVERY:,}; "
+        f"{args.records:,} records, batches of {BATCH}, commit every {COMMIT_EVERY:,}, "
+        f"{'default' if args.default_gc else 'application'} collector settings; "
         f"load {os.getloadavg()[0]:.1f}",
         flush=True,
     )
     for topology in args.topologies.split(","):
-        small = run(topology, args.records, args.small)
+        small = run(topology, args.records, args.small, args.default_gc)
         if args.profile:
             import cProfile
 
             profiler = cProfile.Profile()
-            large = profiler.runcall(run, topology, args.records, args.large)
+            large = profiler.runcall(run, topology, args.records, args.large, args.default_gc)
             profiler.dump_stats(f"{args.profile}.{topology}")
         else:
-            large = run(topology, args.records, args.large)
+            large = run(topology, args.records, args.large, args.default_gc)
         print(
             f"{topology:<10} {args.large:,} keys at {large / small:.2f} of the "
             f"{args.small:,}-key rate (goal 0.5); load {os.getloadavg()[0]:.1f}",

@@ -79,19 +79,19 @@ class KeyValueAggregate(AggregateBase):
         self._cached = self._bytes.set_flush_listener(self._on_flush, self._send_old)
 
     def _on_flush(self, entries: Sequence[CacheEntry]) -> None:
-        dk, dv, pending, send_old = self._dk, self._dv, self._pending_ts, self._send_old
-        self._forward_changes(
-            [
-                (
-                    dk(e.key),
-                    _new_tuple(Change, (dv(e.new_value), dv(e.old_value) if send_old else None)),
-                    pending.pop(e.key, e.timestamp),
-                    (),
-                    -1,
-                )
-                for e in entries
+        dk, dv, pop = self._dk, self._dv, self._pending_ts.pop
+        changes: list[Rec]
+        if self._send_old:
+            changes = [
+                (dk(key), _new_tuple(Change, (dv(new), dv(old))), pop(key, ts), (), -1)
+                for key, new, old, ts in entries
             ]
-        )
+        else:
+            changes = [
+                (dk(key), _new_tuple(Change, (dv(new), None)), pop(key, ts), (), -1)
+                for key, new, _old, ts in entries
+            ]
+        self._forward_changes(changes)
 
 
 class WindowedAggregateBase(AggregateBase):

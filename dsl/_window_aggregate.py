@@ -265,8 +265,12 @@ class TimeWindowAggregate(WindowedAggregateBase):
         # The rest in one read: past the cache, one multi-get per segment, not a get each.
         unknown = [binary for binary in counts if binary not in known]
         if unknown:
-            for binary, raw in zip(unknown, self._raw.get_many_raw(unknown), strict=True):
-                known[binary] = 0 if raw is None else from_bytes(raw, "big", signed=True)
+            raws = self._raw.get_many_raw(unknown)
+            if raws.count(None) == len(raws):  # all new (a large key space): no loop
+                known.update(dict.fromkeys(unknown, 0))
+            else:
+                for binary, raw in zip(unknown, raws, strict=True):
+                    known[binary] = 0 if raw is None else from_bytes(raw, "big", signed=True)
         entries = []
         for binary, n in counts.items():
             n += known[binary]

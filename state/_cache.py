@@ -8,8 +8,9 @@ None is either a pending delete (dirty) or a key known to be absent (clean).
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections import OrderedDict, deque
+from collections.abc import Callable, Iterable, Iterator
+from itertools import repeat
 
 MISS = object()  # returned by lookup() for keys the cache knows nothing about
 
@@ -41,6 +42,26 @@ class WriteCache:
             entries.move_to_end(key)
         return value
 
+    def lookup_many(self, keys: list[bytes]) -> tuple[list[object], list[int]]:
+        """``lookup`` of each key, and the positions of those that missed. A batch that
+        all hits (a small key space) or all misses (a large one) costs no Python loop."""
+        entries = self._entries
+        found = list(map(entries.get, keys, repeat(MISS)))
+        misses = found.count(MISS)
+        if misses == len(found):
+            return found, list(range(misses))
+        move = entries.move_to_end
+        if not misses:
+            deque(map(move, keys), maxlen=0)  # each hit becomes most recently used
+            return found, []
+        missing = []
+        for i, value in enumerate(found):
+            if value is MISS:
+                missing.append(i)
+            else:
+                move(keys[i])
+        return found, missing
+
     def put(self, key: bytes, value: bytes | None, timestamp: int) -> None:
         """A write: the entry becomes dirty and keeps its first-dirtied flush position."""
         entries = self._entries
@@ -51,8 +72,37 @@ class WriteCache:
             entries[key] = value
             self._sorted = None
             if len(entries) > self.max_entries:
-                self._evict()
+                # Usually a clean entry goes, dropped here; a dirty one takes the flush.
+                oldest, kept = entries.popitem(False)
+                if oldest in self.dirty:
+                    entries[oldest] = kept
+                    entries.move_to_end(oldest, False)
+                    self._evict()
         self.dirty[key] = timestamp
+
+    def put_all(self, items: Iterable[tuple[bytes, bytes | None]], timestamp: int) -> None:
+        """``put`` of each item in order. The loop is ``put`` inlined, with the usual
+        eviction (a clean entry) done in place: with a key space beyond the cache every
+        new key evicts one."""
+        entries, limit, dirty = self._entries, self.max_entries, self.dirty
+        move, pop_oldest = entries.move_to_end, entries.popitem
+        try:
+            for key, value in items:
+                if key in entries:
+                    entries[key] = value
+                    move(key)
+                else:
+                    entries[key] = value
+                    if len(entries) > limit:
+                        oldest, kept = pop_oldest(False)
+                        if oldest in dirty:  # put back; the general path flushes first
+                            entries[oldest] = kept
+                            move(oldest, False)
+                            self._evict()
+                            dirty = self.dirty  # the flush started a new dirty set
+                dirty[key] = timestamp
+        finally:
+            self._sorted = None  # one reset for the whole call (a flush may have sorted)
 
     def put_clean(self, key: bytes, value: bytes | None) -> None:
         """A read-through: remember what the store holds without marking it dirty."""
@@ -68,20 +118,24 @@ class WriteCache:
         first (as Kafka Streams' cache does), so nothing unflushed is lost."""
         entries = self._entries
         while len(entries) > self.max_entries:
-            oldest = next(iter(entries))
+            oldest, value = entries.popitem(last=False)
+            self._sorted = None
             if oldest in self.dirty:
+                # Back in its place while the flush reads it, then dropped.
+                entries[oldest] = value
+                entries.move_to_end(oldest, last=False)
                 self.on_full()
                 if oldest in self.dirty:  # the flush did not take it: do not loop forever
                     return
-            entries.pop(oldest, None)
-            self._sorted = None
+                entries.pop(oldest, None)
 
-    def take_dirty(self) -> list[tuple[bytes, bytes | None, int]]:
-        """The dirty entries in the order they were first written; they become clean."""
-        entries = self._entries
-        taken = [(key, entries.get(key), ts) for key, ts in self.dirty.items()]
+    def take_dirty(self) -> tuple[list[bytes], list[bytes | None], list[int]]:
+        """The dirty entries' keys, values and timestamps, in the order the keys were
+        first written; they become clean."""
+        dirty = self.dirty
         self.dirty = {}
-        return taken
+        keys = list(dirty)
+        return keys, list(map(self._entries.get, keys)), list(dirty.values())
 
     def items_between(self, lo: bytes | None, hi: bytes | None) -> list[tuple[bytes, bytes | None]]:
         """A sorted snapshot of cached entries with ``lo <= key < hi`` (deletes included)."""

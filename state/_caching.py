@@ -10,6 +10,8 @@ its latest value, which is how downstream operators receive coalesced updates.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from functools import partial
+from itertools import repeat
 
 from ._cache import DEFAULT_MAX_ENTRIES, MISS, WriteCache, merge
 from ._errors import InvalidStoreStateError
@@ -23,6 +25,11 @@ from ._protocols import (
 from ._segmented import SegmentedBytesStore
 from ._tables import prefix_end, successor
 from ._wrapper_base import KeyValueStoreWrapper, SegmentedStoreWrapper, StoreWrapper, W
+
+# CacheEntry from a 4-tuple without the named tuple's Python-level constructor.
+_cache_entry: Callable[[tuple[bytes, bytes | None, bytes | None, int]], CacheEntry] = partial(
+    tuple.__new__, CacheEntry
+)
 
 
 class _CachingStore(StoreWrapper[W]):
@@ -92,8 +99,9 @@ class _CachingStore(StoreWrapper[W]):
         would cost each new key an extra insert and eviction."""
         if not self._open:
             raise self._closed()
-        found: list[object] = list(map(self._cache.lookup, keys))
-        missing = [i for i, value in enumerate(found) if value is MISS]
+        found, missing = self._cache.lookup_many(keys)
+        if len(missing) == len(keys):
+            return self._read_many_down(keys)
         if missing:
             below = self._read_many_down([keys[i] for i in missing])
             for i, value in zip(missing, below, strict=True):
@@ -106,8 +114,10 @@ class _CachingStore(StoreWrapper[W]):
         self._cache.put(key, value, self._context.stream_time)
 
     def _cached_put_all(self, entries: Iterable[tuple[bytes, bytes | None]]) -> None:
-        for key, value in entries:
-            self._cached_put(key, value)
+        if not self._open:
+            raise self._closed()
+        # Stream time cannot move during the call: one timestamp serves every entry.
+        self._cache.put_all(entries, self._context.stream_time)
 
     def _flush_cache(self) -> None:
         """Flush in this order:
@@ -117,24 +127,22 @@ class _CachingStore(StoreWrapper[W]):
         2. read the values they replace, if the listener asked for old values;
         3. write all of them to the wrapped store in one batch;
         4. hand them to the listener in first-written order.
+
+        Per entry this runs at every commit, so the lists are built by C-level calls
+        (``zip``, ``map``) rather than by a Python loop.
         """
-        taken = self._cache.take_dirty()
-        if not taken:
+        keys, values, stamps = self._cache.take_dirty()
+        if not keys:
             return
         listener = self._listener
-        olds: list[bytes | None] = (
-            [self._read_down(key) for key, _, _ in taken]
+        olds: Iterable[bytes | None] = (
+            self._read_many_down(keys)
             if listener is not None and self._send_old_values
-            else [None] * len(taken)
+            else repeat(None, len(keys))
         )
-        self._write_down([(key, value) for key, value, _ in taken])
+        self._write_down(list(zip(keys, values, strict=True)))
         if listener is not None:
-            listener(
-                [
-                    CacheEntry(key, value, old, ts)
-                    for (key, value, ts), old in zip(taken, olds, strict=True)
-                ]
-            )
+            listener(list(map(_cache_entry, zip(keys, values, olds, stamps, strict=True))))
 
     def set_flush_listener(self, listener: FlushListener, send_old_values: bool = False) -> bool:
         self._listener = listener

@@ -32,6 +32,11 @@ class KeySchema(Protocol):
 
     suffix_len: int
 
+    @property
+    def time_slice(self) -> slice:
+        """Where the big-endian segment time sits in a binary key."""
+        ...
+
     def segment_time(self, binary: bytes) -> int:
         """The time that decides a key's segment and its expiry."""
         ...
@@ -59,6 +64,10 @@ class _TimeSuffixSchema:
 
     suffix_len: int
     _time: slice
+
+    @property
+    def time_slice(self) -> slice:
+        return self._time
 
     def bounds(
         self, key_from: bytes | None, key_to: bytes | None, time_from: int, time_to: int

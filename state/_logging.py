@@ -20,16 +20,24 @@ class _LoggingStore(StoreWrapper[W]):
     _context: StateStoreContext
     # The wrapped store's batch write, bound once by the subclass.
     _put_all_down: Callable[[Iterable[tuple[bytes, bytes | None]]], None]
+    # The context's bulk log call, when it has one (a task's context does): a cache
+    # flush logs thousands of changes at once.
+    _log_changes: Callable[[str, list[tuple[bytes, bytes | None]], int], None] | None = None
 
     def init(self, context: StateStoreContext) -> None:
         self.wrapped.init(context)
         self._context = context
+        self._log_changes = getattr(context, "log_changes", None)
 
     def _logged_put_all(self, entries: Iterable[tuple[bytes, bytes | None]]) -> None:
-        entries = list(entries)
+        entries = entries if isinstance(entries, list) else list(entries)
         self._put_all_down(entries)
         context, name = self._context, self.wrapped.name
         timestamp = context.stream_time
+        log_changes = self._log_changes
+        if log_changes is not None:
+            log_changes(name, entries, timestamp)
+            return
         for key, value in entries:
             context.log_change(name, key, value, timestamp)
 

@@ -27,6 +27,7 @@ import logging
 import pathlib
 import time
 from collections.abc import Mapping
+from operator import itemgetter
 
 from headrace.state import TaskCheckpoint
 
@@ -37,6 +38,9 @@ from ._metrics import AppMetrics
 
 log = logging.getLogger("headrace.streams.runtime.standby")
 
+# (key, value) of an (offset, key, value) record, cut without a Python call per record.
+_KEY_VALUE = itemgetter(1, 2)
+
 
 def apply_changelog(
     store: object, store_name: str, task_id: str, records: list[tuple[int, bytes, bytes | None]]
@@ -46,7 +50,7 @@ def apply_changelog(
     restore = getattr(store, "restore_batch", None)
     if restore is None:
         raise RestoreError(f"store {store_name} of task {task_id} cannot restore")
-    restore([(key, value) for _o, key, value in records])
+    restore(list(map(_KEY_VALUE, records)))
 
 
 def describe_offsets(offsets: Mapping[TopicPartition, int | None]) -> dict[str, int | str]:
