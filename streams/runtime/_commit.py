@@ -243,20 +243,18 @@ class Committer:
         if records:
             await self._producer.send(records)  # type: ignore[arg-type]
 
-    async def begin(self, tasks: Sequence[RuntimeTask]) -> bool:
+    async def begin(self, tasks: Sequence[RuntimeTask]) -> None:
         """From the processing loop: step 1 now, then steps 2 and 3 run while
         processing goes on ("A commit that does not stall", module docstring). The
         commit begun before finishes first, and what it raised is raised here. Under
         exactly-once, a commit that takes a snapshot runs whole instead.
 
         While the commit begun before is still waiting for the broker, this one is
-        skipped and False returned: one commit runs at a time, and processing does not
-        wait for it. The caller tries again soon after, not an interval later: under
-        exactly-once, output held meanwhile waits for the next commit, so waiting a
-        whole interval would add one to its latency."""
+        skipped (the caller tries again an interval later): one commit runs at a
+        time, and processing does not wait for it; the next one covers more."""
         if self._in_flight is not None and not self._in_flight.done():
             log.debug("commit skipped: the one begun before is still running", extra={"skipped": 1})
-            return False
+            return
         if not self._offsets.transactional:
             await self.settle()
             started = time.perf_counter()
@@ -266,13 +264,12 @@ class Committer:
                     self._checkpoints.write(task)
                     await self.send(task.executor.drain())
             self._in_flight = asyncio.ensure_future(self._finish(tasks, mark, offsets, started))
-            return True
+            return
         now = time.monotonic()
         if self.broken or any(self._snapshot_due(task, now) for task in tasks):
             await self.commit(tasks)
-            return True
+            return
         await self._transaction(self._begin_transactional(tasks))
-        return True
 
     async def _begin_transactional(self, tasks: Sequence[RuntimeTask]) -> None:
         await self.settle()

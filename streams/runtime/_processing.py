@@ -33,9 +33,6 @@ from ._tasks import RuntimeTask
 log = logging.getLogger("headrace.streams.runtime.app")
 
 _ASYNC_POLL_MS = 5
-# While a due commit waits for the one before it, polls return this soon so that it
-# begins within a few milliseconds of that one ending (a poll is not woken by it).
-_COMMIT_RETRY_MS = 2
 _PUNCTUATE_EVERY_S = 0.05
 
 
@@ -60,7 +57,6 @@ class ProcessingLoop:
         rt, settings = self._rt, self._settings
         last_commit = last_punctuate = time.monotonic()
         interval = settings.commit_interval / 1000
-        commit_waiting = False  # a commit was due but skipped: the one before still runs
         restorer, work, consumer, tasks = rt.restorer, rt.async_work, rt.consumer, rt.tasks
         while not rt.stop.is_set():
             timeout = 0 if restorer.busy else settings.poll_timeout_ms
@@ -69,8 +65,6 @@ class ProcessingLoop:
             elif timeout and work.busy(tasks.running()):
                 # Results that finish meanwhile do not wake a poll: come back soon.
                 timeout = min(timeout, _ASYNC_POLL_MS)
-            if commit_waiting:
-                timeout = min(timeout, _COMMIT_RETRY_MS)
             batches = await consumer.poll(timeout, settings.max_poll_records)
             async with self._lock:
                 if rt.globals is not None:
@@ -90,13 +84,9 @@ class ProcessingLoop:
                     t.executor.commit_requested for t in running
                 ):
                     try:
-                        began = await self.commit(running, closing=False)
+                        await self.commit(running, closing=False)
                     except (TransactionError, FencedError) as error:
                         await self._rewind(error)
-                        began = True
-                    commit_waiting = not began
-                    if commit_waiting:
-                        continue
                     if rt.globals is not None:
                         await rt.globals.checkpoint()
                     if rt.standbys is not None:
@@ -107,11 +97,10 @@ class ProcessingLoop:
                     last_commit = now
                     self._observe_lag(running)
 
-    async def commit(self, tasks: list[RuntimeTask], closing: bool = True) -> bool:
+    async def commit(self, tasks: list[RuntimeTask], closing: bool = True) -> None:
         """Commit ``tasks``; under exactly-once their async calls finish first and
         their output joins the transaction (``_async_work.py``). The loop's commits
-        (not ``closing``) finish while processing goes on (``Committer.begin``), and
-        False says one was skipped because the one before it still runs."""
+        (not ``closing``) finish while processing goes on (``Committer.begin``)."""
         rt = self._rt
         if self._settings.exactly_once:
             out = await rt.async_work.settle(tasks)
@@ -119,9 +108,9 @@ class ProcessingLoop:
                 self.produced += len(out)
                 await rt.committer.send(out)
         if not closing:
-            return await rt.committer.begin(tasks)
+            await rt.committer.begin(tasks)
+            return
         await rt.committer.commit(tasks, closing)
-        return True
 
     async def _rewind(self, error: TransactionError | FencedError) -> None:
         """A transaction was aborted: rewind the tasks (``_rewind.py``); a fenced

@@ -34,9 +34,8 @@ from ._tasks import RuntimeTask
 
 log = logging.getLogger("headrace.streams.runtime.app")
 
-CommitTasks = Callable[[list[RuntimeTask]], Awaitable[object]]
-"""Commits the given tasks, as at a close (the processing loop's ``commit``; what it
-returns, whether a loop commit began, does not matter at a close)."""
+CommitTasks = Callable[[list[RuntimeTask]], Awaitable[None]]
+"""Commits the given tasks, as at a close (the processing loop's ``commit``)."""
 
 
 class Rebalance:
