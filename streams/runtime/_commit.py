@@ -249,10 +249,10 @@ class Committer:
         commit begun before finishes first, and what it raised is raised here. Under
         exactly-once, a commit that takes a snapshot runs whole instead.
 
-        While the commit begun before is still waiting for the broker, this one is
-        skipped (the caller tries again an interval later): one commit runs at a
-        time, and processing does not wait for it; the next one covers more."""
-        if self._in_flight is not None and not self._in_flight.done():
+        While the commit begun before is still waiting for the broker (:attr:`busy`),
+        this one is skipped: one commit runs at a time, and processing does not wait
+        for it. The processing loop begins the skipped one as soon as that one ends."""
+        if self.busy:
             log.debug("commit skipped: the one begun before is still running", extra={"skipped": 1})
             return
         if not self._offsets.transactional:
@@ -300,6 +300,12 @@ class Committer:
             and bool(task.changelogs)
             and now - task.last_snapshot >= self._snapshot_interval
         )
+
+    @property
+    def busy(self) -> bool:
+        """Whether the commit :meth:`begin` started is still waiting for the broker
+        (so a :meth:`begin` now would be skipped)."""
+        return self._in_flight is not None and not self._in_flight.done()
 
     @property
     def in_flight(self) -> bool:

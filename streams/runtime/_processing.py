@@ -58,12 +58,18 @@ class ProcessingLoop:
         last_commit = last_punctuate = time.monotonic()
         interval = settings.commit_interval / 1000
         restorer, work, consumer, tasks = rt.restorer, rt.async_work, rt.consumer, rt.tasks
+        committer = rt.committer
+        # A commit that came due while the one before still ran: it starts as soon as
+        # that one ends, not an interval later (under exactly-once a held result would
+        # otherwise wait two intervals and a commit).
+        deferred = False
         while not rt.stop.is_set():
             timeout = 0 if restorer.busy else settings.poll_timeout_ms
             if work.ready.is_set():
                 timeout = 0
-            elif timeout and work.busy(tasks.running()):
-                # Results that finish meanwhile do not wake a poll: come back soon.
+            elif timeout and (deferred or work.busy(tasks.running())):
+                # A commit or results that finish meanwhile do not wake a poll: come
+                # back soon.
                 timeout = min(timeout, _ASYNC_POLL_MS)
             batches = await consumer.poll(timeout, settings.max_poll_records)
             async with self._lock:
@@ -80,9 +86,17 @@ class ProcessingLoop:
                 if rt.standbys is not None:
                     await rt.standbys.step(0)
                 running = tasks.running()
-                if now - last_commit >= interval or any(
+                due = now - last_commit >= interval or any(
                     t.executor.commit_requested for t in running
-                ):
+                )
+                if due and committer.busy:
+                    # Commits start an interval apart (below), so this tick counts as
+                    # the interval's start; the deferred commit follows when it can.
+                    deferred = True
+                    last_commit = now
+                    self._observe_lag(running)
+                elif due or (deferred and not committer.busy):
+                    deferred = False
                     try:
                         await self.commit(running, closing=False)
                     except (TransactionError, FencedError) as error:
@@ -94,7 +108,9 @@ class ProcessingLoop:
                     # Commits start an interval apart, as in Kafka Streams: timed from
                     # the end, each would add its own duration to how long the next
                     # interval's results wait (under exactly-once, to their latency).
-                    last_commit = now
+                    # A deferred commit keeps the interval its tick began.
+                    if due:
+                        last_commit = now
                     self._observe_lag(running)
 
     async def commit(self, tasks: list[RuntimeTask], closing: bool = True) -> None:
