@@ -107,11 +107,7 @@ class TxnService:
     ) -> TxnService:
         """Create or read ``__transaction_state`` (blocking reads: use a worker thread)."""
         started = time.perf_counter()
-        topic = logs.topics().get(TXN_LOG_TOPIC)
-        if topic is None:
-            topic = logs.create_topic(
-                TXN_LOG_TOPIC, TXN_LOG_PARTITIONS, {"cleanup.policy": "compact"}
-            )
+        topic = logs.internal_topic(TXN_LOG_TOPIC, TXN_LOG_PARTITIONS)
         service = cls(
             logs,
             list(topic.partitions),
