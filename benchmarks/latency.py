@@ -59,16 +59,18 @@ import tempfile
 import time
 from typing import Any
 
-from broker_throughput import headrace_broker, tansu_broker
+from bench_broker import broker_process
+from broker_throughput import tansu_broker
 from runtime_vs_peers import (
     PAGES,
     PARTITIONS,
     USERS,
     WINDOW_MS,
-    Harness,
     drive,
     python_for,
     quix_windowed_count,
+    ready_harness,
+    role_command,
     stop,
     windowed_count,
 )
@@ -406,16 +408,19 @@ def windowed_latencies(
 # -- the harness --------------------------------------------------------------------------
 
 
-def start_role(role: str, log: pathlib.Path, *options: str) -> subprocess.Popen[bytes]:
-    python = python_for(role) if role in ("headrace", "quix") else sys.executable
+def start(cmd: list[str], log: pathlib.Path) -> subprocess.Popen[bytes]:
+    """Start ``cmd`` (an application's ``role_command``, or a helper's
+    ``helper_command``), its output to ``log``; it runs until stopped."""
     with open(log, "wb") as out:
         return subprocess.Popen(
-            [python, __file__, "--role", role, *options],
-            stdout=out,
-            stderr=out,
-            cwd=ROOT,
-            env={**os.environ, "PYTHONWARNINGS": "ignore"},
+            cmd, stdout=out, stderr=out, cwd=ROOT, env={**os.environ, "PYTHONWARNINGS": "ignore"}
         )
+
+
+def helper_command(role: str, *options: str) -> list[str]:
+    """The command that runs this file's ``--role`` generator or reader (this
+    interpreter: they use only confluent-kafka)."""
+    return [sys.executable, __file__, "--role", role, *options]
 
 
 def wait_for(proc: subprocess.Popen[bytes], log: pathlib.Path, timeout: float) -> None:
@@ -436,7 +441,7 @@ class Bench:
         self.workdir = workdir
         self.seconds = seconds
         self.warmup = warmup
-        self.harness = Harness(bootstrap, FLOOD_RECORDS, workdir)
+        self.harness = ready_harness(bootstrap, FLOOD_RECORDS, workdir, "latency-ready")
         self.runs = 0
 
     def app(
@@ -446,47 +451,39 @@ class Bench:
         tag = f"{name}-{self.runs}"
         source, output, app_id = f"in-{tag}", f"out-{tag}", f"app-{tag}"
         self.harness.create(source, output)
-        cmd = [
-            python_for(framework),
-            __file__,
-            "--role",
+        cmd = role_command(
             framework,
-            "--workload",
-            workload,
-            "--guarantee",
-            guarantee,
-            "--bootstrap",
-            self.bootstrap,
-            "--input",
-            source,
-            "--output",
-            output,
-            "--app-id",
-            app_id,
-            "--state-dir",
-            str(self.workdir / f"state-{tag}"),
-            "--commit-ms",
-            str(commit),
-        ]
+            __file__,
+            self.harness,
+            tag,
+            input_topic=source,
+            output=output,
+            app_id=app_id,
+            workload=workload,
+            guarantee=guarantee,
+            commit_ms=str(commit),
+        )
         return cmd, source, output, app_id
 
     def generate(self, topic: str, rate: float, tag: str) -> dict[str, Any]:
         out, log = self.workdir / f"gen-{tag}.pickle", self.workdir / f"gen-{tag}.log"
-        proc = start_role(
-            "generator",
+        proc = start(
+            helper_command(
+                "generator",
+                "--bootstrap",
+                self.bootstrap,
+                "--topic",
+                topic,
+                "--rate",
+                str(rate),
+                "--seconds",
+                str(self.seconds),
+                "--count",
+                str(FLOOD_RECORDS),
+                "--out",
+                str(out),
+            ),
             log,
-            "--bootstrap",
-            self.bootstrap,
-            "--topic",
-            topic,
-            "--rate",
-            str(rate),
-            "--seconds",
-            str(self.seconds),
-            "--count",
-            str(FLOOD_RECORDS),
-            "--out",
-            str(out),
         )
         wait_for(proc, log, self.seconds * 3 + 120)
         with open(out, "rb") as f:
@@ -512,25 +509,14 @@ class Bench:
         name = f"{framework}-{workload}-{guarantee}-{int(load * 100)}"
         cmd, source, output, app_id = self.app(framework, workload, guarantee, name)
         app_log = self.workdir / f"{name}.log"
-        with open(app_log, "wb") as log:
-            app = subprocess.Popen(
-                cmd,
-                stdout=log,
-                stderr=log,
-                cwd=ROOT,
-                env={**os.environ, "PYTHONWARNINGS": "ignore"},
-            )
+        app = start(cmd, app_log)
         reader_log = self.workdir / f"read-{name}.log"
         reader_out = self.workdir / f"read-{name}.pickle"
-        reader = start_role(
-            "reader",
+        reader = start(
+            helper_command(
+                "reader", "--bootstrap", self.bootstrap, "--topic", output, "--out", str(reader_out)
+            ),
             reader_log,
-            "--bootstrap",
-            self.bootstrap,
-            "--topic",
-            output,
-            "--out",
-            str(reader_out),
         )
         try:
             deadline = time.monotonic() + 120
@@ -654,8 +640,9 @@ def main() -> None:
     results: dict[str, Any] = {"latency": [], "max": {}, "brokers": []}
     with tempfile.TemporaryDirectory(prefix="headrace-latency-") as tmp:
         workdir = pathlib.Path(tmp)
-        extra = ("--group-initial-rebalance-delay-ms", "0", "--num-partitions", str(PARTITIONS))
-        with headrace_broker(args.fsync, *extra) as bootstrap:
+        with broker_process(
+            workdir, "--num-partitions", str(PARTITIONS), fsync=args.fsync
+        ) as bootstrap:
             bench = Bench(bootstrap, workdir, args.seconds, args.warmup)
             for workload in args.workloads.split(","):
                 for guarantee in args.guarantees.split(","):

@@ -4,10 +4,10 @@ Start-up, in order: open (and recover) every partition log, create or replay
 ``__consumer_offsets`` to restore groups and committed offsets, load the producer-id
 allocator and the cluster id, bind the listener (port 0 picks a free port, and the
 bound port is what Metadata advertises), then start the group timers and the
-maintenance loop. Each listener gets its own server (its TLS context, its SASL
+maintenance timers. Each listener gets its own server (its TLS context, its SASL
 requirement); security's stores (credentials, ACLs) open before the first one binds.
 Shut-down reverses it: stop accepting, close client connections,
-stop maintenance and group timers (letting group writes in flight become durable),
+stop the maintenance and group timers (letting group writes in flight become durable),
 then close the logs so each writes its clean-shutdown marker after a final sync.
 Transactions start after groups (markers reach the group offsets) and before the
 listener: ``__transaction_state`` is read and prepared commits and aborts finish first;
@@ -17,20 +17,20 @@ they stop before the logs close, snapshotting producer state.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from headrace.base import write_atomically
+from headrace.base import SystemClock, write_atomically
 from headrace.transactions import ProducerIdAllocator
 
 from ._config import BrokerConfig
+from ._deadline_timer import DeadlineTimer
 from ._limits import ConnectionLimiter, RateLimitedLog, broad_request_cap, file_budget
 from ._metrics import BrokerMetrics
 from ._notify import AppendNotifier
@@ -86,7 +86,7 @@ class Broker:
         self._servers: list[asyncio.Server] = []
         self._state: BrokerState | None = None
         self._connections: set[asyncio.Task[None]] = set()
-        self._maintenance: asyncio.Task[None] | None = None
+        self._maintenance: list[DeadlineTimer] = []
 
     @property
     def config(self) -> BrokerConfig:
@@ -203,7 +203,7 @@ class Broker:
         share.use_transactions(txn.partitions.get)
         share.start()
         await txn.start()
-        self._maintenance = asyncio.create_task(self._maintain())
+        self._start_maintenance()
         log.info(
             "broker %d listening on %s (data in %s, fsync %s, records walked by %s)",
             config.node_id,
@@ -260,21 +260,28 @@ class Broker:
             self._connections.discard(task)
             self._limiter.release(host)
 
-    async def _maintain(self) -> None:
-        # Retention, compaction and the recovery checkpoint each on its own interval,
-        # all in worker threads.
-        logs, config = self.state.logs, self._config
-        await asyncio.gather(
-            self._every(
-                config.retention_check_interval_ms, "retention", lambda: logs.run_retention
-            ),
-            self._every(config.log_cleaner_backoff_ms, "compaction", self._compaction),
-            self._every(
+    def _start_maintenance(self) -> None:
+        # Retention, compaction and the recovery checkpoint each on its own interval
+        # (Kafka's log.retention.check.interval.ms and log.cleaner.backoff.ms are
+        # intervals, not deadlines), all in worker threads.
+        logs, config, clock = self.state.logs, self._config, SystemClock()
+        passes = [
+            (config.retention_check_interval_ms, "retention", lambda: logs.run_retention),
+            (config.log_cleaner_backoff_ms, "compaction", self._compaction),
+            (
                 synced_checkpoint.INTERVAL_MS,
                 "recovery checkpoint",
                 lambda: logs.checkpoint_synced_positions,
             ),
-        )
+        ]
+        self._maintenance = [
+            DeadlineTimer.every(
+                f"{name} pass", interval_ms, self._pass(name, prepare), clock.monotonic_ms, log
+            )
+            for interval_ms, name, prepare in passes
+        ]
+        for timer in self._maintenance:
+            timer.start()
 
     def _compaction(self) -> Callable[[int], int]:
         # Compaction must stop at each partition's last stable offset. It is read here,
@@ -289,12 +296,15 @@ class Broker:
         stable = {log: t.last_stable_offset() for log, t in states.items()}
         return lambda now_ms: logs.run_compaction(now_ms, stable.get, states.get)
 
-    async def _every(
-        self, interval_ms: int, name: str, prepare: Callable[[], Callable[[int], int]]
-    ) -> None:
+    def _pass(
+        self, name: str, prepare: Callable[[], Callable[[int], int]]
+    ) -> Callable[[], Awaitable[None]]:
+        """One maintenance pass: ``prepare()`` on the loop, what it returns in a worker
+        thread; counted and timed in the metrics, its failure logged (the next pass
+        comes all the same)."""
         metrics = self.state.metrics
-        while True:
-            await asyncio.sleep(interval_ms / 1000)
+
+        async def run() -> None:
             started = time.perf_counter()
             try:
                 await asyncio.to_thread(prepare(), int(time.time() * 1000))
@@ -304,6 +314,8 @@ class Broker:
                 log.exception("%s pass failed", name)
             metrics.maintenance_seconds.labels(name).observe(time.perf_counter() - started)
 
+        return run
+
     async def stop(self) -> None:
         for server in self._servers:
             server.close()
@@ -311,10 +323,9 @@ class Broker:
             task.cancel()
         if self._connections:
             await asyncio.gather(*self._connections, return_exceptions=True)
-        if self._maintenance is not None:
-            self._maintenance.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._maintenance
+        for timer in self._maintenance:
+            await timer.stop()
+        self._maintenance = []
         await self._close_servers()
         if self._state is not None:
             await self._state.txn.stop()

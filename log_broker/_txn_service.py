@@ -9,15 +9,20 @@
 - Markers (``write_markers``): a control batch appended to every partition of the
   transaction, producer state told of each, then all fsynced; only then are the
   offsets the transaction staged in ``__consumer_offsets`` made visible (or dropped).
-- Timers: twice a second, abort transactions past their timeout; now and then retry
-  unfinished completions, forget expired transactional ids, and snapshot the producer
-  state of partitions that changed. ``stop`` snapshots every loaded partition.
+- Timers (``DeadlineTimer``): one sleeps until the first open transaction runs past
+  its timeout and aborts it, woken sooner when a transaction begins that times out
+  earlier; a transaction it cannot abort yet (a request holds its id, or a write
+  failed) is tried again after ``_RETRY_MS``. Two more are due at fixed intervals,
+  because nothing announces when they are needed: every ``_CHECKPOINT_EVERY_MS``,
+  retry unfinished completions (no event says a failed marker write would now
+  succeed) and snapshot the producer state of partitions that changed (batched on
+  purpose); every ``_EXPIRE_IDS_EVERY_MS``, forget expired transactional ids. ``stop``
+  snapshots every loaded partition.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Iterator
@@ -32,6 +37,7 @@ from headrace.transactions import (
 )
 
 from . import _records
+from ._deadline_timer import DeadlineTimer
 from ._notify import AppendNotifier
 from ._txn_partitions import PartitionTxns
 from .groups import OFFSETS_TOPIC, GroupService
@@ -40,9 +46,9 @@ from .storage import GroupSyncer, LogManager, PartitionLog
 log = logging.getLogger("headrace.broker.transactions")
 
 TXN_LOG_PARTITIONS = 10  # transaction.state.log.num.partitions (Kafka: 50; one broker needs fewer)
-_TICK_S = 0.5
-_CHECKPOINT_EVERY_S = 10.0
-_HOUSEKEEPING_EVERY_S = 60.0
+_RETRY_MS = 500
+_CHECKPOINT_EVERY_MS = 10_000
+_EXPIRE_IDS_EVERY_MS = 60_000
 _READ_CHUNK = 1 << 20
 
 
@@ -82,15 +88,38 @@ class TxnService:
         self._notifier = notifier
         self._groups = groups
         self.partitions = PartitionTxns()
+        clock = SystemClock()
         self.coordinator = TransactionCoordinator(
             self,
             self,
             ids,
-            SystemClock(),
+            clock,
             max_timeout_ms=max_timeout_ms,
             log_partitions=len(txn_logs),
+            on_transaction_started=self._transaction_started,
         )
-        self._timer: asyncio.Task[None] | None = None
+        # Transaction timeouts count in wall-clock time, as the coordinator keeps them.
+        self._wall_ms = clock.wall_ms
+        self._retry_at = 0  # while a timed-out transaction waits: no pass before this
+        self._timeouts = DeadlineTimer(
+            "transaction timeouts", self._next_timeout, clock.wall_ms, self._abort_expired, log
+        )
+        self._upkeep = [
+            DeadlineTimer.every(
+                "transaction checkpoint",
+                _CHECKPOINT_EVERY_MS,
+                self._checkpoint,
+                clock.monotonic_ms,
+                log,
+            ),
+            DeadlineTimer.every(
+                "transactional id expiry",
+                _EXPIRE_IDS_EVERY_MS,
+                self._expire_ids,
+                clock.monotonic_ms,
+                log,
+            ),
+        ]
         # Syncs of records not waited for (``write(durable=False)``), kept until done.
         self._syncing: set[asyncio.Future[None]] = set()
 
@@ -107,11 +136,7 @@ class TxnService:
     ) -> TxnService:
         """Create or read ``__transaction_state`` (blocking reads: use a worker thread)."""
         started = time.perf_counter()
-        topic = logs.topics().get(TXN_LOG_TOPIC)
-        if topic is None:
-            topic = logs.create_topic(
-                TXN_LOG_TOPIC, TXN_LOG_PARTITIONS, {"cleanup.policy": "compact"}
-            )
+        topic = logs.internal_topic(TXN_LOG_TOPIC, TXN_LOG_PARTITIONS)
         service = cls(
             logs,
             list(topic.partitions),
@@ -139,34 +164,41 @@ class TxnService:
         done = await self.coordinator.complete_prepared()
         if done:
             log.info("completed %d prepared transaction(s) left by the last run", done)
-        self._timer = asyncio.get_running_loop().create_task(self._run_timers())
+        for timer in (self._timeouts, *self._upkeep):
+            timer.start()
 
     async def stop(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._timer
-            self._timer = None
+        for timer in (self._timeouts, *self._upkeep):
+            await timer.stop()
         if self._syncing:
             await asyncio.gather(*self._syncing, return_exceptions=True)
         await self.partitions.checkpoint_in_threads(only_changed=False)
 
-    async def _run_timers(self) -> None:
-        last_checkpoint = last_housekeeping = time.monotonic()
-        while True:
-            await asyncio.sleep(_TICK_S)
-            try:
-                await self.coordinator.abort_expired()
-                now = time.monotonic()
-                if now - last_checkpoint >= _CHECKPOINT_EVERY_S:
-                    last_checkpoint = now
-                    await self.coordinator.complete_prepared()
-                    await self.partitions.checkpoint_in_threads()
-                if now - last_housekeeping >= _HOUSEKEEPING_EVERY_S:
-                    last_housekeeping = now
-                    await self.coordinator.expire_transactional_ids()
-            except Exception:
-                log.exception("transaction timers failed")
+    # ------------------------------------------------------------------ timers
+
+    def _transaction_started(self, times_out_at: int) -> None:
+        self._timeouts.wake_if_sooner(max(times_out_at, self._retry_at))
+
+    def _next_timeout(self) -> int | None:
+        deadline = self.coordinator.next_timeout_ms()
+        return None if deadline is None else max(deadline, self._retry_at)
+
+    async def _abort_expired(self) -> None:
+        try:
+            await self.coordinator.abort_expired()
+        finally:
+            # One left past its timeout (busy, or its abort failed) is retried later,
+            # not in a tight loop.
+            now = self._wall_ms()
+            deadline = self.coordinator.next_timeout_ms()
+            self._retry_at = now + _RETRY_MS if deadline is not None and deadline <= now else 0
+
+    async def _checkpoint(self) -> None:
+        await self.coordinator.complete_prepared()
+        await self.partitions.checkpoint_in_threads()
+
+    async def _expire_ids(self) -> None:
+        await self.coordinator.expire_transactional_ids()
 
     # ------------------------------------------------------------------ TxnLogWriter
 

@@ -31,7 +31,7 @@ three, and the completion becomes durable beside the next request's.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Protocol
@@ -106,6 +106,7 @@ class TransactionCoordinator:
         id_expiration_ms: int = DEFAULT_ID_EXPIRATION_MS,
         log_partitions: int = DEFAULT_LOG_PARTITIONS,
         coordinator_epoch: int = 0,
+        on_transaction_started: Callable[[int], None] | None = None,
     ) -> None:
         self._log = txn_log
         self._markers = markers
@@ -117,6 +118,9 @@ class TransactionCoordinator:
         self.coordinator_epoch = coordinator_epoch
         self._txns: dict[str, TransactionMetadata] = {}
         self._busy: set[str] = set()
+        # Told the timeout deadline (``next_timeout_ms``) of each transaction that
+        # begins, so a timer asleep until a later one can wake sooner.
+        self._on_transaction_started = on_transaction_started
 
     # ------------------------------------------------------------------ reading
 
@@ -150,9 +154,12 @@ class TransactionCoordinator:
         """Finish every transaction left prepared (by a crash or a failed marker
         write); returns how many completed."""
         done = 0
-        for meta in list(self._txns.values()):
-            if meta.state.is_prepared and meta.transactional_id not in self._busy:
-                with self._exclusive(meta.transactional_id):
+        for tid in list(self._txns):
+            # Read each when its turn comes: an earlier completion awaited its writes,
+            # and meanwhile another pass may have completed this one.
+            meta = self._txns.get(tid)
+            if meta is not None and meta.state.is_prepared and tid not in self._busy:
+                with self._exclusive(tid):
                     if await self._complete(meta):
                         done += 1
         return done
@@ -277,6 +284,8 @@ class TransactionCoordinator:
                     TxnState.ONGOING, partitions=wanted, start_ms=now, last_update_ms=now
                 )
             await self._write(updated)
+        if meta.state is not TxnState.ONGOING and self._on_transaction_started is not None:
+            self._on_transaction_started(_timeout_deadline(updated))
 
     async def end_txn(
         self, transactional_id: str, producer_id: int, epoch: int, commit: bool
@@ -324,20 +333,37 @@ class TransactionCoordinator:
 
     # ------------------------------------------------------------------ timers
 
+    def next_timeout_ms(self) -> int | None:
+        """The wall-clock time from which ``abort_expired`` aborts the first open
+        transaction (None: none is open). A scan of every id: ask it once a pass."""
+        return min(
+            (_timeout_deadline(m) for m in self._txns.values() if m.state is TxnState.ONGOING),
+            default=None,
+        )
+
     async def abort_expired(self) -> list[str]:
         """Abort transactions open longer than their timeout; their producers are
-        fenced (the abort uses a bumped epoch). Returns the ids aborted."""
+        fenced (the abort uses a bumped epoch). Returns the ids aborted. An id busy
+        with a request is left for the next pass."""
         now = self._clock.wall_ms()
         expired = [
-            m
+            m.transactional_id
             for m in self._txns.values()
-            if m.state is TxnState.ONGOING
-            and m.start_ms + m.timeout_ms < now
-            and m.transactional_id not in self._busy
+            if m.state is TxnState.ONGOING and _timeout_deadline(m) <= now
         ]
         aborted = []
-        for meta in expired:
-            with self._exclusive(meta.transactional_id):
+        for tid in expired:
+            # Read again: while an earlier abort awaited its writes, a request may have
+            # taken this id, or ended or restarted its transaction.
+            meta = self._txns.get(tid)
+            if (
+                meta is None
+                or tid in self._busy
+                or meta.state is not TxnState.ONGOING
+                or _timeout_deadline(meta) > now
+            ):
+                continue
+            with self._exclusive(tid):
                 log.info(
                     "aborting transaction %r: open longer than %d ms",
                     meta.transactional_id,
@@ -447,3 +473,8 @@ class TransactionCoordinator:
             log.exception("completion of %r not written; will retry", prepared.transactional_id)
             return False
         return True
+
+
+def _timeout_deadline(meta: TransactionMetadata) -> int:
+    """The first wall-clock ms at which ``meta``'s open transaction is past its timeout."""
+    return meta.start_ms + meta.timeout_ms + 1

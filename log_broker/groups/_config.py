@@ -44,4 +44,5 @@ class GroupConfig:
             )
 
     def offsets_topic_configs(self) -> dict[str, str]:
-        return {"cleanup.policy": "compact", "segment.bytes": str(self.offsets_topic_segment_bytes)}
+        """``__consumer_offsets``' configs beside its cleanup policy (compact)."""
+        return {"segment.bytes": str(self.offsets_topic_segment_bytes)}

@@ -108,11 +108,9 @@ class GroupService:
         """Create or replay ``__consumer_offsets`` and restore the coordinator (blocking
         file reads: run it in a worker thread)."""
         started = time.perf_counter()
-        topic = logs.topics().get(OFFSETS_TOPIC)
-        if topic is None:
-            topic = logs.create_topic(
-                OFFSETS_TOPIC, config.offsets_topic_partitions, config.offsets_topic_configs()
-            )
+        topic = logs.internal_topic(
+            OFFSETS_TOPIC, config.offsets_topic_partitions, configs=config.offsets_topic_configs()
+        )
         replay = OffsetsReplay()
         for partition in topic.partitions:
             replay_log(partition, replay)

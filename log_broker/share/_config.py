@@ -92,10 +92,8 @@ class ShareConfig:
     state_topic_segment_bytes: int = 16 * 1024 * 1024
 
     def state_topic_configs(self) -> dict[str, str]:
-        return {
-            "cleanup.policy": "compact",
-            "segment.bytes": str(self.state_topic_segment_bytes),
-        }
+        """``__share_group_state``'s configs beside its cleanup policy (compact)."""
+        return {"segment.bytes": str(self.state_topic_segment_bytes)}
 
 
 # server.properties key -> (ShareConfig or PartitionRules field, is a rule)

@@ -153,11 +153,9 @@ class ShareService:
     ) -> ShareService:
         """Create or replay ``__share_group_state`` (blocking reads: run in a thread)."""
         started = time.perf_counter()
-        topic = logs.topics().get(SHARE_STATE_TOPIC)
-        if topic is None:
-            topic = logs.create_topic(
-                SHARE_STATE_TOPIC, config.state_topic_partitions, config.state_topic_configs()
-            )
+        topic = logs.internal_topic(
+            SHARE_STATE_TOPIC, config.state_topic_partitions, configs=config.state_topic_configs()
+        )
         restored = replay_state(topic.partitions)
         log.info(
             "loaded %d share partition(s) from %s in %.3fs",

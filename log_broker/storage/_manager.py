@@ -291,6 +291,25 @@ class LogManager:
             with self._lock:
                 del self._changing[name]
 
+    def internal_topic(
+        self,
+        name: str,
+        num_partitions: int,
+        *,
+        cleanup_policy: str = "compact",
+        configs: Mapping[str, str] | None = None,
+    ) -> Topic:
+        """The broker's own topic ``name`` (``__consumer_offsets`` and the like), created
+        at start-up with ``num_partitions``, ``cleanup.policy`` and ``configs`` when it
+        is missing. An existing one is returned as it is: its partition count decides
+        where keys hash to, so a later change of the setting must not reshape it."""
+        topic = self._topics.get(name)
+        if topic is not None:
+            return topic
+        return self.create_topic(
+            name, num_partitions, {"cleanup.policy": cleanup_policy, **(configs or {})}
+        )
+
     def _check_total(self, adding: int) -> None:
         held = sum(len(topic.partitions) for topic in self._topics.values())
         held += sum(self._changing.values())

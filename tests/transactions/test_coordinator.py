@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Coroutine
+from typing import Any
 
 import pytest
 
@@ -358,3 +360,53 @@ async def test_records_go_to_the_id_s_partition(world: World) -> None:
     c = world.coordinator
     await c.init_producer_id("hello", 30_000)
     assert world.log.records[0][0] == 99162322 % 50 == c.partition_for("hello")
+
+
+async def test_the_next_timeout_and_the_hook_told_of_each_transaction_begun(
+    world: World,
+) -> None:
+    begun: list[int] = []
+    c = TransactionCoordinator(
+        world.log, world.markers, world.ids, world.clock, on_transaction_started=begun.append
+    )
+    assert c.next_timeout_ms() is None
+    pid, epoch = await c.init_producer_id("t", 10_000)
+    assert c.next_timeout_ms() is None  # no transaction open yet
+    await c.add_partitions("t", pid, epoch, [A0])
+    await c.add_partitions("t", pid, epoch, [B1])  # the same transaction: told once
+    assert begun == [1_010_001] and c.next_timeout_ms() == 1_010_001
+    world.clock.advance(10_000)
+    assert await c.abort_expired() == []
+    world.clock.advance(1)
+    assert await c.abort_expired() == ["t"]
+    assert c.next_timeout_ms() is None
+
+
+class EndingMarkers(FakeMarkers):
+    """Markers whose first write lets another request run to its end meanwhile."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.meanwhile: list[Coroutine[Any, Any, None]] = []
+
+    async def write_markers(self, markers: TxnMarkers) -> None:
+        while self.meanwhile:
+            await self.meanwhile.pop()
+        await super().write_markers(markers)
+
+
+async def test_a_transaction_ended_while_another_was_aborted_is_not_aborted(
+    world: World,
+) -> None:
+    markers = EndingMarkers()
+    c = TransactionCoordinator(world.log, markers, world.ids, world.clock)
+    first = await c.init_producer_id("a", 1_000)
+    await c.add_partitions("a", *first, [A0])
+    second = await c.init_producer_id("b", 1_000)
+    await c.add_partitions("b", *second, [B1])
+    world.clock.advance(1_001)
+    # While "a" is aborted, "b"'s producer commits in time as far as it knows.
+    markers.meanwhile.append(c.end_txn("b", *second, commit=True))
+    assert await c.abort_expired() == ["a"]
+    assert c.describe("b").state is TxnState.COMPLETE_COMMIT
+    assert [m.commit for m in markers.written] == [True, False]

@@ -180,3 +180,21 @@ def test_run_retention_covers_every_log(tmp_path: Path) -> None:
 def test_bad_broker_defaults_fail_at_open(tmp_path: Path) -> None:
     with pytest.raises(InvalidConfigError):
         LogManager.open(tmp_path, defaults={"retention.ms": "x"})
+
+
+def test_internal_topic_is_created_once_and_then_kept_as_it_is(tmp_path: Path) -> None:
+    manager = LogManager.open(tmp_path)
+    topic = manager.internal_topic("__internal", 3, configs={"segment.bytes": "1048576"})
+    assert len(topic.partitions) == 3 and topic.config.compact
+    assert topic.overrides == {"cleanup.policy": "compact", "segment.bytes": "1048576"}
+    # A later start with other settings finds the topic and leaves it alone.
+    assert manager.internal_topic("__internal", 5, cleanup_policy="delete") is topic
+    manager.close()
+
+    reopened = LogManager.open(tmp_path)
+    again = reopened.internal_topic("__internal", 5)
+    assert again.topic_id == topic.topic_id and len(again.partitions) == 3
+    assert again.overrides == topic.overrides
+    plain = reopened.internal_topic("__plain", 1, cleanup_policy="delete")
+    assert plain.overrides == {"cleanup.policy": "delete"} and not plain.config.compact
+    reopened.close()
