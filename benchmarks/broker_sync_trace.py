@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/broker_sync_trace.py [--partitions 1000] [--records 300000]
         [--fsync always|never] [--cprofile FILE] [--sync-workers N] [--in-flight N]
+    .venv/bin/python benchmarks/broker_sync_trace.py --disk-only
 
 Runs one headrace broker whose group syncer is traced, fills a topic through
 ``kcat -P`` (acks=all, the settings of ``broker_partitions.py``), and prints: the produce
@@ -10,7 +11,9 @@ ran at once, how long a request waited for its sync, and the broker's CPU share 
 event loop's thread apart from the fsync threads). ``--cprofile`` also writes a profile
 of the broker's event loop; ``--sync-workers`` and ``--in-flight`` change the two bounds
 on how many fsyncs can run at once (the syncer's threads, 32, and the requests one
-connection may have in flight, 64).
+connection may have in flight, 64). ``--disk-only`` measures the machine's own rate of
+fsyncs of distinct files instead, in the current directory (run it where the broker's
+data would be).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import queue
 import signal
 import subprocess
 import sys
@@ -177,6 +181,38 @@ def report(
     )
 
 
+def disk_only(directory: Path, threads: int, files: int = 1000, syncs: int = 5000) -> float:
+    """``fdatasync``s a second of the machine alone: ``threads`` threads, each appending
+    16 KB (about one partition's batch) to one of ``files`` files and syncing it."""
+    fds = [
+        os.open(directory / f"f{i}", os.O_CREAT | os.O_WRONLY | os.O_APPEND) for i in range(files)
+    ]
+    work: queue.SimpleQueue[int] = queue.SimpleQueue()
+    for i in range(syncs):
+        work.put(fds[i % files])
+    data = b"x" * 16_000
+
+    def sync_files() -> None:
+        while True:
+            try:
+                fd = work.get_nowait()
+            except queue.Empty:
+                return
+            os.write(fd, data)
+            os.fdatasync(fd)
+
+    started = time.perf_counter()
+    workers = [threading.Thread(target=sync_files) for _ in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    elapsed = time.perf_counter() - started
+    for fd in fds:
+        os.close(fd)
+    return syncs / elapsed
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--partitions", type=int, default=1000)
@@ -186,10 +222,21 @@ def main() -> None:
     parser.add_argument("--cprofile", metavar="FILE", help="also profile the broker's event loop")
     parser.add_argument("--sync-workers", type=int, help="the syncer's threads (default 32)")
     parser.add_argument("--in-flight", type=int, help="requests a connection may have in flight")
+    parser.add_argument(
+        "--disk-only",
+        action="store_true",
+        help="measure the machine's fdatasyncs a second from 8, 32 and 128 threads instead",
+    )
     parser.add_argument("--serve", metavar="TRACE", help=argparse.SUPPRESS)
     args, rest = parser.parse_known_args()
     if args.serve:
         sys.exit(serve(Path(args.serve), args.cprofile, args, rest))
+    if args.disk_only:
+        with tempfile.TemporaryDirectory(prefix="sync-rate-", dir=".") as directory:
+            for threads in (8, 32, 128):
+                rate = disk_only(Path(directory), threads)
+                print(f"{threads:>4} threads: {rate:,.0f} fdatasyncs a second", flush=True)
+        return
     with tempfile.TemporaryDirectory(prefix="sync-trace-") as directory:
         folder = Path(directory)
         source, trace_path = folder / "records.txt", folder / "trace.json"
