@@ -24,8 +24,13 @@ collector's runs land on whatever allocates (most of all a commit's flush).
 The figure that matters is the ratio: the large key space's rate over the small one's
 (goal: at least 0.5).
 
+``--phases`` also prints, per record, the thread CPU time of the store's RocksDB
+multi-gets (``RocksDBTable.get_many``), of the task's commits (``TaskExecutor.flush``)
+and, within them, of RocksDB's batch writes (``RocksDBTable.write``): where the large key
+space's extra cost is, without a profiler's overhead.
+
 Run: ``python benchmarks/state_scale.py [--records N] [--small K] [--large K]
-[--topologies windowed,aggregate] [--profile FILE] [--default-gc]``.
+[--topologies windowed,aggregate] [--profile FILE] [--phases] [--default-gc]``.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ from typing import Any
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 from headrace.dsl import Serdes, StreamsBuilder, TimeWindows, materialized
+from headrace.state._rocksdb import RocksDBTable
 from headrace.streams import ConsumedRecord, TaskExecutor
 from headrace.streams.runtime._gc import tune_for_streaming
 
@@ -88,6 +94,43 @@ def batches(records: int, keys: int) -> Iterator[list[ConsumedRecord]]:
         ]
 
 
+class Phases:
+    """Thread CPU seconds spent in a few methods while installed (see ``--phases``)."""
+
+    NAMES = {
+        "multi-get": (RocksDBTable, "get_many"),
+        "commits": (TaskExecutor, "flush"),
+        "batch write": (RocksDBTable, "write"),
+    }
+
+    def __init__(self) -> None:
+        self.seconds = dict.fromkeys(self.NAMES, 0.0)
+        self._originals: dict[str, Any] = {}
+
+    def _timed(self, name: str, method: Any) -> Any:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            started = time.thread_time()
+            try:
+                return method(*args, **kwargs)
+            finally:
+                self.seconds[name] += time.thread_time() - started
+
+        return timed
+
+    def __enter__(self) -> Phases:
+        for name, (cls, attribute) in self.NAMES.items():
+            self._originals[name] = getattr(cls, attribute)
+            setattr(cls, attribute, self._timed(name, self._originals[name]))
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        for name, (cls, attribute) in self.NAMES.items():
+            setattr(cls, attribute, self._originals[name])
+
+    def report(self, records: int) -> str:
+        return ", ".join(f"{n} {s * 1e6 / records:.2f}" for n, s in self.seconds.items())
+
+
 def run(topology: str, records: int, keys: int, default_gc: bool = False) -> float:
     with tempfile.TemporaryDirectory(prefix="headrace-state-scale-") as state_dir:
         task = TaskExecutor(
@@ -128,6 +171,19 @@ def run(topology: str, records: int, keys: int, default_gc: bool = False) -> flo
     return records / cpu
 
 
+def timed_run(topology: str, records: int, keys: int, args: argparse.Namespace) -> float:
+    if not args.phases:
+        return run(topology, records, keys, args.default_gc)
+    with Phases() as phases:
+        rate = run(topology, records, keys, args.default_gc)
+    print(
+        f"{topology:<10} {keys:>12,} keys, us a record: {1e6 / rate:.2f} in all (process "
+        f"CPU); thread CPU: {phases.report(records)}",
+        flush=True,
+    )
+    return rate
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--records", type=int, default=10_000_000)
@@ -135,6 +191,9 @@ def main() -> None:
     parser.add_argument("--large", type=int, default=10_000_000)
     parser.add_argument("--topologies", default="windowed,aggregate")
     parser.add_argument("--profile", help="profile the large run of each topology into FILE")
+    parser.add_argument(
+        "--phases", action="store_true", help="time RocksDB reads, commits and batch writes"
+    )
     parser.add_argument(
         "--default-gc", action="store_true", help="CPython's collector settings, not the app's"
     )
@@ -146,15 +205,15 @@ def main() -> None:
         flush=True,
     )
     for topology in args.topologies.split(","):
-        small = run(topology, args.records, args.small, args.default_gc)
+        small = timed_run(topology, args.records, args.small, args)
         if args.profile:
             import cProfile
 
             profiler = cProfile.Profile()
-            large = profiler.runcall(run, topology, args.records, args.large, args.default_gc)
+            large = profiler.runcall(timed_run, topology, args.records, args.large, args)
             profiler.dump_stats(f"{args.profile}.{topology}")
         else:
-            large = run(topology, args.records, args.large, args.default_gc)
+            large = timed_run(topology, args.records, args.large, args)
         print(
             f"{topology:<10} {args.large:,} keys at {large / small:.2f} of the "
             f"{args.small:,}-key rate (goal 0.5); load {os.getloadavg()[0]:.1f}",
