@@ -17,13 +17,14 @@ SIZE = 10
 
 
 def caching_store(driver: TopologyTestDriver) -> CachingSegmentedStore:
-    (operator,) = [
+    operators: list[Any] = [
         processor
         for task in driver._tasks
         for _name, processor, _context in task._processors
         if hasattr(processor, "_known_counts")
     ]
-    store: Any = operator._raw
+    (operator,) = operators
+    store: Any = operator._raw  # metered(caching(logging(segments)))
     while not isinstance(store, CachingSegmentedStore):
         store = store.wrapped
     return store
