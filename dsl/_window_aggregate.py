@@ -97,13 +97,15 @@ class TimeWindowAggregate(WindowedAggregateBase):
 
     def _forget_closed(self, lowest_open: int) -> None:
         """Drop the remembered counts and built keys of windows at or below
-        ``lowest_open``: they are closed, no record updates them again, and kept they
-        would add an entry per key and window until the dicts' size limits, which a
-        steady key space reaches only after hours (an hour-long soak saw the memory
-        rise). Done once a window size at most, so the scan is rare."""
+        ``lowest_open``, and the store's cached copies of them: they are closed, no
+        record updates them again, and kept they would add an entry per key and window
+        until the size limits, which a steady key space reaches only after hours (an
+        hour-long soak saw the memory rise). Done once a window size at most, so the
+        scan is rare."""
         if lowest_open < self._forgotten_below + self._windows.size_ms:
             return
         self._forgotten_below = lowest_open
+        self._raw.release_through(lowest_open)
         from_bytes = int.from_bytes
         for cache in (self._known_counts, self._windowed_keys):
             closed = [b for b in cache if from_bytes(b[-12:-4], "big") <= lowest_open]

@@ -233,6 +233,15 @@ class CachingSegmentedStore(_CachingStore[SegmentedBytesStore], SegmentedStoreWr
     put_raw = _CachingStore._cached_put  # type: ignore[assignment]
     put_all_raw = _CachingStore._cached_put_all
 
+    def release_through(self, time: int) -> None:
+        """Drop the cache's clean copies of entries at or before ``time``: the caller
+        writes there no more, and kept they would stay until the cache's size limit
+        pushed them out, which a steady key space over tumbling windows reaches only
+        after hours. Reads of them go to the store below, which still holds them."""
+        if self._open:
+            self._cache.drop_clean_through(self.schema.time_slice, time)
+        self.wrapped.release_through(time)
+
     def scan_raw(
         self, key_from: bytes | None, key_to: bytes | None, time_from: int, time_to: int
     ) -> Iterator[tuple[bytes, bytes]]:

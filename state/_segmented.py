@@ -68,6 +68,12 @@ class SegmentedBytesStore(CheckpointableStore, Protocol):
 
     def restore_batch(self, records: Iterable[ChangeRecord]) -> None: ...
 
+    def release_through(self, time: int) -> None:
+        """The caller will write no entry with segment time at or before ``time`` again
+        (its windows closed). A cache in the stack drops its clean copies of them; the
+        stored entries stay until retention drops their segment."""
+        ...
+
     def set_flush_listener(
         self, listener: FlushListener, send_old_values: bool = False
     ) -> bool: ...
@@ -275,6 +281,9 @@ class SegmentedStore(BackendStore):
 
     def set_flush_listener(self, listener: FlushListener, send_old_values: bool = False) -> bool:
         return False
+
+    def release_through(self, time: int) -> None:
+        """Nothing is held here beyond what retention keeps."""
 
     def segment_ids(self) -> list[int]:
         """The live segments, oldest first (for tests and diagnostics)."""

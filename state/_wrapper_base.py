@@ -135,6 +135,9 @@ class SegmentedStoreWrapper(StoreWrapper[SegmentedBytesStore]):
     def get_many_raw(self, binaries: list[bytes]) -> list[bytes | None]:
         return self.wrapped.get_many_raw(binaries)
 
+    def release_through(self, time: int) -> None:
+        self.wrapped.release_through(time)
+
     def scan_raw(
         self, key_from: bytes | None, key_to: bytes | None, time_from: int, time_to: int
     ) -> Iterator[tuple[bytes, bytes]]:
