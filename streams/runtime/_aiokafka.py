@@ -569,6 +569,7 @@ class AiokafkaRecordProducer:
             self._queued -= len(records)
             start = 0
             try:
+                await self._before_handing()
                 while start < len(records):
                     batch = producer.create_batch()
                     end = fill_batch(batch, records, start)
@@ -585,6 +586,10 @@ class AiokafkaRecordProducer:
                 # Whatever stopped the chain, the records count as handed (and failed),
                 # or a flush would wait for them for ever.
                 self._ledger.handed(tp, records[start:], error=error)
+
+    async def _before_handing(self) -> None:
+        """Called before a queue is handed to the client; the transactional producer
+        begins its transaction here."""
 
     def mark(self) -> FlushMark:
         """The point a later ``flush(mark)`` waits for: every record sent until now."""

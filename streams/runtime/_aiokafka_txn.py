@@ -102,6 +102,13 @@ class AiokafkaTransactionalProducer(AiokafkaRecordProducer):
                 await self._begin()
             await super().send(records)
 
+    async def _before_handing(self) -> None:
+        # ``send`` began the transaction before it awaited (a topic's partition count,
+        # the queue bound); a commit held and released meanwhile ended that
+        # transaction, so what it placed after the release belongs to the next one.
+        if not self.in_transaction:
+            await self._begin()
+
     async def release(self) -> None:
         """Begin the next transaction and hand it what was sent while held."""
         if self._held:

@@ -35,7 +35,10 @@ What the timings and the state families hold:
   the operations the store timed: it samples gets and puts), and
   ``headrace_streams_store_keys{task, store}`` (a key-value store's estimate), read
   from the running tasks' stores when scraped;
-- ``headrace_streams_rebalances_total``: assignments this instance received.
+- ``headrace_streams_rebalances_total``: assignments this instance received;
+- ``headrace_streams_transactions_aborted_total``: exactly-once transactions this
+  instance aborted (a failed commit, or one on revocation); their input is read and
+  processed again, so ``records_consumed_total`` counts it twice.
 
 The process's memory (RocksDB's block cache, memtables and table readers, Python's
 allocated blocks, the C heap) is read when scraped: ``_memory_metrics.py``.
@@ -222,6 +225,11 @@ class AppMetrics:
         )
         self.rebalances = Counter(
             "headrace_streams_rebalances", "Assignments this instance received", registry=reg
+        )
+        self.transactions_aborted = Counter(
+            "headrace_streams_transactions_aborted",
+            "Transactions this instance aborted; their input is processed again",
+            registry=reg,
         )
         self._stores = _StoreStats()
         reg.register(self._stores)

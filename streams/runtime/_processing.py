@@ -131,6 +131,7 @@ class ProcessingLoop:
     async def _rewind(self, error: TransactionError | FencedError) -> None:
         """A transaction was aborted: rewind the tasks (``_rewind.py``); a fenced
         instance that must stop raises ``FencedError`` out of the loop."""
+        self._metrics.transactions_aborted.inc()
         await self._rt.rewinder.rewind(error)
         count_tasks(self._rt, self._metrics)
 

@@ -76,6 +76,7 @@ class Rebalance:
                 # Aborted: every task rewinds; the new assignment reopens them from
                 # their snapshots at the committed offsets.
                 log.warning("commit on revocation aborted: %s", error)
+                self._metrics.transactions_aborted.inc()
                 rt.rewinder.close_all()
                 try:
                     await rt.rewinder.renew_producer(error)

@@ -239,8 +239,10 @@ async def test_metrics_count_what_happened(
     late = _by(samples, "headrace_streams_late_records_dropped_total")
     assert list(late.values()) == [float(LATE)], late
     # Consumed counts every record a task was fed, whatever became of it: the input
-    # topics plus the repartition topic.
+    # topics plus the repartition topic. An aborted transaction would feed some again
+    # (the next test); none may happen here.
     consumed = sum(_by(samples, "headrace_streams_records_consumed_total").values())
+    assert _by(samples, "headrace_streams_transactions_aborted_total") == {(): 0.0}
     assert consumed == (GOOD + UNDECODABLE + 3) + len(PINGS) + GOOD
     # The status line's "produced" is the same count.
     total = sum(counted.values())
@@ -279,4 +281,72 @@ async def test_metrics_count_what_happened(
         writes = operations.get((store, "put"), 0) + operations.get((store, "put_all"), 0)
         assert writes >= 1 and operations.get((store, "get"), 0) >= 1, operations
     assert every["headrace_streams_commit_latency_seconds_count"][()] >= 1
+    assert inst.stop() == 0
+
+
+async def test_a_fenced_transaction_is_counted_as_aborted(
+    cluster: Cluster, instances: list[Instance], tmp_path: Path
+) -> None:
+    """Another producer takes the instance's transactional id: its next transaction is
+    fenced and aborted, the instance rewinds, and ``transactions_aborted_total`` says so
+    (it is what explains records consumed twice), once per abort it logged."""
+    from aiokafka import AIOKafkaProducer
+    from rtprocs import Instance
+
+    bootstrap = cluster.bootstrap
+    prefix = "rtm-fenced"
+    app_id = f"{prefix}-app"
+    await _setup(bootstrap, prefix)
+    env = {
+        "RTM_PREFIX": prefix,
+        "HEADRACE_PROCESSING_GUARANTEE": "exactly_once_v2",
+        "HEADRACE_INSTANCE_ID": "a",
+        "HEADRACE_DESERIALIZATION_ERROR_HANDLER": "continue",
+        "HEADRACE_PROCESSING_ERROR_HANDLER": "continue",
+    }
+    (tmp_path / "a").mkdir()
+    inst = Instance(
+        f"{Path(__file__)}:readings", app_id, bootstrap, tmp_path / "a" / "state", "a", env=env
+    )
+    instances.append(inst.start())
+    await asyncio.to_thread(inst.wait_for, "[run]", 60)
+    found = re.search(r"\[run\] .*; http://(\S+) \(", inst.log())
+    assert found is not None, inst.log()[-2000:]
+    address = found.group(1)
+
+    async def sink_and_aborts(want: int) -> tuple[float, float]:
+        deadline = time.monotonic() + 60
+        while True:
+            samples = await asyncio.to_thread(_metrics, address)
+            sink = sum(
+                v
+                for labels, v in _by(samples, "headrace_streams_records_produced_total").items()
+                if dict(labels)["kind"] == "sink"
+            )
+            aborted = sum(_by(samples, "headrace_streams_transactions_aborted_total").values())
+            if sink >= want or time.monotonic() > deadline:
+                return sink, aborted
+            await asyncio.sleep(0.3)
+
+    assert await sink_and_aborts(GOOD) == (GOOD, 0), inst.log()[-3000:]
+    fencer = AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id=f"{app_id}-a")
+    await fencer.start()  # InitProducerId: the instance's epoch is now stale
+    await fencer.stop()
+    more = 5
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
+    await producer.start()
+    try:
+        for i in range(more):
+            await producer.send(
+                f"{prefix}-readings", struct.pack(">q", 200 + i), key=f"a-late{i}".encode()
+            )
+        await producer.flush()
+    finally:
+        await producer.stop()
+    sink, aborted = await sink_and_aborts(GOOD + more)
+    log = inst.log()
+    assert sink == GOOD + more, log[-3000:]
+    assert aborted >= 1 and aborted == log.count("transaction aborted ("), log[-3000:]
+    held = await _records_in(bootstrap, [f"{prefix}-totals"])
+    assert held == {f"{prefix}-totals": GOOD + more}
     assert inst.stop() == 0
