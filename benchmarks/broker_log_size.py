@@ -1,7 +1,7 @@
 """A big log: consuming its start against its tail, and producing while it is cleaned.
 
     .venv/bin/python benchmarks/broker_log_size.py [--gigabytes 10] [--read-gigabytes 1]
-        [--data-dir DIR] [--cold-start]
+        [--data-dir DIR] [--cold-start | --cold-both]
 
 One broker (fsync on) holds a one-partition topic of GIGABYTES (10 KB values, keys
 repeating every 10,000 records, 256 MB segments), written through librdkafka. Then:
@@ -14,6 +14,10 @@ repeating every 10,000 records, 256 MB segments), written through librdkafka. Th
    the big log (retention.bytes lowered), then while compaction cleans it
    (cleanup.policy=compact). Each phase produces for the same time; the figures are
    each phase's rate over the idle one.
+
+``--cold-start`` drops the start's segments from the page cache before each read of
+it (a log written long ago), ``--cold-both`` the tail's as well, so that both reads
+come from the disk and the ratio compares the broker's reads alone.
 
 The data directory is removed at the end.
 """
@@ -178,10 +182,20 @@ def evict_start(directory: Path, read_bytes: int) -> int:
     this log's own files, which the kernel honours for pages already on disk. The read
     from the start then comes from the disk, as for a log written long ago, while the
     tail stays cached as a just-written tail is. Returns how many segments."""
-    segments = sorted(directory.glob("*.log"))[: read_bytes // SEGMENT_BYTES + 2]
+    return _evict(sorted(directory.glob("*.log"))[: read_bytes // SEGMENT_BYTES + 2])
+
+
+def evict_tail(directory: Path, read_bytes: int) -> int:
+    """The same for the last segments, those a read of ``read_bytes`` ending at the log
+    end touches: with both evicted, start and tail are read from the same medium."""
+    return _evict(sorted(directory.glob("*.log"))[-(read_bytes // SEGMENT_BYTES + 2) :])
+
+
+def _evict(segments: list[Path]) -> int:
     for path in segments:
         fd = os.open(path, os.O_RDONLY)
         try:
+            os.fsync(fd)  # DONTNEED drops clean pages only
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         finally:
             os.close(fd)
@@ -202,6 +216,11 @@ def main() -> None:
         "--cold-start",
         action="store_true",
         help="drop the log's first segments from the page cache before each read from the start",
+    )
+    parser.add_argument(
+        "--cold-both",
+        action="store_true",
+        help="drop the segments each read touches from the page cache before it, start and tail",
     )
     args = parser.parse_args()
     parent = Path(tempfile.mkdtemp(prefix="log-size-bench-", dir=args.data_dir))
@@ -229,8 +248,10 @@ def main() -> None:
         print(f"first fetch: {time.perf_counter() - started:.1f} s", flush=True)
         heads, tails = [], []
         for _ in range(2):
+            if args.cold_both:
+                evict_tail(data / f"{BIG}-0", read * VALUE_BYTES)
             tails.append(consume_rate(bootstrap, records - read, read))
-            if args.cold_start:
+            if args.cold_start or args.cold_both:
                 evict_start(data / f"{BIG}-0", read * VALUE_BYTES)
             heads.append(consume_rate(bootstrap, 0, read))
         head, tail = median(heads), median(tails)
