@@ -76,7 +76,11 @@ class KeyValueAggregate(AggregateBase):
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
         self._bytes = self._store.inner
-        self._cached = self._bytes.set_flush_listener(self._on_flush, self._send_old)
+        # With no node downstream nobody reads the updates: a flush then decodes and
+        # forwards nothing, and no timestamps are kept for it (``_pending_ts``).
+        self._readers = bool(context.child_names)
+        listener = self._on_flush if self._readers else _ignore_entries
+        self._cached = self._bytes.set_flush_listener(listener, self._send_old)
 
     def _on_flush(self, entries: Sequence[CacheEntry]) -> None:
         dk, dv, pop = self._dk, self._dv, self._pending_ts.pop
@@ -217,3 +221,7 @@ class TypedWindowedAggregate(WindowedAggregateBase):
 
 def _ignore_flush(changes: list[StoreChange[Windowed[Any], Any]]) -> None:
     """Final-results mode forwards from its own schedule, not from cache flushes."""
+
+
+def _ignore_entries(entries: Sequence[CacheEntry]) -> None:
+    """A key-value aggregate with no node downstream forwards nothing."""

@@ -10,7 +10,10 @@ window-closing check.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterator, Sequence
+import struct
+from collections.abc import Hashable, Iterable, Iterator, Sequence
+from itertools import filterfalse
+from operator import add
 from typing import Any
 
 from headrace.state import CacheEntry, Window, Windowed
@@ -23,6 +26,7 @@ from ._windows import TimeWindows
 _NO_SEQ = b"\x00\x00\x00\x00"
 _KNOWN_LIMIT = 131_072  # counts remembered between batches, per task
 _MAX_TIME = (1 << 63) - 1
+_LONG = struct.Struct(">q")  # the long serde's layout: 8 bytes, big-endian, signed
 
 
 class TimeWindowAggregate(WindowedAggregateBase):
@@ -263,24 +267,34 @@ class TimeWindowAggregate(WindowedAggregateBase):
         known = self._known_counts
         if len(known) > _KNOWN_LIMIT:
             known.clear()
-        from_bytes = int.from_bytes
         # The rest in one read: past the cache, one multi-get per segment, not a get each.
-        unknown = [binary for binary in counts if binary not in known]
-        if unknown:
-            raws = self._raw.get_many_raw(unknown)
-            if raws.count(None) == len(raws):  # all new (a large key space): no loop
+        unknown = list(filterfalse(known.__contains__, counts))
+        absent = bool(unknown) and self._read_stored(unknown)
+        totals: Iterable[int]
+        if absent and len(unknown) == len(counts):
+            totals = counts.values()  # every key new (a large key space): its counts as they are
+        else:
+            if absent:
                 known.update(dict.fromkeys(unknown, 0))
-            else:
-                for binary, raw in zip(unknown, raws, strict=True):
-                    known[binary] = 0 if raw is None else from_bytes(raw, "big", signed=True)
-        entries = []
-        for binary, n in counts.items():
-            n += known[binary]
-            known[binary] = n
-            entries.append((binary, n.to_bytes(8, "big", signed=True)))
+            totals = list(map(add, counts.values(), map(known.__getitem__, counts)))
+        # The totals remembered and encoded with no Python loop per key.
+        known.update(zip(counts, totals))
         if readers:
             self._pending_ts.update(newest)
-        self._raw.put_all_raw(entries)
+        self._raw.put_all_raw(list(zip(counts, map(_LONG.pack, totals))))
+
+    def _read_stored(self, unknown: list[bytes]) -> bool:
+        """Read the counts of keys not in ``_known_counts`` from the store, in one read:
+        past the cache, one multi-get per segment. True when none is stored (the usual
+        answer over a large key space), and then nothing is remembered; otherwise each
+        key's stored count (0 if none) goes into ``_known_counts``."""
+        raws = self._raw.get_many_raw(unknown)
+        if raws.count(None) == len(raws):
+            return True
+        known, from_bytes = self._known_counts, int.from_bytes
+        for binary, raw in zip(unknown, raws, strict=True):
+            known[binary] = 0 if raw is None else from_bytes(raw, "big", signed=True)
+        return False
 
     def _apply(self, groups: dict[bytes, list[Any]]) -> None:
         fold, get, put = self._fold, self._raw.get_raw, self._raw.put_raw
