@@ -38,6 +38,11 @@ class TimeWindowAggregate(WindowedAggregateBase):
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
         self._raw = self._store.inner.raw  # metered(caching(logging(segments))) on binary keys
+        # Where the window start and the record key sit in a binary key: the schema's
+        # own layout, read as the store reads it.
+        schema = self._raw.schema
+        self._start_bytes = schema.time_slice
+        self._key_end = -schema.suffix_len
         self._cached = (not self._final) and self._raw.set_flush_listener(
             self._on_flush, self._send_old
         )
@@ -67,7 +72,7 @@ class TimeWindowAggregate(WindowedAggregateBase):
     def _stored_windows(self) -> Iterator[tuple[int, Hashable, int]]:
         size, close = self._windows.size_ms, self._windows.close_time
         for binary, _value in self._raw.scan_raw(None, None, 0, _MAX_TIME):
-            start = int.from_bytes(binary[-12:-4], "big")
+            start = int.from_bytes(binary[self._start_bytes], "big")
             yield close(start, start + size), binary, start + size - 1
 
     # -- helpers ------------------------------------------------------------------------
@@ -95,8 +100,10 @@ class TimeWindowAggregate(WindowedAggregateBase):
         if windowed is None:
             if len(cache) >= 65_536:
                 cache.clear()
-            start = int.from_bytes(binary[-12:-4], "big")
-            windowed = cache[binary] = Windowed(self._dk(binary[:-12]), self._window(start))
+            start = int.from_bytes(binary[self._start_bytes], "big")
+            windowed = cache[binary] = Windowed(
+                self._dk(binary[: self._key_end]), self._window(start)
+            )
         return windowed
 
     def _forget_closed(self, lowest_open: int) -> None:
@@ -110,9 +117,12 @@ class TimeWindowAggregate(WindowedAggregateBase):
             return
         self._forgotten_below = lowest_open
         self._raw.release_through(lowest_open)
-        from_bytes = int.from_bytes
+        if lowest_open < 0:
+            return  # window starts are not negative: nothing closed yet
+        # Big-endian starts compare as their bytes do: no decoding per entry.
+        bound, start = lowest_open.to_bytes(8, "big"), self._start_bytes
         for cache in (self._known_counts, self._windowed_keys):
-            closed = [b for b in cache if from_bytes(b[-12:-4], "big") <= lowest_open]
+            closed = [b for b in cache if b[start] <= bound]
             for binary in closed:
                 del cache[binary]
 
