@@ -14,7 +14,6 @@ from headrace.streams import Rec
 from ._aggregate_base import KeyValueAggregate, _new_tuple
 from ._change import Change
 
-
 _newest = itemgetter(2)  # a group's newest record timestamp
 
 
@@ -50,7 +49,7 @@ class StreamAggregate(KeyValueAggregate):
                 ]
             )
             if self._readers:
-                self._pending_ts.update(zip(groups, map(_newest, groups.values())))
+                self._pending_ts.update(zip(groups, map(_newest, groups.values()), strict=True))
             return
         out: list[Rec] = []
         send_old = self._send_old

@@ -282,16 +282,18 @@ class TimeWindowAggregate(WindowedAggregateBase):
         absent = bool(unknown) and self._read_stored(unknown)
         totals: Iterable[int]
         if absent and len(unknown) == len(counts):
-            totals = counts.values()  # every key new (a large key space): its counts as they are
+            # Every key new: a key space beyond what is remembered, where remembering
+            # them would only turn the dict over (a key seen again is read back from
+            # the write cache, which holds it).
+            totals = counts.values()
         else:
             if absent:
                 known.update(dict.fromkeys(unknown, 0))
             totals = list(map(add, counts.values(), map(known.__getitem__, counts)))
-        # The totals remembered and encoded with no Python loop per key.
-        known.update(zip(counts, totals))
+            known.update(zip(counts, totals, strict=True))  # no Python loop per key
         if readers:
             self._pending_ts.update(newest)
-        self._raw.put_all_raw(list(zip(counts, map(_LONG.pack, totals))))
+        self._raw.put_all_raw(list(zip(counts, map(_LONG.pack, totals), strict=True)))
 
     def _read_stored(self, unknown: list[bytes]) -> bool:
         """Read the counts of keys not in ``_known_counts`` from the store, in one read:

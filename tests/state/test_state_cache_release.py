@@ -3,6 +3,7 @@ dirty stays for its flush (no write is lost), and later windows are kept. A cach
 segmented store drops its entries of the segments retention drops below it."""
 
 from pathlib import Path
+from typing import Any
 
 from headrace.state import Stores, StoreTestContext
 from headrace.state._cache import MISS, WriteCache
@@ -58,11 +59,12 @@ def test_a_retention_drop_below_takes_the_dropped_segments_entries_out_of_the_ca
         context.stream_time = start
         store.put(b"k", b"v", start)
         store.flush()
-    raw = store.inner.raw
+    facade: Any = store.inner
+    raw: Any = facade.raw  # metered(caching(logging(segments)))
     caching = raw
     while not isinstance(caching, CachingSegmentedStore):
         caching = caching.wrapped
-    segments = caching.wrapped
+    segments: Any = caching.wrapped
     while hasattr(segments, "wrapped"):
         segments = segments.wrapped
     assert segments.segment_ids() == [17, 18, 19]  # retention dropped 0 to 16
