@@ -76,7 +76,11 @@ class KeyValueAggregate(AggregateBase):
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
         self._bytes = self._store.inner
-        self._cached = self._bytes.set_flush_listener(self._on_flush, self._send_old)
+        # With no node downstream nobody reads the updates: a flush then decodes and
+        # forwards nothing, and no timestamps are kept for it (``_pending_ts``).
+        self._readers = bool(context.child_names)
+        listener = self._on_flush if self._readers else _ignore_entries
+        self._cached = self._bytes.set_flush_listener(listener, self._send_old)
 
     def _on_flush(self, entries: Sequence[CacheEntry]) -> None:
         dk, dv, pop = self._dk, self._dv, self._pending_ts.pop
@@ -180,11 +184,23 @@ class TypedWindowedAggregate(WindowedAggregateBase):
     """A windowed aggregation through its typed window or session store (sessions and
     sliding windows): the store's cache hands typed changes to the flush listener."""
 
+    _released_through = -1
+
     def _listen_for_flushes(self) -> None:
         """Forward each cache flush, unless final-results mode forwards on its own
         schedule; ``_cached`` says whether the store has a cache at all."""
         listener = _ignore_flush if self._final else self._on_flush
         self._cached = self._store.set_flush_listener(listener, self._send_old)
+
+    def _release_closed(self, through: int, step: int) -> None:
+        """Tell the store stack that no entry with segment time at or before ``through``
+        is written again (its windows or sessions closed): the write cache then drops
+        its clean copies of them, which would otherwise stay until its size limit
+        pushed them out (hours for a steady key space). Each call is a pass over the
+        cache, so it is made once per ``step`` of stream time at most."""
+        if through >= self._released_through + step:
+            self._released_through = through
+            self._store.inner.raw.release_through(through)
 
     def _on_flush(self, changes: list[StoreChange[Windowed[Any], Any]]) -> None:
         pending, send_old = self._pending_ts, self._send_old
@@ -217,3 +233,7 @@ class TypedWindowedAggregate(WindowedAggregateBase):
 
 def _ignore_flush(changes: list[StoreChange[Windowed[Any], Any]]) -> None:
     """Final-results mode forwards from its own schedule, not from cache flushes."""
+
+
+def _ignore_entries(entries: Sequence[CacheEntry]) -> None:
+    """A key-value aggregate with no node downstream forwards nothing."""

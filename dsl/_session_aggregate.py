@@ -61,6 +61,10 @@ class SessionWindowAggregate(TypedWindowedAggregate):
                 late.append((k, v, ts, observed))
                 continue
             self._merge(k, v, ts, out)
+        # A record accepted from here on is at or after observed - grace, and joins only
+        # sessions ending at or after its time - gap: the ones ending before are done.
+        gap = self._windows.gap_ms
+        self._release_closed(observed - grace - gap - 1, gap)
         self._finish_batch(observed, late, out)
 
     def _merge(self, key: Any, value: Any, ts: int, out: list[Rec]) -> None:

@@ -91,6 +91,9 @@ class SlidingWindowAggregate(TypedWindowedAggregate):
             for start in self._starts(ts, sorted({t for t, _ in records})):
                 inside = [(t, value) for t, value in records if start <= t <= start + d]
                 self._update(k, start, inside, out)
+        # A record accepted from here on is at or after observed - grace, and changes only
+        # windows starting at or after its time - d: the ones starting before are done.
+        self._release_closed(observed - grace - d - 1, d + 1)
         self._finish_batch(observed, late, out)
 
     def _update(self, key: Any, start: int, inside: list[tuple[int, Any]], out: list[Rec]) -> None:

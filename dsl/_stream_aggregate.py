@@ -6,12 +6,15 @@ to aggregate under, or nothing to aggregate.
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any
 
 from headrace.streams import Rec
 
 from ._aggregate_base import KeyValueAggregate, _new_tuple
 from ._change import Change
+
+_newest = itemgetter(2)  # a group's newest record timestamp
 
 
 class StreamAggregate(KeyValueAggregate):
@@ -35,14 +38,18 @@ class StreamAggregate(KeyValueAggregate):
         fold, get, put = self._fold, self._bytes.get, self._bytes.put
         dv, ev = self._dv, self._ev
         if cached:
-            pending = self._pending_ts
             counting = fold.counting
-            # One read for the batch's keys: past the cache, one multi-get, not a get each.
+            # One read for the batch's keys: past the cache, one multi-get, not a get each;
+            # and one write into the cache.
             olds = self._bytes.get_many(list(groups))
-            for (kb, (k, values, ts)), old in zip(groups.items(), olds, strict=True):
-                new = fold.final(k, dv(old), len(values) if counting else values)
-                put(kb, ev(new))
-                pending[kb] = ts
+            self._bytes.put_all(
+                [
+                    (kb, ev(fold.final(k, dv(old), len(values) if counting else values)))
+                    for (kb, (k, values, _ts)), old in zip(groups.items(), olds, strict=True)
+                ]
+            )
+            if self._readers:
+                self._pending_ts.update(zip(groups, map(_newest, groups.values()), strict=True))
             return
         out: list[Rec] = []
         send_old = self._send_old

@@ -62,6 +62,7 @@ class TableAggregate(KeyValueAggregate):
         current: dict[bytes, Any] = {}
         out: list[Rec] = []
         cached, send_old, pending = self._cached, self._send_old, self._pending_ts
+        readers = self._readers
         for k, change, ts, _h, _o in batch:
             if k is None or change is None:
                 continue
@@ -70,7 +71,8 @@ class TableAggregate(KeyValueAggregate):
             new_agg = fold.apply(k, old_agg, change[0], change[1])
             current[kb] = new_agg
             if cached:
-                pending[kb] = ts
+                if readers:
+                    pending[kb] = ts
             else:
                 out.append(
                     (k, _new_tuple(Change, (new_agg, old_agg if send_old else None)), ts, (), -1)

@@ -10,7 +10,10 @@ window-closing check.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterator, Sequence
+import struct
+from collections.abc import Hashable, Iterable, Iterator, Sequence
+from itertools import filterfalse
+from operator import add
 from typing import Any
 
 from headrace.state import CacheEntry, Window, Windowed
@@ -23,6 +26,7 @@ from ._windows import TimeWindows
 _NO_SEQ = b"\x00\x00\x00\x00"
 _KNOWN_LIMIT = 131_072  # counts remembered between batches, per task
 _MAX_TIME = (1 << 63) - 1
+_LONG = struct.Struct(">q")  # the long serde's layout: 8 bytes, big-endian, signed
 
 
 class TimeWindowAggregate(WindowedAggregateBase):
@@ -34,6 +38,11 @@ class TimeWindowAggregate(WindowedAggregateBase):
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
         self._raw = self._store.inner.raw  # metered(caching(logging(segments))) on binary keys
+        # Where the window start and the record key sit in a binary key: the schema's
+        # own layout, read as the store reads it.
+        schema = self._raw.schema
+        self._start_bytes = schema.time_slice
+        self._key_end = -schema.suffix_len
         self._cached = (not self._final) and self._raw.set_flush_listener(
             self._on_flush, self._send_old
         )
@@ -63,7 +72,7 @@ class TimeWindowAggregate(WindowedAggregateBase):
     def _stored_windows(self) -> Iterator[tuple[int, Hashable, int]]:
         size, close = self._windows.size_ms, self._windows.close_time
         for binary, _value in self._raw.scan_raw(None, None, 0, _MAX_TIME):
-            start = int.from_bytes(binary[-12:-4], "big")
+            start = int.from_bytes(binary[self._start_bytes], "big")
             yield close(start, start + size), binary, start + size - 1
 
     # -- helpers ------------------------------------------------------------------------
@@ -91,8 +100,10 @@ class TimeWindowAggregate(WindowedAggregateBase):
         if windowed is None:
             if len(cache) >= 65_536:
                 cache.clear()
-            start = int.from_bytes(binary[-12:-4], "big")
-            windowed = cache[binary] = Windowed(self._dk(binary[:-12]), self._window(start))
+            start = int.from_bytes(binary[self._start_bytes], "big")
+            windowed = cache[binary] = Windowed(
+                self._dk(binary[: self._key_end]), self._window(start)
+            )
         return windowed
 
     def _forget_closed(self, lowest_open: int) -> None:
@@ -106,9 +117,12 @@ class TimeWindowAggregate(WindowedAggregateBase):
             return
         self._forgotten_below = lowest_open
         self._raw.release_through(lowest_open)
-        from_bytes = int.from_bytes
+        if lowest_open < 0:
+            return  # window starts are not negative: nothing closed yet
+        # Big-endian starts compare as their bytes do: no decoding per entry.
+        bound, start = lowest_open.to_bytes(8, "big"), self._start_bytes
         for cache in (self._known_counts, self._windowed_keys):
-            closed = [b for b in cache if from_bytes(b[-12:-4], "big") <= lowest_open]
+            closed = [b for b in cache if b[start] <= bound]
             for binary in closed:
                 del cache[binary]
 
@@ -263,24 +277,36 @@ class TimeWindowAggregate(WindowedAggregateBase):
         known = self._known_counts
         if len(known) > _KNOWN_LIMIT:
             known.clear()
-        from_bytes = int.from_bytes
         # The rest in one read: past the cache, one multi-get per segment, not a get each.
-        unknown = [binary for binary in counts if binary not in known]
-        if unknown:
-            raws = self._raw.get_many_raw(unknown)
-            if raws.count(None) == len(raws):  # all new (a large key space): no loop
+        unknown = list(filterfalse(known.__contains__, counts))
+        absent = bool(unknown) and self._read_stored(unknown)
+        totals: Iterable[int]
+        if absent and len(unknown) == len(counts):
+            # Every key new: a key space beyond what is remembered, where remembering
+            # them would only turn the dict over (a key seen again is read back from
+            # the write cache, which holds it).
+            totals = counts.values()
+        else:
+            if absent:
                 known.update(dict.fromkeys(unknown, 0))
-            else:
-                for binary, raw in zip(unknown, raws, strict=True):
-                    known[binary] = 0 if raw is None else from_bytes(raw, "big", signed=True)
-        entries = []
-        for binary, n in counts.items():
-            n += known[binary]
-            known[binary] = n
-            entries.append((binary, n.to_bytes(8, "big", signed=True)))
+            totals = list(map(add, counts.values(), map(known.__getitem__, counts)))
+            known.update(zip(counts, totals, strict=True))  # no Python loop per key
         if readers:
             self._pending_ts.update(newest)
-        self._raw.put_all_raw(entries)
+        self._raw.put_all_raw(list(zip(counts, map(_LONG.pack, totals), strict=True)))
+
+    def _read_stored(self, unknown: list[bytes]) -> bool:
+        """Read the counts of keys not in ``_known_counts`` from the store, in one read:
+        past the cache, one multi-get per segment. True when none is stored (the usual
+        answer over a large key space), and then nothing is remembered; otherwise each
+        key's stored count (0 if none) goes into ``_known_counts``."""
+        raws = self._raw.get_many_raw(unknown)
+        if raws.count(None) == len(raws):
+            return True
+        known, from_bytes = self._known_counts, int.from_bytes
+        for binary, raw in zip(unknown, raws, strict=True):
+            known[binary] = 0 if raw is None else from_bytes(raw, "big", signed=True)
+        return False
 
     def _apply(self, groups: dict[bytes, list[Any]]) -> None:
         fold, get, put = self._fold, self._raw.get_raw, self._raw.put_raw

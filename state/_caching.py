@@ -233,6 +233,28 @@ class CachingSegmentedStore(_CachingStore[SegmentedBytesStore], SegmentedStoreWr
     put_raw = _CachingStore._cached_put  # type: ignore[assignment]
     put_all_raw = _CachingStore._cached_put_all
 
+    _dropped_through = -1  # how far retention's drops below were last applied here
+
+    def _flush_cache(self) -> None:
+        """The shared flush, then the cache forgets what retention dropped below: a
+        write down is what moves the segmented store's time (and drops segments), and
+        after it every cached entry is clean."""
+        super()._flush_cache()
+        self._forget_dropped()
+
+    def restore_batch(self, records: Iterable[ChangeRecord]) -> None:
+        super().restore_batch(records)
+        self._forget_dropped()
+
+    def _forget_dropped(self) -> None:
+        """Drop the cache's entries of segments that retention dropped: kept, they would
+        stay until the size limit pushed them out, and answer reads the store below no
+        longer does. A pass over the cache, once per dropped segment interval."""
+        dropped = self.wrapped.dropped_through()
+        if dropped > self._dropped_through:
+            self._dropped_through = dropped
+            self._cache.drop_clean_through(self.schema.time_slice, dropped)
+
     def release_through(self, time: int) -> None:
         """Drop the cache's clean copies of entries at or before ``time``: the caller
         writes there no more, and kept they would stay until the cache's size limit

@@ -74,6 +74,12 @@ class SegmentedBytesStore(CheckpointableStore, Protocol):
         stored entries stay until retention drops their segment."""
         ...
 
+    def dropped_through(self) -> int:
+        """Entries with segment time at or before this are gone: retention dropped
+        their segments (-1 until it first does). A cache in the stack checks it after
+        writing down, and drops its copies of them."""
+        ...
+
     def set_flush_listener(
         self, listener: FlushListener, send_old_values: bool = False
     ) -> bool: ...
@@ -111,6 +117,7 @@ class SegmentedStore(BackendStore):
         self._context: StateStoreContext | None = None
         self._observed = -1
         self._min_live_segment = 0
+        self._dropped_through = -1
         self.expired_writes = 0
 
     def _adopt_tables(self) -> None:
@@ -145,6 +152,9 @@ class SegmentedStore(BackendStore):
             for segment in [s for s in self._segments if s < min_live]:
                 del self._segments[segment]
                 self._backend.drop_table(f"{_PREFIX}{segment}")
+                self._dropped_through = max(
+                    self._dropped_through, (segment + 1) * self.segment_interval - 1
+                )
 
     def min_live_time(self) -> int:
         return max(self._observed - self.retention + 1, 0)
@@ -284,6 +294,9 @@ class SegmentedStore(BackendStore):
 
     def release_through(self, time: int) -> None:
         """Nothing is held here beyond what retention keeps."""
+
+    def dropped_through(self) -> int:
+        return self._dropped_through
 
     def segment_ids(self) -> list[int]:
         """The live segments, oldest first (for tests and diagnostics)."""

@@ -138,6 +138,9 @@ class SegmentedStoreWrapper(StoreWrapper[SegmentedBytesStore]):
     def release_through(self, time: int) -> None:
         self.wrapped.release_through(time)
 
+    def dropped_through(self) -> int:
+        return self.wrapped.dropped_through()
+
     def scan_raw(
         self, key_from: bytes | None, key_to: bytes | None, time_from: int, time_to: int
     ) -> Iterator[tuple[bytes, bytes]]:

@@ -142,3 +142,37 @@ def test_timestamps_of_updates_are_the_newest_record_of_the_key() -> None:
 def test_materialized_rejects_unknown_store_kinds() -> None:
     with pytest.raises(TopologyBuildError):
         materialized("x", store="leveldb")  # type: ignore[arg-type]
+
+
+class CountingKeys:
+    """A string key serde that counts its decodes for the store (its changelog topic)."""
+
+    def __init__(self) -> None:
+        self.decoded = 0
+
+    def serialize(self, topic: str, obj: str | None) -> bytes | None:
+        return None if obj is None else obj.encode()
+
+    def deserialize(self, topic: str, data: bytes | None) -> str | None:
+        if topic.endswith("-changelog"):
+            self.decoded += 1
+        return None if data is None else data.decode()
+
+
+def test_an_aggregate_with_no_node_downstream_decodes_nothing_when_its_cache_flushes() -> None:
+    # Nobody reads its updates, so a flush writes and logs them and forwards nothing
+    # (before, every flushed entry was decoded into a Change for no child at all).
+    keys = CountingKeys()
+    builder = StreamsBuilder()
+    builder.stream("in", key_serde=keys, value_serde=L).group_by_key().aggregate(
+        lambda: 0,
+        lambda _k, v, total: total + v,
+        materialized=materialized("totals", value_serde=L, caching=True),
+    )
+    with TopologyTestDriver(builder.build(), APP) as driver:
+        source = driver.create_input_topic("in", keys, L)
+        for i in range(30):
+            source.pipe_input(f"k{i % 7}", i)
+        assert keys.decoded == 0  # the test driver commits (and flushes) as it goes
+        store = driver.get_key_value_store("totals")
+        assert store.get("k3") == sum(i for i in range(30) if i % 7 == 3)
