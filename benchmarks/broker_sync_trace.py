@@ -1,7 +1,8 @@
 """Where a many-partition produce's wall time goes: a trace of the broker's fsyncs.
 
     .venv/bin/python benchmarks/broker_sync_trace.py [--partitions 1000] [--records 300000]
-        [--fsync always|never] [--cprofile FILE] [--sync-workers N] [--in-flight N]
+        [--fsync always|never] [--cprofile FILE] [--sync-workers N] [--sync-slices N]
+        [--in-flight N]
     .venv/bin/python benchmarks/broker_sync_trace.py --disk-only
 
 Runs one headrace broker whose group syncer is traced, fills a topic through
@@ -10,8 +11,8 @@ requests and records per request, the fsyncs a second and the time of each, how 
 ran at once, how long a request waited for its sync, and the broker's CPU share (its
 event loop's thread apart from the fsync threads). ``--cprofile`` also writes a profile
 of the broker's event loop; ``--sync-workers`` and ``--in-flight`` change the two bounds
-on how many fsyncs can run at once (the syncer's threads, 32, and the requests one
-connection may have in flight, 64). ``--disk-only`` measures the machine's own rate of
+on how many fsyncs can run at once (the syncer's 32, and the requests one connection
+may have in flight, 64), ``--sync-slices`` how many worker threads share a round. ``--disk-only`` measures the machine's own rate of
 fsyncs of distinct files instead, in the current directory (run it where the broker's
 data would be).
 """
@@ -45,11 +46,12 @@ def apply_settings(settings: argparse.Namespace) -> None:
     from headrace.log_broker.storage import _syncer
 
     patches: list[tuple[object, str, object]] = []
-    if settings.sync_workers is not None:
-        init, workers = _syncer.GroupSyncer.__init__, settings.sync_workers
+    if settings.sync_workers is not None or settings.sync_slices is not None:
+        init = _syncer.GroupSyncer.__init__
+        workers, slices = settings.sync_workers or 32, settings.sync_slices
 
-        def with_workers(self: Any, *, enabled: bool = True, max_workers: int = 32) -> None:
-            init(self, enabled=enabled, max_workers=workers)
+        def with_workers(self: Any, *, enabled: bool = True, **_: Any) -> None:
+            init(self, enabled=enabled, max_workers=workers, slices=slices)
 
         patches.append((_syncer.GroupSyncer, "__init__", with_workers))
     if settings.in_flight is not None:
@@ -76,14 +78,13 @@ def serve(
     syncs: list[tuple[float, float, int]] = []  # start, seconds, thread
     waits: list[tuple[float, float, int]] = []  # start, seconds, logs
     syncer = _syncer.GroupSyncer
-    timed_sync, sync_many = syncer._timed_sync, syncer.sync_many
+    note_sync, sync_many = syncer._note_sync, syncer.sync_many
 
-    def traced_timed_sync(self: Any, log: Any) -> None:
-        started = time.perf_counter()
-        try:
-            timed_sync(self, log)
-        finally:
-            syncs.append((started, time.perf_counter() - started, threading.get_ident()))
+    # The syncer reports each log's fsyncs as they ran (time.monotonic, which on Linux
+    # is perf_counter's clock too, across processes).
+    def traced_note_sync(self: Any, started: float, took: float) -> None:
+        note_sync(self, started, took)
+        syncs.append((started, took, threading.get_ident()))
 
     async def traced_sync_many(self: Any, logs: Iterable[Any]) -> Any:
         logs = list(logs)
@@ -93,7 +94,7 @@ def serve(
         finally:
             waits.append((started, time.perf_counter() - started, len(logs)))
 
-    traced: dict[str, object] = {"_timed_sync": traced_timed_sync, "sync_many": traced_sync_many}
+    traced: dict[str, object] = {"_note_sync": traced_note_sync, "sync_many": traced_sync_many}
     for name, wrapper in traced.items():
         setattr(syncer, name, wrapper)
     apply_settings(settings)
@@ -220,7 +221,8 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--fsync", choices=("always", "never"), default="always")
     parser.add_argument("--cprofile", metavar="FILE", help="also profile the broker's event loop")
-    parser.add_argument("--sync-workers", type=int, help="the syncer's threads (default 32)")
+    parser.add_argument("--sync-workers", type=int, help="fsyncs at once (default 32)")
+    parser.add_argument("--sync-slices", type=int, help="worker threads sharing a round")
     parser.add_argument("--in-flight", type=int, help="requests a connection may have in flight")
     parser.add_argument(
         "--disk-only",
@@ -247,7 +249,11 @@ def main() -> None:
         command = [sys.executable, __file__, "--serve", str(trace_path)]
         if args.cprofile:
             command += ["--cprofile", str(Path(args.cprofile).resolve())]
-        for flag, value in (("--sync-workers", args.sync_workers), ("--in-flight", args.in_flight)):
+        for flag, value in (
+            ("--sync-workers", args.sync_workers),
+            ("--sync-slices", args.sync_slices),
+            ("--in-flight", args.in_flight),
+        ):
             if value is not None:
                 command += [flag, str(value)]
         command += ["--data-dir", str(folder / "data"), "--listen", f"127.0.0.1:{port}"]
