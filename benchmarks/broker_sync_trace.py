@@ -73,10 +73,24 @@ def serve(
 ) -> int:
     """Run the broker with its syncer traced; write the trace when it stops."""
     from headrace.cli import main as headrace_main
-    from headrace.log_broker.storage import _syncer
+    from headrace.log_broker.storage import _fsyncs, _syncer
 
     syncs: list[tuple[float, float, int]] = []  # start, seconds, thread
     waits: list[tuple[float, float, int]] = []  # start, seconds, logs
+    # One per sync_files call: when its last fsync ended, how long until the calling
+    # thread ran Python again (taking the GIL back), how many files.
+    slices: list[tuple[float, float, int]] = []
+    sync_files = _fsyncs.sync_files
+
+    def traced_sync_files(ops: Any, threads: int = 1) -> Any:
+        outcomes = sync_files(ops, threads)
+        resumed = time.monotonic()
+        if outcomes:
+            done = max(o.started + o.seconds for o in outcomes)
+            slices.append((done, resumed - done, len(outcomes)))
+        return outcomes
+
+    _fsyncs.sync_files = traced_sync_files
     syncer = _syncer.GroupSyncer
     note_sync, sync_many = syncer._note_sync, syncer.sync_many
 
@@ -110,7 +124,7 @@ def serve(
         if profiler is not None and profile_path is not None:
             profiler.disable()
             profiler.dump_stats(profile_path)
-        trace = {"syncs": syncs, "waits": waits}
+        trace = {"syncs": syncs, "waits": waits, "slices": slices}
         trace_path.write_text(json.dumps(trace))
 
 
@@ -176,6 +190,13 @@ def report(
         print(f"  fsync thread-seconds {busy:.2f} over a {wall:.2f} s wall")
     if waits:
         print(f"a request's wait for its sync: {spread([w[1] for w in waits])}")
+    calls = within(trace.get("slices", []))
+    if calls:
+        print(
+            f"sync calls (one GIL release each): {len(calls):,}, files each median"
+            f" {median(c[2] for c in calls):.0f}; from a call's last fsync back to Python"
+            f" (the GIL taken back) {spread([c[1] for c in calls])}"
+        )
     print(
         f"broker CPU: event loop thread {cpu['loop']:.2f} s ({cpu['loop'] / wall:.0%} of the wall),"
         f" other threads {cpu['others']:.2f} s"
