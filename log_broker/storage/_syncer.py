@@ -67,7 +67,7 @@ class GroupSyncer:
         compiled = _fsyncs.compiled()
         if slices is None:
             slices = min(COMPILED_SLICES, max_workers) if compiled else max_workers
-        self._max_workers = slices
+        self._slices = slices
         # Native threads per slice: the compiled sync runs a slice's files side by side.
         self._threads = -(-max_workers // slices) if compiled else 1
         self._executor: ThreadPoolExecutor | None = None
@@ -148,9 +148,9 @@ class GroupSyncer:
         if self.inline and len(logs) * self.sync_seconds <= INLINE_UP_TO_S:
             return self._sync_slice(logs)
         if self._executor is None:
-            self._executor = ThreadPoolExecutor(self._max_workers, "fsync")
+            self._executor = ThreadPoolExecutor(self._slices, "fsync")
         loop = asyncio.get_running_loop()
-        slices = min(self._max_workers, len(logs))
+        slices = min(self._slices, len(logs))
         results = await asyncio.gather(
             *(
                 loop.run_in_executor(self._executor, self._sync_slice, logs[i::slices])
