@@ -1,7 +1,8 @@
 """Where a many-partition produce's wall time goes: a trace of the broker's fsyncs.
 
     .venv/bin/python benchmarks/broker_sync_trace.py [--partitions 1000] [--records 300000]
-        [--fsync always|never] [--cprofile FILE] [--sync-workers N] [--in-flight N]
+        [--fsync always|never] [--cprofile FILE] [--sync-workers N] [--sync-slices N]
+        [--in-flight N]
     .venv/bin/python benchmarks/broker_sync_trace.py --disk-only
 
 Runs one headrace broker whose group syncer is traced, fills a topic through
@@ -10,8 +11,8 @@ requests and records per request, the fsyncs a second and the time of each, how 
 ran at once, how long a request waited for its sync, and the broker's CPU share (its
 event loop's thread apart from the fsync threads). ``--cprofile`` also writes a profile
 of the broker's event loop; ``--sync-workers`` and ``--in-flight`` change the two bounds
-on how many fsyncs can run at once (the syncer's threads, 32, and the requests one
-connection may have in flight, 64). ``--disk-only`` measures the machine's own rate of
+on how many fsyncs can run at once (the syncer's 32, and the requests one connection
+may have in flight, 64), ``--sync-slices`` how many worker threads share a round. ``--disk-only`` measures the machine's own rate of
 fsyncs of distinct files instead, in the current directory (run it where the broker's
 data would be).
 """
@@ -45,11 +46,12 @@ def apply_settings(settings: argparse.Namespace) -> None:
     from headrace.log_broker.storage import _syncer
 
     patches: list[tuple[object, str, object]] = []
-    if settings.sync_workers is not None:
-        init, workers = _syncer.GroupSyncer.__init__, settings.sync_workers
+    if settings.sync_workers is not None or settings.sync_slices is not None:
+        init = _syncer.GroupSyncer.__init__
+        workers, slices = settings.sync_workers or 32, settings.sync_slices
 
-        def with_workers(self: Any, *, enabled: bool = True, max_workers: int = 32) -> None:
-            init(self, enabled=enabled, max_workers=workers)
+        def with_workers(self: Any, *, enabled: bool = True, **_: Any) -> None:
+            init(self, enabled=enabled, max_workers=workers, slices=slices)
 
         patches.append((_syncer.GroupSyncer, "__init__", with_workers))
     if settings.in_flight is not None:
@@ -71,19 +73,32 @@ def serve(
 ) -> int:
     """Run the broker with its syncer traced; write the trace when it stops."""
     from headrace.cli import main as headrace_main
-    from headrace.log_broker.storage import _syncer
+    from headrace.log_broker.storage import _fsyncs, _syncer
 
     syncs: list[tuple[float, float, int]] = []  # start, seconds, thread
     waits: list[tuple[float, float, int]] = []  # start, seconds, logs
-    syncer = _syncer.GroupSyncer
-    timed_sync, sync_many = syncer._timed_sync, syncer.sync_many
+    # One per sync_files call: when its last fsync ended, how long until the calling
+    # thread ran Python again (taking the GIL back), how many files.
+    slices: list[tuple[float, float, int]] = []
+    sync_files = _fsyncs.sync_files
 
-    def traced_timed_sync(self: Any, log: Any) -> None:
-        started = time.perf_counter()
-        try:
-            timed_sync(self, log)
-        finally:
-            syncs.append((started, time.perf_counter() - started, threading.get_ident()))
+    def traced_sync_files(ops: Any, threads: int = 1) -> Any:
+        outcomes = sync_files(ops, threads)
+        resumed = time.monotonic()
+        if outcomes:
+            done = max(o.started + o.seconds for o in outcomes)
+            slices.append((done, resumed - done, len(outcomes)))
+        return outcomes
+
+    _fsyncs.sync_files = traced_sync_files
+    syncer = _syncer.GroupSyncer
+    note_sync, sync_many = syncer._note_sync, syncer.sync_many
+
+    # The syncer reports each log's fsyncs as they ran (time.monotonic, which on Linux
+    # is perf_counter's clock too, across processes).
+    def traced_note_sync(self: Any, started: float, took: float) -> None:
+        note_sync(self, started, took)
+        syncs.append((started, took, threading.get_ident()))
 
     async def traced_sync_many(self: Any, logs: Iterable[Any]) -> Any:
         logs = list(logs)
@@ -93,7 +108,7 @@ def serve(
         finally:
             waits.append((started, time.perf_counter() - started, len(logs)))
 
-    traced: dict[str, object] = {"_timed_sync": traced_timed_sync, "sync_many": traced_sync_many}
+    traced: dict[str, object] = {"_note_sync": traced_note_sync, "sync_many": traced_sync_many}
     for name, wrapper in traced.items():
         setattr(syncer, name, wrapper)
     apply_settings(settings)
@@ -109,7 +124,7 @@ def serve(
         if profiler is not None and profile_path is not None:
             profiler.disable()
             profiler.dump_stats(profile_path)
-        trace = {"syncs": syncs, "waits": waits}
+        trace = {"syncs": syncs, "waits": waits, "slices": slices}
         trace_path.write_text(json.dumps(trace))
 
 
@@ -175,6 +190,13 @@ def report(
         print(f"  fsync thread-seconds {busy:.2f} over a {wall:.2f} s wall")
     if waits:
         print(f"a request's wait for its sync: {spread([w[1] for w in waits])}")
+    calls = within(trace.get("slices", []))
+    if calls:
+        print(
+            f"sync calls (one GIL release each): {len(calls):,}, files each median"
+            f" {median(c[2] for c in calls):.0f}; from a call's last fsync back to Python"
+            f" (the GIL taken back) {spread([c[1] for c in calls])}"
+        )
     print(
         f"broker CPU: event loop thread {cpu['loop']:.2f} s ({cpu['loop'] / wall:.0%} of the wall),"
         f" other threads {cpu['others']:.2f} s"
@@ -220,7 +242,8 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--fsync", choices=("always", "never"), default="always")
     parser.add_argument("--cprofile", metavar="FILE", help="also profile the broker's event loop")
-    parser.add_argument("--sync-workers", type=int, help="the syncer's threads (default 32)")
+    parser.add_argument("--sync-workers", type=int, help="fsyncs at once (default 32)")
+    parser.add_argument("--sync-slices", type=int, help="worker threads sharing a round")
     parser.add_argument("--in-flight", type=int, help="requests a connection may have in flight")
     parser.add_argument(
         "--disk-only",
@@ -247,7 +270,11 @@ def main() -> None:
         command = [sys.executable, __file__, "--serve", str(trace_path)]
         if args.cprofile:
             command += ["--cprofile", str(Path(args.cprofile).resolve())]
-        for flag, value in (("--sync-workers", args.sync_workers), ("--in-flight", args.in_flight)):
+        for flag, value in (
+            ("--sync-workers", args.sync_workers),
+            ("--sync-slices", args.sync_slices),
+            ("--in-flight", args.in_flight),
+        ):
             if value is not None:
                 command += [flag, str(value)]
         command += ["--data-dir", str(folder / "data"), "--listen", f"127.0.0.1:{port}"]

@@ -445,3 +445,17 @@ def test_mypy_reads_the_installed_packages_types_through_py_typed(installed: Ins
         assert result.returncode == status, f"{name}: {report}"
         if status:
             assert '"int" has no attribute "upper"' in report, report
+
+
+def test_the_wheel_syncs_many_files_in_c(installed: Installed) -> None:
+    """Built where a C compiler is, the wheel carries the broker's many-file fsync (an
+    optional extension like the record walker)."""
+    storage = installed.site_packages / "headrace" / "log_broker" / "storage"
+    assert list(storage.glob("_csync.*.so"))
+    result = installed.run(
+        "python",
+        "-c",
+        "from headrace.log_broker.storage._fsyncs import compiled; print(compiled())",
+    )
+    _must(result, "compiled()")
+    assert result.stdout.strip() == "True"

@@ -102,6 +102,10 @@ class OffsetIndex:
         del self.positions[count:]
         os.ftruncate(self._fd, count * _OFFSET_ENTRY.size)
 
+    @property
+    def fd(self) -> int:
+        return self._fd
+
     def fsync(self) -> None:
         os.fsync(self._fd)
 
@@ -175,6 +179,10 @@ class TimeIndex:
         del self.timestamps[count:]
         del self.offsets[count:]
         os.ftruncate(self._fd, count * _TIME_ENTRY.size)
+
+    @property
+    def fd(self) -> int:
+        return self._fd
 
     def fsync(self) -> None:
         os.fsync(self._fd)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import os
 import shutil
 import threading
 from bisect import bisect_right
@@ -50,6 +51,19 @@ from ._segment import LogSegment
 from ._synced_checkpoint import SyncedPosition
 
 _MAX_RELATIVE_OFFSET = 2**31 - 1  # index entries hold offsets relative to the segment
+
+
+@dataclass(slots=True)
+class SyncPlan:
+    """One sync of a log between ``begin_sync`` and ``finish_sync``."""
+
+    target: int  # the end offset the sync makes durable
+    dirty: set[LogSegment]  # taken from the log: put back if the sync fails
+    whole: set[LogSegment]  # segments synced with their indexes
+    dir_dirty: bool
+    active_base: int
+    synced: SyncedPosition
+    ops: list[tuple[int, bool]]  # (fd, datasync): the files to flush, in order
 
 
 class LogState(enum.Enum):
@@ -505,37 +519,75 @@ class PartitionLog:
         a segment is no longer active its indexes are synced with it, before the
         recovery point moves past it. That is one fsync per acknowledged produce
         instead of three, which is most of what a produce waits for on a quick disk.
+
+        The same in two halves, for a caller that syncs many logs' files together (the
+        group syncer): ``begin_sync``, the plan's ``ops`` synced, ``finish_sync``.
         """
-        with self._sync_lock:
+        plan = self.begin_sync()
+        if plan is None:
+            return
+        error: BaseException | None = None
+        try:
+            for fd, datasync in plan.ops:
+                (os.fdatasync if datasync else os.fsync)(fd)
+        except BaseException as exc:
+            error = exc
+        self.finish_sync(plan, error)
+
+    def begin_sync(self) -> SyncPlan | None:
+        """The files a sync must flush, as ``(fd, datasync)`` ops, or None if the log is
+        closed. Holds the log's sync lock until ``finish_sync``, which must follow, and
+        keeps the files open (segments closed meanwhile are closed after it)."""
+        self._sync_lock.acquire()
+        try:
             with self._lock:
                 if self._state is not LogState.OPEN:
-                    return  # closing synced everything; deleting made it moot
-                target = self._log_end_offset
-                dirty, self._dirty = self._dirty, set()
-                dir_dirty, self._dir_dirty = self._dir_dirty, False
+                    self._sync_lock.release()
+                    return None  # closing synced everything; deleting made it moot
                 active = self._segments[-1]
-                active_base = active.base_offset
-                synced = SyncedPosition(active_base, active.inode, active.size)
+                dirty, self._dirty = self._dirty, set()
                 whole = (dirty | self._indexes_unsynced) - {active}
                 data_only = active in dirty
+                plan = SyncPlan(
+                    target=self._log_end_offset,
+                    dirty=dirty,
+                    whole=whole,
+                    dir_dirty=self._dir_dirty,
+                    active_base=active.base_offset,
+                    synced=SyncedPosition(active.base_offset, active.inode, active.size),
+                    ops=[op for segment in whole for op in segment.fsync_ops()]
+                    + ([(active.fd, True)] if data_only else []),
+                )
+                self._dir_dirty = False
                 self._indexes_unsynced = (
                     {active} if data_only or active in self._indexes_unsynced else set()
                 )
                 self._syncing = True
+        except BaseException:
+            self._sync_lock.release()
+            raise
+        return plan
+
+    def finish_sync(self, plan: SyncPlan, error: BaseException | None) -> None:
+        """End a sync ``begin_sync`` began, its ops synced with ``error`` the first
+        failure (None: all done): sync the directory and write the recovery point if
+        due, then advance ``flushed_offset``. A failure leaves the files to the next
+        sync and raises (an ``OSError`` as ``storage_fault``'s ``KafkaStorageError``)."""
+        try:
             try:
-                for segment in whole:
-                    segment.fsync()
-                if data_only:
-                    active.fsync_data()
-                if dir_dirty:
+                if error is not None:
+                    raise error
+                if plan.dir_dirty:
                     fsync_dir(self.directory)
-                self._write_recovery_point(active_base)
-            except OSError as exc:
+                self._write_recovery_point(plan.active_base)
+            except BaseException as exc:
                 with self._lock:
-                    self._dirty |= dirty
-                    self._indexes_unsynced |= whole
-                    self._dir_dirty |= dir_dirty
-                raise storage_fault(exc, "fsync", self.directory) from exc
+                    self._dirty |= plan.dirty
+                    self._indexes_unsynced |= plan.whole
+                    self._dir_dirty |= plan.dir_dirty
+                if isinstance(exc, OSError):
+                    raise storage_fault(exc, "fsync", self.directory) from exc
+                raise
             finally:
                 with self._lock:
                     self._syncing = False
@@ -543,8 +595,10 @@ class PartitionLog:
                         segment.close()
                     self._close_after_sync.clear()
             with self._lock:
-                self._flushed_offset = max(self._flushed_offset, target)
-                self._synced = synced
+                self._flushed_offset = max(self._flushed_offset, plan.target)
+                self._synced = plan.synced
+        finally:
+            self._sync_lock.release()
 
     def _write_recovery_point(self, base_offset: int) -> None:
         with self._checkpoint_lock:

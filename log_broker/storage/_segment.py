@@ -383,6 +383,10 @@ class LogSegment:
         self.offset_index.fsync()
         self.time_index.fsync()
 
+    def fsync_ops(self) -> list[tuple[int, bool]]:
+        """What ``fsync`` syncs, as ``(fd, datasync)`` ops for ``_fsyncs.sync_files``."""
+        return [(self.fd, False), (self.offset_index.fd, False), (self.time_index.fd, False)]
+
     def fsync_data(self) -> None:
         """The log file alone (its bytes and size), not its indexes."""
         os.fdatasync(self.fd)

@@ -20,17 +20,25 @@ in a few slices (one hand-off per thread, not one per log: a hand-off per log co
 event loop more than the produce requests themselves did), the slices running side by
 side, since a disk completes concurrent flushes in about the time of one; and only a
 round whose expected length fits the inline budget stays on the loop.
+
+The GIL: ``os.fsync`` gives the GIL up for one file and must take it back after; at
+1,000 partitions the fsync threads waited about three times as long for the GIL as for
+the disk (BENCHMARKS.md). So a slice's files are synced by one call that gives the GIL
+up once for all of them (``_fsyncs.sync_files``, in C where built), from native threads
+side by side, and a round needs a few slices, not a thread per fsync. Without the C
+extension each slice syncs its files one after another, so a round keeps one slice per
+worker thread as before.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 
+from . import _fsyncs
 from ._errors import KafkaStorageError, StorageError
-from ._log import PartitionLog
+from ._log import PartitionLog, SyncPlan
 
 _Waiters = list[tuple[int, "asyncio.Future[None]"]]
 
@@ -39,16 +47,29 @@ _Waiters = list[tuple[int, "asyncio.Future[None]"]]
 INLINE_UP_TO_S = 0.001
 INLINE_AGAIN_BELOW_S = 0.0005
 _WEIGHT = 0.2  # of the newest sync in the moving average
+# Worker threads a round is split over when one slice's fsyncs run side by side in C:
+# each takes the GIL once for its whole slice.
+COMPILED_SLICES = 2
 
 
 class GroupSyncer:
     """Coalesces ``PartitionLog.sync`` calls from concurrent acks=1/all producers."""
 
-    def __init__(self, *, enabled: bool = True, max_workers: int = 32) -> None:
+    def __init__(
+        self, *, enabled: bool = True, max_workers: int = 32, slices: int | None = None
+    ) -> None:
+        """``max_workers``: how many fsyncs may run at once; ``slices``: how many worker
+        threads share a round (by default one per fsync at once without the C
+        extension, ``COMPILED_SLICES`` with it, each syncing its files side by side)."""
         self.enabled = enabled
         self.rounds = 0  # completed rounds, for tests and metrics
         self.fsyncs = 0  # log syncs actually run
-        self._max_workers = max_workers
+        compiled = _fsyncs.compiled()
+        if slices is None:
+            slices = min(COMPILED_SLICES, max_workers) if compiled else max_workers
+        self._slices = slices
+        # Native threads per slice: the compiled sync runs a slice's files side by side.
+        self._threads = -(-max_workers // slices) if compiled else 1
         self._executor: ThreadPoolExecutor | None = None
         self._pending: dict[PartitionLog, _Waiters] = {}
         self._runner: asyncio.Task[None] | None = None
@@ -127,9 +148,9 @@ class GroupSyncer:
         if self.inline and len(logs) * self.sync_seconds <= INLINE_UP_TO_S:
             return self._sync_slice(logs)
         if self._executor is None:
-            self._executor = ThreadPoolExecutor(self._max_workers, "fsync")
+            self._executor = ThreadPoolExecutor(self._slices, "fsync")
         loop = asyncio.get_running_loop()
-        slices = min(self._max_workers, len(logs))
+        slices = min(self._slices, len(logs))
         results = await asyncio.gather(
             *(
                 loop.run_in_executor(self._executor, self._sync_slice, logs[i::slices])
@@ -139,31 +160,50 @@ class GroupSyncer:
         return {log: error for errors in results for log, error in errors.items()}
 
     def _sync_slice(self, logs: list[PartitionLog]) -> dict[PartitionLog, StorageError]:
+        """Sync ``logs`` with one call for all their files (one GIL release where the C
+        extension is built); each log's error, if any, is its own."""
         errors: dict[PartitionLog, StorageError] = {}
+        plans: list[tuple[PartitionLog, SyncPlan]] = []
         for log in logs:
             try:
-                self._timed_sync(log)
+                plan = log.begin_sync()
+            except Exception as exc:  # waiters must never be left hanging
+                errors[log] = KafkaStorageError(f"fsync of {log!r} failed: {exc}")
+                continue
+            if plan is not None:
+                plans.append((log, plan))
+        try:
+            outcomes = _fsyncs.sync_files(
+                [op for _, plan in plans for op in plan.ops], self._threads
+            )
+            failure: BaseException | None = None
+        except BaseException as exc:  # each plan must still be finished, its lock freed
+            outcomes, failure = [], exc
+        at = 0
+        for log, plan in plans:
+            mine, at = outcomes[at : at + len(plan.ops)], at + len(plan.ops)
+            error = failure or next((o.error for o in mine if o.error is not None), None)
+            try:
+                log.finish_sync(plan, error)
             except StorageError as exc:
                 errors[log] = exc
             except Exception as exc:  # waiters must never be left hanging
                 errors[log] = KafkaStorageError(f"fsync of {log!r} failed: {exc}")
+            if mine:
+                self._note_sync(mine[0].started, sum(o.seconds for o in mine))
         return errors
 
-    def _timed_sync(self, log: PartitionLog) -> None:
-        """``log.sync()``, its duration folded into the average that picks where the
-        next rounds sync (plain float updates: a worker thread may make them)."""
-        started = time.perf_counter()
-        try:
-            log.sync()
-        finally:
-            took = time.perf_counter() - started
-            self.syncs += 1
-            self.sync_seconds_total += took
-            average = self.sync_seconds = self.sync_seconds + _WEIGHT * (took - self.sync_seconds)
-            if self.inline and average > INLINE_UP_TO_S:
-                self.inline = False
-            elif not self.inline and average < INLINE_AGAIN_BELOW_S:
-                self.inline = True
+    def _note_sync(self, started: float, took: float) -> None:
+        """Fold one log sync's duration (its files' fsyncs) into the average that picks
+        where the next rounds sync (plain float updates: a worker thread may make them);
+        ``started`` is on ``time.monotonic``'s clock."""
+        self.syncs += 1
+        self.sync_seconds_total += took
+        average = self.sync_seconds = self.sync_seconds + _WEIGHT * (took - self.sync_seconds)
+        if self.inline and average > INLINE_UP_TO_S:
+            self.inline = False
+        elif not self.inline and average < INLINE_AGAIN_BELOW_S:
+            self.inline = True
 
     async def drain(self) -> None:
         """Wait until no round is running or pending."""

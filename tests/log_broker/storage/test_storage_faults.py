@@ -15,7 +15,7 @@ from batch_crafting import good, produce_body
 from rawkafka import RawClient
 
 from headrace.log_broker import Broker, _records
-from headrace.log_broker.storage import PartitionLog, StorageError, TopicConfig, _index
+from headrace.log_broker.storage import PartitionLog, StorageError, TopicConfig, _fsyncs, _index
 
 
 def _disk_full(*_args: Any) -> None:
@@ -89,6 +89,10 @@ async def test_a_failed_fsync_is_answered_with_kafka_storage_error(
         assert await asyncio.to_thread(produce) == 0
         monkeypatch.setattr(os, "fsync", _disk_full)
         monkeypatch.setattr(os, "fdatasync", _disk_full)
+        if _fsyncs.compiled():  # the syncer's many-file fsync, in C, reports errnos
+            monkeypatch.setattr(
+                _fsyncs, "_compiled", lambda ops, _threads: [(errno.ENOSPC, 0.0, 0.0)] * len(ops)
+            )
         assert await asyncio.to_thread(produce) == 56
         monkeypatch.undo()
         assert await asyncio.to_thread(produce) == 0
