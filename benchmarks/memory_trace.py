@@ -53,7 +53,7 @@ def _types() -> collections.Counter[str]:
 
 
 def _site(stat: Any) -> str:
-    frames = stat.traceback.format(limit=-SHOWN_FRAMES, most_recent_first=True)
+    frames = stat.traceback.format(limit=SHOWN_FRAMES, most_recent_first=True)
     head = f"{stat.size_diff / 1024:+10.1f} KiB {stat.count_diff:+8d} blocks"
     head += f" (now {stat.size / 1024:.1f} KiB in {stat.count})"
     return head + "\n" + "\n".join("      " + line.strip() for line in frames)
@@ -81,6 +81,14 @@ def _reporter(out: pathlib.Path, every: float) -> None:
             f.write(figures + "\n")
         lines = [f"at {elapsed:.0f} s: {figures}"]
         if first is not None and previous is not None:
+            # By line first (every path to one allocating line summed: steady growth
+            # stands out from buffers in flight), then by whole traceback.
+            lines.append("\n== allocating lines grown most since the first report ==")
+            for stat in snapshot.compare_to(first[0], "lineno")[:TOP]:
+                if stat.size_diff > 0:
+                    lines.append(
+                        f"{stat.size_diff / 1024:+10.1f} KiB {stat.count_diff:+8d}  {stat}"
+                    )
             for title, base in (("since the first report", first[0]), ("since the last", previous)):
                 lines.append(f"\n== allocation sites grown most {title} ==")
                 stats = snapshot.compare_to(base, "traceback")
