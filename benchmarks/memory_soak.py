@@ -381,6 +381,13 @@ def main() -> None:
         choices=("broker", "app", "both"),
         help="run that process under memory_trace.py (reports in PREFIX-trace-*/)",
     )
+    parser.add_argument(
+        "--broker-env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="set in the broker's environment only (e.g. glibc's MALLOC_ tunables)",
+    )
     parser.add_argument("--trace-every", type=float, default=120, help="seconds a report")
     parser.add_argument("--workload", choices=("windowed", "stateless"), default="windowed")
     parser.add_argument("--role", choices=("generator",))
@@ -418,9 +425,11 @@ def main() -> None:
             broker_cmd,
             stdout=broker_log,
             stderr=broker_log,
+            env={**os.environ, **dict(v.split("=", 1) for v in args.broker_env)},
         )
         try:
-            wait_listening(port, broker)
+            # A traced broker starts slowly: tracemalloc follows every import's allocations.
+            wait_listening(port, broker, 180 if args.trace in ("broker", "both") else 30)
             bench = Bench(f"127.0.0.1:{port}", workdir, args.seconds, 0)
             top = args.max_rate or bench.flood("headrace", args.workload, "alos")
             rate = top * args.load
