@@ -7,8 +7,6 @@ apart as Python's objects, C heap in use, or heap kept free (fragmentation).
 - :func:`c_heap`: the C heap's bytes in use and its size with free space kept (glibc's
   ``mallinfo2``; None on other C libraries). A size far above the bytes in use is
   fragmentation or free memory not given back, not a leak.
-- :func:`fix_mmap_threshold`: serve every allocation from a size up with a mapping of
-  its own, given back when freed, and keep glibc from raising that size as it goes.
 
 >>> heap = c_heap()
 >>> heap is None or 0 < heap[0] <= heap[1]
@@ -21,7 +19,6 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import os
 import sys
 from collections.abc import Callable
 
@@ -59,7 +56,6 @@ def _find_mallinfo2() -> Callable[[], _MallInfo2] | None:
 
 
 _mallinfo2 = _find_mallinfo2()
-_M_MMAP_THRESHOLD = -3  # glibc's malloc.h
 
 
 def c_heap() -> tuple[int, int] | None:
@@ -74,29 +70,3 @@ def c_heap() -> tuple[int, int] | None:
 def python_blocks() -> int:
     """Memory blocks Python's allocator holds now."""
     return sys.getallocatedblocks()
-
-
-def fix_mmap_threshold(nbytes: int) -> bool:
-    """Serve every C allocation of ``nbytes`` or more with its own mapping, unmapped
-    when freed, for the rest of the process; False where that cannot be set (not glibc)
-    or the environment sets it already (``MALLOC_MMAP_THRESHOLD_``: the user's wins).
-
-    glibc starts at 128 KiB but raises the threshold to the size of each mapped block
-    freed (up to 32 MiB), so after the first few large buffers every later one comes
-    from the heap. A server whose large buffers vary in size and lifetime (a broker's
-    request frames and fetched byte ranges) then leaves holes in the heap that later
-    buffers do not fit, and the heap keeps growing with little of it in use. Setting
-    the threshold stops the raising: large buffers are mapped and given back whole.
-    """
-    if "MALLOC_MMAP_THRESHOLD_" in os.environ:
-        return False
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return False
-    try:
-        mallopt = ctypes.CDLL(name).mallopt
-    except (OSError, AttributeError):
-        return False
-    mallopt.restype = ctypes.c_int
-    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
-    return bool(mallopt(_M_MMAP_THRESHOLD, nbytes))

@@ -185,7 +185,7 @@ def svg_plot(rows: Sequence[dict[str, float]], title: str) -> str:
     share, its RSS less that share, and its C heap's bytes in use, as an SVG document."""
     width, height, left, bottom, top, right = 860, 420, 60, 40, 30, 190
     xs = [r["seconds"] for r in rows]
-    series = (
+    series: tuple[tuple[str, str, str], ...] = (
         ("broker_rss_mb", "broker", "#1f77b4"),
         ("app_rss_mb", "application", "#d62728"),
         ("app_rss_minus_rocksdb_mb", "app minus RocksDB", "#ff7f0e"),

@@ -16,7 +16,6 @@ import sys
 from typing import Any
 
 from headrace.base import read_properties
-from headrace.base.memory import fix_mmap_threshold
 
 from ._broker import Broker
 from ._cli_configs import register as register_configs
@@ -27,9 +26,6 @@ from ._cli_topics import register as register_topics
 from ._server_properties import broker_settings
 from .groups import register_commands as register_group_commands
 from .security import register_commands as register_security_commands
-
-# glibc's initial mmap threshold, kept fixed (``fix_mmap_threshold``).
-LARGE_BUFFER_BYTES = 128 << 10
 
 
 def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
@@ -158,10 +154,6 @@ def _run_broker(args: argparse.Namespace) -> int:
     if "data_dir" not in settings:
         raise ValueError("give --data-dir (or log.dirs in --config)")
     broker = Broker(settings.pop("data_dir"), fsync=args.fsync == "always", **settings)
-    # The process is the broker's: its large buffers (request frames, fetched ranges)
-    # are mapped and given back whole, or its heap creeps up with holes (BENCHMARKS.md,
-    # the memory soak).
-    fix_mmap_threshold(LARGE_BUFFER_BYTES)
 
     async def run() -> None:
         stop = asyncio.Event()
