@@ -31,7 +31,9 @@ Run: ``.venv/bin/python benchmarks/memory_soak.py [--seconds 3600] [--load 0.5]
 and prints the summary from a run's samples. ``--trace broker|app|both
 [--trace-every 120]`` runs that process under ``memory_trace.py`` (tracemalloc and
 live objects by type, reports in ``PREFIX-trace-broker/`` and ``-app/``): for finding
-what grows, not for figures, since tracing slows the process down.
+what grows, not for figures, since tracing slows the process down. ``--broker-env
+NAME=VALUE`` (repeatable) sets a variable for the broker alone (glibc's ``MALLOC_``
+tunables, say).
 The same file is the program the generator runs (``--role generator``).
 """
 
