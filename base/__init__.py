@@ -2,6 +2,8 @@
 
 - :mod:`headrace.base.progress`: a one-line progress bar for terminals.
 - :mod:`headrace.base.http`: serving an aiohttp application, the same way everywhere.
+- :mod:`headrace.base.memory`: the process's memory by who holds it (Python's blocks,
+  the C heap in use and kept), for the broker's and the applications' metrics.
 - :mod:`headrace.base.kafka_admin`: kio requests to any Kafka-protocol broker, with TLS
   and SASL, for what aiokafka does not ask (groups as a non-member, log directories,
   transactions, ACLs); :mod:`headrace.base.log_dirs`: bytes on disk per partition

@@ -17,7 +17,8 @@ the application's memory figures from its ``/metrics``: RocksDB's block cache (u
 pinned), memtables and table readers, the C heap's bytes in use and size (glibc
 ``mallinfo2``) and Python's allocated blocks. RocksDB's share of the RSS is the
 cache's usage (memtables are charged to it) plus the table readers; the RSS less that
-share is what a leak would show in. The samples go to ``PREFIX.csv`` and a plot over
+share is what a leak would show in. The broker's C heap and Python blocks come from its
+``/metrics`` (``--metrics-listen``) the same way. The samples go to ``PREFIX.csv`` and a plot over
 time to ``PREFIX.svg`` (drawn here, no plotting library needed), and a summary line
 per figure: its value at the end of the warm-up (``--warmup`` seconds), the highest
 after it, the last, and the growth from the first to the highest.
@@ -27,7 +28,12 @@ after it, the last, and the growth from the first to the highest.
 Run: ``.venv/bin/python benchmarks/memory_soak.py [--seconds 3600] [--load 0.5]
 [--max-rate N] [--interval 10] [--warmup 300] [--out memory-soak]``; ``--replot CSV``
 (with the run's ``--max-rate``, ``--load`` and ``--warmup``) redraws ``--out``'s plot
-and prints the summary from a run's samples.
+and prints the summary from a run's samples. ``--trace broker|app|both
+[--trace-every 120]`` runs that process under ``memory_trace.py`` (tracemalloc and
+live objects by type, reports in ``PREFIX-trace-broker/`` and ``-app/``): for finding
+what grows, not for figures, since tracing slows the process down. ``--broker-env
+NAME=VALUE`` (repeatable) sets a variable for the broker alone (glibc's ``MALLOC_``
+tunables, say).
 The same file is the program the generator runs (``--role generator``).
 """
 
@@ -70,9 +76,16 @@ APP_FIGURES = {
     "malloc_heap_mb": "headrace_streams_malloc_heap_bytes",
     "python_blocks": "headrace_streams_python_allocated_blocks",
 }
+# The broker's (``headrace broker --metrics-listen``, ``headrace.base.memory``).
+BROKER_FIGURES = {
+    "broker_malloc_in_use_mb": "headrace_broker_malloc_in_use_bytes",
+    "broker_malloc_heap_mb": "headrace_broker_malloc_heap_bytes",
+    "broker_python_blocks": "headrace_broker_python_allocated_blocks",
+}
 FIELDS = (
     "seconds",
     "broker_rss_mb",
+    *BROKER_FIGURES,
     "app_rss_mb",
     "app_rocksdb_mb",
     "app_rss_minus_rocksdb_mb",
@@ -92,20 +105,35 @@ def rss_mb(pid: int) -> float:
     raise RuntimeError(f"no VmRSS for process {pid}")
 
 
-def app_figures(port: int) -> dict[str, float]:
-    """The application's memory figures, read from its Prometheus text exposition."""
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+def scrape(port: int, columns: dict[str, str], timeout: float = 10) -> dict[str, float]:
+    """``columns`` (column -> metric name) read from a Prometheus text exposition: block
+    counts as they are, bytes in MiB; zero when a figure is not published."""
+    url = f"http://127.0.0.1:{port}/metrics"
+    with urllib.request.urlopen(url, timeout=timeout) as response:
         text = response.read().decode()
-    wanted = {metric: column for column, metric in APP_FIGURES.items()}
-    figures = dict.fromkeys(APP_FIGURES, 0.0)  # zero when a figure is not published
+    wanted = {metric: column for column, metric in columns.items()}
+    figures = dict.fromkeys(columns, 0.0)
     for line in text.splitlines():
         name, _, value = line.partition(" ")
         column = wanted.get(name)
         if column is not None:
-            figures[column] = float(value) if column == "python_blocks" else float(value) / MIB
-    figures = {column: round(value, 1) for column, value in figures.items()}
+            scale = 1 if column.endswith("python_blocks") else MIB
+            figures[column] = round(float(value) / scale, 1)
+    return figures
+
+
+def app_figures(port: int, timeout: float = 10) -> dict[str, float]:
+    """The application's memory figures, read from its ``/metrics``."""
+    figures = scrape(port, APP_FIGURES, timeout)
     figures["app_rocksdb_mb"] = round(figures["block_cache_mb"] + figures["table_readers_mb"], 1)
     return figures
+
+
+def traced(cmd: list[str], out: str, every: float) -> list[str]:
+    """``cmd`` (a Python program) run under ``memory_trace.py``: tracemalloc on, its
+    growth written to ``out`` every ``every`` seconds. Slow; for finding, not measuring."""
+    tracer = str(pathlib.Path(__file__).with_name("memory_trace.py"))
+    return [cmd[0], tracer, "--out", out, "--every", str(every), "--", *cmd[1:]]
 
 
 # -- the load generator ------------------------------------------------------------------
@@ -159,13 +187,15 @@ def svg_plot(rows: Sequence[dict[str, float]], title: str) -> str:
     share, its RSS less that share, and its C heap's bytes in use, as an SVG document."""
     width, height, left, bottom, top, right = 860, 420, 60, 40, 30, 190
     xs = [r["seconds"] for r in rows]
-    series = (
+    series: tuple[tuple[str, str, str], ...] = (
         ("broker_rss_mb", "broker", "#1f77b4"),
         ("app_rss_mb", "application", "#d62728"),
         ("app_rss_minus_rocksdb_mb", "app minus RocksDB", "#ff7f0e"),
         ("app_rocksdb_mb", "app's RocksDB", "#2ca02c"),
         ("malloc_in_use_mb", "app's C heap in use", "#9467bd"),
+        ("broker_malloc_in_use_mb", "broker's C heap in use", "#17becf"),
     )
+    series = tuple(s for s in series if s[0] in rows[0])  # older samples lack the broker's
     top_mb = max(max(r[name] for r in rows) for name, _l, _c in series) * 1.1 or 1.0
     span = max(xs[-1], 1.0)
 
@@ -216,11 +246,16 @@ def growth(rows: Sequence[dict[str, float]], name: str, warmup: float) -> tuple[
 
 
 def soak(
-    bench: Bench, broker_pid: int, rate: float, args: argparse.Namespace
+    bench: Bench, broker: tuple[int, int], rate: float, args: argparse.Namespace
 ) -> list[dict[str, float]]:
+    """Run the application and the generator, sampling both processes; ``broker`` is
+    the broker's process id and metrics port."""
+    broker_pid, broker_metrics = broker
     from confluent_kafka.admin import ConfigResource
 
     cmd, source, output, app_id = bench.app("headrace", args.workload, "alos", "soak")
+    if args.trace in ("app", "both"):
+        cmd = traced(cmd, f"{args.out}-trace-app", args.trace_every)
     metrics_port = free_port()
     cmd += ["--http-port", str(metrics_port)]
     resources = [ConfigResource("TOPIC", t, set_config=TOPIC_RETENTION) for t in (source, output)]
@@ -269,7 +304,9 @@ def soak(
                     "seconds": round(elapsed, 1),
                     "broker_rss_mb": round(rss_mb(broker_pid), 1),
                     "app_rss_mb": round(rss_mb(app.pid), 1),
-                    **app_figures(metrics_port),
+                    # A traced application answers slowly (tracemalloc on every allocation).
+                    **app_figures(metrics_port, 120 if args.trace in ("app", "both") else 10),
+                    **scrape(broker_metrics, BROKER_FIGURES, 120),
                     "produced": produced,
                     "committed": committed,
                     "lag": produced - committed,
@@ -284,7 +321,8 @@ def soak(
                     f"{elapsed / 60:6.1f} min  broker {row['broker_rss_mb']:7.1f} MiB  "
                     f"app {row['app_rss_mb']:7.1f} MiB (RocksDB {row['app_rocksdb_mb']:6.1f}, "
                     f"C heap {row['malloc_in_use_mb']:6.1f}, "
-                    f"{row['python_blocks']:,.0f} Python blocks)  lag {row['lag']:>8,}  "
+                    f"{row['python_blocks']:,.0f} Python blocks; broker's "
+                    f"{row['broker_python_blocks']:,.0f})  lag {row['lag']:>8,}  "
                     f"load {os.getloadavg()[0]:.1f}",
                     flush=True,
                 )
@@ -310,13 +348,17 @@ def report(rows: Sequence[dict[str, float]], rate: float, args: argparse.Namespa
         ("app_rss_minus_rocksdb_mb", "app - RocksDB"),
         ("malloc_in_use_mb", "app C heap"),
         ("python_blocks", "app Py blocks"),
+        ("broker_malloc_in_use_mb", "broker C heap"),
+        ("broker_python_blocks", "broker Py blocks"),
     ):
+        if name not in rows[0]:
+            continue  # samples from before the broker published its figures
         start, peak = growth(rows, name, args.warmup)
         grew = peak - start
         print(
-            f"{label:<14} after warm-up {start:11,.1f}, highest {peak:11,.1f}, "
+            f"{label:<16} after warm-up {start:11,.1f}, highest {peak:11,.1f}, "
             f"at the end {rows[-1][name]:11,.1f}, growth {grew:+10,.1f}"
-            + ("" if name == "python_blocks" else " (MiB)")
+            + ("" if name.endswith("python_blocks") else " (MiB)")
         )
         if name in ("broker_rss_mb", "app_rss_mb"):
             failed |= args.max_growth_mb is not None and grew > args.max_growth_mb
@@ -336,6 +378,19 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=300)
     parser.add_argument("--out", default="memory-soak", help="PREFIX of the .csv and .svg")
     parser.add_argument("--max-growth-mb", type=float, help="fail above this growth")
+    parser.add_argument(
+        "--trace",
+        choices=("broker", "app", "both"),
+        help="run that process under memory_trace.py (reports in PREFIX-trace-*/)",
+    )
+    parser.add_argument(
+        "--broker-env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="set in the broker's environment only (e.g. glibc's MALLOC_ tunables)",
+    )
+    parser.add_argument("--trace-every", type=float, default=120, help="seconds a report")
     parser.add_argument("--workload", choices=("windowed", "stateless"), default="windowed")
     parser.add_argument("--role", choices=("generator",))
     parser.add_argument("--bootstrap")
@@ -356,7 +411,7 @@ def main() -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     with tempfile.TemporaryDirectory(prefix="headrace-soak-") as tmp:
         workdir = pathlib.Path(tmp)
-        port = free_port()
+        port, broker_metrics = free_port(), free_port()
         properties = workdir / "server.properties"
         properties.write_text(
             f"listeners=PLAINTEXT://127.0.0.1:{port}\nlog.dirs={workdir / 'data'}\n"
@@ -364,18 +419,24 @@ def main() -> None:
             f"log.retention.check.interval.ms={RETENTION_CHECK_MS}\n"
         )
         broker_log = open(workdir / "broker.log", "wb")  # noqa: SIM115 - the child's output
+        broker_cmd = [sys.executable, "-m", "headrace", "broker", "--config", str(properties)]
+        broker_cmd += ["--metrics-listen", f"127.0.0.1:{broker_metrics}"]
+        if args.trace in ("broker", "both"):
+            broker_cmd = traced(broker_cmd, f"{args.out}-trace-broker", args.trace_every)
         broker = subprocess.Popen(
-            [sys.executable, "-m", "headrace", "broker", "--config", str(properties)],
+            broker_cmd,
             stdout=broker_log,
             stderr=broker_log,
+            env={**os.environ, **dict(v.split("=", 1) for v in args.broker_env)},
         )
         try:
-            wait_listening(port, broker)
+            # A traced broker starts slowly: tracemalloc follows every import's allocations.
+            wait_listening(port, broker, 180 if args.trace in ("broker", "both") else 30)
             bench = Bench(f"127.0.0.1:{port}", workdir, args.seconds, 0)
             top = args.max_rate or bench.flood("headrace", args.workload, "alos")
             rate = top * args.load
             print(f"soak at {rate:,.0f} records/s ({args.load:.0%} of {top:,.0f})", flush=True)
-            rows = soak(bench, broker.pid, rate, args)
+            rows = soak(bench, (broker.pid, broker_metrics), rate, args)
             bench.harness.close()
         finally:
             stop(broker)

@@ -10,6 +10,9 @@ Two kinds, so that the hot paths pay almost nothing:
   offsets and size, every group's state, members and lag per partition, open
   transactions and the age of the oldest, open connections, fsync count and time,
   and the maintenance passes (retention, compaction) with their failures;
+- **the process's memory**, read when scraped (``headrace.base.memory``): Python's
+  allocated blocks and the C heap's bytes in use and size, so a growing resident size
+  can be told apart as Python objects, C allocations or free heap kept;
 - **per refused login** (SaslAuthenticate, or a bare SASL token): authentication
   failures by listener.
 
@@ -27,6 +30,8 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+
+from headrace.base.memory import c_heap, python_blocks
 
 from ._entities import entity_lists
 from ._records import HEADER_SIZE, LOG_OVERHEAD
@@ -261,6 +266,28 @@ def _error_name(code: int) -> str:
         return str(code)
 
 
+def _memory() -> Iterator[Metric]:
+    blocks = GaugeMetricFamily(
+        "headrace_broker_python_allocated_blocks", "Memory blocks held by Python's allocator"
+    )
+    blocks.add_metric([], python_blocks())
+    yield blocks
+    heap = c_heap()
+    if heap is None:
+        return  # not glibc
+    for (name, documentation), value in zip(
+        (
+            ("malloc_in_use_bytes", "C heap bytes in use (glibc mallinfo2)"),
+            ("malloc_heap_bytes", "C heap size, free space kept included (glibc)"),
+        ),
+        heap,
+        strict=True,
+    ):
+        family = GaugeMetricFamily(f"headrace_broker_{name}", documentation)
+        family.add_metric([], value)
+        yield family
+
+
 class _StateCollector:
     """Families read from the broker's state at scrape time."""
 
@@ -288,6 +315,7 @@ class _StateCollector:
         sync_time = CounterMetricFamily("headrace_broker_fsync_seconds", "Time spent in log syncs")
         sync_time.add_metric([], state.syncer.sync_seconds_total)
         yield from (syncs, sync_time)
+        yield from _memory()
 
     @staticmethod
     def _logs(state: BrokerState) -> Iterator[Metric]:

@@ -13,63 +13,18 @@ memory is:
 - ``headrace_streams_malloc_in_use_bytes`` and ``headrace_streams_malloc_heap_bytes``:
   the C heap's bytes in use and its size with free space kept (glibc's ``mallinfo2``;
   absent on other C libraries). Heap size far above the bytes in use is fragmentation
-  or free memory not given back, not a leak.
+  or free memory not given back, not a leak. Both read by ``headrace.base.memory``,
+  which the broker's metrics use too.
 """
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
-import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 
+from headrace.base.memory import c_heap, python_blocks
 from headrace.state import rocksdb_memory
-
-
-class _MallInfo2(ctypes.Structure):
-    # glibc's struct mallinfo2 (2.33+): ten size_t fields.
-    _fields_ = [
-        (name, ctypes.c_size_t)
-        for name in (
-            "arena",
-            "ordblks",
-            "smblks",
-            "hblks",
-            "hblkhd",
-            "usmblks",
-            "fsmblks",
-            "uordblks",
-            "fordblks",
-            "keepcost",
-        )
-    ]
-
-
-def _find_mallinfo2() -> Callable[[], _MallInfo2] | None:
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return None
-    try:
-        function = ctypes.CDLL(name).mallinfo2
-    except (OSError, AttributeError):
-        return None
-    function.restype = _MallInfo2
-    function.argtypes = []
-    return function
-
-
-_mallinfo2 = _find_mallinfo2()
-
-
-def c_heap() -> tuple[int, int] | None:
-    """(bytes in use, heap size) of the C heap: allocated in the main and other arenas
-    plus directly mapped blocks; None without glibc's ``mallinfo2``."""
-    if _mallinfo2 is None:
-        return None
-    info = _mallinfo2()
-    return info.uordblks + info.hblkhd, info.arena + info.hblkhd
 
 
 class MemoryStats:
@@ -86,7 +41,7 @@ class MemoryStats:
             rocks.block_cache_pinned_usage,
             rocks.memtables,
             rocks.table_readers,
-            sys.getallocatedblocks(),
+            python_blocks(),
         ]
         heap = c_heap()
         if heap is not None:

@@ -99,6 +99,13 @@ async def test_metrics_follow_what_clients_do(broker: Any) -> None:
     assert _one(after, "headrace_broker_fsyncs_total") > _one(
         before, "headrace_broker_fsyncs_total"
     )
+    # The process's memory by who holds it (a glibc system: the C heap's figures are there).
+    assert _one(after, "headrace_broker_python_allocated_blocks") > 10_000
+    assert (
+        0
+        < _one(after, "headrace_broker_malloc_in_use_bytes")
+        <= _one(after, "headrace_broker_malloc_heap_bytes")
+    )
     await txn.abort_transaction()
     await txn.stop()
 

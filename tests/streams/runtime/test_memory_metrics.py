@@ -7,8 +7,8 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from headrace.base.memory import c_heap
 from headrace.state import RocksDBKeyValueStore, StoreTestContext, rocksdb_memory
-from headrace.streams.runtime._memory_metrics import c_heap
 from headrace.streams.runtime._metrics import AppMetrics
 
 

@@ -4,8 +4,9 @@ by more than a bound.
 
 It runs ``benchmarks/memory_soak.py`` (the hour-long soak's command) with a fixed rate:
 a windowed count on RocksDB at 2,000 records a second, sampling RSS and the
-application's memory figures (RocksDB's, the C heap's, Python's) every 5 s, and reads
-back what it wrote: the samples (CSV) and the plot (SVG)."""
+application's memory figures (RocksDB's, the C heap's, Python's) and the broker's (the C
+heap's, Python's) every 5 s, and reads back what it wrote: the samples (CSV) and the
+plot (SVG)."""
 
 from __future__ import annotations
 
@@ -68,6 +69,9 @@ def test_rss_of_app_and_broker_stays_bounded_over_a_minute_of_load(tmp_path: Pat
         assert row["app_rocksdb_mb"] < row["malloc_in_use_mb"] <= row["malloc_heap_mb"], row
         assert row["malloc_heap_mb"] < row["app_rss_mb"], row
         assert row["python_blocks"] > 10_000, row
+        # The broker's, from its /metrics: Python's blocks and the C heap, in use within size.
+        assert row["broker_python_blocks"] > 10_000, row
+        assert 0 < row["broker_malloc_in_use_mb"] <= row["broker_malloc_heap_mb"], row
     # What is not the C heap (Python's own arenas, code, stacks) stays put once warm.
     outside = [r["app_rss_mb"] - r["malloc_heap_mb"] for r in after]
     assert max(outside) - outside[0] < OUTSIDE_HEAP_BOUND_MB, rows

@@ -42,3 +42,21 @@ def test_memoised_partitioner_agrees_and_stays_bounded() -> None:
         assert part(key, 3) == partition_for_key(key, 3)
         assert part.table(7)[key] == partition_for_key(key, 7)
     assert len(part.table(7)) <= 10 and len(part.table(3)) <= 10
+    assert part.held(7) <= 20 and part.held(3) <= 20
+
+
+def test_keys_written_for_a_while_leave_the_memo_and_hot_keys_stay() -> None:
+    # A windowed count's results are keyed by user and window: an hour of one-minute
+    # windows over 1,000 users is 60,000 keys, each written only while its window is
+    # open. The memo must not keep them all (it did, up to 100,000: about 10 MiB), and
+    # keys written in every window must stay memoised.
+    part = KeyPartitioner()
+    hot = [f"hot-{i}".encode() for i in range(50)]
+    for window in range(60):
+        for user in range(1_000):
+            key = f"user-{user}@{1_732_500_000_000 + window * 60_000}".encode()
+            assert part(key, 4) == partition_for_key(key, 4)
+        for key in hot:
+            part(key, 4)
+    assert part.held(4) <= 2 * 16_384, part.held(4)
+    assert all(key in part.table(4) for key in hot)
