@@ -151,6 +151,28 @@ def _by(samples: dict[Any, float], name: str) -> dict[tuple[tuple[str, str], ...
     return {labels: v for (n, labels), v in samples.items() if n == name}
 
 
+async def _start_instance(
+    cluster: Cluster, instances: list[Instance], tmp_path: Path, app_id: str, env: dict[str, str]
+) -> tuple[Instance, str]:
+    """``readings`` as a ``headrace run`` process; it and its ``/metrics`` address."""
+    from rtprocs import Instance
+
+    (tmp_path / "a").mkdir()
+    inst = Instance(
+        f"{Path(__file__)}:readings",
+        app_id,
+        cluster.bootstrap,
+        tmp_path / "a" / "state",
+        "a",
+        env=env,
+    )
+    instances.append(inst.start())
+    await asyncio.to_thread(inst.wait_for, "[run]", 60)
+    found = re.search(r"\[run\] .*; http://(\S+) \(", inst.log())
+    assert found is not None, inst.log()[-2000:]
+    return inst, found.group(1)
+
+
 @pytest.mark.parametrize(
     ("bad_records", "guarantee"),
     [("dead_letter", "at_least_once"), ("continue", "exactly_once_v2")],
@@ -158,7 +180,6 @@ def _by(samples: dict[Any, float], name: str) -> dict[tuple[tuple[str, str], ...
 async def test_metrics_count_what_happened(
     cluster: Cluster, instances: list[Instance], tmp_path: Path, bad_records: str, guarantee: str
 ) -> None:
-    from rtprocs import Instance
 
     bootstrap = cluster.bootstrap
     prefix = f"rtm-{bad_records.replace('_', '')}"
@@ -171,15 +192,7 @@ async def test_metrics_count_what_happened(
         "HEADRACE_PROCESSING_ERROR_HANDLER": "continue",
         "HEADRACE_DEAD_LETTER_TOPIC": f"{prefix}-dlq",
     }
-    (tmp_path / "a").mkdir()
-    inst = Instance(
-        f"{Path(__file__)}:readings", app_id, bootstrap, tmp_path / "a" / "state", "a", env=env
-    )
-    instances.append(inst.start())
-    await asyncio.to_thread(inst.wait_for, "[run]", 60)
-    found = re.search(r"\[run\] .*; http://(\S+) \(", inst.log())
-    assert found is not None, inst.log()[-2000:]
-    address = found.group(1)
+    inst, address = await _start_instance(cluster, instances, tmp_path, app_id, env)
 
     readings_topic = f"{prefix}-readings"
     changelog_totals, changelog_pings = (
@@ -291,7 +304,6 @@ async def test_a_fenced_transaction_is_counted_as_aborted(
     fenced and aborted, the instance rewinds, and ``transactions_aborted_total`` says so
     (it is what explains records consumed twice), once per abort it logged."""
     from aiokafka import AIOKafkaProducer
-    from rtprocs import Instance
 
     bootstrap = cluster.bootstrap
     prefix = "rtm-fenced"
@@ -304,15 +316,7 @@ async def test_a_fenced_transaction_is_counted_as_aborted(
         "HEADRACE_DESERIALIZATION_ERROR_HANDLER": "continue",
         "HEADRACE_PROCESSING_ERROR_HANDLER": "continue",
     }
-    (tmp_path / "a").mkdir()
-    inst = Instance(
-        f"{Path(__file__)}:readings", app_id, bootstrap, tmp_path / "a" / "state", "a", env=env
-    )
-    instances.append(inst.start())
-    await asyncio.to_thread(inst.wait_for, "[run]", 60)
-    found = re.search(r"\[run\] .*; http://(\S+) \(", inst.log())
-    assert found is not None, inst.log()[-2000:]
-    address = found.group(1)
+    inst, address = await _start_instance(cluster, instances, tmp_path, app_id, env)
 
     async def sink_and_aborts(want: int) -> tuple[float, float]:
         deadline = time.monotonic() + 60
