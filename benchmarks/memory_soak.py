@@ -129,11 +129,13 @@ def app_figures(port: int, timeout: float = 10) -> dict[str, float]:
     return figures
 
 
-def traced(cmd: list[str], out: str, every: float) -> list[str]:
-    """``cmd`` (a Python program) run under ``memory_trace.py``: tracemalloc on, its
-    growth written to ``out`` every ``every`` seconds. Slow; for finding, not measuring."""
+def traced(cmd: list[str], out: str, every: float, frames: int) -> list[str]:
+    """``cmd`` (a Python program) run under ``memory_trace.py``: tracemalloc on (with
+    ``frames`` frames; 0: off, only live objects and containers, at full speed), its
+    growth written to ``out`` every ``every`` seconds. For finding, not measuring."""
     tracer = str(pathlib.Path(__file__).with_name("memory_trace.py"))
-    return [cmd[0], tracer, "--out", out, "--every", str(every), "--", *cmd[1:]]
+    options = ["--out", out, "--every", str(every), "--frames", str(frames)]
+    return [cmd[0], tracer, *options, "--", *cmd[1:]]
 
 
 # -- the load generator ------------------------------------------------------------------
@@ -255,7 +257,7 @@ def soak(
 
     cmd, source, output, app_id = bench.app("headrace", args.workload, "alos", "soak")
     if args.trace in ("app", "both"):
-        cmd = traced(cmd, f"{args.out}-trace-app", args.trace_every)
+        cmd = traced(cmd, f"{args.out}-trace-app", args.trace_every, args.trace_frames)
     metrics_port = free_port()
     cmd += ["--http-port", str(metrics_port)]
     resources = [ConfigResource("TOPIC", t, set_config=TOPIC_RETENTION) for t in (source, output)]
@@ -391,6 +393,12 @@ def main() -> None:
         help="set in the broker's environment only (e.g. glibc's MALLOC_ tunables)",
     )
     parser.add_argument("--trace-every", type=float, default=120, help="seconds a report")
+    parser.add_argument(
+        "--trace-frames",
+        type=int,
+        default=12,
+        help="tracemalloc's frames; 0 leaves it off (live objects and containers only)",
+    )
     parser.add_argument("--workload", choices=("windowed", "stateless"), default="windowed")
     parser.add_argument("--role", choices=("generator",))
     parser.add_argument("--bootstrap")
@@ -422,7 +430,9 @@ def main() -> None:
         broker_cmd = [sys.executable, "-m", "headrace", "broker", "--config", str(properties)]
         broker_cmd += ["--metrics-listen", f"127.0.0.1:{broker_metrics}"]
         if args.trace in ("broker", "both"):
-            broker_cmd = traced(broker_cmd, f"{args.out}-trace-broker", args.trace_every)
+            broker_cmd = traced(
+                broker_cmd, f"{args.out}-trace-broker", args.trace_every, args.trace_frames
+            )
         broker = subprocess.Popen(
             broker_cmd,
             stdout=broker_log,
