@@ -200,7 +200,11 @@ class TransactionSink:
             )
 
     async def abort(self) -> None:
-        await self.producer.abort_transaction()
+        # aiokafka's abort waits for the transaction's requests to end, and one that
+        # commits offsets of a deleted source topic is retried without end: watched
+        # like a commit, the abort gives up (``SourceTopicDeletedError``) once the
+        # topic is known gone, and the broker aborts at the transaction's timeout.
+        await self._consumer.while_sources_exist(self.producer.abort_transaction())
 
 
 class Committer:

@@ -16,7 +16,12 @@ from headrace.streams import ConsumedRecord, StreamsConfig
 from headrace.streams.runtime import AppSettings, SettingsError
 from headrace.streams.runtime._client import FlushMark, FlushResult, TopicPartition
 from headrace.streams.runtime._commit import Committer, TransactionSink
-from headrace.streams.runtime._errors import FencedError, TransactionAbortedError, TransactionError
+from headrace.streams.runtime._errors import (
+    FencedError,
+    SourceTopicDeletedError,
+    TransactionAbortedError,
+    TransactionError,
+)
 from headrace.streams.runtime._handlers import ErrorHandler
 from headrace.streams.runtime._metrics import AppMetrics
 from headrace.streams.runtime._restore import Restorer
@@ -351,3 +356,27 @@ async def test_a_begun_transaction_that_fails_aborts_at_the_next_commit(tmp_path
     assert steps[-1] == "abort" and "release" not in steps
     assert task.committed == {SOURCE: 3}
     task.close()
+
+
+async def test_an_abort_stuck_behind_a_deleted_source_topic_gives_up(tmp_path: Path) -> None:
+    """The producer's abort never ends (aiokafka retries the offsets of a deleted source
+    topic): the consumer's watch gives it up, and the committer marks the producer
+    broken instead of hanging the instance's shutdown."""
+    steps: list[str] = []
+    committer, producer, consumer = _eos(steps)
+    never = asyncio.Event()
+
+    async def stuck_abort() -> None:
+        steps.append("abort")
+        await never.wait()
+
+    async def watched(commit: Awaitable[None]) -> None:
+        attempt = asyncio.ensure_future(commit)
+        await asyncio.sleep(0.05)  # the real watch confirms the topic gone, then cancels
+        attempt.cancel()
+        raise SourceTopicDeletedError("source topic rt-input no longer exists")
+
+    producer.abort_transaction = stuck_abort  # type: ignore[method-assign]
+    consumer.while_sources_exist = watched  # type: ignore[method-assign]
+    await asyncio.wait_for(committer.abort(), 5)
+    assert steps == ["abort"] and committer.broken
