@@ -43,6 +43,7 @@ import argparse
 import csv
 import os
 import pathlib
+import shlex
 import signal
 import subprocess
 import sys
@@ -392,6 +393,13 @@ def main() -> None:
         metavar="NAME=VALUE",
         help="set in the broker's environment only (e.g. glibc's MALLOC_ tunables)",
     )
+    parser.add_argument(
+        "--broker-prefix",
+        default="",
+        metavar="COMMAND",
+        help="run the broker under COMMAND, e.g. 'heaptrack -o broker' (its RSS is then "
+        "COMMAND's; the broker's own figures come from its metrics)",
+    )
     parser.add_argument("--trace-every", type=float, default=120, help="seconds a report")
     parser.add_argument(
         "--trace-frames",
@@ -434,7 +442,7 @@ def main() -> None:
                 broker_cmd, f"{args.out}-trace-broker", args.trace_every, args.trace_frames
             )
         broker = subprocess.Popen(
-            broker_cmd,
+            shlex.split(args.broker_prefix) + broker_cmd,
             stdout=broker_log,
             stderr=broker_log,
             env={**os.environ, **dict(v.split("=", 1) for v in args.broker_env)},
