@@ -262,8 +262,7 @@ def main() -> None:
                 evict_start(data / f"{BIG}-0", read * VALUE_BYTES)
             heads.append(consume_rate(bootstrap, 0, read))
             print(
-                f"  read: start {heads[-1] / 2**20:.0f} MiB/s, tail {tails[-1] / 2**20:.0f}"
-                f" MiB/s",
+                f"  read: start {heads[-1] / 2**20:.0f} MiB/s, tail {tails[-1] / 2**20:.0f} MiB/s",
                 flush=True,
             )
         head, tail = median(heads), median(tails)

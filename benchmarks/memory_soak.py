@@ -40,6 +40,7 @@ The same file is the program the generator runs (``--role generator``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import os
 import pathlib
@@ -446,6 +447,7 @@ def main() -> None:
             stdout=broker_log,
             stderr=broker_log,
             env={**os.environ, **dict(v.split("=", 1) for v in args.broker_env)},
+            start_new_session=bool(args.broker_prefix),
         )
         try:
             # A traced broker starts slowly: tracemalloc follows every import's allocations.
@@ -457,6 +459,10 @@ def main() -> None:
             rows = soak(bench, (broker.pid, broker_metrics), rate, args)
             bench.harness.close()
         finally:
+            if args.broker_prefix:
+                # The prefix's process is not the broker: signal its whole group.
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(broker.pid, signal.SIGTERM)
             stop(broker)
             broker_log.close()
     sys.exit(0 if report(rows, rate, args) else 1)
