@@ -249,14 +249,15 @@ class LogSegment:
         them are dropped)."""
         if not self.offset_index.load(self.size):
             return False
-        index = self.offset_index
-        start = index.positions[-1] if len(index) else 0
+        last = self.offset_index.last()
+        start = last[1] if last else 0
         end = start
         for header in self.walk(start):
             if (
                 header.position == start
+                and last
                 and start
-                and (header.base_offset != self.base_offset + index.offsets[-1])
+                and (header.base_offset != self.base_offset + last[0])
             ):
                 return False  # the entry does not point at the batch it names
             if header.position - start > self._index_interval:
@@ -271,9 +272,10 @@ class LogSegment:
         self._bytes_since_index = self.size - start
         if not self.time_index.load(self.next_offset - self.base_offset):
             return False
-        if self.time_index.last_timestamp > self.max_timestamp:
-            self.max_timestamp = self.time_index.last_timestamp
-            self._max_timestamp_offset = self.base_offset + self.time_index.offsets[-1]
+        last_time = self.time_index.last()
+        if last_time and last_time[0] > self.max_timestamp:
+            self.max_timestamp, relative = last_time
+            self._max_timestamp_offset = self.base_offset + relative
         first = next(self.walk(0), None)
         if first is not None and first.max_timestamp >= 0:
             self.roll_base_ms = first.max_timestamp

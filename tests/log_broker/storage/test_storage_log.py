@@ -318,7 +318,7 @@ def test_index_lookup_at_and_between_entries_matches_a_linear_scan(
         index = segment.offset_index
         if interval == 0:
             assert len(index) == len(linear) - 1  # every batch but the first
-        entry_offsets = {segment.base_offset + o for o in index.offsets}
+        entry_offsets = {segment.base_offset + o for o, _ in index.entries()}
         for offset in range(log.log_end_offset):
             holder = next(h for h in linear if h.base_offset <= offset <= h.last_offset)
             position, header = segment.find_position(offset)
