@@ -249,15 +249,13 @@ class LogSegment:
         them are dropped)."""
         if not self.offset_index.load(self.size):
             return False
-        last = self.offset_index.last()
-        start = last[1] if last else 0
+        last_offset, start = self.offset_index.last() or (0, 0)
         end = start
         for header in self.walk(start):
             if (
                 header.position == start
-                and last
                 and start
-                and (header.base_offset != self.base_offset + last[0])
+                and (header.base_offset != self.base_offset + last_offset)
             ):
                 return False  # the entry does not point at the batch it names
             if header.position - start > self._index_interval:
