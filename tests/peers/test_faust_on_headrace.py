@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import time
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -218,12 +219,13 @@ def test_exactly_once_after_sigkill_loses_nothing(cluster: Cluster, tmp_path: Pa
 
     What holds, given bugs (1) and (2): the successor's producers fence the killed
     ones, whose open transactions end aborted; every count reached is in the output,
-    in order per user; the table and the output end on the same count per user; that
+    in order per user but for the repeats below; the table and the output end on the same count per user; that
     count is over by at most one per input partition (each partition's transaction
     commits on its own timer, and its last commit may hold the table write of the one
     event then in flight without that event's offset, bug (2); the event is counted
     again). What does not: the output may repeat counts (sent outside the
-    transactions, so an aborted transaction does not take them back).
+    transactions, so an aborted transaction does not take them back): once per user,
+    a step back to where its partition's last commit left the table.
     """
     run = FaustRun(cluster, tmp_path, exactly_once=True)
     app = run.start("state-1", delay_ms=30)
@@ -260,7 +262,12 @@ def test_exactly_once_after_sigkill_loses_nothing(cluster: Cluster, tmp_path: Pa
     over = 0
     for user, want in views.items():
         counts = got[user]
-        assert counts == sorted(counts), f"{user}: out of order {counts}"
+        # In order: each count one more than the one before, but for at most one step
+        # back, where the successor counts again what the killed worker had sent
+        # outside its aborted transaction (bug 1): as many counts as that transaction
+        # held, one or more depending on how far faust's commit timer had fallen behind.
+        back = [(a, b) for a, b in pairwise(counts) if b != a + 1]
+        assert len(back) <= 1 and all(b <= a for a, b in back), f"{user}: out of order {counts}"
         assert set(want) <= set(counts), f"{user}: lost {sorted(set(want) - set(counts))}"
         assert table[user] == counts[-1], f"{user}: table {table[user]}, output {counts[-1]}"
         over += table[user] - len(want)
