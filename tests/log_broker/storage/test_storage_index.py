@@ -8,7 +8,9 @@ from bisect import bisect_left, bisect_right
 from pathlib import Path
 
 import pytest
+from storage_batches import batch, offsets_in, open_log
 
+from headrace.log_broker import _records
 from headrace.log_broker.storage import _index
 from headrace.log_broker.storage._index import PAGE, OffsetIndex, TimeIndex
 
@@ -179,3 +181,46 @@ def _reopened_time_index(index: TimeIndex, directory: Path, next_offset: int) ->
     reopened = TimeIndex(directory / "0.timeindex")
     assert reopened.load(next_offset)
     return reopened
+
+
+def test_a_log_reads_across_many_index_pages_as_a_linear_scan_says(tmp_path: Path) -> None:
+    """Through ``PartitionLog.read`` (the fetch path) on a segment whose index spans
+    several pages, before and after a reopen: every read starts at the batch holding its
+    offset and ends where the byte limit and the upper bound (a last stable offset) say,
+    wherever the index entries it needs lie."""
+    log = open_log(tmp_path, index_interval_bytes=0)  # an entry for every batch
+    for i in range(4 * PAGE + 30):
+        log.append(batch(1 + i % 5, tag=i), now_ms=0)
+    rng = random.Random(6)
+    for reopen in (False, True):
+        if reopen:
+            log.close()
+            log = open_log(tmp_path, index_interval_bytes=0)
+        (segment,) = log._segments
+        assert len(segment.offset_index) > 3 * PAGE
+        linear = list(segment.walk(0))
+        for _ in range(300):
+            offset = rng.randrange(log.log_end_offset)
+            max_bytes = rng.choice([1, 500, 5_000, 50_000, 10**6])
+            upper = rng.choice([None, rng.randrange(offset, log.log_end_offset + 1)])
+            assert offsets_in(log.read(offset, max_bytes, upper_bound=upper)) == _expected_read(
+                linear, offset, max_bytes, upper
+            ), (offset, max_bytes, upper)
+    log.close()
+
+
+def _expected_read(
+    linear: list[_records.BatchHeader], offset: int, max_bytes: int, upper: int | None
+) -> list[tuple[int, int]]:
+    """Whole batches from the one holding ``offset``: within ``max_bytes`` but the first,
+    none whose base offset is ``upper`` or more."""
+    first = next(i for i, h in enumerate(linear) if h.last_offset >= offset)
+    if upper is not None and linear[first].base_offset >= upper:
+        return []
+    taken, size = [linear[first]], linear[first].size
+    for header in linear[first + 1 :]:
+        if size + header.size > max_bytes or (upper is not None and header.base_offset >= upper):
+            break
+        taken.append(header)
+        size += header.size
+    return [(h.base_offset, h.last_offset) for h in taken]
