@@ -142,7 +142,12 @@ async def test_a_source_topic_deleted_under_headrace_run_stops_it_with_one_error
     ), inst.log()[-3000:]
     assert "Traceback" not in inst.log()
     # Said once by the runtime's log and once by the command; nothing from aiokafka.
-    assert len([line for line in lines if source in line and " INFO " not in line]) == 2
+    # Under exactly-once the failed instance's abort may also give up on the deleted
+    # topic (its TxnOffsetCommit is retried without end), and says so once.
+    said = [line for line in lines if source in line and " INFO " not in line]
+    told = [line for line in said if "aborting the transaction failed" not in line]
+    assert len(told) == 2 and len(said) - len(told) <= 1, said
+    assert not any(" aiokafka." in line for line in said), said
     await asyncio.sleep(1)  # a refresh that would re-create it has had its chance
     topics = await _topics(bootstrap)
     assert source not in topics
