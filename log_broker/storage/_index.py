@@ -127,11 +127,6 @@ class _PagedIndex:
         base = page * PAGE - lo
         return base + search(keys if of_keys else values, value, lo, hi), keys, values, base
 
-    def _entry(self, i: int) -> tuple[int, int]:
-        keys, values, lo = self._page(i // PAGE)
-        at = lo + i % PAGE
-        return keys[at], values[at]
-
     def last(self) -> tuple[int, int] | None:
         """The last entry (key, value), or None if there is none."""
         if not self._count:
@@ -140,7 +135,12 @@ class _PagedIndex:
 
     def entries(self) -> list[tuple[int, int]]:
         """Every entry, in order (reads the file: for checks and tools, not hot paths)."""
-        return [self._entry(i) for i in range(self._count)]
+        found: list[tuple[int, int]] = []
+        for page in range(len(self._first_keys)):
+            keys, values, lo = self._page(page)
+            hi = min(lo + PAGE, len(keys))
+            found.extend(zip(keys[lo:hi], values[lo:hi], strict=True))
+        return found
 
     # ------------------------------------------------------------------ writing
 
@@ -239,8 +239,7 @@ class OffsetIndex(_PagedIndex):
         self._load(offsets, positions, bisect_left(positions, data_size))
         return True
 
-    def append(self, relative_offset: int, position: int) -> None:
-        self._append(relative_offset, position)
+    append = _PagedIndex._append  # (relative offset, position): no call in between
 
     def lookup(self, relative_offset: int) -> int:
         """Position of the last indexed batch starting at or before ``relative_offset``."""
