@@ -16,7 +16,11 @@ def test_describe_shows_epochs_and_assignments(
 ) -> None:
     bs = ["--bootstrap-servers", broker_process.bootstrap]
     headrace(capsys, "topics", "create", "orders848", "--partitions", "3", *bs)
-    headrace(capsys, "produce", "orders848", *bs, stdin="".join(f"o{i}\n" for i in range(9)))
+    # Three records into each partition: unkeyed records pick partitions at random, and a
+    # partition left empty has no position to commit, so its lag would read "-".
+    for partition in range(3):
+        lines = "".join(f"o{partition}-{i}\n" for i in range(3))
+        headrace(capsys, "produce", "orders848", "--partition", str(partition), *bs, stdin=lines)
     consumer = ck.Consumer(
         {
             "bootstrap.servers": broker_process.bootstrap,
