@@ -28,6 +28,7 @@ import struct
 import sys
 from array import array
 from bisect import bisect_left, bisect_right
+from collections.abc import Callable
 from itertools import pairwise
 from pathlib import Path
 
@@ -45,6 +46,11 @@ def _open_append(path: Path) -> int:
 
 def _strictly_increasing(values: array[int]) -> bool:
     return all(a < b for a, b in pairwise(values))
+
+
+def _last_page_start(count: int) -> int:
+    """Where the page holding the last of ``count`` entries begins."""
+    return (count - 1) // PAGE * PAGE if count else 0
 
 
 class _PagedIndex:
@@ -83,11 +89,8 @@ class _PagedIndex:
         """Hold ``keys`` and ``values`` (every entry of the file) as summary and tail."""
         self._count = len(keys)
         self._first_keys, self._first_values = keys[::PAGE], values[::PAGE]
-        self._tail_start = self._last_page_start()
+        self._tail_start = _last_page_start(self._count)
         self._tail_keys, self._tail_values = keys[self._tail_start :], values[self._tail_start :]
-
-    def _last_page_start(self) -> int:
-        return (self._count - 1) // PAGE * PAGE if self._count else 0
 
     def __len__(self) -> int:
         return self._count
@@ -101,31 +104,28 @@ class _PagedIndex:
             values.append(value)
         return keys, values
 
-    def _page(self, page: int) -> tuple[array[int], array[int], int]:
-        """Page ``page``'s columns and where in them it begins: the tail's, or read from
-        the file (every page before the tail is whole there)."""
+    def _page(self, page: int) -> tuple[array[int], array[int], int, int]:
+        """Page ``page``'s columns and the slice ``lo:hi`` of them that it fills: the
+        tail's, or read from the file (every page before the tail is whole there)."""
         start = page * PAGE
         if start >= self._tail_start:
-            return self._tail_keys, self._tail_values, start - self._tail_start
+            lo = start - self._tail_start
+            return self._tail_keys, self._tail_values, lo, min(lo + PAGE, len(self._tail_keys))
         size = self._ENTRY.size
         keys, values = self._decode(os.pread(self._fd, PAGE * size, start * size))
-        return keys, values, 0
+        return keys, values, 0, len(keys)
 
-    def _search(
-        self, of_keys: bool, value: int, *, right: bool
-    ) -> tuple[int, array[int], array[int], int]:
-        """``bisect_right`` (or ``bisect_left``) of ``value`` over all entries' keys (or
-        values, which must then increase too), reading at most one page: ``(i, keys,
-        values, base)``, where the page's columns hold entry ``n`` at ``n - base`` (the
-        entry before ``i``, when there is one, is always among them)."""
-        search = bisect_right if right else bisect_left
-        page = search(self._first_keys if of_keys else self._first_values, value) - 1
+    def _value_before(self, search: Callable[..., int], key: int) -> int:
+        """The value of the entry just before where ``search`` (``bisect_left`` or
+        ``bisect_right``) places ``key`` among all keys, or 0 if none is: the summary
+        names the one page that holds it, so at most that page is read."""
+        page = search(self._first_keys, key) - 1
         if page < 0:
-            return 0, self._tail_keys, self._tail_values, self._tail_start
-        keys, values, lo = self._page(page)
-        hi = min(lo + PAGE, len(keys))
-        base = page * PAGE - lo
-        return base + search(keys if of_keys else values, value, lo, hi), keys, values, base
+            return 0
+        # The page's first key is placed before ``key``, and the next page's after it,
+        # so the entry sought is in this page.
+        keys, values, lo, hi = self._page(page)
+        return values[search(keys, key, lo, hi) - 1]
 
     def last(self) -> tuple[int, int] | None:
         """The last entry (key, value), or None if there is none."""
@@ -137,8 +137,7 @@ class _PagedIndex:
         """Every entry, in order (reads the file: for checks and tools, not hot paths)."""
         found: list[tuple[int, int]] = []
         for page in range(len(self._first_keys)):
-            keys, values, lo = self._page(page)
-            hi = min(lo + PAGE, len(keys))
+            keys, values, lo, hi = self._page(page)
             found.extend(zip(keys[lo:hi], values[lo:hi], strict=True))
         return found
 
@@ -158,7 +157,7 @@ class _PagedIndex:
         if self._pending:
             os.write(self._fd, self._pending)
             self._pending.clear()
-        drop = self._last_page_start() - self._tail_start
+        drop = _last_page_start(self._count) - self._tail_start
         if drop > 0:
             del self._tail_keys[:drop]
             del self._tail_values[:drop]
@@ -184,14 +183,10 @@ class _PagedIndex:
         """Undo a failed append: drop entries past ``count``, written or not."""
         self._pending.clear()
         if count < self._count:
-            start = (count - 1) // PAGE * PAGE if count else 0
+            start = _last_page_start(count)
             if start < self._tail_start:
                 # The page that now ends the index is in the file: it becomes the tail.
-                if count:
-                    self._tail_keys, self._tail_values, _ = self._page(start // PAGE)
-                else:
-                    self._tail_keys = array(self._KEY_TYPE)
-                    self._tail_values = array(self._VALUE_TYPE)
+                self._tail_keys, self._tail_values, _, _ = self._page(start // PAGE)
                 self._tail_start = start
             del self._tail_keys[count - self._tail_start :]
             del self._tail_values[count - self._tail_start :]
@@ -243,17 +238,26 @@ class OffsetIndex(_PagedIndex):
 
     def lookup(self, relative_offset: int) -> int:
         """Position of the last indexed batch starting at or before ``relative_offset``."""
-        i, _, positions, base = self._search(True, relative_offset, right=True)
-        return positions[i - 1 - base] if i else 0
+        return self._value_before(bisect_right, relative_offset)
 
     def boundary_before(self, position: int, relative_offset: int) -> int:
         """Latest indexed batch start at or before ``position`` whose base offset is at
         or below ``relative_offset``: every batch before it ends there and lies below
         both limits. 0 if there is none."""
-        by_position = self._search(False, position, right=True)
-        by_offset = self._search(True, relative_offset, right=True)
-        i, _, positions, base = min(by_position, by_offset, key=lambda found: found[0])
-        return positions[i - 1 - base] if i else 0
+        # Both columns increase, so the entry sought is in the earlier of the two pages
+        # that each limit alone names: one page is read, and searched by both limits.
+        page = min(
+            bisect_right(self._first_values, position),
+            bisect_right(self._first_keys, relative_offset),
+        )
+        if not page:
+            return 0
+        offsets, positions, lo, hi = self._page(page - 1)
+        i = min(
+            bisect_right(positions, position, lo, hi),
+            bisect_right(offsets, relative_offset, lo, hi),
+        )
+        return positions[i - 1]
 
 
 class TimeIndex(_PagedIndex):
@@ -287,5 +291,4 @@ class TimeIndex(_PagedIndex):
     def lookup(self, timestamp: int) -> int:
         """Relative offset to start a search for ``timestamp``: the batch that set the last
         largest timestamp below it (every earlier batch is older), else 0."""
-        i, _, offsets, base = self._search(True, timestamp, right=False)
-        return offsets[i - 1 - base] if i else 0
+        return self._value_before(bisect_left, timestamp)

@@ -219,11 +219,11 @@ def test_exactly_once_after_sigkill_loses_nothing(cluster: Cluster, tmp_path: Pa
 
     What holds, given bugs (1) and (2): the successor's producers fence the killed
     ones, whose open transactions end aborted; every count reached is in the output,
-    in order per user but for the repeats below; the table and the output end on the same count per user; that
-    count is over by at most one per input partition (each partition's transaction
-    commits on its own timer, and its last commit may hold the table write of the one
-    event then in flight without that event's offset, bug (2); the event is counted
-    again). What does not: the output may repeat counts (sent outside the
+    in order per user but for the repeats below; the table and the output end on the
+    same count per user; that count is over by at most one per input partition (each
+    partition's transaction commits on its own timer, and its last commit may hold the
+    table write of the one event then in flight without that event's offset, bug (2);
+    the event is counted again). What does not: the output may repeat counts (sent outside the
     transactions, so an aborted transaction does not take them back): once per user,
     a step back to where its partition's last commit left the table.
     """

@@ -165,7 +165,9 @@ def test_time_index_answers_as_a_whole_array_would(tmp_path: Path) -> None:
         i = bisect_left(stamps, ts)
         return entries[i - 1][1] if i else 0
 
-    for index_now in (index, _reopened_time_index(index, tmp_path, offset + 1)):
+    reopened = TimeIndex(tmp_path / "0.timeindex")
+    assert reopened.load(offset + 1)
+    for index_now in (index, reopened):
         assert index_now.last_timestamp == timestamp
         assert index_now.last() == entries[-1]
         for ts in [rng.randint(stamps[0] - 10, stamps[-1] + 10) for _ in range(500)] + stamps:
@@ -175,12 +177,8 @@ def test_time_index_answers_as_a_whole_array_would(tmp_path: Path) -> None:
     index.discard_after(2 * PAGE)
     assert index.last_timestamp == entries[2 * PAGE - 1][0]
     assert index.lookup(stamps[-1]) == entries[2 * PAGE - 1][1]
-
-
-def _reopened_time_index(index: TimeIndex, directory: Path, next_offset: int) -> TimeIndex:
-    reopened = TimeIndex(directory / "0.timeindex")
-    assert reopened.load(next_offset)
-    return reopened
+    index.close()
+    reopened.close()
 
 
 def test_a_log_reads_across_many_index_pages_as_a_linear_scan_says(tmp_path: Path) -> None:
