@@ -13,6 +13,7 @@ from kio.schema.list_transactions.v0.request import ListTransactionsRequest
 from kio.schema.metadata.v4.request import MetadataRequest
 
 from headrace.base.kafka_admin import KioAdmin
+from headrace.base.millis import duration_millis, epoch_millis
 
 # Transactions that have begun and not finished: what "in flight" means on the page.
 OPEN_STATES = ("Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence")
@@ -42,8 +43,8 @@ class TransactionsReader(KioAdmin):
                         "producer_id": txn.producer_id,
                         "producer_epoch": txn.producer_epoch,
                         "coordinator": broker.node_id,
-                        "timeout_ms": int(txn.transaction_timeout.total_seconds() * 1000),
-                        "started_ms": int(started * 1000),
+                        "timeout_ms": duration_millis(txn.transaction_timeout),
+                        "started_ms": epoch_millis(txn.transaction_start_time),
                         "age_s": max(0.0, now - started),
                         "partitions": [f"{t.topic}-{p}" for t in txn.topics for p in t.partitions],
                     }

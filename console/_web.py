@@ -21,6 +21,7 @@ from aiokafka.errors import KafkaError
 
 from headrace.base import PLAINTEXT, ClientSecurity
 from headrace.base.http import HttpSite
+from headrace.base.millis import epoch_millis
 
 from . import _views as views
 from ._apps import AppsReader
@@ -366,4 +367,4 @@ def _time_ms(text: str) -> int:
         ) from None
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
-    return int(when.timestamp() * 1000)
+    return epoch_millis(when)

@@ -24,12 +24,14 @@ import dataclasses
 from dataclasses import dataclass
 from datetime import timedelta
 
+from headrace.base.millis import duration_millis
+
 from ._errors import TopologyBuildError
 from ._windows import DEFAULT_MIN_RETENTION_MS, to_ms
 
 
 def _signed_ms(value: int | timedelta) -> int:
-    return int(value.total_seconds() * 1000) if isinstance(value, timedelta) else int(value)
+    return duration_millis(value) if isinstance(value, timedelta) else int(value)
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,8 @@ import dataclasses
 from dataclasses import dataclass
 from datetime import timedelta
 
+from headrace.base.millis import duration_millis
+
 from ._errors import TopologyBuildError
 
 DAY_MS = 86_400_000
@@ -35,7 +37,7 @@ DEFAULT_MIN_RETENTION_MS = DAY_MS
 
 
 def to_ms(value: int | timedelta, what: str) -> int:
-    ms = int(value.total_seconds() * 1000) if isinstance(value, timedelta) else int(value)
+    ms = duration_millis(value) if isinstance(value, timedelta) else int(value)
     if ms < 0:
         raise TopologyBuildError(f"{what} must not be negative, got {value!r}")
     return ms

@@ -14,6 +14,8 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
+from headrace.base.millis import duration_millis
+
 from ._async import Failure, InFlight
 from ._errors import ProcessingError, StoreAccessError, StreamsError, TopologyError
 from ._processor import Cancellable, PunctuationType, Punctuator
@@ -265,7 +267,7 @@ class ProcessorContext:
         self, interval: timedelta | int, type: PunctuationType, punctuator: Punctuator
     ) -> Cancellable:
         """Call ``punctuator(now)`` every ``interval`` (ms or timedelta) of the given clock."""
-        ms = int(interval.total_seconds() * 1000) if isinstance(interval, timedelta) else interval
+        ms = duration_millis(interval) if isinstance(interval, timedelta) else interval
         if ms <= 0:
             raise ValueError(f"punctuation interval must be positive, got {interval!r}")
         shared = self._shared

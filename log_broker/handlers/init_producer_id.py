@@ -14,6 +14,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from headrace.base.millis import duration_millis
 from headrace.transactions import ProducerIdAndEpoch, TransactionError
 
 from .._entities import NO_THROTTLE, make
@@ -33,7 +34,7 @@ async def handle(state: BrokerState, request: Request) -> Any:
     producer_id = getattr(body, "producer_id", -1)
     if producer_id >= 0:
         expected = ProducerIdAndEpoch(producer_id, getattr(body, "producer_epoch", -1))
-    timeout_ms = int(body.transaction_timeout.total_seconds() * 1000)
+    timeout_ms = duration_millis(body.transaction_timeout)
     try:
         require_producer_id(request, body.transactional_id)
         pid, epoch = await state.txn.coordinator.init_producer_id(

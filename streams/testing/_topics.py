@@ -10,6 +10,8 @@ from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
+from headrace.base.millis import duration_millis, epoch_millis
+
 from .._codec import bind_deserializer, bind_serializer
 from .._errors import NoOutputRecordError, StreamsError
 from .._record import NO_HEADERS, Headers, KeyValue, ProducedRecord
@@ -20,10 +22,11 @@ RawInput = tuple["bytes | None", "bytes | None", int, Headers]
 
 
 def to_millis(when: datetime | timedelta | int) -> int:
+    """Milliseconds, exactly as Kafka's ``Instant`` and ``Duration`` give them."""
     if isinstance(when, datetime):
-        return int(when.timestamp() * 1000)
+        return epoch_millis(when)
     if isinstance(when, timedelta):
-        return int(when.total_seconds() * 1000)
+        return duration_millis(when)
     return when
 
 
