@@ -1,5 +1,10 @@
 """CreatePartitions (key 37): grow a topic's partition count; never shrinks it.
 
+0. Authorization comes first, as in Kafka's controller: ALTER on the topic (Kafka's
+   ``ControllerApis`` checks the topic only; ALTER on the cluster does not count). A
+   refused topic gets TOPIC_AUTHORIZATION_FAILED and no message, whether it exists or
+   not, so the answer tells nothing of other principals' topics. A topic named twice in
+   one request is refused as Kafka does (INVALID_REQUEST, one answer), never grown twice.
 1. Internal topics are refused: their partition count decides where a group's or a
    transaction's state lives, so changing it would lose that state.
 2. Manual replica assignments are refused, as in CreateTopics (one broker).
@@ -13,6 +18,7 @@ land elsewhere, as in Kafka.
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -22,6 +28,7 @@ from .._entities import NO_THROTTLE, make
 from .._router import Route
 from .._state import INTERNAL_TOPICS, BrokerState
 from .._wire import Request, response_module
+from ..security import Operation, ResourceType
 from ._codes import error_code_for
 
 API_KEY = 37
@@ -56,9 +63,21 @@ async def _grow(
 async def handle(state: BrokerState, request: Request) -> Any:
     body = request.body
     m = response_module(API_KEY, request.api_version)
+    named = Counter(topic.name for topic in body.topics)
+    answered: set[str] = set()
     results = []
     for topic in body.topics:
-        error, message = await _grow(state, topic, body.validate_only)
+        if topic.name in answered:
+            continue  # a duplicate gets one answer, as in Kafka
+        answered.add(topic.name)
+        error: ErrorCode
+        message: str | None
+        if named[topic.name] > 1:
+            error, message = ErrorCode.invalid_request, "Duplicate topic name."
+        elif not request.session.allows(Operation.ALTER, ResourceType.TOPIC, topic.name):
+            error, message = ErrorCode.topic_authorization_failed, None
+        else:
+            error, message = await _grow(state, topic, body.validate_only)
         results.append(
             make(
                 m.CreatePartitionsTopicResult,

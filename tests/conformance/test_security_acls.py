@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from brokerproc import free_port
 from kafka_clients import unique
+from kio.schema.create_partitions.v3.request import CreatePartitionsRequest, CreatePartitionsTopic
 from kio.schema.errors import ErrorCode
 from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
 from kio.schema.join_group.v5.request import JoinGroupRequest, JoinGroupRequestProtocol
@@ -85,6 +86,31 @@ def metadata(client: RawClient, topics: list[str] | None) -> dict[str, int]:
         include_topic_authorized_operations=False,
     )
     return {t.name: int(t.error_code) for t in client.request(3, 8, body).topics}
+
+
+def partition_counts(client: RawClient, topics: list[str]) -> dict[str, int]:
+    body = MetadataRequest(
+        topics=tuple(MetadataRequestTopic(name=TopicName(t)) for t in topics),
+        allow_auto_topic_creation=False,
+        include_cluster_authorized_operations=False,
+        include_topic_authorized_operations=False,
+    )
+    return {t.name: len(t.partitions) for t in client.request(3, 8, body).topics}
+
+
+def grow(client: RawClient, topics: list[str], count: int) -> list[tuple[str, int, str | None]]:
+    """CreatePartitions v3 as Kafka's admin client sends it: (name, error, message) each."""
+    body = CreatePartitionsRequest(
+        topics=tuple(
+            CreatePartitionsTopic(name=TopicName(t), count=i32(count), assignments=None)
+            for t in topics
+        ),
+        timeout=i32Timedelta.parse(timedelta(seconds=10)),
+        validate_only=False,
+    )
+    return [
+        (r.name, int(r.error_code), r.error_message) for r in client.request(37, 3, body).results
+    ]
 
 
 def _authentication_failures(secured: SecuredBroker) -> dict[str, float]:
@@ -211,6 +237,33 @@ def test_principal_without_acls_is_refused_with_kafkas_codes(secured: SecuredBro
             produce_code(bob, alice_topic, transactional_id="alice-txn")
             == ErrorCode.transactional_id_authorization_failed
         )
+
+
+def test_create_partitions_needs_alter_on_the_topic(secured: SecuredBroker) -> None:
+    """Kafka checks ALTER on each topic and answers a refusal with no message, so a
+    principal without it can neither grow another's topic nor learn that it exists."""
+    alice_topic = unique("alice-grow")
+    with login(secured, "alice") as alice:
+        assert produce_code(alice, alice_topic) == ErrorCode.none
+        assert partition_counts(alice, [alice_topic]) == {alice_topic: 1}
+    missing = unique("alice-missing")
+    refused = ErrorCode.topic_authorization_failed
+    with login(secured, "bob") as bob:
+        assert grow(bob, [alice_topic, missing], 4) == [
+            (alice_topic, refused, None),
+            (missing, refused, None),
+        ]
+    with login(secured, "alice") as alice:
+        assert partition_counts(alice, [alice_topic]) == {alice_topic: 1}
+        assert grow(alice, [alice_topic], 3) == [(alice_topic, ErrorCode.none, None)]
+        assert partition_counts(alice, [alice_topic]) == {alice_topic: 3}
+        # alice's ACLs cover the prefix alice- only
+        outside = unique("other-grow")
+        assert grow(alice, [outside], 2) == [(outside, refused, None)]
+        assert grow(alice, [alice_topic, alice_topic], 5) == [
+            (alice_topic, ErrorCode.invalid_request, "Duplicate topic name.")
+        ]
+        assert partition_counts(alice, [alice_topic]) == {alice_topic: 3}
 
 
 def test_prefixed_acls_cover_names_that_start_with_the_prefix(secured: SecuredBroker) -> None:
