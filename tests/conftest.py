@@ -4,6 +4,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+from apache_kafka import kafka_cluster_1, kafka_cluster_3  # noqa: F401 - fixtures
 from brokerproc import BrokerProcess
 
 

@@ -1,0 +1,305 @@
+"""Apache Kafka 4.4 in KRaft mode on loopback, from the jars of jvm/pom.xml: one node,
+or three combined broker+controller nodes with a static quorum
+(``controller.quorum.voters``), for tests and benchmarks that compare with or need the
+real thing.
+
+Starting a cluster, in order:
+
+1. every node gets two free ports (client, controller) and a data dir of its own, whose
+   ``server.properties`` names all voters;
+2. each data dir is formatted with Kafka's storage tool (one JVM per node, in parallel);
+3. each node's ``kafka.Kafka`` starts with ``-Xmx512m``, its output to ``server.log`` in
+   its data dir;
+4. the cluster is ready when a Metadata request to each node lists every node (brokers
+   answer Metadata only once registered and caught up with the metadata log).
+
+Nodes are stopped by pid: SIGTERM then SIGKILL after a grace period, or SIGKILL at once
+(:meth:`KafkaNode.kill`). A failure quotes the end of the node's log.
+"""
+
+from __future__ import annotations
+
+import base64
+import signal
+import subprocess
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import TracebackType
+
+import pytest
+from brokerproc import free_port
+
+from jvm import KAFKA_SERVER, STORAGE_TOOL, java_command
+
+HEAP = "512m"
+
+_SERVER_LOGGING = ("-Dorg.slf4j.simpleLogger.defaultLogLevel=info",)
+"""The server logs at info into its data dir: what a failure message quotes."""
+
+
+def _new_cluster_id() -> str:
+    """A cluster id as Kafka's ``Uuid.randomUuid().toString()``: 16 bytes, base64url."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+class KafkaNode:
+    """One combined broker+controller process."""
+
+    def __init__(self, node_id: int, data_dir: Path) -> None:
+        self.node_id = node_id
+        self.data_dir = data_dir
+        self.port = free_port()
+        self.controller_port = free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def voter(self) -> str:
+        return f"{self.node_id}@127.0.0.1:{self.controller_port}"
+
+    @property
+    def config_path(self) -> Path:
+        return self.data_dir / "server.properties"
+
+    @property
+    def log_path(self) -> Path:
+        return self.data_dir / "server.log"
+
+    def write_config(self, voters: str, replication: int, extra: dict[str, str]) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        settings = {
+            "process.roles": "broker,controller",
+            "node.id": str(self.node_id),
+            "controller.quorum.voters": voters,
+            "listeners": f"PLAINTEXT://{self.bootstrap},CONTROLLER://127.0.0.1:{self.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://{self.bootstrap}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "log.dirs": str(self.data_dir / "log"),
+            "num.partitions": "1",
+            "default.replication.factor": str(replication),
+            "offsets.topic.replication.factor": str(replication),
+            "offsets.topic.num.partitions": "3",
+            "transaction.state.log.replication.factor": str(replication),
+            "transaction.state.log.min.isr": str(min(2, replication)),
+            "transaction.state.log.num.partitions": "3",
+            "share.coordinator.state.topic.replication.factor": str(replication),
+            "share.coordinator.state.topic.min.isr": str(min(2, replication)),
+            "group.initial.rebalance.delay.ms": "0",
+            # a killed node is fenced, and its partitions led elsewhere, within seconds
+            # rather than the default 9 s
+            "broker.session.timeout.ms": "2500",
+            "broker.heartbeat.interval.ms": "500",
+            "num.network.threads": "2",
+            "num.io.threads": "2",
+            "num.recovery.threads.per.data.dir": "1",
+            "background.threads": "2",
+            **extra,
+        }
+        self.config_path.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
+
+    def format_command(self, cluster_id: str) -> list[str]:
+        return java_command(
+            STORAGE_TOOL, "format", "-t", cluster_id, "-c", str(self.config_path), heap="256m"
+        )
+
+    def start(self) -> None:
+        assert self.proc is None or self.proc.poll() is not None, "node already running"
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                java_command(
+                    KAFKA_SERVER,
+                    str(self.config_path),
+                    heap=HEAP,
+                    jvm_options=_SERVER_LOGGING,
+                ),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=self.data_dir,
+            )
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown code runs."""
+        if self.running:
+            assert self.proc is not None
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(10)
+
+    def stop(self, grace: float = 15.0) -> None:
+        """SIGTERM (a controlled shutdown), then SIGKILL after ``grace`` seconds."""
+        if not self.running:
+            return
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            self.kill()
+
+    def log(self, chars: int = 4000) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-chars:]
+        except FileNotFoundError:
+            return ""
+
+    def brokers_seen(self) -> set[int]:
+        """The broker ids this node's Metadata answer lists; empty while it does not
+        answer."""
+        from kio.schema.metadata.v12.request import MetadataRequest
+        from rawkafka import RawClient
+
+        try:
+            with RawClient(self.bootstrap, timeout=2) as client:
+                answer = client.request(
+                    3,
+                    12,
+                    MetadataRequest(
+                        topics=(),
+                        allow_auto_topic_creation=False,
+                        include_topic_authorized_operations=False,
+                    ),
+                )
+        except (OSError, ConnectionError):
+            return set()
+        return {int(b.node_id) for b in answer.brokers}
+
+
+class KafkaCluster:
+    """``size`` KRaft nodes (1 or 3), each broker and controller, all voters."""
+
+    def __init__(self, root: Path, size: int = 1, config: dict[str, str] | None = None) -> None:
+        assert size >= 1
+        self.root = root
+        self.cluster_id = _new_cluster_id()
+        self.nodes = [KafkaNode(i + 1, root / f"node-{i + 1}") for i in range(size)]
+        self.replication = min(size, 3)
+        self.extra = dict(config or {})
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(node.bootstrap for node in self.nodes)
+
+    def node(self, node_id: int) -> KafkaNode:
+        return next(node for node in self.nodes if node.node_id == node_id)
+
+    def start(self, timeout: float = 90.0) -> KafkaCluster:
+        voters = ",".join(node.voter for node in self.nodes)
+        for node in self.nodes:
+            node.write_config(voters, self.replication, self.extra)
+        self._format()
+        for node in self.nodes:
+            node.start()
+        try:
+            self.wait_ready(timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _format(self) -> None:
+        formats = [
+            (
+                node,
+                subprocess.Popen(
+                    node.format_command(self.cluster_id),
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                ),
+            )
+            for node in self.nodes
+        ]
+        for node, proc in formats:
+            out, _ = proc.communicate(timeout=120)
+            assert proc.returncode == 0, (
+                f"formatting node {node.node_id} failed:\n{out.decode()[-3000:]}"
+            )
+
+    def wait_ready(self, timeout: float = 90.0) -> None:
+        """Until every running node's Metadata answer lists every running node."""
+        wanted = {node.node_id for node in self.nodes if node.running}
+        self.wait_until(
+            lambda: all(node.brokers_seen() >= wanted for node in self.nodes if node.running),
+            timeout,
+            "the cluster's metadata to list every node",
+        )
+
+    def wait_until(self, condition: Callable[[], bool], timeout: float, what: str) -> None:
+        deadline = time.monotonic() + timeout
+        while not condition():
+            for node in self.nodes:
+                if (
+                    node.proc is not None
+                    and not node.running
+                    and node.proc.returncode != -signal.SIGKILL
+                ):
+                    raise RuntimeError(
+                        f"Kafka node {node.node_id} exited with {node.proc.returncode}:\n{node.log()}"
+                    )
+            if time.monotonic() > deadline:
+                logs = "\n".join(f"--- node {n.node_id}:\n{n.log(2000)}" for n in self.nodes)
+                raise TimeoutError(f"waited {timeout}s for {what}\n{logs}")
+            time.sleep(0.2)
+
+    def restart(self, node_id: int, timeout: float = 90.0) -> None:
+        """Start a stopped or killed node again and wait until the cluster lists it."""
+        self.node(node_id).start()
+        self.wait_ready(timeout)
+
+    def stop(self, grace: float = 15.0) -> None:
+        """Stop every node: all get SIGTERM at once (a broker's controlled shutdown needs
+        the controllers' quorum, so stopping them one by one would stall the last), then
+        SIGKILL after ``grace`` seconds. ``grace=0`` kills at once: for data dirs that
+        are thrown away."""
+        for node in self.nodes:
+            if node.running and grace > 0:
+                assert node.proc is not None
+                node.proc.send_signal(signal.SIGTERM)
+        for node in self.nodes:
+            if grace > 0:
+                node.stop(grace)
+            else:
+                node.kill()
+
+    def __enter__(self) -> KafkaCluster:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster_3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
+    """Three Apache Kafka 4.4 nodes (broker+controller each), shared by the whole session:
+    a test that stops or kills a node must start it again and wait for
+    :meth:`KafkaCluster.wait_ready` before it returns."""
+    cluster = KafkaCluster(tmp_path_factory.mktemp("kafka3"), size=3).start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop(grace=0)
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster_1(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
+    """One Apache Kafka 4.4 node, shared by the whole session."""
+    cluster = KafkaCluster(tmp_path_factory.mktemp("kafka1"), size=1).start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop(grace=0)
