@@ -20,6 +20,9 @@ class BrokerConfig:
     auto_create_topics_enable: bool = True
     num_partitions: int = 1
     socket_request_max_bytes: int = 100 * 1024 * 1024
+    # Frames a SASL listener reads before its client has authenticated: Kafka's
+    # sasl.server.max.receive.size, so strangers cannot make it buffer 100 MiB each.
+    sasl_server_max_receive_size: int = 512 * 1024
     # Bounds on what clients may make the broker spend (see ``_limits``). None: derived
     # from the open-file limit at start.
     fetch_max_bytes: int = 55 * 1024 * 1024
@@ -69,6 +72,7 @@ class BrokerConfig:
             "auto.create.topics.enable": str(self.auto_create_topics_enable).lower(),
             "num.partitions": str(self.num_partitions),
             "socket.request.max.bytes": str(self.socket_request_max_bytes),
+            "sasl.server.max.receive.size": str(self.sasl_server_max_receive_size),
             "fetch.max.bytes": str(self.fetch_max_bytes),
             "max.connections": str(self.max_connections),
             "max.connections.per.ip": str(self.max_connections_per_ip),

@@ -112,6 +112,8 @@ class Connection:
             config.socket_request_max_bytes,
             config.connections_max_idle_ms / 1000,
             config.socket_request_read_timeout_ms / 1000,
+            unauthenticated_max_bytes=config.sasl_server_max_receive_size,
+            authenticated=lambda: self._session.authenticated,
         )
         pending = self._pending
         while True:

@@ -7,6 +7,8 @@ aiokafka shows that a real client gets no data with a wrong password.
 from __future__ import annotations
 
 import asyncio
+import socket
+import struct
 import urllib.request
 from collections.abc import Iterator
 from datetime import timedelta
@@ -56,7 +58,9 @@ def login(secured: SecuredBroker, user: str, password: str | None = None) -> Raw
     return client
 
 
-def produce_code(client: RawClient, topic: str, transactional_id: str | None = None) -> int:
+def produce_code(
+    client: RawClient, topic: str, transactional_id: str | None = None, value: bytes = b"v"
+) -> int:
     body = produce.ProduceRequest(
         transactional_id=None if transactional_id is None else TransactionalId(transactional_id),
         acks=i16(-1),
@@ -66,7 +70,7 @@ def produce_code(client: RawClient, topic: str, transactional_id: str | None = N
                 name=TopicName(topic),
                 partition_data=(
                     produce.PartitionProduceData(
-                        index=i32(0), records=Records(record_batch([b"v"]))
+                        index=i32(0), records=Records(record_batch([value]))
                     ),
                 ),
             ),
@@ -264,6 +268,18 @@ def test_create_partitions_needs_alter_on_the_topic(secured: SecuredBroker) -> N
             (alice_topic, ErrorCode.invalid_request, "Duplicate topic name.")
         ]
         assert partition_counts(alice, [alice_topic]) == {alice_topic: 3}
+
+
+def test_frames_before_authentication_are_capped(secured: SecuredBroker) -> None:
+    """Until a client has authenticated, a frame may hold at most
+    sasl.server.max.receive.size (512 KiB), as in Kafka: a larger size prefix closes the
+    connection at once, before the broker reads or buffers any of the body."""
+    with socket.create_connection(("127.0.0.1", secured.ports["SASL_PLAINTEXT"])) as raw:
+        raw.settimeout(10)
+        raw.sendall(struct.pack(">i", 512 * 1024 + 1))
+        assert raw.recv(1) == b""
+    with login(secured, "alice") as alice:
+        assert produce_code(alice, unique("alice-big"), value=b"x" * (700 * 1024)) == 0
 
 
 def test_prefixed_acls_cover_names_that_start_with_the_prefix(secured: SecuredBroker) -> None:
