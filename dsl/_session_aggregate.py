@@ -4,6 +4,17 @@ A record at ``t`` joins every session of its key that ends at or after ``t - gap
 starts at or before ``t + gap``; they merge (their aggregates combined with the
 merger, then the record folded in) into one session spanning them all. Merged-away
 sessions are deleted and forwarded as tombstones, as in Kafka Streams.
+
+Late records follow Kafka Streams' ``KStreamSessionWindowAggregate``: a record is dropped
+only when the session it would end up in, after merging, ends before
+``stream time - gap - grace``. An out-of-order record that lands in (or bridges to) a
+session still open is counted, however old its own timestamp.
+
+Every forwarded session carries its end as its timestamp (the newest record in it), and
+so does the tombstone of a merged-away session, as Kafka Streams stamps them. When the
+record joins any session, all of them are deleted and tombstoned before the merged one
+is written, even one whose window the merged one keeps (uncached, both are forwarded;
+a cache coalesces them, as Kafka Streams' does).
 """
 
 from __future__ import annotations
@@ -11,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterator
 from typing import Any
 
+from headrace.state import Change as StoreChange
 from headrace.state import Window, Windowed
 from headrace.streams import ProcessorContext, Rec
 
@@ -20,15 +32,34 @@ from ._windows import SessionWindows
 
 
 class SessionWindowAggregate(TypedWindowedAggregate):
-    def __init__(self, node: Any, spec: Any, windows: SessionWindows, retention: int) -> None:
+    def __init__(
+        self, node: Any, spec: Any, windows: SessionWindows, retention: int, lookback: int
+    ) -> None:
         super().__init__(node, spec)
         self._windows = windows
         self._retention = retention
+        self._lookback = min(lookback, retention)
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
         self._listen_for_flushes()
         self._start_final()
+
+    def _on_flush(self, changes: list[StoreChange[Windowed[Any], Any]]) -> None:
+        """A cache flush: each session (or its tombstone) is stamped with its end."""
+        send_old = self._send_old
+        self._forward_changes(
+            [
+                (
+                    c.key,
+                    _new_tuple(Change, (c.new_value, c.old_value if send_old else None)),
+                    c.key.window.end,
+                    (),
+                    -1,
+                )
+                for c in changes
+            ]
+        )
 
     def _stored_windows(self) -> Iterator[tuple[int, Hashable, int]]:
         close = self._windows.close_time
@@ -47,58 +78,64 @@ class SessionWindowAggregate(TypedWindowedAggregate):
         return out
 
     def process_batch(self, batch: list[Rec]) -> None:
-        grace = self._windows.grace_ms
-        horizon = self.context.current_stream_time_ms() - self._retention
+        windows = self._windows
+        grace, gap, lookback = windows.grace_ms, windows.gap_ms, self._lookback
         observed = self._observed
         late: list[tuple[Any, Any, int, int]] = []
         out: list[Rec] = []
+        merge = self._merge
         for k, v, ts, _h, _o in batch:
             if k is None or v is None:
                 continue
             if ts > observed:
                 observed = ts
-            if ts + grace < observed or ts <= horizon:
+            if not merge(k, v, ts, observed - lookback + 1, observed - grace - gap, out):
                 late.append((k, v, ts, observed))
-                continue
-            self._merge(k, v, ts, out)
-        # A record accepted from here on is at or after observed - grace, and joins only
-        # sessions ending at or after its time - gap: the ones ending before are done.
-        gap = self._windows.gap_ms
+        # Sessions that ended before observed - grace - gap take no new record of their
+        # own; one may still be merged away by a record bridging it to an open session,
+        # which reads it from the store below the cache.
         self._release_closed(observed - grace - gap - 1, gap)
         self._finish_batch(observed, late, out)
 
-    def _merge(self, key: Any, value: Any, ts: int, out: list[Rec]) -> None:
-        """Steps: find the overlapping sessions; fold them and the record into one; delete
-        the merged-away sessions; write the merged one; forward or note the changes."""
+    def _merge(
+        self, key: Any, value: Any, ts: int, visible: int, close: int, out: list[Rec]
+    ) -> bool:
+        """Steps:
+
+        1. find the overlapping sessions still ``visible`` (ending at or after it: Kafka
+           Streams' store hides those past its retention) and the window they merge into;
+        2. drop the record (return False) if that window ends before ``close``;
+        3. fold them and the record into one, delete every merged session, write the
+           merged one, and forward or note the changes.
+        """
         gap, fold, store = self._windows.gap_ms, self._fold, self._store
         start = end = ts
         agg: Any = None
-        same_window_old: Any = None
-        merged = list(store.find_sessions(key, ts - gap, ts + gap))
-        for session, session_agg in merged:
+        merged = list(store.find_sessions(key, max(ts - gap, visible), ts + gap))
+        for session, _agg in merged:
             w = session.window
-            start, end = min(start, w.start), max(end, w.end)
+            if w.start < start:
+                start = w.start
+            if w.end > end:
+                end = w.end
+        if end < close:
+            return False
+        for _session, session_agg in merged:
             agg = session_agg if agg is None else fold.merge(key, agg, session_agg)
         new = fold.final(key, agg, 1 if fold.counting else [value])
-        window = Window(start, end)
-        target = Windowed(key, window)
-        close = self._windows.close_time
-        forward = not self._final and not self._cached
-        newest = ts
+        target = Windowed(key, Window(start, end))
+        close_time = self._windows.close_time
+        final, cached = self._final, self._cached
         for session, session_agg in merged:
-            if session.window == window:
-                same_window_old = session_agg
-                continue
             store.remove(session)
-            if self._final:
-                self._pending.discard(close(session.window.start, session.window.end), session)
-            elif forward:
-                out.append((session, _new_tuple(Change, (None, session_agg)), ts, (), -1))
+            removed_end = session.window.end
+            if final:
+                self._pending.discard(close_time(session.window.start, removed_end), session)
+            elif not cached:
+                out.append((session, _new_tuple(Change, (None, session_agg)), removed_end, (), -1))
         store.put(target, new)
-        if self._final:
-            self._pending.touch(close(start, end), target, newest)
-        elif self._cached:
-            self._pending_ts[target] = newest
-        else:
-            old = same_window_old if self._send_old else None
-            out.append((target, _new_tuple(Change, (new, old)), newest, (), -1))
+        if final:
+            self._pending.touch(close_time(start, end), target, end)
+        elif not cached:
+            out.append((target, _new_tuple(Change, (new, None)), end, (), -1))
+        return True

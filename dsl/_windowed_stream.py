@@ -259,12 +259,17 @@ class SessionWindowedKStream(_WindowedBase[K, V]):
         spec = self._spec(store, fold, on_late)
         minimum = windows.gap_ms + windows.grace_ms + 1
         retention = store._retention(windows.default_retention(), minimum)
+        # How far back Kafka Streams' session store lets the aggregation see: its retention
+        # is gap + grace unless the store names one (headrace keeps at least a day).
+        lookback = windows.gap_ms + windows.grace_ms
+        if store.retention_ms is not None:
+            lookback = store.retention_ms
         node = self._node(
             prefix,
             name,
             store,
             (store.session_store(retention, minimum),),
-            lambda n: SessionWindowAggregate(n, spec, windows, retention),
+            lambda n: SessionWindowAggregate(n, spec, windows, retention, lookback),
         )
         return KTable(
             self._grouped.builder,

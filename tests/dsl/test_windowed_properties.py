@@ -208,16 +208,20 @@ def test_sliding_window_sums_match_the_reference(
 def session_reference(
     gap: int, grace: int, records: list[tuple[str, int, int]]
 ) -> dict[Any, tuple[int, int]]:
+    """Kafka Streams' rules: a record merges with the sessions its store still shows
+    (ending after stream time - gap - grace, its retention), and is dropped only when the
+    session it would end up in ends before stream time - gap - grace."""
     observed = -1
     sessions: dict[str, list[list[int]]] = defaultdict(list)  # [start, end, count, sum]
     for key, ts, value in records:
         observed = max(observed, ts)
-        if ts + grace < observed:
-            continue
-        merged = [s for s in sessions[key] if s[1] >= ts - gap and s[0] <= ts + gap]
+        earliest = max(ts - gap, observed - gap - grace + 1)
+        merged = [s for s in sessions[key] if s[1] >= earliest and s[0] <= ts + gap]
         rest = [s for s in sessions[key] if s not in merged]
         start = min([ts, *(s[0] for s in merged)])
         end = max([ts, *(s[1] for s in merged)])
+        if end < observed - gap - grace:
+            continue
         rest.append([start, end, 1 + sum(s[2] for s in merged), value + sum(s[3] for s in merged)])
         sessions[key] = rest
     return {(k, s[0], s[1]): (s[2], s[3]) for k, ss in sessions.items() for s in ss}
