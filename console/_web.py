@@ -161,7 +161,9 @@ class Console:
         return "Brokers", views.brokers_page(await self.cluster.brokers())
 
     async def _broker(self, request: web.Request) -> tuple[str, str]:
-        broker_id = _int(request.match_info["id"], "broker id")
+        broker_id = _path_id(request, "id", "broker")
+        if broker_id not in {b["id"] for b in (await self.cluster.brokers())["brokers"]}:
+            raise web.HTTPNotFound(text=f"no broker {broker_id}")
         return f"Broker {broker_id}", views.broker_page(
             await self.cluster.broker_configs(broker_id)
         )
@@ -224,7 +226,7 @@ class Console:
         return "Applications", views.apps_page(await self.apps.overview())
 
     async def _app(self, request: web.Request) -> tuple[str, str]:
-        index = _int(request.match_info["index"], "application")
+        index = _path_id(request, "index", "application")
         if not 0 <= index < len(self.apps.urls):
             raise web.HTTPNotFound(text="no such application")
         app = await self.apps.app(index)
@@ -346,6 +348,15 @@ class Console:
             await consumer.commit(offsets)
         finally:
             await consumer.stop()
+
+
+def _path_id(request: web.Request, part: str, what: str) -> int:
+    """A number in the path: anything else names no page, so it is a 404, not an error."""
+    text = request.match_info[part]
+    try:
+        return int(text)
+    except ValueError:
+        raise web.HTTPNotFound(text=f"no {what} {text!r}") from None
 
 
 def _int(text: str, what: str) -> int:

@@ -68,6 +68,15 @@ def test_read_only_console_refuses_changes(scene: Scene) -> None:
     assert _committed(scene.bootstrap, "billing") == list(COMMITTED)
 
 
+def test_pages_of_nothing_are_404(scene: Scene) -> None:
+    """A path naming no broker or application is a 404, never a 500 with a traceback."""
+    for path in ("/brokers/abc", "/brokers/99", "/apps/abc", "/apps/7"):
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            _get(f"{scene.console_url}{path}")
+        assert refused.value.code == 404, path
+        assert "Traceback" not in refused.value.read().decode()
+
+
 def test_admin_console_previews_then_resets_an_empty_group(scene: Scene, tmp_path: Path) -> None:
     port = free_port()
     console = spawn(
