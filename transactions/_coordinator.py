@@ -313,6 +313,43 @@ class TransactionCoordinator:
             await self._write(prepared)
             await self._complete(prepared)
 
+    def verify_append(
+        self, transactional_id: str, producer_id: int, epoch: int, partition: TopicPartition
+    ) -> None:
+        """May this producer append a transactional batch to ``partition`` now?
+
+        Produce asks before every transactional batch (KIP-890's transaction
+        verification): without it, any batch with the transactional bit opens a
+        transaction at the partition that no coordinator knows, so nothing ever ends it
+        and the partition's last stable offset stays there. Raises, in Kafka's order:
+        the id unknown or held by another producer id (INVALID_PRODUCER_ID_MAPPING),
+        another epoch (fenced), the transaction completing (CONCURRENT_TRANSACTIONS),
+        the partition not in an ongoing transaction (INVALID_TXN_STATE).
+
+        A dict lookup and a set membership, no I/O: it is on the produce path. What
+        AddPartitionsToTxn answered success for is already visible here, because
+        ``_write`` makes a state current before ``add_partitions`` returns, and a
+        client produces only after that answer.
+        """
+        if transactional_id == "":
+            raise InvalidRequestError("empty transactional id")
+        meta = self._txns.get(transactional_id)
+        if meta is None or meta.producer_id != producer_id:
+            raise InvalidProducerIdMappingError(
+                f"producer id {producer_id} is not {transactional_id!r}'s"
+            )
+        if meta.producer_epoch != epoch:
+            raise ProducerFencedError(
+                f"{transactional_id!r} is at epoch {meta.producer_epoch}, not {epoch}"
+            )
+        if meta.state.is_prepared:
+            raise ConcurrentTransactionsError(f"{transactional_id!r} is completing")
+        if meta.state is not TxnState.ONGOING or partition not in meta.partitions:
+            raise InvalidTxnStateError(
+                f"partition {partition.topic}-{partition.partition} was not added to the "
+                f"transaction of {transactional_id!r}"
+            )
+
     def check_producer(self, transactional_id: str, producer_id: int, epoch: int) -> None:
         """Is this the id's current producer (for TxnOffsetCommit)? Raises if not."""
         self._check_producer(transactional_id, producer_id, epoch)

@@ -2,10 +2,15 @@
 
 For each partition in the request, in request order:
 1. find the partition (creating the topic when auto-creation is on),
-2. batches of idempotent producers are checked against the partition's producer
-   state: a retry of a batch already written is answered with its original offset
-   and not appended; a sequence gap, a fenced epoch or a plain batch inside an open
-   transaction gets its error and appends nothing,
+2. a transactional batch must belong to a transaction the coordinator knows
+   (``verify_append``: the request's transactional id names the batch's producer id
+   and epoch, and AddPartitionsToTxn put this partition in its ongoing transaction),
+   else it gets Kafka's error and appends nothing; a batch no coordinator knows of
+   would hold the partition's last stable offset for ever. Then batches of
+   idempotent producers are checked against the partition's producer state: a retry
+   of a batch already written is answered with its original offset and not appended;
+   a sequence gap, a fenced epoch or a plain batch inside an open transaction gets its
+   error and appends nothing,
 3. ``PartitionLog.append`` validates every batch (header, CRC-32C) and patches base
    offsets; a bad batch appends nothing and gets its error code; producer state then
    records the batches (a transactional one opens its producer's transaction there),
@@ -25,7 +30,14 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from headrace.transactions import AppendPlan, Duplicate, TransactionError
+from headrace.transactions import (
+    AppendPlan,
+    ConcurrentTransactionsError,
+    Duplicate,
+    ProducerFencedError,
+    TopicPartition,
+    TransactionError,
+)
 
 from .. import _records, storage
 from .._entities import NO_THROTTLE, make
@@ -34,7 +46,7 @@ from .._state import INTERNAL_TOPICS, BrokerState
 from .._txn_partitions import PartitionTxn
 from .._wire import Request, response_module
 from ..security import Operation, ResourceType
-from ._authz import topic_code
+from ._authz import TransactionalIdAuthorizationError, topic_code
 from ._codes import error_code_for
 
 API_KEY = 0
@@ -122,7 +134,7 @@ async def handle(state: BrokerState, request: Request) -> Any:
                 continue
             payload = bytearray(part.records or b"")
             try:
-                txn_state, verdict = _check_producers(state, log, payload)
+                txn_state, verdict = _check_producers(state, log, payload, body.transactional_id)
                 if isinstance(verdict, Duplicate):
                     touched.append(log)  # the original may still await its fsync
                     results.append(
@@ -136,9 +148,7 @@ async def handle(state: BrokerState, request: Request) -> Any:
                     txn_state.producers.commit(verdict, result.base_offset)
                     txn_state.changed = True
             except TransactionError as exc:
-                results.append(
-                    _partition_result(m, part.index, ErrorCode(exc.error_code), message=str(exc))
-                )
+                results.append(_partition_result(m, part.index, _code(exc), message=str(exc)))
                 continue
             except storage.StorageError as exc:
                 results.append(
@@ -182,7 +192,10 @@ async def handle(state: BrokerState, request: Request) -> Any:
 
 
 def _check_producers(
-    state: BrokerState, log: storage.PartitionLog, payload: bytearray
+    state: BrokerState,
+    log: storage.PartitionLog,
+    payload: bytearray,
+    transactional_id: str | None,
 ) -> tuple[PartitionTxn | None, AppendPlan | Duplicate | None]:
     if _records.without_producer_ids(payload):
         return None, None
@@ -190,8 +203,43 @@ def _check_producers(
     headers = list(_records.scan_batches(payload, verify_crc=False))
     if all(header.producer_id < 0 for header in headers):
         return None, None
+    for header in headers:
+        if header.is_transactional and header.producer_id >= 0:
+            _verify(state, log, header, transactional_id)
     txn_state = state.txn.partitions.get(log)
     return txn_state, txn_state.producers.validate(headers)
+
+
+def _verify(
+    state: BrokerState,
+    log: storage.PartitionLog,
+    header: _records.BatchHeader,
+    transactional_id: str | None,
+) -> None:
+    # Kafka refuses transactional records in a request without a transactional id as
+    # unauthorized (KafkaApis), before any partition is looked at; here per partition.
+    if transactional_id is None:
+        raise TransactionalIdAuthorizationError(
+            "a transactional batch needs the request's transactional id"
+        )
+    state.txn.coordinator.verify_append(
+        transactional_id,
+        header.producer_id,
+        header.producer_epoch,
+        TopicPartition(log.topic, log.partition),
+    )
+
+
+def _code(exc: TransactionError) -> ErrorCode:
+    """Kafka's answers to a produce whose verification failed (ReplicaManager and
+    AddPartitionsToTxnManager, for Produce before v12): a fenced producer gets
+    INVALID_PRODUCER_EPOCH, which producers handle there; a transaction still
+    completing gets NOT_ENOUGH_REPLICAS, which every client retries."""
+    if isinstance(exc, ProducerFencedError):
+        return ErrorCode.invalid_producer_epoch
+    if isinstance(exc, ConcurrentTransactionsError):
+        return ErrorCode.not_enough_replicas
+    return ErrorCode(exc.error_code)
 
 
 def _sync_in_background(state: BrokerState, logs: list[storage.PartitionLog]) -> None:
