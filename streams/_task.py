@@ -4,7 +4,14 @@ The runtime and the test driver both drive a topology through this class and not
 else. They feed it consumed records and take back produced records; the executor never
 does I/O beyond creating the task's state directory.
 
-Compilation happens once, in :meth:`TaskExecutor.init`: every node becomes a
+A task opens in two steps, as Kafka Streams' tasks do (``_lifecycle.py`` has the
+lifecycle and what processors rebuild at start): :meth:`TaskExecutor.open_stores` opens
+the stores, which the runtime then restores from their changelogs, and
+:meth:`TaskExecutor.start` compiles the nodes and ``init``-s the processors on the
+restored stores. :meth:`TaskExecutor.init` does both, for callers with nothing to
+restore.
+
+Compilation happens once, in :meth:`TaskExecutor.start`: every node becomes a
 ``push(batch)`` closure bound to its children's closures, so processing a batch is a
 chain of direct calls with no graph lookups. Batches move breadth-first: a node handles
 its whole batch, then hands its output to its children. Each node still sees its own
@@ -23,7 +30,7 @@ from typing import Any
 from ._async import AsyncProcessor, AsyncStage, Failure
 from ._config import StreamsConfig
 from ._context import ChangeObserver, ProcessorContext, Push, TaskShared, TaskStoreContext
-from ._errors import ProcessingError, StreamsError, TopologyError
+from ._errors import IllegalStateTransition, ProcessingError, StreamsError, TopologyError
 from ._lifecycle import TASK_TRANSITIONS, Lifecycle, TaskState
 from ._nodes import Node, SinkNode, SourceNode
 from ._ordering import WaveBuffer
@@ -45,7 +52,8 @@ _new_tuple = tuple.__new__
 class TaskExecutor:
     """Runs sub-topology ``subtopology_id`` of ``topology`` for ``partition``.
 
-    Lifecycle: CREATED --init()--> RUNNING --close()--> CLOSED.
+    Lifecycle: CREATED --open_stores()--> RESTORING --start()--> RUNNING --close()-->
+    CLOSED; ``init()`` is the first two steps at once (``_lifecycle.py``).
 
     With ``subtopology_id=-1`` (``topology.global_subtopology().id``) it runs the global
     stores instead, as task ``global``: fed every partition of the global topics, it keeps the stores whole. A
@@ -102,6 +110,8 @@ class TaskExecutor:
         self._partitions_for = partitions_for
         self._lifecycle = Lifecycle(f"task {self.task_id}", TaskState.CREATED, TASK_TRANSITIONS)
         self._processors: list[tuple[str, AnyProcessor, ProcessorContext]] = []
+        self._started: list[AnyProcessor] = []  # init-ed, in init order
+        self._start_failed = False
         self._entries: dict[tuple[str, str], Push] = {}
         self._source_pushes: dict[str, Push] = {}
         self._buffers: list[WaveBuffer] = []
@@ -116,13 +126,18 @@ class TaskExecutor:
         return self._lifecycle.state
 
     def init(self) -> None:
-        """Make the task runnable.
+        """Make the task runnable at once: :meth:`open_stores`, then :meth:`start`. For
+        callers whose stores need no restoring (the test driver, the global stores)."""
+        self.open_stores()
+        self.start()
+
+    def open_stores(self) -> None:
+        """CREATED -> RESTORING: open the stores, build no processor.
 
         Steps, in order: check that every global store the task reads was passed in;
-        create the task's state directory; build every store of the
-        sub-topology and ``init`` it with the task's store context; compile the nodes
-        into closures, children before parents; ``init`` the processors parents first,
-        so a processor may look up its stores and schedule punctuations in ``init``.
+        create the task's state directory; build every store of the sub-topology and
+        ``init`` it with the task's store context. The stores may now take changelog
+        records (``restore_batch``); everything else waits for :meth:`start`.
         """
         self._lifecycle.require(TaskState.CREATED)
         shared = self._shared
@@ -140,12 +155,35 @@ class TaskExecutor:
             )
         shared.state_dir.mkdir(parents=True, exist_ok=True)
         store_context = TaskStoreContext(shared)
+        self._lifecycle.move(TaskState.RESTORING)
         for name in self._sub.stores:
             store = self._topology.store_builder(name).build()
             store.init(store_context)
             shared.stores[name] = store
+
+    def start(self, wall_clock_ms: int | None = None) -> None:
+        """RESTORING -> RUNNING, once every store holds its changelog: the processors
+        start on the restored state (``_lifecycle.py`` says what they rebuild).
+
+        Steps, in order: move the wall clock to ``wall_clock_ms`` (the time of the
+        start; a wall-clock punctuation scheduled in ``init`` counts from it); compile
+        the nodes into closures, children before parents; ``init`` the processors,
+        parents first, so a processor may look up its stores and schedule
+        punctuations in ``init``. A processor whose ``init`` fails leaves the task in
+        RESTORING, to be closed (the processors started before it are closed then).
+        """
+        self._lifecycle.require(TaskState.RESTORING)
+        if self._start_failed:
+            raise IllegalStateTransition(
+                f"task {self.task_id}: its start failed; it can only be closed"
+            )
+        self._start_failed = True  # until the last processor is started
+        shared = self._shared
+        if wall_clock_ms is not None and wall_clock_ms > shared.wall_clock:
+            shared.wall_clock = wall_clock_ms
         self._compile_all([self._topology.nodes[n] for n in self._sub.nodes])
-        for node_name, processor, context in reversed(self._processors):
+        self._processors.reverse()  # parents first
+        for node_name, processor, context in self._processors:
             try:
                 processor.init(context)
             except StreamsError:
@@ -154,24 +192,24 @@ class TaskExecutor:
                 raise ProcessingError(
                     f"init of {node_name} failed: {exc!r}", node=node_name, topic=None, partition=-1
                 ) from exc
-        self._processors.reverse()
+            self._started.append(processor)
+        self._start_failed = False
         self._lifecycle.move(TaskState.RUNNING)
 
     def close(self) -> None:
-        """Close processors (parents first), then flush and close stores. Idempotent."""
+        """Close the processors that were started (parents first), then flush and close
+        the stores; a task closed in RESTORING closes its stores only. Idempotent."""
         if self._lifecycle.state is TaskState.CLOSED:
             return
-        running = self._lifecycle.state is TaskState.RUNNING
         self._lifecycle.move(TaskState.CLOSED)
         for stage in self._stages:
             stage.close()
         self._shared.in_flight.clear()
-        if running:
-            for _name, processor, _ctx in self._processors:
-                processor.close()
+        for processor in self._started:
+            processor.close()
+        self._started.clear()
         for store in self._shared.stores.values():
-            if running:
-                store.flush()
+            store.flush()
             store.close()
 
     # -- processing ---------------------------------------------------------------------

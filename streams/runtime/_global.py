@@ -14,8 +14,12 @@ instance read of the topic is recorded in a checkpoint under
 
 1. Read the checkpoint. Without one (or an unreadable one), wipe the directory: stores
    without a checkpoint cannot say how much of the topic they hold.
-2. Build and ``init`` the executor. An in-memory store starts empty, so with one the
-   whole topic is read again whatever the checkpoint says.
+2. Build the executor and start it at once (``TaskExecutor.init``: stores, then
+   processors). Unlike a stream task's, the global task has no changelog to restore
+   before its processors start: its topic is its input, read through those processors
+   in step 4, which only put each record in its store and keep nothing else. An
+   in-memory store starts empty, so with one the whole topic is read again whatever
+   the checkpoint says.
 3. Assign every partition of the global topics; seek each to its checkpointed offset,
    or to the beginning.
 4. Note the end offsets, then read and process until every partition's position

@@ -10,7 +10,8 @@ only when the new assignment arrives (:meth:`Rebalance.assigned`), step by step:
    the restorer first);
 3. take over this instance's standbys of tasks now assigned to it, their stores
    already caught up;
-4. open the new tasks, their partitions paused until their stores are restored;
+4. open the new tasks (stores only), their partitions paused until their stores are
+   restored and their processors started (``RuntimeTask.restored``);
 5. close the standbys no longer wanted and open the new ones;
 6. count the tasks by state for the metrics.
 

@@ -16,7 +16,10 @@ reported end lies inside its last batch still restores the whole batch.
 
 Each :meth:`Restorer.step` reads one round of records, hands them to their stores'
 ``restore_batch`` and reports the tasks whose every changelog partition reached the end
-offset noted when the task was added.
+offset noted when the task was added. Each of those is started on the way out
+(``RuntimeTask.restored``): its processors ``init`` only now, on stores that hold the
+whole changelog, so what they rebuild from them (pending final-result windows, stream
+time) is what the last commit left; the caller then resumes its partitions.
 
 Progress is the reader's position, not the last record's offset plus one: under
 exactly-once the reader is read_committed, the end is the last stable offset, and the
@@ -64,7 +67,8 @@ class Restorer:
         return sum(max(0, p.end - max(p.position, 0)) for p in self._pending.values())
 
     async def add(self, task: RuntimeTask) -> bool:
-        """Start restoring ``task``; ``True`` when it needed nothing and is now RUNNING."""
+        """Start restoring ``task``; ``True`` when it needed nothing and is now RUNNING
+        (its processors started)."""
         ends = await self._reader.end_offsets(list(task.changelogs.values()))
         self._ends[task.id] = ends
         todo: dict[TopicPartition, _Progress] = {}

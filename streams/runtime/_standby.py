@@ -8,6 +8,12 @@ task manager turns the standby into the active task with its stores as they are
 to restore, instead of all of it. Assignment prefers members whose local state is most
 caught up (``_assignor.py``), so a dead instance's tasks land where their standbys are.
 
+A standby's executor stays RESTORING (``TaskExecutor.open_stores``) for as long as it
+is a standby: its stores are open and take changelog records, and no processor is ever
+built, so nothing runs on state that is not the active task's committed one. Promoted,
+it restores what is left like any opening task, and only then starts its processors
+(``RuntimeTask.restored``), which rebuild what they keep from the caught-up stores.
+
 One :class:`StandbyUpdater` serves every standby of an instance with a changelog reader
 of its own, apart from the restorer's: a standby never waits behind a restore, and a
 restore never waits behind standbys. Under exactly-once the reader is read_committed, so
@@ -113,7 +119,8 @@ class StandbyTask:
             self.executor.close()
 
     def release(self) -> TaskExecutor:
-        """Hand the open stores to the active task that replaces this standby."""
+        """Hand the open stores to the active task that replaces this standby; the
+        executor is still RESTORING, its processors not built."""
         self.closed = True
         return self.executor
 

@@ -2,24 +2,36 @@
 
 A :class:`RuntimeTask` wraps one :class:`~streams.TaskExecutor` with what the runtime
 tracks for it: the next offset to commit per source partition, the changelog offsets its
-flushed state covers, and its checkpoint file. Its lifecycle::
+flushed state covers, and its checkpoint file. Its lifecycle, as Kafka Streams' task
+states (CREATED -> RESTORING -> RUNNING)::
 
     RESTORING --restored()--> RUNNING --close()--> CLOSED
         └──────────────close()──────────────────────┘
 
-A task processes nothing while RESTORING: its source partitions stay paused.
+A task opens RESTORING with its executor's stores open and no processor built
+(``TaskExecutor.open_stores``). While RESTORING its source partitions stay paused and
+nothing of the runtime touches it but the restorer: it is not processed, punctuated,
+committed, checkpointed or snapshotted, its stores are neither measured nor answered
+over HTTP, and a close closes its stores only. :meth:`RuntimeTask.restored` is the one
+way out: once every changelog partition reached its end, it starts the executor
+(``TaskExecutor.start``), so the processors ``init`` on the restored stores and rebuild
+from them what they keep (``streams/_lifecycle.py`` lists what), with the wall clock of
+that moment; then the task is RUNNING and its partitions are resumed.
 
 Opening a task, step by step: read its checkpoint; if there is none, or it cannot be
 read, wipe the task's state directory, because local state without a checkpoint may hold
-writes the changelog never got; build and ``init`` the executor; note, per logged store,
-the changelog offset to restore from (the checkpointed one, or the beginning; always the
-beginning for an in-memory store, which starts empty).
+writes the changelog never got; build the executor and open its stores; note, per
+logged store, the changelog offset to restore from (the checkpointed one, or the
+beginning; always the beginning for an in-memory store, which starts empty). A standby
+taken over (``_standby.py``) brings its open stores instead, and restores from where it
+got to.
 
 Under exactly-once the checkpoint exists only after a clean close; it is deleted as the
 task opens, since the live stores run ahead of it from the first record on. Without one,
 the newest snapshot (``_snapshots.py``) replaces the live stores and its offsets are
 where restoring starts; without a snapshot, the stores are rebuilt from the beginning.
-``_commit.py`` argues why each of these states matches the committed changelog.
+``_commit.py`` argues why each of these states matches the committed changelog; since
+processors start only after the restore, what they rebuild matches it too.
 """
 
 from __future__ import annotations
@@ -34,7 +46,8 @@ from typing import Any
 from headrace.state import CHECKPOINT_FILE, CheckpointError, StoreIOError, TaskCheckpoint
 
 from .._config import StreamsConfig
-from .._lifecycle import Lifecycle
+from .._errors import IllegalStateTransition
+from .._lifecycle import Lifecycle, TaskState
 from .._record import ConsumedRecord, ProducedRecord
 from .._task import TaskExecutor
 from .._topology import Topology
@@ -68,8 +81,16 @@ class RuntimeTask:
         changelogs: Mapping[str, TopicPartition],
         state_dir: pathlib.Path,
         restore_from: Mapping[TopicPartition, int | None],
+        clock_ms: Callable[[], int] | None = None,
     ) -> None:
+        if executor.state is not TaskState.RESTORING:
+            # Its processors start in ``restored``, on the restored stores, and not before.
+            raise IllegalStateTransition(
+                f"task {task_id}: its executor is {executor.state.name}, must be RESTORING "
+                "(stores open, processors not started)"
+            )
         self.id = task_id
+        self._clock_ms = clock_ms
         self.executor = executor
         self.sources = sources
         self.changelogs = dict(changelogs)  # store -> changelog partition
@@ -101,6 +122,11 @@ class RuntimeTask:
         return self._lifecycle.state is RuntimeTaskState.RUNNING
 
     def restored(self, end_offsets: Mapping[TopicPartition, int]) -> None:
+        """RESTORING -> RUNNING: every store holds its changelog up to ``end_offsets``;
+        start the processors on them (the executor's RESTORING -> RUNNING). A processor
+        whose ``init`` fails leaves the task RESTORING, to be closed."""
+        self._lifecycle.require(RuntimeTaskState.RESTORING)
+        self.executor.start(None if self._clock_ms is None else self._clock_ms())
         self.changelog_offsets.update(end_offsets)
         self._lifecycle.move(RuntimeTaskState.RUNNING)
 
@@ -272,7 +298,9 @@ class TaskManager:
         restore_from: Mapping[TopicPartition, int | None],
     ) -> RuntimeTask:
         directory = self.task_dir(task_id)
-        task = RuntimeTask(task_id, executor, sources, changelogs, directory, restore_from)
+        task = RuntimeTask(
+            task_id, executor, sources, changelogs, directory, restore_from, self._clock_ms
+        )
         if self._exactly_once:
             snapshots = TaskSnapshots(directory)
             if snapshots.supported(executor.stores, changelogs):
@@ -285,8 +313,9 @@ class TaskManager:
     def _open_stores(
         self, task_id: str, standby: bool = False
     ) -> tuple[TaskExecutor, dict[str, TopicPartition], dict[TopicPartition, int | None], str]:
-        """Build and init the executor of ``task_id`` on the state its directory holds;
-        return it, its changelogs, the offset to restore each from (``None``: the
+        """Build the executor of ``task_id`` and open its stores on the state its
+        directory holds (its processors start once restored: ``RuntimeTask.restored``;
+        a standby's never do); return it, its changelogs, the offset to restore each from (``None``: the
         beginning) and where those offsets came from (``""``: nowhere).
 
         Under exactly-once a standby keeps the checkpoint: its stores only ever take
@@ -320,7 +349,11 @@ class TaskManager:
             global_stores=self._global_stores,
             wake=self._wake,
         )
-        executor.init()
+        try:
+            executor.open_stores()
+        except BaseException:
+            executor.close()  # the stores opened before the one that failed
+            raise
         changelogs = {
             store: (topic, partition) for store, topic in self._changelogs.get(sub, {}).items()
         }

@@ -43,7 +43,7 @@ def _task(
     executor = TaskExecutor(
         topology, 0, 0, {"application_id": "app"}, state_dir=tmp_path, loop=loop
     )
-    executor.init()
+    executor.open_stores()
     task = RuntimeTask("0_0", executor, (TP,), {}, tmp_path, {})
     task.restored({})
     return task

@@ -79,7 +79,7 @@ class FakeOffsets:
 def _task(tmp_path: Path) -> RuntimeTask:
     config = StreamsConfig(application_id="app", state_dir=tmp_path)
     executor = TaskExecutor(count_topology(), 0, 0, config, state_dir=tmp_path)
-    executor.init()
+    executor.open_stores()
     task = RuntimeTask(
         "0_0",
         executor,
