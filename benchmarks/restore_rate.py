@@ -103,7 +103,7 @@ async def restore(
 ) -> tuple[int, float, float]:
     settings = AppSettings(application_id="bench", bootstrap_servers=bootstrap)
     executor = TaskExecutor(build(), 0, 0, {"application_id": "bench"}, state_dir=state_dir)
-    executor.init()
+    executor.open_stores()  # the restorer starts it once restored
     tp = (CHANGELOG, 0)
     task = RuntimeTask("0_0", executor, (), {"state": tp}, state_dir, {tp: None})
     reader = TimedReader(settings)
