@@ -116,7 +116,9 @@ class Broker:
 
     async def start(self) -> None:
         config = self._config
-        config.data_dir.mkdir(parents=True, exist_ok=True)
+        # Only the broker's user reads a new data directory: records, credentials and
+        # ACLs are nobody else's business. One that exists keeps the modes it was given.
+        config.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         loop = asyncio.get_running_loop()
         if loop.get_exception_handler() is None:  # an embedding program's own one stays
             loop.set_exception_handler(self._rate_limited.loop_exception_handler)

@@ -276,5 +276,5 @@ class Authorizer:
             {k: (v.name if isinstance(v, IntEnum) else v) for k, v in asdict(b).items()}
             for b in self._bindings
         ]
-        self._path.parent.mkdir(parents=True, exist_ok=True)
+        self._path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # the data dir
         write_atomically(self._path, json.dumps(raw, indent=1).encode())

@@ -104,7 +104,7 @@ class CredentialStore:
             }
             for user, mechanisms in self._users.items()
         }
-        self._path.parent.mkdir(parents=True, exist_ok=True)
+        self._path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # the data dir
         write_atomically(self._path, json.dumps(raw, indent=1).encode(), mode=0o600)
 
 

@@ -41,7 +41,7 @@ PAGE = 256
 
 
 def _open_append(path: Path) -> int:
-    return os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+    return os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o666)  # umask decides
 
 
 def _strictly_increasing(values: array[int]) -> bool:

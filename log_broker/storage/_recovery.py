@@ -148,9 +148,16 @@ def _set_aside(directory: Path, base: int) -> None:
 
 
 def _segment_bases(directory: Path) -> list[int]:
-    """Base offsets of the segments in ``directory``, after removing leftovers: temporary
-    files and index files whose segment is gone."""
+    """Base offsets of the segments in ``directory``, after clearing away leftovers:
+    temporary files, and index files whose segment is gone.
+
+    Removing the oldest segments (retention, DeleteRecords) unlinks each segment's data
+    before its indexes, so a crash can leave indexes below the first segment: those are
+    removed. Indexes at or after the first segment, or with no segment left at all, mean
+    that a segment's data went missing while the broker was down: its records are lost,
+    so that is an ERROR line, and the indexes are set aside, not deleted."""
     bases = []
+    orphans: list[Path] = []
     for entry in directory.iterdir():
         name, suffix = entry.stem, entry.suffix
         if suffix == ".tmp":
@@ -159,5 +166,23 @@ def _segment_bases(directory: Path) -> list[int]:
             if suffix == ".log":
                 bases.append(int(name))
             elif suffix in (".index", ".timeindex") and not entry.with_suffix(".log").exists():
-                entry.unlink()
-    return sorted(bases)
+                orphans.append(entry)
+    bases.sort()
+    for index in sorted(orphans):
+        base = int(index.stem)
+        if bases and base < bases[0]:
+            index.unlink()
+            continue
+        kept = index.with_name(index.name + QUARANTINE_SUFFIX)
+        index.replace(kept)
+        if index.suffix == ".index":
+            following = next((b for b in bases if b > base), None)
+            log.error(
+                "segment %s is missing while its indexes remain: the records from offset "
+                "%d%s are lost; its indexes are kept as %s",
+                index.with_suffix(".log"),
+                base,
+                "" if following is None else f" to {following - 1}",
+                kept,
+            )
+    return bases

@@ -59,7 +59,7 @@ class LogSegment:
         self.path = directory / f"{segment_name(base_offset)}.log{suffix}"
         # A missing index of an existing segment means rebuild, not "no entries".
         self._indexes_existed = index_path.exists() and time_path.exists()
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)  # umask decides
         try:
             # Names this very file in a recovery checkpoint: a segment deleted and made
             # again under the same name is another file.

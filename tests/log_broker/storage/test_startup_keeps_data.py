@@ -107,3 +107,62 @@ def test_segments_after_a_cut_are_set_aside_not_deleted(
         assert (directory / (name + ".quarantine")).read_bytes() == data
         assert any(name in r.getMessage() and "set aside" in r.getMessage() for r in caplog.records)
     log.close()
+
+
+def _filled_log(directory: Path, batches: int, segment_bytes: int = 20_000) -> None:
+    config = TopicConfig.from_overrides({"segment.bytes": str(segment_bytes)})
+    log = PartitionLog.open(directory, "t", 0, config)
+    for i in range(batches):
+        log.append(bytearray(good([f"{i}".encode() * 500])), now_ms=1)
+    log.close()
+
+
+def test_a_segment_missing_while_its_indexes_remain_is_named(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Finding: 100,000 records became a high watermark of 0 with no log line.
+    _filled_log(tmp_path / "t-0", 100, segment_bytes=1 << 30)
+    (tmp_path / "t-0" / "00000000000000000000.log").unlink()
+    with caplog.at_level(logging.ERROR):
+        log = PartitionLog.open(tmp_path / "t-0", "t", 0, TopicConfig.from_overrides({}))
+    log.close()
+    [message] = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert "00000000000000000000.log is missing" in message
+    assert "records from offset 0 are lost" in message
+    assert (tmp_path / "t-0" / "00000000000000000000.index.quarantine").stat().st_size > 0
+
+
+def test_indexes_left_by_an_interrupted_front_removal_go_quietly(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Retention unlinks a segment's data before its indexes: a crash in between leaves
+    indexes below the first segment, which name nothing lost."""
+    _filled_log(tmp_path / "t-0", 100)
+    bases = sorted(p.stem for p in (tmp_path / "t-0").glob("*.log"))
+    assert len(bases) > 2
+    (tmp_path / "t-0" / f"{bases[0]}.log").unlink()
+    with caplog.at_level(logging.ERROR):
+        log = PartitionLog.open(tmp_path / "t-0", "t", 0, TopicConfig.from_overrides({}))
+    log.close()
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert not list((tmp_path / "t-0").glob(f"{bases[0]}.*"))
+
+
+async def test_a_new_data_directory_is_the_brokers_alone(tmp_path: Path) -> None:
+    async with Broker(tmp_path / "data"):
+        pass
+    assert (tmp_path / "data").stat().st_mode & 0o777 == 0o700
+
+
+def test_a_segment_missing_between_two_others_is_named_with_its_range(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    _filled_log(tmp_path / "t-0", 100)
+    bases = sorted(int(p.stem) for p in (tmp_path / "t-0").glob("*.log"))
+    assert len(bases) > 2
+    (tmp_path / "t-0" / f"{bases[1]:020d}.log").unlink()
+    with caplog.at_level(logging.ERROR):
+        log = PartitionLog.open(tmp_path / "t-0", "t", 0, TopicConfig.from_overrides({}))
+    log.close()
+    messages = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert f"records from offset {bases[1]} to {bases[2] - 1} are lost" in messages[0]
