@@ -35,16 +35,21 @@ def write_atomically(path: Path, data: bytes, mode: int = 0o644) -> None:
     3. rename it over ``path`` (atomic on POSIX within one directory);
     4. fsync the directory, so the rename itself survives a crash.
 
-    An ``OSError`` from any step propagates; ``path`` then still holds its old content.
+    An ``OSError`` from any step propagates; ``path`` then still holds its old content,
+    and a temporary file the failure left (a full disk) is removed.
     """
     temporary = path.with_name(path.name + TEMPORARY_SUFFIX)
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(temporary, path)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
     fsync_dir(path.parent)

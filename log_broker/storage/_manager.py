@@ -37,6 +37,7 @@ from ._errors import (
     TopicExistsError,
     UnknownTopicError,
 )
+from ._faults import storage_fault
 from ._log import PartitionLog
 from ._markers import AbortedIndexOf
 from ._synced_checkpoint import SyncedPosition, read_positions, render, write_positions
@@ -287,6 +288,8 @@ class LogManager:
             with self._lock:
                 self._topics = {**self._topics, name: topic}
             return topic
+        except OSError as exc:  # a full or failing disk: KAFKA_STORAGE_ERROR, logged once
+            raise storage_fault(exc, f"create topic {name!r} in", self.data_dir) from exc
         finally:
             with self._lock:
                 del self._changing[name]
@@ -340,6 +343,8 @@ class LogManager:
                 log = self._open_log(name, partition, topic.config)
                 topic.partitions.append(log)  # one at a time: each is whole once listed
             return topic
+        except OSError as exc:
+            raise storage_fault(exc, f"add partitions to {name!r} in", self.data_dir) from exc
         finally:
             with self._lock:
                 del self._changing[name]

@@ -96,3 +96,33 @@ async def test_a_failed_fsync_is_answered_with_kafka_storage_error(
         assert await asyncio.to_thread(produce) == 56
         monkeypatch.undo()
         assert await asyncio.to_thread(produce) == 0
+
+
+async def test_a_full_disk_while_creating_a_topic_is_a_storage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Finding: an uncaught OSError closed the connection, logged a traceback and left a
+    # 0-byte .topics/*.json.tmp behind.
+    real_write = os.write
+
+    def write(fd: int, data: Any) -> int:
+        if os.readlink(f"/proc/self/fd/{fd}").endswith(".json.tmp"):  # topic metadata
+            _disk_full()
+        return real_write(fd, data)
+
+    async with Broker(tmp_path / "data") as broker:
+
+        def produce(topic: str) -> int:
+            with RawClient(broker.bootstrap_servers) as client:  # auto-creates the topic
+                answer = client.request(0, 8, produce_body(topic, good()))
+            return int(answer.responses[0].partition_responses[0].error_code)
+
+        with monkeypatch.context() as patch, caplog.at_level(logging.ERROR):
+            patch.setattr(os, "write", write)
+            assert await asyncio.to_thread(produce, "full") == 56  # KAFKA_STORAGE_ERROR
+            assert await asyncio.to_thread(produce, "fuller") == 56
+        assert not list((tmp_path / "data").rglob("*.tmp"))
+        errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+        assert len(errors) == 1 and "No space left" in errors[0].getMessage()
+        assert not errors[0].exc_info
+        assert await asyncio.to_thread(produce, "full") == 0  # the disk has room again
