@@ -5,29 +5,28 @@ keys ``key | timestamp | sequence number``. The two sides of one join in one tas
 a :class:`JoinState`: the join's stream time (the largest timestamp either side has
 seen) and the records waiting for a partner on an outer side.
 
-Joining one record, step by step:
+Joining one record, step by step (Kafka Streams' ``KStreamKStreamJoin``):
 
-1. Advance the stream time with its timestamp.
-2. If the stream time moved, emit the waiting records whose windows have now closed,
-   unmatched (``joiner(left, None)`` or ``joiner(None, right)``), oldest close first,
-   before this record's own results, so that output time keeps moving forward.
-3. Pair it with each record of the other side's store that lies in its window and
-   whose own window is still open (see ``_join_windows``); a waiting record that pairs
-   stops waiting. A pair is emitted once, when its second record arrives, with the
-   larger of the two timestamps.
-4. If its own window is still open, store it; on an outer side with no partner yet it
-   also waits (in the shared outer store, and in memory). If its window has already
-   closed, nothing can pair with it later: unpaired on an outer side, it is emitted
-   unmatched at once.
+1. Advance the stream time with its timestamp (a record that is then skipped, for a
+   ``None`` value, still moves it, as in Kafka Streams).
+2. If the record is at the stream time, emit the waiting records whose windows have
+   closed, unmatched (``joiner(left, None)`` or ``joiner(None, right)``), oldest close
+   first, before this record's own results, so that output time keeps moving forward.
+3. Pair it with each record of the other side's store that lies in its window and that
+   the store still holds: Kafka Streams' window store keeps a side's records for
+   ``before + after + grace`` behind the newest timestamp that side has stored, however
+   late the record being joined is. A waiting record that pairs stops waiting. A pair
+   is emitted when its second record arrives, with the larger of the two timestamps.
+4. Store it in its own side's store, late or not (a partner arriving later may still
+   reach it). On an outer side with no partner yet, it waits (in the shared outer
+   store, and in memory) while a partner may still come; if its window's span already
+   ends before the stream time (``timestamp + after < stream time``, grace not
+   counted, as in Kafka Streams), it is emitted unmatched at once instead.
 
 A left or outer join thus never emits an unmatched record that a partner could still
-reach (Kafka Streams' KIP-633 behaviour), and every pair whose second record arrives
-while the first one's window is open is emitted exactly once.
+reach within the window (Kafka Streams' KIP-633 behaviour); a record emitted unmatched
+late may still pair afterwards, as in Kafka Streams.
 
-Records with a ``None`` value are skipped; a ``None`` key is skipped too, except on an
-outer side, where it is emitted unmatched at once. The waiting records are reloaded
-from the outer store on a task's first batch, after its stores are restored; the
-join's stream time starts again from the records that follow a restart.
 """
 
 from __future__ import annotations
@@ -81,6 +80,9 @@ class JoinState:
 
     def __init__(self, seed: int) -> None:
         self.stream_time = -1
+        # the newest timestamp each side's store holds: what it still shows is measured
+        # from there (Kafka Streams' window stores expire by their own stream time)
+        self.newest = {_LEFT: -1, _RIGHT: -1}
         self.seq = seed & _SEQ_MASK
         self.loaded = False
         # side byte + binary key -> (key, value bytes): outer-side records with no partner yet
@@ -103,6 +105,10 @@ class _Side:
         self.reach = windows.reach(left)
         self.other_reach = windows.reach(not left)
         self.grace = windows.grace_ms
+        # Kafka Streams' join stores keep before + after + grace; when that is 0 they show
+        # nothing and its join pairs nothing at all, where headrace still pairs records
+        # at the newest timestamp (see docs/differences-from-kafka-streams.md)
+        self.lookback = max(1, windows.size_ms + windows.grace_ms)
         self.outer = spec.left_outer if left else spec.right_outer
         self.other_outer = spec.right_outer if left else spec.left_outer
         own, other = (
@@ -171,6 +177,8 @@ class StreamJoinProcessor(BatchProcessor):
         sides = self._sides
         heap = state.heap
         for k, v, ts, h, o in batch:
+            if ts > state.stream_time:
+                state.stream_time = ts
             if v is None:
                 continue
             if k is None:
@@ -178,10 +186,8 @@ class StreamJoinProcessor(BatchProcessor):
                     if side.outer:
                         out.append((k, side.pair(k, v, None), ts, h, o))
                 continue
-            if ts > state.stream_time:
-                state.stream_time = ts
-                if heap and heap[0][0] < ts:
-                    self._emit_closed(out, o)
+            if heap and heap[0][0] < ts and ts == state.stream_time:
+                self._emit_closed(out, o)
             try:
                 kb = self._key_cache.get(k)
                 if kb is None:
@@ -200,10 +206,13 @@ class StreamJoinProcessor(BatchProcessor):
     ) -> None:
         state = self._state
         now = state.stream_time
-        grace = side.grace
-        # Partners lie in [ts - other_reach, ts + reach] and are open while their
-        # timestamp + other_reach + grace >= now.
-        lo = (ts if ts > now - grace else now - grace) - side.other_reach
+        newest = state.newest
+        # Partners lie in [ts - other_reach, ts + reach], among what the other side's
+        # store still shows: timestamps after its newest one minus the lookback.
+        lo = ts - side.other_reach
+        visible = newest[side.other_tag] - side.lookback + 1
+        if visible > lo:
+            lo = visible
         hi = ts + side.reach
         paired = False
         if hi >= 0 and hi >= lo:
@@ -217,18 +226,21 @@ class StreamJoinProcessor(BatchProcessor):
                     wkey = side.other_tag + binary
                     if waiting.pop(wkey, None) is not None:
                         self._outer.put(wkey, None)  # type: ignore[union-attr]
-        close = ts + side.reach + grace
-        if close >= now:
-            data = side.ev(v)
-            binary = kb + ts.to_bytes(8, "big") + state.next_seq().to_bytes(4, "big")
+        own_newest = newest[side.tag]
+        if ts > own_newest:
+            newest[side.tag] = own_newest = ts
+        data = side.ev(v)
+        binary = kb + ts.to_bytes(8, "big") + state.next_seq().to_bytes(4, "big")
+        if ts > own_newest - side.lookback:  # else its store would hide it at once
             side.own.put_raw(binary, data)
-            if side.outer and not paired:
+        if side.outer and not paired:
+            if ts + side.reach < now:
+                out.append((k, side.pair(k, v, None), ts, h, o))
+            else:
                 wkey = side.tag + binary
                 state.waiting[wkey] = (k, data)
-                heapq.heappush(state.heap, (close, wkey))
+                heapq.heappush(state.heap, (ts + side.reach + side.grace, wkey))
                 self._outer.put(wkey, data)  # type: ignore[union-attr]
-        elif side.outer and not paired:
-            out.append((k, side.pair(k, v, None), ts, h, o))
 
     def _emit_closed(self, out: list[Rec], offset: int) -> None:
         """Emit, unmatched, the waiting records whose windows closed (oldest close first)."""

@@ -1,8 +1,13 @@
 """Stream-stream joins against a nested-loop reference over random timed streams.
 
-The reference restates the semantics of ``dsl._stream_stream_join`` in the plainest
-way: records in arrival order, stream time the largest timestamp so far, and for each
-new record a loop over every earlier record of the other side.
+The reference restates Kafka Streams' ``KStreamKStreamJoin`` in the plainest way:
+records in arrival order, stream time the largest timestamp so far; each side's store
+shows the records no more than before + after + grace behind the newest one it holds
+(at least 1 ms: see docs/differences-from-kafka-streams.md); a new record pairs with every
+record the other side's store shows in its window; an outer-side record with no partner
+waits until its window closes, unless its window's span (grace not counted) already
+ended, when it is emitted unmatched at once; waiting records are emitted when a record at
+the stream time arrives.
 """
 
 from __future__ import annotations
@@ -28,10 +33,15 @@ class Rec:
     stored: bool = False
     paired: bool = False
     done: bool = False  # emitted unmatched
+    waiting: bool = False
+
+
+def reach(w: JoinWindows, r: Rec) -> int:
+    return w.after_ms if r.left else w.before_ms
 
 
 def close(w: JoinWindows, r: Rec) -> int:
-    return r.ts + (w.after_ms if r.left else w.before_ms) + w.grace_ms
+    return r.ts + reach(w, r) + w.grace_ms
 
 
 def pairs(w: JoinWindows, left: Rec, right: Rec) -> bool:
@@ -45,33 +55,36 @@ def reference(records: list[Rec], w: JoinWindows, kind: str) -> list[tuple[str, 
     def unmatched(r: Rec) -> tuple[str, str, int]:
         return (r.key, f"{r.value}+None" if r.left else f"None+{r.value}", r.ts)
 
+    lookback = max(1, w.before_ms + w.after_ms + w.grace_ms)
     out = []
     now = -1
+    newest = {True: -1, False: -1}  # per side: the newest timestamp its store holds
     seen: list[Rec] = []
     for rec in records:
         now = max(now, rec.ts)
-        for old in seen:
-            if (
-                old.stored
-                and outer(old)
-                and not old.paired
-                and not old.done
-                and close(w, old) < now
-            ):
-                old.done = True
-                out.append(unmatched(old))
+        if rec.ts == now:
+            for old in seen:
+                if old.waiting and not old.paired and close(w, old) < now:
+                    old.waiting, old.done = False, True
+                    out.append(unmatched(old))
         for old in seen:
             if old.left == rec.left or old.key != rec.key or not old.stored:
                 continue
-            if close(w, old) < now:
-                continue  # its window closed: it takes part in no new pair
+            if old.ts <= newest[old.left] - lookback:
+                continue  # its store no longer shows it
             left, right = (rec, old) if rec.left else (old, rec)
             if pairs(w, left, right):
                 old.paired = rec.paired = True
+                old.waiting = False
                 out.append((rec.key, f"{left.value}+{right.value}", max(rec.ts, old.ts)))
-        rec.stored = close(w, rec) >= now
-        if not rec.stored and outer(rec) and not rec.paired:
-            out.append(unmatched(rec))
+        newest[rec.left] = max(newest[rec.left], rec.ts)
+        rec.stored = rec.ts > newest[rec.left] - lookback
+        if outer(rec) and not rec.paired:
+            if rec.ts + reach(w, rec) < now:
+                rec.done = True
+                out.append(unmatched(rec))
+            else:
+                rec.waiting = True
         seen.append(rec)
     return out
 

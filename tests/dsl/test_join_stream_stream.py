@@ -74,16 +74,18 @@ def test_every_pair_is_emitted_once_with_duplicates_on_both_sides() -> None:
         assert sorted(run.take()) == [("k", "a+x", 12)] * 4
 
 
-def test_grace_lets_late_partners_join_until_the_window_closes() -> None:
+def test_late_partners_join_while_the_other_store_still_holds_them() -> None:
+    """Kafka Streams' answer: a side's store keeps before + after + grace (25 here) behind
+    the newest timestamp it holds, whatever the stream time says about a's window."""
     windows = JoinWindows.of_time_difference(10).grace(5)
     with TopologyTestDriver(build("inner", windows).build(), APP) as d:
         run = Run(d)
         run.l("k", "a", 100)
-        run.l("j", "t", 124)  # stream time 124: a's window closes after 100 + 10 + 5 = 115
+        run.l("j", "t", 124)  # the left store holds 124: it still shows 100 (> 124 - 25)
         run.r("k", "x", 108)
-        assert run.take() == []  # a's window closed
+        assert run.take() == [("k", "a+x", 108)]
         run.l("k", "b", 120)
-        run.r("k", "y", 112)  # b's window [110, 130] is open; 112 is late by 12 <= grace... pairs
+        run.r("k", "y", 112)  # b's window [110, 130] holds 112; a at 100 is outside [102, 122]
         assert run.take() == [("k", "b+y", 120)]
 
 
@@ -95,8 +97,8 @@ def test_zero_grace_still_joins_out_of_order_records_while_the_window_is_open() 
         run.l("k", "a", 95)  # 13 behind stream time, but x's window [90, 110] is open
         assert run.take() == [("k", "a+x", 100)]
         run.l("j", "t", 111)
-        run.l("k", "b", 100)  # x's window closed at 110
-        assert run.take() == []
+        run.l("k", "b", 100)  # the right store (newest 100) still holds x: Kafka Streams pairs
+        assert run.take() == [("k", "b+x", 100)]
 
 
 def test_before_and_after_make_the_window_asymmetric() -> None:
@@ -131,10 +133,10 @@ def test_left_join_emits_unmatched_records_only_once_their_window_closes() -> No
         assert run.take() == []
         run.r("z", "t", 115)
         assert run.take() == [("j", "b+None", 101)]
-        run.r("j", "late", 104)  # b's window has closed: no pair now
-        assert run.take() == []
-        run.r("k", "y", 103)  # a's window is closed too
-        assert run.take() == []
+        run.r("j", "late", 104)  # b was emitted unmatched, but the left store still holds it
+        assert run.take() == [("j", "b+late", 104)]
+        run.r("k", "y", 103)  # and a too, as in Kafka Streams
+        assert run.take() == [("k", "a+y", 103)]
 
 
 def test_a_left_record_arriving_after_its_window_closed_is_emitted_at_once() -> None:
