@@ -37,13 +37,15 @@ def minute_report(window: Windowed[str], views: int) -> tuple[str, dict[str, Any
     return window.key, {"page": window.key, "minute": start.strftime("%H:%M"), "views": views}
 
 
-def build(builder: StreamsBuilder | None = None) -> StreamsBuilder:
+def build(builder: StreamsBuilder | None = None, *, idle_close_ms: int = 30_000) -> StreamsBuilder:
+    """The topology of the module docstring; ``idle_close_ms`` is how long the stream
+    must be quiet before the last minute closes on wall-clock time (step 3)."""
     builder = builder or StreamsBuilder()
     (
         builder.stream(VIEWS, key_serde=Serdes.string(), value_serde=Serdes.json())
         .group_by(lambda user, view: view["page"], key_serde=Serdes.string(), name="views-by-page")
         .windowed_by(TimeWindows.of_size(MINUTE).grace(10_000))
-        .emit_final(idle_close=30_000)
+        .emit_final(idle_close=idle_close_ms)
         .count(materialized=materialized(STORE))
         .to_stream()
         .map(minute_report)
