@@ -31,6 +31,13 @@ def add_registry_options(parser: argparse.ArgumentParser) -> None:
         help="turn on basic auth: a file of NAME:PASSWORD lines",
     )
     parser.add_argument("--schema-registry-topic", default="_schemas", metavar="TOPIC")
+    parser.add_argument(
+        "--schema-registry-allowed-hosts",
+        default="",
+        metavar="NAME,...",
+        help="host names the registry answers to besides its listen address "
+        "(requests naming any other are refused: DNS rebinding)",
+    )
 
 
 def parse_listen(listen: str) -> tuple[str, int]:
@@ -65,6 +72,7 @@ def server_from_args(args: argparse.Namespace, listen: str, bootstrap: str) -> S
         host=host,
         port=port,
         users=read_users(args.schema_registry_users),
+        allowed_hosts=args.schema_registry_allowed_hosts.split(","),
         topic=args.schema_registry_topic,
     )
 

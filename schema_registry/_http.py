@@ -4,6 +4,13 @@ Every handler is a thin translation: query and path in, one :class:`Registry` ca
 JSON out. A :class:`SchemaRegistryError` becomes its HTTP status with
 ``{"error_code": ..., "message": ...}``; anything unexpected is a 500 with code 50001,
 logged, never a stack trace to the client.
+
+What a web page elsewhere could make a visitor's browser do to a registry on their
+machine is refused before any handler runs: requests naming a host the registry does
+not answer to (DNS rebinding), changes whose ``Origin`` is another site
+(``same_site_guard``), and bodies of any type but JSON (a form or ``text/plain`` POST
+needs no CORS preflight; Confluent's registry answers those with 415 too). Without a
+users file anyone who can connect may change schemas: keep such a registry on loopback.
 """
 
 from __future__ import annotations
@@ -18,12 +25,23 @@ from typing import Any
 
 from aiohttp import web
 
-from ._errors import SchemaRegistryError, Unauthorized
+from headrace.base.http import same_site_guard
+
+from ._errors import InvalidSchema, SchemaRegistryError, Unauthorized
 from ._registry import Registry
 
 log = logging.getLogger(__name__)
 
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
+# What Confluent's registry consumes; none of them is a type a form can send.
+BODY_TYPES = frozenset(
+    {
+        CONTENT_TYPE,
+        "application/vnd.schemaregistry+json",
+        "application/json",
+        "application/octet-stream",
+    }
+)
 MAX_BODY = 8 * 1024 * 1024  # bytes of one request: schemas are small, this bounds a client
 REGISTRY: web.AppKey[Registry] = web.AppKey("registry", Registry)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -40,8 +58,14 @@ def _flag(request: web.Request, name: str) -> bool:
 async def _body(request: web.Request) -> Any:
     if not request.can_read_body:
         return None
+    if request.content_type not in BODY_TYPES:
+        raise _UnsupportedMediaType(
+            f"a request body must be JSON ({CONTENT_TYPE}), not {request.content_type}"
+        )
     try:
         return json.loads(await request.read())
+    except RecursionError:
+        raise _BadRequest("the request body is nested too deeply") from None
     except ValueError as exc:
         raise _BadRequest(f"the request body is not JSON: {exc}") from exc
 
@@ -49,6 +73,11 @@ async def _body(request: web.Request) -> Any:
 class _BadRequest(SchemaRegistryError):
     http_status = 400
     error_code = 400
+
+
+class _UnsupportedMediaType(SchemaRegistryError):
+    http_status = 415
+    error_code = 415
 
 
 def _int(value: str, what: str) -> int:
@@ -64,6 +93,8 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         return await handler(request)
     except SchemaRegistryError as exc:
         return _answer(exc.body(), exc.http_status)
+    except RecursionError:  # a schema nested deeper than its parser goes
+        return _answer(InvalidSchema("the schema is nested too deeply").body(), 422)
     except web.HTTPException as exc:
         if exc.status >= 400:
             return _answer({"error_code": exc.status, "message": exc.reason}, exc.status)
@@ -93,9 +124,16 @@ def _basic_auth(users: dict[str, str]) -> Any:
     return check
 
 
-def create_app(registry: Registry, users: dict[str, str] | None = None) -> web.Application:
-    """The aiohttp application; ``users`` (name to password) turns on basic auth."""
-    middlewares = [_errors] + ([_basic_auth(users)] if users else [])
+def create_app(
+    registry: Registry,
+    users: dict[str, str] | None = None,
+    allowed_hosts: frozenset[str] | None = None,
+) -> web.Application:
+    """The aiohttp application; ``users`` (name to password) turns on basic auth;
+    ``allowed_hosts`` are the host names it answers to (None: any)."""
+    middlewares = [_errors, same_site_guard(allowed_hosts)]
+    if users:
+        middlewares.append(_basic_auth(users))
     app = web.Application(middlewares=middlewares, client_max_size=MAX_BODY)
     app[REGISTRY] = registry
     r = app.router

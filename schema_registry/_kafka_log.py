@@ -12,7 +12,9 @@ Writing, ``write(build)``, one writer at a time:
    aborts anything that one left open; from then on only we can write
 3. catch up: read up to the topic's last stable offset, so the state holds every
    record any earlier writer committed
-4. ``build()`` checks the request against that state and returns records and answer
+4. ``build()`` checks the request against that state and returns records and answer;
+   a record larger than ``MAX_RECORD_BYTES`` is refused as an invalid schema here,
+   before anything is sent (Kafka would refuse it, and the retries would all fail)
 5. append the records in one transaction and commit
 6. wait until the reader has applied them, then answer (read-your-writes)
 
@@ -32,7 +34,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaError, TopicAlreadyExistsError
 
-from ._errors import StoreError
+from ._errors import InvalidSchema, StoreError
 from ._state import RegistryState
 
 T = TypeVar("T")
@@ -41,6 +43,9 @@ log = logging.getLogger(__name__)
 
 TOPIC = "_schemas"
 WRITE_ATTEMPTS = 5
+# The largest record the registry writes: under Kafka's default message.max.bytes
+# (1 MiB and 12 bytes for a batch), with room for the batch and record headers.
+MAX_RECORD_BYTES = 1_000_000
 TIMEOUT_S = 30.0
 FETCH_WAIT_MS = 50
 _TOPIC_ALREADY_EXISTS = 36
@@ -166,6 +171,7 @@ class KafkaSchemaLog:
                 records, answer = build()
                 if not records:
                     return answer
+                _check_sizes(records)
                 try:
                     async with producer.transaction():
                         sent = [
@@ -206,3 +212,13 @@ class KafkaSchemaLog:
         if producer is not None:
             with contextlib.suppress(Exception):
                 await producer.stop()
+
+
+def _check_sizes(records: list[Record]) -> None:
+    for key, value in records:
+        size = len(key) + len(value or b"")
+        if size > MAX_RECORD_BYTES:
+            raise InvalidSchema(
+                f"the schema takes {size} bytes as stored; the registry stores at most "
+                f"{MAX_RECORD_BYTES} (one Kafka record)"
+            )

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterable
 from typing import Any
 
 from headrace.base.http import HttpSite
+from headrace.base.http import allowed_hosts as allowed_hosts_for
 
 from ._http import create_app
 from ._kafka_log import KafkaSchemaLog
 from ._registry import Registry
+
+log = logging.getLogger(__name__)
 
 
 class SchemaRegistryServer:
@@ -24,6 +29,7 @@ class SchemaRegistryServer:
         host: str = "127.0.0.1",
         port: int = 8081,
         users: dict[str, str] | None = None,
+        allowed_hosts: Iterable[str] = (),
         topic: str = "_schemas",
         replication_factor: int = 1,
         client_options: dict[str, Any] | None = None,
@@ -38,6 +44,14 @@ class SchemaRegistryServer:
         self._host = host
         self._port = port
         self._users = users
+        self._allowed_hosts = allowed_hosts_for(host, allowed_hosts)
+        if self._allowed_hosts is None and not users:
+            log.warning(
+                "the schema registry listens on every interface with no users file and no "
+                "allowed host names: anyone who can reach %s:%d may change schemas",
+                host,
+                port,
+            )
         self._site: HttpSite | None = None
 
     @property
@@ -46,7 +60,8 @@ class SchemaRegistryServer:
 
     async def start(self) -> None:
         await self.log.start()
-        site = HttpSite(create_app(self.registry, self._users), self._host, self._port)
+        app = create_app(self.registry, self._users, self._allowed_hosts)
+        site = HttpSite(app, self._host, self._port)
         try:
             await site.start()
         except BaseException:
