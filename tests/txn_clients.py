@@ -302,7 +302,11 @@ def committed(client: str, bs: str, group: str, topic: str, partition: int) -> i
     from confluent_kafka import Consumer
     from confluent_kafka import TopicPartition as CTP
 
-    cc = Consumer({"bootstrap.servers": bs, "group.id": group})
+    # read_uncommitted: librdkafka's default read_committed asks for stable offsets
+    # (require_stable), which a broker withholds while a transaction holds them
+    cc = Consumer(
+        {"bootstrap.servers": bs, "group.id": group, "isolation.level": "read_uncommitted"}
+    )
     try:
         offset = cc.committed([CTP(topic, partition)], timeout=10)[0].offset
         return offset if offset >= 0 else None

@@ -323,6 +323,12 @@ class GroupCoordinator(Membership):
                 found[tp] = value
         return found
 
+    def unstable_offsets(self, group_id: str) -> set[TopicPartition]:
+        """The group's partitions whose offset an open transaction has staged
+        (TxnOffsetCommit written, no marker yet): read-only, for OffsetFetch v7+."""
+        group = self._groups.get(group_id)
+        return set() if group is None else group.offsets.pending_partitions()
+
     def txn_commit(
         self,
         group_id: str,

@@ -79,6 +79,11 @@ class GroupOffsets:
         for tp, value in offsets.items():
             staged[tp] = (self._writes, value)
 
+    def pending_partitions(self) -> set[TopicPartition]:
+        """The partitions an open transaction has staged an offset for: the ones a
+        ``require_stable`` OffsetFetch answers UNSTABLE_OFFSET_COMMIT for."""
+        return {tp for staged in self._pending.values() for tp in staged}
+
     def has_pending(self, producer_id: int | None = None) -> bool:
         return bool(self._pending) if producer_id is None else producer_id in self._pending
 
