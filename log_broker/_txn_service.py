@@ -6,9 +6,11 @@
 - The coordinator's log (``write``): one record appended to the transactional id's
   partition, answered once fsynced (a completion: once appended, its fsync running
   beside what follows; why that is safe: ``headrace.transactions._coordinator``).
-- Markers (``write_markers``): a control batch appended to every partition of the
-  transaction, producer state told of each, then all fsynced; only then are the
+- Markers (``write_markers_each``): a control batch appended to every partition of
+  the transaction, producer state told of each, then all fsynced; only then are the
   offsets the transaction staged in ``__consumer_offsets`` made visible (or dropped).
+  The coordinator's own markers and WriteTxnMarkers' (an administrator ending a
+  transaction no coordinator knows) take this one path.
 - Timers (``DeadlineTimer``): one sleeps until the first open transaction runs past
   its timeout and aborts it, woken sooner when a transaction begins that times out
   earlier; a transaction it cannot abort yet (a request holds its id, or a write
@@ -32,6 +34,7 @@ from headrace.transactions import (
     ProducerIdSource,
     ProducerStateError,
     SystemClock,
+    TopicPartition,
     TransactionCoordinator,
     TxnMarkers,
 )
@@ -41,7 +44,7 @@ from ._deadline_timer import DeadlineTimer
 from ._notify import AppendNotifier
 from ._txn_partitions import PartitionTxns
 from .groups import OFFSETS_TOPIC, GroupService
-from .storage import GroupSyncer, LogManager, PartitionLog
+from .storage import GroupSyncer, LogManager, PartitionLog, StorageError, UnknownTopicError
 
 log = logging.getLogger("headrace.broker.transactions")
 
@@ -225,42 +228,78 @@ class TxnService:
     # ------------------------------------------------------------------ MarkerWriter
 
     async def write_markers(self, markers: TxnMarkers) -> None:
-        """Append the marker everywhere, then fsync; a storage error propagates and the
-        coordinator retries the whole set later (a repeated marker ends nothing)."""
+        """The coordinator's markers (``write_markers_each``): a partition deleted since
+        is skipped, one whose producer state refuses the marker is logged and skipped,
+        and a storage error propagates so that the coordinator retries the whole set
+        later (a repeated marker ends nothing)."""
+        failed: StorageError | None = None
+        for tp, error in (await self.write_markers_each(markers)).items():
+            if isinstance(error, ProducerStateError):
+                log.warning("no marker for %s: %s", tp, error)
+            elif isinstance(error, StorageError) and not isinstance(error, UnknownTopicError):
+                failed = failed or error
+        if failed is not None:
+            raise failed
+
+    async def write_markers_each(
+        self, markers: TxnMarkers
+    ) -> dict[TopicPartition, ProducerStateError | StorageError | None]:
+        """Write one marker to every partition it names and answer for each: None once
+        the marker is durable, else why not (UnknownTopicError: no such partition). The
+        coordinator ends its transactions through here, and WriteTxnMarkers (``kafka-
+        transactions abort``) ends those no coordinator knows.
+
+        In order: each partition's marker is checked against its producer state and
+        appended (``append_marker``); then every appended one is fsynced in one round;
+        only then, if a ``__consumer_offsets`` partition got its marker, are the
+        offsets the producer staged there made visible (or dropped)."""
         now = int(time.time() * 1000)
-        touched: list[PartitionLog] = []
+        outcome: dict[TopicPartition, ProducerStateError | StorageError | None] = {}
+        touched: dict[PartitionLog, TopicPartition] = {}
         for tp in sorted(markers.partitions):
             partition = self._logs.get_log(tp.topic, tp.partition)
             if partition is None:
-                continue  # the topic was deleted since
-            state = self.partitions.get(partition)
-            try:
-                state.producers.check_marker(
-                    markers.producer_id, markers.producer_epoch, markers.coordinator_epoch
-                )
-            except ProducerStateError as exc:
-                log.warning("no marker for %s: %s", tp, exc)
+                outcome[tp] = UnknownTopicError(f"no partition {tp.topic}-{tp.partition}")
                 continue
-            batch = _records.encode_control_batch(
-                producer_id=markers.producer_id,
-                producer_epoch=markers.producer_epoch,
-                commit=markers.commit,
-                coordinator_epoch=markers.coordinator_epoch,
-                timestamp_ms=now,
-            )
-            result = partition.append(bytearray(batch), now_ms=now, allow_control=True)
-            state.record_completion(
-                state.producers.complete(
-                    markers.producer_id,
-                    markers.producer_epoch,
-                    markers.coordinator_epoch,
-                    commit=markers.commit,
-                    offset=result.base_offset,
-                    timestamp=now,
-                )
-            )
-            self._notifier.notify((tp.topic, tp.partition))
-            touched.append(partition)
-        await asyncio.gather(*(self._syncer.sync(p) for p in touched))
-        if any(tp.topic == OFFSETS_TOPIC for tp in markers.partitions):
+            try:
+                self.append_marker(partition, markers, now_ms=now)
+            except (ProducerStateError, StorageError) as exc:
+                outcome[tp] = exc
+                continue
+            outcome[tp] = None
+            touched[partition] = tp
+        for partition, error in (await self._syncer.sync_many(touched)).items():
+            outcome[touched[partition]] = error
+        if any(tp.topic == OFFSETS_TOPIC and error is None for tp, error in outcome.items()):
             self._groups.coordinator.complete_transaction(markers.producer_id, markers.commit)
+        return outcome
+
+    def append_marker(self, partition: PartitionLog, markers: TxnMarkers, *, now_ms: int) -> None:
+        """One partition's marker, not yet fsynced: refused (ProducerStateError: a
+        fenced producer epoch or an older coordinator epoch) or appended as a control
+        batch; the producer's transaction at the partition ends there (the last stable
+        offset moves past it; an aborted one is indexed for read_committed fetches)
+        and waiting fetches are woken. A StorageError appends nothing."""
+        state = self.partitions.get(partition)
+        state.producers.check_marker(
+            markers.producer_id, markers.producer_epoch, markers.coordinator_epoch
+        )
+        batch = _records.encode_control_batch(
+            producer_id=markers.producer_id,
+            producer_epoch=markers.producer_epoch,
+            commit=markers.commit,
+            coordinator_epoch=markers.coordinator_epoch,
+            timestamp_ms=now_ms,
+        )
+        result = partition.append(bytearray(batch), now_ms=now_ms, allow_control=True)
+        state.record_completion(
+            state.producers.complete(
+                markers.producer_id,
+                markers.producer_epoch,
+                markers.coordinator_epoch,
+                commit=markers.commit,
+                offset=result.base_offset,
+                timestamp=now_ms,
+            )
+        )
+        self._notifier.notify((partition.topic, partition.partition))

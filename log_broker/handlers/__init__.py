@@ -22,6 +22,7 @@ from . import (
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    describe_producers,
     describe_share_group_offsets,
     describe_transactions,
     describe_user_scram_credentials,
@@ -47,6 +48,7 @@ from . import (
     share_group_heartbeat,
     sync_group,
     txn_offset_commit,
+    write_txn_markers,
 )
 
 
@@ -81,6 +83,7 @@ def build_router() -> Router:
         add_offsets_to_txn.ROUTE,
         end_txn.ROUTE,
         txn_offset_commit.ROUTE,
+        write_txn_markers.ROUTE,
         sasl_handshake.ROUTE,
         sasl_authenticate.ROUTE,
         create_acls.ROUTE,
@@ -91,6 +94,7 @@ def build_router() -> Router:
         describe_transactions.ROUTE,
         describe_log_dirs.ROUTE,
         list_transactions.ROUTE,
+        describe_producers.ROUTE,
         share_group_heartbeat.ROUTE,
         share_group_describe.ROUTE,
         share_fetch.ROUTE,

@@ -70,6 +70,14 @@ def topic_code(request: Any, operation: Operation, topic: str) -> ErrorCode | No
     return ErrorCode.topic_authorization_failed
 
 
+def cluster_code(request: Any, operation: Operation) -> ErrorCode | None:
+    """CLUSTER_AUTHORIZATION_FAILED when ``operation`` on the cluster is refused (e.g.
+    CLUSTER_ACTION for WriteTxnMarkers), else None."""
+    if request.session.allows(operation, ResourceType.CLUSTER):
+        return None
+    return ErrorCode.cluster_authorization_failed
+
+
 def config_code(request: Any, operation: Operation, resource: Any) -> ErrorCode | None:
     """For Describe/AlterConfigs: a topic's configs, or the broker's (the cluster's)."""
     if resource.resource_type == _CONFIG_TOPIC:
