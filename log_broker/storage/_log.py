@@ -394,6 +394,13 @@ class PartitionLog:
                     return found
             return None
 
+    def max_timestamp(self) -> int:
+        """The largest timestamp of any batch in the log, -1 when it holds none: what
+        ListOffsets' MAX_TIMESTAMP looks up, as Kafka does, from each segment's largest."""
+        with self._lock:
+            self._check_open()
+            return max((segment.max_timestamp for segment in self._segments), default=-1)
+
     # ------------------------------------------------------------------ deleting
 
     def delete_records_before(self, offset: int) -> int:
