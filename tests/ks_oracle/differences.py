@@ -1,0 +1,134 @@
+"""Where headrace does not yet write what Kafka Streams writes, pair by pair.
+
+Each case listed here is expected to differ (a strict xfail): the day it agrees, its
+test fails until the entry is removed, so this list stays the true list of differences.
+Each difference names Kafka Streams' rule and the source file it comes from, and a
+minimal input showing it (``(topic, key, value, timestamp)``, the pair it runs on).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Difference:
+    name: str
+    rule: str
+    minimal: str
+
+
+AGGREGATE_TIMESTAMP = Difference(
+    "aggregation timestamps (max of the aggregated records')",
+    "An aggregation stamps each result with the largest timestamp of the records in the "
+    "aggregate, max(record, previous result) (KStreamAggregate, KStreamReduce, "
+    "KStreamWindowAggregate, KStreamSessionWindowAggregate, KTableAggregate); headrace "
+    "stamps the record's own.",
+    "count_by_key: (in, b, 7, 9000), (in, b, 3, 9999), (in, b, 7, 9000) -> Kafka Streams "
+    "b=3 at 9999, headrace b=3 at 9000",
+)
+TABLE_JOIN_TIMESTAMP = Difference(
+    "table and foreign-key join timestamps (max of both rows')",
+    "A table-table join result is stamped max(left row's, right row's timestamp) "
+    "(KTableKTableInnerJoin/LeftJoin/OuterJoin), a foreign-key join's likewise; headrace "
+    "stamps the triggering record's.",
+    "tt_inner: (right, b, 3, 14198), (left, b, 0, 13000) -> Kafka Streams '0+3' at 14198, "
+    "headrace at 13000; fk_inner: (customers, c1, 2, 5000), (orders, a, 'c1|0', 2000) -> "
+    "Kafka Streams at 5000, headrace at 2000",
+)
+WINDOWED_NULL_VALUES = Difference(
+    "null values in time and session window aggregations",
+    "Time- and session-window aggregations skip only records with a null key; a null "
+    "value is aggregated (count counts it, an aggregator or reducer receives None) "
+    "(KStreamWindowAggregate, KStreamSessionWindowAggregate; the sliding-window "
+    "aggregate and the unwindowed ones skip null values too); headrace drops them.",
+    "tumbling_count: (in, a, None, 1000) -> Kafka Streams a@1000/2000 = 1 at 1000, "
+    "headrace nothing",
+)
+SESSION_MERGE_FROM_INITIALIZER = Difference(
+    "session merges start from the initializer",
+    "A session aggregate starts from initializer() and merges every overlapping "
+    "session into it with the merger before the aggregator adds the record "
+    "(KStreamSessionWindowAggregate.process); headrace merges the sessions' aggregates "
+    "without the initializer.",
+    "session_aggregate: (in, a, 'x', 1000), (in, a, 'ab', 1100) -> Kafka Streams "
+    "a@1000/1100 = '&|x|ab', headrace '|x|ab'",
+)
+SESSION_SAME_POINT = Difference(
+    "a record on its own point session: no tombstone",
+    "A record whose merged session is exactly its own point window [t, t] (an earlier "
+    "record of the key at the same t) updates that session in place: no tombstone "
+    "(KStreamSessionWindowAggregate.process, mergedWindow.equals(newSessionWindow)); "
+    "headrace tombstones it first.",
+    "session_count: (in, b, 1, 14500), (in, b, 2, 14500) -> Kafka Streams "
+    "b@14500/14500 = 1, 2; headrace 1, None, 2",
+)
+REGROUP_SAME_KEY = Difference(
+    "KTable.group_by within one group: one update (KIP-904)",
+    "KTable.group_by: when a row's old and new values map to the same group, one change "
+    "(new, old) is forwarded and the aggregate applies subtractor then adder and emits "
+    "once (KIP-904: KTableRepartitionMap, KTableAggregate); headrace forwards a "
+    "subtraction and an addition and emits twice.",
+    "table_group_by_reduce: (in, k, 2, 1000), (in, k, 4, 2000) -> Kafka Streams even = 2, "
+    "4; headrace even = 2, 0, 4",
+)
+TABLE_JOIN_ABSENT_DELETE = Difference(
+    "left/outer table join: no tombstone for a key neither side has",
+    "Left and outer table-table joins forward nothing for a delete of a key that neither "
+    "side has (KTableKTableLeftJoin, KTableKTableOuterJoin: value2 == null and "
+    "newValue == null and oldValue == null returns); headrace forwards a tombstone.",
+    "tt_left: (left, c, None, 1000), (left, c, 1, 1002) -> Kafka Streams c='1+null'; "
+    "headrace c=None, then '1+null'",
+)
+FK_EVERY_RESPONSE = Difference(
+    "foreign-key join: every response forwarded, not on change only",
+    "A foreign-key join forwards every response whose hash matches the left row's current "
+    "value (ResponseJoinProcessorSupplier): an update to the same value is emitted "
+    "again, and an inner join emits a tombstone for a row with no result (a right row "
+    "deleted under it, a left row deleted); headrace's result table emits on change only.",
+    "fk_inner: (customers, c1, 2, 1000), (orders, a, 'c1|0', 2000), "
+    "(orders, a, 'c1|0', 3000) -> Kafka Streams a='c1|0*2' twice, headrace once",
+)
+
+
+@dataclass(frozen=True)
+class Known:
+    differences: tuple[Difference, ...]
+    seeds: tuple[int, ...] = (1, 2, 3)
+
+
+_AGG = (AGGREGATE_TIMESTAMP,)
+_WINDOWED = (WINDOWED_NULL_VALUES, AGGREGATE_TIMESTAMP)
+
+KNOWN: dict[str, Known] = {
+    "repartition_count": Known(_AGG),
+    "count_by_key": Known(_AGG),
+    "reduce_sum": Known(_AGG),
+    "aggregate_concat": Known(_AGG),
+    "group_by_count": Known(_AGG),
+    "tumbling_count": Known(_WINDOWED),
+    "hopping_reduce": Known(_WINDOWED),
+    "tumbling_suppress": Known(_WINDOWED),
+    "hopping_emit_final": Known(_WINDOWED),
+    "tumbling_no_grace_aggregate": Known(_WINDOWED),
+    "session_count": Known((*_WINDOWED, SESSION_SAME_POINT)),
+    "session_aggregate": Known((*_WINDOWED, SESSION_MERGE_FROM_INITIALIZER)),
+    "session_suppress": Known(_WINDOWED, seeds=(2, 3)),
+    "session_emit_final": Known(_WINDOWED),
+    "table_group_by_count": Known((REGROUP_SAME_KEY, AGGREGATE_TIMESTAMP)),
+    "table_group_by_reduce": Known((REGROUP_SAME_KEY, AGGREGATE_TIMESTAMP)),
+    "table_group_by_aggregate": Known((REGROUP_SAME_KEY, AGGREGATE_TIMESTAMP)),
+    "tt_inner": Known((TABLE_JOIN_TIMESTAMP,)),
+    "tt_left": Known((TABLE_JOIN_TIMESTAMP, TABLE_JOIN_ABSENT_DELETE)),
+    "tt_outer": Known((TABLE_JOIN_TIMESTAMP, TABLE_JOIN_ABSENT_DELETE)),
+    "fk_inner": Known((FK_EVERY_RESPONSE, TABLE_JOIN_TIMESTAMP)),
+    "fk_left": Known((FK_EVERY_RESPONSE, TABLE_JOIN_TIMESTAMP)),
+}
+
+
+def known_difference(pair_id: str, seed: int) -> str | None:
+    """Why this case is expected to differ, or ``None`` if it must agree."""
+    known = KNOWN.get(pair_id)
+    if known is None or seed not in known.seeds:
+        return None
+    return "; ".join(d.name for d in known.differences)

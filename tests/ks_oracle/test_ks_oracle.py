@@ -1,0 +1,104 @@
+"""Kafka Streams 4.4 as the oracle: each topology written twice, in Kafka Streams and
+in headrace, run over the same seeded records in both TopologyTestDriver, must write the
+same records (keys, values, timestamps), in the same order per output topic and key.
+
+A case listed in ``differences.KNOWN`` is a strict xfail: expected to differ, and
+failing the day it agrees, so that list stays the true list of differences.
+
+The JVM runs once per session, every case in one batch (``oracle.run_kafka_streams``);
+each test then runs headrace's half of one case and compares. Without Java or the jars
+of ``jvm/pom.xml`` these tests fail, saying how to get them.
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ks_oracle.differences import KNOWN, known_difference
+from ks_oracle.inputs import FAR_FUTURE, generate
+from ks_oracle.oracle import (
+    PAIRS,
+    SEEDS,
+    all_cases,
+    case_name,
+    differences,
+    run_headrace,
+    run_kafka_streams,
+)
+
+
+def _case(pair_id: str, seed: int) -> object:
+    """A case, marked as a strict xfail when ``differences.KNOWN`` lists it."""
+    reason = known_difference(pair_id, seed)
+    if reason is None:
+        return pytest.param(pair_id, seed, id=f"{pair_id}-{seed}")
+    mark = pytest.mark.xfail(strict=True, reason=f"differs from Kafka Streams: {reason}")
+    return pytest.param(pair_id, seed, id=f"{pair_id}-{seed}", marks=mark)
+
+
+@pytest.fixture(scope="session")
+def kafka_streams(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    return run_kafka_streams(tmp_path_factory.mktemp("ks-oracle"))
+
+
+@pytest.mark.parametrize(("pair_id", "seed"), [_case(*case) for case in all_cases()])
+def test_headrace_writes_what_kafka_streams_writes(
+    pair_id: str, seed: int, kafka_streams: dict[str, dict[str, Any]]
+) -> None:
+    p = PAIRS[pair_id]
+    result = kafka_streams[case_name(pair_id, seed)]
+    assert "error" not in result, f"Kafka Streams' half of {pair_id} failed:\n{result['error']}"
+    records = generate(p, seed)
+    found = differences(result["outputs"], run_headrace(p, records))
+    assert not found, f"{pair_id} (seed {seed}): {p.doc}\ninput {records}\n" + "\n".join(found[:8])
+
+
+def test_there_are_at_least_thirty_pairs_and_each_writes_something(
+    kafka_streams: dict[str, dict[str, Any]],
+) -> None:
+    """A pair whose Kafka Streams half writes nothing for any seed would compare nothing."""
+    assert len(PAIRS) >= 30
+    silent = [
+        pair_id
+        for pair_id in PAIRS
+        if not any(
+            rows
+            for seed in SEEDS
+            for rows in kafka_streams[case_name(pair_id, seed)].get("outputs", {}).values()
+        )
+    ]
+    assert not silent
+
+
+def test_inputs_are_reproducible_and_carry_the_nasty_cases() -> None:
+    p = PAIRS["tumbling_count"]
+    records = generate(p, 1)
+    assert records == generate(p, 1) and records != generate(p, 2)
+    stamps = [ts for *_, ts in records]
+    assert any(later < earlier for earlier, later in itertools.pairwise(stamps)), "out of order"
+    assert any(max(stamps[:i]) - ts > 500 for i, ts in enumerate(stamps) if i), "past grace"
+    assert any(k is None for _, k, _, _ in records) or any(v is None for *_, v, _ in records)
+    assert any(ts % 1000 == 0 for ts in stamps), "a record exactly on a window edge"
+    assert stamps[-1] - max(stamps[:-1]) >= FAR_FUTURE
+
+
+def test_the_comparison_sees_a_changed_timestamp_and_a_changed_order() -> None:
+    ks = {"out": [["a", 1, 10], ["b", 1, 11], ["a", 2, 12]]}
+    assert differences(ks, {"out": [["b", 1, 11], ["a", 1, 10], ["a", 2, 12]]}) == []
+    assert differences(ks, {"out": [["a", 2, 12], ["b", 1, 11], ["a", 1, 10]]})
+    assert differences(ks, {"out": [["a", 1, 10], ["b", 1, 12], ["a", 2, 12]]})
+    assert differences(ks, {"out": [["a", 1, 10], ["a", 2, 12]]})
+
+
+def test_known_differences_name_registered_pairs_and_seeds() -> None:
+    assert set(KNOWN) <= set(PAIRS)
+    assert all(set(k.seeds) <= set(SEEDS) and k.differences for k in KNOWN.values())
+
+
+def test_the_java_sources_name_every_pair() -> None:
+    java = (Path(__file__).parent / "KsTopologies.java").read_text()
+    missing = [pair_id for pair_id in PAIRS if f'case "{pair_id}"' not in java]
+    assert not missing
