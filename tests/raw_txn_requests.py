@@ -17,7 +17,7 @@ from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v11 import request as fetch
 from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
 from kio.schema.produce.v8 import request as produce
-from kio.schema.types import TopicName, TransactionalId
+from kio.schema.types import ProducerId, TopicName, TransactionalId
 from kio.schema.write_txn_markers.v1 import request as write_markers
 from kio.static.primitive import Records, i8, i16, i32, i32Timedelta, i64
 from rawkafka import RawClient
@@ -174,7 +174,7 @@ class RawTxn:
             2,
             add_partitions.AddPartitionsToTxnRequest(
                 v3_and_below_transactional_id=TransactionalId(self.tid),
-                v3_and_below_producer_id=self.pid,
+                v3_and_below_producer_id=ProducerId(self.pid),
                 v3_and_below_producer_epoch=i16(self.epoch),
                 v3_and_below_topics=(
                     add_partitions.AddPartitionsToTxnTopic(
@@ -205,7 +205,7 @@ class RawTxn:
             2,
             EndTxnRequest(
                 transactional_id=TransactionalId(self.tid),
-                producer_id=self.pid,
+                producer_id=ProducerId(self.pid),
                 producer_epoch=i16(self.epoch),
                 committed=commit,
             ),
@@ -250,7 +250,7 @@ def abort_marker(
         write_markers.WriteTxnMarkersRequest(
             markers=(
                 write_markers.WritableTxnMarker(
-                    producer_id=i64(producer_id),
+                    producer_id=ProducerId(producer_id),
                     producer_epoch=i16(producer_epoch),
                     transaction_result=commit,
                     topics=(

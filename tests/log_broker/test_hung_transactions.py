@@ -15,6 +15,7 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer
 from kio.schema.errors import ErrorCode
 from kio.schema.list_transactions.v1.request import ListTransactionsRequest
+from kio.schema.types import ProducerId
 from kio.static.primitive import i64
 from raw_txn_requests import (
     abort_marker,
@@ -79,7 +80,7 @@ def find_hanging(client: RawClient, topic: str, partition: int) -> list[Any]:
         LIST_TRANSACTIONS,
         1,
         ListTransactionsRequest(
-            producer_id_filters=tuple(i64(p.producer_id) for p in candidates),
+            producer_id_filters=tuple(ProducerId(p.producer_id) for p in candidates),
             duration_filter=i64(-1),
         ),
     )
