@@ -30,7 +30,7 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:
-    """The options of the console itself, shared with ``headrace broker --console-listen``."""
+    """The options of the console itself."""
     parser.add_argument(
         "--apps",
         default="",
@@ -47,7 +47,16 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--admin",
         action="store_true",
-        help="allow creating topics and resetting group offsets (read-only without it)",
+        help="allow creating topics and resetting group offsets (read-only without it); "
+        "the console then prints an address with a sign-in token, and only a browser "
+        "that opened it may use the console",
+    )
+    parser.add_argument(
+        "--allowed-hosts",
+        default="",
+        metavar="NAME,...",
+        help="host names the console answers to besides its listen address "
+        "(requests naming any other are refused: DNS rebinding)",
     )
 
 
@@ -69,6 +78,7 @@ def console_from(args: argparse.Namespace, bootstrap_servers: str) -> Console:
         admin=args.admin,
         security=security,
         schema_registry=args.schema_registry or None,
+        allowed_host_names=tuple(args.allowed_hosts.split(",")),
     )
 
 
@@ -96,6 +106,12 @@ def _run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
                 flush=True,
             )
+            if console.sign_in_address is not None:
+                print(
+                    f"admin mode: sign in at {console.sign_in_address}",
+                    file=sys.stderr,
+                    flush=True,
+                )
             await stop.wait()
         finally:
             await console.stop()

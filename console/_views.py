@@ -12,6 +12,7 @@ from urllib.parse import quote
 from ._cluster import Browsed
 from ._codecs import FORMATS
 from ._graph import topology_svg
+from ._guard import CSRF_FIELD, SEAL_FIELD
 from ._html import Markup, error_box, link, table
 
 
@@ -79,7 +80,8 @@ def broker_page(configs: list[dict[str, Any]]) -> str:
     return "<h2>Configuration</h2>" + _configs(configs)
 
 
-def topics_page(topics: list[dict[str, Any]], admin: bool) -> str:
+def topics_page(topics: list[dict[str, Any]], csrf: str | None) -> str:
+    """The topics; with ``csrf`` (an admin console's form field), a form to create one."""
     rows = [
         (
             link(f"/topics/{quote(t['name'], safe='')}", t["name"]),
@@ -96,10 +98,11 @@ def topics_page(topics: list[dict[str, Any]], admin: bool) -> str:
         rows,
         table_id="topics",
     )
-    if admin:
+    if csrf is not None:
         body += (
             '<h2>Create a topic</h2><form class="inline" method="post" action="/topics">'
-            '<label>Name<input name="name" required></label>'
+            + _csrf_field(csrf)
+            + '<label>Name<input name="name" required></label>'
             '<label>Partitions<input name="partitions" type="number" min="1" value="1"></label>'
             '<label>Replication factor<input name="replication_factor" type="number" min="1" value="1">'
             "</label>"
@@ -224,8 +227,14 @@ def groups_page(groups: list[dict[str, Any]]) -> str:
 
 
 def group_page(
-    group: dict[str, Any], admin: bool, plan: list[dict[str, Any]] | None, message: str | None
+    group: dict[str, Any],
+    csrf: str | None,
+    plan: list[dict[str, Any]] | None,
+    seal: str | None,
+    message: str | None,
 ) -> str:
+    """A group; with ``csrf`` (an admin console), the reset form, and a previewed
+    ``plan`` with the ``seal`` that lets it be applied."""
     members = [
         (
             m["member_id"],
@@ -254,16 +263,23 @@ def group_page(
     )
     if message:
         body += error_box(message)
-    if admin:
-        body += _reset_form(group, plan)
+    if csrf is not None:
+        body += _reset_form(group, plan, csrf, seal)
     return body
 
 
-def _reset_form(group: dict[str, Any], plan: list[dict[str, Any]] | None) -> str:
+def _csrf_field(csrf: str) -> str:
+    return f'<input type="hidden" name="{CSRF_FIELD}" value="{escape(csrf, quote=True)}">'
+
+
+def _reset_form(
+    group: dict[str, Any], plan: list[dict[str, Any]] | None, csrf: str, seal: str | None
+) -> str:
     action = f"/groups/{quote(group['group'], safe='')}/reset"
     form = (
         f'<h2>Reset offsets</h2><form class="inline" method="post" action="{action}">'
-        '<label>To<select name="to"><option value="earliest">earliest</option>'
+        + _csrf_field(csrf)
+        + '<label>To<select name="to"><option value="earliest">earliest</option>'
         '<option value="latest">latest</option><option value="offset">offset</option></select></label>'
         '<label>Offset<input name="offset" type="number" min="0"></label>'
         '<label>Topic (all when empty)<input name="topic"></label>'
@@ -272,13 +288,10 @@ def _reset_form(group: dict[str, Any], plan: list[dict[str, Any]] | None) -> str
     if plan is None:
         return form
     rows = [(p["topic"], p["partition"], p["current"], p["new"]) for p in plan]
-    hidden = (
-        "".join(
-            f'<input type="hidden" name="{k}" value="{escape(str(v), quote=True)}">'
-            for k, v in plan[0]["request"].items()
-        )
-        if plan
-        else ""
+    fields = {**(plan[0]["request"] if plan else {}), CSRF_FIELD: csrf, SEAL_FIELD: seal or ""}
+    hidden = "".join(
+        f'<input type="hidden" name="{k}" value="{escape(str(v), quote=True)}">'
+        for k, v in fields.items()
     )
     return (
         form

@@ -2,9 +2,10 @@
 or, for a live refresh, as its ``<main>`` only; static CSS and JavaScript from the
 package; and, in admin mode only, the two actions that change the cluster.
 
-Read-only unless started with ``admin=True``. The actions are POSTs that must come
-from the console's own pages (their ``Origin`` names this host), so another site open
-in the same browser cannot submit them.
+Read-only unless started with ``admin=True``; an admin console needs a sign-in, and its
+actions a CSRF field and (a reset) a sealed plan: ``_guard.py`` says how. Every console
+answers only the host names of its listener (plus ``allowed_hosts``) and refuses
+changes from another site's pages.
 """
 
 from __future__ import annotations
@@ -20,12 +21,13 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError
 
 from headrace.base import PLAINTEXT, ClientSecurity
-from headrace.base.http import HttpSite
+from headrace.base.http import HttpSite, allowed_hosts, same_site_guard
 from headrace.base.millis import epoch_millis
 
 from . import _views as views
 from ._apps import AppsReader
 from ._cluster import ClusterReader
+from ._guard import SEAL_FIELD, AdminGuard, headers
 from ._html import error_box, fragment, page
 from ._transactions import TransactionsReader
 
@@ -44,15 +46,19 @@ class Console:
         security: ClientSecurity = PLAINTEXT,
         schema_registry: str | None = None,
         metrics: Callable[[], Awaitable[bytes | None]] | None = None,
+        allowed_host_names: tuple[str, ...] = (),
     ) -> None:
         """``schema_registry``: the registry's URL, to decode values in its wire format;
         ``metrics``: Prometheus text to serve at ``/metrics`` (the broker's own, when the
-        console runs beside it), None while there is none yet."""
+        console runs beside it), None while there is none yet; ``allowed_host_names``:
+        names it answers to besides those of its listen address."""
         self.cluster = ClusterReader(bootstrap_servers, security, schema_registry)
         self._metrics = metrics
         self._bootstrap_servers, self._security = bootstrap_servers, security
         self.apps = AppsReader(apps or [])
         self.admin = admin
+        self.guard = AdminGuard() if admin else None
+        self._allowed_host_names = allowed_host_names
         self._site: HttpSite | None = None
 
     @property
@@ -65,7 +71,8 @@ class Console:
     async def start(self, host: str = "127.0.0.1", port: int = 8080) -> None:
         await self.cluster.start()
         await self.apps.start()
-        self._site = HttpSite(self.application(), host, port)
+        allowed = allowed_hosts(host, self._allowed_host_names)
+        self._site = HttpSite(self.application(allowed), host, port)
         await self._site.start()
 
     async def stop(self) -> None:
@@ -75,8 +82,16 @@ class Console:
         await self.apps.stop()
         await self.cluster.stop()
 
-    def application(self) -> web.Application:
-        app = web.Application(client_max_size=64 * 1024)
+    @property
+    def sign_in_address(self) -> str | None:
+        """The address that signs a browser in to an admin console (None: read-only)."""
+        return None if self.guard is None else self.guard.sign_in_address(self.address)
+
+    def application(self, allowed: frozenset[str] | None = None) -> web.Application:
+        middlewares = [headers, same_site_guard(allowed)]
+        if self.guard is not None:
+            middlewares.append(self.guard.signed_in)
+        app = web.Application(client_max_size=64 * 1024, middlewares=middlewares)
         pages: list[tuple[str, str, Render]] = [
             ("/", "/", self._overview),
             ("/brokers", "/brokers", self._brokers),
@@ -169,7 +184,7 @@ class Console:
         )
 
     async def _topics(self, request: web.Request) -> tuple[str, str]:
-        return "Topics", views.topics_page(await self.cluster.topics(), self.admin)
+        return "Topics", views.topics_page(await self.cluster.topics(), self._csrf)
 
     async def _topic(self, request: web.Request) -> tuple[str, str]:
         name = request.match_info["name"]
@@ -214,7 +229,8 @@ class Console:
         group = await self.cluster.group(group_id)
         if group is None:
             raise web.HTTPNotFound(text=f"group {group_id!r} does not exist")
-        return f"Group {group_id}", views.group_page(group, self.admin, plan, message)
+        seal = None if plan is None or self.guard is None else self.guard.seal(group_id, plan)
+        return f"Group {group_id}", views.group_page(group, self._csrf, plan, seal, message)
 
     async def _transactions(self, request: web.Request) -> tuple[str, str]:
         async with TransactionsReader(
@@ -235,18 +251,23 @@ class Console:
 
     # -- admin actions ------------------------------------------------------------------
 
-    def _check_action(self, request: web.Request) -> None:
-        if not self.admin:
+    @property
+    def _csrf(self) -> str | None:
+        """The CSRF field of an admin console's forms (None: read-only, no forms)."""
+        return None if self.guard is None else self.guard.csrf
+
+    async def _action_form(self, request: web.Request) -> dict[str, str]:
+        """The form of an action, once it is known to come from this console's pages."""
+        if self.guard is None:
             raise web.HTTPForbidden(
                 text="the console is read-only; start it with --admin to change the cluster"
             )
-        origin = request.headers.get("Origin")
-        if origin is not None and origin.split("://", 1)[-1] != request.host:
-            raise web.HTTPForbidden(text="actions must come from the console's own pages")
+        form = {k: str(v) for k, v in (await request.post()).items()}
+        self.guard.check_form(form)
+        return form
 
     async def _create_topic(self, request: web.Request) -> web.Response:
-        self._check_action(request)
-        form = await request.post()
+        form = await self._action_form(request)
         name = str(form.get("name", "")).strip()
         try:
             configs = dict(
@@ -262,7 +283,7 @@ class Console:
             )
         except (ValueError, KafkaError) as error:
             body = error_box(str(error)) + views.topics_page(
-                await self.cluster.topics(), self.admin
+                await self.cluster.topics(), self._csrf
             )
             return self._html(request, "Topics", body, "/topics", status=400)
         raise web.HTTPSeeOther(f"/topics/{name}")
@@ -271,8 +292,7 @@ class Console:
         """Preview, then apply: a reset shows its plan first, and only a second POST of
         that plan (``step=execute``) commits it; a group with members is refused, as
         kafka-consumer-groups does, since its members would overwrite the new offsets."""
-        self._check_action(request)
-        form = {k: str(v) for k, v in (await request.post()).items()}
+        form = await self._action_form(request)
         group_id = request.match_info["id"]
         group = await self.cluster.group(group_id)
         if group is None:
@@ -290,6 +310,15 @@ class Console:
             title, body = await self._group(request, message=str(error))
             return self._html(request, title, body, "/groups", status=400)
         if form.get("step") == "execute":
+            assert self.guard is not None  # _action_form refused a read-only console
+            if not self.guard.check_seal(group_id, plan, form.get(SEAL_FIELD, "")):
+                title, body = await self._group(
+                    request,
+                    plan=plan,
+                    message="this reset was not previewed, or its offsets changed since: "
+                    "check the preview below and apply it again",
+                )
+                return self._html(request, title, body, "/groups", refresh=False, status=409)
             await self._commit(
                 group_id, {TopicPartition(p["topic"], p["partition"]): p["new"] for p in plan}
             )

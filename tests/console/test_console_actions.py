@@ -4,6 +4,9 @@ preview and only while the group is empty; it reads any Kafka-compatible cluster
 from __future__ import annotations
 
 import asyncio
+import http.cookiejar
+import re
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -77,8 +80,51 @@ def test_pages_of_nothing_are_404(scene: Scene) -> None:
         assert "Traceback" not in refused.value.read().decode()
 
 
+class _Browser:
+    """A browser's view of an admin console: its cookie jar, and the pages it saw."""
+
+    def __init__(self, base: str) -> None:
+        self.base = base
+        self._opener = urllib.request.build_opener(
+            urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar())
+        )
+
+    def get(self, path: str, **headers: str) -> tuple[int, str]:
+        request = urllib.request.Request(self.base + path, headers=headers)
+        return self._open(request)
+
+    def post(self, path: str, form: dict[str, str], **headers: str) -> tuple[int, str]:
+        data = urllib.parse.urlencode(form).encode()
+        request = urllib.request.Request(self.base + path, data=data, headers=headers)
+        return self._open(request)
+
+    def _open(self, request: urllib.request.Request) -> tuple[int, str]:
+        try:
+            with self._opener.open(request, timeout=30) as response:
+                return response.status, response.read().decode()
+        except urllib.error.HTTPError as error:
+            return error.code, error.read().decode()
+
+
+def _hidden(body: str, name: str) -> str:
+    found = re.findall(rf'name="{name}" value="([^"]*)"', body)
+    assert found, f"no {name} field in the page"
+    return str(found[-1])
+
+
+def _sign_in_address(log: Path) -> str:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        found = re.search(r"sign in at (\S+)", log.read_text())
+        if found:
+            return found.group(1)
+        time.sleep(0.1)
+    raise AssertionError(f"the admin console printed no sign-in address:\n{log.read_text()}")
+
+
 def test_admin_console_previews_then_resets_an_empty_group(scene: Scene, tmp_path: Path) -> None:
     port = free_port()
+    log = tmp_path / "admin-console.log"
     console = spawn(
         [
             "console",
@@ -88,38 +134,80 @@ def test_admin_console_previews_then_resets_an_empty_group(scene: Scene, tmp_pat
             f"127.0.0.1:{port}",
             "--admin",
         ],
-        tmp_path / "admin-console.log",
+        log,
     )
     base = f"http://127.0.0.1:{port}"
     try:
-        wait_http(f"{base}/brokers")
-        # Another site's page cannot post to it.
-        status, _ = _post(
-            f"{base}/groups/billing/reset",
-            {"to": "latest", "step": "execute"},
-            origin="http://elsewhere.example",
+        sign_in = _sign_in_address(log)
+        assert sign_in.startswith(f"{base}/?token=")
+        stranger, browser = _Browser(base), _Browser(base)
+        # Nobody who has not opened the printed address may read or change anything.
+        assert stranger.get("/topics")[0] == 401
+        assert stranger.post("/groups/billing/reset", {"to": "latest", "step": "execute"})[0] in (
+            401,
+            403,
+        )
+        assert stranger.get("/?token=wrong")[0] == 401
+        status, _ = browser.get(sign_in.removeprefix(base))
+        assert status == 200  # redirected to the page without the token, signed in
+        status, topics = browser.get("/topics")
+        assert status == 200 and 'name="csrf"' in topics
+        # Another site's page cannot post to it, even with the visitor's cookie...
+        status, _ = browser.post(
+            "/groups/billing/reset",
+            {"to": "latest", "step": "execute", "csrf": _hidden(topics, "csrf")},
+            Origin="http://elsewhere.example",
         )
         assert status == 403
-        status, body = _post(f"{base}/groups/billing/reset", {"to": "latest", "step": "preview"})
+        # ...nor without the form's CSRF field, nor by a name that was re-pointed here.
+        assert browser.post("/groups/billing/reset", {"to": "latest", "step": "preview"})[0] == 403
+        assert browser.get("/topics", Host=f"elsewhere.example:{port}")[0] == 403
+        csrf = _hidden(topics, "csrf")
+        # One POST cannot skip the preview: a reset applies only a plan the console showed.
+        status, body = browser.post(
+            "/groups/billing/reset", {"to": "latest", "step": "execute", "csrf": csrf}
+        )
+        assert status == 409 and "was not previewed" in body
+        assert _committed(scene.bootstrap, "billing") == list(COMMITTED)
+        status, body = browser.post(
+            "/groups/billing/reset", {"to": "latest", "step": "preview", "csrf": csrf}
+        )
         assert status == 200 and 'id="reset-plan"' in body
         assert _committed(scene.bootstrap, "billing") == list(
             COMMITTED
         )  # a preview changes nothing
-        status, _ = _post(
-            f"{base}/groups/billing/reset", {"to": "latest", "topic": ORDERS, "step": "execute"}
+        status, _ = browser.post(
+            "/groups/billing/reset",
+            {
+                "to": "latest",
+                "topic": ORDERS,
+                "offset": "",
+                "step": "execute",
+                "csrf": csrf,
+                "plan": _hidden(body, "plan"),
+            },
         )
         assert status == 200  # redirected to the group's page
         assert _committed(scene.bootstrap, "billing") == list(ORDERS_PER_PARTITION)
         # A group with members is refused: they would overwrite the new offsets.
-        status, body = _post(
-            f"{base}/groups/page-views/reset", {"to": "earliest", "step": "execute"}
+        status, body = browser.post(
+            "/groups/page-views/reset", {"to": "earliest", "step": "execute", "csrf": csrf}
         )
         assert status == 409 and "active member" in body
         # Creating a topic.
-        status, _ = _post(f"{base}/topics", {"name": "made-by-console", "partitions": "2"})
-        assert status == 200 and "made-by-console" in _get(f"{base}/topics")
+        status, _ = browser.post(
+            "/topics", {"name": "made-by-console", "partitions": "2", "csrf": csrf}
+        )
+        assert status == 200 and "made-by-console" in browser.get("/topics")[1]
     finally:
         stop(console)
+
+
+def test_pages_may_not_be_framed_elsewhere(scene: Scene) -> None:
+    with urllib.request.urlopen(f"{scene.console_url}/topics", timeout=30) as response:
+        assert response.headers["X-Frame-Options"] == "DENY"
+        policy = response.headers["Content-Security-Policy"]
+    assert "frame-ancestors 'none'" in policy and "default-src 'self'" in policy
 
 
 def test_console_reads_tansu(tmp_path: Path) -> None:
