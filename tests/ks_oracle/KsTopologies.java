@@ -174,6 +174,14 @@ final class KsTopologies {
         branches.get("split-rest").to("out2", SL);
         break;
       }
+      case "async_operators": {
+        KStream<String, Long> in = longs(b, "in");
+        in.filter((k, v) -> v != null && v % 2 == 0)
+            .mapValues(v -> v == null ? -1L : v * 10)
+            .to("out", SL);
+        in.flatMapValues(v -> v == null ? List.<Long>of() : List.of(v, v + 100)).to("out2", SL);
+        break;
+      }
       case "repartition_count":
         longs(b, "in")
             .selectKey((k, v) -> v == null ? null : "k" + (v % 3))

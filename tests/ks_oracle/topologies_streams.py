@@ -3,6 +3,7 @@ every window kind (KsTopologies.java holds the Kafka Streams half under the same
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from ks_oracle.pairs import DAY_MS, STREAM_L, STREAM_S, L, S, pair, serde, text, uncached
@@ -100,6 +101,33 @@ def split_merge(b: StreamsBuilder) -> None:
     rest = branches["split-rest"].map_values(lambda v: f"r{text(v)}")
     small.merge(mid).merge(rest).to("out", key_serde=S, value_serde=S)
     branches["split-rest"].to("out2", key_serde=S, value_serde=L)
+
+
+async def _later_tenfold(value: int | None) -> int:
+    """Values finish out of input order (a delay by value), so only ordering by key keeps
+    each key's records in order, as Kafka Streams' synchronous map_values does."""
+    await asyncio.sleep(0.001 * (0 if value is None else value % 3))
+    return -1 if value is None else value * 10
+
+
+async def _is_even(_key: str | None, value: int | None) -> bool:
+    await asyncio.sleep(0.001 * (0 if value is None else value % 2))
+    return value is not None and value % 2 == 0
+
+
+async def _digits(value: int | None) -> list[int]:
+    await asyncio.sleep(0.001 * (0 if value is None else value % 3))
+    return [] if value is None else [value, value + 100]
+
+
+@pair(IN_L, {"out": ("S", "L"), "out2": ("S", "L")})
+def async_operators(b: StreamsBuilder) -> None:
+    """filter_async, map_values_async and flat_map_values_async (order by key, calls
+    finishing out of order) against Kafka Streams' filter, mapValues and flatMapValues:
+    per-key order and timestamps."""
+    s = longs(b)
+    s.filter_async(_is_even).map_values_async(_later_tenfold).to("out", key_serde=S, value_serde=L)
+    s.flat_map_values_async(_digits).to("out2", key_serde=S, value_serde=L)
 
 
 @pair(IN_L, OUT_SL)
