@@ -20,7 +20,6 @@ import pytest
 from ks_oracle.differences import KNOWN, known_difference
 from ks_oracle.inputs import FAR_FUTURE, generate
 from ks_oracle.oracle import (
-    PAIRS,
     SEEDS,
     all_cases,
     case_name,
@@ -28,6 +27,7 @@ from ks_oracle.oracle import (
     run_headrace,
     run_kafka_streams,
 )
+from ks_oracle.pairs import PAIRS
 
 
 def _case(pair_id: str, seed: int) -> object:

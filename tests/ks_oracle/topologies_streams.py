@@ -10,6 +10,7 @@ from ks_oracle.pairs import DAY_MS, STREAM_L, STREAM_S, L, S, pair, serde, text,
 
 from headrace.dsl import (
     KGroupedStream,
+    KStream,
     SessionWindows,
     SlidingWindows,
     StreamsBuilder,
@@ -22,11 +23,11 @@ IN_S = {"in": STREAM_S}
 OUT_SL = {"out": ("S", "L")}
 
 
-def longs(b: StreamsBuilder, topic: str = "in") -> Any:
+def longs(b: StreamsBuilder, topic: str = "in") -> KStream[str, int]:
     return b.stream(topic, key_serde=S, value_serde=L)
 
 
-def grouped_longs(b: StreamsBuilder) -> KGroupedStream[Any, Any]:
+def grouped_longs(b: StreamsBuilder) -> KGroupedStream[str, int]:
     return longs(b).group_by_key(key_serde=S, value_serde=L)
 
 
