@@ -404,6 +404,12 @@ final class KsTopologies {
             .leftJoin(longTable(b, "right"), (l, r) -> s(l) + "+" + s(r), Joined.with(S, L, L))
             .to("out", SS);
         break;
+      case "stream_table_rekeyed":
+        longs(b, "left")
+            .selectKey((k, v) -> v == null ? null : "k" + (v % 4))
+            .join(longTable(b, "right"), (l, r) -> s(l) + "+" + s(r), Joined.with(S, L, L))
+            .to("out", SS);
+        break;
       case "stream_global_inner": {
         GlobalKTable<String, String> g = b.globalTable("glob", Consumed.with(S, S));
         longs(b, "in")

@@ -17,8 +17,9 @@ import os
 import shutil
 import tempfile
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -89,9 +90,12 @@ def render_key(key: Any) -> Any:
     return key
 
 
-def run_headrace(p: Pair, records: list[Record]) -> Outputs:
+def run_headrace(
+    p: Pair, records: list[Record], when: Callable[[int], int | datetime] = int
+) -> Outputs:
     """The pair's headrace half over ``records``: every sink's records as ``[key, value,
-    timestamp]``, keys rendered as the Kafka Streams half renders them."""
+    timestamp]``, keys rendered as the Kafka Streams half renders them. ``when`` turns a
+    record's milliseconds into the timestamp piped (a datetime, say)."""
     builder = StreamsBuilder()
     p.build(builder)
     with (
@@ -105,7 +109,7 @@ def run_headrace(p: Pair, records: list[Record]) -> Outputs:
             for topic, source in p.sources.items()
         }
         for topic, key, value, ts in records:
-            inputs[topic].pipe_input(key, value, timestamp=ts)
+            inputs[topic].pipe_input(key, value, timestamp=when(ts))
         return {
             topic: [
                 [render_key(r.key), r.value, r.timestamp]

@@ -13,6 +13,7 @@ of ``jvm/pom.xml`` these tests fail, saying how to get them.
 from __future__ import annotations
 
 import itertools
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,23 @@ def test_headrace_writes_what_kafka_streams_writes(
     records = generate(p, seed)
     found = differences(result["outputs"], run_headrace(p, records))
     assert not found, f"{pair_id} (seed {seed}): {p.doc}\ninput {records}\n" + "\n".join(found[:8])
+
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def test_datetimes_are_piped_as_their_milliseconds(
+    kafka_streams: dict[str, dict[str, Any]],
+) -> None:
+    """The same records piped with datetimes 0.7 ms past each timestamp: Kafka's
+    ``Instant.toEpochMilli`` drops the fraction, so Kafka Streams' output is still the
+    answer."""
+    p = PAIRS["filter_map_values"]
+    records = generate(p, 1)
+    late_by_a_fraction = run_headrace(
+        p, records, lambda ms: EPOCH + timedelta(milliseconds=ms, microseconds=700)
+    )
+    assert not differences(kafka_streams[case_name(p.id, 1)]["outputs"], late_by_a_fraction)
 
 
 def test_there_are_at_least_thirty_pairs_and_each_writes_something(

@@ -166,6 +166,18 @@ def stream_table_left(b: StreamsBuilder) -> None:
     longs(b, "left").left_join(long_table(b, "right"), plus).to("out", key_serde=S, value_serde=S)
 
 
+REKEYED = {"left": STREAM_L, "right": Source(keys=("k0", "k1", "k2", "k3"), table=True)}
+
+
+@pair(REKEYED, OUT_SS)
+def stream_table_rekeyed(b: StreamsBuilder) -> None:
+    """Stream-table join after select_key: the stream is repartitioned first (null keys
+    dropped there), then each record looks up the table by its new key."""
+    longs(b, "left").select_key(lambda k, v: None if v is None else f"k{v % 4}").join(
+        long_table(b, "right"), plus
+    ).to("out", key_serde=S, value_serde=S)
+
+
 GLOBAL = {
     "in": STREAM_L,
     "glob": Source("S", keys=("g0", "g1", "g2", "g3"), values=WORDS, table=True),
