@@ -29,7 +29,9 @@ def _read_all(bootstrap: str, topic: str, expected: int) -> list[bytes]:
                 break
             msg = consumer.poll(0.5)
             if msg is not None and msg.error() is None:
-                values.append(msg.value())
+                value = msg.value()
+                assert value is not None
+                values.append(value)
         return values
     finally:
         consumer.close()

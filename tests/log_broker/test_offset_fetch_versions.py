@@ -106,7 +106,7 @@ def topic_id(client: RawClient) -> uuid.UUID:
         ),
     )
     found = got.topics[0].topic_id
-    assert found is not None
+    assert isinstance(found, uuid.UUID)
     return found
 
 
@@ -252,8 +252,8 @@ class Txn:
             TXN_OFFSET_COMMIT,
             3,
             txn_commit.TxnOffsetCommitRequest(
-                transactional_id=self.tid,
-                group_id=self.group,
+                transactional_id=TransactionalId(self.tid),
+                group_id=GroupId(self.group),
                 producer_id=self.pid,
                 producer_epoch=self.epoch,
                 generation_id=i32(-1),
@@ -380,3 +380,151 @@ def test_kafka_44_clients_wait_for_a_transactions_offsets(
         "admin_group": "42",
         "admin_other": "null",
     }, done.stdout
+
+
+async def test_batched_groups_are_authorized_one_by_one(tmp_path: Path) -> None:
+    """v8: DESCRIBE on each group (GROUP_AUTHORIZATION_FAILED is that group's error
+    alone) and on each topic (TOPIC_AUTHORIZATION_FAILED per partition; a topic the
+    principal may not describe is left out of an all-offsets answer)."""
+    from kio.schema.offset_fetch.v8 import request as v8
+    from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
+    from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
+
+    from headrace.log_broker.security import (
+        AclBinding,
+        Authorizer,
+        CredentialStore,
+        Operation,
+        PatternType,
+        Permission,
+        ResourceType,
+        ScramMechanism,
+        parse_listeners,
+        security_from_properties,
+    )
+
+    data = tmp_path / "data"
+    data.mkdir()
+    users = CredentialStore.open(data)
+    for user in ("admin", "alice"):
+        users.set_password(user, ScramMechanism.SCRAM_SHA_256, f"{user}-secret", 4096)
+
+    def allow(resource: ResourceType, name: str, operation: Operation) -> AclBinding:
+        return AclBinding(
+            resource, name, PatternType.LITERAL, "User:alice", "*", operation, Permission.ALLOW
+        )
+
+    Authorizer.open(data).add(
+        [
+            allow(ResourceType.GROUP, "mine", Operation.DESCRIBE),
+            allow(ResourceType.TOPIC, TOPIC, Operation.DESCRIBE),
+        ]
+    )
+    security = security_from_properties(
+        {
+            "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            "super.users": "User:admin",
+        }
+    )
+
+    def login(address: str, user: str) -> RawClient:
+        client = RawClient(address)
+        assert client.request(17, 1, SaslHandshakeRequest(mechanism="PLAIN")).error_code == OK
+        token = f"\0{user}\0{user}-secret".encode()
+        assert client.request(36, 2, SaslAuthenticateRequest(auth_bytes=token)).error_code == OK
+        return client
+
+    def scenario(address: str) -> None:
+        with login(address, "admin") as admin:
+            for topic in (TOPIC, "hidden"):
+                created = admin.request(
+                    CREATE_TOPICS,
+                    4,
+                    CreateTopicsRequest(
+                        topics=(
+                            CreatableTopic(
+                                name=TopicName(topic),
+                                num_partitions=i32(1),
+                                replication_factor=i16(1),
+                                assignments=(),
+                                configs=(),
+                            ),
+                        ),
+                        timeout=i32Timedelta.parse(timedelta(seconds=10)),
+                    ),
+                )
+                assert created.topics[0].error_code == OK
+            for group in ("mine", "theirs"):
+                commit(admin, group, {0: 7})
+                got = admin.request(
+                    OFFSET_COMMIT,
+                    9,
+                    commit_v9.OffsetCommitRequest(
+                        group_id=GroupId(group),
+                        generation_id_or_member_epoch=i32(-1),
+                        member_id="",
+                        group_instance_id=None,
+                        topics=(
+                            commit_v9.OffsetCommitRequestTopic(
+                                name=TopicName("hidden"),
+                                partitions=(
+                                    commit_v9.OffsetCommitRequestPartition(
+                                        partition_index=i32(0),
+                                        committed_offset=i64(3),
+                                        committed_leader_epoch=i32(-1),
+                                        committed_metadata="",
+                                    ),
+                                ),
+                            ),
+                        ),
+                    ),
+                )
+                assert got.topics[0].partitions[0].error_code == OK
+
+        def topics(*names: str) -> tuple[Any, ...]:
+            return tuple(
+                v8.OffsetFetchRequestTopics(name=TopicName(n), partition_indexes=(i32(0),))
+                for n in names
+            )
+
+        with login(address, "alice") as alice:
+            got = alice.request(
+                OFFSET_FETCH,
+                8,
+                v8.OffsetFetchRequest(
+                    groups=(
+                        v8.OffsetFetchRequestGroup(
+                            group_id=GroupId("mine"), topics=topics(TOPIC, "hidden")
+                        ),
+                        v8.OffsetFetchRequestGroup(
+                            group_id=GroupId("theirs"), topics=topics(TOPIC)
+                        ),
+                        v8.OffsetFetchRequestGroup(group_id=GroupId("mine"), topics=None),
+                    )
+                ),
+            )
+        answers = [
+            (
+                g.group_id,
+                ErrorCode(g.error_code),
+                {
+                    (t.name, int(p.committed_offset), ErrorCode(p.error_code))
+                    for t in g.topics
+                    for p in t.partitions
+                },
+            )
+            for g in got.groups
+        ]
+        assert answers == [
+            ("mine", OK, {(TOPIC, 7, OK), ("hidden", -1, ErrorCode.topic_authorization_failed)}),
+            ("theirs", ErrorCode.group_authorization_failed, set()),
+            ("mine", OK, {(TOPIC, 7, OK)}),
+        ]
+
+    async with Broker(
+        data,
+        listeners=parse_listeners("SASL_PLAINTEXT://127.0.0.1:0"),
+        security=security,
+        group_initial_rebalance_delay_ms=0,
+    ) as broker:
+        await asyncio.to_thread(scenario, broker.address("SASL_PLAINTEXT"))
