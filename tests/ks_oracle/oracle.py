@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ks_oracle import topologies_streams, topologies_tables  # noqa: F401 - register the pairs
+from ks_oracle.differences import ALL_DIFFERENCES, Difference
 from ks_oracle.inputs import Record, generate
 from ks_oracle.pairs import PAIRS, Pair, S, serde
 
@@ -56,6 +57,10 @@ def case_name(pair_id: str, seed: int) -> str:
     return f"{pair_id}/{seed}"
 
 
+def minimal_name(d: Difference) -> str:
+    return f"minimal/{d.name}"
+
+
 def all_cases() -> list[tuple[str, int]]:
     return [(pair_id, seed) for pair_id in PAIRS for seed in SEEDS]
 
@@ -73,6 +78,17 @@ def run_kafka_streams(work_dir: Path) -> dict[str, dict[str, Any]]:
                 "sources": {topic: source.kind for topic, source in p.sources.items()},
                 "sinks": {topic: list(kinds) for topic, kinds in p.sinks.items()},
                 "records": [list(r) for r in generate(p, seed)],
+            }
+        )
+    for d in ALL_DIFFERENCES:
+        p = PAIRS[d.pair]
+        cases.append(
+            {
+                "name": minimal_name(d),
+                "topology": d.pair,
+                "sources": {topic: source.kind for topic, source in p.sources.items()},
+                "sinks": {topic: list(kinds) for topic, kinds in p.sinks.items()},
+                "records": [list(r) for r in d.records],
             }
         )
     batch, results = work_dir / "cases.json", work_dir / "results.json"

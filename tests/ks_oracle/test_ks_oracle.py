@@ -18,13 +18,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ks_oracle.differences import KNOWN, known_difference
+from ks_oracle.differences import ALL_DIFFERENCES, KNOWN, Difference, known_difference
 from ks_oracle.inputs import FAR_FUTURE, generate
 from ks_oracle.oracle import (
     SEEDS,
     all_cases,
     case_name,
     differences,
+    minimal_name,
     run_headrace,
     run_kafka_streams,
 )
@@ -111,8 +112,29 @@ def test_the_comparison_sees_a_changed_timestamp_and_a_changed_order() -> None:
     assert differences(ks, {"out": [["a", 1, 10], ["a", 2, 12]]})
 
 
+@pytest.mark.parametrize(
+    "difference",
+    [
+        pytest.param(d, id=d.pair, marks=pytest.mark.xfail(strict=True, reason=d.name))
+        for d in ALL_DIFFERENCES
+    ],
+)
+def test_each_difference_shows_on_its_minimal_input(
+    difference: Difference, kafka_streams: dict[str, dict[str, Any]]
+) -> None:
+    """Expected to fail (strict xfail) until headrace follows the rule; the failure shows
+    both outputs of the difference's minimal input."""
+    result = kafka_streams[minimal_name(difference)]
+    assert "error" not in result, result.get("error")
+    p = PAIRS[difference.pair]
+    found = differences(result["outputs"], run_headrace(p, list(difference.records)))
+    assert not found, f"{difference.rule}\n" + "\n".join(found)
+
+
 def test_known_differences_name_registered_pairs_and_seeds() -> None:
-    assert set(KNOWN) <= set(PAIRS)
+    assert set(KNOWN) <= set(PAIRS) and {d.pair for d in ALL_DIFFERENCES} <= set(PAIRS)
+    listed = {d for known in KNOWN.values() for d in known.differences}
+    assert listed == set(ALL_DIFFERENCES)
     assert all(set(k.seeds) <= set(SEEDS) and k.differences for k in KNOWN.values())
 
 
