@@ -84,7 +84,11 @@ class PartitionTxn:
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     def last_stable_offset(self) -> int:
-        return self.producers.last_stable_offset(self.log.log_end_offset)
+        # Never below the log start, as Kafka's UnifiedLog: DeleteRecords past an open
+        # transaction's first batch moves the LSO up to the new start and no further
+        # (the transaction is still open; only its markers end it).
+        stable = self.producers.last_stable_offset(self.log.log_end_offset)
+        return max(stable, self.log.log_start_offset)
 
     def record_completion(self, done: CompletedTxn) -> None:
         """Index an aborted transaction that held records (empty ones need no entry)."""

@@ -101,7 +101,7 @@ def create_topic(client: RawClient, topic: str, partitions: int = 1) -> None:
 
 @dataclass
 class Committed:
-    """What a read_committed Fetch from offset 0 returns for one partition."""
+    """What a read_committed Fetch returns for one partition."""
 
     high_watermark: int
     last_stable_offset: int
@@ -109,7 +109,9 @@ class Committed:
     aborted: list[tuple[int, int]]  # (producer id, first offset)
 
 
-def read_committed(client: RawClient, topic: str, partition: int = 0) -> Committed:
+def read_committed(
+    client: RawClient, topic: str, partition: int = 0, fetch_offset: int = 0
+) -> Committed:
     got = client.request(
         FETCH,
         11,
@@ -124,7 +126,7 @@ def read_committed(client: RawClient, topic: str, partition: int = 0) -> Committ
                     partitions=(
                         fetch.FetchPartition(
                             partition=i32(partition),
-                            fetch_offset=i64(0),
+                            fetch_offset=i64(fetch_offset),
                             partition_max_bytes=i32(1 << 20),
                         ),
                     ),

@@ -9,14 +9,20 @@ from __future__ import annotations
 
 import asyncio
 import time
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer
+from kio.schema.delete_records.v1.request import (
+    DeleteRecordsPartition,
+    DeleteRecordsRequest,
+    DeleteRecordsTopic,
+)
 from kio.schema.errors import ErrorCode
 from kio.schema.list_transactions.v1.request import ListTransactionsRequest
-from kio.schema.types import ProducerId
-from kio.static.primitive import i64
+from kio.schema.types import ProducerId, TopicName
+from kio.static.primitive import i32, i32Timedelta, i64
 from raw_txn_requests import (
     abort_marker,
     batch,
@@ -39,7 +45,7 @@ from headrace.log_broker.security import (
 
 HUNG_PID, HUNG_EPOCH = 424_242, 3
 TOOL_MAX_TRANSACTION_TIMEOUT_MS = 15 * 60_000  # find-hanging's --max-transaction-timeout
-LIST_TRANSACTIONS = 66
+LIST_TRANSACTIONS, DELETE_RECORDS = 66, 21
 
 
 def leave_hung_transaction(running: Broker, topic: str) -> int:
@@ -256,3 +262,43 @@ async def _read_committed_values(bootstrap: str, topic: str, count: int) -> list
         return values
     finally:
         await consumer.stop()
+
+
+async def test_delete_records_past_it_does_not_free_it(broker: Any) -> None:
+    """As in Kafka, deleting the records of a hanging transaction moves the last stable
+    offset only up to the new log start (never below it): the transaction is still
+    open, and what is written after stays unreadable to read_committed until the
+    transaction is aborted."""
+    await asyncio.to_thread(_create, broker.bootstrap_servers, "deleted")
+    start = leave_hung_transaction(broker, "deleted")
+
+    def scenario() -> None:
+        with RawClient(broker.bootstrap_servers) as client:
+            assert produce_code(client, "deleted", batch([b"before"])) == ErrorCode.none
+            assert read_committed(client, "deleted").last_stable_offset == start
+            got = client.request(
+                DELETE_RECORDS,
+                1,
+                DeleteRecordsRequest(
+                    topics=(
+                        DeleteRecordsTopic(
+                            name=TopicName("deleted"),
+                            partitions=(
+                                DeleteRecordsPartition(partition_index=i32(0), offset=i64(2)),
+                            ),
+                        ),
+                    ),
+                    timeout=i32Timedelta.parse(timedelta(seconds=5)),
+                ),
+            )
+            assert got.topics[0].partitions[0].low_watermark == 2
+            assert produce_code(client, "deleted", batch([b"after"])) == ErrorCode.none
+            still = read_committed(client, "deleted", fetch_offset=2)
+            assert (still.last_stable_offset, still.high_watermark) == (2, 3)
+            assert still.values == []
+            assert abort_from_start_offset(client, "deleted", 0, start) == ErrorCode.none
+            freed = read_committed(client, "deleted", fetch_offset=2)
+            assert freed.last_stable_offset == freed.high_watermark == 4
+            assert freed.values == [b"after"]
+
+    await asyncio.to_thread(scenario)
