@@ -70,6 +70,9 @@ class ConsumerMember:
     revoking: frozenset[Partition] = frozenset()
     # What the member was last told (epoch, partitions): a change is sent again.
     told: tuple[int, frozenset[Partition]] | None = None
+    # Its principal's DESCRIBE right on a topic: a regex matches only topics it may see,
+    # as in Kafka, so a subscription to ".*" learns no other principal's topic names.
+    may_describe: Callable[[str], bool] = field(default=lambda _topic: True, repr=False)
 
     def transition(self, to: Reconciliation) -> None:
         check_transition(
@@ -253,6 +256,8 @@ def member_topics(
         names.extend(
             n
             for n in catalog
-            if not n.startswith("__") and pattern_match.matches(member.topic_regex, n)
+            if not n.startswith("__")
+            and pattern_match.matches(member.topic_regex, n)
+            and member.may_describe(n)
         )
     return names

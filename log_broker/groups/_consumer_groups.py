@@ -67,6 +67,8 @@ class Heartbeat:
     owned: frozenset[Partition] | None = None
     client_id: str = ""
     client_host: str = ""
+    # Whether the requester may DESCRIBE a topic: a regex subscription gets only those.
+    may_describe: Callable[[str], bool] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,6 +278,8 @@ class ConsumerGroups:
             member.topic_regex, changed = req.topic_regex or None, True
         if req.server_assignor is not None and req.server_assignor != member.server_assignor:
             member.server_assignor, changed = req.server_assignor, True
+        if req.may_describe is not None:
+            member.may_describe = req.may_describe
         return changed
 
     # ------------------------------------------------------------------ commits

@@ -11,6 +11,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -20,7 +21,7 @@ from .._router import Route
 from .._state import BrokerState
 from .._wire import Request, response_module
 from ..groups import GroupError, Heartbeat, Partition
-from ..security import Operation
+from ..security import Operation, ResourceType
 from ._authz import require_group
 from ._groups import millis
 
@@ -62,6 +63,7 @@ async def handle(state: BrokerState, request: Request) -> Any:
         owned=owned_partitions(body.topic_partitions),
         client_id=request.client_id or "",
         client_host=request.client_host,
+        may_describe=partial(request.session.allows, Operation.DESCRIBE, ResourceType.TOPIC),
     )
     try:
         require_group(request, Operation.READ, body.group_id)

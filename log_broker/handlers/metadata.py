@@ -24,14 +24,24 @@ API_KEY = 3
 _OPERATIONS_OMITTED = -(2**31)
 
 
-def _topic_entry(m: Any, state: BrokerState, name: str, auto_create: bool, request: Request) -> Any:
+def _topic_entry(
+    m: Any,
+    state: BrokerState,
+    name: str,
+    auto_create: bool,
+    request: Request,
+    asked_id: Any = None,
+) -> Any:
+    """``asked_id``: the topic id the request named the topic by (v12), if it did."""
     node = state.config.node_id
     if topic_code(request, Operation.DESCRIBE, name) is not None:
+        # A topic asked for by id keeps its name to itself, as in Kafka: the id is no
+        # secret, the name may be.
         return make(
             m.MetadataResponseTopic,
             error_code=ErrorCode.topic_authorization_failed,
-            name=name,
-            topic_id=None,
+            name=None if asked_id is not None else name,
+            topic_id=asked_id,
             is_internal=False,
             partitions=(),
             topic_authorized_operations=_OPERATIONS_OMITTED,
@@ -83,15 +93,18 @@ def _topic_entry(m: Any, state: BrokerState, name: str, auto_create: bool, reque
     )
 
 
-def _names(state: BrokerState, topics: Any) -> list[str]:
-    """The requested topics' names; from v10 a request may name a topic by id alone (the
-    consumer protocols' assignments carry ids): an unknown id gives an empty name, which
-    no topic has."""
+def _names(state: BrokerState, topics: Any) -> list[tuple[str, Any]]:
+    """The requested topics' names, each with the id it was asked for by (None when
+    asked by name); from v10 a request may name a topic by id alone (the consumer
+    protocols' assignments carry ids): an unknown id gives an empty name, which no
+    topic has."""
     if all(t.name is not None for t in topics):
-        return [str(t.name) for t in topics]
+        return [(str(t.name), None) for t in topics]
     by_id: dict[object, str] = {t.topic_id: name for name, t in state.logs.topics().items()}
     return [
-        str(t.name) if t.name is not None else by_id.get(getattr(t, "topic_id", None), "")
+        (str(t.name), None)
+        if t.name is not None
+        else (by_id.get(getattr(t, "topic_id", None), ""), t.topic_id)
         for t in topics
     ]
 
@@ -102,7 +115,7 @@ async def handle(state: BrokerState, request: Request) -> Any:
     if body.topics is None or (version == 0 and not body.topics):
         # Listing every topic lists only those the principal may describe.
         names = [
-            name
+            (name, None)
             for name in sorted(state.logs.topics())
             if topic_code(request, Operation.DESCRIBE, name) is None
         ]
@@ -121,7 +134,9 @@ async def handle(state: BrokerState, request: Request) -> Any:
         brokers=(broker,),
         cluster_id=state.cluster_id,
         controller_id=state.config.node_id,
-        topics=tuple(_topic_entry(m, state, name, auto_create, request) for name in names),
+        topics=tuple(
+            _topic_entry(m, state, name, auto_create, request, asked_id) for name, asked_id in names
+        ),
         cluster_authorized_operations=_OPERATIONS_OMITTED,
     )
 

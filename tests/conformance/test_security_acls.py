@@ -9,7 +9,9 @@ from __future__ import annotations
 import asyncio
 import socket
 import struct
+import time
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -17,11 +19,16 @@ from pathlib import Path
 import pytest
 from brokerproc import free_port
 from kafka_clients import unique
+from kio.schema.consumer_group_heartbeat.v1.request import (
+    ConsumerGroupHeartbeatRequest as HeartbeatV1,
+)
 from kio.schema.create_partitions.v3.request import CreatePartitionsRequest, CreatePartitionsTopic
 from kio.schema.errors import ErrorCode
 from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
 from kio.schema.join_group.v5.request import JoinGroupRequest, JoinGroupRequestProtocol
 from kio.schema.metadata.v8.request import MetadataRequest, MetadataRequestTopic
+from kio.schema.metadata.v12.request import MetadataRequest as MetadataV12
+from kio.schema.metadata.v12.request import MetadataRequestTopic as MetadataTopicV12
 from kio.schema.produce.v8 import request as produce
 from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
 from kio.schema.sasl_handshake.v0.request import SaslHandshakeRequest as HandshakeV0
@@ -280,6 +287,62 @@ def test_frames_before_authentication_are_capped(secured: SecuredBroker) -> None
         assert raw.recv(1) == b""
     with login(secured, "alice") as alice:
         assert produce_code(alice, unique("alice-big"), value=b"x" * (700 * 1024)) == 0
+
+
+def topic_ids(client: RawClient, topics: list[str]) -> dict[str, uuid.UUID]:
+    body = MetadataV12(
+        topics=tuple(MetadataTopicV12(name=TopicName(t), topic_id=None) for t in topics),
+        allow_auto_topic_creation=False,
+        include_topic_authorized_operations=False,
+    )
+    return {str(t.name): t.topic_id for t in client.request(3, 12, body).topics}
+
+
+def test_topic_names_stay_hidden_from_principals_without_describe(
+    secured: SecuredBroker,
+) -> None:
+    """Kafka shows a principal only the topics it may DESCRIBE: a Metadata request by
+    topic id answers TOPIC_AUTHORIZATION_FAILED without the name, and a KIP-848 regex
+    subscription (".*") is assigned only the topics its member may describe."""
+    alice_topic, bob_topic = unique("alice-hidden"), unique("bob-visible")
+    secured.allow("User:bob", "--topic", bob_topic, "--group", "bob-", pattern="literal")
+    secured.allow("User:bob", "--group", "bob-", operation="Read")
+    with login(secured, "admin") as admin:
+        assert produce_code(admin, alice_topic) == ErrorCode.none
+        assert produce_code(admin, bob_topic) == ErrorCode.none
+        ids = topic_ids(admin, [alice_topic, bob_topic])
+    with login(secured, "bob") as bob:
+        body = MetadataV12(
+            topics=(MetadataTopicV12(name=None, topic_id=ids[alice_topic]),),
+            allow_auto_topic_creation=False,
+            include_topic_authorized_operations=False,
+        )
+        [entry] = bob.request(3, 12, body).topics
+        assert entry.error_code == ErrorCode.topic_authorization_failed
+        assert entry.name is None and entry.topic_id == ids[alice_topic]
+        assigned: set[uuid.UUID] = set()
+        member_id, epoch = str(uuid.uuid4()), 0
+        for _ in range(20):
+            beat = bob.request(
+                68,
+                1,
+                HeartbeatV1(
+                    group_id=GroupId("bob-regex"),
+                    member_id=member_id,
+                    member_epoch=i32(epoch),
+                    rebalance_timeout=i32Timedelta.parse(timedelta(seconds=30)),
+                    subscribed_topic_regex=".*" if epoch == 0 else None,
+                    topic_partitions=() if epoch == 0 else None,
+                ),
+            )
+            assert beat.error_code == ErrorCode.none, beat.error_message
+            epoch = int(beat.member_epoch)
+            if beat.assignment is not None:
+                assigned = {t.topic_id for t in beat.assignment.topic_partitions}
+                if assigned:
+                    break
+            time.sleep(0.1)
+        assert assigned == {ids[bob_topic]}
 
 
 def test_prefixed_acls_cover_names_that_start_with_the_prefix(secured: SecuredBroker) -> None:
