@@ -35,7 +35,9 @@ def test_keys_snapshots_and_configs_round_trip() -> None:
 
 
 @pytest.mark.parametrize(
-    "damage", [b"", b"\x00", b"\x00\x07\x00\x01g", encode_key(StateKey("g", uuid.uuid4(), 0))[:-1]]
+    "damage",
+    [b"", b"\x00", b"\x00\x07\x00\x01g", encode_key(StateKey("g", uuid.UUID(int=7), 0))[:-1]],
+    ids=["empty", "one-byte", "cut-name", "cut-partition"],  # the same in every worker
 )
 def test_a_damaged_key_is_refused(damage: bytes) -> None:
     with pytest.raises(ValueError):
