@@ -43,7 +43,7 @@ class RequestLengthError(ValueError):
 
 Step = tuple[
     str, Any
-]  # (kind, detail): "fixed" n, "lengthed" prefix, "entity" plan, "[nullable ]array" element
+]  # (kind, detail): "fixed" n, "lengthed" prefix, "[nullable ]entity" plan, "[nullable ]array" element
 
 
 @cache
@@ -67,6 +67,8 @@ def _step(annotation: Any, kafka_type: str | None) -> Step:
     if origin is not None and args and typing.get_origin(args[0]) is tuple:  # X | None
         return ("nullable array", _step(args[0], kafka_type)[1])
     entity = next((a for a in (annotation, *args) if dataclasses.is_dataclass(a)), None)
+    if entity is not None and origin is not None:  # X | None: a nullable struct
+        return ("nullable entity", entity)
     if entity is not None:
         return ("entity", entity)
     if kafka_type in _FIXED:
@@ -111,6 +113,9 @@ def _walk(step: Step, flexible: bool, data: bytes, position: int) -> int:
         return _within(data, position + max(length, 0))
     if kind == "entity":
         return _entity(detail, data, position)
+    if kind == "nullable entity":  # an int8 marker first: -1 for null (e.g. a cursor)
+        present = data[position] != 0xFF
+        return _entity(detail, data, position + 1) if present else position + 1
     # an array: its length, checked before any item is walked
     if flexible:
         count, position = _uvarint(data, position)

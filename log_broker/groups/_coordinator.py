@@ -31,6 +31,7 @@ from ._errors import (
     GroupCoordinatorNotAvailableError,
     GroupError,
     GroupIdNotFoundError,
+    GroupSubscribedToTopicError,
     IllegalGenerationError,
     InconsistentGroupProtocolError,
     InvalidGroupIdError,
@@ -43,6 +44,7 @@ from ._machine import GroupState
 from ._membership import JoinRequest, Membership
 from ._offsets import TopicPartition
 from ._reply import Reply
+from ._subscriptions import CONSUMER_PROTOCOL_TYPE, classic_subscribed_topics
 
 
 class NewOffset(NamedTuple):
@@ -448,6 +450,63 @@ class GroupCoordinator(Membership):
             for g in self._groups.values()
             if not g.is_(GroupState.DEAD) and g.group_id not in kinds
         ] + [GroupListing(g.group_id, "consumer", g.state, "consumer") for g in consumer]
+
+    def delete_offsets(
+        self, group_id: str, partitions: Sequence[TopicPartition]
+    ) -> Reply[dict[TopicPartition, GroupError | None]]:
+        """OffsetDelete (KIP-496): drop committed offsets the group no longer needs,
+        as Kafka's group coordinator does, in this order:
+
+        1. an empty group id is invalid; a group that does not exist, or is being
+           deleted, is GROUP_ID_NOT_FOUND;
+        2. a classic group with members whose protocol is not the consumer's is
+           NON_EMPTY_GROUP: nothing tells which topics it still reads;
+        3. each partition of a topic the group is subscribed to keeps its offset and
+           is GROUP_SUBSCRIBED_TO_TOPIC; the others lose theirs (a tombstone each,
+           only where there is an offset);
+        4. the reply, an error or None per partition, comes once the tombstones are
+           durable.
+        """
+        if not group_id:
+            return Reply.failed(InvalidGroupIdError("group id is empty"))
+        group = self._groups.get(group_id)
+        consumer = self.consumer.get(group_id)
+        if consumer is None and (group is None or group.is_(GroupState.DEAD)):
+            return Reply.failed(GroupIdNotFoundError(f"group {group_id!r} does not exist"))
+        if consumer is not None:
+            members = consumer.members
+            subscribed = frozenset(i.name for i in consumer.topics.values() if members)
+        else:
+            assert group is not None
+            if group.members and group.protocol_type != CONSUMER_PROTOCOL_TYPE:
+                return Reply.failed(NonEmptyGroupError(f"group {group_id!r} has members"))
+            subscribed = classic_subscribed_topics(group)
+        results: dict[TopicPartition, GroupError | None] = {
+            tp: GroupSubscribedToTopicError(f"group {group_id!r} reads {tp.topic!r}")
+            if tp.topic in subscribed
+            else None
+            for tp in partitions
+        }
+        doomed = [tp for tp, error in results.items() if error is None]
+        if group is None or not any(group.offsets.get(tp) is not None for tp in doomed):
+            return Reply.of(results)
+        values = {tp: value for tp in doomed if (value := group.offsets.get(tp)) is not None}
+        records: Records = tuple(
+            (encode_offset_key(OffsetKey(group_id, tp.topic, tp.partition)), None) for tp in values
+        )
+        reply: Reply[dict[TopicPartition, GroupError | None]] = Reply()
+
+        def stored(error: GroupError | None) -> None:
+            if error is not None:
+                reply.fail(error)
+                return
+            if self._groups.get(group_id) is group:
+                for tp, value in values.items():
+                    group.offsets.remove(tp, only_if=value)
+            reply.resolve(results)
+
+        self._write(group, records, stored)
+        return reply
 
     def delete(self, group_id: str) -> Reply[None]:
         """Delete an empty group with its offsets; answered once the tombstones are

@@ -99,6 +99,10 @@ class NonEmptyGroupError(GroupError):
     error_code = 68
 
 
+class GroupSubscribedToTopicError(GroupError):
+    error_code = 86
+
+
 class OffsetCommitSizeError(GroupError):
     error_code = 28  # INVALID_COMMIT_OFFSET_SIZE
 

@@ -297,6 +297,13 @@ class GroupService:
     def list_groups(self) -> list[GroupListing]:
         return self.coordinator.list_groups()
 
+    async def delete_offsets(
+        self, group_id: str, partitions: Sequence[TopicPartition]
+    ) -> dict[TopicPartition, GroupError | None]:
+        reply = self.coordinator.delete_offsets(group_id, partitions)
+        self._after()
+        return await wait_reply(reply)
+
     async def delete(self, group_id: str) -> None:
         reply = self.coordinator.delete(group_id)
         self._after()

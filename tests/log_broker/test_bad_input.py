@@ -138,7 +138,7 @@ async def test_api_versions_unsupported_version_answers_in_v0(broker: Any) -> No
         response = client.decode(18, 0, client.recv_frame(), 9)
         assert response.error_code == ErrorCode.unsupported_version
         versions = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
-        assert versions[18] == (0, 3)
+        assert versions[18] == (0, 4)
         assert versions[0] == (3, 8)
         assert versions[1] == (4, 11)
         client.close()
