@@ -168,23 +168,22 @@ class TimeWindowedKStream(_WindowedBase[K, V]):
         size = windows.store_window_size
         retention = store._retention(windows.default_retention(), size + windows.grace_ms)
         if isinstance(windows, SlidingWindows):
-            buffer = dataclasses.replace(
-                store,
-                name=f"{store.store_name}-buffer",
-                value_serde=self._grouped.value_serde,
-                caching=False,
+            # Each window's newest record time, beside its aggregate, as Kafka Streams keeps
+            # it (ValueAndTimestamp). It replaces the record buffer older versions kept
+            # (the "-buffer" store): an upgraded app starts this store empty, and the
+            # windows it had take no further records (new ones are made beside them).
+            times = dataclasses.replace(
+                store, name=f"{store.store_name}-window-times", value_serde=Serdes.long()
             )
-            stores = (
-                store.window_store(size, retention),
-                buffer.window_store(size, retention).with_caching_disabled(),
-            )
-            stores = (stores[0], _retain_duplicates(stores[1]))
             node = self._node(
                 prefix,
                 name,
                 store,
-                stores,
-                lambda n: SlidingWindowAggregate(n, spec, windows, retention, buffer.store_name),
+                (
+                    store.window_store(size, retention),
+                    times.window_store(size, retention).with_caching_disabled(),
+                ),
+                lambda n: SlidingWindowAggregate(n, spec, windows, retention, times.store_name),
             )
         else:
             time_windows = windows
@@ -300,8 +299,3 @@ class SessionWindowedKStream(_WindowedBase[K, V]):
             name,
             on_late,
         )
-
-
-def _retain_duplicates(builder: Any) -> Any:
-    """The sliding-window record buffer keeps every record, not one value per time."""
-    return dataclasses.replace(builder, retain_duplicates=True)

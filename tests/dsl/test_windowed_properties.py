@@ -171,20 +171,72 @@ def test_final_results_are_emitted_once_per_closed_window_with_the_reference_val
 
 
 def sliding_reference(d: int, grace: int, records: list[tuple[str, int, int]]) -> dict[Any, int]:
+    """Kafka Streams' ``KStreamSlidingWindowAggregate`` restated over a dict of windows,
+    (key, start) -> [sum, newest record time], one record at a time: drop a record only
+    when ``t + d < stream time - grace``; add it to the windows holding it (closed ones
+    excepted); create the previous record's right window, its own left window (from the
+    window before it) and its own right window (from the newest window holding it).
+    Kafka Streams' early-record path (``t < d``, [0, d] for every left window) too."""
     observed = -1
-    accepted: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    table: dict[tuple[str, int], list[int]] = {}
     for key, ts, value in records:
         observed = max(observed, ts)
-        if ts + grace >= observed:
-            accepted[key].append((ts, value))
-    table: dict[Any, int] = {}
-    for key, recs in accepted.items():
-        times = {t for t, _ in recs}
-        starts = {max(0, t - d) for t in times}
-        starts |= {p + 1 for p in times if any(p < q <= p + d + 1 for q in times)}
-        for start in starts:
-            table[(key, start)] = sum(v for t, v in recs if start <= t <= start + d)
-    return table
+        close = observed - grace
+        if ts + d < close:
+            continue
+
+        def add(
+            start: int,
+            base: list[int] | None,
+            *,
+            key: str = key,
+            ts: int = ts,
+            value: int = value,
+            close: int = close,
+        ) -> None:
+            if start + d >= close:
+                agg, newest = base if base is not None else (0, ts)
+                table[(key, start)] = [agg + value, max(newest, ts)]
+
+        mine = sorted((st, w) for (k, st), w in table.items() if k == key)
+        starts = {st for st, _ in mine}
+        if ts < d:
+            combined = table.get((key, 0))
+            near = [(st, list(w)) for st, w in mine if 0 < st <= ts]
+            for st, w in near:
+                add(st, w)
+            right = near[-1][1] if near else None
+            if right is None and combined is not None and combined[1] > ts:
+                right = list(combined)
+            if ts + 1 not in starts and right is not None and right[1] > ts:
+                table[(key, ts + 1)] = right
+            if combined is not None and combined[1] < ts and combined[1] + 1 not in starts:
+                add(combined[1] + 1, None)
+            add(0, None if combined is None else list(combined))
+            continue
+        near = [(st, list(w)) for st, w in mine if max(0, ts - 2 * d) <= st <= ts + 1]
+        holding = [(st, w) for st, w in near if st <= ts < st + d]
+        left = table.get((key, ts - d))
+        if left is not None and left[1] >= ts:
+            for st, w in [*holding, (ts - d, list(left))]:
+                add(st, w)
+            continue
+        for st, w in holding:
+            add(st, w)
+        before = [w for st, w in near if st + d < ts]
+        # the window just before the left one, else the left one, knows the previous record
+        previous = before[-1][1] if before else (left[1] if left is not None else None)
+        if left is not None:
+            add(ts - d, list(left))
+        if previous is not None and previous + 1 not in starts and previous + 1 + d >= ts:
+            add(previous + 1, None)
+        if left is None:
+            base = before[-1] if before and previous is not None and ts - d <= previous else None
+            add(ts - d, base)
+        right = holding[-1][1] if holding else None
+        if ts + 1 not in starts and right is not None and right[1] > ts:
+            table[(key, ts + 1)] = right
+    return {k: w[0] for k, w in table.items()}
 
 
 @settings(max_examples=40, deadline=None)
