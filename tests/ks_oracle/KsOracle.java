@@ -74,10 +74,12 @@ public final class KsOracle {
     props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "unused:9092");
     props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
     props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir.toString());
-    // Emit-on-window-close checks at most once per this many ms of wall-clock time; the
-    // driver's wall clock stands still, so any interval above 0 would hold back every
-    // final result after the first check. Checked on every record, as headrace does.
+    // Emit-on-window-close and the outer joins' unmatched records are checked at most once
+    // per this many ms of processing time, a throttle that makes when a result comes out
+    // depend on the clock rather than on the records. Checked on every record, as
+    // headrace does.
     props.put(StreamsConfig.InternalConfig.EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION, 0L);
+    props.put(StreamsConfig.InternalConfig.EMIT_INTERVAL_MS_KSTREAMS_OUTER_JOIN_SPURIOUS_RESULTS_FIX, 0L);
     ObjectNode outputs = JSON.createObjectNode();
     try (TopologyTestDriver driver = new TopologyTestDriver(topology, props, Instant.ofEpochMilli(0))) {
       Map<String, TestInputTopic<String, Object>> inputs = new HashMap<>();

@@ -134,7 +134,7 @@ def test_each_difference_shows_on_its_minimal_input(
 def test_known_differences_name_registered_pairs_and_seeds() -> None:
     assert set(KNOWN) <= set(PAIRS) and {d.pair for d in ALL_DIFFERENCES} <= set(PAIRS)
     listed = {d for known in KNOWN.values() for d in known.differences}
-    assert listed == set(ALL_DIFFERENCES)
+    assert listed <= set(ALL_DIFFERENCES)
     assert all(set(k.seeds) <= set(SEEDS) and k.differences for k in KNOWN.values())
 
 
