@@ -283,15 +283,34 @@ class KafkaCluster:
         self.stop()
 
 
+_RUNNING: dict[str, KafkaCluster] = {}
+"""The session's clusters by fixture name, while they run."""
+
+
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """Stop a session's cluster once no test left to run uses it: its JVMs hold half a
+    GiB each, and must not idle through the rest of the suite."""
+    if not _RUNNING:
+        return
+    items = item.session.items
+    later = items[items.index(item) + 1 :] if nextitem is not None else []
+    for name, cluster in list(_RUNNING.items()):
+        if not any(name in getattr(i, "fixturenames", ()) for i in later):
+            del _RUNNING[name]
+            cluster.stop(grace=0)
+
+
 @pytest.fixture(scope="session")
 def kafka_cluster_3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
     """Three Apache Kafka 4.4 nodes (broker+controller each), shared by the whole session:
     a test that stops or kills a node must start it again and wait for
     :meth:`KafkaCluster.wait_ready` before it returns."""
     cluster = KafkaCluster(tmp_path_factory.mktemp("kafka3"), size=3).start()
+    _RUNNING["kafka_cluster_3"] = cluster
     try:
         yield cluster
     finally:
+        _RUNNING.pop("kafka_cluster_3", None)
         cluster.stop(grace=0)
 
 
@@ -299,7 +318,9 @@ def kafka_cluster_3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaC
 def kafka_cluster_1(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
     """One Apache Kafka 4.4 node, shared by the whole session."""
     cluster = KafkaCluster(tmp_path_factory.mktemp("kafka1"), size=1).start()
+    _RUNNING["kafka_cluster_1"] = cluster
     try:
         yield cluster
     finally:
+        _RUNNING.pop("kafka_cluster_1", None)
         cluster.stop(grace=0)

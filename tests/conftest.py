@@ -4,8 +4,9 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-from apache_kafka import kafka_cluster_1, kafka_cluster_3  # noqa: F401 - fixtures
 from brokerproc import BrokerProcess
+
+pytest_plugins = ("apache_kafka",)  # Apache Kafka clusters: kafka_cluster_1, kafka_cluster_3
 
 
 @pytest.fixture(scope="module")
