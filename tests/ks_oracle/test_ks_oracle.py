@@ -94,14 +94,25 @@ def test_there_are_at_least_thirty_pairs_and_each_writes_something(
 
 def test_inputs_are_reproducible_and_carry_the_nasty_cases() -> None:
     p = PAIRS["tumbling_count"]
-    records = generate(p, 1)
-    assert records == generate(p, 1) and records != generate(p, 2)
-    stamps = [ts for *_, ts in records]
-    assert any(later < earlier for earlier, later in itertools.pairwise(stamps)), "out of order"
-    assert any(max(stamps[:i]) - ts > 500 for i, ts in enumerate(stamps) if i), "past grace"
-    assert any(k is None for _, k, _, _ in records) or any(v is None for *_, v, _ in records)
-    assert any(ts % 1000 == 0 for ts in stamps), "a record exactly on a window edge"
-    assert stamps[-1] - max(stamps[:-1]) >= FAR_FUTURE
+    assert generate(p, 1) == generate(p, 1) and generate(p, 1) != generate(p, 2)
+    for seed in SEEDS:
+        records = generate(p, seed)
+        stamps = [ts for *_, ts in records]
+        assert any(b < a for a, b in itertools.pairwise(stamps)), "out of order"
+        assert any(max(stamps[:i]) - ts > 500 for i, ts in enumerate(stamps) if i), "past grace"
+        assert any(ts % 250 == 0 for ts in stamps), "a record exactly on a window edge"
+        assert stamps[-1] - max(stamps[:-1]) >= FAR_FUTURE, "a far-future record at the end"
+    everything = [r for seed in SEEDS for r in generate(p, seed)]
+    assert any(k is None for _, k, _, _ in everything), "null keys"
+    assert any(v is None for *_, v, _ in everything), "null values"
+    assert len(set(everything)) < len(everything), "duplicates"
+    assert any(ts % 1000 == 0 for *_, ts in everything), "a record on a 1000 ms window's edge"
+    assert any(
+        a[1] == b[1] == c[1] and c[3] - a[3] <= 2
+        for a, b, c in zip(everything, everything[1:], everything[2:], strict=False)
+    ), "a burst of one key in one window"
+    tables = [r for seed in SEEDS for r in generate(PAIRS["tt_outer"], seed)]
+    assert any(v is None for *_, v, _ in tables), "tombstones"
 
 
 def test_the_comparison_sees_a_changed_timestamp_and_a_changed_order() -> None:
