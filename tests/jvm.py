@@ -1,9 +1,10 @@
 """The JVM artifacts of jvm/pom.xml, for tests and benchmarks: a classpath per dependency
 set, compiling a Java source against it, and running a class of it (Kafka's own tools).
 
-`scripts/dev` resolves the pom once into ``.jvm/lib/<set>/`` (one folder per set, so
-each set is a classpath of its own); nothing is downloaded here. A test that needs the
-jars fails (never skips) when they are missing, saying how to get them.
+`scripts/dev` resolves the poms once into ``.jvm/lib/<set>/`` (a set is a module of
+jvm/pom.xml, resolved on its own, so each is a classpath of its own); nothing is
+downloaded here. A test that needs the jars fails (never skips) when they are missing,
+saying how to get them.
 
 Benchmarks import this module as the tests do: with ``tests/`` on ``sys.path``.
 """
@@ -32,7 +33,7 @@ def lib_dir(jar_set: str = KAFKA) -> Path:
     folder = LIB / jar_set
     assert folder.is_dir() and any(folder.glob("*.jar")), (
         f"the JVM jars of set {jar_set!r} are missing from {folder}: run `scripts/dev test` "
-        f"once (or `mvn -q -f {POM.relative_to(ROOT)} dependency:copy-dependencies@{jar_set}`)"
+        f"once (or `mvn -q -f {POM.relative_to(ROOT)} dependency:copy-dependencies`)"
     )
     return folder
 
