@@ -314,9 +314,10 @@ class TaskManager:
         self, task_id: str, standby: bool = False
     ) -> tuple[TaskExecutor, dict[str, TopicPartition], dict[TopicPartition, int | None], str]:
         """Build the executor of ``task_id`` and open its stores on the state its
-        directory holds (its processors start once restored: ``RuntimeTask.restored``;
-        a standby's never do); return it, its changelogs, the offset to restore each from (``None``: the
-        beginning) and where those offsets came from (``""``: nowhere).
+        directory holds (its processors start once restored, in
+        ``RuntimeTask.restored``; a standby's never do); return it, its changelogs, the
+        offset to restore each from (``None``: the beginning) and where those offsets
+        came from (``""``: nowhere).
 
         Under exactly-once a standby keeps the checkpoint: its stores only ever take
         committed changelog records, so they never run ahead of what it names."""
