@@ -73,35 +73,49 @@ _NOT_FOUND = (-1, -1, "")
 
 
 async def handle(state: BrokerState, request: Request) -> Any:
+    if request.api_version < BATCHED:
+        return _one_group(state, request)
+    return _batched(state, request)
+
+
+def _one_group(state: BrokerState, request: Request) -> Any:
+    """v1-v7: one group, its error at the top level (v2+)."""
+    body = request.body
+    m = response_module(API_KEY, request.api_version)
+    asked = None if body.topics is None else [_by_name(t) for t in body.topics]
+    error, topics = _fetch_group(
+        state,
+        request,
+        body.group_id,
+        asked,
+        require_stable=getattr(body, "require_stable", False),
+        member=None,
+    )
+    return make(
+        m.OffsetFetchResponse,
+        throttle_time=NO_THROTTLE,
+        topics=tuple(
+            make(
+                m.OffsetFetchResponseTopic,
+                name=topic.name,
+                partitions=tuple(_partition(m.OffsetFetchResponsePartition, a) for a in answers),
+            )
+            for topic, answers in topics
+        ),
+        error_code=error,
+    )
+
+
+def _batched(state: BrokerState, request: Request) -> Any:
+    """v8+: each group answered with its own error; v10 names topics by id."""
     body = request.body
     version = request.api_version
     m = response_module(API_KEY, version)
-    if version < BATCHED:
-        asked = None if body.topics is None else [_by_name(t) for t in body.topics]
-        error, topics = _fetch_group(
-            state,
-            request,
-            body.group_id,
-            asked,
-            require_stable=getattr(body, "require_stable", False),
-            member=None,
-        )
-        return make(
-            m.OffsetFetchResponse,
-            throttle_time=NO_THROTTLE,
-            topics=tuple(
-                make(
-                    m.OffsetFetchResponseTopic,
-                    name=topic.name,
-                    partitions=tuple(
-                        _partition(m.OffsetFetchResponsePartition, a) for a in answers
-                    ),
-                )
-                for topic, answers in topics
-            ),
-            error_code=error,
-        )
-    names = {t.topic_id: name for name, t in state.logs.topics().items()}
+    names = (
+        {t.topic_id: name for name, t in state.logs.topics().items()}
+        if version >= TOPIC_IDS
+        else {}
+    )
     groups = []
     for group in body.groups:
         if group.topics is None:
