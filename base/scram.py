@@ -25,6 +25,14 @@ from enum import Enum
 
 MIN_ITERATIONS = 4096
 DEFAULT_ITERATIONS = 8192
+# Salts answered for user names that have no credential: derived from the name under a
+# key of this process, so asking twice gives the same salt, as for a real user, and the
+# answer does not tell whether the user exists.
+_UNKNOWN_USER_SALT_KEY = secrets.token_bytes(32)
+
+
+def unknown_user_salt(username: str) -> bytes:
+    return hmac.new(_UNKNOWN_USER_SALT_KEY, username.encode(), hashlib.sha256).digest()
 
 
 class ScramMechanism(Enum):
@@ -155,7 +163,7 @@ class ScramServerExchange:
         salt, iterations = (
             (self._credential.salt, self._credential.iterations)
             if self._credential is not None
-            else (secrets.token_bytes(32), DEFAULT_ITERATIONS)
+            else (unknown_user_salt(self.username), DEFAULT_ITERATIONS)
         )
         self._nonce = attributes["r"] + secrets.token_urlsafe(24)
         server_first = f"r={self._nonce},s={base64.b64encode(salt).decode()},i={iterations}"

@@ -73,6 +73,11 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
     )
     limits.add_argument("--socket-request-max-bytes", type=int, help="default 100 MiB")
     limits.add_argument(
+        "--connection-failed-authentication-delay-ms",
+        type=int,
+        help="wait before answering a failed SASL authentication (default 100)",
+    )
+    limits.add_argument(
         "--sasl-server-max-receive-size",
         type=int,
         help="largest request before a SASL client has authenticated (default 512 KiB)",
@@ -143,6 +148,7 @@ def _run_broker(args: argparse.Namespace) -> int:
         "fetch_max_bytes": args.fetch_max_bytes,
         "socket_request_max_bytes": args.socket_request_max_bytes,
         "sasl_server_max_receive_size": args.sasl_server_max_receive_size,
+        "connection_failed_authentication_delay_ms": args.connection_failed_authentication_delay_ms,
         "max_connections": args.max_connections,
         "max_connections_per_ip": args.max_connections_per_ip,
         "connections_max_idle_ms": args.connections_max_idle_ms,

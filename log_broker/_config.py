@@ -23,6 +23,9 @@ class BrokerConfig:
     # Frames a SASL listener reads before its client has authenticated: Kafka's
     # sasl.server.max.receive.size, so strangers cannot make it buffer 100 MiB each.
     sasl_server_max_receive_size: int = 512 * 1024
+    # How long a failed SASL authentication waits before it is answered (Kafka's
+    # connection.failed.authentication.delay.ms): it slows down password guessing.
+    connection_failed_authentication_delay_ms: int = 100
     # Bounds on what clients may make the broker spend (see ``_limits``). None: derived
     # from the open-file limit at start.
     fetch_max_bytes: int = 55 * 1024 * 1024
@@ -73,6 +76,9 @@ class BrokerConfig:
             "num.partitions": str(self.num_partitions),
             "socket.request.max.bytes": str(self.socket_request_max_bytes),
             "sasl.server.max.receive.size": str(self.sasl_server_max_receive_size),
+            "connection.failed.authentication.delay.ms": str(
+                self.connection_failed_authentication_delay_ms
+            ),
             "fetch.max.bytes": str(self.fetch_max_bytes),
             "max.connections": str(self.max_connections),
             "max.connections.per.ip": str(self.max_connections_per_ip),

@@ -46,6 +46,10 @@ _PLAIN_KEYS: dict[str, tuple[str, Any]] = {
     "connections.max.idle.ms": ("connections_max_idle_ms", int),
     "socket.request.read.timeout.ms": ("socket_request_read_timeout_ms", int),
     "sasl.server.max.receive.size": ("sasl_server_max_receive_size", int),
+    "connection.failed.authentication.delay.ms": (
+        "connection_failed_authentication_delay_ms",
+        int,
+    ),
     "max.broker.partitions": ("max_broker_partitions", int),
     "max.partitions.per.request": ("max_partitions_per_request", int),
     "max.in.flight.requests.per.connection": ("max_in_flight_per_connection", int),

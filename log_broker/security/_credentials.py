@@ -14,7 +14,13 @@ import json
 from pathlib import Path
 
 from headrace.base import write_atomically
-from headrace.base.scram import ScramCredential, ScramMechanism, new_credential
+from headrace.base.scram import (
+    DEFAULT_ITERATIONS,
+    ScramCredential,
+    ScramMechanism,
+    new_credential,
+    unknown_user_salt,
+)
 
 FILE = Path("security") / "scram-credentials.json"
 
@@ -46,8 +52,16 @@ class CredentialStore:
         return self._users.get(user, {}).get(mechanism)
 
     def check_password(self, user: str, password: str) -> bool:
-        """PLAIN's check: any of the user's SCRAM credentials derives from ``password``."""
-        credentials = self._users.get(user, {})
+        """PLAIN's check: any of the user's SCRAM credentials derives from ``password``.
+
+        A user with no credentials costs the same derivations as one with a credential
+        per mechanism, so the time of a refusal does not tell whether the user exists."""
+        credentials = self._users.get(user)
+        if not credentials:
+            for mechanism in ScramMechanism:
+                decoy = ScramCredential(unknown_user_salt(user), DEFAULT_ITERATIONS, b"", b"")
+                decoy.matches_password(mechanism, password)
+            return False
         return any(c.matches_password(m, password) for m, c in credentials.items())
 
     def users(self) -> dict[str, list[tuple[ScramMechanism, int]]]:

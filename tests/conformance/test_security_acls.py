@@ -7,12 +7,14 @@ aiokafka shows that a real client gets no data with a wrong password.
 from __future__ import annotations
 
 import asyncio
+import base64
 import socket
 import struct
 import time
 import urllib.request
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from pathlib import Path
 
@@ -343,6 +345,42 @@ def test_topic_names_stay_hidden_from_principals_without_describe(
                     break
             time.sleep(0.1)
         assert assigned == {ids[bob_topic]}
+
+
+def scram_first(secured: SecuredBroker, user: str) -> dict[str, str]:
+    """The server-first message of a SCRAM-SHA-512 exchange for ``user``, as attributes."""
+    with RawClient(secured.address("SASL_PLAINTEXT")) as client:
+        shake = client.request(17, 1, SaslHandshakeRequest(mechanism="SCRAM-SHA-512"))
+        assert shake.error_code == ErrorCode.none
+        first = f"n,,n={user},r=clientnonce".encode()
+        reply = client.request(36, 2, SaslAuthenticateRequest(auth_bytes=first))
+        assert reply.error_code == ErrorCode.none
+        return dict(part.split("=", 1) for part in reply.auth_bytes.decode().split(","))
+
+
+def test_guessing_passwords_is_slow_quiet_and_tells_nothing(secured: SecuredBroker) -> None:
+    """Kafka's connection.failed.authentication.delay.ms (100 ms) before a failure is
+    answered; one log line per ten seconds however many fail; and an unknown user is
+    answered like a known one: the same salt each time, the same iterations."""
+    started = time.monotonic()
+    with pytest.raises(PermissionError):
+        login(secured, "alice", "wrong")
+    assert time.monotonic() - started >= 0.1
+    known = [scram_first(secured, "alice") for _ in range(2)]
+    unknown = [scram_first(secured, "nobody-at-all") for _ in range(2)]
+    assert known[0]["s"] == known[1]["s"] and unknown[0]["s"] == unknown[1]["s"]
+    assert unknown[0]["i"] == known[0]["i"]
+    assert len(base64.b64decode(unknown[0]["s"])) == len(base64.b64decode(known[0]["s"]))
+    before = secured.process.log_path.read_text().count("SASL authentication failed")
+
+    def guess(_: int) -> None:
+        with pytest.raises(PermissionError):
+            login(secured, "bob", "guess")
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(guess, range(40)))
+    after = secured.process.log_path.read_text().count("SASL authentication failed")
+    assert after - before <= 2
 
 
 def test_prefixed_acls_cover_names_that_start_with_the_prefix(secured: SecuredBroker) -> None:
