@@ -127,6 +127,8 @@ class SessionWindowAggregate(TypedWindowedAggregate):
         close_time = self._windows.close_time
         final, cached = self._final, self._cached
         for session, session_agg in merged:
+            if (final or cached) and session.window.start == start and session.window.end == end:
+                continue  # the write below replaces it; nothing forwards the tombstone
             store.remove(session)
             removed_end = session.window.end
             if final:
