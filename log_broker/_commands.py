@@ -23,6 +23,7 @@ from ._cli_consume import register as register_consume
 from ._cli_produce import register as register_produce
 from ._cli_records import register as register_records
 from ._cli_topics import register as register_topics
+from ._metrics_http import MetricsEndpoint
 from ._server_properties import broker_settings
 from .groups import register_commands as register_group_commands
 from .security import register_commands as register_security_commands
@@ -181,27 +182,28 @@ def _run_broker(args: argparse.Namespace) -> int:
             # What runs beside the broker (``headrace._beside_broker``) hears of it here.
             for started in getattr(args, "broker_started", ()):
                 started(broker)
-            served = _serve_metrics(broker, args.metrics_listen) if args.metrics_listen else None
+            served = (
+                await _serve_metrics(broker, args.metrics_listen) if args.metrics_listen else None
+            )
             try:
                 await stop.wait()
             finally:
                 if served is not None:
-                    served.shutdown()
+                    await served.stop()
             logging.getLogger("headrace.broker").info("shutting down")
 
     asyncio.run(run())
     return 0
 
 
-def _serve_metrics(broker: Broker, listen: str) -> Any:
-    """Prometheus' own HTTP server, in a thread of its own, on the broker's registry."""
-    from prometheus_client import start_http_server
-
+async def _serve_metrics(broker: Broker, listen: str) -> MetricsEndpoint:
+    """The broker's Prometheus text on the broker's own loop (``_metrics_http``)."""
     host, port = _parse_listen(listen)
-    server, _thread = start_http_server(port, host, registry=broker.metrics.registry)
+    endpoint = MetricsEndpoint(broker.metrics.exposition, host, port)
+    await endpoint.start()
     print(
-        f"headrace broker metrics on http://{host}:{server.server_port}/metrics",
+        f"headrace broker metrics on http://{host}:{endpoint.port}/metrics",
         file=sys.stderr,
         flush=True,
     )
-    return server
+    return endpoint
