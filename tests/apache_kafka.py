@@ -193,7 +193,7 @@ class KafkaCluster:
     def node(self, node_id: int) -> KafkaNode:
         return next(node for node in self.nodes if node.node_id == node_id)
 
-    def start(self, timeout: float = 90.0) -> KafkaCluster:
+    def start(self, timeout: float = 150.0) -> KafkaCluster:
         voters = ",".join(node.voter for node in self.nodes)
         for node in self.nodes:
             node.write_config(voters, self.replication, self.extra)
@@ -225,7 +225,7 @@ class KafkaCluster:
                 f"formatting node {node.node_id} failed:\n{out.decode()[-3000:]}"
             )
 
-    def wait_ready(self, timeout: float = 90.0) -> None:
+    def wait_ready(self, timeout: float = 150.0) -> None:
         """Until every running node's Metadata answer lists every running node."""
         wanted = {node.node_id for node in self.nodes if node.running}
         self.wait_until(
@@ -251,7 +251,7 @@ class KafkaCluster:
                 raise TimeoutError(f"waited {timeout}s for {what}\n{logs}")
             time.sleep(0.2)
 
-    def restart(self, node_id: int, timeout: float = 90.0) -> None:
+    def restart(self, node_id: int, timeout: float = 150.0) -> None:
         """Start a stopped or killed node again and wait until the cluster lists it."""
         self.node(node_id).start()
         self.wait_ready(timeout)
