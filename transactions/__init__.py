@@ -8,7 +8,9 @@ read as ``BatchInfo``).
   transactions, last stable offset), snapshotted with ``encode_snapshot``.
 - ``AbortedTxnIndex``: one partition's aborted transactions, for read_committed fetch.
 - ``TransactionCoordinator``: transactional ids and their transactions, kept in
-  ``__transaction_state`` (record codec in ``encode_key``/``encode_value``...).
+  ``__transaction_state`` (record codec in ``encode_key``/``encode_value``...); its
+  ``verify_append`` tells Produce whether a transactional batch belongs to an ongoing
+  transaction that includes its partition (KIP-890).
 - ``ProducerIdAllocator``: producer ids unique across restarts.
 
 Errors are rooted at ``TransactionError`` (tree in ``_errors``).
