@@ -9,13 +9,11 @@ grace for requests in flight at shutdown.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable
 from urllib.parse import urlsplit
 
 from aiohttp import web
-
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-Middleware = Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]
+from aiohttp.typedefs import Handler, Middleware
 
 # Seconds an idle keep-alive connection stays open; probes and lookups reconnect cheaply.
 KEEPALIVE_TIMEOUT = 15

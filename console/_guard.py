@@ -27,12 +27,11 @@ import hashlib
 import hmac
 import json
 import secrets
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from collections.abc import Mapping, MutableMapping
 from typing import Any
 
 from aiohttp import web
-
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+from aiohttp.typedefs import Handler
 
 COOKIE = "headrace-console"
 TOKEN_PARAMETER = "token"

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError
 
@@ -88,7 +89,7 @@ class Console:
         return None if self.guard is None else self.guard.sign_in_address(self.address)
 
     def application(self, allowed: frozenset[str] | None = None) -> web.Application:
-        middlewares = [headers, same_site_guard(allowed)]
+        middlewares: list[Middleware] = [headers, same_site_guard(allowed)]
         if self.guard is not None:
             middlewares.append(self.guard.signed_in)
         app = web.Application(client_max_size=64 * 1024, middlewares=middlewares)

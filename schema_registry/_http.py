@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 
 from headrace.base.http import same_site_guard
 
@@ -131,7 +132,7 @@ def create_app(
 ) -> web.Application:
     """The aiohttp application; ``users`` (name to password) turns on basic auth;
     ``allowed_hosts`` are the host names it answers to (None: any)."""
-    middlewares = [_errors, same_site_guard(allowed_hosts)]
+    middlewares: list[Middleware] = [_errors, same_site_guard(allowed_hosts)]
     if users:
         middlewares.append(_basic_auth(users))
     app = web.Application(middlewares=middlewares, client_max_size=MAX_BODY)

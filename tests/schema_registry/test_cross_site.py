@@ -76,13 +76,14 @@ async def test_a_rebound_host_name_is_refused(
 
 
 def test_allowed_host_names_follow_the_listener() -> None:
-    assert allowed_hosts("127.0.0.1") == {"127.0.0.1", "localhost", "::1"}
-    assert allowed_hosts("10.0.0.5", ["registry.example.com"]) == {
-        "10.0.0.5",
-        "registry.example.com",
-    }
+    assert allowed_hosts("127.0.0.1") == frozenset({"127.0.0.1", "localhost", "::1"})
+    assert allowed_hosts("10.0.0.5", ["registry.example.com"]) == frozenset(
+        {"10.0.0.5", "registry.example.com"}
+    )
     assert allowed_hosts("0.0.0.0") is None  # every interface: names unknown, warned at start
-    assert allowed_hosts("0.0.0.0", ["registry.example.com", ""]) == {"registry.example.com"}
+    assert allowed_hosts("0.0.0.0", ["registry.example.com", ""]) == frozenset(
+        {"registry.example.com"}
+    )
 
 
 @pytest.mark.parametrize("depth", [1_200, 100_000])
