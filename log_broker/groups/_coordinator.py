@@ -487,10 +487,15 @@ class GroupCoordinator(Membership):
             else None
             for tp in partitions
         }
-        doomed = [tp for tp, error in results.items() if error is None]
-        if group is None or not any(group.offsets.get(tp) is not None for tp in doomed):
+        if group is None or group.is_(GroupState.DEAD):  # a consumer group with no offsets
             return Reply.of(results)
-        values = {tp: value for tp in doomed if (value := group.offsets.get(tp)) is not None}
+        values = {
+            tp: value
+            for tp, error in results.items()
+            if error is None and (value := group.offsets.get(tp)) is not None
+        }
+        if not values:
+            return Reply.of(results)
         records: Records = tuple(
             (encode_offset_key(OffsetKey(group_id, tp.topic, tp.partition)), None) for tp in values
         )
