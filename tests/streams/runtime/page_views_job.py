@@ -178,6 +178,9 @@ class Job:
     kill_at: tuple[float, float] = (0.20, 0.45)
     instance: Instance | None = None
     timeline: list[str] = field(default_factory=list)
+    # Where the instance is noted as soon as it starts (a test's ``instances`` fixture,
+    # which kills what is left running whatever happens).
+    started: list[Instance] = field(default_factory=list)
 
     @property
     def repartition(self) -> str:
@@ -196,6 +199,7 @@ class Job:
                 "HEADRACE_SNAPSHOT_INTERVAL_MS": "500",
             },
         ).start()
+        self.started.append(self.instance)
         return self.instance
 
     async def _kill_when_committed(self, fraction: float, wait: float = 120) -> None:

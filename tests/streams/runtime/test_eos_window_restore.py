@@ -34,10 +34,8 @@ async def test_final_window_counts_are_exact_through_a_snapshot_and_a_changelog_
     cluster: Cluster, instances: list[Instance], tmp_path: Path
 ) -> None:
     rows = views(MINUTES, PAGES, PER_PAGE)
-    job = Job(cluster.bootstrap, tmp_path, "pv-restore", rows, per_second=400)
+    job = Job(cluster.bootstrap, tmp_path, "pv-restore", rows, per_second=400, started=instances)
     finals, want = await job.run(wait=60)
-    assert job.instance is not None
-    instances.append(job.instance)
     log = job.log()
     context = f"{job.timeline}\n{log[-4000:]}"
     assert len(want) == MINUTES * PAGES
