@@ -74,8 +74,9 @@ Guards:
 - **deleted source topics** (:func:`watch_metadata`, :func:`fetch_all_metadata`): the
   group consumer sees each metadata refresh and reads the whole cluster's metadata to
   confirm a topic is gone.
-- **transaction state** (:func:`in_transaction`): whether the producer has a
-  transaction open.
+- **transaction state** (:func:`in_transaction`, :func:`transaction_state`): whether
+  the producer has a transaction open, and which state of aiokafka's transaction state
+  machine it is in (its moves are assertions: ``_aiokafka_txn.py`` checks first).
 """
 
 from __future__ import annotations
@@ -439,6 +440,18 @@ def in_transaction(producer: AIOKafkaProducer) -> bool:
     """Whether ``producer`` (transactional) has a transaction open."""
     manager = producer._txn_manager
     return manager is not None and bool(manager.is_in_transaction())
+
+
+def transaction_state(producer: AIOKafkaProducer) -> str:
+    """The name of ``producer``'s state in aiokafka's transaction state machine
+    (``READY``, ``IN_TRANSACTION``, ``COMMITTING_TRANSACTION``, ``ABORTING_TRANSACTION``,
+    ``ABORTABLE_ERROR``, ``FATAL_ERROR``; ``UNINITIALIZED`` before InitProducerId), or
+    ``NONE`` for a producer without transactions."""
+    manager = producer._txn_manager
+    if manager is None:
+        return "NONE"
+    state = manager.state
+    return str(getattr(state, "name", state))
 
 
 # -- early AddOffsetsToTxn --------------------------------------------------------------

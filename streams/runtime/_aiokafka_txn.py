@@ -17,6 +17,19 @@ producer is fenced by a newer instance with the same transactional id, not by a 
 group generation. The runtime closes the gap from its side: it commits a transaction
 only while its consumer still holds a valid generation (``_commit.py``).
 
+Beginning and ending are steps of their own that callers share (:meth:`_begin`,
+:meth:`_end`). aiokafka's transaction state machine (``transaction_manager.py``)
+asserts each move, and its ``begin_transaction`` awaits before it moves READY to
+IN_TRANSACTION; several parts of the runtime may find no transaction open at once (the
+processing loop's ``send``, a partition's sender, ``release``, the offsets of a commit
+running beside processing). So:
+
+- one begin at a time, awaited by every caller that asked for it meanwhile;
+- a begin asked for while a commit or abort is under way waits for that end;
+- a commit or abort waits for a begin under way, and an abort for an end under way;
+- a transaction that failed in aiokafka's sender (ABORTABLE_ERROR) is aborted, and
+  none begins before it is: beginning says so instead of tripping aiokafka's assertion.
+
 aiokafka's errors are translated here: a fenced producer becomes :class:`FencedError`,
 anything else that breaks a transaction :class:`TransactionError` (retriable: the
 caller aborts and rewinds).
@@ -24,8 +37,9 @@ caller aborts and rewinds).
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from aiokafka import TopicPartition as AioTP
 from aiokafka.errors import (
@@ -37,7 +51,12 @@ from aiokafka.errors import (
 
 from .._record import ProducedRecord
 from ._aiokafka import AiokafkaRecordProducer, translate
-from ._aiokafka_internals import add_group_early, drop_group_only, in_transaction
+from ._aiokafka_internals import (
+    add_group_early,
+    drop_group_only,
+    in_transaction,
+    transaction_state,
+)
 from ._client import FlushMark, FlushResult, TopicPartition
 from ._errors import FencedError, TransactionAbortedError, TransactionError
 from ._settings import AppSettings
@@ -45,6 +64,13 @@ from ._settings import AppSettings
 log = logging.getLogger("headrace.streams.runtime.transactions")
 
 _FENCED = (ProducerFenced, InvalidProducerEpoch, TransactionalIdAuthorizationFailed)
+
+# States of aiokafka's transaction state machine (``transaction_state``) acted on here:
+# an abort ends an open or a failed transaction; nothing begins after a failure before
+# the abort; after a fatal one the producer is replaced (the abort says so).
+_ABORTABLE = ("IN_TRANSACTION", "ABORTABLE_ERROR")
+_FAILED = ("ABORTABLE_ERROR", "FATAL_ERROR")
+_FATAL = "FATAL_ERROR"
 
 
 def txn_error(error: BaseException, doing: str) -> FencedError | TransactionError:
@@ -71,6 +97,10 @@ class AiokafkaTransactionalProducer(AiokafkaRecordProducer):
         self.transactional_id = transactional_id
         # The group whose offsets every transaction commits, once the first told it.
         self._group_id: str | None = None
+        # The begin under way, which every caller meanwhile awaits (``_begin``), and the
+        # commit or abort under way (``_end``); ``None`` when there is none.
+        self._beginning: asyncio.Future[None] | None = None
+        self._ending: asyncio.Future[None] | None = None
 
     async def start(self) -> None:
         # aiokafka's start waits for InitProducerId: the broker aborts whatever
@@ -84,17 +114,66 @@ class AiokafkaTransactionalProducer(AiokafkaRecordProducer):
 
     @property
     def in_transaction(self) -> bool:
-        return in_transaction(self._producer)
+        """Whether a transaction is open and not ending."""
+        return self._ending is None and in_transaction(self._producer)
 
     async def _begin(self) -> None:
-        if self.in_transaction:
-            return
+        """Have a transaction open: begin one unless one is, as one step all callers share.
+
+        1. A commit or abort under way: wait for it to end (aiokafka cannot begin
+           before), whatever its outcome, which is its caller's to hear.
+        2. A transaction open: done.
+        3. Else await the begin under way, or start one as a task of its own (a caller
+           cancelled meanwhile leaves it to the others), and go back to 1: what ended
+           meanwhile is begun again, and a failed begin raises to every caller.
+        """
+        while True:
+            ending = self._ending
+            if ending is not None:
+                await asyncio.wait({ending})
+                continue
+            if in_transaction(self._producer):
+                return
+            beginning = self._beginning
+            if beginning is None:
+                beginning = self._beginning = asyncio.ensure_future(self._begin_one())
+                beginning.add_done_callback(self._begun)
+            await asyncio.shield(beginning)
+
+    async def _begin_one(self) -> None:
+        state = transaction_state(self._producer)
+        if state in _FAILED:
+            raise TransactionAbortedError(
+                f"beginning a transaction: the one before failed ({state}) and is not aborted yet"
+            )
         try:
             await self._producer.begin_transaction()
         except KafkaError as error:
             raise txn_error(error, "beginning a transaction") from error
         if self._group_id is not None:
             add_group_early(self._producer, self._group_id)
+
+    def _begun(self, beginning: asyncio.Future[None]) -> None:
+        if self._beginning is beginning:
+            self._beginning = None
+        if not beginning.cancelled():
+            beginning.exception()  # raised to the callers; taken so asyncio does not report it
+
+    async def _end(self, end: Callable[[], Awaitable[None]], doing: str) -> None:
+        """Commit or abort (``end``, aiokafka's) as a task of its own that a begin asked
+        for meanwhile waits for; a cancelled caller leaves it running, as aiokafka does."""
+        ending = self._ending = asyncio.ensure_future(end())
+        ending.add_done_callback(self._ended)
+        try:
+            await asyncio.shield(ending)
+        except KafkaError as error:
+            raise txn_error(error, doing) from error
+
+    def _ended(self, ending: asyncio.Future[None]) -> None:
+        if self._ending is ending:
+            self._ending = None
+        if not ending.cancelled():
+            ending.exception()  # raised to the caller; taken so asyncio does not report it
 
     async def send(self, records: Sequence[ProducedRecord]) -> None:
         if records:
@@ -106,8 +185,7 @@ class AiokafkaTransactionalProducer(AiokafkaRecordProducer):
         # ``send`` began the transaction before it awaited (a topic's partition count,
         # the queue bound); a commit held and released meanwhile ended that
         # transaction, so what it placed after the release belongs to the next one.
-        if not self.in_transaction:
-            await self._begin()
+        await self._begin()
 
     async def release(self) -> None:
         """Begin the next transaction and hand it what was sent while held."""
@@ -133,15 +211,12 @@ class AiokafkaTransactionalProducer(AiokafkaRecordProducer):
         self, offsets: Mapping[TopicPartition, int], group_id: str
     ) -> None:
         """Add ``offsets`` for ``group_id`` to the transaction and commit it."""
-        if not offsets and not self.in_transaction:
+        if not offsets and not self.in_transaction and self._beginning is None:
             return
         await self.send_offsets(offsets, group_id)
         await self._begin()
         drop_group_only(self._producer)  # a transaction with no offsets needs no group
-        try:
-            await self._producer.commit_transaction()
-        except KafkaError as error:
-            raise txn_error(error, "committing a transaction") from error
+        await self._end(self._producer.commit_transaction, "committing a transaction")
 
     async def send_offsets(self, offsets: Mapping[TopicPartition, int], group_id: str) -> None:
         """Add ``offsets`` for ``group_id`` to the transaction (begun if need be)."""
@@ -161,10 +236,17 @@ class AiokafkaTransactionalProducer(AiokafkaRecordProducer):
         # Records still queued belong to the transaction being given up, and records
         # held for the next one were processed after the offsets it would have committed.
         self.discard_pending()
-        if not self.in_transaction:
+        # aiokafka aborts only an open or failed transaction: a begin or an end under
+        # way finishes first (a commit that then succeeded leaves nothing to abort).
+        while (pending := self._beginning or self._ending) is not None:
+            await asyncio.wait({pending})
+        state = transaction_state(self._producer)
+        if state == _FATAL:
+            raise TransactionAbortedError(
+                "aborting a transaction: the producer failed for good (FATAL_ERROR) and "
+                "must be replaced"
+            )
+        if state not in _ABORTABLE:
             return
         drop_group_only(self._producer)
-        try:
-            await self._producer.abort_transaction()
-        except KafkaError as error:
-            raise txn_error(error, "aborting a transaction") from error
+        await self._end(self._producer.abort_transaction, "aborting a transaction")
