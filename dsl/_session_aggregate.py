@@ -87,9 +87,13 @@ class SessionWindowAggregate(TypedWindowedAggregate):
         for k, v, ts, _h, _o in batch:
             if k is None or v is None:
                 continue
+            # The store shows sessions ending after its newest session end (the stream
+            # time before this record) minus the lookback; the record is judged against
+            # the stream time it brings.
+            visible = observed - lookback + 1
             if ts > observed:
                 observed = ts
-            if not merge(k, v, ts, observed - lookback + 1, observed - grace - gap, out):
+            if not merge(k, v, ts, visible, observed - grace - gap, out):
                 late.append((k, v, ts, observed))
         # Sessions that ended before observed - grace - gap take no new record of their
         # own; one may still be merged away by a record bridging it to an open session,

@@ -40,13 +40,23 @@ _Stored = tuple[int, Any, int]
 
 class SlidingWindowAggregate(TypedWindowedAggregate):
     def __init__(
-        self, node: Any, spec: Any, windows: SlidingWindows, retention: int, times_name: str
+        self,
+        node: Any,
+        spec: Any,
+        windows: SlidingWindows,
+        retention: int,
+        times_name: str,
+        lookback: int,
     ) -> None:
         super().__init__(node, spec)
         self._windows = windows
         self._d = windows.time_difference_ms
         self._retention = retention
         self._times_name = times_name
+        # Kafka Streams' window store shows windows starting after its newest window
+        # start minus its retention (2 d + grace unless the store names one).
+        self._lookback = min(lookback, retention)
+        self._newest_start = -1
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
@@ -99,7 +109,8 @@ class SlidingWindowAggregate(TypedWindowedAggregate):
         ``[time_from, time_to]``, oldest first. They are read from the times store, which
         has no cache: a range read through a write cache sorts the cache, where a point
         read of an aggregate (``_agg``) is a dictionary lookup."""
-        return list(self._times.fetch(key, time_from, time_to))
+        visible = self._newest_start - self._lookback + 1
+        return list(self._times.fetch(key, max(time_from, visible), time_to))
 
     def _agg(self, key: Any, start: int) -> Any:
         return self._store.get(key, start)
@@ -199,6 +210,8 @@ class SlidingWindowAggregate(TypedWindowedAggregate):
     def _write(self, key: Any, start: int, new: Any, newest: int, old: Any, out: list[Rec]) -> None:
         end = start + self._d
         windowed = Windowed(key, Window(start, end))
+        if start > self._newest_start:
+            self._newest_start = start
         self._store.put(key, new, start)
         self._times.put(key, newest, start)
         if self._final:

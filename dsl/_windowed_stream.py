@@ -172,6 +172,9 @@ class TimeWindowedKStream(_WindowedBase[K, V]):
             # it (ValueAndTimestamp). It replaces the record buffer older versions kept
             # (the "-buffer" store): an upgraded app starts this store empty, and the
             # windows it had take no further records (new ones are made beside them).
+            lookback = 2 * windows.time_difference_ms + windows.grace_ms
+            if store.retention_ms is not None:
+                lookback = store.retention_ms
             times = dataclasses.replace(
                 store, name=f"{store.store_name}-window-times", value_serde=Serdes.long()
             )
@@ -183,7 +186,9 @@ class TimeWindowedKStream(_WindowedBase[K, V]):
                     store.window_store(size, retention),
                     times.window_store(size, retention).with_caching_disabled(),
                 ),
-                lambda n: SlidingWindowAggregate(n, spec, windows, retention, times.store_name),
+                lambda n: SlidingWindowAggregate(
+                    n, spec, windows, retention, times.store_name, lookback
+                ),
             )
         else:
             time_windows = windows

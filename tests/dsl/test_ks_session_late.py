@@ -134,3 +134,14 @@ def test_a_store_with_a_longer_retention_lets_old_sessions_merge() -> None:
     )
     got = run(builder, [("k", 1, 10000), ("k", 2, 6000), ("k", 8, 5999)])
     assert got[2:] == [("k", 6000, 6000, None, 6000), ("k", 5999, 6000, 10, 6000)]
+
+
+def test_the_store_shows_sessions_against_its_newest_end_before_the_record() -> None:
+    """Gap 3000, no grace: the store's retention is 3000 behind its newest session end,
+    which is 1000 when 4000 arrives, so [1000, 1000] is still there and 4000 (exactly one
+    gap later) merges with it, as in Kafka Streams."""
+    assert run(sums(3000, 0), [("k", 1, 1000), ("k", 2, 4000)]) == [
+        ("k", 1000, 1000, 1, 1000),
+        ("k", 1000, 1000, None, 1000),
+        ("k", 1000, 4000, 3, 4000),
+    ]

@@ -176,7 +176,8 @@ def sliding_reference(d: int, grace: int, records: list[tuple[str, int, int]]) -
     when ``t + d < stream time - grace``; add it to the windows holding it (closed ones
     excepted); create the previous record's right window, its own left window (from the
     window before it) and its own right window (from the newest window holding it).
-    Kafka Streams' early-record path (``t < d``, [0, d] for every left window) too."""
+    Kafka Streams' early-record path (``t < d``, [0, d] for every left window) too. Its
+    store shows windows starting after its newest window start minus 2 d + grace."""
     observed = -1
     table: dict[tuple[str, int], list[int]] = {}
     for key, ts, value in records:
@@ -198,10 +199,12 @@ def sliding_reference(d: int, grace: int, records: list[tuple[str, int, int]]) -
                 agg, newest = base if base is not None else (0, ts)
                 table[(key, start)] = [agg + value, max(newest, ts)]
 
-        mine = sorted((st, w) for (k, st), w in table.items() if k == key)
+        newest_start = max((st for _k, st in table), default=-1)
+        shown = newest_start - 2 * d - grace + 1
+        mine = sorted((st, w) for (k, st), w in table.items() if k == key and st >= shown)
         starts = {st for st, _ in mine}
         if ts < d:
-            combined = table.get((key, 0))
+            combined = table.get((key, 0)) if shown <= 0 else None
             near = [(st, list(w)) for st, w in mine if 0 < st <= ts]
             for st, w in near:
                 add(st, w)
@@ -216,7 +219,7 @@ def sliding_reference(d: int, grace: int, records: list[tuple[str, int, int]]) -
             continue
         near = [(st, list(w)) for st, w in mine if max(0, ts - 2 * d) <= st <= ts + 1]
         holding = [(st, w) for st, w in near if st <= ts < st + d]
-        left = table.get((key, ts - d))
+        left = table.get((key, ts - d)) if ts - d >= shown else None
         if left is not None and left[1] >= ts:
             for st, w in [*holding, (ts - d, list(left))]:
                 add(st, w)
@@ -266,8 +269,8 @@ def session_reference(
     observed = -1
     sessions: dict[str, list[list[int]]] = defaultdict(list)  # [start, end, count, sum]
     for key, ts, value in records:
+        earliest = max(ts - gap, observed - gap - grace + 1)  # the store's newest before ts
         observed = max(observed, ts)
-        earliest = max(ts - gap, observed - gap - grace + 1)
         merged = [s for s in sessions[key] if s[1] >= earliest and s[0] <= ts + gap]
         rest = [s for s in sessions[key] if s not in merged]
         start = min([ts, *(s[0] for s in merged)])
