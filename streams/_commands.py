@@ -72,6 +72,11 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
     run.add_argument("--http-host", help="address the HTTP server binds (default 127.0.0.1)")
     run.add_argument("--commit-interval-ms", type=int)
     run.add_argument(
+        "--startup-timeout-ms",
+        type=int,
+        help="how long start-up waits for a cluster that is not ready (default 60000)",
+    )
+    run.add_argument(
         "--num-standby-replicas",
         type=int,
         help="warm copies of each stateful task kept on other instances (default 0)",
@@ -139,6 +144,7 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
         "http_port": args.http_port,
         "http_host": args.http_host,
         "commit_interval_ms": args.commit_interval_ms,
+        "startup_timeout_ms": args.startup_timeout_ms,
         "num_standby_replicas": args.num_standby_replicas,
         "processing_guarantee": args.processing_guarantee,
         "log_format": args.log_format,

@@ -25,6 +25,7 @@ from aiokafka.errors import (
     IllegalStateError,
     KafkaError,
     UnknownTopicOrPartitionError,
+    for_code,
 )
 
 from .._record import ConsumedAt, ConsumedRecord, ProducedAt, ProducedRecord
@@ -601,7 +602,42 @@ class AiokafkaRecordProducer:
         return await self._ledger.settle(self._ledger.mark() if upto is None else upto)
 
 
+# aiokafka's line per host and attempt when a bootstrap finds no broker.
+_BOOTSTRAP_FAILED = 'Unable connect to "%s:%s": %s'
+
+
+class _QuietBootstrap(logging.Filter):
+    """Drops aiokafka's per-attempt bootstrap line while the admin client's start runs:
+    start-up retries that start and says in one line what it waits for
+    (``_startup_wait.py``), where aiokafka would log each attempt."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.starting = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (self.starting and record.msg == _BOOTSTRAP_FAILED)
+
+
+_quiet_bootstrap = _QuietBootstrap()
+logging.getLogger("aiokafka").addFilter(_quiet_bootstrap)  # aiokafka.client logs as "aiokafka"
+
+
+def _code_error(code: int, doing: str) -> ClientError:
+    """A Kafka error code a response carried, as a ClientError retriable as Kafka says."""
+    error_type = for_code(code)
+    return ClientError(
+        f"{doing}: {error_type.__name__} (error code {code})",
+        retriable=bool(getattr(error_type, "retriable", False)),
+    )
+
+
 class AiokafkaAdmin:
+    """Topic reads and creation for start-up. Every error comes out as a ClientError
+    whose ``retriable`` says whether trying again may help (start-up retries those,
+    ``_startup_wait.py``): aiokafka's own flag, the flag of an error code in a response,
+    and aiokafka's wait for a node to be ready running out (retriable)."""
+
     def __init__(self, settings: AppSettings) -> None:
         self._admin = AIOKafkaAdminClient(
             bootstrap_servers=settings.bootstrap_servers,
@@ -612,10 +648,15 @@ class AiokafkaAdmin:
         self._topic_configs = settings.topic_configs
 
     async def start(self) -> None:
+        _quiet_bootstrap.starting += 1
         try:
             await self._admin.start()
         except KafkaError as error:
             raise translate(error, "starting the admin client") from error
+        except TimeoutError as error:
+            raise ClientError(f"starting the admin client: {error!r}", retriable=True) from error
+        finally:
+            _quiet_bootstrap.starting -= 1
 
     async def stop(self) -> None:
         await self._admin.close()
@@ -627,6 +668,14 @@ class AiokafkaAdmin:
             described = await self._admin.describe_topics(wanted) if wanted else []
         except KafkaError as error:
             raise translate(error, "describing topics") from error
+        except TimeoutError as error:
+            raise ClientError(f"describing topics: {error!r}", retriable=True) from error
+        for t in described:
+            code = t["error_code"]
+            if code not in (0, UnknownTopicOrPartitionError.errno) and for_code(code).retriable:
+                # The topic exists (it was listed) but cannot be described now, e.g. its
+                # leader is being elected: not a missing topic.
+                raise _code_error(code, f"describing topic {t['topic']}")
         return {
             t["topic"]: len(t["partitions"])
             for t in described
@@ -654,9 +703,11 @@ class AiokafkaAdmin:
             response = await self._admin.create_topics(new)
         except KafkaError as error:
             raise translate(error, "creating topics") from error
+        except TimeoutError as error:
+            raise ClientError(f"creating topics: {error!r}", retriable=True) from error
         for name, code, *_rest in response.topic_errors:
             if code not in (0, _TOPIC_ALREADY_EXISTS):
-                raise ClientError(f"cannot create topic {name}: error code {code}")
+                raise _code_error(code, f"cannot create topic {name}")
 
 
 class AiokafkaClients:

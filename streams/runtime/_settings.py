@@ -75,6 +75,10 @@ class AppSettings(pydantic.BaseModel):
     compression_type: Literal["none", "gzip", "snappy", "lz4", "zstd"] = "none"
     auto_offset_reset: Literal["earliest", "latest"] = "earliest"
     session_timeout_ms: int = pydantic.Field(default=10_000, ge=1000)
+    # How long start-up waits, in all, for a cluster that answers with retriable errors
+    # (a broker down, a leader being elected) before it gives up; as Kafka clients'
+    # default.api.timeout.ms, one minute.
+    startup_timeout_ms: int = pydantic.Field(default=60_000, ge=0)
     # Exactly-once: the instance's name in its transactional id (stable across restarts;
     # None: a name kept in the state directory), the transaction timeout (None: half the
     # session timeout) and how often a commit also snapshots the RocksDB stores.

@@ -12,8 +12,11 @@
    reader and, with standby replicas of stateful tasks, the standby reader;
 5. start the group consumer, with the assignor that places whole tasks.
 
-If a step fails, what the steps before it started is stopped again before the error
-goes on: an App holds a whole runtime or none. The runtime's parts are fixed once
+Steps 1 and 2 ask the cluster through the admin client, and so does its start: while
+the cluster answers with retriable errors (a broker down, a leader being elected) each
+call is tried again, all of them within ``startup_timeout_ms`` from the start, saying
+what they wait for (``_startup_wait.py``). If a step fails, what the steps before it
+started is stopped again before the error goes on: an App holds a whole runtime or none. The runtime's parts are fixed once
 built; the one that changes while it runs, the producer a fenced instance replaces,
 lives in the committer (:attr:`Committer.producer`).
 """
@@ -59,6 +62,7 @@ from ._restore import Restorer
 from ._rewind import Rewinder, transactional_id
 from ._settings import AppSettings
 from ._standby import StandbyUpdater
+from ._startup_wait import StartupWait
 from ._tasks import TaskManager
 
 log = logging.getLogger("headrace.streams.runtime.app")
@@ -141,7 +145,9 @@ class _Topics:
     layout: TaskLayout
 
 
-async def _read_topics(topology: Topology, settings: AppSettings, admin: TopicAdmin) -> _Topics:
+async def _read_topics(
+    topology: Topology, settings: AppSettings, admin: TopicAdmin, wait: StartupWait
+) -> _Topics:
     """Step 1: the topics the application uses, which must exist, and its task layout."""
     app_id = settings.application_id
     sources = source_topics(topology, app_id)
@@ -158,7 +164,8 @@ async def _read_topics(topology: Topology, settings: AppSettings, admin: TopicAd
         settings.production_error_handler,
     ):
         outputs.add(settings.dead_letters)
-    counts = await admin.partition_counts(external | globals_ | outputs | internal)
+    used = external | globals_ | outputs | internal
+    counts = await wait.call("describing topics", lambda: admin.partition_counts(used))
     missing = sorted(external - set(counts))
     if missing:
         raise SettingsError(f"source topics do not exist: {', '.join(missing)}")
@@ -184,6 +191,7 @@ async def _create_internal_topics(
     admin: TopicAdmin,
     topics: _Topics,
     metrics: AppMetrics,
+    wait: StartupWait,
 ) -> dict[int, dict[str, str]]:
     """Step 2: create the repartition topics and changelogs that are missing (their
     partition counts join ``topics.counts``); return the changelog of each store by
@@ -201,8 +209,10 @@ async def _create_internal_topics(
             topic_config.setdefault("cleanup.policy", "compact")
             specs.append(TopicSpec(topic, partitions, topic_config))
             topics.counts.setdefault(topic, partitions)
-    existing = await admin.partition_counts([s.name for s in specs])
-    await admin.create_topics([s for s in specs if s.name not in existing])
+    names = [s.name for s in specs]
+    existing = await wait.call("describing internal topics", lambda: admin.partition_counts(names))
+    missing = [s for s in specs if s.name not in existing]
+    await wait.call("creating internal topics", lambda: admin.create_topics(missing))
     return logs
 
 
@@ -264,13 +274,14 @@ async def start_runtime(
     # What starts is stopped again if a later step fails, even a client whose start failed.
     async with contextlib.AsyncExitStack() as started:
         app_id = settings.application_id
+        wait = StartupWait(settings.startup_timeout_ms)
         admin = clients.admin()
         started.push_async_callback(_stop, "admin", admin)
-        await admin.start()
-        topics = await _read_topics(topology, settings, admin)
+        await wait.call("connecting to the cluster", admin.start)
+        topics = await _read_topics(topology, settings, admin, wait)
         sources, counts, layout = topics.sources, topics.counts, topics.layout
         topology.check_sink_serdes(*serdes)  # before any topic is made or record read
-        logs = await _create_internal_topics(topology, settings, admin, topics, metrics)
+        logs = await _create_internal_topics(topology, settings, admin, topics, metrics, wait)
 
         extra: dict[str, Any] = {}
         if settings.deserialization_error_handler is not None:
