@@ -350,10 +350,15 @@ def test_fuzzed_sasl_exchanges_serve_nothing_and_leave_broker_serving(tmp_path: 
         capture_output=True,
         timeout=60,
     )
-    port = free_port()
+    port, metrics_port = free_port(), free_port()
     config = tmp_path / "server.properties"
-    config.write_text(f"listeners=SASL_PLAINTEXT://127.0.0.1:{port}\n")
-    with BrokerProcess(data, port=port, config=config) as broker:
+    # No wait after a failure: the fuzzer tries structure, not passwords.
+    config.write_text(
+        f"listeners=SASL_PLAINTEXT://127.0.0.1:{port}\n"
+        "connection.failed.authentication.delay.ms=0\n"
+    )
+    metrics = ("--metrics-listen", f"127.0.0.1:{metrics_port}")
+    with BrokerProcess(data, *metrics, port=port, config=config) as broker:
         served = {"n": 0, "sent": 0}
 
         @settings(
@@ -368,7 +373,7 @@ def test_fuzzed_sasl_exchanges_serve_nothing_and_leave_broker_serving(tmp_path: 
         assert broker.proc is not None and broker.proc.poll() is None, broker.log()
         log_text = broker.log_path.read_text()
         assert "handler failed" not in log_text
-        assert log_text.count("SASL authentication failed") > 50  # the exchanges ran
+        assert _authentication_failures(metrics_port) > 50  # the exchanges ran
         assert "before SASL authentication" in log_text  # and what followed was refused
         # The fuzzer never authenticated, so none of its produce requests wrote a byte.
         with RawClient(f"127.0.0.1:{port}") as good:
@@ -390,3 +395,20 @@ def test_fuzzed_sasl_exchanges_serve_nothing_and_leave_broker_serving(tmp_path: 
             )
             assert [t.name for t in listed.topics if t.name == "fuzz"] == []
         assert served["sent"] >= 500
+
+
+def _authentication_failures(metrics_port: int) -> float:
+    """Failed SASL authentications the broker counted (its log says so once per 10 s)."""
+    import urllib.request
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    url = f"http://127.0.0.1:{metrics_port}/metrics"
+    with urllib.request.urlopen(url, timeout=10) as response:
+        families = text_string_to_metric_families(response.read().decode())
+        return sum(
+            s.value
+            for f in families
+            for s in f.samples
+            if s.name == "headrace_broker_authentication_failures_total"
+        )
