@@ -41,6 +41,17 @@ class PendingWindows:
             heapq.heappush(self._heap, close_time)
         bucket[window_id] = payload
 
+    def touch_newest(self, close_time: int, window_id: Hashable, timestamp: int) -> None:
+        """Note an update whose payload is a record timestamp: keep the newest seen, as
+        Kafka Streams stamps a final result with its window's newest record."""
+        bucket = self._by_close.get(close_time)
+        if bucket is None:
+            bucket = self._by_close[close_time] = {}
+            heapq.heappush(self._heap, close_time)
+        seen = bucket.get(window_id)
+        if seen is None or seen < timestamp:
+            bucket[window_id] = timestamp
+
     def discard(self, close_time: int, window_id: Hashable) -> None:
         bucket = self._by_close.get(close_time)
         if bucket is not None:

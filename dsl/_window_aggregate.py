@@ -314,7 +314,7 @@ class TimeWindowAggregate(WindowedAggregateBase):
         if self._final:
             close = self._windows.close_time
             size = self._windows.size_ms
-            touch = self._pending.touch
+            touch = self._pending.touch_newest
             counting = fold.counting
             for binary, (k, start, values, ts) in groups.items():
                 if not counting:
