@@ -55,7 +55,8 @@ async def _group_offset(bootstrap: str, topic: str) -> int | None:
     )
     await consumer.start()
     try:
-        return await consumer.committed(TopicPartition(topic, 0))
+        offset = await consumer.committed(TopicPartition(topic, 0))
+        return None if offset is None else int(offset)
     finally:
         await consumer.stop()
 
