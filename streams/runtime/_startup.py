@@ -15,8 +15,10 @@
 Steps 1 and 2 ask the cluster through the admin client, and so does its start: while
 the cluster answers with retriable errors (a broker down, a leader being elected) each
 call is tried again, all of them within ``startup_timeout_ms`` from the start, saying
-what they wait for (``_startup_wait.py``). If a step fails, what the steps before it
-started is stopped again before the error goes on: an App holds a whole runtime or none. The runtime's parts are fixed once
+what they wait for (``_startup_wait.py``).
+
+If a step fails, what the steps before it started is stopped again before the error
+goes on: an App holds a whole runtime or none. The runtime's parts are fixed once
 built; the one that changes while it runs, the producer a fenced instance replaces,
 lives in the committer (:attr:`Committer.producer`).
 """
