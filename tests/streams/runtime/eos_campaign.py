@@ -53,7 +53,6 @@ STATEFUL_KINDS = KINDS[1:]
 PHASES = ("offsets", "end_txn", "after_end_txn", "restore")
 PARTITIONS = 2
 KEYS = 40
-T0 = 1_700_000_000_000
 STEP_MS = 10  # event time between two input records
 
 Row = tuple[str, str, str, int | None, int | None]
@@ -62,20 +61,31 @@ or None for the key's)."""
 Output = tuple[str, str]
 
 
-def inputs(kind: str, count: int, seed: int = 11) -> list[Row]:
-    """``count`` input records of ``kind`` (the join: ``count`` on each side), in order."""
+def recent_start(count: int) -> int:
+    """An event time for the first of ``count`` records such that the last ends a little
+    before now, on a window edge. Not a fixed date: a broker's time retention (7 days by
+    default) deletes records whose timestamps are older, input and output alike, and
+    Apache Kafka rejects timestamps more than an hour ahead."""
+    start = int(time.time() * 1000) - (count + 1) * STEP_MS - 20 * WINDOW_MS
+    return start - start % WINDOW_MS
+
+
+def inputs(kind: str, count: int, seed: int = 11, start: int | None = None) -> list[Row]:
+    """``count`` input records of ``kind`` (the join: ``count`` on each side), in order,
+    event time from ``start`` (by default :func:`recent_start`)."""
+    t0 = recent_start(count) if start is None else start
     if kind == "payments":
         return [("in", a, str(amount), None, None) for a, amount in payment_records(count, seed)]
     rows: list[Row] = []
     for i in range(count):
-        key, at = f"k{i % KEYS:02d}", T0 + i * STEP_MS
+        key, at = f"k{i % KEYS:02d}", t0 + i * STEP_MS
         rows.append(("in", key, f"L{i}" if kind == "joined" else str(i), at, None))
         if kind == "joined":
             rows.append(("in2", key, f"R{i}", at + 1, None))
     if kind in ("windowed", "suppressed"):
         # Stream time past every window, on each partition: all windows close. The
         # flush records' own windows never do.
-        flush = T0 + (count + 1) * STEP_MS + 10 * WINDOW_MS
+        flush = t0 + (count + 1) * STEP_MS + 10 * WINDOW_MS
         rows += [("in", "flush", "0", flush, p) for p in range(PARTITIONS)]
     return rows
 
@@ -209,6 +219,7 @@ class Outcome:
     case: Case
     verdict: Verdict
     records_in: int
+    records_expected: int
     records_out: int
     kills: list[str]
     seconds: float
@@ -216,7 +227,8 @@ class Outcome:
 
     def line(self) -> str:
         return (
-            f"{self.case.name}: {self.records_in} in, {self.records_out} out, "
+            f"{self.case.name}: {self.records_in} in, {self.records_out} out of "
+            f"{self.records_expected}, "
             f"kills {', '.join(self.kills)}; {self.verdict}; {self.seconds:.0f} s"
         )
 
@@ -293,6 +305,7 @@ class CaseRun:
             self.case,
             verdict,
             len(self.rows),
+            sum(map(len, want.values())),
             len(got),
             self.kills,
             time.monotonic() - started,
@@ -399,8 +412,13 @@ class CaseRun:
         self.kills.append("restore")
 
     async def _read_output(self) -> list[Output]:
-        """The whole output, read_committed, up to its end offsets (the application has
-        stopped, so no transaction is left open but one the broker aborts)."""
+        """The whole output, read_committed, to its end once no transaction is open on
+        it. The application has stopped, but a transaction of a killed process whose
+        transactional id died with its state dir stays open until the broker aborts it
+        on timeout (Apache Kafka looks for those every 10 s): until then the last stable
+        offset stays at its first record, and what follows is not readable yet."""
+        partitions = [TopicPartition(self.sink, p) for p in range(PARTITIONS)]
+        ends = await self._stable_ends(partitions)
         consumer = AIOKafkaConsumer(
             bootstrap_servers=self.broker.bootstrap,
             isolation_level="read_committed",
@@ -409,12 +427,10 @@ class CaseRun:
         await consumer.start()
         got: list[Output] = []
         try:
-            partitions = [TopicPartition(self.sink, p) for p in range(PARTITIONS)]
             consumer.assign(partitions)
             await consumer.seek_to_beginning(*partitions)
             deadline = time.monotonic() + 60
-            ends = await consumer.end_offsets(partitions)
-            while any(await self._behind(consumer, ends)):
+            while any([await consumer.position(tp) < end for tp, end in ends.items()]):
                 assert time.monotonic() < deadline, "the output's end was not reached"
                 for records in (await consumer.getmany(timeout_ms=500)).values():
                     got += [(r.key.decode(), r.value.decode()) for r in records]
@@ -422,9 +438,26 @@ class CaseRun:
             await consumer.stop()
         return got
 
-    @staticmethod
-    async def _behind(consumer: AIOKafkaConsumer, ends: dict[TopicPartition, int]) -> list[bool]:
-        return [await consumer.position(tp) < end for tp, end in ends.items()]
+    async def _stable_ends(self, partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
+        """The output's end offsets once its last stable offsets reach them."""
+        committed, uncommitted = (
+            AIOKafkaConsumer(bootstrap_servers=self.broker.bootstrap, isolation_level=level)
+            for level in ("read_committed", "read_uncommitted")
+        )
+        await committed.start()
+        await uncommitted.start()
+        try:
+            deadline = time.monotonic() + 90
+            while True:
+                stable = await committed.end_offsets(partitions)
+                ends = await uncommitted.end_offsets(partitions)
+                if stable == ends:
+                    return ends
+                assert time.monotonic() < deadline, f"a transaction stays open: {stable} {ends}"
+                await asyncio.sleep(0.2)
+        finally:
+            await committed.stop()
+            await uncommitted.stop()
 
 
 async def run_cases(
