@@ -1,9 +1,13 @@
 """count / reduce / aggregate over session windows.
 
 A record at ``t`` joins every session of its key that ends at or after ``t - gap`` and
-starts at or before ``t + gap``; they merge (their aggregates combined with the
-merger, then the record folded in) into one session spanning them all. Merged-away
-sessions are deleted and forwarded as tombstones, as in Kafka Streams.
+starts at or before ``t + gap``; they merge into one session spanning them all. As in
+Kafka Streams' ``KStreamSessionWindowAggregate``, the merged aggregate starts from the
+initializer, takes in each session's aggregate with the merger (in order of their ends),
+and then the aggregator adds the record. Only a record with a null key is skipped: a
+null value is aggregated (count counts it, an aggregator or reducer receives ``None``).
+Merged-away sessions are deleted and forwarded as tombstones, unless the merged session
+is the record's own point ``[t, t]``: then the one session there is updated in place.
 
 Late records follow Kafka Streams' ``KStreamSessionWindowAggregate``: a record is dropped
 only when the session it would end up in, after merging, ends before
@@ -19,7 +23,7 @@ a cache coalesces them, as Kafka Streams' does).
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from typing import Any
 
 from headrace.state import Change as StoreChange
@@ -28,7 +32,59 @@ from headrace.streams import ProcessorContext, Rec
 
 from ._aggregate_base import TypedWindowedAggregate, _new_tuple
 from ._change import Change
+from ._folds import AggregateFold, CountFold, Fold, ReduceFold
 from ._windows import SessionWindows
+
+Initializer = Callable[[], Any]
+Merger = Callable[[Any, Any, Any], Any]
+Aggregator = Callable[[Any, Any, Any], Any]
+
+
+def session_steps(fold: Fold) -> tuple[Initializer, Merger, Aggregator]:
+    """A fold as Kafka Streams' session aggregation runs it: initializer, merger
+    ``(key, aggregate, session's aggregate)`` and aggregator ``(key, value, aggregate)``.
+    Count and reduce are the ones ``SessionWindowedKStreamImpl`` builds: count from 0,
+    mergers adding; reduce from ``None``, its aggregator and merger starting over from
+    the other side when the aggregate is ``None``.
+
+    >>> init, merge, add = session_steps(ReduceFold(lambda a, b: a + b))
+    >>> add("k", 3, merge("k", merge("k", init(), 1), 2))
+    6
+    >>> add("k", 3, init())
+    3
+    """
+    if isinstance(fold, CountFold):
+        return _zero, _count_merge, _count_add
+    if isinstance(fold, ReduceFold):
+        reducer = fold.reducer
+
+        def reduce_merge(key: Any, agg: Any, other: Any) -> Any:
+            return other if agg is None else reducer(agg, other)
+
+        def reduce_add(key: Any, value: Any, agg: Any) -> Any:
+            return value if agg is None else reducer(agg, value)
+
+        return _none, reduce_merge, reduce_add
+    assert isinstance(fold, AggregateFold), fold
+    merger = fold.merger
+    assert merger is not None, "session aggregations need a merger"
+    return fold.initializer, merger, fold.aggregator
+
+
+def _zero() -> int:
+    return 0
+
+
+def _none() -> None:
+    return None
+
+
+def _count_merge(key: Any, agg: int, other: int) -> int:
+    return agg + other
+
+
+def _count_add(key: Any, value: Any, agg: int) -> int:
+    return agg + 1
 
 
 class SessionWindowAggregate(TypedWindowedAggregate):
@@ -39,6 +95,7 @@ class SessionWindowAggregate(TypedWindowedAggregate):
         self._windows = windows
         self._retention = retention
         self._lookback = min(lookback, retention)
+        self._steps = session_steps(spec.fold)
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
@@ -85,7 +142,7 @@ class SessionWindowAggregate(TypedWindowedAggregate):
         out: list[Rec] = []
         merge = self._merge
         for k, v, ts, _h, _o in batch:
-            if k is None or v is None:
+            if k is None:
                 continue
             # The store shows sessions ending after its newest session end (the stream
             # time before this record) minus the lookback; the record is judged against
@@ -109,12 +166,12 @@ class SessionWindowAggregate(TypedWindowedAggregate):
         1. find the overlapping sessions still ``visible`` (ending at or after it: Kafka
            Streams' store hides those past its retention) and the window they merge into;
         2. drop the record (return False) if that window ends before ``close``;
-        3. fold them and the record into one, delete every merged session, write the
-           merged one, and forward or note the changes.
+        3. merge them into the initializer's aggregate and add the record; unless the
+           merged window is the record's own point, delete every merged session; write
+           the merged one, and forward or note the changes.
         """
-        gap, fold, store = self._windows.gap_ms, self._fold, self._store
+        gap, store = self._windows.gap_ms, self._store
         start = end = ts
-        agg: Any = None
         merged = list(store.find_sessions(key, max(ts - gap, visible), ts + gap))
         for session, _agg in merged:
             w = session.window
@@ -124,21 +181,29 @@ class SessionWindowAggregate(TypedWindowedAggregate):
                 end = w.end
         if end < close:
             return False
+        initializer, merger, aggregator = self._steps
+        agg = initializer()
         for _session, session_agg in merged:
-            agg = session_agg if agg is None else fold.merge(key, agg, session_agg)
-        new = fold.final(key, agg, 1 if fold.counting else [value])
+            agg = merger(key, agg, session_agg)
+        new = aggregator(key, value, agg)
         target = Windowed(key, Window(start, end))
         close_time = self._windows.close_time
-        final, cached = self._final, self._cached
-        for session, session_agg in merged:
-            if (final or cached) and session.window.start == start and session.window.end == end:
-                continue  # the write below replaces it; nothing forwards the tombstone
-            store.remove(session)
-            removed_end = session.window.end
-            if final:
-                self._pending.discard(close_time(session.window.start, removed_end), session)
-            elif not cached:
-                out.append((session, _new_tuple(Change, (None, session_agg)), removed_end, (), -1))
+        final, cached, send_old = self._final, self._cached, self._send_old
+        if start != ts or end != ts:
+            for session, session_agg in merged:
+                if (
+                    (final or cached)
+                    and session.window.start == start
+                    and session.window.end == end
+                ):
+                    continue  # the write below replaces it; nothing forwards the tombstone
+                store.remove(session)
+                removed_end = session.window.end
+                if final:
+                    self._pending.discard(close_time(session.window.start, removed_end), session)
+                elif not cached:
+                    old = session_agg if send_old else None
+                    out.append((session, _new_tuple(Change, (None, old)), removed_end, (), -1))
         store.put(target, new)
         if final:
             self._pending.touch(close_time(start, end), target, end)

@@ -52,24 +52,6 @@ WINDOWED_NULL_VALUES = Difference(
     "tumbling_count",
     (("in", "a", None, 1000),),
 )
-SESSION_MERGE_FROM_INITIALIZER = Difference(
-    "session merges start from the initializer",
-    "A session aggregate starts from initializer() and merges every overlapping "
-    "session into it with the merger before the aggregator adds the record "
-    "(KStreamSessionWindowAggregate.process); headrace merges the sessions' aggregates "
-    "without the initializer.",
-    "session_aggregate",
-    (("in", "a", "x", 1000), ("in", "a", "ab", 1100)),
-)
-SESSION_SAME_POINT = Difference(
-    "a record on its own point session: no tombstone",
-    "A record whose merged session is exactly its own point window [t, t] (an earlier "
-    "record of the key at the same t) updates that session in place: no tombstone "
-    "(KStreamSessionWindowAggregate.process, mergedWindow.equals(newSessionWindow)); "
-    "headrace tombstones it first.",
-    "session_count",
-    (("in", "b", 1, 14500), ("in", "b", 2, 14500)),
-)
 REGROUP_SAME_KEY = Difference(
     "KTable.group_by within one group: one update (KIP-904)",
     "KTable.group_by: when a row's old and new values map to the same group, one change "
@@ -131,8 +113,6 @@ ALL_DIFFERENCES = (
     AGGREGATE_TIMESTAMP,
     TABLE_JOIN_TIMESTAMP,
     WINDOWED_NULL_VALUES,
-    SESSION_MERGE_FROM_INITIALIZER,
-    SESSION_SAME_POINT,
     REGROUP_SAME_KEY,
     TABLE_JOIN_ABSENT_DELETE,
     FK_EVERY_RESPONSE,
@@ -161,10 +141,6 @@ KNOWN: dict[str, Known] = {
     "tumbling_suppress": Known(_WINDOWED),
     "hopping_emit_final": Known(_WINDOWED),
     "tumbling_no_grace_aggregate": Known(_WINDOWED),
-    "session_count": Known((*_WINDOWED, SESSION_SAME_POINT)),
-    "session_aggregate": Known((*_WINDOWED, SESSION_MERGE_FROM_INITIALIZER)),
-    "session_suppress": Known(_WINDOWED, seeds=(2, 3)),
-    "session_emit_final": Known(_WINDOWED),
     "table_group_by_count": Known((REGROUP_SAME_KEY, AGGREGATE_TIMESTAMP)),
     "table_group_by_reduce": Known((REGROUP_SAME_KEY, AGGREGATE_TIMESTAMP)),
     "table_group_by_aggregate": Known((REGROUP_SAME_KEY, AGGREGATE_TIMESTAMP)),
