@@ -6,9 +6,10 @@ Streams' internal ``Change``). ``new`` of ``None`` is a delete. Operators that m
 a previous contribution (a table re-grouped by another key, a table-table join) need
 ``old``; every other node leaves it ``None`` and saves the read.
 
-Across a repartition topic a change is split into a subtract record (old only) and an
-add record (new only); :class:`ChangeSerde` writes either as one flag byte and the
-inner value's bytes.
+Across a repartition topic a change is a subtract record (old only) and an add record
+(new only), or one record with both when old and new stay in one group (KIP-904);
+:class:`ChangeSerde` writes one flag byte and the inner value's bytes (for both, the new
+value's length in 4 bytes, its bytes, then the old value's).
 """
 
 from __future__ import annotations
@@ -24,11 +25,11 @@ class Change(NamedTuple):
     old: Any
 
 
-_NEW, _OLD = b"\x01", b"\x00"
+_NEW, _OLD, _BOTH = b"\x01", b"\x00", b"\x02"
 
 
 class ChangeSerde:
-    """Serializes a one-sided :class:`Change`, its value with ``inner``.
+    """Serializes a :class:`Change`, its values with ``inner``.
 
     >>> from headrace.dsl import Serdes
     >>> serde = ChangeSerde(Serdes.string())
@@ -36,6 +37,8 @@ class ChangeSerde:
     b'\\x00a'
     >>> serde.deserialize("t", b"\\x01b")
     Change(new='b', old=None)
+    >>> serde.deserialize("t", serde.serialize("t", Change("b", "a")))
+    Change(new='b', old='a')
     """
 
     def __init__(self, inner: Any) -> None:
@@ -56,14 +59,10 @@ class ChangeSerde:
                 return None
             new, old = change
             if new is not None and old is not None:
-                raise SerializerError("a repartitioned change carries a new or an old value")
+                new_data, old_data = _checked(encode(new)), _checked(encode(old))
+                return _BOTH + len(new_data).to_bytes(4, "big") + new_data + old_data
             flag, value = (_NEW, new) if new is not None else (_OLD, old)
-            data = encode(value)
-            if data is not None and type(data) is not bytes:
-                raise SerializerError(
-                    f"the value serde of the re-grouping gave a {type(data).__name__}, not bytes"
-                )
-            return flag + (data or b"")
+            return flag + _checked(encode(value))
 
         return serialize
 
@@ -74,9 +73,24 @@ class ChangeSerde:
             if data is None:
                 return None
             flag = data[:1]
+            if flag == _BOTH:
+                if len(data) < 5:
+                    raise DeserializationError("a repartitioned change cut short")
+                end = 5 + int.from_bytes(data[1:5], "big")
+                if end > len(data):
+                    raise DeserializationError("a repartitioned change cut short")
+                return Change(decode(data[5:end]), decode(data[end:]))
             if flag not in (_NEW, _OLD):
                 raise DeserializationError("not a repartitioned change: bad flag byte")
             value = decode(data[1:])
             return Change(value, None) if flag == _NEW else Change(None, value)
 
         return deserialize
+
+
+def _checked(data: Any) -> bytes:
+    if data is not None and type(data) is not bytes:
+        raise SerializerError(
+            f"the value serde of the re-grouping gave a {type(data).__name__}, not bytes"
+        )
+    return data or b""

@@ -16,8 +16,9 @@ through two internal topics, named after the join:
 3. *Resolve* (left task, :class:`ResponseResolve`): an answer whose hash is not that of
    the left row's current value is stale (the row changed since) and is dropped; the
    others become the result row, or a delete.
-4. The result table (:class:`ResultTable`) keeps the rows in its store, so it can tell
-   a delete of a row that exists from one that never did, and send old values.
+4. The result table (:class:`ResultTable`) keeps the rows in its store, so it can send
+   old values. Every current answer is forwarded, a repeat of the same row and a delete
+   of a row that never was included, as Kafka Streams forwards them.
 
 A left row without a foreign key joins nothing (a left join gives ``joiner(value,
 None)`` at once). Hashes are of the left value's serialized bytes (its ``repr`` when the
@@ -119,8 +120,10 @@ class SubscriptionSend(BatchProcessor):
                 answer_null = spec.left_join or old_fkb is not None
                 instruction = SUBSCRIBE_ANSWER_NULL if answer_null else SUBSCRIBE
                 subscriptions.append((new_fkb, instruction + digest + pkb, ts, h, o))
-            elif old_fkb is None and (new is not None or old is not None):
-                row = spec.joiner(new, None) if spec.left_join and new is not None else None
+            elif old_fkb is None and spec.left_join and (new is not None or old is not None):
+                # No foreign key before or after: a left join's row is the left value
+                # alone (an inner join has had no row, and makes none).
+                row = None if new is None else spec.joiner(new, None)
                 direct.append((k, _new_tuple(Change, (row, None)), ts, h, o))
         forward = self.context.forward_batch
         if subscriptions:
@@ -236,8 +239,8 @@ class ResponseResolve(BatchProcessor):
 
 
 class ResultTable(BatchProcessor):
-    """Writes result rows to the join's store and forwards those that change a row, with
-    the old row when readers asked for it."""
+    """Writes result rows to the join's store and forwards each, with the old row when
+    readers asked for it."""
 
     def __init__(self, node: Any, store_name: str, key_serde: Any, value_serde: Any) -> None:
         self._node, self._store_name = node, store_name
@@ -260,8 +263,8 @@ class ResultTable(BatchProcessor):
             new = change[0]
             kb = ek(k)
             old = dv(get(kb))
-            if new == old:
-                continue  # emit on change: the row is already what this answer says
+            # Every answer is forwarded, a repeat of the row or a delete of none included,
+            # as Kafka Streams' response processor forwards each one that is current.
             put(kb, ev(new))
             out.append((k, _new_tuple(Change, (new, old if send_old else None)), ts, h, o))
         if out:

@@ -81,11 +81,8 @@ class ReduceFold(Fold):
 
     def final(self, key: Any, agg: Any, values: Any) -> Any:
         reducer = self.reducer
-        it = iter(values)
-        if agg is None:
-            agg = next(it)
-        for value in it:
-            agg = reducer(agg, value)
+        for value in values:  # a None aggregate (none yet, or a None value) restarts
+            agg = value if agg is None else reducer(agg, value)
         return agg
 
     def steps(self, key: Any, agg: Any, values: list[Any]) -> list[Any]:

@@ -76,6 +76,12 @@ def _by_key(
     join_name = name or builder.new_name("KTABLE-JOIN-")
     left_getter, right_getter = table.value_getter_supplier(), other.value_getter_supplier()
     row = row_fn(joiner, kind)
+    # A side whose value alone makes a row tells a delete of a row that was (forwarded)
+    # from a delete of a key neither side has (dropped) by the value it replaces.
+    if kind != "inner":
+        table.enable_send_old_values()
+    if kind == "outer":
+        other.enable_send_old_values()
     this = TableGraphNode(
         f"{join_name}-this",
         (table._node,),

@@ -2,8 +2,9 @@
 
 Input records come from the repartition topic of ``KTable.group_by``: ``Change(None,
 old)`` takes a row's old contribution out of its group's aggregate (the subtractor),
-``Change(new, None)`` puts a row's new contribution in (the adder). A row that moves
-from one group to another therefore leaves the first and joins the second.
+``Change(new, None)`` puts a row's new contribution in (the adder), and ``Change(new,
+old)`` (a row updated within its group) does both, subtractor first, in one update. A
+row that moves from one group to another therefore leaves the first and joins the second.
 """
 
 from __future__ import annotations

@@ -243,17 +243,22 @@ def group_by_map_fn(
     selector: Callable[[Any, Any], tuple[Any, Any]],
 ) -> Callable[[list[Rec]], list[Rec]]:
     """Each change becomes a subtract record for the old row's new key (first) and an
-    add record for the new row's new key, as Kafka Streams' table re-grouping does."""
+    add record for the new row's new key, as Kafka Streams' table re-grouping does; or,
+    when both keys are the same, one record with both values (KIP-904), which the
+    aggregate applies subtractor then adder to and emits once."""
 
     def fn(batch: list[Rec]) -> list[Rec]:
         out: list[Rec] = []
         for k, (new, old), ts, h, o in batch:
-            if old is not None:
-                old_key, old_value = selector(k, old)
-                out.append((old_key, _new_tuple(Change, (None, old_value)), ts, h, o))
-            if new is not None:
-                new_key, new_value = selector(k, new)
-                out.append((new_key, _new_tuple(Change, (new_value, None)), ts, h, o))
+            old_pair = None if old is None else selector(k, old)
+            new_pair = None if new is None else selector(k, new)
+            if old_pair is not None and new_pair is not None and old_pair[0] == new_pair[0]:
+                out.append((new_pair[0], _new_tuple(Change, (new_pair[1], old_pair[1])), ts, h, o))
+                continue
+            if old_pair is not None:
+                out.append((old_pair[0], _new_tuple(Change, (None, old_pair[1])), ts, h, o))
+            if new_pair is not None:
+                out.append((new_pair[0], _new_tuple(Change, (new_pair[1], None)), ts, h, o))
         return out
 
     return fn

@@ -14,9 +14,11 @@ outer       ``joiner(l, r)``    ``joiner(l, None)`` ``joiner(None, r)``
 ==========  ==================  ==================  ==================
 
 A change that leaves no row where there was one is a delete (a tombstone) downstream.
-Without old values a side cannot tell whether a row existed, so it sends the delete
-unless the other side's absence rules a row out, as Kafka Streams does. The result
-timestamps are those of the changes that caused them.
+A side whose value alone makes a row (left of a left join, either of an outer one) reads
+its old value to tell such a delete from a delete of a key neither side has, which it
+drops, as Kafka Streams does; a side that needs the other's value sends the delete
+unless the other side's absence rules a row out. The result timestamps are those of the
+changes that caused them.
 """
 
 from __future__ import annotations
@@ -69,8 +71,8 @@ class TableJoinSide(BatchProcessor):
                 continue
             new, old = change
             other = get(k)
-            if other is None and not alone:
-                continue
+            if other is None and (not alone or (new is None and old is None)):
+                continue  # no row either way: for a delete of a key neither side has, too
             new_row = row(new, other)
             old_row = row(old, other) if send_old else None
             if new_row is None and old_row is None and send_old:

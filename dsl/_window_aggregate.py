@@ -192,7 +192,7 @@ class TimeWindowAggregate(WindowedAggregateBase):
         late: list[tuple[Any, Any, int, int]] = []
         tumbling = windows.tumbling
         for k, v, ts, _h, _o in batch:
-            if k is None or v is None:
+            if k is None:  # a null value is aggregated, as Kafka Streams does
                 continue
             if ts > observed:
                 observed = ts
@@ -249,7 +249,7 @@ class TimeWindowAggregate(WindowedAggregateBase):
         late: list[tuple[Any, Any, int, int]] = []
         readers = self._readers  # timestamps are only needed for forwarded updates
         for k, v, ts, _h, _o in batch:
-            if k is None or v is None:
+            if k is None:  # a null value is aggregated, as Kafka Streams does
                 continue
             if ts > observed:
                 observed = ts

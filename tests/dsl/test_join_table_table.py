@@ -212,6 +212,7 @@ def test_foreign_key_left_join_keeps_every_left_row() -> None:
             ("o2", "cap for None"),
             ("o1", "pen for Ann"),
             ("o1", "pen for None"),
+            ("o2", "cap for None"),  # every answer, the same row again included
             ("o2", None),
         ]
         assert fk.view() == {"o1": "pen for None"}
