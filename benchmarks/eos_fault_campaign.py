@@ -125,10 +125,12 @@ def main() -> None:
     args = parser.parse_args()
     runs = cases(args.runs, args.count, args.volume, args.seed)
     if args.case:
-        runs = [
-            Case(*c.split(":")[:3], broker_kill=c.endswith(":broker"), count=args.count)
-            for c in args.case
-        ]
+        runs = []
+        for spec in args.case:
+            kind, phase, restart = spec.split(":")[:3]
+            runs.append(
+                Case(kind, phase, restart, broker_kill=spec.endswith(":broker"), count=args.count)
+            )
     failed = False
     for name in args.brokers.split(","):
         root = pathlib.Path(tempfile.mkdtemp(prefix=f"eos-campaign-{name}-"))

@@ -109,7 +109,7 @@ def reference(kind: str, rows: list[Row]) -> dict[str, list[str]]:
         for name, n in counts.items():
             want[name].append(str(n))
     elif kind == "joined":
-        left = {v[1:]: (k, at) for t, k, v, at, _p in rows if t == "in"}
+        left = {v[1:]: (k, at) for t, k, v, at, _p in rows if t == "in" and at is not None}
         for t, key, value, at, _p in rows:
             i = value[1:]
             assert at is not None
@@ -267,10 +267,11 @@ class CaseRun:
 
     async def run(self, wait: float = 120) -> Outcome:
         started = time.monotonic()
+        instance = self.instance
         self.proxy.start()
         try:
             await self._create_topics()
-            instance = self.instance.start()
+            instance.start()
             await asyncio.to_thread(instance.wait_for, "tasks=0_", 90)
             producing = asyncio.create_task(self._produce())
             try:
@@ -429,7 +430,7 @@ class CaseRun:
         try:
             consumer.assign(partitions)
             await consumer.seek_to_beginning(*partitions)
-            deadline = time.monotonic() + 60
+            deadline = time.monotonic() + 60 + len(self.rows) / 5_000
             while any([await consumer.position(tp) < end for tp, end in ends.items()]):
                 assert time.monotonic() < deadline, "the output's end was not reached"
                 for records in (await consumer.getmany(timeout_ms=500)).values():
@@ -449,8 +450,8 @@ class CaseRun:
         try:
             deadline = time.monotonic() + 90
             while True:
-                stable = await committed.end_offsets(partitions)
-                ends = await uncommitted.end_offsets(partitions)
+                stable: dict[TopicPartition, int] = await committed.end_offsets(partitions)
+                ends: dict[TopicPartition, int] = await uncommitted.end_offsets(partitions)
                 if stable == ends:
                     return ends
                 assert time.monotonic() < deadline, f"a transaction stays open: {stable} {ends}"

@@ -218,7 +218,7 @@ class KillProxy:
         )
         data = frame[4:]
         _header, used = entity_reader(header_cls)(data, 0)
-        body, _ = entity_reader(schema)(data, used)
+        body: Any = entity_reader(schema)(data, used)[0]
         if api_key == METADATA:
             body = dataclasses.replace(body, brokers=tuple(self._moved(b) for b in body.brokers))
         elif hasattr(body, "coordinators"):
