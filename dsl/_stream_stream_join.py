@@ -10,8 +10,17 @@ Joining one record, step by step (Kafka Streams' ``KStreamKStreamJoin``):
 1. Advance the stream time with its timestamp (a record that is then skipped, for a
    ``None`` value, still moves it, as in Kafka Streams).
 2. If the record is at the stream time, emit the waiting records whose windows have
-   closed, unmatched (``joiner(left, None)`` or ``joiner(None, right)``), oldest close
-   first, before this record's own results, so that output time keeps moving forward.
+   closed, unmatched (``joiner(left, None)`` or ``joiner(None, right)``), before this
+   record's own results. As in Kafka Streams' ``emitNonJoinedOuterRecords``, this is
+   gated by the join's ``min time``: nothing is emitted while ``min time + after +
+   grace`` (the record's side's ``after``) has not passed the stream time. ``min time``
+   is the oldest timestamp put in the waiting store since the last emission, and an
+   emission sets it to the timestamp of the record it stopped at: the waiting records
+   go out in ``(timestamp, side (right first), key bytes)`` order, those of a side
+   whose window is still open are skipped, and the emission stops after the next
+   record once a still-open record of each side has been seen (or at the end). A walk
+   over an empty store leaves the min time unset (Java's Long.MAX_VALUE, which the
+   gate's sum wraps past: the next record at the stream time walks again).
 3. Pair it with each record of the other side's store that lies in its window and that
    the store still holds: Kafka Streams' window store keeps a side's records for
    ``before + after + grace`` behind the newest timestamp that side has stored, however
@@ -31,12 +40,13 @@ late may still pair afterwards, as in Kafka Streams.
 
 from __future__ import annotations
 
-import heapq
 import time
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from sortedcontainers import SortedList
 
 from headrace.streams import BatchProcessor, ProcessorContext, Rec, Topology
 
@@ -48,6 +58,22 @@ from ._operators import Transform, pass_through
 PairFn = Callable[[Any, Any, Any], Any]  # (key, left value, right value) -> joined value
 _LEFT, _RIGHT = b"L", b"R"
 _SEQ_MASK = 0xFFFFFFFF
+_NO_MIN_TIME = 2**63 - 1  # Kafka Streams' Long.MAX_VALUE: nothing put since the last emission
+
+
+def _gate_passes(min_time: int, gate: int, stream_time: int) -> bool:
+    """Kafka Streams' ``minTime + joinAfterMs + joinGraceMs < streamTime`` in Java longs:
+    an unset min time (Long.MAX_VALUE) plus a positive ``gate`` wraps around and passes.
+
+    >>> _gate_passes(1000, 550, 1551), _gate_passes(1000, 550, 1550)
+    (True, False)
+    >>> _gate_passes(_NO_MIN_TIME, 550, 0), _gate_passes(_NO_MIN_TIME, 0, 10**12)
+    (True, False)
+    """
+    limit = min_time + gate
+    if limit > _NO_MIN_TIME:
+        limit -= 2**64
+    return limit < stream_time
 
 
 def join_fn(joiner: Callable[..., Any], with_key: bool) -> PairFn:
@@ -85,13 +111,36 @@ class JoinState:
         self.newest = {_LEFT: -1, _RIGHT: -1}
         self.seq = seed & _SEQ_MASK
         self.loaded = False
-        # side byte + binary key -> (key, value bytes): outer-side records with no partner yet
-        self.waiting: dict[bytes, tuple[Any, bytes]] = {}
-        self.heap: list[tuple[int, bytes]] = []  # (close time, waiting key), lazily pruned
+        # side byte + binary key -> (key, value bytes, order): outer-side records with no
+        # partner yet; ``order`` is their place in ``queue``
+        self.waiting: dict[bytes, tuple[Any, bytes, _Order]] = {}
+        # the waiting records in Kafka Streams' outer store order: timestamp, side (right
+        # first), key bytes, then arrival
+        self.queue: SortedList = SortedList()
+        self.arrivals = 0
+        self.min_time = _NO_MIN_TIME
+
+    def wait(self, wkey: bytes, key: Any, kb: bytes, ts: int, left: bool, data: bytes) -> None:
+        self.arrivals += 1
+        order = (ts, 1 if left else 0, kb, self.arrivals, wkey)
+        self.waiting[wkey] = (key, data, order)
+        self.queue.add(order)
+
+    def stop_waiting(self, wkey: bytes) -> bool:
+        entry = self.waiting.pop(wkey, None)
+        if entry is None:
+            return False
+        self.queue.remove(entry[2])
+        return True
 
     def next_seq(self) -> int:
         self.seq = (self.seq + 1) & _SEQ_MASK
         return self.seq
+
+
+_Order = tuple[
+    int, int, bytes, int, bytes
+]  # (timestamp, 0 right / 1 left, key bytes, arrival, wkey)
 
 
 class _Side:
@@ -161,13 +210,12 @@ class StreamJoinProcessor(BatchProcessor):
         state.loaded = True
         if self._outer is None:
             return
-        windows = self._spec.windows
         for wkey, data in self._outer.all():
-            key = self._dk(wkey[1:-12])
+            kb = wkey[1:-12]
             timestamp = int.from_bytes(wkey[-12:-4], "big")
-            state.waiting[wkey] = (key, data)
-            state.heap.append((windows.close_time(timestamp, wkey[:1] == _LEFT), wkey))
-        heapq.heapify(state.heap)
+            state.wait(wkey, self._dk(kb), kb, timestamp, wkey[:1] == _LEFT, data)
+        # As Kafka Streams' time tracker after a restart, the min time stays unset, which
+        # lets the first record at the stream time walk the restored records.
 
     def process_batch(self, batch: list[Rec]) -> None:
         state = self._state
@@ -175,7 +223,9 @@ class StreamJoinProcessor(BatchProcessor):
             self._load()
         out: list[Rec] = []
         sides = self._sides
-        heap = state.heap
+        # the record's side's "after" (Kafka Streams' joinAfterMs) gates the emission
+        gate = sides[0].reach + sides[0].grace
+        outer = self._outer is not None
         for k, v, ts, h, o in batch:
             if ts > state.stream_time:
                 state.stream_time = ts
@@ -186,7 +236,7 @@ class StreamJoinProcessor(BatchProcessor):
                     if side.outer:
                         out.append((k, side.pair(k, v, None), ts, h, o))
                 continue
-            if heap and heap[0][0] < ts and ts == state.stream_time:
+            if outer and ts == state.stream_time and _gate_passes(state.min_time, gate, ts):
                 self._emit_closed(out, o)
             try:
                 kb = self._key_cache.get(k)
@@ -224,7 +274,7 @@ class StreamJoinProcessor(BatchProcessor):
                 out.append((k, pair(k, v, dv(data)), ts if ts > other_ts else other_ts, h, o))
                 if waiting:
                     wkey = side.other_tag + binary
-                    if waiting.pop(wkey, None) is not None:
+                    if state.stop_waiting(wkey):
                         self._outer.put(wkey, None)  # type: ignore[union-attr]
         own_newest = newest[side.tag]
         if ts > own_newest:
@@ -238,30 +288,46 @@ class StreamJoinProcessor(BatchProcessor):
                 out.append((k, side.pair(k, v, None), ts, h, o))
             else:
                 wkey = side.tag + binary
-                state.waiting[wkey] = (k, data)
-                heapq.heappush(state.heap, (ts + side.reach + side.grace, wkey))
+                state.wait(wkey, k, kb, ts, side.left, data)
+                if ts < state.min_time:
+                    state.min_time = ts
                 self._outer.put(wkey, data)  # type: ignore[union-attr]
 
     def _emit_closed(self, out: list[Rec], offset: int) -> None:
-        """Emit, unmatched, the waiting records whose windows closed (oldest close first)."""
+        """Emit, unmatched, the waiting records whose windows closed, walking them in
+        Kafka Streams' outer store order (see the module's step 2); the walk leaves the
+        min time at the timestamp of the record it stopped at."""
         state = self._state
-        heap, waiting, now = state.heap, state.waiting, state.stream_time
-        pair = self._spec.pair
-        outer = self._outer
+        now = state.stream_time
+        windows = self._spec.windows
+        left_open_until = now - windows.after_ms - windows.grace_ms
+        right_open_until = now - windows.before_ms - windows.grace_ms
+        pair, outer, waiting = self._spec.pair, self._outer, state.waiting
         assert outer is not None
-        while heap and heap[0][0] < now:
-            _close, wkey = heapq.heappop(heap)
-            entry = waiting.pop(wkey, None)
-            if entry is None:
-                continue  # it found a partner after all
-            key, data = entry
+        min_time = _NO_MIN_TIME
+        left_open = right_open = False
+        done: list[_Order] = []
+        for order in state.queue:
+            ts = min_time = order[0]
+            if left_open and right_open:
+                break
+            if order[1]:
+                if ts >= left_open_until:
+                    left_open = True
+                    continue
+            elif ts >= right_open_until:
+                right_open = True
+                continue
+            done.append(order)
+        state.min_time = min_time
+        for order in done:
+            wkey = order[4]
+            key, data, _order = waiting.pop(wkey)
+            state.queue.remove(order)
             outer.put(wkey, None)
-            ts = int.from_bytes(wkey[-12:-4], "big")
-            if wkey[:1] == _LEFT:
-                value = pair(key, self._dl(data), None)
-            else:
-                value = pair(key, None, self._dr(data))
-            out.append((key, value, ts, (), offset))
+            left_value = self._dl(data) if order[1] else None
+            right_value = None if order[1] else self._dr(data)
+            out.append((key, pair(key, left_value, right_value), order[0], (), offset))
 
 
 @dataclass(eq=False)

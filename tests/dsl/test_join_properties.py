@@ -7,7 +7,11 @@ shows the records no more than before + after + grace behind the newest one it h
 record the other side's store shows in its window; an outer-side record with no partner
 waits until its window closes, unless its window's span (grace not counted) already
 ended, when it is emitted unmatched at once; waiting records are emitted when a record at
-the stream time arrives.
+the stream time arrives and the oldest timestamp that waited since the last emission
+(the min time) is past that record's side's after + grace, by a walk over the waiting
+records in (timestamp, side (right first), key, arrival) order that skips those still
+open and stops one record after it has seen an open record of each side, leaving the
+min time at the last record it looked at (``KStreamKStreamJoin.emitNonJoinedOuterRecords``).
 """
 
 from __future__ import annotations
@@ -58,15 +62,32 @@ def reference(records: list[Rec], w: JoinWindows, kind: str) -> list[tuple[str, 
     lookback = max(1, w.before_ms + w.after_ms + w.grace_ms)
     out = []
     now = -1
+    no_min_time = 2**63 - 1
+    min_time = no_min_time
     newest = {True: -1, False: -1}  # per side: the newest timestamp its store holds
     seen: list[Rec] = []
     for rec in records:
         now = max(now, rec.ts)
-        if rec.ts == now:
-            for old in seen:
-                if old.waiting and not old.paired and close(w, old) < now:
-                    old.waiting, old.done = False, True
-                    out.append(unmatched(old))
+        gate = min_time + reach(w, rec) + w.grace_ms
+        if gate >= 2**63:  # Java's long sum wraps past Long.MAX_VALUE
+            gate -= 2**64
+        if rec.ts == now and gate < now:
+            min_time = no_min_time
+            open_sides: set[bool] = set()
+            in_store_order = sorted(
+                (i for i, old in enumerate(seen) if old.waiting),
+                key=lambda i: (seen[i].ts, seen[i].left, seen[i].key, i),
+            )
+            for i in in_store_order:
+                old = seen[i]
+                min_time = old.ts
+                if len(open_sides) == 2:
+                    break
+                if close(w, old) >= now:
+                    open_sides.add(old.left)
+                    continue
+                old.waiting, old.done = False, True
+                out.append(unmatched(old))
         for old in seen:
             if old.left == rec.left or old.key != rec.key or not old.stored:
                 continue
@@ -85,6 +106,7 @@ def reference(records: list[Rec], w: JoinWindows, kind: str) -> list[tuple[str, 
                 out.append(unmatched(rec))
             else:
                 rec.waiting = True
+                min_time = min(min_time, rec.ts)
         seen.append(rec)
     return out
 

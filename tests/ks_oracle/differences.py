@@ -44,24 +44,6 @@ TABLE_JOIN_TIMESTAMP = Difference(
     (("right", "b", 3, 14198), ("left", "b", 0, 13000)),
 )
 
-OUTER_JOIN_EMIT_GATE = Difference(
-    "stream-stream outer join: unmatched records held back by the oldest one",
-    "Unmatched records of a left or outer stream-stream join are emitted only once the "
-    "oldest record still waiting (of any key, either side) is past its window: nothing is "
-    "emitted while minTime + after + grace >= stream time, then the waiting records go "
-    "out in (timestamp, side, key) order up to the first open window per side "
-    "(KStreamKStreamJoin.emitNonJoinedOuterRecords); a late record's own unmatched "
-    "result goes out at once. headrace emits each record as soon as its own window "
-    "closes, so one key's results come out in another order.",
-    "ss_outer",
-    (
-        ("left", "c", 2, 3507),
-        ("right", "d", 3, 3556),
-        ("left", "c", 0, 4000),
-        ("left", "d", 6, 2003),
-        ("left", "zz", 0, 100000),
-    ),
-)
 SLIDING_SUPPRESS_EARLY = Difference(
     "sliding windows: suppress emits at end + grace, then again on a later update",
     "suppress(untilWindowCloses) emits a window once stream time reaches end + grace "
@@ -77,7 +59,6 @@ SLIDING_SUPPRESS_EARLY = Difference(
 ALL_DIFFERENCES = (
     AGGREGATE_TIMESTAMP,
     TABLE_JOIN_TIMESTAMP,
-    OUTER_JOIN_EMIT_GATE,
     SLIDING_SUPPRESS_EARLY,
 )
 
