@@ -182,14 +182,18 @@ class Case:
     count: int = 3_000
     per_second: float = 1_500
     share: float = 0.25  # of the input committed when the proxy is armed
+    guarantee: str = "exactly_once_v2"  # at_least_once: the oracle's control
 
     def __post_init__(self) -> None:
-        assert self.kind in KINDS and self.phase in PHASES and self.restart in ("same", "emptied")
+        assert self.kind in KINDS and self.restart in ("same", "emptied")
+        assert self.phase in (PHASES if self.guarantee == "exactly_once_v2" else ("offset_commit",))
         assert self.phase != "restore" or self.kind in STATEFUL_KINDS, "nothing to restore"
 
     @property
     def name(self) -> str:
-        return f"{self.kind}-{self.phase}-{self.restart}{'-broker' if self.broker_kill else ''}"
+        broker = "-broker" if self.broker_kill else ""
+        alos = "-alos" if self.guarantee == "at_least_once" else ""
+        return f"{self.kind}-{self.phase}-{self.restart}{broker}{alos}"
 
 
 @dataclass
@@ -250,7 +254,7 @@ class CaseRun:
             root / f"{self.prefix}-state",
             self.prefix,
             env={
-                "HEADRACE_PROCESSING_GUARANTEE": "exactly_once_v2",
+                "HEADRACE_PROCESSING_GUARANTEE": case.guarantee,
                 "EOS_CAMPAIGN_PREFIX": self.prefix,
                 **broker.app_env,
             },

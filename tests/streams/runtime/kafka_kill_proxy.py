@@ -18,7 +18,9 @@ SIGKILLs the process first and drops the frame, so the broker never sees it:
   the transaction but it is neither committed nor aborted;
 - ``after_end_txn``: that EndTxn goes out, and the process dies when the broker's
   answer comes back, before it reads it: the transaction is committed but the
-  application never learns so.
+  application never learns so;
+- ``offset_commit``: the first OffsetCommit (8), the commit of an at-least-once
+  application, whose output is then written and its input not marked consumed.
 
 ``slow_fetch`` holds back each Fetch answer (api key 1) that long: restoring a store
 from its changelog then takes long enough for a kill to land inside it.
@@ -44,8 +46,8 @@ from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeade
 from kio.serial import entity_reader, entity_writer
 
 FETCH, METADATA, FIND_COORDINATOR, API_VERSIONS = 1, 3, 10, 18
-END_TXN, TXN_OFFSET_COMMIT = 26, 28
-PHASES = ("offsets", "end_txn", "after_end_txn")
+OFFSET_COMMIT, END_TXN, TXN_OFFSET_COMMIT = 8, 26, 28
+PHASES = ("offsets", "end_txn", "after_end_txn", "offset_commit")
 
 
 class KillProxy:
@@ -166,7 +168,9 @@ class KillProxy:
             if self._armed is None:
                 return None
             phase, pid = self._armed
-            if api_key == TXN_OFFSET_COMMIT:
+            if api_key == OFFSET_COMMIT:
+                step = "before" if phase == "offset_commit" else None
+            elif api_key == TXN_OFFSET_COMMIT:
                 self._offsets_pending = True
                 step = "before" if phase == "offsets" else None
             elif api_key == END_TXN and self._offsets_pending:

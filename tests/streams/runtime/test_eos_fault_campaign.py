@@ -139,3 +139,17 @@ def test_the_references_follow_the_inputs() -> None:
     assert sum(map(len, reference("joined", inputs("joined", 300)).values())) == 300
     balances = reference("payments", inputs("payments", 500))
     assert sum(map(len, balances.values())) == 500
+
+
+@pytest.mark.timeout(150)
+async def test_the_campaign_sees_at_least_once_repeat_output(
+    builtin: Broker, tmp_path: Path
+) -> None:
+    """The control: the same stateless case at least once, SIGKILLed as its OffsetCommit
+    goes out (its output already written), repeats that output after the restart, and
+    the campaign's reader says so."""
+    case = Case("stateless", "offset_commit", "same", guarantee="at_least_once")
+    outcome = await CaseRun(case, builtin, tmp_path, builtin.name).run()
+    assert outcome.kills == ["offset_commit"]
+    assert outcome.verdict.repeated, outcome.line()
+    assert not outcome.verdict.lost and not outcome.verdict.unexpected, outcome.line()
