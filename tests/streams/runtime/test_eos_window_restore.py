@@ -45,6 +45,8 @@ async def test_final_window_counts_are_exact_through_a_snapshot_and_a_changelog_
     # The restarts came back the two ways: from the snapshot, then from the changelog.
     assert len(job.timeline) == 2, context
     assert any(min(offsets.values()) > 0 for offsets in _snapshot_restores(log)), context
+    # One restore per start at least (a rebalance under load may add one), the last one
+    # from the emptied state dir: it read the changelog.
     restores = [line for line in log.splitlines() if f"task {TASK} restored" in line]
-    assert len(restores) == 3 and " restored 0 records" not in restores[-1], context
+    assert len(restores) >= 3 and " restored 0 records" not in restores[-1], context
     assert job.stop() == 0
