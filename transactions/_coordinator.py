@@ -333,15 +333,7 @@ class TransactionCoordinator:
         """
         if transactional_id == "":
             raise InvalidRequestError("empty transactional id")
-        meta = self._txns.get(transactional_id)
-        if meta is None or meta.producer_id != producer_id:
-            raise InvalidProducerIdMappingError(
-                f"producer id {producer_id} is not {transactional_id!r}'s"
-            )
-        if meta.producer_epoch != epoch:
-            raise ProducerFencedError(
-                f"{transactional_id!r} is at epoch {meta.producer_epoch}, not {epoch}"
-            )
+        meta = self._check_producer(transactional_id, producer_id, epoch)
         if meta.state.is_prepared:
             raise ConcurrentTransactionsError(f"{transactional_id!r} is completing")
         if meta.state is not TxnState.ONGOING or partition not in meta.partitions:
