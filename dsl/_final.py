@@ -57,6 +57,17 @@ class PendingWindows:
         if bucket is not None:
             bucket.pop(window_id, None)
 
+    def any_due(self, stream_time: int) -> bool:
+        """Whether ``due(stream_time)`` would take anything (or an emptied close time).
+
+        >>> pending = PendingWindows()
+        >>> pending.touch(100, "w", 99)
+        >>> pending.any_due(99), pending.any_due(100)
+        (False, True)
+        """
+        heap = self._heap
+        return bool(heap) and heap[0] <= stream_time
+
     def due(self, stream_time: int) -> list[tuple[Hashable, Any]]:
         """Take every window whose close time is at or before ``stream_time``, in
         close-time order and, within one close time, in first-update order."""

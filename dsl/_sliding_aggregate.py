@@ -20,6 +20,13 @@ first), then the windows it creates are written in Kafka Streams' order: the pre
 record's right window and its own left window (each only while open), and its own right
 window. A record at ``t < d`` takes Kafka Streams' early-record path, where ``[0, d]``
 stands for every left window that would start before 0.
+
+Under ``suppress(until_window_closes())`` a window goes out as Kafka Streams' suppression
+buffer lets it out (``KTableSuppressProcessorSupplier``: a window whose ``end <= stream
+time - grace``), checked after every record: once stream time reaches ``end + grace``,
+one millisecond before the aggregate closes the window (its end is inclusive), and again
+for each update the window still takes at that stream time. ``emit_final()`` emits a
+window once, when the aggregate has closed it.
 """
 
 from __future__ import annotations
@@ -60,16 +67,18 @@ class SlidingWindowAggregate(TypedWindowedAggregate):
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
+        # suppress() emits a window at end + grace, emit_final() at end + grace + 1
+        self._early = 1 if self._final and self._node.suppressed_via is not None else 0
         self._times = context.get_state_store(self._times_name)
         self._listen_for_flushes()
         self._start_final()
 
     def _stored_windows(self) -> Iterator[tuple[int, Hashable, int]]:
-        close, times = self._windows.close_time, self._times
+        close, times, early = self._windows.close_time, self._times, self._early
         for windowed, _value in self._store.all():
             w = windowed.window
             newest = times.get(windowed.key, w.start)
-            yield close(w.start, w.end), windowed, w.end if newest is None else newest
+            yield close(w.start, w.end) - early, windowed, w.end if newest is None else newest
 
     def _final_records(self, due: list[tuple[Hashable, Any]]) -> list[Rec]:
         out: list[Rec] = []
@@ -86,6 +95,7 @@ class SlidingWindowAggregate(TypedWindowedAggregate):
         observed = self._observed
         late: list[tuple[Any, Any, int, int]] = []
         out: list[Rec] = []
+        pending = self._pending if self._early else None
         for k, v, ts, _h, _o in batch:
             if k is None or v is None:
                 continue
@@ -98,6 +108,11 @@ class SlidingWindowAggregate(TypedWindowedAggregate):
                 self._process_early(k, v, ts, close, out)
             else:
                 self._process(k, v, ts, close, out)
+            if pending is not None and pending.any_due(observed):
+                # Kafka Streams' suppression buffer emits after each record: a window it
+                # let out may still take an update, emitted in turn
+                self._observed = observed
+                self._emit_due()
         # A record accepted from here on is at or after observed - grace - d, and changes
         # only windows ending at or after observed - grace: the ones starting before
         # observed - grace - d are done.
@@ -215,7 +230,8 @@ class SlidingWindowAggregate(TypedWindowedAggregate):
         self._store.put(key, new, start)
         self._times.put(key, newest, start)
         if self._final:
-            self._pending.touch(self._windows.close_time(start, end), windowed, newest)
+            close = self._windows.close_time(start, end) - self._early
+            self._pending.touch(close, windowed, newest)
         elif self._cached:
             self._pending_ts[windowed] = newest
         else:

@@ -1,7 +1,10 @@
 """Suppressed: holding back a windowed table's updates until its windows close.
 
-``Suppressed.until_window_closes()`` asks for exactly one result per window: its final
-value, emitted once stream time passes the window's close time (see ``_windows``).
+``Suppressed.until_window_closes()`` asks for one result per window: its final value,
+emitted once stream time passes the window's close time (see ``_windows``). Sliding
+windows follow Kafka Streams' suppression buffer: a window goes out once stream time
+reaches ``end + grace``, where the aggregate still takes records for it (its end is
+inclusive), and each update it takes then goes out too (see ``_sliding_aggregate``).
 ``idle_close`` adds the wall-clock rule of ``_final``: when the input has been quiet
 that long, stream time is taken to move on with the wall clock, so the last windows of
 a quiet stream still close.

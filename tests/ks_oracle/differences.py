@@ -44,22 +44,10 @@ TABLE_JOIN_TIMESTAMP = Difference(
     (("right", "b", 3, 14198), ("left", "b", 0, 13000)),
 )
 
-SLIDING_SUPPRESS_EARLY = Difference(
-    "sliding windows: suppress emits at end + grace, then again on a later update",
-    "suppress(untilWindowCloses) emits a window once stream time reaches end + grace "
-    "(KTableSuppressProcessorSupplier: buffer time <= stream time - grace), while the "
-    "sliding-window aggregate still updates a window whose end + grace equals stream "
-    "time (its end is inclusive), and the buffer emits that update too: two results for "
-    "one window. headrace emits once, after the aggregate has closed the window.",
-    "sliding_suppress",
-    (("in", "c", 7, 2453), ("in", "b", 3, 2653), ("in", "c", 1, 2403), ("in", "zz", 0, 100000)),
-)
-
 
 ALL_DIFFERENCES = (
     AGGREGATE_TIMESTAMP,
     TABLE_JOIN_TIMESTAMP,
-    SLIDING_SUPPRESS_EARLY,
 )
 
 
