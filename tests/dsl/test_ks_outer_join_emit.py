@@ -19,7 +19,7 @@ S, L = Serdes.string(), Serdes.long()
 APP = {"application_id": "app"}
 
 
-def run(records: list[tuple[str, str, int, int]]) -> list[tuple[str, str, int]]:
+def run(records: list[tuple[str, str, int, int]]) -> list[tuple[str, str, int | None]]:
     builder = StreamsBuilder()
     windows = JoinWindows.of_time_difference_and_grace(400, 150).before(200)
     left = builder.stream("left", key_serde=S, value_serde=L)

@@ -24,7 +24,7 @@ from headrace.streams.testing import TestRecord, TopologyTestDriver
 
 S, L = Serdes.string(), Serdes.long()
 APP = {"application_id": "app"}
-Out = list[tuple[str, int, int]]
+Out = list[tuple[str, int, int | None]]
 
 
 def sliding_sums(difference: int, grace: int, *, final: bool) -> StreamsBuilder:
