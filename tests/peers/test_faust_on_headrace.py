@@ -250,7 +250,12 @@ def test_exactly_once_after_sigkill_loses_nothing(cluster: Cluster, tmp_path: Pa
         # start, well within aiokafka's default transaction.timeout.ms of 60 s.
         assert "abort" in markers(cluster, run.changelog)
         assert time.monotonic() - killed_at < 60
-        app.wait_for("commit the end of its input", cluster.caught_up(run.app_id, INPUT))
+        # Bounded by aiokafka's transaction.timeout.ms (60 s) and some: a transaction the
+        # killed instance left open holds the commit until it is fenced or timed out, and
+        # one run beside another test worker took more than 45 s here.
+        app.wait_for(
+            "commit the end of its input", cluster.caught_up(run.app_id, INPUT), timeout=90
+        )
         assert app.terminate() == 0, app.log()
     finally:
         app.ensure_stopped()
