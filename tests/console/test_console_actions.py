@@ -306,3 +306,30 @@ def test_broker_serves_the_console_beside_it(tmp_path: Path) -> None:
     assert broker.returncode == 0, (tmp_path / "broker.log").read_text()
     with pytest.raises(OSError):
         _get(f"{base}/brokers")
+
+
+def test_the_allowed_hosts_flag_as_typed(scene: Scene, tmp_path: Path) -> None:
+    """``headrace console --allowed-hosts`` adds names the console answers to; any other
+    name in Host (a re-pointed DNS name) is still refused."""
+    port = free_port()
+    console = spawn(
+        [
+            "console",
+            "--bootstrap-servers",
+            scene.bootstrap,
+            "--listen",
+            f"127.0.0.1:{port}",
+            "--allowed-hosts",
+            "console.example,ops.example",
+        ],
+        tmp_path / "named-console.log",
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_http(f"{base}/brokers")
+        browser = _Browser(base)
+        assert browser.get("/topics", Host=f"console.example:{port}")[0] == 200
+        assert browser.get("/topics", Host=f"ops.example:{port}")[0] == 200
+        assert browser.get("/topics", Host=f"elsewhere.example:{port}")[0] == 403
+    finally:
+        stop(console)

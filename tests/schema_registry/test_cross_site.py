@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import io
 import json
+import urllib.error
+import urllib.request
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
+from registryproc import broker_with_registry
 
 from headrace.base.http import allowed_hosts
 from headrace.schema_registry import SchemaRegistryServer
@@ -119,3 +123,24 @@ async def test_a_schema_too_large_to_store_is_a_4xx(http: aiohttp.ClientSession)
     )
     assert status == 422 and "at most 1000000" in answer["message"], answer
     assert await subjects(http) == []
+
+
+def status_for_host(url: str, host: str) -> int:
+    request = urllib.request.Request(f"{url}/subjects", headers={"Host": host})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as refused:
+        return refused.code
+
+
+def test_the_allowed_hosts_flag_as_typed(tmp_path: Path) -> None:
+    """``headrace broker --schema-registry-allowed-hosts`` adds a name the registry serves;
+    a name not given is still refused."""
+    with broker_with_registry(
+        tmp_path / "data", "--schema-registry-allowed-hosts", "registry.example,other.example"
+    ) as (_, url):
+        port = url.rsplit(":", 1)[1]
+        assert status_for_host(url, f"registry.example:{port}") == 200
+        assert status_for_host(url, f"other.example:{port}") == 200
+        assert status_for_host(url, f"evil.example:{port}") == 403

@@ -64,18 +64,23 @@ async def test_an_instance_started_while_the_broker_is_down_waits_then_runs(
 
 
 @pytest.mark.timeout(60)
+@pytest.mark.parametrize("given_as", ["variable", "flag"])
 def test_an_instance_whose_broker_never_comes_back_exits_after_the_bound(
-    tmp_path: Path,
+    tmp_path: Path, given_as: str
 ) -> None:
+    """The bound is set by ``HEADRACE_STARTUP_TIMEOUT_MS`` or by ``--startup-timeout-ms``."""
     nowhere = f"127.0.0.1:{free_port()}"  # nothing listens there
+    by_variable = given_as == "variable"
     instance = Instance(
         "upper_topology",
         "startup-never",
         nowhere,
         tmp_path / "state",
         "startup-never",
-        env={"HEADRACE_STARTUP_TIMEOUT_MS": "3000"},
+        env={"HEADRACE_STARTUP_TIMEOUT_MS": "3000"} if by_variable else None,
     )
+    if not by_variable:
+        instance.args += ["--startup-timeout-ms", "3000"]
     started = time.monotonic()
     instance.start()
     assert instance.proc is not None
