@@ -1,6 +1,7 @@
 """What every layer needs and nothing of ours: it imports no other package of headrace.
 
 - :mod:`headrace.base.progress`: a one-line progress bar for terminals.
+- :mod:`headrace.base.table`: rows as an aligned text table, for every command's output.
 - :mod:`headrace.base.http`: serving an aiohttp application, the same way everywhere.
 - :mod:`headrace.base.memory`: the process's memory by who holds it (Python's blocks,
   the C heap in use and kept), for the broker's and the applications' metrics.

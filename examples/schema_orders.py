@@ -229,8 +229,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--orders", type=int, default=2_000)
     args = parser.parse_args(argv)
 
+    from headrace.base.table import QUERY_RESULT, render_table
     from headrace.spark_bridge import export_topic, register_delta_tables, spark_session
-    from headrace.spark_bridge._table import render_table
 
     bootstrap, registry = args.bootstrap_servers, args.schema_registry_url
     customers, orders = sample(50, args.orders)
@@ -251,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[spark]   columns: {', '.join(f'{k} {v}' for k, v in types.items())}")
         report = spark.sql(REPORT)
         rows = report.collect()
-        print(render_table(report.columns, [tuple(r) for r in rows]))
+        print(render_table(report.columns, [tuple(r) for r in rows], QUERY_RESULT))
         ok = {r.city: r.cents for r in rows} == expected_per_city(customers, orders)
         print(f"[check]   totals per city match the orders sent: {ok}")
     finally:

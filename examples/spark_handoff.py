@@ -171,8 +171,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--views", type=int, default=5_000)
     args = parser.parse_args(argv)
 
+    from headrace.base.table import QUERY_RESULT, render_table
     from headrace.spark_bridge import export_topic, register_delta_tables, spark_session
-    from headrace.spark_bridge._table import render_table
 
     views = sample_views(args.views)
     finals = len({(v.value["page"], _minute_of(v)) for v in views})
@@ -198,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
         report = spark.sql(REPORT)
         rows = report.collect()
         print("[spark]   views per page from the Delta table:")
-        print(render_table(report.columns, [tuple(r) for r in rows]))
+        print(render_table(report.columns, [tuple(r) for r in rows], QUERY_RESULT))
         total = sum(r.views for r in rows)
         ok = {r.page: r.views for r in rows} == dict(expected)
         print(

@@ -44,7 +44,7 @@ def hand_off(
     except ImportError as exc:  # the spark extra is optional for the rest of headrace
         print(f"[spark]    skipped: {exc} (install headrace[spark])")
         return False
-    from headrace.spark_bridge._table import render_table
+    from headrace.base.table import QUERY_RESULT, render_table
 
     starting = json.dumps({topic: {str(p): o for p, o in start_offsets.items()}})
     first = export_topic(bootstrap, topic, delta_path, starting=starting, value_format="json")
@@ -67,7 +67,9 @@ def hand_off(
     print(
         "\n".join(
             "           " + line
-            for line in render_table(report.columns, [tuple(r) for r in rows]).splitlines()
+            for line in render_table(
+                report.columns, [tuple(r) for r in rows], QUERY_RESULT
+            ).splitlines()
         )
     )
     per_page: Counter[str] = Counter()

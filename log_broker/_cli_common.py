@@ -27,8 +27,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from headrace.base import PLAINTEXT, ClientSecurity, read_properties
-
-from ._table import render_table
+from headrace.base.table import render_table
 
 Command = Callable[[argparse.Namespace], Coroutine[Any, Any, int | None]]
 

@@ -146,10 +146,11 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _sql(args: argparse.Namespace) -> int:
+    from headrace.base.table import QUERY_RESULT, render_table
+
     from ._deps import require
     from ._readback import register_delta_tables
     from ._session import spark_session
-    from ._table import render_table
 
     tables = _pairs(args.table, "--table")
     existing = require("pyspark.sql").SparkSession.getActiveSession()
@@ -159,7 +160,7 @@ def _sql(args: argparse.Namespace) -> int:
         register_delta_tables(spark, tables)
         frame = spark.sql(args.query)
         rows = frame.limit(args.max_rows + 1).collect()
-        print(render_table(frame.columns, [tuple(r) for r in rows[: args.max_rows]]))
+        print(render_table(frame.columns, [tuple(r) for r in rows[: args.max_rows]], QUERY_RESULT))
         if len(rows) > args.max_rows:
             print(f"(first {args.max_rows} rows shown)")
     finally:

@@ -14,7 +14,8 @@ import asyncio
 import itertools
 from typing import Any
 
-from .._table import render_table
+from headrace.base.table import render_table
+
 from ._acl import (
     CLUSTER_NAME,
     AclBinding,

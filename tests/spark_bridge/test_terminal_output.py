@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 
 from headrace.base.progress import ProgressBar
-from headrace.spark_bridge._table import render_table
+from headrace.base.table import QUERY_RESULT, render_table
 
 
 def test_progress_bar_draws_fraction_and_count() -> None:
@@ -29,6 +29,7 @@ def test_render_table_aligns_numbers_right_and_shows_nulls() -> None:
     text = render_table(
         ["page", "views", "note"],
         [("/home", 1200, None), ("/docs", 7, b"caf\xc3\xa9"), ("/x", 0.5, "")],
+        QUERY_RESULT,
     )
     lines = text.splitlines()
     assert lines[0] == "page   views  note"
