@@ -1,0 +1,187 @@
+"""Kafka 4.4's own ``KafkaShareConsumer`` (KIP-932) against the built-in broker.
+
+``java/ShareMembers.java`` runs the Java client in explicit acknowledgement mode and
+prints every delivery (member, offset, delivery count, the acknowledgement it gave).
+The broker runs as a process with a delivery limit of 3 and long record locks, so that
+only an acknowledgement, never a lock running out, brings a record back.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from brokerproc import BrokerProcess, free_port
+from confluent_kafka import Producer
+
+from jvm import compile_java, java_command
+
+SOURCE = Path(__file__).parent / "java" / "ShareMembers.java"
+DELIVERY_LIMIT = 3
+POISON = 5  # the offset ShareMembers releases at every delivery
+
+
+@pytest.fixture(scope="module")
+def share_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    root = tmp_path_factory.mktemp("java-share")
+    port = free_port()
+    config = root / "server.properties"
+    config.write_text(
+        f"listeners=PLAINTEXT://127.0.0.1:{port}\n"
+        "group.share.record.lock.duration.ms=30000\n"
+        f"group.share.delivery.count.limit={DELIVERY_LIMIT}\n"
+        "group.share.heartbeat.interval.ms=500\n"
+        "share.auto.offset.reset=earliest\n"
+    )
+    broker = BrokerProcess(root / "data", port=port, config=config).start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+@pytest.fixture(scope="module")
+def share_members_cp(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return compile_java([SOURCE], tmp_path_factory.mktemp("share-classes"))
+
+
+@dataclass
+class Deliveries:
+    """What ShareMembers printed: per offset, each delivery as (member, count, ack)."""
+
+    by_offset: dict[int, list[tuple[str, int, str]]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
+    polling: set[str] = field(default_factory=set)
+    errors: list[str] = field(default_factory=list)
+    done: set[str] = field(default_factory=set)
+
+    def read(self, line: str) -> None:
+        word, *rest = line.split(maxsplit=1)
+        if word == "d":
+            member, offset, count, ack = rest[0].split()
+            self.by_offset[int(offset)].append((member, int(count), ack))
+        elif word == "polling":
+            self.polling.add(rest[0])
+        elif word == "done":
+            self.done.add(rest[0])
+        elif word == "e":
+            self.errors.append(rest[0])
+
+
+class Members:
+    """ShareMembers as a process, its output read as it comes."""
+
+    def __init__(self, cp: str, *args: str) -> None:
+        self.seen = Deliveries()
+        self.proc = subprocess.Popen(
+            java_command("ShareMembers", *args, cp=cp),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.errors = ""
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            if line.strip():
+                self.seen.read(line.strip())
+
+    def wait_polling(self, members: int, within: float = 60) -> None:
+        deadline = time.monotonic() + within
+        while len(self.seen.polling) < members:
+            assert self.proc.poll() is None, self.stderr()
+            assert time.monotonic() < deadline, f"members not polling: {self.stderr()}"
+            time.sleep(0.1)
+
+    def finish(self, within: float) -> Deliveries:
+        try:
+            self.proc.wait(within)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+        errors = self.stderr()
+        assert self.proc.returncode == 0, errors
+        return self.seen
+
+    def stderr(self) -> str:
+        """The process's error output once it has ended (its pipes closed then)."""
+        if self.proc.poll() is None:
+            return "(running)"
+        assert self.proc.stderr is not None and self.proc.stdout is not None
+        if not self.proc.stderr.closed:
+            self.errors = self.proc.stderr.read()[-3000:]
+            self.proc.stderr.close()
+        self.reader.join(5)
+        self.proc.stdout.close()
+        return self.errors
+
+
+def produce(bootstrap: str, topic: str, count: int, per_batch: int, pause: float) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for i in range(count):
+        producer.produce(topic, value=f"v{i}".encode(), partition=0)
+        if (i + 1) % per_batch == 0:
+            assert producer.flush(10) == 0
+            time.sleep(pause)
+    assert producer.flush(10) == 0
+
+
+@pytest.mark.timeout(120)
+def test_two_java_members_share_a_partition_and_every_record_is_delivered(
+    share_broker: BrokerProcess, share_members_cp: str
+) -> None:
+    bootstrap, topic, total = share_broker.bootstrap, "java-share-two", 400
+    produce(bootstrap, topic, 1, 1, 0)  # the topic exists before anyone subscribes
+    members = Members(share_members_cp, bootstrap, topic, "java-two", "share", str(total), "60")
+    members.wait_polling(2)
+    produce(bootstrap, topic, total - 1, 10, 0.05)
+    seen = members.finish(70)
+
+    assert seen.done == {"m0", "m1"} and not seen.errors, seen.errors
+    assert sorted(seen.by_offset) == list(range(total))
+    by_member = {m: {o for o, ds in seen.by_offset.items() if ds[0][0] == m} for m in seen.done}
+    assert all(by_member.values()), (
+        f"one member got nothing: {[len(v) for v in by_member.values()]}"
+    )
+    # accepted once, never handed to the other member too
+    twice = {o: ds for o, ds in seen.by_offset.items() if len(ds) != 1}
+    assert not twice, twice
+    assert {ds[0][1] for ds in seen.by_offset.values()} == {1}
+
+
+@pytest.mark.timeout(120)
+def test_java_acknowledgements_release_reject_and_the_delivery_limit(
+    share_broker: BrokerProcess, share_members_cp: str
+) -> None:
+    bootstrap, topic, total = share_broker.bootstrap, "java-share-acks", 30
+    produce(bootstrap, topic, total, total, 0)
+    seen = Members(share_members_cp, bootstrap, topic, "java-acks", "acks", str(total), "8").finish(
+        60
+    )
+
+    assert seen.done == {"m0"} and not seen.errors, seen.errors
+    assert sorted(seen.by_offset) == list(range(total))
+    counts = {o: [count for _m, count, _ack in ds] for o, ds in seen.by_offset.items()}
+    for offset, delivered in counts.items():
+        if offset == POISON:
+            # released at every delivery: delivered up to the limit, then archived
+            assert delivered == list(range(1, DELIVERY_LIMIT + 1)), delivered
+        elif offset % 10 == 7:
+            # released once, then redelivered with its count raised, and accepted
+            assert delivered == [1, 2], (offset, delivered)
+            assert [ack for *_x, ack in seen.by_offset[offset]] == ["RELEASE", "ACCEPT"]
+        else:
+            # accepted or rejected at the first delivery: never again
+            assert delivered == [1], (offset, delivered)
+    rejected = [o for o, ds in seen.by_offset.items() if ds[0][2] == "REJECT"]
+    assert rejected == [3, 13, 23]
