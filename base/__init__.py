@@ -8,7 +8,10 @@
 - :mod:`headrace.base.kafka_admin`: kio requests to any Kafka-protocol broker, with TLS
   and SASL, for what aiokafka does not ask (groups as a non-member, log directories,
   transactions, ACLs); :mod:`headrace.base.log_dirs`: bytes on disk per partition
-  (DescribeLogDirs); :mod:`headrace.base.scram`: SCRAM for both ends of a login.
+  (DescribeLogDirs); :mod:`headrace.base.scram`: SCRAM for both ends of a login, and
+  :mod:`headrace.base.scram_credentials` the credentials file in a broker's data dir;
+  :mod:`headrace.base.acls`: ACL bindings and filters as the protocol carries them. The
+  broker and the client commands both use these, so they live here, below both.
 - ``ClientSecurity``: a Kafka client's TLS and SASL options, from code or from Kafka's
   client properties (``read_properties``); ``ClientSecurityError`` (a ValueError) for
   options that cannot work.

@@ -7,18 +7,18 @@ that close the connection they arrived on.
 
 from typing import Any as _Any
 
+from headrace.base.acls import CLUSTER_NAME as CLUSTER_NAME
+from headrace.base.acls import AclBinding as AclBinding
+from headrace.base.acls import AclFilter as AclFilter
+from headrace.base.acls import Operation as Operation
+from headrace.base.acls import PatternType as PatternType
+from headrace.base.acls import Permission as Permission
+from headrace.base.acls import ResourceType as ResourceType
 from headrace.base.scram import ScramMechanism as ScramMechanism
+from headrace.base.scram_credentials import CredentialStore as CredentialStore
 
-from ._acl import CLUSTER_NAME as CLUSTER_NAME
-from ._acl import AclBinding as AclBinding
-from ._acl import AclFilter as AclFilter
 from ._acl import Authorizer as Authorizer
-from ._acl import Operation as Operation
-from ._acl import PatternType as PatternType
-from ._acl import Permission as Permission
-from ._acl import ResourceType as ResourceType
 from ._broker_security import BrokerSecurity as BrokerSecurity
-from ._credentials import CredentialStore as CredentialStore
 from ._sasl import SaslError as SaslError
 from ._sasl import SaslState as SaslState
 from ._session import AuthenticationRequiredError as AuthenticationRequiredError

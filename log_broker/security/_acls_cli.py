@@ -14,9 +14,7 @@ import asyncio
 import itertools
 from typing import Any
 
-from headrace.base.table import render_table
-
-from ._acl import (
+from headrace.base.acls import (
     CLUSTER_NAME,
     AclBinding,
     AclFilter,
@@ -25,6 +23,8 @@ from ._acl import (
     Permission,
     ResourceType,
 )
+from headrace.base.table import render_table
+
 from ._admin_client import SecurityAdminClient
 
 _OPERATIONS = {

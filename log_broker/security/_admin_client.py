@@ -22,10 +22,16 @@ from kio.schema.errors import ErrorCode
 from kio.static.primitive import i8, i32
 
 from headrace.base import ClientSecurity, read_properties
+from headrace.base.acls import (
+    AclBinding,
+    AclFilter,
+    Operation,
+    PatternType,
+    Permission,
+    ResourceType,
+)
 from headrace.base.kafka_admin import KioAdmin
 from headrace.base.scram import ScramMechanism
-
-from ._acl import AclBinding, AclFilter, Operation, PatternType, Permission, ResourceType
 
 T = TypeVar("T")
 

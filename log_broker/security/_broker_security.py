@@ -15,8 +15,9 @@ import ssl
 from dataclasses import dataclass
 from pathlib import Path
 
+from headrace.base.scram_credentials import CredentialStore
+
 from ._acl import Authorizer
-from ._credentials import CredentialStore
 from ._session import Session
 from ._settings import Listener, SecurityConfig, SecurityConfigError
 from ._tls import ANONYMOUS, principal_from_certificate, server_context

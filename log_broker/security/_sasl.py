@@ -11,8 +11,7 @@ from __future__ import annotations
 from enum import Enum
 
 from headrace.base.scram import ScramError, ScramMechanism, ScramServerExchange
-
-from ._credentials import CredentialStore
+from headrace.base.scram_credentials import CredentialStore
 
 PLAIN = "PLAIN"
 MECHANISMS = (PLAIN, *(m.kafka_name for m in ScramMechanism))

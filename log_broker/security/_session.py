@@ -15,14 +15,15 @@ import struct
 from typing import TYPE_CHECKING
 
 from headrace.base import BrokerError
+from headrace.base.acls import CLUSTER_NAME, Operation, ResourceType
 
-from ._acl import CLUSTER_NAME, Authorizer, Operation, ResourceType
+from ._acl import Authorizer
 from ._sasl import SaslError, SaslExchange, SaslState
 from ._settings import Listener
 from ._tls import ANONYMOUS
 
 if TYPE_CHECKING:
-    from ._credentials import CredentialStore
+    from headrace.base.scram_credentials import CredentialStore
 
 # ApiVersions, SaslHandshake, SaslAuthenticate: all a client may send before it is known.
 PRE_AUTHENTICATION_APIS = frozenset({18, 17, 36})

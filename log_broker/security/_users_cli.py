@@ -18,9 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from headrace.base.scram import DEFAULT_ITERATIONS, ScramMechanism, salted_password
+from headrace.base.scram_credentials import CredentialStore
 from headrace.base.table import render_table
-
-from ._credentials import CredentialStore
 
 
 def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:

@@ -3,8 +3,9 @@
 One JSON file, ``security/scram-credentials.json`` (mode 0600), maps user -> mechanism
 -> salt, iterations, StoredKey, ServerKey (base64). Every change rewrites it atomically
 (write, fsync, rename), so a crash leaves the old or the new set, never a mix. The
-broker and the offline ``headrace users`` command use this same class; PLAIN checks a
-password by deriving the SCRAM credential from it and comparing.
+broker and the offline ``headrace users --data-dir`` use this same class (hence its place
+in base, below both); PLAIN checks a password by deriving the SCRAM credential from it
+and comparing.
 """
 
 from __future__ import annotations
