@@ -5,8 +5,10 @@ HOST:PORT``).
 The broker (log_broker) and these services (application-side clients of any cluster)
 never import each other; this module composes them at the top. The broker runs as it
 always does; each service runs in a thread of its own with its own event loop, as a
-Kafka client of the broker's listener, started once the broker answers and stopped
-after the broker has stopped. Two things pass between them, both composed here:
+Kafka client of the broker's listener, started once the broker listens (so its first
+connection is not refused) and stopped before the broker stops (so its client says
+goodbye to a broker that still answers). Two things pass between them, both composed
+here:
 
 - the registry's URL, so the console decodes registry-framed values with it;
 - the broker's Prometheus text, which the console also serves at ``/metrics``: the
@@ -59,40 +61,33 @@ def _beside(run_broker: Callable[[argparse.Namespace], int], args: argparse.Name
     if not (args.schema_registry_listen or args.console_listen):
         return run_broker(args)
     bootstrap = local_bootstrap(args)
+    services: list[RegistryThread | _ConsoleThread] = []
     registry: RegistryThread | None = None
     if args.schema_registry_listen:
         from headrace._registry_thread import RegistryThread
 
         registry = RegistryThread(args, bootstrap)
-        registry.start()
-    try:
-        return _with_console(run_broker, args, bootstrap, registry)
-    finally:
-        if registry is not None:
-            registry.stop()
+        services.append(registry)
+    if args.console_listen:
+        from headrace.console._commands import parse_listen
 
+        services.append(_ConsoleThread(bootstrap, parse_listen(args.console_listen), registry))
 
-def _with_console(
-    run_broker: Callable[[argparse.Namespace], int],
-    args: argparse.Namespace,
-    bootstrap: str,
-    registry: RegistryThread | None,
-) -> int:
-    if not args.console_listen:
-        return run_broker(args)
-    from headrace.console._commands import parse_listen
+    def started(broker: Any) -> None:
+        for service in services:
+            service.broker_started(broker)
 
-    where = parse_listen(args.console_listen)
-    # The console's client logs every refused connection while the broker starts and
-    # stops; the console's own state is what matters here, and it says so itself.
-    logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
-    service = _ConsoleThread(bootstrap, where, registry)
-    args.broker_started = [*getattr(args, "broker_started", ()), service.broker_started]
-    service.start()
+    async def stopping() -> None:
+        for service in reversed(services):  # the console reads the registry
+            await asyncio.to_thread(service.stop)
+
+    args.broker_started = [*getattr(args, "broker_started", ()), started]
+    args.broker_stopping = [*getattr(args, "broker_stopping", ()), stopping]
     try:
         return run_broker(args)
-    finally:
-        service.stop()
+    finally:  # a broker that failed to start never called the hooks
+        for service in reversed(services):
+            service.stop()
 
 
 def local_bootstrap(args: argparse.Namespace) -> str:
@@ -136,6 +131,7 @@ class _ConsoleThread(threading.Thread):
     def broker_started(self, broker: Any) -> None:
         """Called on the broker's loop once it listens (``log_broker._commands``)."""
         self._broker = (asyncio.get_running_loop(), broker.metrics.exposition)
+        self.start()
 
     async def broker_metrics(self) -> bytes | None:
         """The broker's Prometheus text, read on its own loop; None while there is none."""
@@ -199,4 +195,5 @@ class _ConsoleThread(threading.Thread):
 
     def stop(self) -> None:
         self._stopping.set()
-        self.join(10)
+        if self.is_alive():
+            self.join(10)

@@ -2,8 +2,8 @@
 --schema-registry-listen``, composed in ``_beside_broker``).
 
 The registry is a Kafka client of the broker's own listener, on its own event loop,
-exactly as it would run against any other cluster. It starts once the broker answers
-and stops after it.
+exactly as it would run against any other cluster. It starts once the broker listens
+and stops before it.
 """
 
 from __future__ import annotations
@@ -34,13 +34,15 @@ class RegistryThread:
         url: str = self._server.url
         return url
 
-    def start(self) -> None:
+    def broker_started(self, broker: object) -> None:
+        """Called on the broker's loop once it listens (``log_broker._commands``)."""
         self._thread.start()
 
     def stop(self) -> None:
-        if self._loop.is_running():
+        if not self._loop.is_closed():  # a loop not yet running runs it when it starts
             self._loop.call_soon_threadsafe(self._stop.set)
-        self._thread.join(30)
+        if self._thread.is_alive():
+            self._thread.join(30)
 
     def _run(self) -> None:
         asyncio.set_event_loop(self._loop)

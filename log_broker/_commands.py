@@ -190,6 +190,10 @@ def _run_broker(args: argparse.Namespace) -> int:
             finally:
                 if served is not None:
                     await served.stop()
+                # What runs beside the broker stops first, while the broker still answers
+                # its clients' goodbyes (a consumer's LeaveGroup, a final fetch).
+                for stopping in getattr(args, "broker_stopping", ()):
+                    await stopping()
             logging.getLogger("headrace.broker").info("shutting down")
 
     asyncio.run(run())

@@ -303,9 +303,14 @@ def test_broker_serves_the_console_beside_it(tmp_path: Path) -> None:
         assert {"headrace_broker_requests", "headrace_broker_log_size_bytes"} <= set(families)
     finally:
         stop(broker)
-    assert broker.returncode == 0, (tmp_path / "broker.log").read_text()
+    log = (tmp_path / "broker.log").read_text()
+    assert broker.returncode == 0, log
     with pytest.raises(OSError):
         _get(f"{base}/brokers")
+    # A clean start and stop: no refused connection before the broker listens, and no
+    # traceback or pending task as the services beside it stop (they stop first).
+    for noise in ("ERROR", "Traceback", "Task was destroyed", "CancelledError"):
+        assert noise not in log, log
 
 
 def test_the_allowed_hosts_flag_as_typed(scene: Scene, tmp_path: Path) -> None:
