@@ -10,7 +10,6 @@ from datetime import timedelta
 from typing import Any
 
 from kio.schema.add_partitions_to_txn.v2 import request as add_partitions
-from kio.schema.create_topics.v4.request import CreatableTopic, CreateTopicsRequest
 from kio.schema.describe_producers.v0 import request as describe_producers_v0
 from kio.schema.end_txn.v2.request import EndTxnRequest
 from kio.schema.errors import ErrorCode
@@ -24,7 +23,7 @@ from rawkafka import RawClient
 
 from headrace.log_broker import _records
 
-PRODUCE, FETCH, CREATE_TOPICS, INIT_PRODUCER_ID = 0, 1, 19, 22
+PRODUCE, FETCH, INIT_PRODUCER_ID = 0, 1, 22
 ADD_PARTITIONS_TO_TXN, END_TXN, WRITE_TXN_MARKERS, DESCRIBE_PRODUCERS = 24, 26, 27, 61
 
 
@@ -77,26 +76,6 @@ def produce_code(
         ),
     )
     return ErrorCode(got.responses[0].partition_responses[0].error_code)
-
-
-def create_topic(client: RawClient, topic: str, partitions: int = 1) -> None:
-    got = client.request(
-        CREATE_TOPICS,
-        4,
-        CreateTopicsRequest(
-            topics=(
-                CreatableTopic(
-                    name=TopicName(topic),
-                    num_partitions=i32(partitions),
-                    replication_factor=i16(1),
-                    assignments=(),
-                    configs=(),
-                ),
-            ),
-            timeout=i32Timedelta.parse(timedelta(seconds=10)),
-        ),
-    )
-    assert got.topics[0].error_code == ErrorCode.none
 
 
 @dataclass

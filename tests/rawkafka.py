@@ -5,15 +5,19 @@ from __future__ import annotations
 import io
 import socket
 import struct
+from datetime import timedelta
 from typing import Any
 
 from kio.index import load_response_schema
+from kio.schema.create_topics.v4.request import CreatableTopic, CreateTopicsRequest
+from kio.schema.errors import ErrorCode
 from kio.schema.request_header.v1.header import RequestHeader as HeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as HeaderV2
 from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
 from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeaderV1
+from kio.schema.types import TopicName
 from kio.serial import entity_reader, entity_writer
-from kio.static.primitive import i16, i32
+from kio.static.primitive import i16, i32, i32Timedelta
 
 
 def encode(api_key: int, version: int, body: Any, correlation_id: int = 1) -> bytes:
@@ -108,3 +112,23 @@ class RawClient:
             return self.sock.recv(1) == b""
         except ConnectionResetError:
             return True
+
+
+def create_topic(client: RawClient, topic: str, partitions: int = 1) -> None:
+    got = client.request(
+        19,  # CreateTopics
+        4,
+        CreateTopicsRequest(
+            topics=(
+                CreatableTopic(
+                    name=TopicName(topic),
+                    num_partitions=i32(partitions),
+                    replication_factor=i16(1),
+                    assignments=(),
+                    configs=(),
+                ),
+            ),
+            timeout=i32Timedelta.parse(timedelta(seconds=10)),
+        ),
+    )
+    assert got.topics[0].error_code == ErrorCode.none

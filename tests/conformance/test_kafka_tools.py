@@ -30,8 +30,8 @@ from kio.schema.list_offsets.v11 import request as list_offsets
 from kio.schema.offset_delete.v0 import request as offset_delete
 from kio.schema.types import BrokerId, GroupId, TopicName
 from kio.static.primitive import i8, i32, i32Timedelta, i64
-from raw_txn_requests import create_topic, produce_code
-from rawkafka import RawClient
+from raw_txn_requests import produce_code
+from rawkafka import RawClient, create_topic
 
 from headrace.log_broker import Broker, _records
 from headrace.log_broker.security import (

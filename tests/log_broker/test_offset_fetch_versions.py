@@ -19,7 +19,6 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kio.schema.add_offsets_to_txn.v2.request import AddOffsetsToTxnRequest
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.consumer_group_heartbeat.v0.request import ConsumerGroupHeartbeatRequest
-from kio.schema.create_topics.v4.request import CreatableTopic, CreateTopicsRequest
 from kio.schema.end_txn.v2.request import EndTxnRequest
 from kio.schema.errors import ErrorCode
 from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
@@ -27,8 +26,8 @@ from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopi
 from kio.schema.offset_commit.v9 import request as commit_v9
 from kio.schema.txn_offset_commit.v3 import request as txn_commit
 from kio.schema.types import GroupId, TopicName, TransactionalId
-from kio.static.primitive import i16, i32, i32Timedelta, i64
-from rawkafka import RawClient
+from kio.static.primitive import i32, i32Timedelta, i64
+from rawkafka import RawClient, create_topic
 
 from headrace.log_broker import Broker
 from jvm import compile_java, java_command
@@ -44,23 +43,7 @@ async def run(tmp_path: Path, scenario: Callable[[RawClient], None]) -> None:
 
         def connected() -> None:  # a blocking client: off the broker's event loop
             with RawClient(broker.bootstrap_servers) as client:
-                created = client.request(
-                    CREATE_TOPICS,
-                    4,
-                    CreateTopicsRequest(
-                        topics=(
-                            CreatableTopic(
-                                name=TopicName(TOPIC),
-                                num_partitions=i32(2),
-                                replication_factor=i16(1),
-                                assignments=(),
-                                configs=(),
-                            ),
-                        ),
-                        timeout=i32Timedelta.parse(timedelta(seconds=10)),
-                    ),
-                )
-                assert created.topics[0].error_code == ErrorCode.none
+                create_topic(client, TOPIC, partitions=2)
                 scenario(client)
 
         await asyncio.to_thread(connected)
@@ -437,23 +420,7 @@ async def test_batched_groups_are_authorized_one_by_one(tmp_path: Path) -> None:
     def scenario(address: str) -> None:
         with login(address, "admin") as admin:
             for topic in (TOPIC, "hidden"):
-                created = admin.request(
-                    CREATE_TOPICS,
-                    4,
-                    CreateTopicsRequest(
-                        topics=(
-                            CreatableTopic(
-                                name=TopicName(topic),
-                                num_partitions=i32(1),
-                                replication_factor=i16(1),
-                                assignments=(),
-                                configs=(),
-                            ),
-                        ),
-                        timeout=i32Timedelta.parse(timedelta(seconds=10)),
-                    ),
-                )
-                assert created.topics[0].error_code == OK
+                create_topic(admin, topic)
             for group in ("mine", "theirs"):
                 commit(admin, group, {0: 7})
                 got = admin.request(

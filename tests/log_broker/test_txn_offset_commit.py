@@ -13,7 +13,6 @@ from typing import Any
 
 from kio.schema.add_offsets_to_txn.v2.request import AddOffsetsToTxnRequest
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
-from kio.schema.create_topics.v4.request import CreatableTopic, CreateTopicsRequest
 from kio.schema.end_txn.v2.request import EndTxnRequest
 from kio.schema.errors import ErrorCode
 from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
@@ -23,8 +22,8 @@ from kio.schema.sync_group.v3.request import SyncGroupRequest, SyncGroupRequestA
 from kio.schema.txn_offset_commit.v0 import request as txn_commit_v0
 from kio.schema.txn_offset_commit.v3 import request as txn_commit_v3
 from kio.schema.types import GroupId, TopicName, TransactionalId
-from kio.static.primitive import i16, i32, i32Timedelta
-from rawkafka import RawClient
+from kio.static.primitive import i32, i32Timedelta
+from rawkafka import RawClient, create_topic
 
 from headrace.log_broker import Broker
 
@@ -105,26 +104,6 @@ class Txn:
         assert got.error_code == ErrorCode.none
 
 
-def create_topic(client: RawClient) -> None:
-    got = client.request(
-        CREATE_TOPICS,
-        4,
-        CreateTopicsRequest(
-            topics=(
-                CreatableTopic(
-                    name=TopicName(TOPIC),
-                    num_partitions=i32(1),
-                    replication_factor=i16(1),
-                    assignments=(),
-                    configs=(),
-                ),
-            ),
-            timeout=i32Timedelta.parse(timedelta(seconds=10)),
-        ),
-    )
-    assert got.topics[0].error_code == ErrorCode.none
-
-
 def join(
     client: RawClient, group: str, *, session_ms: int = 30_000, rebalance_ms: int = 30_000
 ) -> tuple[str, int]:
@@ -182,7 +161,7 @@ async def run(data_dir: Path, scenario: Any, **settings: Any) -> None:
         def connected() -> None:  # a blocking client: off the broker's event loop
             client = RawClient(broker.bootstrap_servers)
             try:
-                create_topic(client)
+                create_topic(client, TOPIC)
                 scenario(client)
             finally:
                 client.close()

@@ -10,8 +10,8 @@ import asyncio
 from typing import Any
 
 from kio.schema.errors import ErrorCode
-from raw_txn_requests import RawTxn, batch, create_topic, produce_code, read_committed
-from rawkafka import RawClient
+from raw_txn_requests import RawTxn, batch, produce_code, read_committed
+from rawkafka import RawClient, create_topic
 
 MADE_UP_PID = 987_654
 
