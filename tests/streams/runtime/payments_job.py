@@ -13,7 +13,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from rtprocs import Instance
 
@@ -134,6 +134,28 @@ async def read_committed(
     finally:
         await consumer.stop()
     return balances
+
+
+async def committed_values(bootstrap: str, topic: str) -> list[bytes]:
+    """Every record a read_committed reader finds in partition 0 of ``topic``."""
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        isolation_level="read_committed",
+    )
+    await consumer.start()
+    tp = TopicPartition(topic, 0)
+    consumer.assign([tp])
+    try:
+        end = (await consumer.end_offsets([tp]))[tp]
+        values: list[bytes] = []
+        while await consumer.position(tp) < end:
+            for records in (await consumer.getmany(timeout_ms=1000)).values():
+                values.extend(r.value for r in records)
+        return values
+    finally:
+        await consumer.stop()
 
 
 @dataclass

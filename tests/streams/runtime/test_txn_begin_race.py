@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
-from payments_job import create_topics
+from payments_job import committed_values, create_topics
 
 from headrace.streams.runtime._aiokafka_txn import AiokafkaTransactionalProducer
 from headrace.streams.runtime._settings import AppSettings
@@ -25,28 +25,6 @@ from headrace.streams.runtime._settings import AppSettings
 pytestmark = pytest.mark.timeout(60)
 
 GROUP = "begin-race"
-
-
-async def _committed(bootstrap: str, topic: str) -> list[bytes]:
-    """Every record a read_committed reader finds in partition 0 of ``topic``."""
-    consumer = AIOKafkaConsumer(
-        bootstrap_servers=bootstrap,
-        enable_auto_commit=False,
-        auto_offset_reset="earliest",
-        isolation_level="read_committed",
-    )
-    await consumer.start()
-    tp = TopicPartition(topic, 0)
-    consumer.assign([tp])
-    try:
-        end = (await consumer.end_offsets([tp]))[tp]
-        values: list[bytes] = []
-        while await consumer.position(tp) < end:
-            for records in (await consumer.getmany(timeout_ms=1000)).values():
-                values.extend(r.value for r in records)
-        return values
-    finally:
-        await consumer.stop()
 
 
 async def _group_offset(bootstrap: str, topic: str) -> int | None:
@@ -88,7 +66,7 @@ async def test_a_send_and_a_commits_offsets_in_one_turn_share_one_transaction(
         await producer.commit_transaction({}, GROUP)
     finally:
         await producer.stop()
-    assert await _committed(broker.bootstrap_servers, "race-offsets-out") == [b"one"]
+    assert await committed_values(broker.bootstrap_servers, "race-offsets-out") == [b"one"]
     assert await _group_offset(broker.bootstrap_servers, "race-offsets-in") == 7
 
 
@@ -124,7 +102,7 @@ async def test_a_sender_left_by_a_released_hold_and_the_next_send_share_one_tran
         await producer.commit_transaction({}, GROUP)
     finally:
         await producer.stop()
-    assert await _committed(broker.bootstrap_servers, "race-release-out") == [
+    assert await committed_values(broker.bootstrap_servers, "race-release-out") == [
         b"first",
         b"second",
     ]
@@ -143,4 +121,7 @@ async def test_a_send_while_a_commit_ends_goes_into_the_next_transaction(broker:
         await producer.commit_transaction({}, GROUP)
     finally:
         await producer.stop()
-    assert await _committed(broker.bootstrap_servers, "race-commit-out") == [b"before", b"after"]
+    assert await committed_values(broker.bootstrap_servers, "race-commit-out") == [
+        b"before",
+        b"after",
+    ]

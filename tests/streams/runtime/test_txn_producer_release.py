@@ -7,32 +7,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer, TopicPartition
-from payments_job import create_topics
+from payments_job import committed_values, create_topics
 
 from headrace.streams.runtime._aiokafka_txn import AiokafkaTransactionalProducer
 from headrace.streams.runtime._settings import AppSettings
-
-
-async def _committed(bootstrap: str, topic: str) -> list[bytes]:
-    consumer = AIOKafkaConsumer(
-        bootstrap_servers=bootstrap,
-        enable_auto_commit=False,
-        auto_offset_reset="earliest",
-        isolation_level="read_committed",
-    )
-    await consumer.start()
-    tp = TopicPartition(topic, 0)
-    consumer.assign([tp])
-    try:
-        end = (await consumer.end_offsets([tp]))[tp]
-        values: list[bytes] = []
-        while await consumer.position(tp) < end:
-            for records in (await consumer.getmany(timeout_ms=1000)).values():
-                values.extend(r.value for r in records)
-        return values
-    finally:
-        await consumer.stop()
 
 
 async def test_a_send_that_outlives_a_commit_joins_the_next_transaction(broker: Any) -> None:
@@ -66,5 +44,5 @@ async def test_a_send_that_outlives_a_commit_joins_the_next_transaction(broker: 
         await producer.commit_transaction({}, "release-race")
     finally:
         await producer.stop()
-    assert await _committed(bootstrap, "before") == [b"first"]
-    assert await _committed(bootstrap, "after") == [b"second"]
+    assert await committed_values(bootstrap, "before") == [b"first"]
+    assert await committed_values(bootstrap, "after") == [b"second"]
