@@ -3,13 +3,18 @@
 Stateless operators of :class:`KStream`: ``filter``, ``filter_not``, ``map``,
 ``map_values``, ``flat_map``, ``flat_map_values``, ``select_key``, ``peek``,
 ``foreach``, ``print``, ``split`` (with ``branch``/``default_branch``), ``merge``,
-``repartition``, ``to``, and ``process`` for processor-API processors.
+``repartition``, ``to``, ``to_table``, ``process`` for processor-API processors and
+``process_values`` for key-preserving ones (:class:`FixedKeyProcessor`), which leave
+the stream partitioned as it was.
 
 Stateful operators: ``group_by_key``/``group_by`` give a :class:`KGroupedStream` with
-``count``, ``reduce``, ``aggregate`` and ``windowed_by`` (:class:`TimeWindows`,
-:class:`SlidingWindows`, :class:`SessionWindows`); tables come from
-``StreamsBuilder.table`` or an aggregation, and offer ``filter``, ``filter_not``,
-``map_values``, ``to_stream``, ``group_by`` and ``suppress``. Stores are chosen with
+``count``, ``reduce``, ``aggregate``, ``windowed_by`` (:class:`TimeWindows`,
+:class:`SlidingWindows`, :class:`SessionWindows`) and ``cogroup`` (several grouped
+streams into one aggregate, :class:`CogroupedKStream`); tables come from
+``StreamsBuilder.table``, ``KStream.to_table`` or an aggregation, and offer ``filter``,
+``filter_not``, ``map_values``, ``transform_values`` (:class:`ValueTransformerWithKey`),
+``to_stream``, ``group_by`` and ``suppress`` (``until_window_closes``,
+``until_time_limit`` with a :class:`BufferConfig`). Stores are chosen with
 :func:`materialized`. Names follow Kafka Streams in snake_case.
 
 Joins: ``KStream.join``/``left_join``/``outer_join`` with another stream within
@@ -33,12 +38,18 @@ from ._agents import AgentApp as AgentApp
 from ._agents import AgentTopic as AgentTopic
 from ._branched import BranchedKStream as BranchedKStream
 from ._builder import StreamsBuilder as StreamsBuilder
+from ._cogroup import CogroupedKStream as CogroupedKStream
+from ._cogroup import SessionWindowedCogroupedKStream as SessionWindowedCogroupedKStream
+from ._cogroup import TimeWindowedCogroupedKStream as TimeWindowedCogroupedKStream
 from ._errors import DeserializationError as DeserializationError
 from ._errors import DslError as DslError
 from ._errors import SerdeError as SerdeError
 from ._errors import SerializationError as SerializationError
 from ._errors import SerializerError as SerializerError
 from ._errors import TopologyBuildError as TopologyBuildError
+from ._fixed_key import FixedKeyProcessor as FixedKeyProcessor
+from ._fixed_key import FixedKeyProcessorContext as FixedKeyProcessorContext
+from ._fixed_key import FixedKeyRecord as FixedKeyRecord
 from ._global_table import GlobalKTable as GlobalKTable
 from ._grouped import KGroupedStream as KGroupedStream
 from ._grouped import KGroupedTable as KGroupedTable
@@ -51,8 +62,11 @@ from ._materialized import Materialized as Materialized
 from ._materialized import materialized as materialized
 from ._serdes import Serde as Serde
 from ._serdes import Serdes as Serdes
+from ._suppress import BufferConfig as BufferConfig
 from ._suppress import Suppressed as Suppressed
+from ._suppress import until_time_limit as until_time_limit
 from ._suppress import until_window_closes as until_window_closes
+from ._transform_values import ValueTransformerWithKey as ValueTransformerWithKey
 from ._windowed_serdes import SessionWindowedSerde as SessionWindowedSerde
 from ._windowed_serdes import TimeWindowedSerde as TimeWindowedSerde
 from ._windowed_serdes import WindowedSerdes as WindowedSerdes
@@ -67,8 +81,13 @@ __all__ = [
     "AgentStream",
     "AgentTopic",
     "BranchedKStream",
+    "BufferConfig",
+    "CogroupedKStream",
     "DeserializationError",
     "DslError",
+    "FixedKeyProcessor",
+    "FixedKeyProcessorContext",
+    "FixedKeyRecord",
     "GlobalKTable",
     "JoinWindows",
     "KGroupedStream",
@@ -83,6 +102,7 @@ __all__ = [
     "Serdes",
     "SerializationError",
     "SerializerError",
+    "SessionWindowedCogroupedKStream",
     "SessionWindowedKStream",
     "SessionWindowedSerde",
     "SessionWindows",
@@ -90,13 +110,16 @@ __all__ = [
     "StreamsBuilder",
     "Suppressed",
     "Table",
+    "TimeWindowedCogroupedKStream",
     "TimeWindowedKStream",
     "TimeWindowedSerde",
     "TimeWindows",
     "TopologyBuildError",
+    "ValueTransformerWithKey",
     "Window",
     "Windowed",
     "WindowedSerdes",
     "materialized",
+    "until_time_limit",
     "until_window_closes",
 ]

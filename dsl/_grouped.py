@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Generic, overload
 from . import _operators as ops
 from ._aggregate_base import AggregateSpec
 from ._change import ChangeSerde
+from ._cogroup import CogroupedKStream
 from ._folds import AggregateFold, CountFold, Fold, ReduceFold
 from ._graph import GraphNode, RepartitionGraphNode, TableGraphNode
 from ._ktable import KTable
@@ -88,7 +89,7 @@ class KGroupedStream(Generic[K, V]):
         node = TableGraphNode(
             name or builder.new_name(prefix),
             (parent,),
-            store_builders=(store.key_value_store(),),
+            store_builders=(store.key_value_store(timestamped=True),),
         )
         node.supplier = lambda: StreamAggregate(node, spec)
         builder.add_node(node)
@@ -130,6 +131,12 @@ class KGroupedStream(Generic[K, V]):
         """``aggregator(key, value, aggregate)`` over each key's values, from ``initializer()``."""
         fold = AggregateFold(initializer, aggregator)
         return self._aggregate("KSTREAM-AGGREGATE-", fold, materialized, None, name)
+
+    def cogroup(self, aggregator: Callable[[K, V, VR], VR]) -> CogroupedKStream[K, VR]:
+        """Start aggregating this stream together with others into one table:
+        ``aggregator(key, value, aggregate)`` folds this stream's values in; add streams
+        with ``CogroupedKStream.cogroup`` and finish with ``aggregate``."""
+        return CogroupedKStream(((self, aggregator),))
 
     @overload
     def windowed_by(self, windows: SessionWindows) -> SessionWindowedKStream[K, V]: ...
@@ -191,7 +198,7 @@ class KGroupedTable(Generic[K, V]):
         node = TableGraphNode(
             name or builder.new_name(prefix),
             (repartition,),
-            store_builders=(store.key_value_store(),),
+            store_builders=(store.key_value_store(timestamped=True),),
         )
         node.supplier = lambda: TableAggregate(node, spec)
         builder.add_node(node)

@@ -26,6 +26,7 @@ from headrace.streams._async import require_coroutine_function
 from . import _async_operators as aops
 from . import _operators as ops
 from ._errors import TopologyBuildError
+from ._fixed_key import FixedKeyProcessorAdapter, FixedKeyProcessorSupplier
 from ._graph import GraphNode, ProcessorGraphNode, RepartitionGraphNode, SinkGraphNode
 from ._serde_types import Writes
 from ._type_vars import KO, KR, VO, VR, K, V
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from ._grouped import KGroupedStream
     from ._join_windows import JoinWindows
     from ._ktable import KTable
+    from ._materialized import Materialized
 
 Predicate = Callable[[K, V], bool]
 
@@ -447,6 +449,32 @@ class KStream(Generic[K, V]):
         """Run a processor-API processor (``supplier()`` per task), connected to stores."""
         node = self._add("KSTREAM-PROCESSOR-", name, supplier, store_names=tuple(store_names))
         return self._new_key(node)
+
+    def process_values(
+        self, supplier: FixedKeyProcessorSupplier, *store_names: str, name: str | None = None
+    ) -> KStream[K, Any]:
+        """Run a key-preserving processor (``supplier()`` per task, a
+        :class:`FixedKeyProcessor`), connected to stores. It can change values, timestamps
+        and headers but not keys, so unlike :meth:`process` it leaves the stream as
+        partitioned as it was: a grouping or join downstream needs no repartition."""
+        node = self._add(
+            "KSTREAM-PROCESSVALUES-",
+            name,
+            lambda: FixedKeyProcessorAdapter(supplier()),
+            store_names=tuple(store_names),
+        )
+        return self._same_key(node, None)
+
+    def to_table(
+        self, *, materialized: Materialized | None = None, name: str | None = None
+    ) -> KTable[K, V]:
+        """The table of this stream's latest value per key: a ``None`` value deletes the
+        key's row, a ``None`` key is skipped. A key changed upstream is repartitioned
+        first (``<name>-repartition``). The rows are kept in a key-value store
+        (``materialized``, or a generated name), cached and changelogged by default."""
+        from ._stream_to_table import stream_to_table
+
+        return stream_to_table(self, materialized, name)
 
     # -- grouping -----------------------------------------------------------------------
 

@@ -19,8 +19,15 @@ from . import _table_nodes as tn
 from ._errors import TopologyBuildError
 from ._graph import GraphNode, ProcessorGraphNode, TableGraphNode
 from ._materialized import Materialized
+from ._serdes import Serdes
 from ._suppress import Suppressed
 from ._table_nodes import ValueGetterSupplier
+from ._time_limit_buffer import TimeLimitBuffer
+from ._transform_values import (
+    TableTransformValues,
+    TransformValuesGetterSupplier,
+    ValueTransformerWithKeySupplier,
+)
 from ._type_vars import KO, KR, VO, VR, K, V
 from ._windows import AnyWindows
 
@@ -117,10 +124,14 @@ class KTable(Generic[K, V]):
         value_serde: Any,
         getter: ValueGetterSupplier | None,
         materialized: Materialized | None,
+        store_names: tuple[str, ...] = (),
     ) -> KTable[K, Any]:
         builder = self._builder
         op = TableGraphNode(
-            name or builder.new_name(prefix), (self._node,), old_values_from_parent=True
+            name or builder.new_name(prefix),
+            (self._node,),
+            old_values_from_parent=True,
+            store_names=store_names,
         )
         op.supplier = lambda: make(op)
         builder.add_node(op)
@@ -225,6 +236,29 @@ class KTable(Generic[K, V]):
             materialized,
         )
 
+    def transform_values(
+        self,
+        supplier: ValueTransformerWithKeySupplier,
+        *store_names: str,
+        materialized: Materialized | None = None,
+        name: str | None = None,
+    ) -> KTable[K, Any]:
+        """Each row's value replaced by ``transformer.transform(key, value)``, where
+        ``supplier()`` makes a :class:`ValueTransformerWithKey` per task that may use the
+        named stores; it sees deletes as ``None`` (see ``_transform_values``)."""
+        getter = None
+        if self._getter is not None:
+            getter = TransformValuesGetterSupplier(self._getter, supplier, store_names)
+        return self._derive(
+            "KTABLE-TRANSFORMVALUES-",
+            name,
+            lambda node: TableTransformValues(node, supplier),
+            None,
+            getter,
+            materialized,
+            store_names,
+        )
+
     def to_stream(self, *, name: str | None = None) -> KStream[K, V]:
         """The stream of this table's updates: each change's new value (``None`` for a delete;
         typed ``V``, as Kafka Streams types it, so a table that deletes rows hands its
@@ -265,7 +299,11 @@ class KTable(Generic[K, V]):
         return KGroupedTable(self._builder, node, key_serde, value_serde, name)
 
     def suppress(self, suppressed: Suppressed, *, name: str | None = None) -> KTable[K, V]:
-        """Final results only: one record per window, once it closes (see ``_suppress``)."""
+        """Hold back updates (see ``_suppress``): ``until_window_closes`` gives a windowed
+        table's final results only, ``until_time_limit`` each key's latest update once
+        stream time has moved on far enough."""
+        if suppressed.time_to_wait_ms is not None:
+            return self._suppress_until_time_limit(suppressed, name)
         origin = self._origin
         if self._windows is None or origin is None:
             raise TopologyBuildError(
@@ -300,6 +338,28 @@ class KTable(Generic[K, V]):
             windows=self._windows,
             origin=origin,
         )
+
+    def _suppress_until_time_limit(self, suppressed: Suppressed, name: str | None) -> KTable[K, V]:
+        builder = self._builder
+        node_name = name or builder.new_name("KTABLE-SUPPRESS-")
+        buffer = Materialized(
+            f"{name}-store" if name else builder.new_name("KTABLE-SUPPRESS-STATE-STORE-"),
+            key_serde=Serdes.bytes(),
+            value_serde=Serdes.bytes(),
+            caching=False,
+        )
+        # The buffer keeps each change's old value, so it asks for them, as Kafka
+        # Streams' suppress does; a filter upstream then drops updates nobody saw.
+        self.enable_send_old_values()
+        wait, config = suppressed.time_to_wait_ms, suppressed.buffer
+        assert wait is not None
+        key_serde, value_serde = self.key_serde, self.value_serde
+        node = TableGraphNode(node_name, (self._node,), store_builders=(buffer.key_value_store(),))
+        node.supplier = lambda: TimeLimitBuffer(
+            node, buffer.store_name, key_serde, value_serde, wait, config
+        )
+        builder.add_node(node)
+        return KTable(builder, node, key_serde, value_serde, windows=self._windows)
 
     # -- joins --------------------------------------------------------------------------
 

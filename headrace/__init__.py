@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from headrace.dsl import AgentApp as AgentApp
     from headrace.dsl import AgentStream as AgentStream
     from headrace.dsl import AgentTopic as AgentTopic
+    from headrace.dsl import FixedKeyProcessor as FixedKeyProcessor
     from headrace.dsl import JoinWindows as JoinWindows
     from headrace.dsl import Serdes as Serdes
     from headrace.dsl import SessionWindows as SessionWindows
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from headrace.dsl import StreamsBuilder as StreamsBuilder
     from headrace.dsl import Table as Table
     from headrace.dsl import TimeWindows as TimeWindows
+    from headrace.dsl import ValueTransformerWithKey as ValueTransformerWithKey
     from headrace.dsl import materialized as materialized
     from headrace.streams import AsyncOptions as AsyncOptions
     from headrace.streams import AsyncProcessor as AsyncProcessor
@@ -43,6 +45,7 @@ _HOMES = {
     "App": "headrace.streams.runtime",
     "AsyncOptions": "headrace.streams",
     "AsyncProcessor": "headrace.streams",
+    "FixedKeyProcessor": "headrace.dsl",
     "JoinWindows": "headrace.dsl",
     "Serdes": "headrace.dsl",
     "SessionWindows": "headrace.dsl",
@@ -51,6 +54,7 @@ _HOMES = {
     "Table": "headrace.dsl",
     "TimeWindows": "headrace.dsl",
     "Topology": "headrace.streams",
+    "ValueTransformerWithKey": "headrace.dsl",
     "materialized": "headrace.dsl",
 }
 

@@ -24,6 +24,7 @@ def test_headrace_public_surface_is_pinned() -> None:
         "App",
         "AsyncOptions",
         "AsyncProcessor",
+        "FixedKeyProcessor",
         "JoinWindows",
         "Serdes",
         "SessionWindows",
@@ -32,6 +33,7 @@ def test_headrace_public_surface_is_pinned() -> None:
         "Table",
         "TimeWindows",
         "Topology",
+        "ValueTransformerWithKey",
         "__version__",
         "materialized",
     ]
@@ -61,6 +63,8 @@ def test_public_names_are_the_sub_packages_own() -> None:
         "AgentStream",
         "AgentTopic",
         "Table",
+        "FixedKeyProcessor",
+        "ValueTransformerWithKey",
     ):
         assert getattr(headrace, name) is getattr(dsl, name), name
     assert headrace.testing.TopologyTestDriver is testing.TopologyTestDriver
