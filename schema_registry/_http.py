@@ -20,11 +20,10 @@ import binascii
 import hmac
 import json
 import logging
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
-from aiohttp.typedefs import Middleware
+from aiohttp.typedefs import Handler, Middleware
 
 from headrace.base.http import same_site_guard
 
@@ -45,7 +44,6 @@ BODY_TYPES = frozenset(
 )
 MAX_BODY = 8 * 1024 * 1024  # bytes of one request: schemas are small, this bounds a client
 REGISTRY: web.AppKey[Registry] = web.AppKey("registry", Registry)
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 def _answer(body: Any, status: int = 200) -> web.Response:
