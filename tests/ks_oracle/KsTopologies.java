@@ -26,10 +26,16 @@ import org.apache.kafka.streams.kstream.SlidingWindows;
 import org.apache.kafka.streams.kstream.StreamJoined;
 import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.kstream.ValueTransformerWithKey;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
+import org.apache.kafka.streams.processor.ProcessorContext;
+import org.apache.kafka.streams.processor.api.FixedKeyProcessor;
+import org.apache.kafka.streams.processor.api.FixedKeyProcessorContext;
+import org.apache.kafka.streams.processor.api.FixedKeyRecord;
 import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.SessionStore;
+import org.apache.kafka.streams.state.Stores;
 import org.apache.kafka.streams.state.WindowStore;
 
 /**
@@ -322,6 +328,48 @@ final class KsTopologies {
             .toStream()
             .to("out", sessionWindowedL());
         break;
+      // -- cogroup, to_table, process_values ---------------------------------------------
+      case "cogroup_aggregate":
+        longs(b, "in")
+            .groupByKey(Grouped.with(S, L))
+            .<String>cogroup((k, v, agg) -> agg + "|L" + s(v))
+            .cogroup(
+                strings(b, "in2").groupBy((k, v) -> v == null ? null : v.substring(0, 1), Grouped.with(S, S)),
+                (k, v, agg) -> agg + "|S" + s(v))
+            .aggregate(() -> "", kvS())
+            .toStream()
+            .to("out", SS);
+        break;
+      case "cogroup_tumbling":
+        longs(b, "in")
+            .groupByKey(Grouped.with(S, L))
+            .<String>cogroup((k, v, agg) -> agg + "|L" + s(v))
+            .cogroup(strings(b, "in2").groupByKey(Grouped.with(S, S)), (k, v, agg) -> agg + "|S" + s(v))
+            .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMillis(1000), Duration.ofMillis(500)))
+            .aggregate(() -> "", winS())
+            .toStream()
+            .to("out", timeWindowedS(1000));
+        break;
+      case "cogroup_session":
+        longs(b, "in")
+            .groupByKey(Grouped.with(S, L))
+            .<String>cogroup((k, v, agg) -> agg + "|L" + s(v))
+            .cogroup(strings(b, "in2").groupByKey(Grouped.with(S, S)), (k, v, agg) -> agg + "|S" + s(v))
+            .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(400), DAY))
+            .aggregate(() -> "", (k, left, right) -> left + "&" + right, sesS())
+            .toStream()
+            .to("out", sessionWindowedS());
+        break;
+      case "stream_to_table": {
+        KStream<String, Long> in = longs(b, "in");
+        in.toTable(kvL()).toStream().to("out", SL);
+        in.selectKey((k, v) -> v == null ? null : "k" + (v % 3)).toTable(kvL()).toStream().to("out2", SL);
+        break;
+      }
+      case "process_values_sums":
+        b.addStateStore(Stores.keyValueStoreBuilder(Stores.inMemoryKeyValueStore("sums"), S, L));
+        longs(b, "in").processValues(RunningSum::new, "sums").to("out", SL);
+        break;
       // -- tables ------------------------------------------------------------------------
       case "table_filter_map_values": {
         KTable<String, Long> t = longTable(b, "in");
@@ -353,6 +401,28 @@ final class KsTopologies {
             .toStream()
             .to("out", SS);
         break;
+      case "table_transform_values": {
+        b.addStateStore(Stores.keyValueStoreBuilder(Stores.inMemoryKeyValueStore("seen"), S, L));
+        KTable<String, Long> t = longTable(b, "in");
+        t.transformValues(Seen::new, "seen").toStream().to("out", SS);
+        longs(b, "orders")
+            .leftJoin(t.transformValues(Tagged::new), (o, v) -> s(o) + "/" + s(v), Joined.with(S, L, S))
+            .to("out2", SS);
+        break;
+      }
+      case "table_suppress_time_limit": {
+        KTable<String, Long> t = longTable(b, "in");
+        t.suppress(Suppressed.untilTimeLimit(Duration.ofMillis(300), Suppressed.BufferConfig.unbounded()))
+            .toStream()
+            .to("out", SL);
+        t.filter((k, v) -> v > 4)
+            .suppress(
+                Suppressed.untilTimeLimit(
+                    Duration.ofMillis(200), Suppressed.BufferConfig.maxRecords(2).emitEarlyWhenFull()))
+            .toStream()
+            .to("out2", SL);
+        break;
+      }
       // -- stream-stream joins -----------------------------------------------------------
       case "ss_inner":
         longs(b, "left")
@@ -469,5 +539,67 @@ final class KsTopologies {
   private static String foreignKey(String order) {
     String fk = order.split("\\|")[0];
     return fk.equals("-") ? null : fk;
+  }
+
+  /** A running sum per key in the store "sums"; an even sum also goes out tenfold, 1 ms later. */
+  private static final class RunningSum implements FixedKeyProcessor<String, Long, Long> {
+    private FixedKeyProcessorContext<String, Long> context;
+    private KeyValueStore<String, Long> sums;
+
+    @Override
+    public void init(FixedKeyProcessorContext<String, Long> context) {
+      this.context = context;
+      this.sums = context.getStateStore("sums");
+    }
+
+    @Override
+    public void process(FixedKeyRecord<String, Long> record) {
+      if (record.key() == null || record.value() == null) {
+        context.forward(record.withValue(-1L));
+        return;
+      }
+      Long old = sums.get(record.key());
+      long total = (old == null ? 0 : old) + record.value();
+      sums.put(record.key(), total);
+      context.forward(record.withValue(total));
+      if (total % 2 == 0) {
+        context.forward(record.withValue(total * 10).withTimestamp(record.timestamp() + 1));
+      }
+    }
+  }
+
+  /** The value and how many times the key was transformed (the store "seen"). */
+  private static final class Seen implements ValueTransformerWithKey<String, Long, String> {
+    private KeyValueStore<String, Long> seen;
+
+    @Override
+    public void init(ProcessorContext context) {
+      this.seen = context.getStateStore("seen");
+    }
+
+    @Override
+    public String transform(String key, Long value) {
+      Long old = seen.get(key);
+      long n = (old == null ? 0 : old) + 1;
+      seen.put(key, n);
+      return s(value) + "#" + n;
+    }
+
+    @Override
+    public void close() {}
+  }
+
+  /** The value tagged, "T" + value ("Tnull" for none). */
+  private static final class Tagged implements ValueTransformerWithKey<String, Long, String> {
+    @Override
+    public void init(ProcessorContext context) {}
+
+    @Override
+    public String transform(String key, Long value) {
+      return "T" + s(value);
+    }
+
+    @Override
+    public void close() {}
   }
 }

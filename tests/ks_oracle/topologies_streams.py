@@ -9,6 +9,8 @@ from typing import Any
 from ks_oracle.pairs import DAY_MS, STREAM_L, STREAM_S, L, S, pair, serde, text, uncached
 
 from headrace.dsl import (
+    FixedKeyProcessor,
+    FixedKeyRecord,
     KGroupedStream,
     KStream,
     SessionWindows,
@@ -17,6 +19,7 @@ from headrace.dsl import (
     Suppressed,
     TimeWindows,
 )
+from headrace.state import Stores
 
 IN_L = {"in": STREAM_L}
 IN_S = {"in": STREAM_S}
@@ -337,3 +340,103 @@ def session_emit_final(b: StreamsBuilder) -> None:
         .count(materialized=uncached(retention=DAY_MS))
     )
     _windowed_out(table, "SW")
+
+
+# -- cogroup, to_table, process_values ----------------------------------------------------
+
+LONGS_AND_WORDS = {"in": STREAM_L, "in2": STREAM_S}
+
+
+def _tagged(tag: str) -> Any:
+    """An aggregator of one cogrouped stream: appends ``|<tag><value>``."""
+    return lambda _key, value, aggregate: f"{aggregate}|{tag}{text(value)}"
+
+
+def _cogrouped(b: StreamsBuilder, words: KGroupedStream[Any, Any]) -> Any:
+    return grouped_longs(b).cogroup(_tagged("L")).cogroup(words, _tagged("S"))
+
+
+def _grouped_words(b: StreamsBuilder) -> KGroupedStream[Any, Any]:
+    return b.stream("in2", key_serde=S, value_serde=S).group_by_key(key_serde=S, value_serde=S)
+
+
+@pair(LONGS_AND_WORDS, {"out": ("S", "S")})
+def cogroup_aggregate(b: StreamsBuilder) -> None:
+    """cogroup of a long stream (by key) and a string stream re-grouped by its value's
+    first letter (through a repartition topic), aggregate: one aggregate per key, each
+    stream's values folded in with its own aggregator; null keys and values skipped."""
+    words = b.stream("in2", key_serde=S, value_serde=S).group_by(
+        lambda k, v: None if v is None else v[0], key_serde=S, value_serde=S
+    )
+    _cogrouped(b, words).aggregate(lambda: "", materialized=uncached()).to_stream().to(
+        "out", key_serde=S, value_serde=S
+    )
+
+
+@pair(LONGS_AND_WORDS, {"out": ("W1000", "S")}, closes=True)
+def cogroup_tumbling(b: StreamsBuilder) -> None:
+    """cogroup of two streams of different value types, windowed by tumbling windows
+    (1000 ms, grace 500): null values aggregated, late records dropped."""
+    windows = TimeWindows.of_size_and_grace(1000, 500)
+    table = (
+        _cogrouped(b, _grouped_words(b))
+        .windowed_by(windows)
+        .aggregate(lambda: "", materialized=uncached())
+    )
+    _windowed_out(table, "W1000", "S")
+
+
+@pair(LONGS_AND_WORDS, {"out": ("SW", "S")}, closes=True)
+def cogroup_session(b: StreamsBuilder) -> None:
+    """cogroup of two streams windowed by sessions (gap 400), with a merger: sessions
+    that merge across the two streams, null values aggregated. The grace (a day) keeps
+    every record in time: lateness is judged by the streams' shared stream time here and
+    by each stream's own in Kafka Streams (see ``dsl/_cogroup``), which this pair leaves
+    out; with grace 200 seeds 1 and 3 show it."""
+    windows = SessionWindows.with_inactivity_gap_and_grace(400, DAY_MS)
+    table = (
+        _cogrouped(b, _grouped_words(b))
+        .windowed_by(windows)
+        .aggregate(lambda: "", lambda k, a, c: f"{a}&{c}", materialized=uncached())
+    )
+    _windowed_out(table, "SW", "S")
+
+
+@pair(IN_L, {"out": ("S", "L"), "out2": ("S", "L")})
+def stream_to_table(b: StreamsBuilder) -> None:
+    """to_table of a stream (null keys skipped, null values delete, out-of-order updates
+    kept) and of a re-keyed stream, repartitioned first."""
+    s = longs(b)
+    s.to_table(materialized=uncached()).to_stream().to("out", key_serde=S, value_serde=L)
+    s.select_key(lambda k, v: None if v is None else f"k{v % 3}").to_table(
+        materialized=uncached()
+    ).to_stream().to("out2", key_serde=S, value_serde=L)
+
+
+class _RunningSum(FixedKeyProcessor):
+    """A running sum per key in the store "sums"; an even sum also goes out tenfold,
+    1 ms later; a record without key or value goes out as -1."""
+
+    def init(self, context: Any) -> None:
+        super().init(context)
+        self.sums = context.get_state_store("sums")
+
+    def process(self, record: FixedKeyRecord) -> None:
+        if record.key is None or record.value is None:
+            self.context.forward(record.with_value(-1))
+            return
+        total = (self.sums.get(record.key) or 0) + record.value
+        self.sums.put(record.key, total)
+        self.context.forward(record.with_value(total))
+        if total % 2 == 0:
+            self.context.forward(record.with_value(total * 10).with_timestamp(record.timestamp + 1))
+
+
+@pair(IN_L, OUT_SL)
+def process_values_sums(b: StreamsBuilder) -> None:
+    """process_values with a FixedKeyProcessor and a store: values and timestamps it
+    forwards, two records from one, null keys reaching the processor."""
+    b.add_state_store(
+        Stores.key_value_store("sums", persistent=False).with_key_serde(S).with_value_serde(L)
+    )
+    longs(b).process_values(_RunningSum, "sums").to("out", key_serde=S, value_serde=L)

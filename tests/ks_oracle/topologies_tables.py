@@ -20,7 +20,15 @@ from ks_oracle.pairs import (
     uncached,
 )
 
-from headrace.dsl import JoinWindows, KTable, StreamsBuilder
+from headrace.dsl import (
+    BufferConfig,
+    JoinWindows,
+    KTable,
+    StreamsBuilder,
+    Suppressed,
+    ValueTransformerWithKey,
+)
+from headrace.state import Stores
 
 OUT_SS = {"out": ("S", "S")}
 LEFT_RIGHT_STREAMS = {"left": STREAM_L, "right": STREAM_L}
@@ -105,6 +113,54 @@ def table_group_by_aggregate(b: StreamsBuilder) -> None:
         )
         .to_stream()
         .to("out", key_serde=S, value_serde=S)
+    )
+
+
+class _Seen(ValueTransformerWithKey):
+    """The value and how many times the key was transformed (the store "seen")."""
+
+    def init(self, context: Any) -> None:
+        super().init(context)
+        self.seen = context.get_state_store("seen")
+
+    def transform(self, key: Any, value: Any) -> str:
+        n = (self.seen.get(key) or 0) + 1
+        self.seen.put(key, n)
+        return f"{text(value)}#{n}"
+
+
+class _Tagged(ValueTransformerWithKey):
+    def transform(self, key: Any, value: Any) -> str:
+        return f"T{text(value)}"
+
+
+@pair({"in": TABLE_L, "orders": STREAM_L}, {"out": ("S", "S"), "out2": ("S", "S")})
+def table_transform_values(b: StreamsBuilder) -> None:
+    """KTable.transform_values with a store: the transformer sees tombstones as null;
+    and a stream left-joined with a transformed table, read by key through the parent
+    (a missing row is transformed too)."""
+    b.add_state_store(
+        Stores.key_value_store("seen", persistent=False).with_key_serde(S).with_value_serde(L)
+    )
+    t = long_table(b, "in")
+    t.transform_values(_Seen, "seen").to_stream().to("out", key_serde=S, value_serde=S)
+    longs(b, "orders").left_join(
+        t.transform_values(_Tagged), lambda o, v: f"{text(o)}/{text(v)}"
+    ).to("out2", key_serde=S, value_serde=S)
+
+
+@pair({"in": TABLE_L}, {"out": ("S", "L"), "out2": ("S", "L")})
+def table_suppress_time_limit(b: StreamsBuilder) -> None:
+    """suppress(until_time_limit): each key's latest update once stream time is 300 ms
+    past its first held one, tombstones included; and behind a filter, 200 ms with a
+    buffer of two records that emits early when full."""
+    t = long_table(b, "in")
+    t.suppress(Suppressed.until_time_limit(300, BufferConfig.unbounded())).to_stream().to(
+        "out", key_serde=S, value_serde=L
+    )
+    bounded = BufferConfig.max_records(2).emit_early_when_full()
+    t.filter(lambda k, v: v > 4).suppress(Suppressed.until_time_limit(200, bounded)).to_stream().to(
+        "out2", key_serde=S, value_serde=L
     )
 
 
