@@ -19,6 +19,7 @@
   (write a temporary file, fsync it, rename it, fsync the directory).
 - ``Lifecycle``, ``transition_table``, ``check_transition``: named state machines with
   their transition tables; ``IllegalTransitionError`` for a move a table forbids.
+- ``TopicPartition``: one partition of one topic, ordered, the key of offsets.
 - ``Clock`` (monotonic and wall milliseconds), ``SystemClock``, and ``ManualClock``
   for timers driven by hand.
 - ``TransactionError``, ``BrokerError``, ``CoordinatorNotAvailableError``: names that
@@ -43,6 +44,7 @@ from ._lifecycle import check_transition as check_transition
 from ._lifecycle import transition_table as transition_table
 from ._properties import parse_properties as parse_properties
 from ._properties import read_properties as read_properties
+from ._topic_partition import TopicPartition as TopicPartition
 
 __all__ = [
     "PLAINTEXT",
@@ -55,6 +57,7 @@ __all__ = [
     "Lifecycle",
     "ManualClock",
     "SystemClock",
+    "TopicPartition",
     "TransactionError",
     "TransitionTable",
     "check_transition",

@@ -1,8 +1,8 @@
 """The schema registry's formats for ``headrace produce`` and ``consume``:
 ``--value-format avro|protobuf|json-schema``.
 
-The two commands belong to log_broker, which knows nothing of schemas; their formats are
-a table of named entries (``log_broker._cli_formats``). This module, at the top where
+The two commands belong to the client tools, which know nothing of schemas; their
+formats are a table of named entries (``client_tools._formats``). This module, at the top where
 both sides may meet, adds the registry's formats to that table before the commands'
 parsers are built (``prepare``), then the options they need (``register``):
 ``--schema-registry-url``, and for produce ``--value-schema-file``. Values are JSON text on the command line: produce encodes a
@@ -26,7 +26,7 @@ DEFAULT_REGISTRY = "http://127.0.0.1:8081"
 
 
 def prepare() -> None:
-    from headrace.log_broker import _cli_formats as formats
+    from headrace.client_tools import _formats as formats
 
     for name, help_text in REGISTRY_FORMATS.items():
         formats.add_format(
@@ -58,7 +58,7 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
 
 def _encoder(fmt: str) -> Any:
     def make(target: Any) -> Any:
-        from headrace.log_broker._cli_formats import FormatError
+        from headrace.client_tools._formats import FormatError
 
         schema_file = getattr(target.args, "value_schema_file", None)
         if not schema_file:

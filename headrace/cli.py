@@ -26,6 +26,7 @@ DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 # Packages that contribute subcommands, in the order they appear in --help.
 COMMAND_MODULES = (
     "headrace.log_broker._commands",
+    "headrace.client_tools._commands",
     "headrace.streams._commands",
     "headrace.spark_bridge._commands",
     "headrace.schema_registry._commands",

@@ -1,9 +1,8 @@
-"""The broker-side subcommands: broker, topics, produce, consume, groups, configs, records.
+"""``headrace broker``: the built-in broker in the foreground.
 
-``broker`` runs the built-in broker in the foreground. The others are Kafka clients
-(aiokafka, and for groups a small kio client), so they work against any
-Kafka-protocol broker; each lives in its own ``_cli_*`` module (what they share is in
-``_cli_common``), and ``groups`` lives with the group coordinator in ``groups``.
+The commands that talk to a broker as its clients (topics, produce, consume, groups,
+configs, records, users, acls) work against any Kafka-protocol cluster, so they live in
+``headrace.client_tools``, not here.
 """
 
 from __future__ import annotations
@@ -18,15 +17,8 @@ from typing import Any
 from headrace.base import read_properties
 
 from ._broker import Broker
-from ._cli_configs import register as register_configs
-from ._cli_consume import register as register_consume
-from ._cli_produce import register as register_produce
-from ._cli_records import register as register_records
-from ._cli_topics import register as register_topics
 from ._metrics_http import MetricsEndpoint
 from ._server_properties import broker_settings
-from .groups import register_commands as register_group_commands
-from .security import register_commands as register_security_commands
 
 
 def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
@@ -114,13 +106,6 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
         help="serve Prometheus metrics at http://HOST:PORT/metrics",
     )
     broker.set_defaults(handler=_run_broker)
-
-    for register_client_commands in (register_topics, register_produce, register_consume):
-        register_client_commands(subparsers, broker_options)
-    register_group_commands(subparsers, broker_options)
-    register_configs(subparsers, broker_options)
-    register_records(subparsers, broker_options)
-    register_security_commands(subparsers, broker_options)
 
 
 def _parse_listen(listen: str) -> tuple[str, int]:

@@ -1,33 +1,20 @@
-"""Build kio entities the same way for every version of an API.
+"""What the broker's handlers share about kio entities besides building them.
 
-kio generates one dataclass per API version; a field that a version lacks is simply not
-there. Handlers describe a response once, with every field any version has, and
-``make`` keeps the ones the target class defines, so a handler reads as one function,
-not one per version.
+``make`` (one description of a response for every version of its API) lives in
+``headrace.base.kio_entities``, where the client commands build their requests with it;
+handlers import it from here with the rest: ``NO_THROTTLE``, and the list fields that
+request checks and metrics walk.
 """
 
 from __future__ import annotations
 
-from dataclasses import fields
 from datetime import timedelta
 from functools import cache
-from typing import Any, TypeVar, cast
+from typing import Any
 
-T = TypeVar("T")
+from headrace.base.kio_entities import make as make
 
 NO_THROTTLE = timedelta(0)
-
-
-@cache
-def _field_names(cls: Any) -> frozenset[str]:
-    return frozenset(f.name for f in fields(cls))
-
-
-def make(cls: type[T], **values: Any) -> T:
-    names = _field_names(cast(Any, cls))
-    if names.issuperset(values):  # the newest version has them all: nothing to drop
-        return cls(**values)
-    return cls(**{k: v for k, v in values.items() if k in names})
 
 
 @cache

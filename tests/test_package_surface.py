@@ -11,7 +11,16 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 # The repository's folders that install as sub-packages of ``headrace``.
-SUBPACKAGES = ("dsl", "examples", "log_broker", "spark_bridge", "state", "streams", "transactions")
+SUBPACKAGES = (
+    "client_tools",
+    "dsl",
+    "examples",
+    "log_broker",
+    "spark_bridge",
+    "state",
+    "streams",
+    "transactions",
+)
 
 
 def test_headrace_public_surface_is_pinned() -> None:

@@ -187,6 +187,7 @@ def test_the_distribution_puts_only_headrace_at_the_top_of_site_packages(
         )
     # The layers are sub-packages, not top-level names a user's folder could shadow.
     for layer in (
+        "client_tools",
         "dsl",
         "streams",
         "state",

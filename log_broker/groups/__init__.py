@@ -12,12 +12,10 @@ from headrace.base import CoordinatorNotAvailableError as CoordinatorNotAvailabl
 from headrace.base import IllegalTransitionError as IllegalTransitionError
 from headrace.base import ManualClock as ManualClock
 from headrace.base import SystemClock as SystemClock
+from headrace.base import TopicPartition as TopicPartition
 
-from ._admin_client import GroupAdminClient as GroupAdminClient
 from ._assignors import Partition as Partition
 from ._assignors import TopicInfo as TopicInfo
-from ._cli import decode_assignment as decode_assignment
-from ._cli import register as register_commands
 from ._codec import GroupKey as GroupKey
 from ._codec import GroupValue as GroupValue
 from ._codec import MemberValue as MemberValue
@@ -44,7 +42,6 @@ from ._coordinator import GroupListing as GroupListing
 from ._coordinator import MemberDescription as MemberDescription
 from ._coordinator import NewOffset as NewOffset
 from ._core import Write as Write
-from ._errors import AdminRequestError as AdminRequestError
 from ._errors import FencedInstanceIdError as FencedInstanceIdError
 from ._errors import GroupCoordinatorNotAvailableError as GroupCoordinatorNotAvailableError
 from ._errors import GroupError as GroupError
@@ -69,7 +66,6 @@ from ._machine import MEMBER_TRANSITIONS as MEMBER_TRANSITIONS
 from ._machine import GroupState as GroupState
 from ._machine import MemberState as MemberState
 from ._membership import JoinRequest as JoinRequest
-from ._offsets import TopicPartition as TopicPartition
 from ._reply import Reply as Reply
 from ._service import GroupService as GroupService
 from ._service import replay_log as replay_log
@@ -79,14 +75,12 @@ __all__ = [
     "GROUP_TRANSITIONS",
     "MEMBER_TRANSITIONS",
     "OFFSETS_TOPIC",
-    "AdminRequestError",
     "Clock",
     "ConsumerGroup",
     "ConsumerGroupState",
     "ConsumerMember",
     "CoordinatorNotAvailableError",
     "FencedInstanceIdError",
-    "GroupAdminClient",
     "GroupConfig",
     "GroupCoordinator",
     "GroupCoordinatorNotAvailableError",
@@ -130,7 +124,6 @@ __all__ = [
     "TopicPartition",
     "UnknownMemberIdError",
     "Write",
-    "decode_assignment",
     "decode_group_value",
     "decode_key",
     "decode_offset_value",
@@ -139,7 +132,6 @@ __all__ = [
     "encode_offset_key",
     "encode_offset_value",
     "partition_for",
-    "register_commands",
     "replay_log",
     "wait_reply",
 ]

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from headrace.base import Clock
+from headrace.base import Clock, TopicPartition
 
 from ._codec import (
     GroupKey,
@@ -42,7 +42,6 @@ from ._errors import (
 from ._group import Group, JoinResult, member_from_value
 from ._machine import GroupState
 from ._membership import JoinRequest, Membership
-from ._offsets import TopicPartition
 from ._reply import Reply
 from ._subscriptions import CONSUMER_PROTOCOL_TYPE, classic_subscribed_topics
 

@@ -29,7 +29,6 @@ GroupError                            root; never raised itself
 +-- IllegalGroupTransitionError       a lifecycle step the tables forbid: a bug (-1)
 |   (a headrace.base.IllegalTransitionError)
 +-- OffsetsRecordError                a __consumer_offsets record that cannot be read
-+-- AdminRequestError                 (client side) a broker refused a group command
 """
 
 from __future__ import annotations
@@ -113,15 +112,6 @@ class IllegalGroupTransitionError(GroupError, IllegalTransitionError):
 
 class OffsetsRecordError(GroupError):
     """A ``__consumer_offsets`` record in a format this broker cannot read."""
-
-
-class AdminRequestError(GroupError):
-    """A broker refused a request of the ``headrace groups`` client; carries its code."""
-
-    def __init__(self, what: str, error_code: int, error_name: str, retriable: bool) -> None:
-        super().__init__(f"{what}: {error_name}")
-        self.error_code = error_code
-        self.retriable = retriable
 
 
 class FencedMemberEpochError(MemberError):

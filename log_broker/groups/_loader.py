@@ -13,6 +13,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
+from headrace.base import TopicPartition
+
 from .._records import BatchHeader, Record, parse_control_record
 from ..storage import StorageError
 from ._codec import (
@@ -25,7 +27,6 @@ from ._codec import (
     decode_offset_value,
 )
 from ._errors import OffsetsRecordError
-from ._offsets import TopicPartition
 
 log = logging.getLogger("headrace.broker.groups")
 

@@ -14,15 +14,10 @@ for the log offset.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+
+from headrace.base import TopicPartition
 
 from ._codec import OffsetValue
-
-
-@dataclass(frozen=True, slots=True, order=True)
-class TopicPartition:
-    topic: str
-    partition: int
 
 
 class GroupOffsets:

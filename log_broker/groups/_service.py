@@ -18,7 +18,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TypeVar
 
-from headrace.base import Clock, SystemClock
+from headrace.base import Clock, SystemClock, TopicPartition
 
 from .. import _records
 from .._deadline_timer import DeadlineTimer
@@ -34,7 +34,6 @@ from ._errors import GroupCoordinatorNotAvailableError, GroupError, OffsetCommit
 from ._group import JoinResult
 from ._loader import OffsetsReplay
 from ._membership import JoinRequest
-from ._offsets import TopicPartition
 from ._reply import Reply
 
 log = logging.getLogger("headrace.broker.groups")

@@ -5,8 +5,6 @@ ValueError; ``AuthenticationRequiredError`` and ``SaslFailedError`` are BrokerEr
 that close the connection they arrived on.
 """
 
-from typing import Any as _Any
-
 from headrace.base.acls import CLUSTER_NAME as CLUSTER_NAME
 from headrace.base.acls import AclBinding as AclBinding
 from headrace.base.acls import AclFilter as AclFilter
@@ -51,14 +49,5 @@ __all__ = [
     "SecurityConfigError",
     "Session",
     "parse_listeners",
-    "register_commands",
     "security_from_properties",
 ]
-
-
-def register_commands(subparsers: _Any, broker_options: _Any) -> None:
-    """``headrace users`` and ``headrace acls``."""
-    from . import _acls_cli, _users_cli
-
-    _users_cli.register(subparsers, broker_options)
-    _acls_cli.register(subparsers, broker_options)

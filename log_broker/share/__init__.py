@@ -7,9 +7,9 @@ each record is acquired by one member at a time, under a lock, until acknowledge
 - ``_coordinator``: all of the above for the broker, without I/O;
 - ``_codec``: the records of ``__share_group_state``, where snapshots are persisted;
 - ``_reading``: what a share fetch reads from a partition log;
-- ``_service``: the coordinator wired to the logs (reads, persistence, timers);
-- ``_cli``: ``headrace groups list|describe`` for share groups (a client).
-The handlers (keys 76-79 and 90) live with the others in ``log_broker.handlers``.
+- ``_service``: the coordinator wired to the logs (reads, persistence, timers).
+The handlers (keys 76-79 and 90) live with the others in ``log_broker.handlers``;
+``headrace groups`` shows share groups as a client (``headrace.client_tools.groups``).
 """
 
 from ._config import BROKER_CONFIG_NAMES as BROKER_CONFIG_NAMES

@@ -22,6 +22,7 @@ def test_all_is_pinned() -> None:
         "ManualClock",
         "PLAINTEXT",
         "SystemClock",
+        "TopicPartition",
         "TransactionError",
         "TransitionTable",
         "check_transition",

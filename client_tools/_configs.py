@@ -13,7 +13,7 @@ import argparse
 from dataclasses import dataclass
 from typing import Any
 
-from ._cli_common import (
+from ._common import (
     UsageError,
     add_output_option,
     check,

@@ -25,12 +25,18 @@ from kio.schema.offset_commit.v7.request import (
 from kio.schema.offset_fetch.v5.request import OffsetFetchRequest, OffsetFetchRequestTopic
 from kio.serial.errors import DecodeError
 
-from headrace.base import PLAINTEXT, ClientSecurity
+from headrace.base import PLAINTEXT, ClientSecurity, TopicPartition
 from headrace.base.kafka_admin import KioAdmin, KioConnection
+from headrace.base.kio_entities import make
 
-from .._entities import make
-from ._errors import AdminRequestError
-from ._offsets import TopicPartition
+
+class AdminRequestError(RuntimeError):
+    """A broker refused a request of the ``headrace groups`` client; carries its code."""
+
+    def __init__(self, what: str, error_code: int, error_name: str, retriable: bool) -> None:
+        super().__init__(f"{what}: {error_name}")
+        self.error_code = error_code
+        self.retriable = retriable
 
 
 class GroupAdminClient(KioAdmin):

@@ -14,14 +14,14 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from .._cli_common import add_output_option, client_security, emit, run_client
-from ..share._cli import SHARE_PROTOCOL_TYPE, describe_share_group, share_group_summary
-from ._admin_client import GroupAdminClient
-from ._cli_consumer import describe_consumer_group
-from ._cli_offsets import Holder, emit_offsets, offsets_and_lag
-from ._errors import AdminRequestError
-from ._offsets import TopicPartition
+from headrace.base import TopicPartition
+
+from .._common import add_output_option, client_security, emit, run_client
+from ._admin_client import AdminRequestError, GroupAdminClient
+from ._consumer import describe_consumer_group
+from ._offsets import Holder, emit_offsets, offsets_and_lag
 from ._reset import add_reset_options, reset_offsets
+from ._share import SHARE_PROTOCOL_TYPE, describe_share_group, share_group_summary
 
 # What the offsets table shows of the member holding a partition.
 _HOLDER_FIELDS = ("member_id", "host", "client_id")

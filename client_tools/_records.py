@@ -7,9 +7,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ._cli_common import UsageError, run_client
-from ._cli_configs import open_admin
-from ._cli_topics import topic_partitions
+from ._common import UsageError, run_client
+from ._configs import open_admin
+from ._topics import topic_partitions
 
 
 def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:

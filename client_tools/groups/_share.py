@@ -19,9 +19,8 @@ from kio.schema.errors import ErrorCode
 from kio.schema.share_group_describe.v1.request import ShareGroupDescribeRequest
 from kio.schema.types import GroupId
 
-from .._cli_common import client_security, dash, emit
-from ..groups._admin_client import GroupAdminClient
-from ..groups._errors import AdminRequestError
+from .._common import client_security, dash, emit
+from ._admin_client import AdminRequestError, GroupAdminClient
 
 SHARE_PROTOCOL_TYPE = "share"
 

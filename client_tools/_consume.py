@@ -14,7 +14,7 @@ seconds and at the end), so a record that fails to decode is read again next tim
 Reading is ``read_committed`` by default: records of open or aborted transactions are
 not shown. ``--until-end`` stops at the ends the partitions had when reading began;
 with records going to a file or a pipe, a terminal's stderr shows the dump's progress
-(``_cli_dump``).
+(``_dump``).
 
 Output: ``--format`` is a template like kcat's (%t topic, %p partition, %o offset, %k key,
 %v value, %T timestamp, %h headers, %K/%S key/value sizes, %% a percent sign; \\n \\t \\\\
@@ -35,11 +35,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ._cli_common import UsageError, client_options, parse_time, run_client
-from ._cli_configs import open_admin
-from ._cli_dump import EndWatch, bound, dump_bar
-from ._cli_formats import FORMATS, FormatError, Target, decodable, formats_help
-from ._cli_topics import topic_partitions
+from ._common import UsageError, client_options, parse_time, run_client
+from ._configs import open_admin
+from ._dump import EndWatch, bound, dump_bar
+from ._formats import FORMATS, FormatError, Target, decodable, formats_help
+from ._topics import topic_partitions
 
 COMMIT_INTERVAL_S = 5.0
 END_POLL_S = 0.5  # --until-end: how often the positions are compared with the ends

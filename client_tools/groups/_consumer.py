@@ -7,10 +7,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .._cli_common import dash, emit
+from headrace.base import TopicPartition
+
+from .._common import dash, emit
 from ._admin_client import GroupAdminClient
-from ._cli_offsets import emit_offsets, offsets_and_lag
-from ._offsets import TopicPartition
+from ._offsets import emit_offsets, offsets_and_lag
 
 
 def _partitions(assignment: Any) -> list[TopicPartition]:

@@ -19,8 +19,8 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import nullcontext
 from typing import IO, Any
 
-from ._cli_common import UsageError, client_options, key_value, parse_time, run_client
-from ._cli_formats import Encode, FormatError, Target, encodable, encoder, formats_help
+from ._common import UsageError, client_options, key_value, parse_time, run_client
+from ._formats import Encode, FormatError, Target, encodable, encoder, formats_help
 
 # Sends awaited at once: the producer batches them; the bound keeps the futures of a
 # large file from piling up in memory.

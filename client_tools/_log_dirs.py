@@ -12,7 +12,7 @@ from kio.serial.errors import DecodeError
 
 from headrace.base.log_dirs import LogDirsReader
 
-from ._cli_common import client_security
+from ._common import client_security
 
 log = logging.getLogger("headrace.cli")
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 import argparse
 from collections.abc import Mapping, Sequence
 
-from .._cli_common import dash, emit
+from headrace.base import TopicPartition
+
+from .._common import dash, emit
 from ._admin_client import GroupAdminClient
-from ._offsets import TopicPartition
 from ._reset import topic_offsets
 
 _OFFSET_FIELDS = ("topic", "partition", "current_offset", "log_end_offset", "lag")

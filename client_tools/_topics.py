@@ -7,7 +7,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from ._cli_common import (
+from ._common import (
     KafkaRequestError,
     UsageError,
     add_output_option,
@@ -18,8 +18,8 @@ from ._cli_common import (
     log_offsets,
     run_client,
 )
-from ._cli_configs import alter_configs, describe_configs, open_admin
-from ._cli_log_dirs import partition_sizes
+from ._configs import alter_configs, describe_configs, open_admin
+from ._log_dirs import partition_sizes
 
 BROKER_DEFAULT = -1  # CreateTopics: "use the broker's default" for partitions and replicas
 TOPIC = 2

@@ -20,9 +20,10 @@ import sys
 import time
 from datetime import timedelta
 
-from .._cli_common import UsageError, client_options, client_security, emit, log_offsets, parse_time
+from headrace.base import TopicPartition
+
+from .._common import UsageError, client_options, client_security, emit, log_offsets, parse_time
 from ._admin_client import GroupAdminClient
-from ._offsets import TopicPartition
 
 _DURATION = re.compile(
     r"P(?:(?P<weeks>\d+)W)?(?:(?P<days>\d+)D)?"
