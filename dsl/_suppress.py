@@ -73,6 +73,9 @@ class BufferConfig:
 
 @dataclass(frozen=True)
 class Suppressed:
+    """What ``KTable.suppress`` holds back: ``until_window_closes`` or
+    ``until_time_limit`` (see the module docstring)."""
+
     idle_close_ms: int | None = None
     time_to_wait_ms: int | None = None
     """Set for ``until_time_limit``: how long a key's updates are held."""
