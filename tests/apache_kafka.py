@@ -20,18 +20,24 @@ Nodes are stopped by pid: SIGTERM then SIGKILL after a grace period, or SIGKILL 
 from __future__ import annotations
 
 import base64
+import contextlib
+import json
 import signal
 import subprocess
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
+import confluent_kafka as ck
 import pytest
 from brokerproc import free_port
+from confluent_kafka import ElectionType
+from confluent_kafka.admin import AdminClient
 
-from jvm import KAFKA_SERVER, STORAGE_TOOL, java_command
+from jvm import KAFKA_SERVER, STORAGE_TOOL, java_command, kafka_tool
 
 HEAP = "512m"
 
@@ -324,3 +330,111 @@ def kafka_cluster_1(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaC
     finally:
         _RUNNING.pop("kafka_cluster_1", None)
         cluster.stop(grace=0)
+
+
+REASSIGN_PARTITIONS = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
+
+
+def _admin(bootstrap: str) -> AdminClient:
+    return AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 5000})
+
+
+def partition_states(
+    bootstrap: str, topics: Sequence[str] | None = None
+) -> dict[tuple[str, int], PartitionState]:
+    """Every partition of ``topics`` (all topics, internal ones included, when None):
+    its leader, replicas and in-sync replicas as the cluster's metadata has them."""
+    metadata = _admin(bootstrap).list_topics(timeout=10)
+    wanted = set(metadata.topics) if topics is None else set(topics)
+    states = {}
+    for name, topic in metadata.topics.items():
+        if name not in wanted:
+            continue
+        assert topic.error is None, f"{name}: {topic.error}"
+        for p, partition in topic.partitions.items():
+            states[(name, p)] = PartitionState(
+                partition.leader, tuple(partition.replicas), frozenset(partition.isrs)
+            )
+    missing = wanted - {name for name, _p in states}
+    assert not missing, f"no such topics: {sorted(missing)}"
+    return states
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    leader: int
+    replicas: tuple[int, ...]
+    isr: frozenset[int]
+
+    @property
+    def full(self) -> bool:
+        return self.leader in self.replicas and self.isr == set(self.replicas)
+
+
+def _cluster_healthy(cluster: KafkaCluster) -> bool:
+    running = [node for node in cluster.nodes if node.running]
+    if len(running) != len(cluster.nodes):
+        return False
+    try:
+        states = partition_states(cluster.bootstrap)
+    except Exception:  # a node still starting: ask again
+        return False
+    return all(state.full for state in states.values())
+
+
+def wait_healthy(cluster: KafkaCluster, timeout: float = 150.0) -> None:
+    """Until every node runs, each lists all the others, and every partition of every
+    topic has all its replicas in sync: the state a shared cluster must be left in."""
+    assert all(node.running for node in cluster.nodes), "a node is down"
+    cluster.wait_ready(timeout)
+    cluster.wait_until(lambda: _cluster_healthy(cluster), timeout, "every ISR to be full")
+
+
+def make_preferred(cluster: KafkaCluster, node_id: int, topics: Sequence[str]) -> None:
+    """Put ``node_id`` first in the replica list of every partition of ``topics`` (a
+    reassignment that moves no data, by Kafka's own reassignment tool), so that a
+    preferred election makes it their leader."""
+    states = partition_states(cluster.bootstrap, topics)
+    moves = [
+        {
+            "topic": topic,
+            "partition": p,
+            "replicas": [node_id, *(r for r in state.replicas if r != node_id)],
+        }
+        for (topic, p), state in sorted(states.items())
+    ]
+    plan = cluster.root / f"preferred-{node_id}-{uuid.uuid4().hex[:8]}.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": moves}))
+    kafka_tool(
+        REASSIGN_PARTITIONS, cluster.bootstrap, "--reassignment-json-file", str(plan), "--execute"
+    )
+    cluster.wait_until(
+        lambda: all(
+            s.replicas[0] == node_id for s in partition_states(cluster.bootstrap, topics).values()
+        ),
+        60,
+        f"node {node_id} to be the first replica of {list(topics)}",
+    )
+
+
+def elect_preferred(cluster: KafkaCluster, node_id: int, topics: Sequence[str]) -> None:
+    """Make ``node_id`` (already the preferred replica, see :func:`make_preferred`) the
+    leader of every partition of ``topics``, as soon as it is in sync with them."""
+
+    def led() -> bool:
+        states = partition_states(cluster.bootstrap, topics)
+        behind = [
+            ck.TopicPartition(topic, p)
+            for (topic, p), state in states.items()
+            if state.leader != node_id
+        ]
+        if not behind:
+            return True
+        # a partition the node is not in sync with yet, or one elected meanwhile, answers
+        # with an error in the result: asked again on the next round
+        admin = _admin(cluster.bootstrap)  # held: a client collected early fails its calls
+        with contextlib.suppress(ck.KafkaException):
+            admin.elect_leaders(ElectionType.PREFERRED, behind).result(10)
+        return False
+
+    cluster.wait_until(led, 120, f"node {node_id} to lead {list(topics)}")
