@@ -1,8 +1,5 @@
 from __future__ import annotations
 
-import ast
-from pathlib import Path
-
 from headrace import transactions
 from headrace.transactions import _errors
 
@@ -82,18 +79,3 @@ def test_every_error_descends_from_the_root_and_carries_codes() -> None:
         assert isinstance(error.retriable, bool)
         assert isinstance(error.error_code, int)
         assert error.__name__ in (_errors.__doc__ or "")
-
-
-def test_nothing_imports_the_broker() -> None:
-    # The broker depends on this package, never the other way round.
-    for path in Path(transactions.__file__).parent.glob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom | ast.Import):
-                names = (
-                    [node.module or ""]
-                    if isinstance(node, ast.ImportFrom)
-                    else [alias.name for alias in node.names]
-                )
-                assert not any(
-                    n.startswith(("log_broker", "headrace.log_broker")) for n in names
-                ), path
