@@ -102,8 +102,11 @@ class CogroupedKStream(Generic[K, VA]):
         builder = first.builder
         tags: list[GraphNode] = []
         for index, (grouped, _aggregator) in enumerate(self._inputs):
-            # A grouping with no name gets its repartition topic named after the cogroup.
-            topic_name = grouped.name or f"{name or 'COGROUPKSTREAM'}-{index}"
+            # A grouping with no name gets its repartition topic named after the cogroup,
+            # or a generated name (stable while the program is).
+            topic_name = grouped.name or (
+                f"{name}-{index}" if name else builder.new_name("COGROUPKSTREAM-REPARTITION-")
+            )
             parent = grouped.input_node(topic_name)
             tag = ProcessorGraphNode(
                 builder.new_name("COGROUPKSTREAM-TAG-"),

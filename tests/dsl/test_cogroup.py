@@ -121,6 +121,22 @@ def test_a_grouped_stream_whose_key_changed_is_repartitioned_on_its_own() -> Non
     assert out == [("U1", "+1"), ("U1", "+1/home")]
 
 
+def test_two_cogroups_of_rekeyed_unnamed_groupings_get_a_repartition_topic_each() -> None:
+    b = StreamsBuilder()
+    for topic in ("clicks", "taps"):
+        rekeyed = b.stream(topic, key_serde=S, value_serde=L).select_key(lambda k, v: k.upper())
+        rekeyed.group_by_key(key_serde=S, value_serde=L).cogroup(add_clicks).aggregate(
+            lambda: "", materialized=materialized(caching=False)
+        ).to_stream().to(f"{topic}-out", key_serde=S, value_serde=S)
+    topology = b.build()
+    assert len(topology.internal_topics) == 2
+    with TopologyTestDriver(topology, APP) as driver:
+        driver.create_input_topic("taps", S, L).pipe_input("u1", 4)
+        assert driver.create_output_topic("taps-out", S, S).read_key_values_to_list() == [
+            ("U1", "+4")
+        ]
+
+
 def test_a_cached_cogroup_forwards_the_latest_aggregate_per_key() -> None:
     b = StreamsBuilder()
     clicks, views = inputs(b)
