@@ -26,6 +26,7 @@ from ._errors import TopicError as TopicError
 from ._errors import TopicExistsError as TopicExistsError
 from ._errors import UnknownTopicError as UnknownTopicError
 from ._log import AppendResult as AppendResult
+from ._log import LocatedBytes as LocatedBytes
 from ._log import LogState as LogState
 from ._log import PartitionLog as PartitionLog
 from ._manager import LogManager as LogManager
@@ -47,6 +48,7 @@ __all__ = [
     "InvalidRecordError",
     "InvalidTopicError",
     "KafkaStorageError",
+    "LocatedBytes",
     "LogClosedError",
     "LogManager",
     "LogState",

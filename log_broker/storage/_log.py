@@ -66,6 +66,15 @@ class SyncPlan:
     ops: list[tuple[int, bool]]  # (fd, datasync): the files to flush, in order
 
 
+@dataclass(frozen=True, slots=True)
+class LocatedBytes:
+    """Whole batches in one segment file: ``size`` bytes from ``position``."""
+
+    segment: LogSegment
+    position: int
+    size: int
+
+
 class LogState(enum.Enum):
     OPEN = "open"
     CLOSED = "closed"
@@ -361,6 +370,39 @@ class PartitionLog:
                 if offset < segment.next_offset and segment.size:
                     return segment.read(max(offset, segment.base_offset), max_bytes, upper_bound)
             return b""
+
+    def locate(
+        self, offset: int, max_bytes: int, *, upper_bound: int | None = None
+    ) -> LocatedBytes | None:
+        """Where the bytes ``read`` would return lie, without reading them (None for
+        none); ``read_located`` reads them. Raises as ``read`` does."""
+        with self._lock:
+            self._check_open()
+            end = self._log_end_offset
+            if offset < self._log_start_offset or offset > end:
+                raise OffsetOutOfRangeError(offset, self._log_start_offset, end)
+            if offset == end or (upper_bound is not None and offset >= upper_bound):
+                return None
+            segments = self._segments
+            for i in range(bisect_right(self._bases, offset) - 1, len(segments)):
+                segment = segments[i]
+                if offset < segment.next_offset and segment.size:
+                    start, stop = segment.locate(
+                        max(offset, segment.base_offset), max_bytes, upper_bound
+                    )
+                    return LocatedBytes(segment, start, stop - start) if stop > start else None
+            return None
+
+    def read_located(self, located: LocatedBytes) -> bytes:
+        """The bytes ``locate`` found; b"" if retention or compaction has since removed
+        or replaced their segment (the client fetches again from the same offset)."""
+        with self._lock:
+            self._check_open()
+            segment = located.segment
+            i = bisect_right(self._bases, segment.base_offset) - 1
+            if i < 0 or self._segments[i] is not segment:
+                return b""
+            return os.pread(segment.fd, located.size, located.position)
 
     def batch_headers(
         self, offset: int, limit: int, *, upper_bound: int

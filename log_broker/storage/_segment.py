@@ -189,15 +189,22 @@ class LogSegment:
     def read(self, offset: int, max_bytes: int, upper_bound: int | None) -> bytes:
         """Whole batches from the one holding ``offset``: at most ``max_bytes`` unless
         the first batch alone is larger, none whose base offset is ``upper_bound`` or more.
+        One pread of what ``locate`` finds."""
+        start, end = self.locate(offset, max_bytes, upper_bound)
+        return os.pread(self.fd, end - start, start) if end > start else b""
+
+    def locate(self, offset: int, max_bytes: int, upper_bound: int | None) -> tuple[int, int]:
+        """The file positions (start, end) of what ``read`` returns, without reading it:
+        a fetch learns its size before it reserves memory for it.
 
         Steps: index lookup and a short walk find the start; if everything to the end of
         the segment fits both limits the end is the segment size (no walk); otherwise the
         index gives a batch boundary near the limit and a short walk finds the last batch
-        that fits; then one pread.
+        that fits.
         """
         start, first = self.find_position(offset)
         if first is None or (upper_bound is not None and first.base_offset >= upper_bound):
-            return b""
+            return start, start
         limit = start + max_bytes
         if limit >= self.size and (upper_bound is None or upper_bound >= self.next_offset):
             end = self.size
@@ -212,7 +219,7 @@ class LogSegment:
                 end = header.position + header.size
             if end == start:  # KIP-74: the first batch goes out even if it is too big
                 end = start + first.size
-        return os.pread(self.fd, end - start, start)
+        return start, end
 
     def find_timestamp(self, timestamp: int, min_offset: int) -> tuple[int, int] | None:
         """First record at or after ``min_offset`` with a timestamp at or after
