@@ -64,6 +64,11 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
         type=int,
         help="largest Fetch response, whatever the client asks for (55 MiB)",
     )
+    limits.add_argument(
+        "--fetch-response-max-memory-bytes",
+        type=int,
+        help="memory all Fetch responses in flight may hold together (default 256 MiB)",
+    )
     limits.add_argument("--socket-request-max-bytes", type=int, help="default 100 MiB")
     limits.add_argument(
         "--connection-failed-authentication-delay-ms",
@@ -132,6 +137,7 @@ def _run_broker(args: argparse.Namespace) -> int:
         "group_consumer_heartbeat_interval_ms": args.group_consumer_heartbeat_interval_ms,
         "transaction_max_timeout_ms": args.transaction_max_timeout_ms,
         "fetch_max_bytes": args.fetch_max_bytes,
+        "fetch_response_max_memory_bytes": args.fetch_response_max_memory_bytes,
         "socket_request_max_bytes": args.socket_request_max_bytes,
         "sasl_server_max_receive_size": args.sasl_server_max_receive_size,
         "connection_failed_authentication_delay_ms": args.connection_failed_authentication_delay_ms,

@@ -29,6 +29,9 @@ class BrokerConfig:
     # Bounds on what clients may make the broker spend (see ``_limits``). None: derived
     # from the open-file limit at start.
     fetch_max_bytes: int = 55 * 1024 * 1024
+    # Memory all fetch responses in flight may hold together (see ``_fetch_memory``);
+    # Kafka has no such setting: it sends fetched bytes from the files with zero copy.
+    fetch_response_max_memory_bytes: int = 256 * 1024 * 1024
     max_connections: int | None = None
     max_connections_per_ip: int | None = None
     connections_max_idle_ms: int = 600_000
@@ -80,6 +83,7 @@ class BrokerConfig:
                 self.connection_failed_authentication_delay_ms
             ),
             "fetch.max.bytes": str(self.fetch_max_bytes),
+            "fetch.response.max.memory.bytes": str(self.fetch_response_max_memory_bytes),
             "max.connections": str(self.max_connections),
             "max.connections.per.ip": str(self.max_connections_per_ip),
             "connections.max.idle.ms": str(self.connections_max_idle_ms),

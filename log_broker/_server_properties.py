@@ -41,6 +41,7 @@ _PLAIN_KEYS: dict[str, tuple[str, Any]] = {
     "offset.metadata.max.bytes": ("offset_metadata_max_bytes", int),
     # Limits on what clients may make the broker spend (see _limits).
     "fetch.max.bytes": ("fetch_max_bytes", int),
+    "fetch.response.max.memory.bytes": ("fetch_response_max_memory_bytes", int),
     "max.connections": ("max_connections", int),
     "max.connections.per.ip": ("max_connections_per_ip", int),
     "connections.max.idle.ms": ("connections_max_idle_ms", int),
