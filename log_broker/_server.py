@@ -5,6 +5,13 @@ its own task, so a produce waiting for its fsync does not hold up the next produ
 the same connection; responses still go out strictly in request order, as the protocol
 requires.
 
+Fetch answers hold memory (``_fetch_memory``): a connection has at most one of them in
+flight. A Fetch is not started, and nothing after it is read, until the previous
+Fetch's answer has been written, as Kafka mutes a channel while its response is in
+flight; a client that never reads its answers holds one answer, not 64. Big answers are
+written in slices, each drained before the next, so the transport never copies a whole
+answer into its buffer.
+
 Bad input never takes more than its own connection down:
 - a size prefix that is negative or above ``socket.request.max.bytes`` closes the
   connection before anything of that size is allocated;
@@ -22,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -31,6 +39,7 @@ from ._errors import (
     RequestTooBroadError,
     UnsupportedRequestError,
 )
+from ._fetch_memory import HeldResponse, Reservation
 from ._frames import FrameReader
 from ._limits import entries_in
 from ._router import Router
@@ -43,6 +52,15 @@ log = logging.getLogger("headrace.broker")
 
 _CLOSE = object()
 JOIN_AT_MOST = 1 << 16  # bytes of ready answers joined into one write
+WRITE_SLICE = 1 << 20  # bytes of a big answer handed to the transport at once
+FETCH_KEY = 1
+_FETCH_PREFIX = FETCH_KEY.to_bytes(2, "big")
+
+# An answer: one frame, or a frame's pieces in order (a fetch's records, not joined).
+Frame = bytes | list[bytes]
+# What a request's task yields: its frame (None: no answer), and what to do once the
+# frame has been written (release the memory its answer held).
+Answer = tuple[Frame | None, Callable[[], None] | None]
 
 
 class Connection:
@@ -65,6 +83,11 @@ class Connection:
         self.peer_host = str(self._peer[0]) if self._peer else ""
         limit = state.config.max_in_flight_per_connection
         self._pending: asyncio.Queue[Any] = asyncio.Queue(maxsize=limit)
+        # Set while no Fetch answer of this connection is in flight.
+        self._fetch_answered = asyncio.Event()
+        self._fetch_answered.set()
+        # Memory reserved by answers not yet written; released if the connection ends.
+        self._held: set[Reservation] = set()
 
     def close(self) -> None:
         """Close the socket without serving (a connection refused at admission)."""
@@ -94,6 +117,9 @@ class Connection:
             for task in (reading, responding):
                 task.cancel()
             self._writer.close()
+            for reservation in self._held:
+                reservation.release()
+            self._held.clear()
 
     async def _read_requests(self) -> None:
         try:
@@ -118,13 +144,17 @@ class Connection:
         pending = self._pending
         while True:
             for frame in await frames.frames():
-                started = self._start(frame)
+                if frame[:2] == _FETCH_PREFIX and not self._session.expects_raw_token:
+                    await self._fetch_answered.wait()
+                    self._fetch_answered.clear()
+                # No name holds the started request: its answer, once written, must
+                # not stay alive here while the next request is awaited (``_respond``).
                 if pending.full():
-                    await pending.put(started)
+                    await pending.put(self._start(frame))
                 else:
-                    pending.put_nowait(started)
+                    pending.put_nowait(self._start(frame))
 
-    def _start(self, frame: bytes) -> asyncio.Future[bytes | None]:
+    def _start(self, frame: bytes) -> asyncio.Future[Answer]:
         if self._session.expects_raw_token:
             try:
                 return _ready(self._session.raw_token(frame))
@@ -153,12 +183,24 @@ class Connection:
                 f" {cap} (max.partitions.per.request)"
             )
 
-        async def run() -> bytes | None:
-            response = await route.handle(self._state, request)
+        async def run() -> Answer:
+            try:
+                response = await route.handle(self._state, request)
+            except BaseException:
+                self._fetch_done(api_key)
+                raise
+            if isinstance(response, HeldResponse):
+                held = response.reservation
+                self._held.add(held)
+                self._state.metrics.answered(
+                    api_key, api_version, started, request.body, response.body
+                )
+                return response.frame, lambda: self._written(held, api_key)
             self._state.metrics.answered(api_key, api_version, started, request.body, response)
+            after = (lambda: self._fetch_done(api_key)) if api_key == FETCH_KEY else None
             if response is None:
-                return None
-            return encode_response(api_key, api_version, correlation_id, response)
+                return None, after
+            return encode_response(api_key, api_version, correlation_id, response), after
 
         return asyncio.ensure_future(run())
 
@@ -167,48 +209,86 @@ class Connection:
         # a run of pipelined requests, not one each. An answer is never held back to
         # wait for a later one.
         pending = self._pending
-        ready: list[bytes] = []
+        ready: list[Frame] = []
+        after: list[Callable[[], None]] = []
         while True:
             item = await pending.get()
             while True:
                 if item is _CLOSE:
-                    await self._write(ready)
+                    await self._write(ready, after)
                     return
-                if not item.done() and ready and not await self._write(ready):
+                if not item.done() and ready and not await self._write(ready, after):
                     return
                 try:
-                    data = await item
+                    data, then = await item
                 except Exception:
                     log.exception("handler failed for a request from %s; closing", self._peer)
-                    await self._write(ready)
+                    await self._write(ready, after)
                     return
                 if data is not None:
                     ready.append(data)
+                if then is not None:
+                    after.append(then)
+                # Nothing here may keep a written answer alive while the next is
+                # awaited: its memory is back in the budget once it is written.
+                item = data = None
                 if pending.empty():
                     break
                 item = pending.get_nowait()
-            if not await self._write(ready):
+            if not await self._write(ready, after):
                 return
 
-    async def _write(self, ready: list[bytes]) -> bool:
-        """Write and empty ``ready``; False when the peer has gone.
+    async def _write(self, ready: list[Frame], after: list[Callable[[], None]]) -> bool:
+        """Write and empty ``ready``, then run and empty ``after``; False when the peer
+        has gone.
 
         Small answers are joined into one write; a run of more than ``JOIN_AT_MOST``
-        bytes (fetches) goes out one answer at a time, each drained before the next,
-        as when nothing was joined: joining would copy it once more for nothing.
+        bytes (fetches) goes out one piece at a time, each drained before the next:
+        joining would copy it once more for nothing.
         """
-        if not ready:
-            return True
-        small = len(ready) > 1 and sum(len(data) for data in ready) <= JOIN_AT_MOST
-        pieces = [b"".join(ready)] if small else ready[:]
-        ready.clear()
-        for piece in pieces:
-            self._writer.write(piece)
+        if ready:
+            small = len(ready) > 1 and sum(map(_size, ready)) <= JOIN_AT_MOST
+            if small:
+                pieces: list[bytes] = [b"".join(_joined(data) for data in ready)]
+            else:
+                pieces = [
+                    p for data in ready for p in (data if isinstance(data, list) else (data,))
+                ]
+            ready.clear()
             try:
-                await self._writer.drain()
-            except ConnectionError:
+                for piece in pieces:
+                    await self._send(piece)
+            except ConnectionError as gone:
+                # The transport keeps this very exception (its reader's); its traceback
+                # would keep these frames, and the answer they are writing, alive.
+                gone.__traceback__ = None
                 return False
+        for then in after:
+            then()
+        after.clear()
         return True
+
+    async def _send(self, piece: bytes) -> None:
+        # A transport copies what the socket does not take at once into its buffer; a
+        # slice at a time keeps that copy small.
+        writer = self._writer
+        if len(piece) <= WRITE_SLICE:
+            writer.write(piece)
+            await writer.drain()
+            return
+        view = memoryview(piece)
+        for start in range(0, len(view), WRITE_SLICE):
+            writer.write(view[start : start + WRITE_SLICE])
+            await writer.drain()
+
+    def _written(self, held: Reservation, api_key: int) -> None:
+        self._held.discard(held)
+        held.release()
+        self._fetch_done(api_key)
+
+    def _fetch_done(self, api_key: int) -> None:
+        if api_key == FETCH_KEY:
+            self._fetch_answered.set()
 
     def _cancel_pending(self) -> None:
         while not self._pending.empty():
@@ -217,7 +297,15 @@ class Connection:
                 item.cancel()
 
 
-def _ready(data: bytes) -> asyncio.Future[bytes | None]:
-    done: asyncio.Future[bytes | None] = asyncio.get_running_loop().create_future()
-    done.set_result(data)
+def _size(data: Frame) -> int:
+    return len(data) if isinstance(data, bytes) else sum(map(len, data))
+
+
+def _joined(data: Frame) -> bytes:
+    return data if isinstance(data, bytes) else b"".join(data)
+
+
+def _ready(data: bytes) -> asyncio.Future[Answer]:
+    done: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
+    done.set_result((data, None))
     return done
