@@ -3,7 +3,8 @@
 ``java/ShareMembers.java`` runs the Java client in explicit acknowledgement mode and
 prints every delivery (member, offset, delivery count, the acknowledgement it gave).
 The broker runs as a process with a delivery limit of 3 and long record locks, so that
-only an acknowledgement, never a lock running out, brings a record back.
+only an acknowledgement, never a lock running out, brings a record back; one test has
+a broker of its own with 2 s locks, to see records held too long go to another member.
 """
 
 from __future__ import annotations
@@ -27,19 +28,23 @@ DELIVERY_LIMIT = 3
 POISON = 5  # the offset ShareMembers releases at every delivery
 
 
-@pytest.fixture(scope="module")
-def share_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    root = tmp_path_factory.mktemp("java-share")
+def start_broker(root: Path, lock_ms: int) -> BrokerProcess:
     port = free_port()
     config = root / "server.properties"
     config.write_text(
         f"listeners=PLAINTEXT://127.0.0.1:{port}\n"
-        "group.share.record.lock.duration.ms=30000\n"
+        f"group.share.record.lock.duration.ms={lock_ms}\n"
         f"group.share.delivery.count.limit={DELIVERY_LIMIT}\n"
         "group.share.heartbeat.interval.ms=500\n"
         "share.auto.offset.reset=earliest\n"
     )
-    broker = BrokerProcess(root / "data", port=port, config=config).start()
+    return BrokerProcess(root / "data", port=port, config=config).start()
+
+
+@pytest.fixture(scope="module")
+def share_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    """Locks far longer than any test: only acknowledgements bring records back."""
+    broker = start_broker(tmp_path_factory.mktemp("java-share"), lock_ms=30_000)
     try:
         yield broker
     finally:
@@ -59,6 +64,8 @@ class Deliveries:
         default_factory=lambda: defaultdict(list)
     )
     polling: set[str] = field(default_factory=set)
+    polls: list[int] = field(default_factory=list)
+    lock_ms: dict[str, str] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     done: set[str] = field(default_factory=set)
 
@@ -67,6 +74,11 @@ class Deliveries:
         if word == "d":
             member, offset, count, ack = rest[0].split()
             self.by_offset[int(offset)].append((member, int(count), ack))
+        elif word == "poll":
+            self.polls.append(int(rest[0].split()[1]))
+        elif word == "lock":
+            member, ms = rest[0].split()
+            self.lock_ms[member] = ms
         elif word == "polling":
             self.polling.add(rest[0])
         elif word == "done":
@@ -185,3 +197,43 @@ def test_java_acknowledgements_release_reject_and_the_delivery_limit(
             assert delivered == [1], (offset, delivered)
     rejected = [o for o, ds in seen.by_offset.items() if ds[0][2] == "REJECT"]
     assert rejected == [3, 13, 23]
+
+
+@pytest.mark.timeout(120)
+def test_java_record_limit_mode_never_hands_out_more_than_max_poll_records(
+    share_broker: BrokerProcess, share_members_cp: str
+) -> None:
+    bootstrap, topic, total = share_broker.bootstrap, "java-share-limit", 100
+    produce(bootstrap, topic, total, total, 0)  # one batch of 100
+    seen = Members(
+        share_members_cp, bootstrap, topic, "java-limit", "limit", str(total), "40"
+    ).finish(60)
+    assert seen.done == {"m0"} and not seen.errors, seen.errors
+    assert sorted(seen.by_offset) == list(range(total))
+    assert all(len(ds) == 1 for ds in seen.by_offset.values())
+    assert max(seen.polls) == 7 and sum(seen.polls) == total, seen.polls
+
+
+@pytest.mark.timeout(120)
+def test_java_records_held_past_their_lock_go_to_another_member(
+    tmp_path: Path, share_members_cp: str
+) -> None:
+    broker = start_broker(tmp_path, lock_ms=2_000)
+    try:
+        bootstrap, topic, total = broker.bootstrap, "java-share-expire", 20
+        produce(bootstrap, topic, total, total, 0)
+        seen = Members(
+            share_members_cp, bootstrap, topic, "java-expire", "expire", str(total), "40"
+        ).finish(60)
+    finally:
+        broker.stop()
+    assert seen.done == {"m0", "m1"} and not seen.errors, seen.errors
+    assert seen.lock_ms == {"m0": "2000"}  # the broker's lock, as the client reports it
+    held = {o for o, ds in seen.by_offset.items() if ds[0][2] == "HELD"}
+    assert held, seen.by_offset
+    assert sorted(seen.by_offset) == list(range(total))
+    for offset, deliveries in seen.by_offset.items():
+        if offset in held:  # the lock ran out: delivered again, to m1, counted twice
+            assert [(m, c) for m, c, _ack in deliveries] == [("m0", 1), ("m1", 2)], deliveries
+        else:
+            assert [(m, c) for m, c, _ack in deliveries] == [("m1", 1)], deliveries

@@ -8,7 +8,13 @@
 //          at every delivery (a poison record), offset % 10 == 7 RELEASE at its first
 //          delivery and ACCEPT at its second, anything else ACCEPT; it polls on until
 //          SECONDS have passed, so that whatever comes back after the rules played out
-//          shows in its output.
+//          shows in its output;
+//   limit: one member with share.acquire.mode=record_limit and max.poll.records=7
+//          ACCEPTs everything; each non-empty poll is reported as "poll MEMBER COUNT";
+//   expire: m0 polls once and holds what it got, unacknowledged, reporting
+//          "lock m0 MS" (the acquisition lock the broker gave) and each record as
+//          HELD; m1 then ACCEPTs until it has seen TOTAL offsets (the held ones come
+//          back to it once their lock runs out).
 // Every poll's acknowledgements are committed with commitSync before the next poll; a
 // commit's error is reported as "e MEMBER ERROR". "polling MEMBER" says a member's first
 // poll has returned; "done MEMBER" ends its output.
@@ -22,6 +28,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.kafka.clients.consumer.AcknowledgeType;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaShareConsumer;
 import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.TopicIdPartition;
@@ -35,8 +42,10 @@ public class ShareMembers {
         System.out.flush();
     }
 
-    static KafkaShareConsumer<byte[], byte[]> member(String bootstrap, String group, String name) {
+    static KafkaShareConsumer<byte[], byte[]> member(
+            String bootstrap, String group, String name, Map<String, String> extra) {
         Properties props = new Properties();
+        props.putAll(extra);
         props.put("bootstrap.servers", bootstrap);
         props.put("group.id", group);
         props.put("client.id", name);
@@ -58,20 +67,28 @@ public class ShareMembers {
         return AcknowledgeType.ACCEPT;
     }
 
+    static void report(String name, ConsumerRecord<byte[], byte[]> record, String ack) {
+        Optional<Short> count = record.deliveryCount();
+        say("d " + name + " " + record.offset() + " "
+                + count.map(String::valueOf).orElse("?") + " " + ack);
+    }
+
     static void run(
             String bootstrap, String topic, String group, String name, boolean byRule,
-            Set<Long> seen, int total, long deadline) {
-        try (KafkaShareConsumer<byte[], byte[]> consumer = member(bootstrap, group, name)) {
+            Set<Long> seen, int total, long deadline, Map<String, String> extra) {
+        try (KafkaShareConsumer<byte[], byte[]> consumer = member(bootstrap, group, name, extra)) {
             consumer.subscribe(List.of(topic));
             boolean polled = false;
             while (System.currentTimeMillis() < deadline && (byRule || seen.size() < total)) {
-                for (ConsumerRecord<byte[], byte[]> record : consumer.poll(Duration.ofMillis(200))) {
+                ConsumerRecords<byte[], byte[]> records = consumer.poll(Duration.ofMillis(200));
+                if (!records.isEmpty()) {
+                    say("poll " + name + " " + records.count());
+                }
+                for (ConsumerRecord<byte[], byte[]> record : records) {
                     AcknowledgeType ack = byRule ? rule(record) : AcknowledgeType.ACCEPT;
                     consumer.acknowledge(record, ack);
                     seen.add(record.offset());
-                    Optional<Short> count = record.deliveryCount();
-                    say("d " + name + " " + record.offset() + " "
-                            + count.map(String::valueOf).orElse("?") + " " + ack.name());
+                    report(name, record, ack.name());
                 }
                 Map<TopicIdPartition, Optional<KafkaException>> results = consumer.commitSync();
                 results.forEach((tp, error) -> error.ifPresent(e -> say("e " + name + " " + e)));
@@ -84,6 +101,29 @@ public class ShareMembers {
         say("done " + name);
     }
 
+    /** m0 takes a poll's records and holds them, unacknowledged, past their lock; m1
+     * then consumes the topic and must get them all, those with a raised count. */
+    static void expire(String bootstrap, String topic, String group, int total, long deadline)
+            throws InterruptedException {
+        try (KafkaShareConsumer<byte[], byte[]> holder = member(bootstrap, group, "m0", Map.of())) {
+            holder.subscribe(List.of(topic));
+            ConsumerRecords<byte[], byte[]> held = ConsumerRecords.empty();
+            while (held.isEmpty() && System.currentTimeMillis() < deadline) {
+                held = holder.poll(Duration.ofMillis(200));
+            }
+            say("lock m0 " + holder.acquisitionLockTimeoutMs().map(String::valueOf).orElse("?"));
+            for (ConsumerRecord<byte[], byte[]> record : held) {
+                report("m0", record, "HELD");
+            }
+            Set<Long> seen = ConcurrentHashMap.newKeySet();
+            Thread taker = new Thread(
+                    () -> run(bootstrap, topic, group, "m1", false, seen, total, deadline, Map.of()));
+            taker.start();
+            taker.join();
+        }
+        say("done m0");
+    }
+
     public static void main(String[] args) throws Exception {
         String bootstrap = args[0];
         String topic = args[1];
@@ -93,13 +133,24 @@ public class ShareMembers {
         long deadline = System.currentTimeMillis() + Long.parseLong(args[5]) * 1000;
         Set<Long> seen = ConcurrentHashMap.newKeySet();
         if (scenario.equals("acks")) {
-            run(bootstrap, topic, group, "m0", true, seen, total, deadline);
+            run(bootstrap, topic, group, "m0", true, seen, total, deadline, Map.of());
+            return;
+        }
+        if (scenario.equals("limit")) {
+            Map<String, String> limited = Map.of(
+                    "share.acquire.mode", "record_limit", "max.poll.records", "7");
+            run(bootstrap, topic, group, "m0", false, seen, total, deadline, limited);
+            return;
+        }
+        if (scenario.equals("expire")) {
+            expire(bootstrap, topic, group, total, deadline);
             return;
         }
         Thread[] members = new Thread[2];
         for (int i = 0; i < members.length; i++) {
             String name = "m" + i;
-            members[i] = new Thread(() -> run(bootstrap, topic, group, name, false, seen, total, deadline));
+            members[i] = new Thread(
+                    () -> run(bootstrap, topic, group, name, false, seen, total, deadline, Map.of()));
             members[i].start();
         }
         for (Thread member : members) {
