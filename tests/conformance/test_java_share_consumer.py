@@ -237,3 +237,28 @@ def test_java_records_held_past_their_lock_go_to_another_member(
             assert [(m, c) for m, c, _ack in deliveries] == [("m0", 1), ("m1", 2)], deliveries
         else:
             assert [(m, c) for m, c, _ack in deliveries] == [("m1", 1)], deliveries
+
+
+@pytest.mark.timeout(120)
+def test_java_renew_keeps_records_past_their_lock_from_another_member(
+    tmp_path: Path, share_members_cp: str
+) -> None:
+    """KIP-1222: m0 acknowledges what it got with RENEW for 6 s (three 2 s locks), then
+    ACCEPTs it; m1 polls the same group all the while and must get none of it."""
+    broker = start_broker(tmp_path, lock_ms=2_000)
+    try:
+        bootstrap, topic, total = broker.bootstrap, "java-share-renew", 10
+        produce(bootstrap, topic, total, total, 0)
+        seen = Members(
+            share_members_cp, bootstrap, topic, "java-renew", "renew", str(total), "40"
+        ).finish(60)
+    finally:
+        broker.stop()
+    assert seen.done == {"m0", "m1"} and not seen.errors, seen.errors
+    assert sorted(seen.by_offset) == list(range(total))
+    for offset, deliveries in seen.by_offset.items():
+        assert {m for m, _c, _a in deliveries} == {"m0"}, (offset, deliveries)
+        assert {c for _m, c, _a in deliveries} == {1}, (offset, deliveries)  # never redelivered
+        acks = [a for *_x, a in deliveries]
+        assert acks[-1] == "ACCEPT" and set(acks[:-1]) == {"RENEW"}, (offset, acks)
+        assert len(acks) >= 4, (offset, acks)  # renewed across more than one lock

@@ -14,7 +14,11 @@
 //   expire: m0 polls once and holds what it got, unacknowledged, reporting
 //          "lock m0 MS" (the acquisition lock the broker gave) and each record as
 //          HELD; m1 then ACCEPTs until it has seen TOTAL offsets (the held ones come
-//          back to it once their lock runs out).
+//          back to it once their lock runs out);
+//   renew: m0 keeps each record it gets by acknowledging it RENEW (the client hands a
+//          renewed record back on the next poll) until 6 s have passed since it got
+//          it, then ACCEPTs it; m1, started once m0 holds records, ACCEPTs whatever
+//          reaches it until m0 has accepted all it got.
 // Every poll's acknowledgements are committed with commitSync before the next poll; a
 // commit's error is reported as "e MEMBER ERROR". "polling MEMBER" says a member's first
 // poll has returned; "done MEMBER" ends its output.
@@ -36,6 +40,7 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 public class ShareMembers {
     static final long POISON = 5;
+    static final long HOLD_MS = 6000;
 
     static synchronized void say(String line) {
         System.out.println(line);
@@ -124,6 +129,53 @@ public class ShareMembers {
         say("done m0");
     }
 
+    /** m0 keeps what it gets by RENEW until HOLD_MS have passed since it got it, then
+     * ACCEPTs it; m1 ACCEPTs whatever reaches it meanwhile. */
+    static void renew(String bootstrap, String topic, String group, long deadline)
+            throws InterruptedException {
+        Set<Long> taken = ConcurrentHashMap.newKeySet();
+        Map<Long, Long> since = new ConcurrentHashMap<>();
+        Set<Long> accepted = ConcurrentHashMap.newKeySet();
+        Thread other = new Thread(() -> {
+            try (KafkaShareConsumer<byte[], byte[]> consumer = member(bootstrap, group, "m1", Map.of())) {
+                consumer.subscribe(List.of(topic));
+                while (System.currentTimeMillis() < deadline
+                        && (since.isEmpty() || accepted.size() < since.size())) {
+                    for (ConsumerRecord<byte[], byte[]> record : consumer.poll(Duration.ofMillis(200))) {
+                        consumer.acknowledge(record, AcknowledgeType.ACCEPT);
+                        report("m1", record, "ACCEPT");
+                    }
+                    consumer.commitSync().forEach((tp, e) -> e.ifPresent(x -> say("e m1 " + x)));
+                }
+            }
+            say("done m1");
+        });
+        try (KafkaShareConsumer<byte[], byte[]> consumer = member(bootstrap, group, "m0", Map.of())) {
+            consumer.subscribe(List.of(topic));
+            while (System.currentTimeMillis() < deadline
+                    && (since.isEmpty() || accepted.size() < since.size())) {
+                for (ConsumerRecord<byte[], byte[]> record : consumer.poll(Duration.ofMillis(500))) {
+                    long now = System.currentTimeMillis();
+                    since.putIfAbsent(record.offset(), now);
+                    boolean keep = now - since.get(record.offset()) < HOLD_MS;
+                    AcknowledgeType ack = keep ? AcknowledgeType.RENEW : AcknowledgeType.ACCEPT;
+                    consumer.acknowledge(record, ack);
+                    if (!keep) {
+                        accepted.add(record.offset());
+                    }
+                    report("m0", record, ack.name());
+                }
+                consumer.commitSync().forEach((tp, e) -> e.ifPresent(x -> say("e m0 " + x)));
+                if (!since.isEmpty() && !other.isAlive() && taken.add(-1L)) {
+                    other.start();
+                }
+                Thread.sleep(400);
+            }
+        }
+        say("done m0");
+        other.join();
+    }
+
     public static void main(String[] args) throws Exception {
         String bootstrap = args[0];
         String topic = args[1];
@@ -140,6 +192,10 @@ public class ShareMembers {
             Map<String, String> limited = Map.of(
                     "share.acquire.mode", "record_limit", "max.poll.records", "7");
             run(bootstrap, topic, group, "m0", false, seen, total, deadline, limited);
+            return;
+        }
+        if (scenario.equals("renew")) {
+            renew(bootstrap, topic, group, deadline);
             return;
         }
         if (scenario.equals("expire")) {
