@@ -1,4 +1,5 @@
-"""Spark's read of a topic (``format("headrace")``) against raw librdkafka consume.
+"""Spark's read of a topic (``format("headrace")``) against raw librdkafka consume and
+Spark's own Kafka source (``format("kafka")``).
 
     .venv/bin/python benchmarks/spark_read.py [--records 1000000] [--size 100]
                                               [--partitions 3] [--repeat 3]
@@ -8,7 +9,8 @@ records of SIZE bytes (``spark_delta_export.py``'s producer). Then, alternating 
 see the same load on a shared machine:
 
 * raw: a librdkafka consumer assigned to every partition consumes everything and only
-  counts the messages, the ceiling for any Python reader;
+  counts the messages, the ceiling for any Python reader (with the reader's
+  ``fetch.queue.backoff.ms``: librdkafka's 1 s default idles it most of each second);
 * spark: ``spark.read.format("headrace")...load()`` over the whole topic, collected
   with ``toArrow()``: the reader hands Spark Arrow record batches (``_arrow.py``), which
   travel to the driver as Arrow. The session starts (and its Python workers warm up on
@@ -16,6 +18,10 @@ see the same load on a shared machine:
 
 * reader alone: the same data source's reader (``BatchReader``) called in this process,
   no Spark: what the reader costs, so the rest of the gap is Spark's own transfer.
+
+* Spark's Kafka source (spark-sql-kafka-0-10, the jars of jvm/spark/) over the same
+  topic, collected the same way: at its defaults, and tuned as its documentation allows
+  (``kafka.*`` consumer settings: larger fetches, more records a poll).
 
 Reported: each run's rates and the median of the per-run ratios (goal: 0.7). On a
 shared machine wall-clock rates swing with the load, so each run also reports the
@@ -38,7 +44,40 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from spark_delta_export import TOPIC, broker, produce, raw_consume
+from spark_delta_export import TOPIC, broker, produce
+
+SPARK_KAFKA_TUNED = {
+    "kafka.max.partition.fetch.bytes": str(8 << 20),
+    "kafka.fetch.max.bytes": str(64 << 20),
+    "kafka.max.poll.records": "10000",
+    "kafka.receive.buffer.bytes": str(1 << 20),
+}
+"""Spark's Kafka source tuned through the consumer settings its guide passes through."""
+
+
+def raw_consume(bootstrap: str, records: int, partitions: int) -> float:
+    """librdkafka alone, set as the reader sets it where speed is concerned."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    from headrace.spark_bridge._kafka import FETCH_QUEUE_BACKOFF_MS
+
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "bench-raw",
+            "enable.auto.commit": False,
+            "queued.min.messages": 200_000,
+            "fetch.queue.backoff.ms": FETCH_QUEUE_BACKOFF_MS,
+        }
+    )
+    c.assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in range(partitions)])
+    started = time.perf_counter()
+    seen = 0
+    while seen < records:
+        seen += sum(1 for m in c.consume(10_000, 1.0) if m.error() is None)
+    elapsed = time.perf_counter() - started
+    c.close()
+    return records / elapsed
 
 
 def cpu_seconds(spark_tree: bool) -> float:
@@ -70,13 +109,17 @@ def timed(run: Any, spark_tree: bool) -> tuple[float, float]:
     return rate, cpu_seconds(spark_tree) - cpu
 
 
-def spark_read(spark: Any, bootstrap: str, records: int) -> float:
-    frame = (
-        spark.read.format("headrace")
-        .option("kafka.bootstrap.servers", bootstrap)
-        .option("subscribe", TOPIC)
-        .load()
-    )
+def spark_read(
+    spark: Any,
+    bootstrap: str,
+    records: int,
+    fmt: str = "headrace",
+    options: dict[str, str] | None = None,
+) -> float:
+    reader = spark.read.format(fmt).option("kafka.bootstrap.servers", bootstrap)
+    for key, value in (options or {}).items():
+        reader = reader.option(key, value)
+    frame = reader.option("subscribe", TOPIC).load()
     started = time.perf_counter()
     table = frame.toArrow()
     elapsed = time.perf_counter() - started
@@ -109,27 +152,37 @@ def main() -> None:
     args = parser.parse_args()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    from spark_jars import spark_kafka_jars
+
     from headrace.spark_bridge import spark_session
 
     with broker(args.partitions) as bootstrap:
         produce(bootstrap, args.records, args.size, args.partitions)
-        spark = spark_session("bench-read")
+        spark = spark_session("bench-read", conf={"spark.jars": spark_kafka_jars()})
         spark.sparkContext.setLogLevel("ERROR")
         try:
-            (
-                spark.read.format("headrace")
-                .option("kafka.bootstrap.servers", bootstrap)
-                .option("subscribe", TOPIC)
-                .load()
-                .limit(1)
-                .collect()
-            )
-            ratios, cpu_ratios = [], []
+            for fmt in ("headrace", "kafka"):  # both warm up before the clock
+                (
+                    spark.read.format(fmt)
+                    .option("kafka.bootstrap.servers", bootstrap)
+                    .option("subscribe", TOPIC)
+                    .load()
+                    .limit(1)
+                    .collect()
+                )
+            ratios, cpu_ratios, theirs, tuned = [], [], [], []
             n = args.records
             for i in range(args.repeat):
                 raw, raw_cpu = timed(lambda: raw_consume(bootstrap, n, args.partitions), False)
                 read, read_cpu = timed(lambda: spark_read(spark, bootstrap, n), True)
                 alone, alone_cpu = timed(lambda: reader_alone(bootstrap, n), False)
+                kafka, kafka_cpu = timed(lambda: spark_read(spark, bootstrap, n, "kafka"), True)
+                kafka_tuned, tuned_cpu = timed(
+                    lambda: spark_read(spark, bootstrap, n, "kafka", SPARK_KAFKA_TUNED), True
+                )
+                theirs.append(read / kafka)
+                tuned.append(read / kafka_tuned)
                 ratios.append(read / raw)
                 cpu_ratios.append(raw_cpu / read_cpu)
                 print(
@@ -141,11 +194,20 @@ def main() -> None:
                     f"load {os.getloadavg()[0]:.1f}",
                     flush=True,
                 )
+                print(
+                    f"       Spark's Kafka source {kafka:>10,.0f} rec/s ({kafka_cpu:.2f} s CPU),"
+                    f" tuned {kafka_tuned:>10,.0f} rec/s ({tuned_cpu:.2f} s CPU); headrace"
+                    f" {read / kafka:.2f}x and {read / kafka_tuned:.2f}x of them by rate,"
+                    f" {kafka_cpu / read_cpu:.2f}x and {tuned_cpu / read_cpu:.2f}x by CPU",
+                    flush=True,
+                )
         finally:
             spark.stop()
     print(
         f"Spark read at {statistics.median(ratios):.2f} of raw librdkafka by rate, "
-        f"{statistics.median(cpu_ratios):.2f} by CPU per record (medians; goal 0.7)"
+        f"{statistics.median(cpu_ratios):.2f} by CPU per record (medians; goal 0.7); "
+        f"{statistics.median(theirs):.2f}x Spark's Kafka source at its defaults, "
+        f"{statistics.median(tuned):.2f}x tuned (medians, by rate)"
     )
 
 

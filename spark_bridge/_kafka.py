@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any, Protocol
@@ -29,6 +29,15 @@ _PARTITION_EOF = -191
 _OFFSET_OUT_OF_RANGE = 1
 _AUTO_OFFSET_RESET = -140  # what librdkafka reports for out-of-range with reset=error
 _TRANSPORT, _TIMED_OUT = -195, -185  # no broker answered within the call's timeout
+
+STALL_TIMEOUT = 30.0
+"""Seconds a read waits for records before failing (kafkaConsumer.pollTimeoutMs)."""
+
+FETCH_QUEUE_BACKOFF_MS = 10
+"""librdkafka's ``fetch.queue.backoff.ms`` for reads (its default, 1000, is tuned for
+consumers that keep little queued): once ``queued.min.messages`` are held it waits that
+long before fetching again, so a reader that drains its queue quickly sat idle most of
+each second (raw reads of 8 partitions: 246-405k rec/s at 1 s, 569-860k at 10 ms)."""
 
 
 @dataclass
@@ -62,6 +71,11 @@ class KafkaClient(Protocol):
         """Earliest and latest readable offset of each partition."""
         ...
 
+    def offsets_for_times(self, times: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+        """The first offset whose timestamp is at or after each partition's time, or -1
+        where no record is that late (Kafka's ListOffsets by timestamp)."""
+        ...
+
     def read(
         self, ranges: Sequence[OffsetRange], *, chunk: int, with_headers: bool
     ) -> Iterator[Columns]:
@@ -86,7 +100,8 @@ def client_config(
         "isolation.level": isolation_level,
         "queued.min.messages": 200_000,
         "fetch.wait.max.ms": 50,
-        **(extra or {}),
+        "fetch.queue.backoff.ms": FETCH_QUEUE_BACKOFF_MS,
+        **(extra or {}),  # a user's kafka.* settings win
     }
 
 
@@ -104,7 +119,7 @@ class ConfluentClient:
         isolation_level: str = "read_committed",
         extra: dict[str, str] | None = None,
         timeout: float = 15.0,
-        stall_timeout: float = 30.0,
+        stall_timeout: float = STALL_TIMEOUT,
     ) -> None:
         ck = require("confluent_kafka")
         self._ck = ck
@@ -180,6 +195,25 @@ class ConfluentClient:
                     f"cannot list offsets of {tp.topic}/{tp.partition}", exc
                 ) from exc
             out[tp] = Bounds(low, high)
+        return out
+
+    def offsets_for_times(self, times: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+        if not times:
+            return {}
+        asked = [self._ck.TopicPartition(tp.topic, tp.partition, ts) for tp, ts in times.items()]
+        try:
+            found = self._consumer.offsets_for_times(asked, timeout=self._timeout)
+        except self._ck.KafkaException as exc:
+            raise self._failure("cannot list offsets by timestamp", exc) from exc
+        out: dict[TopicPartition, int] = {}
+        for answer in found:
+            tp = TopicPartition(answer.topic, answer.partition)
+            if answer.error is not None:
+                raise BrokerRequestError(
+                    f"cannot list offsets by timestamp of {tp.topic}/{tp.partition}:"
+                    f" {answer.error.str()}"
+                )
+            out[tp] = answer.offset if answer.offset >= 0 else -1
         return out
 
     def read(
