@@ -38,6 +38,9 @@ class PartitionRules:
     # share.isolation.level: read_committed stops at the last stable offset and never
     # delivers records of aborted transactions.
     isolation_level: str = READ_UNCOMMITTED
+    # share.renew.acknowledge.enable (KIP-1222): whether members may extend their locks
+    # with RENEW acknowledgements; when off, a RENEW is refused as an invalid record state.
+    renew_enabled: bool = True
 
 
 # Group config name -> (field, parser); what IncrementalAlterConfigs may set on a group.
@@ -46,7 +49,9 @@ _GROUP_KEYS = {
     "share.delivery.count.limit": "delivery_count_limit",
     "share.auto.offset.reset": "auto_offset_reset",
     "share.isolation.level": "isolation_level",
+    "share.renew.acknowledge.enable": "renew_enabled",
 }
+_BOOLEANS = {"renew_enabled"}
 GROUP_CONFIG_NAMES = frozenset(_GROUP_KEYS)
 
 
@@ -61,6 +66,11 @@ def rules_with(base: PartitionRules, overrides: Mapping[str, str]) -> PartitionR
             if value not in _CHOICES[field]:
                 raise InvalidShareConfigError(f"{name} must be one of {', '.join(_CHOICES[field])}")
             changes[field] = value
+            continue
+        if field in _BOOLEANS:  # as Kafka's BOOLEAN configs: true or false, any case
+            if value.strip().lower() not in ("true", "false"):
+                raise InvalidShareConfigError(f"{name} must be true or false, not {value!r}")
+            changes[field] = value.strip().lower() == "true"
             continue
         try:
             number = int(value)

@@ -205,7 +205,8 @@ class SharePartition:
         """Apply one acknowledgement batch: one type for the whole range, or one per offset.
 
         All or nothing: every tracked record in the range must be ACQUIRED by
-        ``member`` (else InvalidRecordStateError and nothing changes).
+        ``member``, and a RENEW needs the group's ``share.renew.acknowledge.enable``
+        (else InvalidRecordStateError and nothing changes).
         """
         if last < first or not types or (len(types) != 1 and len(types) != last - first + 1):
             raise InvalidRecordStateError(f"malformed acknowledgement {first}..{last}")
@@ -217,6 +218,10 @@ class SharePartition:
             raise InvalidRecordStateError(
                 f"offsets {first}..{last} are not in flight"
                 f" ({self.start_offset}..{self.end_offset - 1})"
+            )
+        if AckType.RENEW in kinds and not self.rules.renew_enabled:
+            raise InvalidRecordStateError(
+                "renew acknowledgements are off for this group (share.renew.acknowledge.enable)"
             )
         chosen = list(self._tracked(first, last))
         for _, record in chosen:

@@ -21,11 +21,12 @@ import pytest
 from brokerproc import BrokerProcess, free_port
 from confluent_kafka import Producer
 
-from jvm import compile_java, java_command
+from jvm import compile_java, java_command, kafka_tool
 
 SOURCE = Path(__file__).parent / "java" / "ShareMembers.java"
 DELIVERY_LIMIT = 3
 POISON = 5  # the offset ShareMembers releases at every delivery
+CONFIG_COMMAND = "org.apache.kafka.tools.ConfigCommand"
 
 
 def start_broker(root: Path, lock_ms: int) -> BrokerProcess:
@@ -262,3 +263,33 @@ def test_java_renew_keeps_records_past_their_lock_from_another_member(
         acks = [a for *_x, a in deliveries]
         assert acks[-1] == "ACCEPT" and set(acks[:-1]) == {"RENEW"}, (offset, acks)
         assert len(acks) >= 4, (offset, acks)  # renewed across more than one lock
+
+
+@pytest.mark.timeout(120)
+def test_java_renew_refused_when_the_group_turns_it_off(
+    tmp_path: Path, share_members_cp: str
+) -> None:
+    """``share.renew.acknowledge.enable=false`` on the group, set with Kafka's own
+    kafka-configs: a RENEW is refused with INVALID_RECORD_STATE, as Apache Kafka refuses
+    it, and the client reports InvalidRecordStateException."""
+    broker = start_broker(tmp_path, lock_ms=2_000)
+    try:
+        bootstrap, topic, group = broker.bootstrap, "java-share-no-renew", "java-no-renew"
+        produce(bootstrap, topic, 10, 10, 0)
+        kafka_tool(
+            CONFIG_COMMAND,
+            bootstrap,
+            "--alter",
+            "--entity-type",
+            "groups",
+            "--entity-name",
+            group,
+            "--add-config",
+            "share.renew.acknowledge.enable=false",
+        )
+        seen = Members(share_members_cp, bootstrap, topic, group, "renew", "10", "40").finish(60)
+    finally:
+        broker.stop()
+    assert seen.done == {"m0", "m1"}
+    assert seen.errors and all("InvalidRecordStateException" in e for e in seen.errors), seen.errors
+    assert all(ds[0][2] == "RENEW" for ds in seen.by_offset.values())

@@ -18,7 +18,7 @@
 //   renew: m0 keeps each record it gets by acknowledging it RENEW (the client hands a
 //          renewed record back on the next poll) until 6 s have passed since it got
 //          it, then ACCEPTs it; m1, started once m0 holds records, ACCEPTs whatever
-//          reaches it until m0 has accepted all it got.
+//          reaches it until m0 has accepted all it got. A commit error of m0 ends both.
 // Every poll's acknowledgements are committed with commitSync before the next poll; a
 // commit's error is reported as "e MEMBER ERROR". "polling MEMBER" says a member's first
 // poll has returned; "done MEMBER" ends its output.
@@ -30,6 +30,7 @@ import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.kafka.clients.consumer.AcknowledgeType;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
@@ -136,10 +137,11 @@ public class ShareMembers {
         Set<Long> taken = ConcurrentHashMap.newKeySet();
         Map<Long, Long> since = new ConcurrentHashMap<>();
         Set<Long> accepted = ConcurrentHashMap.newKeySet();
+        AtomicBoolean refused = new AtomicBoolean(false);
         Thread other = new Thread(() -> {
             try (KafkaShareConsumer<byte[], byte[]> consumer = member(bootstrap, group, "m1", Map.of())) {
                 consumer.subscribe(List.of(topic));
-                while (System.currentTimeMillis() < deadline
+                while (System.currentTimeMillis() < deadline && !refused.get()
                         && (since.isEmpty() || accepted.size() < since.size())) {
                     for (ConsumerRecord<byte[], byte[]> record : consumer.poll(Duration.ofMillis(200))) {
                         consumer.acknowledge(record, AcknowledgeType.ACCEPT);
@@ -152,7 +154,7 @@ public class ShareMembers {
         });
         try (KafkaShareConsumer<byte[], byte[]> consumer = member(bootstrap, group, "m0", Map.of())) {
             consumer.subscribe(List.of(topic));
-            while (System.currentTimeMillis() < deadline
+            while (System.currentTimeMillis() < deadline && !refused.get()
                     && (since.isEmpty() || accepted.size() < since.size())) {
                 for (ConsumerRecord<byte[], byte[]> record : consumer.poll(Duration.ofMillis(500))) {
                     long now = System.currentTimeMillis();
@@ -165,7 +167,10 @@ public class ShareMembers {
                     }
                     report("m0", record, ack.name());
                 }
-                consumer.commitSync().forEach((tp, e) -> e.ifPresent(x -> say("e m0 " + x)));
+                consumer.commitSync().forEach((tp, e) -> e.ifPresent(x -> {
+                    say("e m0 " + x);
+                    refused.set(true);  // a refused RENEW ends the scenario
+                }));
                 if (!since.isEmpty() && !other.isAlive() && taken.add(-1L)) {
                     other.start();
                 }
