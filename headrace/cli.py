@@ -12,11 +12,13 @@ one line, never as a traceback; its ``exit_status`` attribute, if any, is the ex
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import sys
 from collections.abc import Callable, Sequence
 from importlib import import_module
 from types import ModuleType
+from typing import Any
 
 from headrace import __version__
 from headrace._broker_start import BROKER_COMMAND_MODULES, import_kio_without_hypothesis
@@ -87,7 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser = build_parser(BROKER_COMMAND_MODULES)
     else:
         parser = build_parser()
-    args = parser.parse_args(argv)
+    args = _parse(parser, argv)
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:
         return handler(args)
@@ -99,6 +101,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = str(exc) or type(exc).__name__
         print(f"headrace {args.command}: error: {message}", file=sys.stderr)
         return int(getattr(exc, "exit_status", 1))  # 2 for a usage error, as argparse
+
+
+def _parse(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
+    """``parser.parse_args``, except that an unknown flag is refused by the subcommand it
+    was given to (its usage, not the top-level one) with the nearest flag it has:
+    argparse leaves unknown arguments to the top-level parser, which knows no flags."""
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        command = _chosen_parser(parser, args)
+        flags = [f for action in command._actions for f in action.option_strings]
+        hints = []
+        for word in unknown:
+            if word.startswith("-"):
+                near = difflib.get_close_matches(word.partition("=")[0], flags, n=1)
+                hints += [f"did you mean {near[0]}?"] if near else []
+        command.error("; ".join([f"unrecognized arguments: {' '.join(unknown)}", *hints]))
+    return args
+
+
+def _chosen_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Any:
+    """The parser of the (sub)subcommand ``args`` was parsed by: ``topics create``'s for
+    ``headrace topics create ...``."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            chosen = action.choices.get(str(getattr(args, action.dest, "")))
+            if chosen is not None:
+                return _chosen_parser(chosen, args)
+    return parser
 
 
 if __name__ == "__main__":

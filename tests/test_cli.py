@@ -254,3 +254,34 @@ def test_dot_env_quoting() -> None:
     }
     with pytest.raises(Exception, match="line 1: unterminated"):
         _dotenv.parse('HEADRACE_A="open\n')
+
+
+@pytest.mark.parametrize(
+    ("argv", "usage", "hint"),
+    [
+        (["consume", "t", "--from-begining"], "headrace consume", "--from-beginning"),
+        (["topics", "create", "t", "--partitons", "3"], "headrace topics create", "--partitions"),
+        (["groups", "list", "--sate", "stable"], "headrace groups list", "--state"),
+        (["produce", "t", "--value-fromat=json"], "headrace produce", "--value-format"),
+    ],
+)
+def test_a_misspelt_flag_shows_its_subcommands_usage_and_the_nearest_flag(
+    capsys: pytest.CaptureFixture[str], argv: list[str], usage: str, hint: str
+) -> None:
+    from clirun import headrace as run
+
+    done = run(capsys, *argv, check=False)
+    assert done.code == 2
+    assert done.err.startswith(f"usage: {usage} "), done.err
+    bad = next(word for word in argv if word.startswith("--"))
+    assert f"error: unrecognized arguments: {bad}" in done.err, done.err
+    assert done.err.rstrip().endswith(f"did you mean {hint}?"), done.err
+
+
+def test_a_flag_like_no_other_gets_no_guess(capsys: pytest.CaptureFixture[str]) -> None:
+    from clirun import headrace as run
+
+    done = run(capsys, "topics", "list", "--zzzzzz", check=False)
+    assert done.code == 2
+    assert done.err.startswith("usage: headrace topics list ")
+    assert done.err.rstrip().endswith("error: unrecognized arguments: --zzzzzz"), done.err

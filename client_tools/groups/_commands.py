@@ -23,6 +23,18 @@ from ._offsets import Holder, emit_offsets, offsets_and_lag
 from ._reset import add_reset_options, reset_offsets
 from ._share import SHARE_PROTOCOL_TYPE, describe_share_group, share_group_summary
 
+# Kafka's group states (GroupState), which ``groups list --state`` filters by.
+GROUP_STATES = (
+    "PreparingRebalance",
+    "CompletingRebalance",
+    "Stable",
+    "Dead",
+    "Empty",
+    "Assigning",
+    "Reconciling",
+    "NotReady",
+)
+
 # What the offsets table shows of the member holding a partition.
 _HOLDER_FIELDS = ("member_id", "host", "client_id")
 
@@ -31,6 +43,14 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
     groups = subparsers.add_parser("groups", help="list, describe, reset and delete groups")
     actions = groups.add_subparsers(dest="action", metavar="ACTION", required=True)
     listing = actions.add_parser("list", parents=[broker_options], help="list groups")
+    listing.add_argument(
+        "--state",
+        type=_states,
+        nargs="?",
+        metavar="STATE[,STATE...]",
+        help="only groups in these states, in any case (Stable, Empty, PreparingRebalance, "
+        "CompletingRebalance, Dead, ...), as kafka-consumer-groups --list --state",
+    )
     add_output_option(listing)
     listing.set_defaults(handler=run_client(_list))
     describe = actions.add_parser(
@@ -77,17 +97,31 @@ def decode_assignment(data: bytes) -> list[TopicPartition]:
     return found
 
 
+def _states(text: str) -> frozenset[str]:
+    """``--state stable,EMPTY``: Kafka's state names, read in any case, as its tool does."""
+    known = {state.lower(): state for state in GROUP_STATES}
+    wanted = [part.strip() for part in text.split(",") if part.strip()]
+    unknown = [part for part in wanted if part.lower() not in known]
+    if unknown or not wanted:
+        raise argparse.ArgumentTypeError(
+            f"invalid state list {text!r}; valid states are {', '.join(GROUP_STATES)}"
+        )
+    return frozenset(part.lower() for part in wanted)
+
+
 async def _list(args: argparse.Namespace) -> int:
+    states: frozenset[str] | None = args.state  # None: every group (a bare --state too)
     async with GroupAdminClient(args.bootstrap_servers, security=client_security(args)) as admin:
         rows = []
         for group, protocol_type in await admin.list_groups():
             if protocol_type == SHARE_PROTOCOL_TYPE:
-                rows.append((group, *await share_group_summary(args, group), protocol_type))
-                continue
-            described = await admin.describe(group)
-            rows.append(
-                (group, described.group_state, len(described.members), protocol_type or "-")
-            )
+                state, members = await share_group_summary(args, group)
+                row = (group, state, members, protocol_type)
+            else:
+                described = await admin.describe(group)
+                row = (group, described.group_state, len(described.members), protocol_type or "-")
+            if states is None or str(row[1]).lower() in states:
+                rows.append(row)
     emit(
         args,
         ("GROUP", "STATE", "MEMBERS", "PROTOCOL TYPE"),

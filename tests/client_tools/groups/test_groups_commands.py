@@ -221,6 +221,7 @@ def test_a_group_with_members_is_not_reset_or_deleted(
         assert {r[7] for r in rows} != {"-"}  # the owner's client id
         assert {r[6] for r in rows} == {"/127.0.0.1"}  # the owner's address, as Kafka shows it
         assert "Members: 1" in out
+        _list_by_state(capsys, bs)
         data = json.loads(headrace(capsys, "groups", "describe", "pager", "-o", "json", *bs).out)
         [owner] = data["members"]
         assert sorted(a["partition"] for a in owner["assignment"]) == [0, 1]
@@ -254,6 +255,36 @@ def test_a_group_with_members_is_not_reset_or_deleted(
         assert time.monotonic() < deadline
         time.sleep(0.2)
     assert headrace(capsys, "groups", "delete", "pager", *bs).code == 0
+
+
+def _list_by_state(capsys: pytest.CaptureFixture[str], bs: list[str]) -> None:
+    """``groups list --state`` as kafka-consumer-groups --list --state: states in any case,
+    comma-separated; while "pager" is Stable and "ledger" Empty."""
+    headrace(capsys, "produce", "alerts", *bs, stdin="one\n")
+    headrace(
+        capsys, "consume", "alerts", "--group", "ledger", "--from-beginning", "--max-messages", "1",
+        *bs,
+    )  # fmt: skip
+
+    def listed(*state: str) -> set[str]:
+        rows = table(headrace(capsys, "groups", "list", *state, *bs).out, "GROUP")
+        return {row[0] for row in rows if row[0] in ("pager", "ledger")}
+
+    assert listed() == listed("--state") == {"pager", "ledger"}
+    assert listed("--state", "stable") == {"pager"}
+    assert listed("--state", "EMPTY") == {"ledger"}
+    assert listed("--state", "Empty,Stable") == {"pager", "ledger"}
+    assert listed("--state", "dead") == set()
+    as_json = json.loads(
+        headrace(capsys, "groups", "list", "--state", "Stable", "-o", "json", *bs).out
+    )
+    assert {g["group"] for g in as_json} >= {"pager"} and "ledger" not in {
+        g["group"] for g in as_json
+    }
+    bad = headrace(capsys, "groups", "list", "--state", "stabel", *bs, check=False)
+    assert bad.code == 2
+    assert "invalid state list 'stabel'; valid states are" in bad.err
+    assert bad.err.startswith("usage: headrace groups list")
 
 
 def test_unreachable_broker_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
