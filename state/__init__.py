@@ -51,10 +51,13 @@ from ._session import RocksDBSessionStore as RocksDBSessionStore
 from ._session import SegmentedSessionStore as SegmentedSessionStore
 from ._session import SessionBytesStore as SessionBytesStore
 from ._testing import StoreTestContext as StoreTestContext
+from ._timestamped import ValueAndTimestamp as ValueAndTimestamp
 from ._typed import BytesSerde as BytesSerde
 from ._typed import Change as Change
 from ._typed import KeyValueStore as KeyValueStore
 from ._typed import SessionStore as SessionStore
+from ._typed import TimestampedKeyValueStore as TimestampedKeyValueStore
+from ._typed import TimestampedWindowStore as TimestampedWindowStore
 from ._typed import WindowStore as WindowStore
 from ._window import InMemoryWindowStore as InMemoryWindowStore
 from ._window import RocksDBWindowStore as RocksDBWindowStore
@@ -113,6 +116,9 @@ __all__ = [
     "StoreState",
     "StoreTestContext",
     "TaskCheckpoint",
+    "TimestampedKeyValueStore",
+    "TimestampedWindowStore",
+    "ValueAndTimestamp",
     "Window",
     "WindowBytesStore",
     "WindowKeySchema",

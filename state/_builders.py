@@ -26,10 +26,18 @@ from ._rocksdb import RocksDBBackend
 from ._segmented import SegmentedBytesStore, SegmentedStore
 from ._session import SegmentedSessionStore
 from ._tables import Backend, MemoryBackend
-from ._typed import BytesSerde, KeyValueStore, SessionStore, WindowStore
+from ._typed import (
+    BytesSerde,
+    KeyValueStore,
+    SessionStore,
+    TimestampedKeyValueStore,
+    TimestampedWindowStore,
+    WindowStore,
+)
 from ._window import SegmentedWindowStore
 
 K = TypeVar("K")
+_B = TypeVar("_B")
 V = TypeVar("V")
 K2 = TypeVar("K2")
 V2 = TypeVar("V2")
@@ -45,6 +53,8 @@ class _Builder(Generic[K, V]):
     cache_max_entries: int = DEFAULT_MAX_ENTRIES
     key_serde: Serde[Any] = field(default_factory=BytesSerde)
     value_serde: Serde[Any] = field(default_factory=BytesSerde)
+    # Values carry the timestamp of what they were made from (``_timestamped``).
+    timestamped: bool = False
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -64,6 +74,11 @@ class _Builder(Generic[K, V]):
 
     def with_logging_disabled(self) -> Self:
         return dataclasses.replace(self, logging_enabled=False, logging_config={})
+
+    def _stamped_as(self, kind: type[_B]) -> _B:
+        """This builder as ``kind``, a timestamped kind of it (see ``with_timestamps``)."""
+        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return kind(**{**values, "timestamped": True})
 
     def _with_serdes(
         self, key_serde: Serde[Any] | None = None, value_serde: Serde[Any] | None = None
@@ -89,6 +104,11 @@ class KeyValueStoreBuilder(_Builder[K, V]):
     def with_value_serde(self, serde: Serde[V2]) -> KeyValueStoreBuilder[K, V2]:
         return cast("KeyValueStoreBuilder[K, V2]", self._with_serdes(value_serde=serde))
 
+    def with_timestamps(self) -> TimestampedKeyValueStoreBuilder[K, V]:
+        """Keep a timestamp with every value, as Kafka Streams' timestamped stores do:
+        the built store's ``get_with_timestamp`` reads it, plain reads leave it out."""
+        return self._stamped_as(TimestampedKeyValueStoreBuilder[K, V])
+
     def build(self) -> KeyValueStore[K, V]:
         inner: KeyValueBytesStore = (
             RocksDBKeyValueStore(self.name) if self.persistent else InMemoryKeyValueStore(self.name)
@@ -98,7 +118,16 @@ class KeyValueStoreBuilder(_Builder[K, V]):
         if self.caching_enabled:
             inner = CachingKeyValueStore(inner, self.cache_max_entries)
         metered = MeteredKeyValueStore(inner)
-        return KeyValueStore(metered, self.key_serde, self.value_serde, metered.metrics)
+        facade = TimestampedKeyValueStore if self.timestamped else KeyValueStore
+        return facade(metered, self.key_serde, self.value_serde, metered.metrics)
+
+
+@dataclass(frozen=True)
+class TimestampedKeyValueStoreBuilder(KeyValueStoreBuilder[K, V]):
+    """Builds ``TimestampedKeyValueStore``s."""
+
+    def build(self) -> TimestampedKeyValueStore[K, V]:
+        return cast("TimestampedKeyValueStore[K, V]", super().build())
 
 
 @dataclass(frozen=True)
@@ -130,6 +159,10 @@ class WindowStoreBuilder(_SegmentedBuilder[K, V]):
     def with_value_serde(self, serde: Serde[V2]) -> WindowStoreBuilder[K, V2]:
         return cast("WindowStoreBuilder[K, V2]", self._with_serdes(value_serde=serde))
 
+    def with_timestamps(self) -> TimestampedWindowStoreBuilder[K, V]:
+        """Keep a timestamp with every value (see ``KeyValueStoreBuilder.with_timestamps``)."""
+        return self._stamped_as(TimestampedWindowStoreBuilder[K, V])
+
     def build(self) -> WindowStore[K, V]:
         metered = self._stack(
             WindowKeySchema(), self.caching_enabled and not self.retain_duplicates
@@ -137,7 +170,16 @@ class WindowStoreBuilder(_SegmentedBuilder[K, V]):
         api = SegmentedWindowStore(
             metered, self.retention, self.window_size, self.retain_duplicates
         )
-        return WindowStore(api, self.key_serde, self.value_serde, metered.metrics)
+        facade = TimestampedWindowStore if self.timestamped else WindowStore
+        return facade(api, self.key_serde, self.value_serde, metered.metrics)
+
+
+@dataclass(frozen=True)
+class TimestampedWindowStoreBuilder(WindowStoreBuilder[K, V]):
+    """Builds ``TimestampedWindowStore``s."""
+
+    def build(self) -> TimestampedWindowStore[K, V]:
+        return cast("TimestampedWindowStore[K, V]", super().build())
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from ._key_schema import SessionKeySchema, WindowKeySchema
 from ._metered import StoreMetrics
 from ._protocols import CacheEntry, ChangeRecord, KeyValueBytesStore, Serde, StateStoreContext
 from ._session import SessionBytesStore
+from ._timestamped import TIMESTAMP_SIZE, ValueAndTimestamp, pack_timestamp, timestamp_of
 from ._window import WindowBytesStore
 from ._windowed import Window, Windowed
 
@@ -124,6 +125,10 @@ class _Typed(Generic[K, V]):
                 f"key serde failed for store {self.name!r}: {error}"
             ) from error
 
+    def _entry_time(self, entry: CacheEntry) -> int:
+        """The timestamp a flushed update is handed on with."""
+        return entry.timestamp
+
     def _dv(self, data: bytes | None) -> V | None:
         if data is None:
             return None
@@ -191,7 +196,10 @@ class KeyValueStore(_Typed[K, V]):
             listener(
                 [
                     Change(
-                        self._dk(e.key), self._dv(e.new_value), self._dv(e.old_value), e.timestamp
+                        self._dk(e.key),
+                        self._dv(e.new_value),
+                        self._dv(e.old_value),
+                        self._entry_time(e),
                     )
                     for e in entries
                 ]
@@ -247,7 +255,9 @@ class WindowStore(_Typed[K, V]):
                 key, start, _ = WindowKeySchema.decode(e.key)
                 windowed = Windowed(self._dk(key), Window(start, start + size))
                 changes.append(
-                    Change(windowed, self._dv(e.new_value), self._dv(e.old_value), e.timestamp)
+                    Change(
+                        windowed, self._dv(e.new_value), self._dv(e.old_value), self._entry_time(e)
+                    )
                 )
             listener(changes)
 
@@ -313,3 +323,73 @@ class SessionStore(_Typed[K, V]):
             listener(changes)
 
         return self.inner.set_flush_listener(typed, send_old_values)
+
+
+class TimestampedKeyValueStore(KeyValueStore[K, V]):
+    """A typed key-value store whose values carry a timestamp (see ``_timestamped``):
+    reads give the value alone, ``get_with_timestamp`` gives both. ``put`` without a
+    timestamp stamps the value with the task's stream time."""
+
+    _context: StateStoreContext | None = None
+
+    def init(self, context: StateStoreContext) -> None:
+        super().init(context)
+        self._context = context
+
+    def _dv(self, data: bytes | None) -> V | None:
+        return None if data is None else super()._dv(data[TIMESTAMP_SIZE:])
+
+    def _v(self, value: V | None) -> bytes | None:
+        context = self._context
+        return self._stamped(value, 0 if context is None else context.stream_time)
+
+    def _stamped(self, value: V | None, timestamp: int) -> bytes | None:
+        data = super()._v(value)
+        return None if data is None else pack_timestamp(timestamp) + data
+
+    def get_with_timestamp(self, key: K) -> ValueAndTimestamp[V] | None:
+        data = self.inner.get(self._k(key))
+        if data is None:
+            return None
+        return ValueAndTimestamp(self._dv(data), timestamp_of(data))  # type: ignore[arg-type]
+
+    def put_with_timestamp(self, key: K, value: V | None, timestamp: int) -> None:
+        self.inner.put(self._k(key), self._stamped(value, timestamp))
+
+    def _entry_time(self, entry: CacheEntry) -> int:
+        return entry.timestamp if entry.new_value is None else timestamp_of(entry.new_value)
+
+
+class TimestampedWindowStore(WindowStore[K, V]):
+    """A typed window store whose values carry a timestamp (see ``_timestamped``)."""
+
+    _context: StateStoreContext | None = None
+
+    def init(self, context: StateStoreContext) -> None:
+        super().init(context)
+        self._context = context
+
+    def _dv(self, data: bytes | None) -> V | None:
+        return None if data is None else super()._dv(data[TIMESTAMP_SIZE:])
+
+    def _v(self, value: V | None) -> bytes | None:
+        context = self._context
+        return self._stamped(value, 0 if context is None else context.stream_time)
+
+    def _stamped(self, value: V | None, timestamp: int) -> bytes | None:
+        data = super()._v(value)
+        return None if data is None else pack_timestamp(timestamp) + data
+
+    def fetch_with_timestamp(self, key: K, window_start: int) -> ValueAndTimestamp[V] | None:
+        data = self.inner.get(self._k(key), window_start)
+        if data is None:
+            return None
+        return ValueAndTimestamp(self._dv(data), timestamp_of(data))  # type: ignore[arg-type]
+
+    def put_with_timestamp(
+        self, key: K, value: V | None, window_start: int, timestamp: int
+    ) -> None:
+        self.inner.put(self._k(key), self._stamped(value, timestamp), window_start)
+
+    def _entry_time(self, entry: CacheEntry) -> int:
+        return entry.timestamp if entry.new_value is None else timestamp_of(entry.new_value)
