@@ -101,14 +101,19 @@ class Materialized:
             builder = builder.with_caching_enabled(self.cache_max_entries)
         return builder
 
-    def key_value_store(self) -> Any:
-        return self._finish(Stores.key_value_store(self.store_name, persistent=self.persistent))
+    def key_value_store(self, timestamped: bool = False) -> Any:
+        """``timestamped``: each value keeps its timestamp, as an aggregation's must."""
+        builder = Stores.key_value_store(self.store_name, persistent=self.persistent)
+        return self._finish(builder.with_timestamps() if timestamped else builder)
 
-    def window_store(self, window_size: int, default_retention: int) -> Any:
+    def window_store(
+        self, window_size: int, default_retention: int, timestamped: bool = False
+    ) -> Any:
         retention = self._retention(default_retention, window_size)
-        return self._finish(
-            Stores.window_store(self.store_name, retention, window_size, persistent=self.persistent)
+        builder = Stores.window_store(
+            self.store_name, retention, window_size, persistent=self.persistent
         )
+        return self._finish(builder.with_timestamps() if timestamped else builder)
 
     def session_store(self, default_retention: int, minimum: int) -> Any:
         retention = self._retention(default_retention, minimum)
