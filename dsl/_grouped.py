@@ -89,7 +89,7 @@ class KGroupedStream(Generic[K, V]):
         node = TableGraphNode(
             name or builder.new_name(prefix),
             (parent,),
-            store_builders=(store.key_value_store(),),
+            store_builders=(store.key_value_store(timestamped=True),),
         )
         node.supplier = lambda: StreamAggregate(node, spec)
         builder.add_node(node)
@@ -198,7 +198,7 @@ class KGroupedTable(Generic[K, V]):
         node = TableGraphNode(
             name or builder.new_name(prefix),
             (repartition,),
-            store_builders=(store.key_value_store(),),
+            store_builders=(store.key_value_store(timestamped=True),),
         )
         node.supplier = lambda: TableAggregate(node, spec)
         builder.add_node(node)
