@@ -196,7 +196,7 @@ class TimeWindowedKStream(_WindowedBase[K, V]):
                 prefix,
                 name,
                 store,
-                (store.window_store(size, retention),),
+                (store.window_store(size, retention, timestamped=True),),
                 lambda n: TimeWindowAggregate(n, spec, time_windows, retention),
             )
         return KTable(
