@@ -9,12 +9,13 @@ is forwarded once with its newest value; without a cache every update is forward
 
 Forwarded records are table changes: the key (a ``Windowed`` key for windowed
 aggregations) and ``Change(new, old)``, with ``old`` filled in only when a downstream
-node asked for old values. Their timestamp is the newest record timestamp that went
-into the update.
+node asked for old values. Their timestamp is, as in Kafka Streams, the largest
+timestamp of the records in the aggregate: max(the record's, the previous aggregate's).
 """
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -32,6 +33,9 @@ if TYPE_CHECKING:
     from ._graph import TableGraphNode
 
 _STREAM_TIME = b"stream-time"
+_TS = 8  # a timestamped store keeps each value behind its 8-byte timestamp
+_pack_ts = struct.Struct(">q").pack
+_from_bytes = int.from_bytes
 _new_tuple = tuple.__new__  # builds a Change without the NamedTuple keyword handling
 
 
@@ -71,7 +75,13 @@ class AggregateBase(BatchProcessor):
 
 class KeyValueAggregate(AggregateBase):
     """An aggregation on the bytes-level key-value stack (metered(caching(logging(...))))
-    below the typed store: its cache flushes are decoded and forwarded here."""
+    below the typed store: its cache flushes are decoded and forwarded here.
+
+    The store is timestamped (``headrace.state``'s ``_timestamped`` layout): each
+    aggregate is kept behind the timestamp it is forwarded with, the newest of the
+    records in it, so the timestamp survives a flush, a restart and a restore. Only a
+    delete (an aggregate of ``None``) keeps its timestamp in ``_pending_ts`` until the
+    flush forwards it."""
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
@@ -82,19 +92,35 @@ class KeyValueAggregate(AggregateBase):
         listener = self._on_flush if self._readers else _ignore_entries
         self._cached = self._bytes.set_flush_listener(listener, self._send_old)
 
+    def _stored(self, raw: bytes | None) -> tuple[Any, int]:
+        """A stored aggregate and its timestamp; ``(None, -1)`` when there is none."""
+        if raw is None:
+            return None, -1
+        return self._dv(raw[_TS:]), _from_bytes(raw[:_TS], "big", signed=True)
+
+    def _stamped(self, key_bytes: bytes, agg: Any, timestamp: int) -> bytes | None:
+        """An aggregate's stored form; a ``None`` aggregate (a delete) notes its
+        timestamp for the flush, having no bytes to keep it in."""
+        data: bytes | None = self._ev(agg)
+        if data is None:
+            if self._readers and self._cached:
+                self._pending_ts[key_bytes] = timestamp
+            return None
+        return _pack_ts(timestamp) + data
+
     def _on_flush(self, entries: Sequence[CacheEntry]) -> None:
         dk, dv, pop = self._dk, self._dv, self._pending_ts.pop
-        changes: list[Rec]
-        if self._send_old:
-            changes = [
-                (dk(key), _new_tuple(Change, (dv(new), dv(old))), pop(key, ts), (), -1)
-                for key, new, old, ts in entries
-            ]
-        else:
-            changes = [
-                (dk(key), _new_tuple(Change, (dv(new), None)), pop(key, ts), (), -1)
-                for key, new, _old, ts in entries
-            ]
+        send_old = self._send_old
+        changes: list[Rec] = []
+        for key, new, old, ts in entries:
+            if new is not None:
+                ts = _from_bytes(new[:_TS], "big", signed=True)
+                new_value = dv(new[_TS:])
+            else:
+                ts = pop(key, ts)
+                new_value = None
+            old_value = dv(old[_TS:]) if send_old and old is not None else None
+            changes.append((dk(key), _new_tuple(Change, (new_value, old_value)), ts, (), -1))
         self._forward_changes(changes)
 
 

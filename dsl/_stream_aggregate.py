@@ -1,20 +1,19 @@
 """count / reduce / aggregate of a grouped stream into a key-value store.
 
 Records with a ``None`` key or value are skipped, as in Kafka Streams: there is no key
-to aggregate under, or nothing to aggregate.
+to aggregate under, or nothing to aggregate. Each aggregate carries the largest
+timestamp of the records in it (``KStreamAggregate``, ``KStreamReduce``): an
+out-of-order record updates it without making its timestamp older.
 """
 
 from __future__ import annotations
 
-from operator import itemgetter
 from typing import Any
 
 from headrace.streams import Rec
 
 from ._aggregate_base import KeyValueAggregate, _new_tuple
 from ._change import Change
-
-_newest = itemgetter(2)  # a group's newest record timestamp
 
 
 class StreamAggregate(KeyValueAggregate):
@@ -35,29 +34,29 @@ class StreamAggregate(KeyValueAggregate):
                     group[2] = ts
         if not groups:
             return
-        fold, get, put = self._fold, self._bytes.get, self._bytes.put
-        dv, ev = self._dv, self._ev
+        fold, stored, stamped = self._fold, self._stored, self._stamped
         if cached:
             counting = fold.counting
             # One read for the batch's keys: past the cache, one multi-get, not a get each;
             # and one write into the cache.
-            olds = self._bytes.get_many(list(groups))
-            self._bytes.put_all(
-                [
-                    (kb, ev(fold.final(k, dv(old), len(values) if counting else values)))
-                    for (kb, (k, values, _ts)), old in zip(groups.items(), olds, strict=True)
-                ]
-            )
-            if self._readers:
-                self._pending_ts.update(zip(groups, map(_newest, groups.values()), strict=True))
+            rows = []
+            for (kb, (k, values, newest)), raw in zip(
+                groups.items(), self._bytes.get_many(list(groups)), strict=True
+            ):
+                agg, agg_ts = stored(raw)
+                agg = fold.final(k, agg, len(values) if counting else values)
+                rows.append((kb, stamped(kb, agg, max(newest, agg_ts))))
+            self._bytes.put_all(rows)
             return
         out: list[Rec] = []
-        send_old = self._send_old
-        for kb, (k, timed, _ts) in groups.items():
-            old = dv(get(kb))
+        send_old, get, put = self._send_old, self._bytes.get, self._bytes.put
+        for kb, (k, timed, _newest) in groups.items():
+            old, stamp = stored(get(kb))
             steps = fold.steps(k, old, [v for v, _ in timed])
             for new, (_v, ts) in zip(steps, timed, strict=True):
-                out.append((k, _new_tuple(Change, (new, old if send_old else None)), ts, (), -1))
+                if ts > stamp:
+                    stamp = ts
+                out.append((k, _new_tuple(Change, (new, old if send_old else None)), stamp, (), -1))
                 old = new
-            put(kb, ev(old))
+            put(kb, stamped(kb, old, stamp))
         self._forward_changes(out)

@@ -56,28 +56,32 @@ def count_fold() -> TableFold:
 
 class TableAggregate(KeyValueAggregate):
     def process_batch(self, batch: list[Rec]) -> None:
-        """Records apply in order; an aggregate is read once per key and batch."""
-        ek, dv, ev = self._ek, self._dv, self._ev
-        get, put = self._bytes.get, self._bytes.put
+        """Records apply in order; an aggregate is read once per key and batch.
+
+        The result's timestamp follows ``KTableAggregate``/``KTableReduce``: the
+        record's, or, when the key already had an aggregate that the record took
+        something out of or put something into, the larger of the record's and that
+        aggregate's."""
+        ek = self._ek
+        get, put, stored, stamped = self._bytes.get, self._bytes.put, self._stored, self._stamped
         fold: TableFold = self._fold
-        current: dict[bytes, Any] = {}
+        current: dict[bytes, tuple[Any, int]] = {}
         out: list[Rec] = []
-        cached, send_old, pending = self._cached, self._send_old, self._pending_ts
-        readers = self._readers
+        cached, send_old = self._cached, self._send_old
         for k, change, ts, _h, _o in batch:
             if k is None or change is None:
                 continue
             kb = ek(k)
-            old_agg = current[kb] if kb in current else dv(get(kb))
-            new_agg = fold.apply(k, old_agg, change[0], change[1])
-            current[kb] = new_agg
-            if cached:
-                if readers:
-                    pending[kb] = ts
-            else:
+            old_agg, old_ts = current[kb] if kb in current else stored(get(kb))
+            new, old = change[0], change[1]
+            new_agg = fold.apply(k, old_agg, new, old)
+            if old_agg is not None and (new is not None or old is not None) and old_ts > ts:
+                ts = old_ts
+            current[kb] = (new_agg, ts)
+            if not cached:
                 out.append(
                     (k, _new_tuple(Change, (new_agg, old_agg if send_old else None)), ts, (), -1)
                 )
-        for kb, agg in current.items():
-            put(kb, ev(agg))
+        for kb, (agg, ts) in current.items():
+            put(kb, stamped(kb, agg, ts))
         self._forward_changes(out)

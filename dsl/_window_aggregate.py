@@ -6,15 +6,20 @@ store stack, below the typed facade: one dictionary entry per key and window per
 one read and one write per entry, and no objects beyond the key bytes until the cache
 flushes. The store's retention check is done here, per record, together with the
 window-closing check.
+
+The store is timestamped: each window's aggregate is kept behind the largest timestamp
+of the records in it, which every update and the final result are stamped with, as
+``KStreamWindowAggregate`` does (max of the record's and the stored aggregate's).
 """
 
 from __future__ import annotations
 
 import struct
+from collections import Counter
 from collections.abc import Hashable, Iterable, Iterator, Sequence
 from itertools import filterfalse
-from operator import add
-from typing import Any
+from operator import add, itemgetter
+from typing import Any, cast
 
 from headrace.state import CacheEntry, Window, Windowed
 from headrace.streams import ProcessorContext, Rec
@@ -26,7 +31,12 @@ from ._windows import TimeWindows
 _NO_SEQ = b"\x00\x00\x00\x00"
 _KNOWN_LIMIT = 131_072  # counts remembered between batches, per task
 _MAX_TIME = (1 << 63) - 1
-_LONG = struct.Struct(">q")  # the long serde's layout: 8 bytes, big-endian, signed
+_TS = 8  # each stored value sits behind its 8-byte timestamp
+_STAMP = struct.Struct(">q")  # a timestamp's layout
+_STAMPED_LONG = struct.Struct(">qq")  # a timestamp, then a count as the long serde writes it
+_NO_TIME = -(1 << 63)
+_from_bytes = int.from_bytes
+_first, _second = itemgetter(0), itemgetter(1)
 
 
 class TimeWindowAggregate(WindowedAggregateBase):
@@ -57,6 +67,7 @@ class TimeWindowAggregate(WindowedAggregateBase):
         self._window_objects: dict[int, Window] = {}
         self._key_bytes: dict[Any, bytes] = {}
         self._known_counts: dict[bytes, int] = {}
+        self._known_stamps: dict[bytes, int] = {}  # the timestamps of _known_counts
         self._windowed_keys: dict[bytes, Windowed[Any]] = {}
         self._forgotten_below = -(1 << 62)  # closed windows' entries dropped up to here
         # Counting into 8-byte big-endian longs is the common case: done inline below.
@@ -71,9 +82,9 @@ class TimeWindowAggregate(WindowedAggregateBase):
 
     def _stored_windows(self) -> Iterator[tuple[int, Hashable, int]]:
         size, close = self._windows.size_ms, self._windows.close_time
-        for binary, _value in self._raw.scan_raw(None, None, 0, _MAX_TIME):
+        for binary, value in self._raw.scan_raw(None, None, 0, _MAX_TIME):
             start = int.from_bytes(binary[self._start_bytes], "big")
-            yield close(start, start + size), binary, start + size - 1
+            yield close(start, start + size), binary, _from_bytes(value[:_TS], "big", signed=True)
 
     # -- helpers ------------------------------------------------------------------------
 
@@ -121,53 +132,61 @@ class TimeWindowAggregate(WindowedAggregateBase):
             return  # window starts are not negative: nothing closed yet
         # Big-endian starts compare as their bytes do: no decoding per entry.
         bound, start = lowest_open.to_bytes(8, "big"), self._start_bytes
-        for cache in (self._known_counts, self._windowed_keys):
+        for cache in (self._known_counts, self._known_stamps, self._windowed_keys):
             closed = [b for b in cache if b[start] <= bound]
             for binary in closed:
                 del cache[binary]
 
     def _on_flush(self, entries: Sequence[CacheEntry]) -> None:
-        dv, pending, send_old = self._dv, self._pending_ts, self._send_old
-        windowed = self._windowed
+        """Forward flushed windows, each stamped with the timestamp stored with it (a
+        window's aggregate is never deleted here, so every flushed value has one)."""
+        dv, send_old, windowed = self._dv, self._send_old, self._windowed
+        out: list[Rec] = []
         if self._fast_count and not send_old:
             # Longs decoded inline; windowed keys of windows flushed before come from
             # their dict. (Decoded from the flushed bytes, not taken from _known_counts:
             # a flush forced in the middle of a batch's writes must forward what it wrote.)
-            built, from_bytes = self._windowed_keys.get, int.from_bytes
-            out: list[Rec] = []
-            for binary, new, _old, ts in entries:
-                count = None if new is None else from_bytes(new, "big", signed=True)
+            built, unpack = self._windowed_keys.get, _STAMPED_LONG.unpack
+            for binary, new, _old, _ts in entries:
+                ts, count = unpack(new)  # type: ignore[arg-type]  # a count is never deleted
                 out.append(
                     (
                         built(binary) or windowed(binary),
                         _new_tuple(Change, (count, None)),
-                        pending.pop(binary, ts),
+                        ts,
                         (),
                         -1,
                     )
                 )
             self._forward_changes(out)
             return
-        self._forward_changes(
-            [
+        for binary, new, old, ts in entries:
+            old_value = dv(old[_TS:]) if send_old and old is not None else None
+            if new is None:  # an aggregator's None: a delete, stamped with stream time
+                out.append((windowed(binary), _new_tuple(Change, (None, old_value)), ts, (), -1))
+                continue
+            out.append(
                 (
-                    windowed(e.key),
-                    _new_tuple(Change, (dv(e.new_value), dv(e.old_value) if send_old else None)),
-                    pending.pop(e.key, e.timestamp),
+                    windowed(binary),
+                    _new_tuple(Change, (dv(new[_TS:]), old_value)),
+                    _from_bytes(new[:_TS], "big", signed=True),
                     (),
                     -1,
                 )
-                for e in entries
-            ]
-        )
+            )
+        self._forward_changes(out)
 
     def _final_records(self, due: list[tuple[Hashable, Any]]) -> list[Rec]:
         get, dv, windowed = self._raw.get_raw, self._dv, self._windowed
         out: list[Rec] = []
-        for binary, ts in due:
-            value = dv(get(binary))
-            if value is not None:
-                out.append((windowed(binary), _new_tuple(Change, (value, None)), ts, (), -1))  # type: ignore[arg-type]
+        for window_id, _ts in due:  # the timestamp stored with the window is the newest
+            binary = cast("bytes", window_id)
+            raw = get(binary)
+            if raw is not None:
+                ts = _from_bytes(raw[:_TS], "big", signed=True)
+                out.append(
+                    (windowed(binary), _new_tuple(Change, (dv(raw[_TS:]), None)), ts, (), -1)
+                )
         return out
 
     # -- processing ---------------------------------------------------------------------
@@ -244,10 +263,11 @@ class TimeWindowAggregate(WindowedAggregateBase):
         lowest_open = max(observed - grace - size, horizon)
         suffixes, suffix_of = self._suffixes, self._suffix
         key_bytes, ek = self._key_bytes, self._ek
-        counts: dict[bytes, int] = {}
-        newest: dict[bytes, int] = {}
+        # (binary key, timestamp) of each record on time: counted, and each window's
+        # newest timestamp found, by C-level calls after the loop, not per record here.
+        timed: list[tuple[bytes, int]] = []
+        add_timed = timed.append
         late: list[tuple[Any, Any, int, int]] = []
-        readers = self._readers  # timestamps are only needed for forwarded updates
         for k, v, ts, _h, _o in batch:
             if k is None:  # a null value is aggregated, as Kafka Streams does
                 continue
@@ -264,36 +284,43 @@ class TimeWindowAggregate(WindowedAggregateBase):
                     key_bytes.clear()
                 kb = key_bytes[k] = ek(k)
             suffix = suffixes.get(start)
-            binary = kb + (suffix if suffix is not None else suffix_of(start))
-            counts[binary] = counts.get(binary, 0) + 1
-            if readers and ts > newest.get(binary, -1):
-                newest[binary] = ts
+            add_timed((kb + (suffix if suffix is not None else suffix_of(start)), ts))
+        # First-seen order, as the cache flushes; a dict built from the records sorted by
+        # time keeps each window's last, so newest, timestamp.
+        counts: dict[bytes, int] = Counter(map(_first, timed))
+        newest = dict(sorted(timed, key=_second))
         self._observed = observed
         self._forget_closed(lowest_open)
         if late:
             self._report_late(late)
         # The store holds what this operator last wrote, so the counts it wrote recently
         # are read back from a dict of them instead of through the store stack.
-        known = self._known_counts
+        known, stamps = self._known_counts, self._known_stamps
         if len(known) > _KNOWN_LIMIT:
             known.clear()
+            stamps.clear()
         # The rest in one read: past the cache, one multi-get per segment, not a get each.
         unknown = list(filterfalse(known.__contains__, counts))
         absent = bool(unknown) and self._read_stored(unknown)
         totals: Iterable[int]
+        times: Iterable[int]
         if absent and len(unknown) == len(counts):
             # Every key new: a key space beyond what is remembered, where remembering
             # them would only turn the dict over (a key seen again is read back from
             # the write cache, which holds it).
-            totals = counts.values()
+            totals, times = counts.values(), map(newest.__getitem__, counts)
         else:
             if absent:
                 known.update(dict.fromkeys(unknown, 0))
+                stamps.update(dict.fromkeys(unknown, _NO_TIME))
+            # No Python loop per key.
             totals = list(map(add, counts.values(), map(known.__getitem__, counts)))
-            known.update(zip(counts, totals, strict=True))  # no Python loop per key
-        if readers:
-            self._pending_ts.update(newest)
-        self._raw.put_all_raw(list(zip(counts, map(_LONG.pack, totals), strict=True)))
+            times = list(map(max, map(newest.__getitem__, counts), map(stamps.__getitem__, counts)))
+            known.update(zip(counts, totals, strict=True))
+            stamps.update(zip(counts, times, strict=True))
+        self._raw.put_all_raw(
+            list(zip(counts, map(_STAMPED_LONG.pack, times, totals), strict=True))
+        )
 
     def _read_stored(self, unknown: list[bytes]) -> bool:
         """Read the counts of keys not in ``_known_counts`` from the store, in one read:
@@ -303,50 +330,64 @@ class TimeWindowAggregate(WindowedAggregateBase):
         raws = self._raw.get_many_raw(unknown)
         if raws.count(None) == len(raws):
             return True
-        known, from_bytes = self._known_counts, int.from_bytes
+        known, stamps, unpack = self._known_counts, self._known_stamps, _STAMPED_LONG.unpack
         for binary, raw in zip(unknown, raws, strict=True):
-            known[binary] = 0 if raw is None else from_bytes(raw, "big", signed=True)
+            if raw is None:
+                known[binary], stamps[binary] = 0, _NO_TIME
+            else:
+                stamps[binary], known[binary] = unpack(raw)
         return False
 
     def _apply(self, groups: dict[bytes, list[Any]]) -> None:
+        """Fold each window's values into its stored aggregate and store the result
+        behind max(the window's newest record, the stored timestamp)."""
         fold, get, put = self._fold, self._raw.get_raw, self._raw.put_raw
-        dv, ev = self._dv, self._ev
-        if self._final:
-            close = self._windows.close_time
-            size = self._windows.size_ms
-            touch = self._pending.touch_newest
-            counting = fold.counting
+        dv, ev, pack = self._dv, self._ev, _STAMP.pack
+        counting = fold.counting
+        if self._final or self._cached:
+            touch = self._pending.touch_newest if self._final else None
+            close, size = self._windows.close_time, self._windows.size_ms
             for binary, (k, start, values, ts) in groups.items():
                 if not counting:
                     values = [v for v, _ in values]
                 elif not isinstance(values, int):
                     values = len(values)
-                put(binary, ev(fold.final(k, dv(get(binary)), values)))
-                touch(close(start, start + size), binary, ts)
-            return
-        if self._cached:
-            pending = self._pending_ts
-            if fold.counting:
-                for binary, (_k, _start, n, ts) in groups.items():
-                    old = get(binary)
-                    put(binary, ev(n if old is None else dv(old) + n))
-                    pending[binary] = ts
-            else:
-                for binary, (k, _start, values, ts) in groups.items():
-                    put(binary, ev(fold.final(k, dv(get(binary)), [v for v, _ in values])))
-                    pending[binary] = ts
+                raw = get(binary)
+                if raw is None:
+                    agg = None
+                else:
+                    agg = dv(raw[_TS:])
+                    stored_ts = _from_bytes(raw[:_TS], "big", signed=True)
+                    if stored_ts > ts:
+                        ts = stored_ts
+                put(binary, _stamped(pack(ts), ev(fold.final(k, agg, values))))
+                if touch is not None:
+                    touch(close(start, start + size), binary, ts)
             return
         out: list[Rec] = []
         send_old = self._send_old
         window = self._window
         for binary, (k, start, timed, _ts) in groups.items():
-            old = dv(get(binary))
+            raw = get(binary)
+            if raw is None:
+                old, stamp = None, _NO_TIME
+            else:
+                old, stamp = dv(raw[_TS:]), _from_bytes(raw[:_TS], "big", signed=True)
             key = Windowed(k, window(start))
             for new, (_v, ts) in zip(fold.steps(k, old, [v for v, _ in timed]), timed, strict=True):
-                out.append((key, _new_tuple(Change, (new, old if send_old else None)), ts, (), -1))
+                if ts > stamp:
+                    stamp = ts
+                out.append(
+                    (key, _new_tuple(Change, (new, old if send_old else None)), stamp, (), -1)
+                )
                 old = new
-            put(binary, ev(old))
+            put(binary, _stamped(pack(stamp), ev(old)))
         self._forward_changes(out)
+
+
+def _stamped(stamp: bytes, data: bytes | None) -> bytes | None:
+    """A value's stored form behind its packed timestamp; ``None`` (a delete) stays."""
+    return None if data is None else stamp + data
 
 
 def _ignore(entries: Sequence[CacheEntry]) -> None:

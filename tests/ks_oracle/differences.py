@@ -26,15 +26,6 @@ class Difference:
     records: tuple[Record, ...]
 
 
-AGGREGATE_TIMESTAMP = Difference(
-    "aggregation timestamps (max of the aggregated records')",
-    "An aggregation stamps each result with the largest timestamp of the records in the "
-    "aggregate, max(record, previous result) (KStreamAggregate, KStreamReduce, "
-    "KStreamWindowAggregate, KStreamSessionWindowAggregate, KTableAggregate); headrace "
-    "stamps the record's own.",
-    "count_by_key",
-    (("in", "b", 7, 9000), ("in", "b", 3, 9999), ("in", "b", 7, 9000)),
-)
 TABLE_JOIN_TIMESTAMP = Difference(
     "table and foreign-key join timestamps (max of both rows')",
     "A table-table join result is stamped max(left row's, right row's timestamp) "
@@ -45,10 +36,7 @@ TABLE_JOIN_TIMESTAMP = Difference(
 )
 
 
-ALL_DIFFERENCES = (
-    AGGREGATE_TIMESTAMP,
-    TABLE_JOIN_TIMESTAMP,
-)
+ALL_DIFFERENCES = (TABLE_JOIN_TIMESTAMP,)
 
 
 @dataclass(frozen=True)
@@ -57,20 +45,7 @@ class Known:
     seeds: tuple[int, ...] = (1, 2, 3)
 
 
-_AGG = (AGGREGATE_TIMESTAMP,)
-
 KNOWN: dict[str, Known] = {
-    "repartition_count": Known(_AGG),
-    "count_by_key": Known(_AGG),
-    "reduce_sum": Known(_AGG),
-    "aggregate_concat": Known(_AGG),
-    "group_by_count": Known(_AGG),
-    "tumbling_count": Known(_AGG),
-    "hopping_reduce": Known(_AGG),
-    "tumbling_no_grace_aggregate": Known(_AGG, seeds=(2,)),
-    "table_group_by_count": Known(_AGG),
-    "table_group_by_reduce": Known(_AGG),
-    "table_group_by_aggregate": Known(_AGG),
     "tt_inner": Known((TABLE_JOIN_TIMESTAMP,)),
     "tt_left": Known((TABLE_JOIN_TIMESTAMP,), seeds=(1, 2)),
     "tt_outer": Known((TABLE_JOIN_TIMESTAMP,)),
