@@ -133,17 +133,21 @@ def resolve(
 
 
 def plan_ranges(
-    start: Mapping[TopicPartition, int], end: Mapping[TopicPartition, int]
+    start: Mapping[TopicPartition, int],
+    end: Mapping[TopicPartition, int],
+    *,
+    keep_empty: bool = False,
 ) -> list[OffsetRange]:
-    """One non-empty range per partition present in ``end``, ordered by topic and partition.
+    """One range per partition present in ``end``, ordered by topic and partition; an
+    empty one (nothing between start and end) only with ``keep_empty``.
 
     A partition missing from ``start`` is new since the start was taken: read it from 0.
     """
     ranges = []
     for tp in sorted(end):
         lo, hi = start.get(tp, 0), end[tp]
-        if hi > lo:
-            ranges.append(OffsetRange(tp.topic, tp.partition, lo, hi))
+        if hi > lo or keep_empty:
+            ranges.append(OffsetRange(tp.topic, tp.partition, lo, max(lo, hi)))
     return ranges
 
 

@@ -4,9 +4,11 @@
     spark.read.format("headrace").option("kafka.bootstrap.servers", b)
          .option("subscribe", "orders").load()
 
-Planning (partitions, offsets) runs on the driver; the offset ranges are cut into one
-equal share of the records per Spark partition (``_packing.py``), each of which reads
-its ranges in a worker through one consumer and returns Arrow batches. This module
+Planning (partitions, offsets) runs on the driver, as Spark's own Kafka source plans:
+a Spark partition per topic-partition, large ones cut when ``minPartitions`` asks for
+more (``_range_split.py``); ``maxPartitions``, this source's own, packs the ranges into
+that many instead (``_packing.py``). Each Spark partition reads its ranges in a worker
+through one consumer and returns Arrow batches. This module
 imports pyspark at import time, so the package imports it only when asked to.
 """
 
@@ -32,8 +34,10 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from ._arrow import record_schema, spark_ddl, to_record_batch
-from ._kafka import ConfluentClient
+from ._errors import OptionError
+from ._kafka import STALL_TIMEOUT, ConfluentClient
 from ._offsets import (
+    Bounds,
     OffsetRange,
     TopicPartition,
     cap_offsets,
@@ -42,9 +46,11 @@ from ._offsets import (
     resolve,
     to_json_offsets,
 )
-from ._options import SourceOptions, parse_options
-from ._packing import default_partition_count, pack_ranges
+from ._options import Position, SourceOptions, parse_options
+from ._packing import pack_ranges
+from ._range_split import split_ranges
 from ._registry_values import ValueColumns
+from ._timestamps import TimestampSpec, resolve_times
 
 _CHUNK = 100_000  # records per Arrow batch handed to Spark
 
@@ -57,18 +63,54 @@ class RangePartition(InputPartition):
         self.ranges = tuple(ranges)
 
 
-def _spark_partitions(options: SourceOptions, ranges: list[OffsetRange]) -> list[RangePartition]:
-    count = options.max_partitions or default_partition_count()
+def _spark_partitions(
+    options: SourceOptions, ranges: list[OffsetRange], *, keep_empty: bool = False
+) -> list[RangePartition]:
+    """Spark's plan, or this source's packing under ``maxPartitions``.
+
+    ``keep_empty``: a batch read whose ranges are not cut keeps a partition for each
+    topic-partition, empty or not, as Spark's batch plan does.
+    """
+    if options.max_partitions is not None:
+        groups = pack_ranges(ranges, options.max_partitions)
+    elif options.min_partitions is not None and options.min_partitions > len(ranges):
+        groups = [[r] for r in split_ranges(ranges, options.min_partitions)]
+    else:
+        groups = [[r] for r in ranges if keep_empty or r.size > 0]
     # Spark wants at least one partition; an empty one reads nothing.
-    return [RangePartition(g) for g in pack_ranges(ranges, count)] or [RangePartition(())]
+    return [RangePartition(g) for g in groups] or [RangePartition(())]
 
 
 def _client(options: SourceOptions) -> ConfluentClient:
+    ms = options.poll_timeout_ms
     return ConfluentClient(
         options.bootstrap_servers,
         isolation_level=options.isolation_level,
         extra=options.client_config,
+        stall_timeout=STALL_TIMEOUT if ms is None else ms / 1000,
     )
+
+
+def _resolve(
+    client: ConfluentClient,
+    position: Position,
+    bounds: dict[TopicPartition, Bounds],
+    *,
+    starting: bool,
+    fail_on_data_loss: bool = True,
+) -> dict[TopicPartition, int]:
+    """Concrete offsets of one end of a read, from offsets or from timestamps."""
+    if isinstance(position, TimestampSpec):
+        found = client.offsets_for_times(position.times(sorted(bounds)))
+        return resolve_times(position, found, bounds, starting=starting)
+    option = "startingOffsets" if starting else "endingOffsets"
+    missing = sorted(set(bounds) - set(position)) if isinstance(position, dict) else []
+    if missing:  # Spark's source asks for every partition, where the export's --from does not
+        raise OptionError(
+            f"{option} must name every partition read (-2 for earliest, -1 for latest):"
+            f" missing {[f'{tp.topic}/{tp.partition}' for tp in missing]}"
+        )
+    return resolve(position, bounds, option=option, fail_on_data_loss=fail_on_data_loss)
 
 
 def _read(
@@ -130,11 +172,11 @@ class BatchReader(DataSourceReader):
         o = self.options
         with _client(o) as client:
             bounds = client.bounds(client.partitions(o.subscription, missing_ok=False))
-        start = resolve(
-            o.starting, bounds, option="startingOffsets", fail_on_data_loss=o.fail_on_data_loss
-        )
-        end = resolve(o.ending, bounds, option="endingOffsets")
-        return _spark_partitions(o, plan_ranges(start, end))
+            start = _resolve(
+                client, o.starting, bounds, starting=True, fail_on_data_loss=o.fail_on_data_loss
+            )
+            end = _resolve(client, o.ending, bounds, starting=False)
+        return _spark_partitions(o, plan_ranges(start, end, keep_empty=True), keep_empty=True)
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         return _read(self.options, partition, self.values)
@@ -167,10 +209,11 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def initialOffset(self) -> dict[str, Any]:
         client = self._c()
         bounds = client.bounds(client.partitions(self.options.subscription, missing_ok=True))
-        start = resolve(
+        start = _resolve(
+            client,
             self.options.starting,
             bounds,
-            option="startingOffsets",
+            starting=True,
             fail_on_data_loss=self.options.fail_on_data_loss,
         )
         return to_json_offsets(start)

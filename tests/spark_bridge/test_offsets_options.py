@@ -156,7 +156,15 @@ def test_options_defaults_follow_spark() -> None:
     assert (batch.starting, batch.ending) == ("earliest", "latest")
     assert batch.isolation_level == "read_committed"
     assert batch.include_headers is False and batch.fail_on_data_loss is True
-    assert batch.max_partitions is None  # the planner's CPUs
+    assert batch.max_partitions is None and batch.min_partitions is None  # Spark's plan
+    # Spark ignores a trigger's limit in a batch read
+    assert (
+        parse_options(
+            {"kafka.bootstrap.servers": "h:1", "subscribe": "a", "maxOffsetsPerTrigger": "9"},
+            streaming=False,
+        ).max_offsets_per_trigger
+        is None
+    )
     assert (
         parse_options(
             {"kafka.bootstrap.servers": "h:1", "subscribe": "a", "maxPartitions": "4"},
@@ -220,9 +228,14 @@ def test_options_are_case_insensitive_and_pass_kafka_settings_through() -> None:
             "positive",
         ),
         (
-            {"kafka.bootstrap.servers": "h", "subscribe": "a", "maxOffsetsPerTrigger": "9"},
+            {
+                "kafka.bootstrap.servers": "h",
+                "subscribe": "a",
+                "maxPartitions": "2",
+                "minPartitions": "9",
+            },
             False,
-            "streaming",
+            "not both",
         ),
         (
             {"kafka.bootstrap.servers": "h", "subscribe": "a", "maxPartitions": "0"},

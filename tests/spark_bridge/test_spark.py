@@ -28,7 +28,6 @@ from headrace.spark_bridge import (
     spark_schema,
     spark_session,
 )
-from headrace.spark_bridge._packing import default_partition_count
 
 pytestmark = pytest.mark.slow
 
@@ -97,9 +96,8 @@ def test_batch_read_matches_what_was_produced(spark: Any, bootstrap: str) -> Non
     assert {r.topic for r in got} == {topic}
     by_n = {json.loads(bytes(r.value))["n"]: bytes(r.key) for r in got}
     assert by_n == {i: f"user-{i % 7}".encode() for i in range(600)}
-    # One Spark partition per CPU of the planner, each reading an equal share of the
-    # records (ranges cut where a share ends) through one consumer.
-    assert frame.rdd.getNumPartitions() == default_partition_count()
+    # One Spark partition per topic-partition, as Spark's own Kafka source plans.
+    assert frame.rdd.getNumPartitions() == 3
 
 
 def test_one_consumer_reads_every_partition_with_its_own_columns(

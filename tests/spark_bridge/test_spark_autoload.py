@@ -33,8 +33,6 @@ import pytest
 from brokerproc import BrokerProcess
 from kafka_clients import Confluent, unique
 
-from headrace.spark_bridge._packing import default_partition_count
-
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -115,9 +113,8 @@ def test_the_job_ran_on_two_executor_processes(run: Run) -> None:
 
 def test_batch_read_without_registration_gets_exact_rows(run: Run) -> None:
     assert run.report["batch"] == run.produced
-    # one Spark partition per CPU of the planning process, each an equal share of the
-    # records (``_packing.py``)
-    assert run.report["batch_partitions"] == min(RECORDS, default_partition_count())
+    # one Spark partition per topic-partition, as Spark's own Kafka source plans
+    assert run.report["batch_partitions"] == PARTITIONS
 
 
 def test_streaming_read_without_registration_gets_exact_rows(run: Run) -> None:
