@@ -134,6 +134,47 @@ def key_value(text: str) -> tuple[str, str]:
     return key, value
 
 
+class _OneTopic(argparse.Action):
+    """Stores the topic, from ``TOPIC`` or ``--topic TOPIC``; refuses two different ones."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        given = getattr(namespace, self.dest, None)
+        if given is not None and given != values:
+            raise argparse.ArgumentError(self, f"two topics given: {given!r} and {values!r}")
+        setattr(namespace, self.dest, values)
+
+
+def add_topic_argument(parser: argparse.ArgumentParser) -> None:
+    """The topic a command acts on, as ``TOPIC`` or, as Kafka's tools spell it,
+    ``--topic TOPIC``; ``args.topic`` is None when neither is given (``required_topic``).
+
+    The positional's default is SUPPRESS so that, left out, it does not overwrite the
+    value ``--topic`` stored."""
+    parser.add_argument(
+        "topic", nargs="?", default=argparse.SUPPRESS, action=_OneTopic, metavar="TOPIC"
+    )
+    parser.add_argument(
+        "--topic",
+        dest="topic",
+        action=_OneTopic,
+        metavar="TOPIC",
+        help="the topic, spelt as Kafka's tools spell it (instead of TOPIC)",
+    )
+
+
+def required_topic(args: argparse.Namespace) -> str:
+    topic: str | None = args.topic
+    if topic is None:
+        raise UsageError("give the topic: TOPIC or --topic TOPIC")
+    return topic
+
+
 def add_output_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-o",

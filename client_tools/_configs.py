@@ -10,6 +10,7 @@ resource at once can lose one change, so the command reads again right before wr
 from __future__ import annotations
 
 import argparse
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +34,8 @@ SOURCES = {
     5: "default",
     6: "dynamic-logger",
 }
+# A comma outside brackets, as kafka-configs.sh splits --add-config.
+_LIST_SEPARATOR = re.compile(r",(?=[^\]]*(?:\[|$))")
 # The source that holds a resource's own overrides, by resource type (topic, broker).
 OVERRIDE_SOURCE = {2: 1, 4: 2}
 
@@ -108,17 +111,25 @@ async def alter_configs(
 
 
 def parse_config_list(items: list[str]) -> dict[str, str]:
-    """``--add-config a=1,b=2`` (repeatable) as kafka-configs.sh takes it."""
+    """``--add-config a=1,b=[x,y]`` (repeatable) as kafka-configs.sh takes it: pairs split
+    at commas outside brackets, and a bracketed value is a list, given without them."""
     configs: dict[str, str] = {}
     for item in items:
-        for part in item.split(","):
+        for part in _LIST_SEPARATOR.split(item):
             if part:
                 try:
                     key, value = key_value(part)
                 except argparse.ArgumentTypeError as exc:
                     raise UsageError(f"--add-config: {exc}") from None
+                if value.startswith("[") and value.endswith("]"):
+                    value = value[1:-1]
                 configs[key] = value
     return configs
+
+
+def config_keys(items: list[str]) -> list[str]:
+    """``--delete-config a,b`` (repeatable): the keys, as kafka-configs.sh splits them."""
+    return [key.strip() for item in items for key in item.split(",") if key.strip()]
 
 
 def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
@@ -137,7 +148,7 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
     )
     _add_entity(alter)
     alter.add_argument("--add-config", action="append", default=[], metavar="K=V[,K=V...]")
-    alter.add_argument("--delete-config", action="append", default=[], metavar="KEY")
+    alter.add_argument("--delete-config", action="append", default=[], metavar="KEY[,KEY...]")
     alter.set_defaults(handler=run_client(_alter))
 
 
@@ -193,13 +204,13 @@ async def _describe(args: argparse.Namespace) -> int:
 
 
 async def _alter(args: argparse.Namespace) -> int:
-    add = parse_config_list(args.add_config)
-    if not add and not args.delete_config:
+    add, delete = parse_config_list(args.add_config), config_keys(args.delete_config)
+    if not add and not delete:
         raise UsageError("give --add-config and/or --delete-config")
     admin = await open_admin(args)
     try:
         resource_type, name = await _entity(admin, args)
-        await alter_configs(admin, resource_type, name, add, args.delete_config)
+        await alter_configs(admin, resource_type, name, add, delete)
     finally:
         await admin.close()
     kind = "topic" if resource_type == 2 else "broker"

@@ -3,7 +3,8 @@
 Where reading starts:
 
 - ``--partition``, ``--offset``, ``--from-time``: the partitions given (default all) are
-  assigned, not subscribed, and each starts at the offset, at the first record at or
+  assigned, not subscribed, and each starts at the offset (``beginning``, ``end``, N, or
+  -N: N before the end), at the first record at or
   after the time, or at the beginning with ``--from-beginning``;
 - otherwise the topic is subscribed: with ``--group``, from the group's committed
   offsets (``--from-beginning`` where it has none); without, from the end (or the
@@ -35,7 +36,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ._common import UsageError, client_options, parse_time, run_client
+from ._common import (
+    UsageError,
+    add_topic_argument,
+    client_options,
+    parse_time,
+    required_topic,
+    run_client,
+)
 from ._configs import open_admin
 from ._dump import EndWatch, bound, dump_bar
 from ._formats import FORMATS, FormatError, Target, decodable, formats_help
@@ -43,6 +51,7 @@ from ._topics import topic_partitions
 
 COMMIT_INTERVAL_S = 5.0
 END_POLL_S = 0.5  # --until-end: how often the positions are compared with the ends
+BEGINNING, END = "beginning", "end"  # --offset's named positions
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\"}
 _TEMPLATE = re.compile(r"%(.)|\\(.)")
 
@@ -54,11 +63,26 @@ def _partitions(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(f"expected partition numbers, got {text!r}") from None
 
 
+def _start_offset(text: str) -> int | str:
+    """``--offset``: ``beginning`` or ``end`` (kcat; ``earliest``/``latest`` as Kafka's
+    console consumer), or an offset, negative counting back from the end."""
+    named = {"beginning": BEGINNING, "earliest": BEGINNING, "end": END, "latest": END}
+    found = named.get(text.strip().lower())
+    if found is not None:
+        return found
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected beginning, end or an offset, got {text!r}"
+        ) from None
+
+
 def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
     consume = subparsers.add_parser(
         "consume", parents=[broker_options], help="print records of a topic"
     )
-    consume.add_argument("topic")
+    add_topic_argument(consume)
     consume.add_argument("--group", help="consumer group (commits offsets of printed records)")
     consume.add_argument("--from-beginning", action="store_true")
     consume.add_argument(
@@ -71,9 +95,10 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
     start = consume.add_mutually_exclusive_group()
     start.add_argument(
         "--offset",
-        type=int,
-        metavar="N",
-        help="start at offset N of each partition (negative: N from the end)",
+        type=_start_offset,
+        metavar="beginning|end|N",
+        help="start each partition at its beginning, its end, offset N, or -N: N before "
+        "the end (kcat's -o values; earliest and latest too, as kafka-console-consumer)",
     )
     start.add_argument(
         "--from-time",
@@ -239,6 +264,10 @@ async def _start_positions(consumer: Any, args: argparse.Namespace, known: set[i
         ends = await consumer.end_offsets(tps)
         for tp in tps:
             consumer.seek(tp, found[tp].offset if found.get(tp) else ends[tp])
+    elif args.offset == BEGINNING:
+        await consumer.seek_to_beginning(*tps)
+    elif args.offset == END:
+        await consumer.seek_to_end(*tps)
     elif args.offset is not None:
         starts = await consumer.beginning_offsets(tps)
         ends = await consumer.end_offsets(tps)
@@ -264,6 +293,7 @@ async def _consume(args: argparse.Namespace) -> int:
     from aiokafka import AIOKafkaConsumer, TopicPartition
     from aiokafka.structs import OffsetAndMetadata
 
+    required_topic(args)
     if args.format is not None and args.output == "json":
         raise UsageError("--format and -o json are two outputs: give one")
     printer = _Printer(args)

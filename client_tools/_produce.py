@@ -19,7 +19,15 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import nullcontext
 from typing import IO, Any
 
-from ._common import UsageError, client_options, key_value, parse_time, run_client
+from ._common import (
+    UsageError,
+    add_topic_argument,
+    client_options,
+    key_value,
+    parse_time,
+    required_topic,
+    run_client,
+)
 from ._formats import Encode, FormatError, Target, encodable, encoder, formats_help
 
 # Sends awaited at once: the producer batches them; the bound keeps the futures of a
@@ -31,7 +39,7 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
     produce = subparsers.add_parser(
         "produce", parents=[broker_options], help="send lines of stdin or a file as records"
     )
-    produce.add_argument("topic")
+    add_topic_argument(produce)
     produce.add_argument("--file", metavar="FILE", help="read lines from FILE (default stdin)")
     produce.add_argument(
         "--key-separator", metavar="SEP", help="split each line into key and value at the first SEP"
@@ -127,6 +135,7 @@ async def _started_producer(args: argparse.Namespace) -> Any:
 
 
 async def _produce(args: argparse.Namespace) -> int:
+    required_topic(args)
     encode_key = encoder(args.key_format, Target(args.topic, True, args))
     encode_value = encoder(args.value_format, Target(args.topic, False, args))
     headers = [(k, v.encode()) for k, v in args.header] or None

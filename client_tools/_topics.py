@@ -11,14 +11,16 @@ from ._common import (
     KafkaRequestError,
     UsageError,
     add_output_option,
+    add_topic_argument,
     check,
     dash,
     emit,
     key_value,
     log_offsets,
+    required_topic,
     run_client,
 )
-from ._configs import alter_configs, describe_configs, open_admin
+from ._configs import alter_configs, config_keys, describe_configs, open_admin, parse_config_list
 from ._log_dirs import partition_sizes
 
 BROKER_DEFAULT = -1  # CreateTopics: "use the broker's default" for partitions and replicas
@@ -30,7 +32,7 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
     actions = topics.add_subparsers(dest="action", metavar="ACTION", required=True)
 
     create = actions.add_parser("create", parents=[broker_options], help="create a topic")
-    create.add_argument("topic")
+    add_topic_argument(create)
     create.add_argument(
         "--partitions",
         type=int,
@@ -57,20 +59,25 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
     create.set_defaults(handler=run_client(_create))
 
     listing = actions.add_parser("list", parents=[broker_options], help="list topics")
+    listing.add_argument(
+        "--exclude-internal",
+        action="store_true",
+        help="leave out internal topics (__consumer_offsets, __transaction_state, ...)",
+    )
     add_output_option(listing)
     listing.set_defaults(handler=run_client(_list))
 
     describe = actions.add_parser(
         "describe", parents=[broker_options], help="partitions, offsets and configs of a topic"
     )
-    describe.add_argument("topic")
+    add_topic_argument(describe)
     add_output_option(describe)
     describe.set_defaults(handler=run_client(_describe))
 
     alter = actions.add_parser(
         "alter", parents=[broker_options], help="add partitions, set or remove config overrides"
     )
-    alter.add_argument("topic")
+    add_topic_argument(alter)
     alter.add_argument(
         "--partitions", type=int, metavar="N", help="grow the topic to N partitions (never shrinks)"
     )
@@ -83,16 +90,23 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
         help="set a config override (repeatable)",
     )
     alter.add_argument(
+        "--add-config",
+        action="append",
+        default=[],
+        metavar="K=V[,K=V...]",
+        help="set config overrides, as kafka-configs (a list value in brackets: k=[a,b])",
+    )
+    alter.add_argument(
         "--delete-config",
         action="append",
         default=[],
-        metavar="KEY",
-        help="remove a config override (repeatable)",
+        metavar="KEY[,KEY...]",
+        help="remove config overrides (repeatable)",
     )
     alter.set_defaults(handler=run_client(_alter))
 
     delete = actions.add_parser("delete", parents=[broker_options], help="delete a topic")
-    delete.add_argument("topic")
+    add_topic_argument(delete)
     delete.add_argument(
         "--if-exists", action="store_true", help="succeed if the topic does not exist"
     )
@@ -102,6 +116,7 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
 async def _create(args: argparse.Namespace) -> int:
     from aiokafka.admin import NewTopic
 
+    required_topic(args)
     if args.partitions == 0 or args.partitions < BROKER_DEFAULT:
         raise UsageError(f"--partitions must be at least 1, got {args.partitions}")
     admin = await open_admin(args)
@@ -140,7 +155,11 @@ async def _list(args: argparse.Namespace) -> int:
         described = await admin.describe_topics(names) if names else []
     finally:
         await admin.close()
-    rows = sorted((t["topic"], len(t["partitions"])) for t in described)
+    rows = sorted(
+        (t["topic"], len(t["partitions"]))
+        for t in described
+        if not (args.exclude_internal and t.get("is_internal"))
+    )
     emit(
         args,
         ("TOPIC", "PARTITIONS"),
@@ -167,6 +186,7 @@ async def topic_partitions(admin: Any, topic: str) -> list[dict[str, Any]]:
 async def _describe(args: argparse.Namespace) -> int:
     from aiokafka import TopicPartition
 
+    required_topic(args)
     admin = await open_admin(args)
     try:
         partitions = await topic_partitions(admin, args.topic)
@@ -234,8 +254,11 @@ async def _describe(args: argparse.Namespace) -> int:
 async def _alter(args: argparse.Namespace) -> int:
     from aiokafka.admin import NewPartitions
 
-    if args.partitions is None and not args.config and not args.delete_config:
-        raise UsageError("give --partitions, --config or --delete-config")
+    required_topic(args)
+    add = {**dict(args.config), **parse_config_list(args.add_config)}
+    delete = config_keys(args.delete_config)
+    if args.partitions is None and not add and not delete:
+        raise UsageError("give --partitions, --add-config (or --config) or --delete-config")
     admin = await open_admin(args)
     try:
         current = await topic_partitions(admin, args.topic)
@@ -247,8 +270,8 @@ async def _alter(args: argparse.Namespace) -> int:
                 )
             await admin.create_partitions({args.topic: NewPartitions(args.partitions)})
             print(f"topic {args.topic} now has {args.partitions} partition(s)")
-        if args.config or args.delete_config:
-            await alter_configs(admin, TOPIC, args.topic, dict(args.config), args.delete_config)
+        if add or delete:
+            await alter_configs(admin, TOPIC, args.topic, add, delete)
             print(f"altered configs of topic {args.topic}")
     finally:
         await admin.close()
@@ -256,6 +279,7 @@ async def _alter(args: argparse.Namespace) -> int:
 
 
 async def _delete(args: argparse.Namespace) -> int:
+    required_topic(args)
     admin = await open_admin(args)
     try:
         response = await admin.delete_topics([args.topic])

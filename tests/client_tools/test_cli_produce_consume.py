@@ -213,6 +213,24 @@ def test_positions_partitions_and_time(capsys: pytest.CaptureFixture[str], bs: l
         [f"p1-{i}" for i in range(5)] + [f"p2-{i}" for i in range(5)] + ["p2-late"]
     )
     assert values(2, "--partition", "0", "--from-beginning") == ["p0-0", "p0-1"]
+    # --offset takes kcat's beginning|end|N|-N (and the console consumer's earliest|latest).
+    assert values(2, "--partition", "0", "--offset", "beginning") == ["p0-0", "p0-1"]
+    assert values(1, "--partition", "1", "--offset", "EARLIEST") == ["p1-0"]
+    assert len(values(16, "--offset", "beginning")) == 16
+    for end in ("end", "latest"):
+        after_end = headrace(
+            capsys, "consume", "clicks", "--offset", end, "--timeout-ms", "1000", *bs
+        )
+        assert after_end.out == ""
+    bad = headrace(capsys, "consume", "clicks", "--offset", "start", *bs, check=False)
+    assert bad.code == 2 and "expected beginning, end or an offset, got 'start'" in bad.err
+    assert bad.err.startswith("usage: headrace consume")
+    # --topic as Kafka's console consumer spells it.
+    spelt = headrace(
+        capsys, "consume", "--topic", "clicks", "--partition", "1", "--offset", "-2",
+        "--timeout-ms", "1000", *bs,
+    )  # fmt: skip
+    assert spelt.out == "p1-3\np1-4\n"
     # Nothing more than asked for, and nothing after the end.
     rest = headrace(
         capsys,

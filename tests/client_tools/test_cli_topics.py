@@ -134,11 +134,67 @@ def test_alter_adds_partitions_and_changes_configs(
     shrink = headrace(capsys, "topics", "alter", "growing", "--partitions", "3", *bs, check=False)
     shrink.one_line_error("can only increase it", code=2)
     nothing = headrace(capsys, "topics", "alter", "growing", *bs, check=False)
-    nothing.one_line_error("give --partitions, --config or --delete-config", code=2)
+    nothing.one_line_error("give --partitions, --add-config (or --config) or --delete-config", 2)
     bad = headrace(
         capsys, "topics", "alter", "growing", "--config", "retention.ms=soon", *bs, check=False
     )
     bad.one_line_error("INVALID_CONFIG")
+
+
+def test_kafka_topics_spellings(capsys: pytest.CaptureFixture[str], bs: list[str]) -> None:
+    """The flags of kafka-topics.sh and kafka-configs.sh beside our own spellings."""
+    out = headrace(capsys, "topics", "create", "--topic", "spelt", "--partitions", "2", *bs).out
+    assert out == "created topic spelt with 2 partition(s)\n"
+    assert _describe(capsys, "spelt", bs)["topic"] == "spelt"
+    assert len(json.loads(headrace(capsys, "topics", "describe", "--topic", "spelt", "-o", "json", *bs).out)["partitions"]) == 2  # fmt: skip
+    # --add-config as kafka-configs takes it: pairs at commas, a list value in brackets.
+    headrace(
+        capsys, "topics", "alter", "--topic", "spelt",
+        "--add-config", "retention.ms=5000,cleanup.policy=[compact,delete]",
+        "--add-config", "segment.ms=700000",
+        *bs,
+    )  # fmt: skip
+    overrides = {
+        c["name"]: c["value"]
+        for c in _describe(capsys, "spelt", bs)["configs"]
+        if c["source"] == "override"
+    }
+    assert overrides == {
+        "retention.ms": "5000",
+        "cleanup.policy": "compact,delete",
+        "segment.ms": "700000",
+    }
+    # --delete-config takes a comma-separated list, as kafka-configs does.
+    headrace(capsys, "topics", "alter", "spelt", "--delete-config", "retention.ms,segment.ms", *bs)
+    overrides = {
+        c["name"]: c["value"]
+        for c in _describe(capsys, "spelt", bs)["configs"]
+        if c["source"] == "override"
+    }
+    assert overrides == {"cleanup.policy": "compact,delete"}
+    headrace(capsys, "configs", "alter", "--topic", "spelt", "--delete-config", "cleanup.policy,", *bs)  # fmt: skip
+    assert not [c for c in _describe(capsys, "spelt", bs)["configs"] if c["source"] == "override"]
+
+    # Both spellings at once must agree; neither is a usage error.
+    headrace(capsys, "topics", "create", "spelt", "--topic", "spelt", "--if-not-exists", *bs)
+    two = headrace(capsys, "topics", "create", "a", "--topic", "b", *bs, check=False)
+    assert two.code == 2 and "two topics given: 'a' and 'b'" in two.err
+    assert two.err.startswith("usage: headrace topics create")
+    headrace(capsys, "topics", "describe", *bs, check=False).one_line_error(
+        "give the topic: TOPIC or --topic TOPIC", code=2
+    )
+
+    # --exclude-internal leaves out __consumer_offsets and the like (a group makes it).
+    headrace(capsys, "produce", "--topic", "spelt", *bs, stdin="x\n")
+    headrace(capsys, "consume", "--topic", "spelt", "--group", "g", "--from-beginning", "--max-messages", "1", *bs)  # fmt: skip
+    every = {row[0] for row in table(headrace(capsys, "topics", "list", *bs).out, "TOPIC")}
+    assert "__consumer_offsets" in every and "spelt" in every
+    public = headrace(capsys, "topics", "list", "--exclude-internal", "-o", "json", *bs).out
+    assert {t["topic"] for t in json.loads(public)} == {t for t in every if not t.startswith("__")}
+
+    assert headrace(capsys, "topics", "delete", "--topic", "spelt", *bs).out == (
+        "deleted topic spelt\n"
+    )
 
 
 def test_errors_are_one_line_with_names_and_exit_codes(
