@@ -5,9 +5,11 @@ a retried send is never written twice; on a cluster that grants no producer id i
 back to a plain producer and says so. With ``--transactional-id`` every line goes in one
 transaction, committed after the last line and aborted on any error: all or nothing.
 
-A line that does not encode in the chosen format stops the command with its line
-number. Without a transaction, the lines before it have been sent, and the error says
-how many.
+A line that does not encode in the chosen format (not JSON, or a value its Avro,
+Protobuf or JSON schema does not take) stops the command with its line number, before
+anything of that line is sent. Without a transaction, the lines before it have been
+sent and acknowledged, and the error says how many: a rerun from the bad line (``tail -n
++N``) duplicates nothing. With ``--transactional-id`` nothing is committed.
 """
 
 from __future__ import annotations
@@ -184,11 +186,13 @@ async def _send_lines(
                 try:
                     key, value = parse(line)
                 except FormatError as exc:
-                    sent = (
-                        "nothing was committed"
-                        if args.transactional_id is not None
-                        else f"{count} record(s) before it were produced"
-                    )
+                    if args.transactional_id is not None:
+                        sent = "nothing was committed"
+                    else:
+                        # Acknowledged before the count is told: it must be exact, so a
+                        # rerun can start after it.
+                        await asyncio.gather(*pending)
+                        sent = f"{count} record(s) before it were produced"
                     raise FormatError(f"line {count + 1}: {exc}; {sent}") from None
                 pending.append(
                     await producer.send(

@@ -68,11 +68,16 @@ def _encoder(fmt: str) -> Any:
         ).serializer_for(target.topic)
 
         def encode_line(line: str) -> bytes:
+            from headrace.schema_registry import SerdeSchemaError
+
             try:
                 value = json.loads(line)
             except ValueError as exc:
                 raise FormatError(f"not a JSON value ({exc})") from None
-            data: bytes = encode(value)
+            try:
+                data: bytes = encode(value)
+            except SerdeSchemaError as exc:  # a value the schema does not take
+                raise FormatError(str(exc)) from None
             return data
 
         return encode_line
