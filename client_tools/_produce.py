@@ -181,7 +181,7 @@ async def _send_lines(
     try:
         transaction = producer.transaction() if args.transactional_id is not None else nullcontext()
         async with transaction:
-            pending = []
+            pending: list[asyncio.Future[Any]] = []
             async for line in _lines(lines):
                 try:
                     key, value = parse(line)
