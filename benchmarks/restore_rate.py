@@ -89,7 +89,7 @@ class TimedReader(AiokafkaChangelogReader):
 
     async def poll(
         self, timeout_ms: int, max_records: int
-    ) -> dict[tuple[str, int], list[tuple[int, bytes, bytes | None]]]:
+    ) -> dict[tuple[str, int], list[tuple[int, bytes, bytes | None, int]]]:
         started, cpu_started = time.perf_counter(), time.thread_time()
         try:
             return await super().poll(timeout_ms, max_records)

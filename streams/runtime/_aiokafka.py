@@ -51,7 +51,8 @@ log = logging.getLogger("headrace.streams.runtime.client")
 _OFFSET: Final = ConsumedAt.OFFSET
 _KEY: Final = ConsumedAt.KEY
 _VALUE: Final = ConsumedAt.VALUE
-_OFFSET_KEY_VALUE: Final = itemgetter(_OFFSET, _KEY, _VALUE)
+_TIMESTAMP: Final = ConsumedAt.TIMESTAMP
+_CHANGELOG_FIELDS: Final = itemgetter(_OFFSET, _KEY, _VALUE, _TIMESTAMP)
 _OUT_TOPIC: Final = ProducedAt.TOPIC
 _OUT_KEY: Final = ProducedAt.KEY
 _OUT_PARTITION: Final = ProducedAt.PARTITION
@@ -349,7 +350,7 @@ class AiokafkaChangelogReader:
 
     async def poll(
         self, timeout_ms: int, max_records: int
-    ) -> dict[TopicPartition, list[tuple[int, bytes, bytes | None]]]:
+    ) -> dict[TopicPartition, list[tuple[int, bytes, bytes | None, int]]]:
         if not self._consumer.assignment():
             return {}
         try:
@@ -358,10 +359,11 @@ class AiokafkaChangelogReader:
             raise translate(error, "reading a changelog") from error
         return {
             # Changelog records always have keys; tuples need no conversion. The
-            # (offset, key, value) triples are cut by itemgetter: no Python call per record.
+            # (offset, key, value, timestamp) tuples are cut by itemgetter: no Python
+            # call per record.
             (tp.topic, tp.partition): list(
                 map(
-                    _OFFSET_KEY_VALUE,
+                    _CHANGELOG_FIELDS,
                     records if type(records[0]) is tuple else map(as_tuple, records),
                 )
             )

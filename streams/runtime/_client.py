@@ -122,8 +122,8 @@ class ChangelogReader(_AssignedReader, Protocol):
 
     async def poll(
         self, timeout_ms: int, max_records: int
-    ) -> dict[TopicPartition, list[tuple[int, bytes, bytes | None]]]:
-        """``(offset, key, value)`` per partition."""
+    ) -> dict[TopicPartition, list[tuple[int, bytes, bytes | None, int]]]:
+        """``(offset, key, value, timestamp)`` per partition."""
 
 
 class GlobalReader(_AssignedReader, Protocol):

@@ -32,8 +32,9 @@ from __future__ import annotations
 import logging
 import pathlib
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from operator import itemgetter
+from typing import Any
 
 from headrace.state import TaskCheckpoint
 
@@ -44,19 +45,26 @@ from ._metrics import AppMetrics
 
 log = logging.getLogger("headrace.streams.runtime.standby")
 
-# (key, value) of an (offset, key, value) record, cut without a Python call per record.
+# (key, value) or (key, value, timestamp) of an (offset, key, value, timestamp) record,
+# cut without a Python call per record.
 _KEY_VALUE = itemgetter(1, 2)
+_KEY_VALUE_TIMESTAMP = itemgetter(1, 2, 3)
 
 
 def apply_changelog(
-    store: object, store_name: str, task_id: str, records: list[tuple[int, bytes, bytes | None]]
+    store: object, store_name: str, task_id: str, records: Sequence[tuple[Any, ...]]
 ) -> None:
-    """Write changelog ``(offset, key, value)`` records into ``store``, as restoring and
-    standbys both do."""
+    """Write changelog ``(offset, key, value, timestamp)`` records into ``store``, as
+    restoring and standbys both do. Most stores take ``(key, value)``; a store whose
+    versions start at their record's timestamp (``restores_with_timestamps``, a
+    versioned store) takes ``(key, value, timestamp)``."""
     restore = getattr(store, "restore_batch", None)
     if restore is None:
         raise RestoreError(f"store {store_name} of task {task_id} cannot restore")
-    restore(list(map(_KEY_VALUE, records)))
+    fields = (
+        _KEY_VALUE_TIMESTAMP if getattr(store, "restores_with_timestamps", False) else _KEY_VALUE
+    )
+    restore(list(map(fields, records)))
 
 
 def describe_offsets(offsets: Mapping[TopicPartition, int | None]) -> dict[str, int | str]:
@@ -89,7 +97,9 @@ class StandbyTask:
     def _known(self) -> dict[TopicPartition, int]:
         return {tp: o for tp, o in self.positions.items() if o is not None}
 
-    def apply(self, tp: TopicPartition, records: list[tuple[int, bytes, bytes | None]]) -> None:
+    def apply(
+        self, tp: TopicPartition, records: list[tuple[int, bytes, bytes | None, int]]
+    ) -> None:
         name = self.store_of[tp]
         apply_changelog(self.executor.stores.get(name), name, self.id, records)
         self.positions[tp] = records[-1][0] + 1

@@ -196,7 +196,7 @@ def test_runtime_tasks_and_standbys_start_processors_only_once_restored(
     EVENTS.clear()
     standby = tasks.open_standby("0_1")
     assert standby.executor.state is TaskState.RESTORING
-    standby.apply((f"{APP}-kv-changelog", 1), [(0, b"k", b"standby")])
+    standby.apply((f"{APP}-kv-changelog", 1), [(0, b"k", b"standby", 0)])
     (promoted,) = tasks.open([("input", 1)], {"0_1": standby})
     assert promoted.executor is standby.executor and not promoted.running and EVENTS == []
     promoted.executor.stores["kv"].restore_batch([(b"k", b"standby and the rest")])

@@ -266,11 +266,11 @@ class MarkerReader:
 
     async def poll(
         self, timeout_ms: int, max_records: int
-    ) -> dict[TopicPartition, list[tuple[int, bytes, bytes | None]]]:
+    ) -> dict[TopicPartition, list[tuple[int, bytes, bytes | None, int]]]:
         if self.served:
             return {}
         self.served = True
-        return {CHANGELOG: [(i, b"k%d" % i, b"1") for i in range(4)]}
+        return {CHANGELOG: [(i, b"k%d" % i, b"1", 0) for i in range(4)]}
 
 
 async def test_restoring_ends_at_the_position_past_a_transaction_marker(tmp_path: Path) -> None:
