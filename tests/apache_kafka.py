@@ -438,3 +438,20 @@ def elect_preferred(cluster: KafkaCluster, node_id: int, topics: Sequence[str]) 
         return False
 
     cluster.wait_until(led, 120, f"node {node_id} to lead {list(topics)}")
+
+
+@pytest.fixture
+def kafka_cluster_3_up(kafka_cluster_3: KafkaCluster) -> KafkaCluster:
+    """The session's three nodes, started again if :func:`pytest_runtest_teardown` has
+    stopped them: under pytest-xdist's ``--dist loadfile`` a worker runs modules in an
+    order of its own, not the collection order that hook reads "no test left" from, so
+    a module that comes later on the worker can find the cluster stopped."""
+    cluster = kafka_cluster_3
+    if not all(node.running for node in cluster.nodes):
+        for node in cluster.nodes:
+            if not node.running:
+                node.start()
+        cluster.wait_ready()
+        wait_healthy(cluster)
+    _RUNNING["kafka_cluster_3"] = cluster
+    return cluster
