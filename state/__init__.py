@@ -59,6 +59,15 @@ from ._typed import SessionStore as SessionStore
 from ._typed import TimestampedKeyValueStore as TimestampedKeyValueStore
 from ._typed import TimestampedWindowStore as TimestampedWindowStore
 from ._typed import WindowStore as WindowStore
+from ._versioned import PUT_RETURN_CODE_NOT_PUT as PUT_RETURN_CODE_NOT_PUT
+from ._versioned import PUT_RETURN_CODE_VALID_TO_UNDEFINED as PUT_RETURN_CODE_VALID_TO_UNDEFINED
+from ._versioned import InMemoryVersionedStore as InMemoryVersionedStore
+from ._versioned import RocksDBVersionedStore as RocksDBVersionedStore
+from ._versioned import VersionedBytesStore as VersionedBytesStore
+from ._versioned_stack import ChangeLoggingVersionedStore as ChangeLoggingVersionedStore
+from ._versioned_stack import VersionedKeyValueStore as VersionedKeyValueStore
+from ._versioned_stack import VersionedKeyValueStoreBuilder as VersionedKeyValueStoreBuilder
+from ._versioned_stack import VersionedRecord as VersionedRecord
 from ._window import InMemoryWindowStore as InMemoryWindowStore
 from ._window import RocksDBWindowStore as RocksDBWindowStore
 from ._window import SegmentedWindowStore as SegmentedWindowStore
@@ -69,6 +78,8 @@ from ._windowed import Windowed as Windowed
 __all__ = [
     "CHECKPOINT_FILE",
     "DEFAULT_MAX_ENTRIES",
+    "PUT_RETURN_CODE_NOT_PUT",
+    "PUT_RETURN_CODE_VALID_TO_UNDEFINED",
     "BytesSerde",
     "CacheEntry",
     "CachingKeyValueStore",
@@ -76,6 +87,7 @@ __all__ = [
     "Change",
     "ChangeLoggingKeyValueStore",
     "ChangeLoggingSegmentedStore",
+    "ChangeLoggingVersionedStore",
     "ChangeRecord",
     "CheckpointError",
     "CheckpointUnsupportedError",
@@ -83,6 +95,7 @@ __all__ = [
     "FlushListener",
     "InMemoryKeyValueStore",
     "InMemorySessionStore",
+    "InMemoryVersionedStore",
     "InMemoryWindowStore",
     "InvalidStoreStateError",
     "KeyValueBytesStore",
@@ -94,6 +107,7 @@ __all__ = [
     "RocksDBKeyValueStore",
     "RocksDBMemory",
     "RocksDBSessionStore",
+    "RocksDBVersionedStore",
     "RocksDBWindowStore",
     "SegmentedBytesStore",
     "SegmentedSessionStore",
@@ -119,6 +133,10 @@ __all__ = [
     "TimestampedKeyValueStore",
     "TimestampedWindowStore",
     "ValueAndTimestamp",
+    "VersionedBytesStore",
+    "VersionedKeyValueStore",
+    "VersionedKeyValueStoreBuilder",
+    "VersionedRecord",
     "Window",
     "WindowBytesStore",
     "WindowKeySchema",

@@ -34,6 +34,7 @@ from ._typed import (
     TimestampedWindowStore,
     WindowStore,
 )
+from ._versioned_stack import VersionedKeyValueStoreBuilder
 from ._window import SegmentedWindowStore
 
 K = TypeVar("K")
@@ -209,6 +210,14 @@ class Stores:
     @staticmethod
     def key_value_store(name: str, persistent: bool = True) -> KeyValueStoreBuilder[bytes, bytes]:
         return KeyValueStoreBuilder(name, persistent=persistent)
+
+    @staticmethod
+    def versioned_key_value_store(
+        name: str, history_retention: int, persistent: bool = True
+    ) -> VersionedKeyValueStoreBuilder[bytes, bytes]:
+        """Each key's values with their validity intervals, kept ``history_retention`` ms
+        (Kafka Streams' ``persistentVersionedKeyValueStore``; see ``_versioned``)."""
+        return VersionedKeyValueStoreBuilder(name, history_retention, persistent=persistent)
 
     @staticmethod
     def window_store(

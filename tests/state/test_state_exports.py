@@ -7,6 +7,15 @@ def test_public_surface_is_pinned() -> None:
     assert sorted(state.__all__) == sorted(
         [
             "CHECKPOINT_FILE",
+            "PUT_RETURN_CODE_NOT_PUT",
+            "PUT_RETURN_CODE_VALID_TO_UNDEFINED",
+            "ChangeLoggingVersionedStore",
+            "InMemoryVersionedStore",
+            "RocksDBVersionedStore",
+            "VersionedBytesStore",
+            "VersionedKeyValueStore",
+            "VersionedKeyValueStoreBuilder",
+            "VersionedRecord",
             "DEFAULT_MAX_ENTRIES",
             "BytesSerde",
             "CacheEntry",
