@@ -306,30 +306,55 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
             cluster.stop(grace=0)
 
 
+def _session_cluster(name: str, size: int, tmp: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
+    cluster = KafkaCluster(tmp.mktemp(name), size=size).start()
+    _RUNNING[name] = cluster
+    try:
+        yield cluster
+    finally:
+        _RUNNING.pop(name, None)
+        cluster.stop(grace=0)
+
+
+def _running(name: str, cluster: KafkaCluster) -> KafkaCluster:
+    """The session's cluster, started again if :func:`pytest_runtest_teardown` stopped it.
+
+    That hook reads "no test left uses it" from the collection order; under pytest-xdist's
+    ``--dist loadfile`` a worker runs modules in an order of its own, so a module that comes
+    later on the worker can find its cluster stopped, and must not fail for it.
+    """
+    if not all(node.running for node in cluster.nodes):
+        for node in cluster.nodes:
+            if not node.running:
+                node.start()
+        cluster.wait_ready()
+        wait_healthy(cluster)
+    _RUNNING[name] = cluster
+    return cluster
+
+
 @pytest.fixture(scope="session")
-def kafka_cluster_3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
+def _kafka_cluster_3_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
+    yield from _session_cluster("kafka_cluster_3", 3, tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def _kafka_cluster_1_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
+    yield from _session_cluster("kafka_cluster_1", 1, tmp_path_factory)
+
+
+@pytest.fixture
+def kafka_cluster_3(_kafka_cluster_3_session: KafkaCluster) -> KafkaCluster:
     """Three Apache Kafka 4.4 nodes (broker+controller each), shared by the whole session:
     a test that stops or kills a node must start it again and wait for
-    :meth:`KafkaCluster.wait_ready` before it returns."""
-    cluster = KafkaCluster(tmp_path_factory.mktemp("kafka3"), size=3).start()
-    _RUNNING["kafka_cluster_3"] = cluster
-    try:
-        yield cluster
-    finally:
-        _RUNNING.pop("kafka_cluster_3", None)
-        cluster.stop(grace=0)
+    :func:`wait_healthy` before it returns."""
+    return _running("kafka_cluster_3", _kafka_cluster_3_session)
 
 
-@pytest.fixture(scope="session")
-def kafka_cluster_1(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
+@pytest.fixture
+def kafka_cluster_1(_kafka_cluster_1_session: KafkaCluster) -> KafkaCluster:
     """One Apache Kafka 4.4 node, shared by the whole session."""
-    cluster = KafkaCluster(tmp_path_factory.mktemp("kafka1"), size=1).start()
-    _RUNNING["kafka_cluster_1"] = cluster
-    try:
-        yield cluster
-    finally:
-        _RUNNING.pop("kafka_cluster_1", None)
-        cluster.stop(grace=0)
+    return _running("kafka_cluster_1", _kafka_cluster_1_session)
 
 
 REASSIGN_PARTITIONS = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
@@ -438,20 +463,3 @@ def elect_preferred(cluster: KafkaCluster, node_id: int, topics: Sequence[str]) 
         return False
 
     cluster.wait_until(led, 120, f"node {node_id} to lead {list(topics)}")
-
-
-@pytest.fixture
-def kafka_cluster_3_up(kafka_cluster_3: KafkaCluster) -> KafkaCluster:
-    """The session's three nodes, started again if :func:`pytest_runtest_teardown` has
-    stopped them: under pytest-xdist's ``--dist loadfile`` a worker runs modules in an
-    order of its own, not the collection order that hook reads "no test left" from, so
-    a module that comes later on the worker can find the cluster stopped."""
-    cluster = kafka_cluster_3
-    if not all(node.running for node in cluster.nodes):
-        for node in cluster.nodes:
-            if not node.running:
-                node.start()
-        cluster.wait_ready()
-        wait_healthy(cluster)
-    _RUNNING["kafka_cluster_3"] = cluster
-    return cluster

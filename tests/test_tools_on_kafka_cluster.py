@@ -62,9 +62,9 @@ def http(url: str, body: Mapping[str, object] | None = None) -> tuple[int, str]:
 
 
 def test_topics_produce_consume_groups_on_three_nodes(
-    capsys: pytest.CaptureFixture[str], kafka_cluster_3_up: KafkaCluster
+    capsys: pytest.CaptureFixture[str], kafka_cluster_3: KafkaCluster
 ) -> None:
-    cluster, topic, group = kafka_cluster_3_up, unique("orders"), unique("audit")
+    cluster, topic, group = kafka_cluster_3, unique("orders"), unique("audit")
     created = cli(
         capsys,
         cluster,
@@ -125,12 +125,12 @@ def test_topics_produce_consume_groups_on_three_nodes(
 
 
 def test_schema_registry_on_a_replicated_topic(
-    capsys: pytest.CaptureFixture[str], kafka_cluster_3_up: KafkaCluster
+    capsys: pytest.CaptureFixture[str], kafka_cluster_3: KafkaCluster
 ) -> None:
     """The registry keeps its schemas in a topic it creates with one replica; made
     beforehand with three, it uses that one, and a restarted registry reads its schemas
     back from it."""
-    cluster = kafka_cluster_3_up
+    cluster = kafka_cluster_3
     replicated, own = unique("_schemas-3"), unique("_schemas-own")
     cli(
         capsys,
@@ -171,9 +171,9 @@ def test_schema_registry_on_a_replicated_topic(
 
 
 def test_console_pages_on_three_nodes(
-    capsys: pytest.CaptureFixture[str], kafka_cluster_3_up: KafkaCluster
+    capsys: pytest.CaptureFixture[str], kafka_cluster_3: KafkaCluster
 ) -> None:
-    cluster, topic, group = kafka_cluster_3_up, unique("console"), unique("console-readers")
+    cluster, topic, group = kafka_cluster_3, unique("console"), unique("console-readers")
     cli(
         capsys, cluster, "topics", "create", topic, "--partitions", "2", "--replication-factor", "3"
     )
@@ -216,9 +216,9 @@ def test_console_pages_on_three_nodes(
 
 
 def test_spark_export_to_delta_on_three_nodes(
-    capsys: pytest.CaptureFixture[str], kafka_cluster_3_up: KafkaCluster, tmp_path: Path
+    capsys: pytest.CaptureFixture[str], kafka_cluster_3: KafkaCluster, tmp_path: Path
 ) -> None:
-    cluster, topic = kafka_cluster_3_up, unique("export")
+    cluster, topic = kafka_cluster_3, unique("export")
     cli(
         capsys, cluster, "topics", "create", topic, "--partitions", "3", "--replication-factor", "3"
     )

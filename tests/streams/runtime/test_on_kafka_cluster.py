@@ -18,7 +18,7 @@ instances stop (SIGTERM, exit 0) and a read_committed reader takes the output to
 stable end: it must hold exactly the reference computed from the input (no record lost,
 none twice, none unexpected; per key in order).
 
-The cluster is the session's three nodes (``kafka_cluster_3_up``; a JVM cluster costs
+The cluster is the session's three nodes (``kafka_cluster_3``; a JVM cluster costs
 tens of seconds to start): each test leaves it as it found it, every node up and every
 ISR full, for the tests after it on the same worker.
 """
@@ -382,10 +382,10 @@ def assert_exact(outcome: Outcome, job: ClusterJob, expected_out: int) -> None:
 
 @pytest.mark.timeout(420)
 async def test_payments_balances_exact_through_leader_and_instance_kills(
-    kafka_cluster_3_up: KafkaCluster, tmp_path: Path
+    kafka_cluster_3: KafkaCluster, tmp_path: Path
 ) -> None:
     rows = payment_rows(50_000)
-    job = ClusterJob(kafka_cluster_3_up, tmp_path, "payments", "payments", rows, per_second=1_000)
+    job = ClusterJob(kafka_cluster_3, tmp_path, "payments", "payments", rows, per_second=1_000)
     outcome = await run_under_faults(job, payment_reference)
     assert_exact(outcome, job, len(rows))
     assert set(outcome.internal) == {f"{job.prefix}-balances-changelog"}
@@ -393,11 +393,11 @@ async def test_payments_balances_exact_through_leader_and_instance_kills(
 
 @pytest.mark.timeout(420)
 async def test_windowed_counts_with_repartition_and_standby_exact_through_kills(
-    kafka_cluster_3_up: KafkaCluster, tmp_path: Path
+    kafka_cluster_3: KafkaCluster, tmp_path: Path
 ) -> None:
     rows = view_rows(50_000)
     job = ClusterJob(
-        kafka_cluster_3_up, tmp_path, "windows", "page_windows", rows, per_second=1_000, standbys=1
+        kafka_cluster_3, tmp_path, "windows", "page_windows", rows, per_second=1_000, standbys=1
     )
     outcome = await run_under_faults(job, window_reference)
     assert_exact(outcome, job, len(rows))
