@@ -18,7 +18,7 @@ import struct
 from collections import Counter
 from collections.abc import Hashable, Iterable, Iterator, Sequence
 from itertools import filterfalse
-from operator import add, itemgetter
+from operator import add
 from typing import Any, cast
 
 from headrace.state import CacheEntry, Window, Windowed
@@ -36,7 +36,6 @@ _STAMP = struct.Struct(">q")  # a timestamp's layout
 _STAMPED_LONG = struct.Struct(">qq")  # a timestamp, then a count as the long serde writes it
 _NO_TIME = -(1 << 63)
 _from_bytes = int.from_bytes
-_first, _second = itemgetter(0), itemgetter(1)
 
 
 class TimeWindowAggregate(WindowedAggregateBase):
@@ -263,10 +262,12 @@ class TimeWindowAggregate(WindowedAggregateBase):
         lowest_open = max(observed - grace - size, horizon)
         suffixes, suffix_of = self._suffixes, self._suffix
         key_bytes, ek = self._key_bytes, self._ek
-        # (binary key, timestamp) of each record on time: counted, and each window's
-        # newest timestamp found, by C-level calls after the loop, not per record here.
-        timed: list[tuple[bytes, int]] = []
-        add_timed = timed.append
+        # The binary key and the timestamp of each record on time, in two lists (no
+        # object per record): counted, and each window's newest timestamp found, by
+        # C-level calls after the loop.
+        binaries: list[bytes] = []
+        times_of: list[int] = []
+        add_binary, add_time = binaries.append, times_of.append
         late: list[tuple[Any, Any, int, int]] = []
         for k, v, ts, _h, _o in batch:
             if k is None:  # a null value is aggregated, as Kafka Streams does
@@ -284,11 +285,15 @@ class TimeWindowAggregate(WindowedAggregateBase):
                     key_bytes.clear()
                 kb = key_bytes[k] = ek(k)
             suffix = suffixes.get(start)
-            add_timed((kb + (suffix if suffix is not None else suffix_of(start)), ts))
-        # First-seen order, as the cache flushes; a dict built from the records sorted by
-        # time keeps each window's last, so newest, timestamp.
-        counts: dict[bytes, int] = Counter(map(_first, timed))
-        newest = dict(sorted(timed, key=_second))
+            add_binary(kb + (suffix if suffix is not None else suffix_of(start)))
+            add_time(ts)
+        # First-seen order, as the cache flushes; a dict built from the records in time
+        # order keeps each window's last, so newest, timestamp.
+        counts: dict[bytes, int] = Counter(binaries)
+        order = sorted(range(len(times_of)), key=times_of.__getitem__)
+        newest = dict(
+            zip(map(binaries.__getitem__, order), map(times_of.__getitem__, order), strict=True)
+        )
         self._observed = observed
         self._forget_closed(lowest_open)
         if late:
