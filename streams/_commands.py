@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import difflib
 import importlib
 import importlib.util
 import logging
 import os
 import pathlib
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ._describe_command import register as register_describe
@@ -109,30 +111,96 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
 
 
 def load_target(target: str) -> Any:
-    """The object ``path/to/file.py:NAME`` or ``module:NAME`` names."""
+    """The object ``path/to/file.py:NAME`` or ``module:NAME`` names. A target that names
+    nothing says what was likely meant: ``app:app`` for the file ``app.py`` beside,
+    ``app.py`` with no name, a misspelt file or name."""
     where, sep, name = target.rpartition(":")
     if not sep or not where or not name:
-        raise ConfigError(f"target must look like path/to/app.py:app or module:app, not {target!r}")
+        raise ConfigError(
+            f"target must look like path/to/app.py:app or module:app, not {target!r}"
+            + _meant_file(where or name)
+        )
     if where.endswith(".py") or "/" in where:
-        path = pathlib.Path(where).resolve()
-        if not path.is_file():
-            raise ConfigError(f"no such file: {where}")
-        spec = importlib.util.spec_from_file_location(path.stem, path)
-        if spec is None or spec.loader is None:
-            raise ConfigError(f"cannot load {where}")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[path.stem] = module
-        # As ``python app.py`` would: the app's own folder first on the path, so the
-        # modules beside it import.
-        if str(path.parent) not in sys.path:
-            sys.path.insert(0, str(path.parent))
-        spec.loader.exec_module(module)
+        module = _load_file(where)
     else:
-        module = importlib.import_module(where)
+        try:
+            module = importlib.import_module(where)
+        except ModuleNotFoundError as error:
+            if error.name is None or not where.startswith(error.name):
+                raise  # the module was found; something it imports was not
+            raise ConfigError(f"no module named {where!r}{_meant_file(where, name)}") from None
     try:
         return getattr(module, name)
     except AttributeError:
-        raise ConfigError(f"{where} has no attribute {name!r}") from None
+        names = [n for n in vars(module) if not n.startswith("_")]
+        near = difflib.get_close_matches(name, names, n=1)
+        hint = f"; did you mean {where}:{near[0]}?" if near else ""
+        raise ConfigError(f"{where} has no attribute {name!r}{hint}") from None
+
+
+def _load_file(where: str) -> Any:
+    path = pathlib.Path(where).resolve()
+    if not path.is_file():
+        siblings = [p.name for p in path.parent.glob("*.py")] if path.parent.is_dir() else []
+        near = difflib.get_close_matches(path.name, siblings, n=1)
+        hint = f"; did you mean {pathlib.Path(where).with_name(near[0])!s}?" if near else ""
+        raise ConfigError(f"no such file: {where}{hint}")
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    if spec is None or spec.loader is None:
+        raise ConfigError(f"cannot load {where}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[path.stem] = module
+    # As ``python app.py`` would: the app's own folder first on the path, so the
+    # modules beside it import.
+    if str(path.parent) not in sys.path:
+        sys.path.insert(0, str(path.parent))
+    spec.loader.exec_module(module)
+    return module
+
+
+def _meant_file(where: str, name: str | None = None) -> str:
+    """ "; did you mean app.py:NAME?" when ``where`` (a module name, or a path without
+    ``:NAME``) is a Python file here: a module is imported from the path, which holds
+    the current folder only under ``python -m``, so ``app:app`` rarely finds app.py.
+    Without a name the file's App (or topology) is looked up to offer one."""
+    candidates = [where] if where.endswith(".py") else [where.replace(".", "/") + ".py", where]
+    found = next((c for c in candidates if pathlib.Path(c).is_file()), None)
+    if found is None:
+        return ""
+    return f"; did you mean {found}:{name or _runnable_name(found)}?"
+
+
+def _runnable_name(path: str) -> str:
+    """The name of the file's App, else its Topology, else its StreamsBuilder ("NAME" if
+    none, or if it does not load)."""
+    from .runtime import App
+
+    try:
+        module = _load_file(path)
+    except Exception:  # the suggestion is a courtesy; the error is the target's
+        return "NAME"
+    public: list[tuple[str, Any]] = [(n, v) for n, v in vars(module).items() if n[:1] != "_"]
+    kinds: tuple[Callable[[Any], bool], ...] = (
+        lambda value: isinstance(value, App),
+        _is_topology,
+        _is_builder,
+    )
+    for runnable in kinds:
+        found = [attribute for attribute, value in public if runnable(value)]
+        if found:
+            return found[0]
+    return "NAME"
+
+
+def _is_topology(value: Any) -> bool:
+    from ._topology import Topology
+
+    return isinstance(value, Topology)
+
+
+def _is_builder(value: Any) -> bool:
+    # The DSL sits above this package: its builder is known by its build() alone.
+    return type(value).__name__ == "StreamsBuilder" and callable(getattr(value, "build", None))
 
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:

@@ -285,3 +285,104 @@ def test_a_flag_like_no_other_gets_no_guess(capsys: pytest.CaptureFixture[str]) 
     assert done.code == 2
     assert done.err.startswith("usage: headrace topics list ")
     assert done.err.rstrip().endswith("error: unrecognized arguments: --zzzzzz"), done.err
+
+
+CLICKS_APP = """\
+from headrace import App, StreamsBuilder
+
+builder = StreamsBuilder()
+builder.stream("clicks").to("counted")
+app = App(topology=builder, application_id="clicks")
+"""
+
+
+def _headrace_here(folder: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    """The installed ``headrace`` script run in ``folder``, as a user types it there (not
+    ``python -m``, which would put the folder on the import path)."""
+    script = Path(sys.executable).with_name("headrace")
+    base = {k: v for k, v in os.environ.items() if not k.startswith("HEADRACE_")}
+    return subprocess.run(
+        [str(script), *argv], capture_output=True, text=True, env=base, cwd=folder, timeout=60
+    )
+
+
+@pytest.mark.parametrize(
+    ("target", "said"),
+    [
+        ("clicks_app:app", "no module named 'clicks_app'; did you mean clicks_app.py:app?"),
+        (
+            "clicks_app.py",
+            "target must look like path/to/app.py:app or module:app, not 'clicks_app.py'; "
+            "did you mean clicks_app.py:app?",
+        ),
+        ("clicks_app", "did you mean clicks_app.py:app?"),
+        (
+            "clicks_app.py:ap",
+            "clicks_app.py has no attribute 'ap'; did you mean clicks_app.py:app?",
+        ),
+        ("click_app.py:app", "no such file: click_app.py; did you mean clicks_app.py?"),
+        ("app/clicks_app.py:app", "no such file: app/clicks_app.py"),
+        ("nothing_here:app", "no module named 'nothing_here'"),
+    ],
+)
+def test_run_says_what_a_target_that_names_nothing_likely_meant(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    target: str,
+    said: str,
+) -> None:
+    from clirun import headrace as run
+
+    # As the ``headrace`` script runs: the current folder is not on the import path.
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", ".", str(tmp_path))])
+    monkeypatch.delitem(sys.modules, "clicks_app", raising=False)  # loading one keeps it
+    (tmp_path / "clicks_app.py").write_text(CLICKS_APP)
+    done = run(capsys, "run", target, check=False)
+    done.one_line_error(said)
+    assert done.err.startswith("headrace run: error: ")
+    if "did you mean" not in said:
+        assert "did you mean" not in done.err
+
+
+def test_a_module_that_fails_to_import_is_not_taken_for_a_missing_file(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from clirun import headrace as run
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [*sys.path, str(tmp_path)])
+    monkeypatch.delitem(sys.modules, "broken", raising=False)
+    (tmp_path / "broken.py").write_text("import no_such_dependency\n")
+    done = run(capsys, "run", "broken:app", check=False)
+    done.one_line_error("No module named 'no_such_dependency'")
+    assert "did you mean" not in done.err
+
+
+@pytest.mark.parametrize("servers", ["nohost:9092", "127.0.0.1:{port}"])
+def test_run_against_no_broker_is_one_plain_line(tmp_path: Path, servers: str) -> None:
+    from brokerproc import free_port
+
+    servers = servers.format(port=free_port())
+    (tmp_path / "clicks_app.py").write_text(CLICKS_APP)
+    done = _headrace_here(
+        tmp_path,
+        "run",
+        "clicks_app.py:app",
+        "--bootstrap-servers",
+        servers,
+        "--startup-timeout-ms",
+        "1500",
+        "--state-dir",
+        str(tmp_path / "state"),
+    )
+    assert done.returncode == 1
+    last = done.stderr.strip().splitlines()[-1]
+    assert last == (
+        "headrace run: error: start-up gave up waiting for the cluster after 1.5 s "
+        "(startup_timeout_ms=1500) while connecting to the cluster: "
+        f"cannot reach a broker at {servers} (is one running?)"
+    ), done.stderr
+    assert "KafkaConnectionError" not in done.stderr and "AddressFamily" not in done.stderr
+    assert "Traceback" not in done.stderr

@@ -50,7 +50,7 @@ from ._client import (
 )
 from ._commit import Committer, GroupOffsetSink, OffsetSink, TransactionSink
 from ._counted import CountingClients
-from ._errors import SettingsError
+from ._errors import ClientError, SettingsError
 from ._global import GlobalStores, global_topics
 from ._handlers import ErrorHandler, deserialization_handler
 from ._metrics import AppMetrics
@@ -263,6 +263,23 @@ async def _start_producer(
     return producer, txn_producer
 
 
+async def _connect(admin: TopicAdmin, settings: AppSettings) -> None:
+    """Start the admin client; a retriable failure there means no broker of the bootstrap
+    list answered, said in those words: the client library's own error names address
+    families and socket tuples, which tell a user nothing they can act on. Its cause is
+    kept (``HEADRACE_DEBUG=1`` shows it)."""
+    try:
+        await admin.start()
+    except ClientError as error:
+        if not error.retriable:
+            raise
+        secured = settings.security_protocol != "PLAINTEXT"
+        hint = "is one running, and do the credentials hold?" if secured else "is one running?"
+        raise ClientError(
+            f"cannot reach a broker at {settings.bootstrap_servers} ({hint})", retriable=True
+        ) from error
+
+
 async def start_runtime(
     settings: AppSettings,
     topology: Topology,
@@ -279,7 +296,7 @@ async def start_runtime(
         wait = StartupWait(settings.startup_timeout_ms)
         admin = clients.admin()
         started.push_async_callback(_stop, "admin", admin)
-        await wait.call("connecting to the cluster", admin.start)
+        await wait.call("connecting to the cluster", lambda: _connect(admin, settings))
         topics = await _read_topics(topology, settings, admin, wait)
         sources, counts, layout = topics.sources, topics.counts, topics.layout
         topology.check_sink_serdes(*serdes)  # before any topic is made or record read
