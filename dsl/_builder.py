@@ -96,7 +96,7 @@ class StreamsBuilder:
         ``<topic>-STATE-STORE-<n>``), cached and changelogged by default.
         """
         from ._ktable import KTable
-        from ._table_nodes import StoreValueGetterSupplier, TableSource
+        from ._versioned_table import table_source_parts
 
         source = SourceGraphNode(
             self.new_name("KSTREAM-SOURCE-"),
@@ -110,14 +110,13 @@ class StreamsBuilder:
         store = (materialized or Materialized()).resolve(
             self.new_name(f"{topic}-STATE-STORE-"), source_side(key_serde), source_side(value_serde)
         )
+        parts = table_source_parts(store)
         node = TableGraphNode(
             name or self.new_name("KTABLE-SOURCE-"),
             (source,),
-            store_builders=(store.key_value_store(),),
+            store_builders=(parts.store_builder,),
         )
-        node.supplier = lambda: TableSource(
-            node, store.store_name, store.key_serde, store.value_serde
-        )
+        node.supplier = parts.processor(node)
         self.add_node(node)
         return KTable(
             self,
@@ -125,7 +124,7 @@ class StreamsBuilder:
             store.key_serde,
             store.value_serde,
             store_name=store.store_name,
-            getter=StoreValueGetterSupplier(store.store_name),
+            getter=parts.getter,
         )
 
     def global_table(

@@ -8,7 +8,11 @@
 
 Joiners take ``(left value, right value)``, or ``(key, left value, right value)`` with
 ``with_key=True``. Stores and repartition topics are named after the join: its
-``name=``, or a generated ``KSTREAM-JOIN-<n>``.
+``name=``, or a generated ``KSTREAM-JOIN-<n>``. A join with a versioned table reads it
+as of each stream record's timestamp, and may take ``grace_period=`` (ms or timedelta,
+Kafka Streams' ``Joined.withGracePeriod``): stream records then wait in the store
+``<name>-Buffer`` for late table updates; the table must be versioned, with a history
+retention of at least the grace.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from ._global_table import GlobalKTable
 from ._graph import ProcessorGraphNode
 from ._join_windows import JoinWindows
 from ._stream_stream_join import StreamJoinSpec, StreamStreamJoinNode, join_fn
-from ._stream_table_join import StreamTableJoin
+from ._stream_table_join import GraceSpec, StreamTableJoin
 from ._windows import to_ms
 
 if TYPE_CHECKING:
@@ -160,6 +164,7 @@ def _stream_table(
     key_serde: Any = None,
     value_serde: Any = None,
     with_key: bool = False,
+    grace_period: int | timedelta | None = None,
     name: str | None = None,
 ) -> KStream:
     from ._kstream import KStream
@@ -174,15 +179,43 @@ def _stream_table(
     vs = value_serde if value_serde is not None else stream.value_serde
     source = side_input(stream, f"{join_name}-left", ks, vs)
     pair = join_fn(joiner, with_key)
+    grace = None
+    store_names = getter.store_names
+    if grace_period is not None:
+        grace = _grace_buffer(
+            builder, join_name, getter, to_ms(grace_period, "grace period"), ks, vs
+        )
+        store_names = (*store_names, grace.store_name)
     node = ProcessorGraphNode(
         join_name,
         (source,),
-        supplier=lambda: StreamTableJoin(getter, pair, left),
-        store_names=getter.store_names,
+        supplier=lambda: StreamTableJoin(getter, pair, left, grace=grace),
+        store_names=store_names,
     )
     builder.add_node(node)
     builder.add_copartition_group(CopartitionGroup(join_name, (source, table._node)))
     return KStream(builder, node, ks, None, repartition_required=False)
+
+
+def _grace_buffer(
+    builder: Any, join_name: str, getter: Any, grace: int, key_serde: Any, value_serde: Any
+) -> GraceSpec:
+    """Add the store a join with a grace period holds its stream records in; refuse a
+    grace on a table that is not versioned or keeps less history than the grace."""
+    history = getattr(getter, "history_retention", None)
+    if history is None:
+        raise TopologyBuildError(
+            f"join {join_name}: a grace period needs a versioned table; materialize the "
+            "table with materialized(..., history_retention=...)"
+        )
+    if grace > history:
+        raise TopologyBuildError(
+            f"join {join_name}: the table's history retention ({history} ms) must be at "
+            f"least the grace period ({grace} ms)"
+        )
+    store_name = f"{join_name}-Buffer"
+    builder.add_state_store(Stores.key_value_store(store_name))
+    return GraceSpec(store_name, grace, key_serde, value_serde)
 
 
 def _stream_global(

@@ -8,6 +8,12 @@ program does not change; name it to query it and to keep it across program chang
 A key or value with no serde (given here or carried by the stream) is stored with the
 self-describing ``Serdes.auto()``.
 
+A ``history_retention`` makes the store versioned (Kafka Streams'
+``Stores.persistentVersionedKeyValueStore(name, historyRetention)``): it keeps each
+key's values with their validity intervals for that long, and has no write cache. A
+table read from a topic (``builder.table``) or a stream (``to_table``) may be kept in
+one; other operators refuse it.
+
 >>> m = materialized("counts", store="memory").with_caching_disabled()
 >>> (m.name, m.persistent, m.caching, m.logging)
 ('counts', False, False, True)
@@ -41,6 +47,7 @@ class Materialized:
     logging: bool = True
     logging_config: Mapping[str, str] = field(default_factory=dict)
     retention_ms: int | None = None
+    history_retention_ms: int | None = None
 
     @classmethod
     def as_(cls, name: str) -> Materialized:
@@ -66,6 +73,11 @@ class Materialized:
 
     def with_retention(self, retention: int | timedelta) -> Materialized:
         return dataclasses.replace(self, retention_ms=to_ms(retention, "retention"))
+
+    def with_history_retention(self, history_retention: int | timedelta) -> Materialized:
+        """Keep the store versioned, with ``history_retention`` of history per key."""
+        ms = to_ms(history_retention, "history retention")
+        return dataclasses.replace(self, history_retention_ms=ms)
 
     def in_memory(self) -> Materialized:
         return dataclasses.replace(self, persistent=False)
@@ -103,12 +115,14 @@ class Materialized:
 
     def key_value_store(self, timestamped: bool = False) -> Any:
         """``timestamped``: each value keeps its timestamp, as an aggregation's must."""
+        self._refuse_versioned("a key-value store")
         builder = Stores.key_value_store(self.store_name, persistent=self.persistent)
         return self._finish(builder.with_timestamps() if timestamped else builder)
 
     def window_store(
         self, window_size: int, default_retention: int, timestamped: bool = False
     ) -> Any:
+        self._refuse_versioned("a window store")
         retention = self._retention(default_retention, window_size)
         builder = Stores.window_store(
             self.store_name, retention, window_size, persistent=self.persistent
@@ -116,10 +130,31 @@ class Materialized:
         return self._finish(builder.with_timestamps() if timestamped else builder)
 
     def session_store(self, default_retention: int, minimum: int) -> Any:
+        self._refuse_versioned("a session store")
         retention = self._retention(default_retention, minimum)
         return self._finish(
             Stores.session_store(self.store_name, retention, persistent=self.persistent)
         )
+
+    def versioned_store(self) -> Any:
+        """The versioned store a table keeps its rows' history in (no cache)."""
+        assert self.history_retention_ms is not None
+        builder = Stores.versioned_key_value_store(
+            self.store_name, self.history_retention_ms, persistent=self.persistent
+        )
+        builder = builder.with_key_serde(for_internal(self.key_serde))
+        builder = builder.with_value_serde(for_internal(self.value_serde))
+        if self.logging:
+            return builder.with_logging_enabled(dict(self.logging_config))
+        return builder.with_logging_disabled()
+
+    def _refuse_versioned(self, kind: str) -> None:
+        if self.history_retention_ms is not None:
+            raise TopologyBuildError(
+                f"store {self.name!r} has a history retention, but this operator keeps "
+                f"{kind}: a versioned store holds a table read from a topic "
+                "(StreamsBuilder.table) or a stream (KStream.to_table)"
+            )
 
     def _retention(self, default: int, minimum: int) -> int:
         if self.retention_ms is None:
@@ -142,8 +177,10 @@ def materialized(
     caching: bool = True,
     logging: bool = True,
     retention: int | timedelta | None = None,
+    history_retention: int | timedelta | None = None,
 ) -> Materialized:
-    """A :class:`Materialized` in one call; ``persistent`` overrides ``store`` when given."""
+    """A :class:`Materialized` in one call; ``persistent`` overrides ``store`` when given;
+    ``history_retention`` makes the store versioned."""
     if store not in ("rocksdb", "memory"):
         raise TopologyBuildError(f"store must be 'rocksdb' or 'memory', got {store!r}")
     return Materialized(
@@ -154,4 +191,7 @@ def materialized(
         caching=caching,
         logging=logging,
         retention_ms=None if retention is None else to_ms(retention, "retention"),
+        history_retention_ms=(
+            None if history_retention is None else to_ms(history_retention, "history retention")
+        ),
     )

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from . import _operators as ops
 from ._graph import GraphNode, RepartitionGraphNode, TableGraphNode
 from ._materialized import Materialized
-from ._table_nodes import StoreValueGetterSupplier, TableSource
+from ._versioned_table import table_source_parts
 
 if TYPE_CHECKING:
     from ._kstream import KStream
@@ -40,12 +40,13 @@ def stream_to_table(
                 filter_supplier=lambda: ops.Transform(ops.drop_null_keys),
             )
         )
+    parts = table_source_parts(store)
     node = TableGraphNode(
         name or builder.new_name("KSTREAM-TOTABLE-"),
         (parent,),
-        store_builders=(store.key_value_store(),),
+        store_builders=(parts.store_builder,),
     )
-    node.supplier = lambda: TableSource(node, store.store_name, store.key_serde, store.value_serde)
+    node.supplier = parts.processor(node)
     builder.add_node(node)
     return KTable(
         builder,
@@ -53,5 +54,5 @@ def stream_to_table(
         store.key_serde,
         store.value_serde,
         store_name=store.store_name,
-        getter=StoreValueGetterSupplier(store.store_name),
+        getter=parts.getter,
     )
