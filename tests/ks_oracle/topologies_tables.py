@@ -27,6 +27,7 @@ from headrace.dsl import (
     StreamsBuilder,
     Suppressed,
     ValueTransformerWithKey,
+    materialized,
 )
 from headrace.state import Stores
 
@@ -327,3 +328,60 @@ def fk_left(b: StreamsBuilder) -> None:
     orders.left_join(long_table(b, "customers"), foreign_key, _star).to_stream().to(
         "out", key_serde=S, value_serde=S
     )
+
+
+# -- versioned tables (KIP-889) and joins as of the stream record's time (KIP-914) ----------
+
+
+def versioned_table(b: StreamsBuilder, topic: str, history_ms: int) -> KTable[Any, Any]:
+    store = materialized(f"{topic}-versions", history_retention=history_ms)
+    return b.table(topic, key_serde=S, value_serde=L, materialized=store)
+
+
+@pair({"in": TABLE_L, "in2": TABLE_L}, {"out": ("S", "L"), "out2": ("S", "L")})
+def versioned_table_to_stream(b: StreamsBuilder) -> None:
+    """A table in a versioned store: an update older than the key's latest still goes
+    downstream (into history), one older than the history retention is dropped, and
+    tombstones are versions too; two retentions (1000 and 300 ms)."""
+    versioned_table(b, "in", 1000).to_stream().to("out", key_serde=S, value_serde=L)
+    versioned_table(b, "in2", 300).map_values(lambda v: v * 10).to_stream().to(
+        "out2", key_serde=S, value_serde=L
+    )
+
+
+@pair(STREAM_TABLE, OUT_SS)
+def stream_versioned_table_inner(b: StreamsBuilder) -> None:
+    """Stream-table join of a versioned table: each stream record reads the row as of its
+    own timestamp, so a late stream record meets the row of its time, and one older than
+    the history retention meets no row (unless the latest row is older still)."""
+    longs(b, "left").join(versioned_table(b, "right", 1000), plus).to(
+        "out", key_serde=S, value_serde=S
+    )
+
+
+@pair(STREAM_TABLE, OUT_SS)
+def stream_versioned_table_left(b: StreamsBuilder) -> None:
+    """Stream-table left join of a versioned table with a short (300 ms) history: a
+    stream record past the history meets null unless the latest row is old enough."""
+    longs(b, "left").left_join(versioned_table(b, "right", 300), plus).to(
+        "out", key_serde=S, value_serde=S
+    )
+
+
+@pair(STREAM_TABLE, OUT_SS, closes=True)
+def stream_versioned_table_inner_grace(b: StreamsBuilder) -> None:
+    """Stream-table join with a 500 ms grace: stream records wait in a buffer until stream
+    time (of the buffered records) is the grace past them, so table updates that arrive
+    late are seen; a stream record already past the grace joins at once."""
+    longs(b, "left").join(versioned_table(b, "right", 1000), plus, grace_period=500).to(
+        "out", key_serde=S, value_serde=S
+    )
+
+
+@pair(STREAM_TABLE, OUT_SS, closes=True)
+def stream_versioned_table_left_grace(b: StreamsBuilder) -> None:
+    """Stream-table left join with a grace equal to the history retention (1000 ms); null
+    keys are filtered out first, as Kafka Streams' buffer fails on them."""
+    longs(b, "left").filter(lambda k, v: k is not None).left_join(
+        versioned_table(b, "right", 1000), plus, grace_period=1000
+    ).to("out", key_serde=S, value_serde=S)
