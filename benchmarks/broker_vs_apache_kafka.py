@@ -335,6 +335,7 @@ class Cell:
     consumed: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     latency: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     loads: list[str] = field(default_factory=list)
+    error: str = ""
 
 
 def alternating(brokers: Sequence[Broker], round_no: int) -> list[Broker]:
@@ -404,6 +405,14 @@ def report(cells: list[Cell], brokers_seen: dict[str, dict[str, Any]]) -> None:
         print(f"  {key}: {seen}")
 
 
+def save(path: Path | None, cells: list[Cell], brokers_seen: dict[str, Any]) -> None:
+    """Every run's figures so far, so that a long run stopped early still leaves them."""
+    if path:
+        path.write_text(
+            json.dumps({"cells": [vars(c) for c in cells], "brokers": brokers_seen}, indent=1)
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--durabilities", nargs="+", default=["default", "equal"])
@@ -428,8 +437,14 @@ def main() -> None:
                     for partitions in args.partitions:
                         cell = Cell(durability, size, partitions)
                         print(f"{durability} {size} B {partitions} partitions", flush=True)
-                        measure_cell(brokers, cell, args)
                         cells.append(cell)
+                        try:
+                            measure_cell(brokers, cell, args)
+                        except (AssertionError, subprocess.SubprocessError) as failed:
+                            # one cell failing (a tool's timeout, say) leaves the others
+                            cell.error = str(failed)[-1500:]
+                            print(f"  failed: {cell.error}", flush=True)
+                        save(args.json, cells, brokers_seen)
                 for b in brokers:
                     brokers_seen[f"{durability} {b.name}"] = {
                         "ready_s": round(b.ready_s, 2),
@@ -437,10 +452,7 @@ def main() -> None:
                     }
         finally:
             shutil.rmtree(root, ignore_errors=True)
-        if args.json:
-            args.json.write_text(
-                json.dumps({"cells": [vars(c) for c in cells], "brokers": brokers_seen}, indent=1)
-            )
+        save(args.json, cells, brokers_seen)
     report(cells, brokers_seen)
     print(f"load average at end {load()}")
 
