@@ -24,7 +24,9 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
         parents=[broker_options],
         help="copy a topic into a Delta table, exactly once; rerun to copy what is new",
     )
-    export.add_argument("--topic", required=True)
+    # TOPIC as produce and consume take it; --topic as before (and as Kafka's tools).
+    export.add_argument("topic", nargs="?", metavar="TOPIC", help="the topic to copy")
+    export.add_argument("--topic", dest="topic_flag", metavar="TOPIC", help="the same as TOPIC")
     export.add_argument("--delta-path", required=True, metavar="PATH")
     export.add_argument(
         "--from",
@@ -104,11 +106,25 @@ def _command_config(args: argparse.Namespace) -> dict[str, str] | None:
     return librdkafka_config(read_properties(args.command_config))
 
 
+def _export_topic(args: argparse.Namespace) -> str:
+    given: set[str] = {t for t in (args.topic, args.topic_flag) if t is not None}
+    if len(given) != 1:
+        error = OptionError(
+            "give the topic once: TOPIC or --topic TOPIC"
+            if given
+            else "give the topic: TOPIC or --topic TOPIC"
+        )
+        error.exit_status = 2  # type: ignore[attr-defined]  # a usage error, as argparse's
+        raise error
+    return given.pop()
+
+
 def _export(args: argparse.Namespace) -> int:
     from headrace.base.progress import ProgressBar
 
     from ._export import ExportJob
 
+    args.topic = _export_topic(args)
     bar: ProgressBar | None = None
 
     def progress(n: int, total: int) -> None:

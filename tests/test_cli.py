@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -386,3 +387,27 @@ def test_run_against_no_broker_is_one_plain_line(tmp_path: Path, servers: str) -
     ), done.stderr
     assert "KafkaConnectionError" not in done.stderr and "AddressFamily" not in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_spark_export_takes_the_topic_as_produce_and_consume_do(
+    capsys: pytest.CaptureFixture[str], broker_process: Any, tmp_path: Path
+) -> None:
+    from clirun import headrace as run
+    from deltalake import DeltaTable
+
+    bs = ["--bootstrap-servers", broker_process.bootstrap]
+    run(capsys, "produce", "handed", *bs, stdin="a\nb\nc\n")
+    for spelt in (["handed"], ["--topic", "handed"]):
+        table = tmp_path / "-".join(spelt).strip("-")
+        done = run(
+            capsys, "spark", "export", *spelt, "--delta-path", str(table), "--no-progress", *bs
+        )
+        assert done.out.startswith(f"handed: 3 records in 1 commit(s) to {table}"), done.out
+        assert DeltaTable(str(table)).to_pyarrow_table().num_rows == 3
+    run(
+        capsys, "spark", "export", "--delta-path", str(tmp_path / "x"), *bs, check=False
+    ).one_line_error("give the topic: TOPIC or --topic TOPIC", code=2)
+    run(
+        capsys, "spark", "export", "a", "--topic", "b", "--delta-path", str(tmp_path / "x"), *bs,
+        check=False,
+    ).one_line_error("give the topic once", code=2)  # fmt: skip
