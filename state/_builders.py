@@ -19,7 +19,12 @@ from ._caching import CachingKeyValueStore, CachingSegmentedStore
 from ._errors import StoreConfigError
 from ._key_schema import KeySchema, SessionKeySchema, WindowKeySchema
 from ._kv import InMemoryKeyValueStore, RocksDBKeyValueStore
-from ._logging import ChangeLoggingKeyValueStore, ChangeLoggingSegmentedStore
+from ._logging import (
+    ChangeLoggingKeyValueStore,
+    ChangeLoggingSegmentedStore,
+    TimestampedChangeLoggingKeyValueStore,
+    TimestampedChangeLoggingSegmentedStore,
+)
 from ._metered import MeteredKeyValueStore, MeteredSegmentedStore
 from ._protocols import KeyValueBytesStore, Serde
 from ._rocksdb import RocksDBBackend
@@ -115,7 +120,12 @@ class KeyValueStoreBuilder(_Builder[K, V]):
             RocksDBKeyValueStore(self.name) if self.persistent else InMemoryKeyValueStore(self.name)
         )
         if self.logging_enabled:
-            inner = ChangeLoggingKeyValueStore(inner)
+            changelogging = (
+                TimestampedChangeLoggingKeyValueStore
+                if self.timestamped
+                else ChangeLoggingKeyValueStore
+            )
+            inner = changelogging(inner)
         if self.caching_enabled:
             inner = CachingKeyValueStore(inner, self.cache_max_entries)
         metered = MeteredKeyValueStore(inner)
@@ -141,7 +151,12 @@ class _SegmentedBuilder(_Builder[K, V]):
             self.name, self._backend(), schema, self.retention, self.segment_interval
         )
         if self.logging_enabled:
-            raw = ChangeLoggingSegmentedStore(raw)
+            changelogging = (
+                TimestampedChangeLoggingSegmentedStore
+                if self.timestamped
+                else ChangeLoggingSegmentedStore
+            )
+            raw = changelogging(raw)
         if cache:
             raw = CachingSegmentedStore(raw, self.cache_max_entries)
         return MeteredSegmentedStore(raw)

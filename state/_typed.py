@@ -16,7 +16,13 @@ from ._key_schema import SessionKeySchema, WindowKeySchema
 from ._metered import StoreMetrics
 from ._protocols import CacheEntry, ChangeRecord, KeyValueBytesStore, Serde, StateStoreContext
 from ._session import SessionBytesStore
-from ._timestamped import TIMESTAMP_SIZE, ValueAndTimestamp, pack_timestamp, timestamp_of
+from ._timestamped import (
+    TIMESTAMP_SIZE,
+    ValueAndTimestamp,
+    pack_timestamp,
+    stamped_records,
+    timestamp_of,
+)
 from ._window import WindowBytesStore
 from ._windowed import Window, Windowed
 
@@ -347,6 +353,14 @@ class TimestampedKeyValueStore(KeyValueStore[K, V]):
         data = super()._v(value)
         return None if data is None else pack_timestamp(timestamp) + data
 
+    restores_with_timestamps = True
+    """Its changelog holds plain values with their timestamps as the records' (see
+    ``_timestamped``): ``restore_batch`` takes ``(key, value, timestamp)`` and keeps
+    each value behind its timestamp."""
+
+    def restore_batch(self, records: Iterable[tuple[bytes, bytes | None, int]]) -> None:  # type: ignore[override]
+        self.inner.restore_batch(stamped_records(records))
+
     def get_with_timestamp(self, key: K) -> ValueAndTimestamp[V] | None:
         data = self.inner.get(self._k(key))
         if data is None:
@@ -379,6 +393,12 @@ class TimestampedWindowStore(WindowStore[K, V]):
     def _stamped(self, value: V | None, timestamp: int) -> bytes | None:
         data = super()._v(value)
         return None if data is None else pack_timestamp(timestamp) + data
+
+    restores_with_timestamps = True
+    """As ``TimestampedKeyValueStore``'s: keys are the binary windowed keys logged."""
+
+    def restore_batch(self, records: Iterable[tuple[bytes, bytes | None, int]]) -> None:  # type: ignore[override]
+        self.inner.restore_batch(stamped_records(records))
 
     def fetch_with_timestamp(self, key: K, window_start: int) -> ValueAndTimestamp[V] | None:
         data = self.inner.get(self._k(key), window_start)

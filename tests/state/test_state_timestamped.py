@@ -18,6 +18,81 @@ S = Serdes.string()
 L = Serdes.long()
 
 
+def _changelog_records(
+    context: StoreTestContext, store: str
+) -> list[tuple[int, bytes, bytes | None, int]]:
+    """The store's logged changes as the runtime's changelog reader hands them over:
+    ``(offset, key, value, timestamp)``."""
+    return [
+        (offset, key, value, timestamp)
+        for offset, (name, key, value, timestamp) in enumerate(context.changelog)
+        if name == store
+    ]
+
+
+@pytest.mark.parametrize("persistent", [False, True])
+def test_a_changelog_record_holds_the_plain_value_and_the_values_timestamp(
+    persistent: bool, tmp_path: Path
+) -> None:
+    """Kafka Streams' ChangeLoggingTimestampedKeyValueBytesStore layout: no 8-byte
+    prefix in the changelog, the value's timestamp as the record's (a delete has stream
+    time), through a cache flush (the bulk path) and a direct put alike."""
+    for cached in (False, True):
+        builder = (
+            Stores.key_value_store(f"agg{cached}", persistent=persistent)
+            .with_key_serde(S)
+            .with_value_serde(L)
+            .with_timestamps()
+        )
+        store = (builder.with_caching_enabled() if cached else builder).build()
+        context = StoreTestContext(state_dir=tmp_path / str(cached), stream_time=9000)
+        store.init(context)
+        store.put_with_timestamp("a", 7, 2000)
+        store.put_with_timestamp("b", 1, 500)
+        store.flush()
+        store.put_with_timestamp("b", None, 900)
+        store.flush()
+        assert [(k, v, ts) for _, k, v, ts in _changelog_records(context, store.name)] == [
+            (b"a", L.serialize("", 7), 2000),
+            (b"b", L.serialize("", 1), 500),
+            (b"b", None, 9000),
+        ]
+        store.close()
+
+
+@pytest.mark.parametrize("persistent", [False, True])
+def test_a_window_stores_changelog_record_holds_the_plain_value_and_its_timestamp(
+    persistent: bool, tmp_path: Path
+) -> None:
+    builder = (
+        Stores.window_store("w", retention=60_000, window_size=10_000, persistent=persistent)
+        .with_key_serde(S)
+        .with_value_serde(L)
+        .with_timestamps()
+        .with_caching_enabled()
+    )
+    context = StoreTestContext(state_dir=tmp_path / "first", stream_time=9000)
+    store = builder.build()
+    store.init(context)
+    store.put_with_timestamp("k", 4, 0, 7000)
+    store.put_with_timestamp("k", 5, 10_000, 12_000)
+    store.flush()
+    records = _changelog_records(context, "w")
+    assert [(v, ts) for _, _, v, ts in records] == [
+        (L.serialize("", 4), 7000),
+        (L.serialize("", 5), 12_000),
+    ]
+    store.close()
+
+    again = builder.build()
+    again.init(StoreTestContext(state_dir=tmp_path / "second"))
+    apply_changelog(again, "w", "0_0", records)
+    assert again.fetch_with_timestamp("k", 0) == (4, 7000)
+    assert again.fetch_with_timestamp("k", 10_000) == (5, 12_000)
+    assert list(again.fetch("k", 0, 20_000)) == [(0, 4), (10_000, 5)]
+    again.close()
+
+
 @pytest.mark.parametrize("persistent", [False, True])
 def test_a_restore_from_the_changelog_gives_values_and_timestamps_back(
     persistent: bool, tmp_path: Path
@@ -42,7 +117,8 @@ def test_a_restore_from_the_changelog_gives_values_and_timestamps_back(
     context = StoreTestContext(state_dir=tmp_path / "second")
     again = builder.build()
     again.init(context)
-    again.restore_batch(first_context.changes_of("agg"))
+    # as the runtime's restorer and a standby apply a changelog
+    apply_changelog(again, "agg", "0_0", _changelog_records(first_context, "agg"))
     assert again.get("a") == 7
     assert again.get_with_timestamp("a") == ValueAndTimestamp(7, 2000)
     assert again.get_with_timestamp("b") is None
@@ -58,6 +134,31 @@ def test_a_restore_from_the_changelog_gives_values_and_timestamps_back(
         copy.close()
     else:
         again.close()
+
+
+@pytest.mark.parametrize("persistent", [False, True])
+def test_a_changelog_of_a_plain_store_restores_with_its_records_timestamps(
+    persistent: bool, tmp_path: Path
+) -> None:
+    """What an earlier version logged for an aggregation: a plain store's changelog,
+    bare values stamped with stream time. It restores; each value's timestamp is its
+    record's, the stream time when it was logged."""
+    plain = Stores.key_value_store("agg", persistent=persistent).with_key_serde(S)
+    old_context = StoreTestContext(state_dir=tmp_path / "old", stream_time=3000)
+    old = plain.with_value_serde(L).build()
+    old.init(old_context)
+    old.put("a", 7)
+    old_context.stream_time = 5000
+    old.put("b", 2)
+    old.delete("b")
+    old.close()
+
+    store = plain.with_value_serde(L).with_timestamps().build()
+    store.init(StoreTestContext(state_dir=tmp_path / "new"))
+    apply_changelog(store, "agg", "0_0", _changelog_records(old_context, "agg"))
+    assert store.get_with_timestamp("a") == (7, 3000)
+    assert store.get_with_timestamp("b") is None
+    store.close()
 
 
 def test_a_plain_put_is_stamped_with_stream_time(tmp_path: Path) -> None:
@@ -148,8 +249,8 @@ def _restart(
     for name, store in task.stores.items():
         topic = f"{app}-{name}-changelog"
         records = [
-            (i, key, value)
-            for i, (t, key, value, *_) in enumerate(produced)
+            (i, key, value, timestamp)
+            for i, (t, key, value, timestamp, *_) in enumerate(produced)
             if t == topic and key is not None
         ]
         apply_changelog(store, name, "0_0", records)

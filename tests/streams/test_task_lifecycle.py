@@ -28,6 +28,7 @@ from headrace.streams import (
     Topology,
 )
 from headrace.streams.runtime._partition_groups import changelog_topics
+from headrace.streams.runtime._standby import apply_changelog
 from headrace.streams.runtime._tasks import RuntimeTask, RuntimeTaskState, TaskManager
 
 APP = "lifecycle"
@@ -243,15 +244,20 @@ def windowed_counts() -> Topology:
     return builder.build()
 
 
-def _finals(task: TaskExecutor, logs: dict[str, list[tuple[bytes, bytes | None]]]) -> list[str]:
+def _finals(
+    task: TaskExecutor, logs: dict[str, list[tuple[int, bytes, bytes | None, int]]]
+) -> list[str]:
+    """The final results drained; changelog records kept in ``logs`` as the runtime's
+    changelog reader gives them, ``(offset, key, value, timestamp)``."""
     out = []
-    for topic, key, value, *_ in task.drain():
+    for topic, key, value, timestamp, *_ in task.drain():
         if topic == "finals":
             assert key is not None and value is not None
             out.append(f"{key.decode()}@{value.decode()}")
         else:
             assert key is not None
-            logs.setdefault(topic, []).append((key, value))
+            log = logs.setdefault(topic, [])
+            log.append((len(log), key, value, timestamp))
     return out
 
 
@@ -265,7 +271,7 @@ def test_final_results_restored_from_the_changelog_are_pending_again(
     views = [("a", 10_000), ("b", 20_000), ("a", 65_000)]
     first.process([("views", 0, i, ts, k.encode(), b"v", ()) for i, (k, ts) in enumerate(views)])
     first.flush()
-    logs: dict[str, list[tuple[bytes, bytes | None]]] = {}
+    logs: dict[str, list[tuple[int, bytes, bytes | None, int]]] = {}
     emitted = _finals(first, logs)
     first.close()
     assert emitted == ["a@0:1", "b@0:1"]
@@ -275,7 +281,7 @@ def test_final_results_restored_from_the_changelog_are_pending_again(
     second = _task(windowed_counts(), tmp_path / "second", wall=1_000_000)
     second.open_stores()
     for store, topic in stores.items():
-        second.stores[store].restore_batch(logs[topic])
+        apply_changelog(second.stores[store], store, "0_0", logs[topic])
     second.start(wall_clock_ms=2_000_000)
     # Input stays quiet: minute 1 closes on idle time (stream time 65 s + idle > 120 s).
     second.punctuate_wall_clock(2_000_000 + MINUTE)
