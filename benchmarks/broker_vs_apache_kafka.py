@@ -413,6 +413,39 @@ def save(path: Path | None, cells: list[Cell], brokers_seen: dict[str, Any]) -> 
         )
 
 
+def run_from_commit(commit: str, root: Path) -> str:
+    """Make the ``headrace`` that brokers start from here the one of ``commit``, not the
+    working tree (where edits in progress would enter the measurement); returns the full
+    commit id.
+
+    The commit's files are unpacked under ``root`` and laid out as installed (each folder of
+    pyproject's package-dir moved to its sub-package's place); the brokers start with that
+    on PYTHONPATH and with ``root`` as working directory, so neither the editable install's
+    finder nor the repository's own ``headrace/`` folder is reached first.
+    """
+    import tomllib
+
+    repo = Path(__file__).resolve().parent.parent
+    full = subprocess.run(
+        ["git", "rev-parse", commit], cwd=repo, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    source = root / "source"
+    source.mkdir(parents=True)
+    archive = subprocess.run(
+        ["git", "archive", full], cwd=repo, capture_output=True, check=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(source)], input=archive, check=True)
+    layout = tomllib.loads((source / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "package-dir"
+    ]
+    installed = root / "installed"
+    for package, folder in sorted(layout.items()):  # parents before their sub-packages
+        shutil.copytree(source / folder, installed / package.replace(".", "/"))
+    os.environ["PYTHONPATH"] = str(installed)
+    os.chdir(installed)
+    return full
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--durabilities", nargs="+", default=["default", "equal"])
@@ -424,7 +457,15 @@ def main() -> None:
     parser.add_argument("--e2e-records", type=int, default=1000)
     parser.add_argument("--paced-seconds", type=float, default=20)
     parser.add_argument("--json", type=Path, help="write every run's figures here")
+    parser.add_argument(
+        "--headrace-at", metavar="COMMIT", help="run headrace's broker as of this commit"
+    )
     args = parser.parse_args()
+    if args.json:
+        args.json = args.json.resolve()
+    if args.headrace_at:
+        commit = run_from_commit(args.headrace_at, Path(tempfile.mkdtemp(prefix="headrace-")))
+        print(f"headrace's broker as of {commit}", flush=True)
     print(f"load average at start {load()} on {os.cpu_count()} cores", flush=True)
     cells: list[Cell] = []
     brokers_seen: dict[str, dict[str, Any]] = {}
