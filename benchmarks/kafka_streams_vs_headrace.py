@@ -95,8 +95,9 @@ TOPOLOGIES = ("stateless", "count", "windowed", "join")
 GUARANTEES = ("at_least_once", "exactly_once_v2")
 PEERS = ("headrace", "kafka-streams")
 END_KEY = b"~end"
-# Event time ends about now: Apache Kafka deletes by time (7 days) records stamped older.
-BASE_MS = (int(time.time() * 1000) // WINDOW_MS - 1_300_000_000 // WINDOW_MS) * WINDOW_MS
+# Event time starts 4 hours ago (10,000,000 records span 3.3 hours): Apache Kafka deletes
+# by time (7 days) records stamped older, and would delete the input under the run.
+BASE_MS = (int(time.time() * 1000) - 4 * 3600 * 1000) // WINDOW_MS * WINDOW_MS
 
 
 # -- the input, and what the output must be ----------------------------------------------
