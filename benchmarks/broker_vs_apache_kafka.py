@@ -90,6 +90,12 @@ def peak_rss_mb(pid: int) -> float:
     return total_kb / 1024
 
 
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time ``pid`` has used so far (all its threads)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def answers_metadata(bootstrap: str) -> bool:
     """Whether the broker answers a Metadata request listing a broker: ready for clients."""
     from kio.schema.metadata.v12.request import MetadataRequest
@@ -352,8 +358,16 @@ def measure_cell(brokers: Sequence[Broker], cell: Cell, args: argparse.Namespace
     for round_no in range(args.runs):
         for broker in alternating(brokers, round_no):
             cell.loads.append(load())
-            p = produce(broker, topic, records, cell.size) | {"load": load()}
-            c = consume(broker, topic, records, f"g-{round_no}") | {"load": load()}
+            # the broker's CPU per record: what it costs whatever share of the shared
+            # machine's cores it was given
+            before = cpu_seconds(broker.pid)
+            p = produce(broker, topic, records, cell.size)
+            after = cpu_seconds(broker.pid)
+            p["cpu_us"] = (after - before) * 1e6 / records
+            p["load"] = load()
+            c = consume(broker, topic, records, f"g-{round_no}")
+            c["cpu_us"] = (cpu_seconds(broker.pid) - after) * 1e6 / records
+            c["load"] = load()
             cell.produced.setdefault(broker.name, []).append(p)
             cell.consumed.setdefault(broker.name, []).append(c)
             print(f"  {broker.name:8} round {round_no}: produce {p} consume {c}", flush=True)
@@ -372,13 +386,19 @@ def median(rows: list[dict[str, Any]], key: str) -> float:
     return statistics.median(float(r[key]) for r in rows)
 
 
+def _first(loads: str) -> float:
+    return float(loads.split()[0])
+
+
 def report(cells: list[Cell], brokers_seen: dict[str, dict[str, Any]]) -> None:
     columns = [
         ("prod rec/s", "produced", "rec_s", "{:,.0f}"),
         ("prod MB/s", "produced", "mb_s", "{:.1f}"),
         ("prod p99 ms", "produced", "p99_ms", "{:.0f}"),
+        ("prod broker CPU us/rec", "produced", "cpu_us", "{:.1f}"),
         ("cons rec/s", "consumed", "rec_s", "{:,.0f}"),
         ("cons fetch rec/s", "consumed", "fetch_rec_s", "{:,.0f}"),
+        ("cons broker CPU us/rec", "consumed", "cpu_us", "{:.1f}"),
         ("p99 ms @half", "latency", "paced_p99_ms", "{:.0f}"),
         ("e2e p50 ms", "latency", "e2e_p50_ms", "{:.0f}"),
         ("e2e p99 ms", "latency", "e2e_p99_ms", "{:.0f}"),
@@ -390,7 +410,7 @@ def report(cells: list[Cell], brokers_seen: dict[str, dict[str, Any]]) -> None:
     for cell in cells:
         for label, kind, key, spec in columns:
             runs = getattr(cell, kind)
-            if "headrace" not in runs or "kafka" not in runs:
+            if "headrace" not in runs or "kafka" not in runs or key not in runs["kafka"][0]:
                 continue
             ours, theirs = median(runs["headrace"], key), median(runs["kafka"], key)
             ratio = f"{ours / theirs:.2f}" if theirs else "-"
@@ -398,7 +418,7 @@ def report(cells: list[Cell], brokers_seen: dict[str, dict[str, Any]]) -> None:
             print(
                 f"| {cell.durability} | {cell.size} | {cell.partitions} | {label} "
                 f"| {spec.format(ours)} | {spec.format(theirs)} | {ratio} "
-                f"| {min(loads)} .. {max(loads)} |"
+                f"| {min(loads, key=_first)} .. {max(loads, key=_first)} |"
             )
     print("\nbrokers: time to ready (s) and peak RSS (MiB), per durability")
     for key, seen in brokers_seen.items():
@@ -460,7 +480,17 @@ def main() -> None:
     parser.add_argument(
         "--headrace-at", metavar="COMMIT", help="run headrace's broker as of this commit"
     )
+    parser.add_argument(
+        "--report", type=Path, nargs="+", metavar="JSON", help="only print these runs' table"
+    )
     args = parser.parse_args()
+    if args.report:
+        cells, brokers_seen = [], {}
+        for saved in map(json.loads, (path.read_text() for path in args.report)):
+            cells += [Cell(**c) for c in saved["cells"]]
+            brokers_seen |= saved["brokers"]
+        report(cells, brokers_seen)
+        return
     if args.json:
         args.json = args.json.resolve()
     if args.headrace_at:
