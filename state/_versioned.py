@@ -88,6 +88,10 @@ class VersionedBytesStore(BackendStore):
         super().__init__(name, backend)
         self.history_retention = history_retention
         self.observed_stream_time = -1
+        # Where the last expiry scan ended: nothing can expire below it any more (a new
+        # version starts at or after it), and starting there skips the deletes RocksDB
+        # still keeps as tombstones. ``None``: scan from the start once.
+        self._expired_upto: int | None = None
         self._versions: Table | None = None
         self._expiry: Table | None = None
         self._meta: Table | None = None
@@ -193,7 +197,11 @@ class VersionedBytesStore(BackendStore):
         at or before observed stream time minus the history retention."""
         versions, expiry = self._tables()
         bound = self.observed_stream_time - self.history_retention
-        gone = list(iterate(expiry, None, _time(bound + 1)))
+        start = self._expired_upto
+        if start is not None and bound < start:
+            return
+        gone = list(iterate(expiry, None if start is None else _time(start), _time(bound + 1)))
+        self._expired_upto = bound
         if not gone:
             return
         expiry.write([(entry, None) for entry, _ in gone])
