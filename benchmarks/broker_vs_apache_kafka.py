@@ -212,7 +212,7 @@ _PRODUCED = re.compile(
 
 def produce(
     broker: Broker, topic: str, records: int, size: int, rate: float = -1
-) -> dict[str, float]:
+) -> dict[str, Any]:
     """ProducerPerformance's summary: records/s, MB/s and latency percentiles (ms)."""
     out = perf_tool(
         PRODUCER_PERF,
@@ -236,7 +236,7 @@ def produce(
     return {"rec_s": float(rec_s), "mb_s": float(mb_s), "p50_ms": float(p50), "p99_ms": float(p99)}
 
 
-def consume(broker: Broker, topic: str, records: int, group: str) -> dict[str, float]:
+def consume(broker: Broker, topic: str, records: int, group: str) -> dict[str, Any]:
     """ConsumerPerformance's summary: records/s over the whole run (group join included) and
     over its fetching only, and the join's time."""
     out = perf_tool(
@@ -272,7 +272,7 @@ def consume(broker: Broker, topic: str, records: int, group: str) -> dict[str, f
 _E2E = re.compile(r"50th = ([\d.]+), 99th = ([\d.]+)")
 
 
-def end_to_end(broker: Broker, topic: str, records: int, size: int) -> dict[str, float]:
+def end_to_end(broker: Broker, topic: str, records: int, size: int) -> dict[str, Any]:
     """EndToEndLatency's p50 and p99 (ms, whole milliseconds as the tool truncates them)."""
     out = perf_tool(END_TO_END_LATENCY, broker.bootstrap, topic, str(records), "all", str(size))
     found = _E2E.search(out)
@@ -484,8 +484,9 @@ def main() -> None:
         "--report", type=Path, nargs="+", metavar="JSON", help="only print these runs' table"
     )
     args = parser.parse_args()
+    cells: list[Cell] = []
+    brokers_seen: dict[str, dict[str, Any]] = {}
     if args.report:
-        cells, brokers_seen = [], {}
         for saved in map(json.loads, (path.read_text() for path in args.report)):
             cells += [Cell(**c) for c in saved["cells"]]
             brokers_seen |= saved["brokers"]
@@ -497,8 +498,6 @@ def main() -> None:
         commit = run_from_commit(args.headrace_at, Path(tempfile.mkdtemp(prefix="headrace-")))
         print(f"headrace's broker as of {commit}", flush=True)
     print(f"load average at start {load()} on {os.cpu_count()} cores", flush=True)
-    cells: list[Cell] = []
-    brokers_seen: dict[str, dict[str, Any]] = {}
     for durability in args.durabilities:
         root = Path(tempfile.mkdtemp(prefix=f"vs-kafka-{durability}-"))
         try:
