@@ -1,10 +1,19 @@
-"""The broker's own settings (topic-level settings live in storage's config table)."""
+"""The broker's own settings (topic-level settings live in storage's config table).
+
+Each plain setting is one row: a field whose default is given by ``setting(...)`` with
+its Kafka key, the flag's help and whether it has a flag (see ``_setting_table``). The
+rest are written by hand: the data directory, host and port (``--data-dir``/``log.dirs``
+and ``--listen``/``listeners`` are read with their own rules), fsync (a flag of two words
+that Kafka has no key for), topic defaults (keyed by storage's topic config table),
+listeners, security and share groups (many keys each, read by their own modules).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ._setting_table import BOOLEAN, LIST, describe, setting, setting_rows
 from .security import Listener, SecurityConfig
 from .share import ShareConfig
 
@@ -14,51 +23,121 @@ class BrokerConfig:
     data_dir: Path
     host: str = "127.0.0.1"
     port: int = 9092
-    node_id: int = 1
+    node_id: int = setting("node.id", 1, flag=False, synonyms=("broker.id",))
     # fsync produced bytes before answering acks=1/all; False is `--fsync never`.
     fsync: bool = True
-    auto_create_topics_enable: bool = True
-    num_partitions: int = 1
-    socket_request_max_bytes: int = 100 * 1024 * 1024
+    auto_create_topics_enable: bool = setting(
+        "auto.create.topics.enable", True, kind=BOOLEAN, flag="--no-auto-create-topics"
+    )
+    num_partitions: int = setting(
+        "num.partitions", 1, help="partitions of auto-created topics (default 1)"
+    )
+    socket_request_max_bytes: int = setting(
+        "socket.request.max.bytes", 100 * 1024 * 1024, help="default 100 MiB", limit=True
+    )
     # Frames a SASL listener reads before its client has authenticated: Kafka's
     # sasl.server.max.receive.size, so strangers cannot make it buffer 100 MiB each.
-    sasl_server_max_receive_size: int = 512 * 1024
+    sasl_server_max_receive_size: int = setting(
+        "sasl.server.max.receive.size",
+        512 * 1024,
+        help="largest request before a SASL client has authenticated (default 512 KiB)",
+        limit=True,
+    )
     # How long a failed SASL authentication waits before it is answered (Kafka's
     # connection.failed.authentication.delay.ms): it slows down password guessing.
-    connection_failed_authentication_delay_ms: int = 100
+    connection_failed_authentication_delay_ms: int = setting(
+        "connection.failed.authentication.delay.ms",
+        100,
+        help="wait before answering a failed SASL authentication (default 100)",
+        limit=True,
+    )
     # Bounds on what clients may make the broker spend (see ``_limits``). None: derived
     # from the open-file limit at start.
-    fetch_max_bytes: int = 55 * 1024 * 1024
+    fetch_max_bytes: int = setting(
+        "fetch.max.bytes",
+        55 * 1024 * 1024,
+        help="largest Fetch response, whatever the client asks for (55 MiB)",
+        limit=True,
+    )
     # Memory all fetch responses in flight may hold together (see ``_fetch_memory``);
     # Kafka has no such setting: it sends fetched bytes from the files with zero copy.
-    fetch_response_max_memory_bytes: int = 256 * 1024 * 1024
-    max_connections: int | None = None
-    max_connections_per_ip: int | None = None
-    connections_max_idle_ms: int = 600_000
-    socket_request_read_timeout_ms: int = 30_000
-    max_broker_partitions: int | None = None
+    fetch_response_max_memory_bytes: int = setting(
+        "fetch.response.max.memory.bytes",
+        256 * 1024 * 1024,
+        help="memory all Fetch responses in flight may hold together (default 256 MiB)",
+        limit=True,
+    )
+    max_connections: int | None = setting(
+        "max.connections", None, help="default: a quarter of the open-file limit", limit=True
+    )
+    max_connections_per_ip: int | None = setting(
+        "max.connections.per.ip", None, help="default: --max-connections", limit=True
+    )
+    connections_max_idle_ms: int = setting(
+        "connections.max.idle.ms", 600_000, help="default 600000", limit=True
+    )
+    socket_request_read_timeout_ms: int = setting(
+        "socket.request.read.timeout.ms",
+        30_000,
+        help="time for the rest of a request once its size has arrived (default 30000)",
+        limit=True,
+    )
+    max_broker_partitions: int | None = setting(
+        "max.broker.partitions",
+        None,
+        help="partitions in all topics together; default from the open-file limit",
+        limit=True,
+    )
     # Topics plus partitions one request may name; None: twice max.broker.partitions.
-    max_partitions_per_request: int | None = None
+    max_partitions_per_request: int | None = setting(
+        "max.partitions.per.request",
+        None,
+        help="topics plus partitions one request may name (default twice the above)",
+        limit=True,
+    )
     # Requests one connection may have in flight before the server stops reading from it.
-    max_in_flight_per_connection: int = 64
-    retention_check_interval_ms: int = 300_000
+    max_in_flight_per_connection: int = setting(
+        "max.in.flight.requests.per.connection",
+        64,
+        help="requests read ahead of their answers on one connection (default 64)",
+        limit=True,
+    )
+    retention_check_interval_ms: int = setting(
+        "log.retention.check.interval.ms", 300_000, flag=False
+    )
     # Pause between passes of the log cleaner over compacted topics.
-    log_cleaner_backoff_ms: int = 15_000
-    group_initial_rebalance_delay_ms: int = 3000
-    group_min_session_timeout_ms: int = 6000
-    group_max_session_timeout_ms: int = 1_800_000
+    log_cleaner_backoff_ms: int = setting(
+        "log.cleaner.backoff.ms",
+        15_000,
+        help="pause between log cleaner passes over compacted topics",
+    )
+    group_initial_rebalance_delay_ms: int = setting("group.initial.rebalance.delay.ms", 3000)
+    group_min_session_timeout_ms: int = setting("group.min.session.timeout.ms", 6000)
+    group_max_session_timeout_ms: int = setting(
+        "group.max.session.timeout.ms", 1_800_000, flag=False
+    )
     # The consumer group protocol (KIP-848); the first assignor is the default.
-    group_consumer_session_timeout_ms: int = 45_000
-    group_consumer_heartbeat_interval_ms: int = 5_000
-    group_consumer_assignors: tuple[str, ...] = ("uniform", "range")
+    group_consumer_session_timeout_ms: int = setting(
+        "group.consumer.session.timeout.ms", 45_000, help="default 45000"
+    )
+    group_consumer_heartbeat_interval_ms: int = setting(
+        "group.consumer.heartbeat.interval.ms", 5_000, help="default 5000"
+    )
+    group_consumer_assignors: tuple[str, ...] = setting(
+        "group.consumer.assignors", ("uniform", "range"), kind=LIST, flag=False
+    )
     # Kafka's default is 50; fewer partition directories suit a single broker.
-    offsets_topic_num_partitions: int = 10
-    transaction_max_timeout_ms: int = 900_000
-    offset_metadata_max_bytes: int = 4096
+    offsets_topic_num_partitions: int = setting("offsets.topic.num.partitions", 10, flag=False)
+    transaction_max_timeout_ms: int = setting(
+        "transaction.max.timeout.ms",
+        900_000,
+        help="longest transaction.timeout.ms a producer may ask for",
+    )
+    offset_metadata_max_bytes: int = setting("offset.metadata.max.bytes", 4096, flag=False)
     # Broker-wide topic config defaults by topic config name (server.properties gives
     # them by their broker names: message.max.bytes sets max.message.bytes).
     topic_defaults: tuple[tuple[str, str], ...] = ()
-    offsets_retention_minutes: int = 7 * 24 * 60
+    offsets_retention_minutes: int = setting("offsets.retention.minutes", 7 * 24 * 60, flag=False)
     # Empty: one PLAINTEXT listener on host:port. Otherwise host and port are the first
     # listener's once the broker is bound.
     listeners: tuple[Listener, ...] = ()
@@ -72,36 +151,11 @@ class BrokerConfig:
     def broker_configs(self) -> dict[str, str]:
         """Broker-level settings as DescribeConfigs reports them."""
         return {
-            "broker.id": str(self.node_id),
-            "node.id": str(self.node_id),
+            **describe(BROKER_SETTINGS, self),
             "log.dirs": str(self.data_dir),
-            "auto.create.topics.enable": str(self.auto_create_topics_enable).lower(),
-            "num.partitions": str(self.num_partitions),
-            "socket.request.max.bytes": str(self.socket_request_max_bytes),
-            "sasl.server.max.receive.size": str(self.sasl_server_max_receive_size),
-            "connection.failed.authentication.delay.ms": str(
-                self.connection_failed_authentication_delay_ms
-            ),
-            "fetch.max.bytes": str(self.fetch_max_bytes),
-            "fetch.response.max.memory.bytes": str(self.fetch_response_max_memory_bytes),
-            "max.connections": str(self.max_connections),
-            "max.connections.per.ip": str(self.max_connections_per_ip),
-            "connections.max.idle.ms": str(self.connections_max_idle_ms),
-            "socket.request.read.timeout.ms": str(self.socket_request_read_timeout_ms),
-            "max.broker.partitions": str(self.max_broker_partitions),
-            "max.partitions.per.request": str(self.max_partitions_per_request),
-            "max.in.flight.requests.per.connection": str(self.max_in_flight_per_connection),
-            "offset.metadata.max.bytes": str(self.offset_metadata_max_bytes),
-            "log.retention.check.interval.ms": str(self.retention_check_interval_ms),
-            "log.cleaner.backoff.ms": str(self.log_cleaner_backoff_ms),
-            "group.initial.rebalance.delay.ms": str(self.group_initial_rebalance_delay_ms),
-            "group.min.session.timeout.ms": str(self.group_min_session_timeout_ms),
-            "group.max.session.timeout.ms": str(self.group_max_session_timeout_ms),
-            "group.consumer.session.timeout.ms": str(self.group_consumer_session_timeout_ms),
-            "group.consumer.heartbeat.interval.ms": str(self.group_consumer_heartbeat_interval_ms),
-            "group.consumer.assignors": ",".join(self.group_consumer_assignors),
-            "offsets.topic.num.partitions": str(self.offsets_topic_num_partitions),
-            "transaction.max.timeout.ms": str(self.transaction_max_timeout_ms),
-            "offsets.retention.minutes": str(self.offsets_retention_minutes),
             "log.flush.policy": "group-commit" if self.fsync else "never",
         }
+
+
+# Every plain setting's row, in BrokerConfig's field order.
+BROKER_SETTINGS = setting_rows(BrokerConfig)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from ._config import BROKER_SETTINGS
+from ._setting_table import from_properties
 from .security import parse_listeners, security_from_properties
 from .share import BROKER_CONFIG_NAMES as SHARE_KEYS
 from .share import share_from_properties
@@ -17,44 +19,6 @@ from .storage import CONFIG_DEFS
 
 log = logging.getLogger("headrace.broker")
 
-# server.properties key -> (Broker setting, converter)
-_PLAIN_KEYS: dict[str, tuple[str, Any]] = {
-    "node.id": ("node_id", int),
-    "broker.id": ("node_id", int),
-    "num.partitions": ("num_partitions", int),
-    "auto.create.topics.enable": ("auto_create_topics_enable", lambda v: v.lower() == "true"),
-    "socket.request.max.bytes": ("socket_request_max_bytes", int),
-    "log.retention.check.interval.ms": ("retention_check_interval_ms", int),
-    "log.cleaner.backoff.ms": ("log_cleaner_backoff_ms", int),
-    "group.initial.rebalance.delay.ms": ("group_initial_rebalance_delay_ms", int),
-    "group.min.session.timeout.ms": ("group_min_session_timeout_ms", int),
-    "group.max.session.timeout.ms": ("group_max_session_timeout_ms", int),
-    "group.consumer.session.timeout.ms": ("group_consumer_session_timeout_ms", int),
-    "group.consumer.heartbeat.interval.ms": ("group_consumer_heartbeat_interval_ms", int),
-    "group.consumer.assignors": (
-        "group_consumer_assignors",
-        lambda v: tuple(a.strip() for a in v.split(",") if a.strip()),
-    ),
-    "offsets.topic.num.partitions": ("offsets_topic_num_partitions", int),
-    "transaction.max.timeout.ms": ("transaction_max_timeout_ms", int),
-    "offsets.retention.minutes": ("offsets_retention_minutes", int),
-    "offset.metadata.max.bytes": ("offset_metadata_max_bytes", int),
-    # Limits on what clients may make the broker spend (see _limits).
-    "fetch.max.bytes": ("fetch_max_bytes", int),
-    "fetch.response.max.memory.bytes": ("fetch_response_max_memory_bytes", int),
-    "max.connections": ("max_connections", int),
-    "max.connections.per.ip": ("max_connections_per_ip", int),
-    "connections.max.idle.ms": ("connections_max_idle_ms", int),
-    "socket.request.read.timeout.ms": ("socket_request_read_timeout_ms", int),
-    "sasl.server.max.receive.size": ("sasl_server_max_receive_size", int),
-    "connection.failed.authentication.delay.ms": (
-        "connection_failed_authentication_delay_ms",
-        int,
-    ),
-    "max.broker.partitions": ("max_broker_partitions", int),
-    "max.partitions.per.request": ("max_partitions_per_request", int),
-    "max.in.flight.requests.per.connection": ("max_in_flight_per_connection", int),
-}
 # Broker-wide defaults of topic configs, by their broker names (message.max.bytes,
 # log.retention.ms, ...): server.properties key -> topic config name.
 _TOPIC_DEFAULT_KEYS = {d.broker_name: name for name, d in CONFIG_DEFS.items() if d.broker_name}
@@ -78,13 +42,7 @@ _SECURITY_PREFIXES = (
 
 def broker_settings(props: dict[str, str]) -> dict[str, Any]:
     """Broker keyword settings (``data_dir`` among them when ``log.dirs`` is set)."""
-    settings: dict[str, Any] = {}
-    for key, (name, convert) in _PLAIN_KEYS.items():
-        if key in props:
-            try:
-                settings[name] = convert(props[key].strip())
-            except ValueError:
-                raise ValueError(f"{key}: cannot read {props[key]!r}") from None
+    settings = from_properties(BROKER_SETTINGS, props)
     if "log.dirs" in props or "log.dir" in props:
         dirs = props.get("log.dirs", props.get("log.dir", "")).split(",")
         if len(dirs) != 1:
@@ -113,7 +71,7 @@ def broker_settings(props: dict[str, str]) -> dict[str, Any]:
     settings["security"] = security_from_properties(props)
     settings["share"] = share_from_properties(props)
     known = (
-        set(_PLAIN_KEYS)
+        {key for row in BROKER_SETTINGS for key in row.keys}
         | SHARE_KEYS
         | set(_TOPIC_DEFAULT_KEYS)
         | set(_IN_HOURS_OR_MINUTES)
