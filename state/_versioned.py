@@ -25,7 +25,8 @@ Layout, in three tables of one backend (RocksDB column families, or sorted dicts
   can expire under the time it stops being visible (its ``valid_to``; a latest
   tombstone's own timestamp), so one forward scan finds what the history retention
   has passed. A latest value is not in it: it never expires;
-* ``meta``: the observed stream time, so a reopened store drops what it dropped before.
+* ``meta``: the observed stream time as of the last flush (a commit), so a reopened
+  store drops what it dropped before.
 
 Timestamps are stored big-endian with the sign bit flipped, so byte order is time order.
 """
@@ -105,6 +106,19 @@ class VersionedBytesStore(BackendStore):
         raw = self._meta.get(_OBSERVED)
         self.observed_stream_time = -1 if raw is None else _untime(raw)
 
+    def flush(self) -> None:
+        """Write the observed stream time down with the versions (a commit flushes), so
+        a reopened store drops what this one would have dropped."""
+        self._tables()
+        assert self._meta is not None
+        self._meta.put(_OBSERVED, _time(self.observed_stream_time))
+        super().flush()
+
+    def close(self) -> None:
+        if self._lifecycle.state is _OPEN:
+            self.flush()
+        super().close()
+
     def _release_tables(self) -> None:
         self._versions = self._expiry = self._meta = None
 
@@ -157,8 +171,6 @@ class VersionedBytesStore(BackendStore):
         versions, expiry = self._tables()
         if timestamp > self.observed_stream_time:
             self.observed_stream_time = timestamp
-            assert self._meta is not None
-            self._meta.put(_OBSERVED, _time(timestamp))
         prefix = _prefix(key)
         writes: list[tuple[bytes, bytes | None]] = []
         index: list[tuple[bytes, bytes | None]] = []
