@@ -475,7 +475,8 @@ def materialize(
         f"{parent.name}-MATERIALIZE",
         (parent,),
         supplier=lambda: tn.Materialize(store.store_name),
-        store_builders=(store.key_value_store(),),
+        # each row keeps its timestamp, for joins to stamp their results with
+        store_builders=(store.key_value_store(timestamped=True),),
         old_values_from_parent=True,
     )
     builder.add_node(node)

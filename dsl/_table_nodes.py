@@ -7,14 +7,18 @@ Value getters answer "what is this key's value in the table now?" for a table at
 point of a chain: a materialized table reads its store, a filter or ``map_values``
 applies itself to its parent's answer. A stream-table or table-table join reads the
 other side through one, so a join never needs the other side materialized twice.
+``get_with_timestamp`` answers with the row's timestamp too (Kafka Streams'
+``KTableValueGetter`` returns ``ValueAndTimestamp``), which a table-table join stamps
+its result with; a table kept in a store without timestamps answers ``NO_TIMESTAMP``.
 """
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from headrace.state import CacheEntry
+from headrace.state import CacheEntry, ValueAndTimestamp
 from headrace.streams import BatchProcessor, ProcessorContext, Rec
 
 from ._binding import decoder, encoder
@@ -24,6 +28,12 @@ if TYPE_CHECKING:
     from ._graph import TableGraphNode
 
 _new_tuple = tuple.__new__
+TIMESTAMP_SIZE = 8  # a timestamped store keeps each value behind its 8-byte timestamp
+pack_timestamp = struct.Struct(">q").pack
+
+NO_TIMESTAMP = -1
+"""The timestamp of a row whose store keeps none: below every record's, so a join's
+max(record's, row's) is the record's."""
 
 
 # -- value getters ----------------------------------------------------------------------
@@ -33,6 +43,25 @@ class ValueGetter(Protocol):
     def init(self, context: ProcessorContext) -> None: ...
 
     def get(self, key: Any) -> Any: ...
+
+
+class TimestampedValueGetter(ValueGetter, Protocol):
+    def get_with_timestamp(self, key: Any) -> ValueAndTimestamp[Any] | None: ...
+
+
+def timestamped_get(getter: ValueGetter) -> Callable[[Any], ValueAndTimestamp[Any] | None]:
+    """``getter``'s ``get_with_timestamp``; for a getter without one (a table of another
+    kind), its value with ``NO_TIMESTAMP``."""
+    with_timestamp = getattr(getter, "get_with_timestamp", None)
+    if with_timestamp is not None:
+        return with_timestamp  # type: ignore[no-any-return]
+    get = getter.get
+
+    def fallback(key: Any) -> ValueAndTimestamp[Any] | None:
+        value = get(key)
+        return None if value is None else ValueAndTimestamp(value, NO_TIMESTAMP)
+
+    return fallback
 
 
 class ValueGetterSupplier(Protocol):
@@ -50,9 +79,16 @@ class StoreValueGetter:
 
     def init(self, context: ProcessorContext) -> None:
         self._store = context.get_state_store(self._name)
+        self._get_with_timestamp = getattr(self._store, "get_with_timestamp", None)
 
     def get(self, key: Any) -> Any:
         return self._store.get(key)
+
+    def get_with_timestamp(self, key: Any) -> ValueAndTimestamp[Any] | None:
+        if self._get_with_timestamp is not None:
+            return self._get_with_timestamp(key)  # type: ignore[no-any-return]
+        value = self._store.get(key)
+        return None if value is None else ValueAndTimestamp(value, NO_TIMESTAMP)
 
 
 class StoreValueGetterSupplier:
@@ -72,10 +108,20 @@ class DerivedValueGetter:
 
     def init(self, context: ProcessorContext) -> None:
         self._parent.init(context)
+        self._parent_with_timestamp = timestamped_get(self._parent)
 
     def get(self, key: Any) -> Any:
         value = self._parent.get(key)
         return None if value is None else self._fn(key, value)
+
+    def get_with_timestamp(self, key: Any) -> ValueAndTimestamp[Any] | None:
+        """The parent's row through ``fn``, keeping the parent's timestamp (a filter
+        or ``map_values`` does not change a row's timestamp)."""
+        row = self._parent_with_timestamp(key)
+        if row is None:
+            return None
+        value = self._fn(key, row[0])
+        return None if value is None else ValueAndTimestamp(value, row[1])
 
 
 class DerivedValueGetterSupplier:
@@ -89,6 +135,21 @@ class DerivedValueGetterSupplier:
 
 
 # -- processors -------------------------------------------------------------------------
+
+
+def _stamping(encode: Callable[[Any], bytes | None]) -> Callable[[Any, int], bytes | None]:
+    """``encode``, its bytes put behind ``timestamp`` (a delete stays ``None``)."""
+
+    def stamped(value: Any, timestamp: int) -> bytes | None:
+        data = encode(value)
+        return None if data is None else pack_timestamp(timestamp) + data
+
+    return stamped
+
+
+def _unstamping(decode: Callable[[bytes | None], Any]) -> Callable[[bytes | None], Any]:
+    """``decode`` of a stamped value's own bytes."""
+    return lambda data: None if data is None else decode(data[TIMESTAMP_SIZE:])
 
 
 class TableSource(BatchProcessor):
@@ -105,8 +166,16 @@ class TableSource(BatchProcessor):
         self.context = context
         topic = f"{context.application_id}-{self._store_name}-changelog"
         self._ek, self._dk = encoder(self._key_serde, topic), decoder(self._key_serde, topic)
-        self._ev, self._dv = encoder(self._value_serde, topic), decoder(self._value_serde, topic)
-        self._bytes = context.get_state_store(self._store_name).inner
+        encode, self._dv = encoder(self._value_serde, topic), decoder(self._value_serde, topic)
+        typed = context.get_state_store(self._store_name)
+        self._bytes = typed.inner
+        # ``_ev(value, timestamp)``: a timestamped store keeps each row behind its
+        # record's timestamp (``headrace.state``'s ``_timestamped`` layout).
+        self._ev: Callable[[Any, int], bytes | None]
+        if hasattr(typed, "get_with_timestamp"):
+            self._ev, self._dv = _stamping(encode), _unstamping(self._dv)
+        else:
+            self._ev = lambda value, _timestamp: encode(value)
         self._send_old = self._node.send_old_values
         self._pending: dict[bytes, int] = {}
         self._cached = self._bytes.set_flush_listener(self._on_flush, self._send_old)
@@ -134,7 +203,7 @@ class TableSource(BatchProcessor):
                 if k is None:
                     continue
                 kb = ek(k)
-                store.put(kb, ev(v))
+                store.put(kb, ev(v, ts))
                 pending[kb] = ts
             return
         out: list[Rec] = []
@@ -144,7 +213,7 @@ class TableSource(BatchProcessor):
                 continue
             kb = ek(k)
             old = dv(store.get(kb)) if send_old else None
-            store.put(kb, ev(v))
+            store.put(kb, ev(v, ts))
             out.append((k, _new_tuple(Change, (v, old)), ts, h, o))
         if out:
             self.context.forward_batch(out)
@@ -221,13 +290,18 @@ class StoreWriter(BatchProcessor):
 
 
 class Materialize(StoreWriter):
-    """Writes each change's new value into a store and passes the change on; this is
-    how a filtered or mapped table becomes queryable."""
+    """Writes each change's new value, with its timestamp, into a store and passes the
+    change on; this is how a filtered or mapped table becomes queryable."""
 
     def process_batch(self, batch: list[Rec]) -> None:
-        put = self._store.put
-        for k, change, _ts, _h, _o in batch:
-            put(k, change[0])
+        put = getattr(self._store, "put_with_timestamp", None)
+        if put is None:  # a store without timestamps
+            plain_put = self._store.put
+            for k, change, _ts, _h, _o in batch:
+                plain_put(k, change[0])
+        else:
+            for k, change, ts, _h, _o in batch:
+                put(k, change[0], ts)
         self.context.forward_batch(batch)
 
 

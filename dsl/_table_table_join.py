@@ -17,8 +17,9 @@ A change that leaves no row where there was one is a delete (a tombstone) downst
 A side whose value alone makes a row (left of a left join, either of an outer one) reads
 its old value to tell such a delete from a delete of a key neither side has, which it
 drops, as Kafka Streams does; a side that needs the other's value sends the delete
-unless the other side's absence rules a row out. The result timestamps are those of the
-changes that caused them.
+unless the other side's absence rules a row out. A result is stamped, as Kafka Streams'
+``KTableKTable*Join`` stamps it, max(the change's timestamp, the other row's) when the
+other side has a row, else the change's.
 """
 
 from __future__ import annotations
@@ -26,10 +27,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from headrace.state import ValueAndTimestamp
 from headrace.streams import BatchProcessor, ProcessorContext, Rec
 
 from ._change import Change
-from ._table_nodes import ValueGetter, ValueGetterSupplier
+from ._table_nodes import ValueGetter, ValueGetterSupplier, timestamped_get
 
 if TYPE_CHECKING:
     from ._graph import TableGraphNode
@@ -61,18 +63,25 @@ class TableJoinSide(BatchProcessor):
         self.context = context
         self._other: ValueGetter = self._other_supplier.get()
         self._other.init(context)
+        self._get_other = timestamped_get(self._other)
         self._send_old = self._node.send_old_values
 
     def process_batch(self, batch: list[Rec]) -> None:
-        get, row, send_old, alone = self._other.get, self._row, self._send_old, self._alone
+        get, row, send_old, alone = self._get_other, self._row, self._send_old, self._alone
         out: list[Rec] = []
         for k, change, ts, h, o in batch:
             if k is None:
                 continue
             new, old = change
-            other = get(k)
-            if other is None and (not alone or (new is None and old is None)):
-                continue  # no row either way: for a delete of a key neither side has, too
+            found = get(k)
+            if found is None:
+                if not alone or (new is None and old is None):
+                    continue  # no row either way: for a delete of a key neither side has, too
+                other = None
+            else:
+                other, other_ts = found
+                if other_ts > ts:
+                    ts = other_ts
             new_row = row(new, other)
             old_row = row(old, other) if send_old else None
             if new_row is None and old_row is None and send_old:
@@ -89,9 +98,19 @@ class JoinValueGetter:
     def init(self, context: ProcessorContext) -> None:
         self._left.init(context)
         self._right.init(context)
+        self._left_ts, self._right_ts = timestamped_get(self._left), timestamped_get(self._right)
 
     def get(self, key: Any) -> Any:
         return self._row(self._left.get(key), self._right.get(key))
+
+    def get_with_timestamp(self, key: Any) -> ValueAndTimestamp[Any] | None:
+        """The join's row for ``key``, stamped with the newer of the rows it joins."""
+        left, right = self._left_ts(key), self._right_ts(key)
+        value = self._row(None if left is None else left[0], None if right is None else right[0])
+        if value is None:
+            return None
+        timestamps = [row[1] for row in (left, right) if row is not None]
+        return ValueAndTimestamp(value, max(timestamps))
 
 
 class JoinValueGetterSupplier:

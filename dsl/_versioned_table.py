@@ -118,7 +118,7 @@ def table_source_parts(store: Materialized) -> TableSourceParts:
             VersionedValueGetterSupplier(name, store.history_retention_ms),
         )
     return TableSourceParts(
-        store.key_value_store(),
+        store.key_value_store(timestamped=True),  # joins stamp results with row times
         lambda node: lambda: TableSource(node, name, ks, vs),
         StoreValueGetterSupplier(name),
     )

@@ -26,17 +26,17 @@ class Difference:
     records: tuple[Record, ...]
 
 
-TABLE_JOIN_TIMESTAMP = Difference(
-    "table and foreign-key join timestamps (max of both rows')",
-    "A table-table join result is stamped max(left row's, right row's timestamp) "
-    "(KTableKTableInnerJoin/LeftJoin/OuterJoin), a foreign-key join's likewise; headrace "
-    "stamps the triggering record's.",
-    "tt_inner",
-    (("right", "b", 3, 14198), ("left", "b", 0, 13000)),
+FK_JOIN_TIMESTAMP = Difference(
+    "foreign-key join timestamps (max of both rows')",
+    "A foreign-key join result is stamped max(the order row's, the customer row's "
+    "timestamp) (SubscriptionJoinProcessorSupplier, ForeignTableJoinProcessorSupplier); "
+    "headrace stamps the triggering record's.",
+    "fk_inner",
+    (("customers", "c1", 5, 9000), ("orders", "a", "c1|7", 1000)),
 )
 
 
-ALL_DIFFERENCES = (TABLE_JOIN_TIMESTAMP,)
+ALL_DIFFERENCES = (FK_JOIN_TIMESTAMP,)
 
 
 @dataclass(frozen=True)
@@ -46,11 +46,8 @@ class Known:
 
 
 KNOWN: dict[str, Known] = {
-    "tt_inner": Known((TABLE_JOIN_TIMESTAMP,)),
-    "tt_left": Known((TABLE_JOIN_TIMESTAMP,), seeds=(1, 2)),
-    "tt_outer": Known((TABLE_JOIN_TIMESTAMP,)),
-    "fk_inner": Known((TABLE_JOIN_TIMESTAMP,), seeds=(2, 3)),
-    "fk_left": Known((TABLE_JOIN_TIMESTAMP,)),
+    "fk_inner": Known((FK_JOIN_TIMESTAMP,), seeds=(2, 3)),
+    "fk_left": Known((FK_JOIN_TIMESTAMP,)),
 }
 
 
