@@ -5,6 +5,12 @@ this module only joins them. A module may also expose ``prepare()``, run before 
 module registers: for what must exist when others build their parsers. ``broker_options`` is an argparse parent parser carrying
 ``--bootstrap-servers`` so every command that talks to a broker spells it the same way.
 
+A command imports only the packages that register it (``COMMANDS``): the others'
+packages bring in the broker, the stream runtime, aiohttp and aiokafka, which cost about a
+second of start-up that ``headrace topics list`` or ``--version`` never uses. The other
+commands are still registered, by name and help only, so ``--help`` and a mistyped
+command read as when every package registers.
+
 A command handler returns an exit code: 0 ok, 1 error, 2 usage. An error is printed as
 one line, never as a traceback; its ``exit_status`` attribute, if any, is the exit code.
 """
@@ -39,6 +45,39 @@ COMMAND_MODULES = (
     "headrace._completion",
 )
 
+_CLIENT_TOOLS = ("headrace.client_tools._commands", "headrace._value_formats")
+
+# Each command, in --help's order: its help line and the modules that register it or add
+# to it (a subset of COMMAND_MODULES). tests/test_cli_startup.py checks both against what
+# the modules register.
+COMMANDS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "broker": ("run the built-in Kafka-protocol broker", BROKER_COMMAND_MODULES),
+    "topics": ("create, list, describe, alter, delete topics", _CLIENT_TOOLS),
+    "produce": ("send lines of stdin or a file as records", _CLIENT_TOOLS),
+    "consume": ("print records of a topic", _CLIENT_TOOLS),
+    "groups": ("list, describe, reset and delete groups", _CLIENT_TOOLS),
+    "configs": ("describe and alter topic or broker configs", _CLIENT_TOOLS),
+    "records": ("delete records up to an offset", _CLIENT_TOOLS),
+    "users": ("SCRAM users of the broker (add, list, delete)", _CLIENT_TOOLS),
+    "acls": ("access control lists (add, list, remove)", _CLIENT_TOOLS),
+    "run": (
+        "run a stream processing application as a service",
+        ("headrace.streams._commands",),
+    ),
+    "describe": (
+        "print the sub-topologies, sources, stores and sinks of a topology",
+        ("headrace.streams._commands",),
+    ),
+    "spark": ("hand topics over to Delta Lake and Spark SQL", ("headrace.spark_bridge._commands",)),
+    "schema-registry": (
+        "run a Confluent-compatible schema registry stored in the _schemas topic",
+        ("headrace.schema_registry._commands",),
+    ),
+    "console": ("a web console of a cluster and its applications", ("headrace.console._commands",)),
+    "demo": ("run the main job on the embedded broker", ("headrace._demo",)),
+    "completion": ("print a shell completion script", ("headrace._completion",)),
+}
+
 
 def _broker_options() -> argparse.ArgumentParser:
     parent = argparse.ArgumentParser(add_help=False)
@@ -56,7 +95,11 @@ def _broker_options() -> argparse.ArgumentParser:
     return parent
 
 
-def build_parser(modules: Sequence[str] = COMMAND_MODULES) -> argparse.ArgumentParser:
+def build_parser(
+    modules: Sequence[str] = COMMAND_MODULES, *, stubs: Sequence[str] = ()
+) -> argparse.ArgumentParser:
+    """The parser ``modules`` register; each command in ``stubs`` is added after them by
+    its name and help only, for a parser that must list every command but runs one."""
     parser = argparse.ArgumentParser(
         prog="headrace",
         description="Stream processing in the Kafka Streams mould, with a built-in broker.",
@@ -70,7 +113,24 @@ def build_parser(modules: Sequence[str] = COMMAND_MODULES) -> argparse.ArgumentP
             module.prepare()
     for module in loaded:
         module.register(subparsers, broker_options)
+    for name in stubs:
+        if name not in subparsers.choices:
+            subparsers.add_parser(name, help=COMMANDS[name][0])
     return parser
+
+
+def parser_for(argv: Sequence[str]) -> argparse.ArgumentParser:
+    """The parser for ``argv``: the command it names registered in full, the others by
+    name and help only (module docstring)."""
+    command = next((word for word in argv if not word.startswith("-")), None)
+    if command == "broker":  # a quick start after a crash (headrace._broker_start)
+        import_kio_without_hypothesis()
+        return build_parser(BROKER_COMMAND_MODULES)
+    homes: tuple[str, ...] = COMMANDS[command][1] if command in COMMANDS else ()
+    if homes == _CLIENT_TOOLS:
+        import_kio_without_hypothesis()  # the client tools' error codes come from kio
+    modules = [m for m in COMMAND_MODULES if m in homes]
+    return build_parser(modules, stubs=list(COMMANDS))
 
 
 def _command_module(name: str) -> ModuleType | None:
@@ -84,12 +144,7 @@ def _command_module(name: str) -> ModuleType | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["broker"]:  # a quick start after a crash (headrace._broker_start)
-        import_kio_without_hypothesis()
-        parser = build_parser(BROKER_COMMAND_MODULES)
-    else:
-        parser = build_parser()
-    args = _parse(parser, argv)
+    args = _parse(parser_for(argv), argv)
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:
         return handler(args)
