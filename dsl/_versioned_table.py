@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from headrace.state import PUT_RETURN_CODE_NOT_PUT
+from headrace.state import PUT_RETURN_CODE_NOT_PUT, ValueAndTimestamp
 from headrace.streams import BatchProcessor, Processor, ProcessorContext, Rec
 
 from ._binding import decoder, encoder
@@ -88,6 +88,12 @@ class VersionedValueGetter:
     def get_as_of(self, key: Any, timestamp: int) -> Any:
         record = self._store.get(key, timestamp)
         return None if record is None else record.value
+
+    def get_with_timestamp(self, key: Any) -> ValueAndTimestamp[Any] | None:
+        """The latest value with its version's timestamp (a table-table join stamps its
+        result with it, as Kafka Streams' getter of a versioned table answers)."""
+        record = self._store.get(key)
+        return None if record is None else ValueAndTimestamp(record.value, record.timestamp)
 
 
 class VersionedValueGetterSupplier:

@@ -162,3 +162,17 @@ def test_history_retention_is_for_tables_read_from_a_topic_or_a_stream() -> None
     with TopologyTestDriver(b.build(), initial_wall_clock=0) as driver:
         driver.create_input_topic("in", S, L).pipe_input("k", 1, timestamp=5)
         assert driver.get_state_store("rows").get("k") == VersionedRecord(1, 5, None)
+
+
+def test_a_table_join_stamps_its_result_with_a_versioned_rows_timestamp() -> None:
+    # Kafka Streams stamps a table-table join's result with the larger of the two rows'
+    # timestamps; a versioned row's is its version's start.
+    b = StreamsBuilder()
+    other = b.table("other", key_serde=S, value_serde=L, materialized=materialized(caching=False))
+    other.join(versioned(b), lambda o, v: f"{o}+{v}").to_stream().to(
+        "out", key_serde=S, value_serde=S
+    )
+    with TopologyTestDriver(b.build(), initial_wall_clock=0) as driver:
+        driver.create_input_topic("tbl", S, L).pipe_input("k", 1, timestamp=500)
+        driver.create_input_topic("other", S, L).pipe_input("k", 7, timestamp=100)
+        assert rows(driver) == [("k", "7+1", 500)]
