@@ -17,6 +17,13 @@ def register(subparsers: Any) -> None:
         "describe", help="print the sub-topologies, sources, stores and sinks of a topology"
     )
     describe.add_argument("target", help="path/to/app.py:NAME or package.module:NAME")
+    describe.add_argument(
+        "--format",
+        choices=("text", "mermaid", "dot"),
+        default="text",
+        help="text as Kafka Streams' describe(), a Mermaid flowchart or a Graphviz dot graph"
+        " (default: %(default)s)",
+    )
     describe.set_defaults(handler=_describe)
 
 
@@ -27,5 +34,12 @@ def _describe(args: argparse.Namespace) -> int:
 
     obj = load_target(args.target)
     source = obj._topology_source if isinstance(obj, App) else obj
-    print(resolve_topology(source).describe())
+    description = resolve_topology(source).describe()
+    if args.format == "text":
+        print(description)
+    else:
+        from ._describe_graph import to_dot, to_mermaid
+
+        draw = to_mermaid if args.format == "mermaid" else to_dot
+        print(draw(description), end="")
     return 0
