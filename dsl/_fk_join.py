@@ -13,6 +13,10 @@ through two internal topics, named after the join:
    with the right row's current value; :class:`ForeignUpdate` answers every subscriber
    of a right row again whenever that row changes or is deleted. Answers go to
    ``<name>-subscription-response-topic``, keyed by the left row's key.
+   An answer to a subscription is stamped max(the subscription's timestamp, the right
+   row's), as Kafka Streams' ``SubscriptionJoinProcessorSupplier`` stamps it (an
+   unsubscription's answer too); an answer to a right row's change carries the change's
+   timestamp, as ``ForeignTableJoinProcessorSupplier``'s does.
 3. *Resolve* (left task, :class:`ResponseResolve`): an answer whose hash is not that of
    the left row's current value is stale (the row changed since) and is dropped; the
    others become the result row, or a delete.
@@ -39,7 +43,7 @@ from headrace.streams import BatchProcessor, ProcessorContext, Rec
 
 from ._binding import decoder, encoder
 from ._change import Change
-from ._table_nodes import ValueGetter, ValueGetterSupplier
+from ._table_nodes import ValueGetter, ValueGetterSupplier, timestamped_get
 
 _new_tuple = tuple.__new__
 SUBSCRIBE = b"S"  # answer only if the right row exists
@@ -117,7 +121,9 @@ class SubscriptionSend(BatchProcessor):
                 instruction = UNSUBSCRIBE_ANSWER_NULL if new_fkb is None else UNSUBSCRIBE
                 subscriptions.append((old_fkb, instruction + digest + pkb, ts, h, o))
             if new_fkb is not None:
-                answer_null = spec.left_join or old_fkb is not None
+                # an inner join undoes an old row only when the foreign key moved: with
+                # the same one, an absent right row means there was no row to undo
+                answer_null = spec.left_join or (old_fkb is not None and old_fkb != new_fkb)
                 instruction = SUBSCRIBE_ANSWER_NULL if answer_null else SUBSCRIBE
                 subscriptions.append((new_fkb, instruction + digest + pkb, ts, h, o))
             elif old_fkb is None and spec.left_join and (new is not None or old is not None):
@@ -145,28 +151,33 @@ class SubscriptionReceive(BatchProcessor):
         self._store = context.get_state_store(spec.subscription_store)
         self._right: ValueGetter = self._right_supplier.get()
         self._right.init(context)
+        self._get_right = timestamped_get(self._right)
         self._dfk = decoder(spec.right_key_serde, topic)
         self._erv = encoder(spec.right_value_serde, topic)
 
     def process_batch(self, batch: list[Rec]) -> None:
-        put, get, dfk, erv = self._store.put, self._right.get, self._dfk, self._erv
+        put, get, dfk, erv = self._store.put, self._get_right, self._dfk, self._erv
         out: list[Rec] = []
         for fkb, sub, ts, h, o in batch:
             if fkb is None or sub is None:
                 continue
             instruction, digest, pkb = sub[:1], sub[1 : 1 + HASH_LEN], sub[1 + HASH_LEN :]
             key = _subscription_key(fkb, pkb)
+            foreign = get(dfk(fkb))
+            # A deleted left row's answer (no hash) keeps its own timestamp, as in Kafka
+            # Streams; any other is stamped with the newer of the two rows.
+            newer = foreign is not None and foreign[1] > ts and digest != NO_HASH
+            answered_at = foreign[1] if newer else ts  # type: ignore[index]
             if instruction in (UNSUBSCRIBE, UNSUBSCRIBE_ANSWER_NULL):
                 put(key, None)
                 if instruction == UNSUBSCRIBE_ANSWER_NULL:
-                    out.append((pkb, digest + _ABSENT, ts, h, o))
+                    out.append((pkb, digest + _ABSENT, answered_at, h, o))
                 continue
             put(key, digest)
-            foreign = get(dfk(fkb))
             if foreign is not None:
-                out.append((pkb, digest + _PRESENT + erv(foreign), ts, h, o))
+                out.append((pkb, digest + _PRESENT + erv(foreign[0]), answered_at, h, o))
             elif instruction == SUBSCRIBE_ANSWER_NULL:
-                out.append((pkb, digest + _ABSENT, ts, h, o))
+                out.append((pkb, digest + _ABSENT, answered_at, h, o))
         if out:
             self.context.forward_batch(out)
 

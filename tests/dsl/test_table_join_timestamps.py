@@ -113,3 +113,61 @@ def test_a_join_of_a_join_reads_the_newer_row_of_the_first_join() -> None:
         topics["third"].pipe_input("k", 100, timestamp=3000)
         out = driver.create_output_topic("out", S, S).read_records_to_list()
     assert [(r.key, r.value, r.timestamp) for r in out] == [("k", "100+3", 6000)]
+
+
+# -- foreign-key joins --------------------------------------------------------------------
+
+
+def _fk_pipe(records: list[tuple[str, str, Any, int]], left_join: bool = False) -> list[Any]:
+    """Orders ``"<customer>|<n>"`` joined with customers (longs) by foreign key."""
+    builder = StreamsBuilder()
+    orders = builder.table(
+        "orders", key_serde=S, value_serde=S, materialized=materialized(caching=False)
+    )
+    customers = _table(builder, "customers")
+    join: Any = orders.left_join if left_join else orders.join
+    join(customers, lambda order: order.split("|")[0], lambda o, c: f"{o}*{c}").to_stream().to(
+        "out", key_serde=S, value_serde=S
+    )
+    with TopologyTestDriver(builder.build(), APP) as driver:
+        topics = {
+            "orders": driver.create_input_topic("orders", S, S),
+            "customers": driver.create_input_topic("customers", S, L),
+        }
+        for topic, key, value, ts in records:
+            topics[topic].pipe_input(key, value, timestamp=ts)
+        out = driver.create_output_topic("out", S, S).read_records_to_list()
+    return [(r.key, r.value, r.timestamp) for r in out]
+
+
+def test_a_foreign_key_join_answer_is_stamped_with_the_newer_row() -> None:
+    """An order subscribing to a newer customer row gets the customer's timestamp; a
+    customer's change answers with its own timestamp (Kafka Streams 4.4 gives these)."""
+    out = _fk_pipe(
+        [
+            ("customers", "c1", 5, 9000),
+            ("orders", "a", "c1|7", 1000),  # max(1000, 9000)
+            ("customers", "c1", 6, 4000),  # the change's own timestamp
+            ("orders", "a", "c1|8", 12_000),  # max(12000, 4000)
+        ]
+    )
+    assert out == [("a", "c1|7*5", 9000), ("a", "c1|7*6", 4000), ("a", "c1|8*6", 12_000)]
+
+
+def test_a_deleted_order_keeps_its_own_timestamp() -> None:
+    out = _fk_pipe(
+        [
+            ("customers", "c1", 5, 9000),
+            ("orders", "a", "c1|7", 1000),
+            ("orders", "a", None, 2000),
+        ],
+        left_join=True,
+    )
+    assert out == [("a", "c1|7*5", 9000), ("a", None, 2000)]
+
+
+def test_an_inner_join_row_keeping_its_absent_customer_forwards_nothing() -> None:
+    """The order changes but keeps naming a customer that does not exist: there was no
+    row to undo, so Kafka Streams forwards nothing (headrace forwarded a delete)."""
+    out = _fk_pipe([("orders", "a", "c3|1", 1000), ("orders", "a", "c3|0", 2000)])
+    assert out == []

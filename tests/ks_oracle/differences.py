@@ -26,17 +26,7 @@ class Difference:
     records: tuple[Record, ...]
 
 
-FK_JOIN_TIMESTAMP = Difference(
-    "foreign-key join timestamps (max of both rows')",
-    "A foreign-key join result is stamped max(the order row's, the customer row's "
-    "timestamp) (SubscriptionJoinProcessorSupplier, ForeignTableJoinProcessorSupplier); "
-    "headrace stamps the triggering record's.",
-    "fk_inner",
-    (("customers", "c1", 5, 9000), ("orders", "a", "c1|7", 1000)),
-)
-
-
-ALL_DIFFERENCES = (FK_JOIN_TIMESTAMP,)
+ALL_DIFFERENCES: tuple[Difference, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -45,10 +35,7 @@ class Known:
     seeds: tuple[int, ...] = (1, 2, 3)
 
 
-KNOWN: dict[str, Known] = {
-    "fk_inner": Known((FK_JOIN_TIMESTAMP,), seeds=(2, 3)),
-    "fk_left": Known((FK_JOIN_TIMESTAMP,)),
-}
+KNOWN: dict[str, Known] = {}
 
 
 def known_difference(pair_id: str, seed: int) -> str | None:
