@@ -32,6 +32,7 @@ short tests, not for speed).
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import json
 import os
@@ -495,7 +496,9 @@ def main() -> None:
     if args.json:
         args.json = args.json.resolve()
     if args.headrace_at:
-        commit = run_from_commit(args.headrace_at, Path(tempfile.mkdtemp(prefix="headrace-")))
+        unpacked = Path(tempfile.mkdtemp(prefix="headrace-at-"))
+        atexit.register(shutil.rmtree, unpacked, ignore_errors=True)
+        commit = run_from_commit(args.headrace_at, unpacked)
         print(f"headrace's broker as of {commit}", flush=True)
     print(f"load average at start {load()} on {os.cpu_count()} cores", flush=True)
     for durability in args.durabilities:
