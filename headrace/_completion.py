@@ -1,4 +1,4 @@
-"""``headrace completion bash``: a bash completion script, generated from the parser.
+"""``headrace completion bash|zsh|fish``: a shell completion script.
 
 The script is a table written from ``headrace.cli.build_parser()``: for each command path
 (``""``, ``"topics"``, ``"topics create"``...) the words that may follow it (its
@@ -6,13 +6,20 @@ subcommands and options), and for each option with choices, those choices. So a 
 command or flag completes as soon as it exists. Install it with
 ``headrace completion bash > ~/.local/share/bash-completion/completions/headrace``, or
 ``source <(headrace completion bash)`` in ``~/.bashrc``.
+
+zsh and fish get argcomplete's scripts, which ask ``headrace`` itself what may follow the
+words typed (``complete`` below). argcomplete, not shtab, because shtab writes no fish
+script; argcomplete does both, and a question costs one start of ``headrace``, which
+imports only the command being typed (headrace.cli). bash keeps the table above: it needs
+no process per TAB.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 _FUNCTION = """\
@@ -52,17 +59,34 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
     completion = subparsers.add_parser(
         "completion",
         help="print a shell completion script",
-        description="Print a completion script: source <(headrace completion bash)",
+        description="Print a completion script: source <(headrace completion bash) in"
+        " ~/.bashrc, source <(headrace completion zsh) in ~/.zshrc, or headrace completion"
+        " fish > ~/.config/fish/completions/headrace.fish",
     )
-    completion.add_argument("shell", choices=("bash",))
+    completion.add_argument("shell", choices=("bash", "zsh", "fish"))
     completion.set_defaults(handler=_print)
 
 
 def _print(args: argparse.Namespace) -> int:
+    if args.shell != "bash":
+        from argcomplete.shell_integration import shellcode
+
+        print(shellcode(["headrace"], shell=args.shell), end="")
+        return 0
     from headrace.cli import build_parser
 
     print(bash_script(build_parser()), end="")
     return 0
+
+
+def complete(parser_for: Callable[[Sequence[str]], argparse.ArgumentParser]) -> None:
+    """Answer a zsh or fish script's question (``_ARGCOMPLETE`` is set) with the words
+    that may follow the line typed, and exit; ``parser_for`` builds the parser of the
+    command the line names."""
+    from argcomplete.finders import CompletionFinder
+
+    line = os.environ.get("COMP_LINE", "")[: int(os.environ.get("COMP_POINT", "0") or 0)]
+    CompletionFinder()(parser_for(line.split()[1:]))
 
 
 def _walk(

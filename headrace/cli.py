@@ -144,6 +144,10 @@ def _command_module(name: str) -> ModuleType | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    if "_ARGCOMPLETE" in os.environ:  # a zsh or fish completion script asks
+        from headrace._completion import complete
+
+        complete(parser_for)  # answers and exits
     args = _parse(parser_for(argv), argv)
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:

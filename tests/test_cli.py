@@ -160,7 +160,13 @@ def test_bash_completion_follows_the_parser(capsys: pytest.CaptureFixture[str]) 
         "protobuf",
         "string",
     ]
-    assert _complete(script, "headrace", "completion", "") == ["--help", "-h", "bash"]
+    assert _complete(script, "headrace", "completion", "") == [
+        "--help",
+        "-h",
+        "bash",
+        "fish",
+        "zsh",
+    ]
 
 
 def test_usage_errors_exit_2_and_errors_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
