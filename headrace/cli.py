@@ -38,6 +38,7 @@ COMMAND_MODULES = (
     "headrace.streams._commands",
     "headrace.spark_bridge._commands",
     "headrace.schema_registry._commands",
+    "headrace.schema_registry._cli",
     "headrace.console._commands",
     "headrace._demo",
     "headrace._beside_broker",  # adds to `broker`, registered above
@@ -72,6 +73,10 @@ COMMANDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "schema-registry": (
         "run a Confluent-compatible schema registry stored in the _schemas topic",
         ("headrace.schema_registry._commands",),
+    ),
+    "schemas": (
+        "list, get, register, check and delete schemas of a schema registry",
+        ("headrace.schema_registry._cli",),
     ),
     "console": ("a web console of a cluster and its applications", ("headrace.console._commands",)),
     "demo": ("run the main job on the embedded broker", ("headrace._demo",)),

@@ -64,6 +64,7 @@ print("\\n".join(sorted(sys.modules)))
         ["--help"],
         *([c, "--help"] for c in CLIENT_COMMANDS),
         ["groups", "list", "--help"],
+        ["schemas", "list", "--help"],
     ],
     ids=" ".join,
 )
