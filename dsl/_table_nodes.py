@@ -52,6 +52,8 @@ class TimestampedValueGetter(ValueGetter, Protocol):
 def timestamped_get(getter: ValueGetter) -> Callable[[Any], ValueAndTimestamp[Any] | None]:
     """``getter``'s ``get_with_timestamp``; for a getter without one (a table of another
     kind), its value with ``NO_TIMESTAMP``."""
+    if isinstance(getter, StoreValueGetter) and getter.store_get_with_timestamp is not None:
+        return getter.store_get_with_timestamp  # the store's own: one call less per lookup
     with_timestamp = getattr(getter, "get_with_timestamp", None)
     if with_timestamp is not None:
         return with_timestamp  # type: ignore[no-any-return]
@@ -79,14 +81,16 @@ class StoreValueGetter:
 
     def init(self, context: ProcessorContext) -> None:
         self._store = context.get_state_store(self._name)
-        self._get_with_timestamp = getattr(self._store, "get_with_timestamp", None)
+        self.store_get_with_timestamp: Callable[[Any], ValueAndTimestamp[Any] | None] | None = (
+            getattr(self._store, "get_with_timestamp", None)
+        )
 
     def get(self, key: Any) -> Any:
         return self._store.get(key)
 
     def get_with_timestamp(self, key: Any) -> ValueAndTimestamp[Any] | None:
-        if self._get_with_timestamp is not None:
-            return self._get_with_timestamp(key)  # type: ignore[no-any-return]
+        if self.store_get_with_timestamp is not None:
+            return self.store_get_with_timestamp(key)
         value = self._store.get(key)
         return None if value is None else ValueAndTimestamp(value, NO_TIMESTAMP)
 
