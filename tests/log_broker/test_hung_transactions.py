@@ -26,12 +26,11 @@ from kio.static.primitive import i32, i32Timedelta, i64
 from raw_txn_requests import (
     abort_marker,
     batch,
-    create_topic,
     describe_producers,
     produce_code,
     read_committed,
 )
-from rawkafka import RawClient
+from rawkafka import RawClient, create_topic
 
 from headrace.log_broker import Broker
 from headrace.log_broker.security import (
