@@ -285,6 +285,21 @@ class AiokafkaGroupConsumer:
         :class:`UnsupportedClientError` when the generation cannot be read."""
         return internals.group_generation(self._consumer) >= 0
 
+    def unfetched(self, partition: TopicPartition) -> int | None:
+        tp = AioTP(*partition)
+        try:
+            # read_committed reads up to the last stable offset, not the high watermark:
+            # an open transaction on the topic must not look like records to wait for
+            end = self._consumer.last_stable_offset(tp) if self._exactly_once else None
+            if end is None or end < 0:
+                end = self._consumer.highwater(tp)
+        except (KafkaError, AssertionError):
+            return None
+        position = internals.fetch_position(self._consumer, tp)
+        if end is None or position is None:
+            return None
+        return max(0, int(end) - position)
+
     def highwater(self, partition: TopicPartition) -> int | None:
         try:
             high = self._consumer.highwater(AioTP(*partition))

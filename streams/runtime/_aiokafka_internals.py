@@ -77,6 +77,9 @@ Guards:
 - **transaction state** (:func:`in_transaction`, :func:`transaction_state`): whether
   the producer has a transaction open, and which state of aiokafka's transaction state
   machine it is in (its moves are assertions: ``_aiokafka_txn.py`` checks first).
+- **fetch position** (:func:`fetch_position`): the next offset a poll hands out, read
+  without waiting (``AIOKafkaConsumer.position`` waits while the position is reset), so
+  the processing loop can tell a partition fetched behind (``_fetch_wait.py``) every round.
 """
 
 from __future__ import annotations
@@ -417,6 +420,17 @@ def group_generation(consumer: AIOKafkaConsumer) -> int:
             "member the group removed from a live one, so it does not run"
         )
     return generation
+
+
+def fetch_position(consumer: AIOKafkaConsumer, tp: aiokafka.TopicPartition) -> int | None:
+    """The offset of the next record a poll of ``consumer`` hands out for ``tp``;
+    ``None`` while not known (being reset, not assigned, or aiokafka changed)."""
+    try:
+        state = consumer._subscription.subscription.assignment.state_value(tp)
+        position = state.position if state is not None and state.has_valid_position else None
+    except AttributeError:
+        return None
+    return position if type(position) is int else None
 
 
 def watch_metadata(consumer: AIOKafkaConsumer, listener: Callable[[Any], None]) -> bool:

@@ -77,6 +77,10 @@ class GroupConsumer(Protocol):
 
     async def commit(self, offsets: Mapping[TopicPartition, int]) -> None: ...
 
+    def unfetched(self, partition: TopicPartition) -> int | None:
+        """Records of ``partition`` on the broker (up to the last stable offset under
+        read_committed) that no poll has handed out yet; ``None`` while not known."""
+
     def highwater(self, partition: TopicPartition) -> int | None:
         """The partition's end offset as last fetched, or ``None`` before any fetch."""
 
