@@ -1,8 +1,9 @@
 """The processing loop of a running App: rounds of records through the tasks.
 
 One round, step by step: read what is new on the global topics into the global stores;
-poll a batch of records; feed each partition's records to its task; send what the tasks
-produced; run due wall-clock punctuations; restore a round of changelog records if any
+poll a batch of records; hold back those of a task until each of its partitions has
+records or none left to fetch (``_fetch_wait.py``); feed each partition's records to its
+task; send what the tasks produced; run due wall-clock punctuations; restore a round of changelog records if any
 task is restoring (a task whose restore completes starts its processors and has its
 partitions resumed); apply what the standby reader fetched (``_standby.py``); commit when
 the interval has passed or a task asked for it (``_commit.py`` owns the commit), then
@@ -25,6 +26,7 @@ from .._errors import ProcessingError
 from .._record import ConsumedAt, ConsumedRecord, ProducedRecord
 from ._client import TopicPartition
 from ._errors import FencedError, TransactionError
+from ._fetch_wait import FetchWait
 from ._metrics import AppMetrics
 from ._rebalance import count_tasks
 from ._settings import AppSettings
@@ -51,6 +53,7 @@ class ProcessingLoop:
         self._lock = lock
         self.consumed = 0
         self.produced = 0
+        self._fetch_wait = FetchWait(rt.consumer)
 
     async def run(self) -> None:
         """Run rounds until ``rt.stop`` is set; an error a round cannot handle ends the
@@ -149,6 +152,8 @@ class ProcessingLoop:
         consumed, latency = self._metrics.records_consumed, self._metrics.process_latency
         fed: dict[str, RuntimeTask] = {}
         batches = work.with_held(batches, by_partition)
+        # a task whose other partitions are fetched behind waits for them
+        batches = self._fetch_wait.take(batches, by_partition)
         for tp, records in batches.items():
             task = by_partition.get(tp)
             if task is None or not task.running or not records:
