@@ -5,10 +5,11 @@ poll a batch of records; hold back those of a task until each of its partitions 
 records or none left to fetch (``_fetch_wait.py``); feed each partition's records to its
 task; send what the tasks produced; run due wall-clock punctuations; restore a round of
 changelog records if any task is restoring (a task whose restore completes starts its
-processors and has its partitions resumed); apply what the standby reader fetched (``_standby.py``); commit when
-the interval has passed or a task asked for it (``_commit.py`` owns the commit), then
-checkpoint the global stores and the standbys. Everything after the poll holds the
-App's lock, which the rebalance callbacks (``_rebalance.py``) hold too.
+processors and has its partitions resumed); apply what the standby reader fetched
+(``_standby.py``); commit when the interval has passed or a task asked for it
+(``_commit.py`` owns the commit), then checkpoint the global stores and the standbys.
+Everything after the poll holds the App's lock, which the rebalance callbacks
+(``_rebalance.py``) hold too.
 
 A batch that fails in processing runs again record by record, each failing record going
 to the processing error handler (:meth:`ProcessingLoop._replay`). Under exactly-once a
