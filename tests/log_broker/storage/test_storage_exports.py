@@ -22,6 +22,7 @@ def test_public_surface_is_pinned() -> None:
             "InvalidRecordError",
             "InvalidTopicError",
             "KafkaStorageError",
+            "LocatedBytes",
             "LogClosedError",
             "LogManager",
             "LogState",
