@@ -10,25 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._hot_codecs import _COUNT, _V7_FETCH_TOP, _fetch_partition, _string
+from ._hot_codecs import fetch_response_parts
 
 
 def fetch_frame_pieces(version: int, correlation_id: int, body: Any) -> list[bytes]:
     """A FetchResponse frame (size prefix, header v0, body) of ``version`` 4-11."""
-    throttle_ms = round(body.throttle_time.total_seconds() * 1000)
-    if version >= 7:
-        parts = [b"", _V7_FETCH_TOP.pack(throttle_ms, body.error_code, body.session_id)]
-    else:
-        parts = [b"", _COUNT.pack(throttle_ms)]
-    parts.append(_COUNT.pack(len(body.responses)))
-    for topic in body.responses:
-        partitions = topic.partitions
-        parts += (_string(topic.topic), _COUNT.pack(len(partitions)))
-        for p in partitions:
-            parts += _fetch_partition(version, p)
-    size = 4 + sum(len(part) for part in parts)  # the correlation id included
-    parts[0] = _COUNT.pack(size) + _COUNT.pack(correlation_id)
-    return _join_small(parts)
+    return _join_small(fetch_response_parts(version, correlation_id, body))
 
 
 COPY_BELOW = 1 << 16  # pieces smaller than this are joined: one write, not dozens

@@ -113,6 +113,11 @@ def _fetch_partition(version: int, p: Any) -> list[bytes]:
 
 def encode_fetch_response(version: int, correlation_id: int, body: Any) -> bytes:
     """A FetchResponse frame (size prefix, header v0, body) of ``version`` 4-11."""
+    return b"".join(fetch_response_parts(version, correlation_id, body))
+
+
+def fetch_response_parts(version: int, correlation_id: int, body: Any) -> list[bytes]:
+    """The frame of :func:`encode_fetch_response` as its parts, the records uncopied."""
     throttle_ms = round(body.throttle_time.total_seconds() * 1000)
     if version >= 7:
         parts = [b"", _V7_FETCH_TOP.pack(throttle_ms, body.error_code, body.session_id)]
@@ -126,7 +131,7 @@ def encode_fetch_response(version: int, correlation_id: int, body: Any) -> bytes
             parts += _fetch_partition(version, p)
     size = 4 + sum(len(part) for part in parts)  # the correlation id included
     parts[0] = _COUNT.pack(size) + _COUNT.pack(correlation_id)
-    return b"".join(parts)
+    return parts
 
 
 Encoder = Callable[[int, int, Any], bytes]
