@@ -7,9 +7,10 @@ Lifecycle (:class:`AppState`)::
                   └───────────┴──> STOPPING ──> STOPPED
     any of STARTING, RUNNING, REBALANCING, STOPPING --error--> FAILED --> STOPPED
 
-Start-up, step by step: resolve the topology; start the HTTP server (its address goes
-to the group for interactive queries); build the :class:`~._startup.Runtime`
-(``_startup.py``): read the partition counts of the source topics (and of the global
+Start-up, step by step: resolve the topology; enter the App's lifespans (what it opens
+for its own code, such as an HTTP client session: ``_lifespan.py``); start the HTTP
+server (its address goes to the group for interactive queries); build the
+:class:`~._startup.Runtime` (``_startup.py``): read the partition counts of the source topics (and of the global
 topics, which must exist) and check co-partitioning; create the internal topics
 (repartition topics and compacted changelogs) that are missing; read the global topics
 to their ends into the global stores (``_global.py``), before any stream task can open;
@@ -22,7 +23,8 @@ until SIGTERM, SIGINT or a failure, and the consumer's rebalance callbacks
 (``_rebalance.py``) commit, close and open tasks as the group's assignment changes;
 a lock keeps the two from interleaving. Shutting down, step by step: a final commit
 (unless failed; a failed instance aborts what is open instead), close the tasks and
-the standbys, close the global stores, stop the clients and the HTTP server.
+the standbys, close the global stores, stop the clients and the HTTP server, exit the
+lifespans.
 
 Under exactly-once the producer is transactional (started before anything is read, so
 its InitProducerId aborts what a predecessor left open) and a failed transaction
@@ -49,6 +51,7 @@ from ._errors import AppStopped, RuntimeFailure, SettingsError
 from ._gc import tune_for_streaming
 from ._global import GlobalStores
 from ._http import HttpServer
+from ._lifespan import Lifespan, Lifespans
 from ._metrics import AppMetrics
 from ._processing import ProcessingLoop
 from ._queries import StoreQueries
@@ -165,6 +168,7 @@ class App:
         self._processing: ProcessingLoop | None = None
         self._loop_task: asyncio.Task[None] | None = None
         self.host = settings.application_server or ""
+        self._lifespans = Lifespans()
 
     def reconfigured(
         self,
@@ -182,12 +186,21 @@ class App:
             base=self._given_settings,
             **options,
         )
-        return App(
+        app = App(
             topology=self._topology_source,
             settings=settings,
             default_key_serde=self._serdes[0],
             default_value_serde=self._serdes[1],
         )
+        app._lifespans = Lifespans(self._lifespans.registered)
+        return app
+
+    def lifespan(self, fn: Lifespan) -> Lifespan:
+        """Register ``fn(app)``, an async generator function (or one returning an async
+        context manager): the part before its ``yield`` runs when the App starts, before
+        the first record; the part after, when it stops, after the last async call
+        (``_lifespan.py``). Returns ``fn``, so it reads as a decorator."""
+        return self._lifespans.add(fn)
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -270,6 +283,7 @@ class App:
                     getattr(builder, "late_records", None)
                 ),
             )
+            await self._lifespans.enter(self)
             if settings.http_port is not None:
                 self._http = HttpServer(
                     settings.http_host, settings.http_port, StoreQueries(self, topology).routes()
@@ -304,6 +318,7 @@ class App:
             self._lifecycle.move(AppState.FAILED)
             if self._http is not None:
                 await self._http.stop()
+            await self._lifespans.exit()
             self._lifecycle.move(AppState.STOPPED)
             raise
         self._runtime, self._processing = runtime, processing
@@ -392,6 +407,7 @@ class App:
         await rt.stop_clients()
         if self._http is not None:
             await self._http.stop()
+        await self._lifespans.exit()
         if self.state is AppState.STOPPING and self._failure is not None:
             self._lifecycle.move(AppState.FAILED)
         self._lifecycle.move(AppState.STOPPED)
