@@ -14,6 +14,7 @@ from ._codecs import FORMATS
 from ._graph import topology_svg
 from ._guard import CSRF_FIELD, SEAL_FIELD
 from ._html import Markup, error_box, link, table
+from ._templates import render
 
 
 def _figures(items: list[tuple[str, Any]]) -> str:
@@ -46,7 +47,7 @@ def overview(
     groups: list[dict[str, Any]],
     apps: list[str],
 ) -> str:
-    user_topics = [t for t in topics if not t["internal"] and not t["name"].startswith("__")]
+    user_topics = [t for t in topics if not is_internal(t)]
     return (
         _figures(
             [
@@ -63,53 +64,35 @@ def overview(
 
 
 def brokers_page(brokers: dict[str, Any]) -> str:
-    rows = [
-        (
-            link(f"/brokers/{b['id']}", b["id"]),
-            b["host"],
-            b["port"],
-            b["rack"],
-            "yes" if b["id"] == brokers["controller"] else "",
-        )
-        for b in brokers["brokers"]
-    ]
-    return table(("ID", "HOST", "PORT", "RACK", "CONTROLLER"), rows, table_id="brokers")
+    return render("brokers.html", brokers=brokers["brokers"], controller=brokers["controller"])
 
 
 def broker_page(configs: list[dict[str, Any]]) -> str:
     return "<h2>Configuration</h2>" + _configs(configs)
 
 
-def topics_page(topics: list[dict[str, Any]], csrf: str | None) -> str:
-    """The topics; with ``csrf`` (an admin console's form field), a form to create one."""
-    rows = [
-        (
-            link(f"/topics/{quote(t['name'], safe='')}", t["name"]),
-            t["partitions"],
-            t["records"],
-            t["end_offset"],
-            t["size"],
-            "yes" if t["internal"] else "",
-        )
-        for t in topics
-    ]
-    body: str = table(
-        ("TOPIC", "PARTITIONS", "RECORDS", "END OFFSETS", "SIZE (BYTES)", "INTERNAL"),
-        rows,
-        table_id="topics",
+def is_internal(topic: dict[str, Any]) -> bool:
+    """Kafka's own internal topics, and those a name starting with ``_`` marks as some
+    service's (the schema registry's ``_schemas``, Kafka Connect's, ...)."""
+    return bool(topic["internal"]) or topic["name"].startswith("_")
+
+
+def topics_page(topics: list[dict[str, Any]], csrf: str | None, search: str = "") -> str:
+    """The topics whose name holds ``search`` (all when empty), internal ones last;
+    with ``csrf`` (an admin console's form field), a form to create one."""
+    needle = search.strip().lower()
+    shown = sorted(
+        (t for t in topics if needle in t["name"].lower()),
+        key=lambda t: (is_internal(t), t["name"]),
     )
-    if csrf is not None:
-        body += (
-            '<h2>Create a topic</h2><form class="inline" method="post" action="/topics">'
-            + _csrf_field(csrf)
-            + '<label>Name<input name="name" required></label>'
-            '<label>Partitions<input name="partitions" type="number" min="1" value="1"></label>'
-            '<label>Replication factor<input name="replication_factor" type="number" min="1" value="1">'
-            "</label>"
-            '<label>Configs (k=v, ...)<input name="configs"></label>'
-            '<button type="submit">Create</button></form>'
-        )
-    return body
+    return render(
+        "topics.html",
+        topics=[{**t, "internal": is_internal(t)} for t in shown],
+        total=len(topics),
+        search=search,
+        csrf=csrf,
+        csrf_field=CSRF_FIELD,
+    )
 
 
 def topic_page(topic: dict[str, Any]) -> str:
@@ -117,8 +100,8 @@ def topic_page(topic: dict[str, Any]) -> str:
     parts = topic["partitions"]
     rows = [
         (
-            p["partition"],
-            p["leader"],
+            str(p["partition"]),  # ids, not quantities: no thousands separators
+            str(p["leader"]),
             ",".join(map(str, p["replicas"])),
             ",".join(map(str, p["isr"])),
             p["start_offset"],
@@ -307,9 +290,9 @@ def transactions_page(transactions: list[dict[str, Any]]) -> str:
         (
             t["transactional_id"],
             t["state"],
-            t["producer_id"],
-            t["producer_epoch"],
-            t["coordinator"],
+            str(t["producer_id"]),  # ids, not quantities: no thousands separators
+            str(t["producer_epoch"]),
+            str(t["coordinator"]),
             _time(t["started_ms"]),
             f"{t['age_s']:.1f} s",
             f"{t['timeout_ms'] / 1000:g} s",

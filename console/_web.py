@@ -28,8 +28,11 @@ from headrace.base.millis import epoch_millis
 from . import _views as views
 from ._apps import AppsReader
 from ._cluster import ClusterReader
+from ._frame import fragment, page
 from ._guard import SEAL_FIELD, AdminGuard, headers
-from ._html import error_box, fragment, page
+from ._html import error_box
+from ._schemas import SchemasReader
+from ._templates import render
 from ._transactions import TransactionsReader
 
 STATIC = Path(__file__).parent / "static"
@@ -54,6 +57,7 @@ class Console:
         console runs beside it), None while there is none yet; ``allowed_host_names``:
         names it answers to besides those of its listen address."""
         self.cluster = ClusterReader(bootstrap_servers, security, schema_registry)
+        self.schemas = SchemasReader(schema_registry) if schema_registry else None
         self._metrics = metrics
         self._bootstrap_servers, self._security = bootstrap_servers, security
         self.apps = AppsReader(apps or [])
@@ -105,10 +109,14 @@ class Console:
             ("/apps", "/apps", self._apps),
             ("/apps/{index}", "/apps", self._app),
             ("/transactions", "/transactions", self._transactions),
+            ("/schemas", "/schemas", self._subjects),
+            ("/schemas/{subject}", "/schemas", self._subject),
+            ("/schemas/{subject}/versions/{version}", "/schemas", self._schema_version),
+            ("/schemas/{subject}/diff", "/schemas", self._schema_diff),
         ]
-        for path, nav, render in pages:
+        for path, nav, body in pages:
             app.router.add_get(
-                path, self._page(nav, render, refresh=path != "/topics/{name}/messages")
+                path, self._page(nav, body, refresh=path != "/topics/{name}/messages")
             )
         app.router.add_post("/topics", self._create_topic)
         app.router.add_post("/groups/{id}/reset", self._reset_offsets)
@@ -131,6 +139,8 @@ class Console:
             status = 200
             try:
                 title, body = await render(request)
+            except web.HTTPNotFound as missing:  # in the frame: the navigation stays
+                title, body, status = "Not found", error_box(missing.text or "not found"), 404
             except web.HTTPException:
                 raise
             except (TimeoutError, KafkaError, OSError, EOFError) as error:
@@ -185,7 +195,9 @@ class Console:
         )
 
     async def _topics(self, request: web.Request) -> tuple[str, str]:
-        return "Topics", views.topics_page(await self.cluster.topics(), self._csrf)
+        return "Topics", views.topics_page(
+            await self.cluster.topics(), self._csrf, request.query.get("q", "")
+        )
 
     async def _topic(self, request: web.Request) -> tuple[str, str]:
         name = request.match_info["name"]
@@ -238,6 +250,42 @@ class Console:
             self._bootstrap_servers, security=self._security, client_id="headrace-console"
         ) as reader:
             return "Transactions in flight", views.transactions_page(await reader.in_flight())
+
+    def _registry(self) -> SchemasReader:
+        if self.schemas is None:
+            raise web.HTTPNotFound(
+                text="the console knows no schema registry: start it with --schema-registry URL"
+            )
+        return self.schemas
+
+    async def _subjects(self, request: web.Request) -> tuple[str, str]:
+        if self.schemas is None:
+            return "Schemas", render("no_registry.html")
+        listed = await self.schemas.subjects()
+        return "Schemas", render("schemas.html", url=self.schemas.url, **listed)
+
+    async def _subject(self, request: web.Request) -> tuple[str, str]:
+        subject = request.match_info["subject"]
+        found = await self._registry().subject(subject)
+        return f"Subject {subject}", render("subject.html", **found)
+
+    async def _schema_version(self, request: web.Request) -> tuple[str, str]:
+        subject = request.match_info["subject"]
+        number = _path_id(request, "version", "version")
+        version = await self._registry().version(subject, number)
+        return f"{subject} version {number}", render("schema_version.html", version=version)
+
+    async def _schema_diff(self, request: web.Request) -> tuple[str, str]:
+        subject = request.match_info["subject"]
+        try:
+            older = _int(request.query.get("from", ""), "from")
+            newer = _int(request.query.get("to", ""), "to")
+        except ValueError as bad:
+            raise web.HTTPBadRequest(text=str(bad)) from None
+        lines = await self._registry().diff(subject, older, newer)
+        return f"{subject}: version {older} to {newer}", render(
+            "schema_diff.html", subject=subject, lines=lines, older=older, newer=newer
+        )
 
     async def _apps(self, request: web.Request) -> tuple[str, str]:
         return "Applications", views.apps_page(await self.apps.overview())

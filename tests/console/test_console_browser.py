@@ -6,11 +6,16 @@ from __future__ import annotations
 
 import json
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
+from console_browsing import figure as _figure
+from console_browsing import nav_links, table_text, wait_for
+from console_browsing import open_page as _open
+from console_browsing import table as _table
 from console_scene import (
     AVRO_TOPIC,
     COMMITTED,
@@ -24,36 +29,6 @@ from console_scene import (
 )
 
 pytestmark = pytest.mark.slow
-
-
-def _open(browser: Any, url: str, name: str) -> None:
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as ec
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    browser.get(url)
-    WebDriverWait(browser, 20).until(ec.presence_of_element_located((By.CSS_SELECTOR, "main h1")))
-    assert "Cluster unavailable" not in browser.find_element(By.TAG_NAME, "h1").text, (
-        browser.find_element(By.TAG_NAME, "main").text
-    )
-    screenshot(browser, name)
-
-
-def _table(browser: Any, table_id: str) -> list[list[str]]:
-    from selenium.webdriver.common.by import By
-
-    rows = browser.find_elements(By.CSS_SELECTOR, f"table#{table_id} tbody tr")
-    return [
-        [cell.text.replace(",", "") for cell in row.find_elements(By.TAG_NAME, "td")]
-        for row in rows
-    ]
-
-
-def _figure(browser: Any, name: str) -> str:
-    from selenium.webdriver.common.by import By
-
-    text: str = browser.find_element(By.CSS_SELECTOR, f'[data-figure="{name}"] b').text
-    return text.replace(",", "")
 
 
 def _watermarks(bootstrap: str, topic: str, partitions: int) -> list[tuple[int, int]]:
@@ -96,8 +71,8 @@ def _sizes_on_disk(data_dir: Path, topic: str, partitions: int) -> dict[int, int
 
 def test_brokers_page(scene: Scene, browser: Any) -> None:
     _open(browser, f"{scene.console_url}/brokers", "brokers")
-    [row] = _table(browser, "brokers")
-    assert row[1:3] == scene.bootstrap.split(":")
+    [row] = table_text(browser, "brokers")
+    assert row[1:3] == scene.bootstrap.split(":")  # a port as it is written: no "19,092"
     _open(browser, f"{scene.console_url}/brokers/{row[0]}", "broker-config")
     assert any(r[0] == "log.dirs" for r in _table(browser, "configs"))
 
@@ -227,3 +202,42 @@ def test_transactions_page_shows_the_open_transaction(scene: Scene, browser: Any
     assert txn[1] == "Ongoing" and txn[8] == f"{PENDING}-0"
     assert float(txn[6].split()[0]) > 0 and txn[7] == "600 s"
     assert _figure(browser, "open transactions") == str(len(rows))
+
+
+def _topic_names(bootstrap: str) -> set[str]:
+    from confluent_kafka.admin import AdminClient
+
+    listed = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10)
+    return set(listed.topics)
+
+
+def test_unknown_topic_keeps_the_navigation(scene: Scene, browser: Any) -> None:
+    from selenium.webdriver.common.by import By
+
+    _open(browser, f"{scene.console_url}/topics/no-such-topic", "topic-unknown")
+    assert browser.find_element(By.TAG_NAME, "h1").text == "Not found"
+    assert "'no-such-topic' does not exist" in browser.find_element(By.TAG_NAME, "main").text
+    assert nav_links(browser)[:3] == ["Overview", "Brokers", "Topics"]
+    with pytest.raises(urllib.error.HTTPError) as missing:
+        urllib.request.urlopen(f"{scene.console_url}/topics/no-such-topic", timeout=10)
+    assert missing.value.code == 404
+    missing.value.close()
+
+
+def test_topics_filter_box_and_internal_topics_last(scene: Scene, browser: Any) -> None:
+    from selenium.webdriver.common.by import By
+
+    _open(browser, f"{scene.console_url}/topics", "topics-all")
+    names = [r[0] for r in _table(browser, "topics")]
+    assert set(names) == _topic_names(scene.bootstrap)
+    internal = [n for n in names if n.startswith("_")]
+    assert {"__consumer_offsets", "_schemas"} <= set(internal)
+    assert names[-len(internal) :] == internal, names  # user topics first, internal last
+    box = browser.find_element(By.CSS_SELECTOR, "form[role=search] input[name=q]")
+    box.send_keys("PAGE-views")  # no JavaScript needed: the form asks the server
+    box.submit()
+    wait_for(browser, "#show-all")  # the filtered page
+    screenshot(browser, "topics-filtered")
+    shown = [r[0] for r in _table(browser, "topics")]
+    assert shown == sorted(n for n in _topic_names(scene.bootstrap) if "page-views" in n)
+    assert "page-views" in shown and ORDERS not in shown
