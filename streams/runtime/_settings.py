@@ -39,8 +39,16 @@ from ._errors import SettingsError
 
 ENV_PREFIX = "HEADRACE_"
 
+# The choices of fixed words, named once for the settings and for ``App(...)``'s keywords.
 ErrorAction = Literal["fail", "continue", "dead_letter"]
 Guarantee = Literal["at_least_once", "exactly_once_v2"]
+Acks = Literal["all", "1", "0"]
+Compression = Literal["none", "gzip", "snappy", "lz4", "zstd"]
+OffsetReset = Literal["earliest", "latest"]
+LogFormat = Literal["json", "text"]
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
+SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
+SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
 
 # Kafka Streams commits every 30 s under at-least-once; a shorter default keeps the
 # replay after a crash small, which matters more here than the cost of a commit.
@@ -71,9 +79,9 @@ class AppSettings(pydantic.BaseModel):
     max_partition_fetch_bytes: int = pydantic.Field(default=8 * 1024 * 1024, ge=1024)
     producer_batch_bytes: int = pydantic.Field(default=1024 * 1024, ge=1024)
     linger_ms: int = pydantic.Field(default=5, ge=0)
-    acks: Literal["all", "1", "0"] = "all"
-    compression_type: Literal["none", "gzip", "snappy", "lz4", "zstd"] = "none"
-    auto_offset_reset: Literal["earliest", "latest"] = "earliest"
+    acks: Acks = "all"
+    compression_type: Compression = "none"
+    auto_offset_reset: OffsetReset = "earliest"
     session_timeout_ms: int = pydantic.Field(default=10_000, ge=1000)
     # How long start-up waits, in all, for a cluster that answers with retriable errors
     # (a broker down, a leader being elected) before it gives up; as Kafka clients'
@@ -90,12 +98,12 @@ class AppSettings(pydantic.BaseModel):
     processing_error_handler: ErrorAction = "fail"
     production_error_handler: ErrorAction = "fail"
     dead_letter_topic: str | None = None
-    log_format: Literal["json", "text"] = "text"
-    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    log_format: LogFormat = "text"
+    log_level: LogLevel = "INFO"
     # Reaching a secured cluster; every client the App opens gets these. Passwords are
     # SecretStr: repr, str, logs and status show them as asterisks.
-    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
-    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = None
+    security_protocol: SecurityProtocol = "PLAINTEXT"
+    sasl_mechanism: SaslMechanism | None = None
     sasl_username: str | None = None
     sasl_password: pydantic.SecretStr | None = None
     ssl_cafile: pathlib.Path | None = None
