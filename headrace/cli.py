@@ -33,6 +33,7 @@ DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 
 # Packages that contribute subcommands, in the order they appear in --help.
 COMMAND_MODULES = (
+    "headrace._init_command",
     "headrace.log_broker._commands",
     "headrace.client_tools._commands",
     "headrace.streams._commands",
@@ -52,6 +53,10 @@ _CLIENT_TOOLS = ("headrace.client_tools._commands", "headrace._value_formats")
 # to it (a subset of COMMAND_MODULES). tests/test_cli_startup.py checks both against what
 # the modules register.
 COMMANDS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "init": (
+        "create a new application's project: app, test, settings, Dockerfile, compose",
+        ("headrace._init_command",),
+    ),
     "broker": ("run the built-in Kafka-protocol broker", BROKER_COMMAND_MODULES),
     "topics": ("create, list, describe, alter, delete topics", _CLIENT_TOOLS),
     "produce": ("send lines of stdin or a file as records", _CLIENT_TOOLS),
