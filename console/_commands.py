@@ -12,6 +12,7 @@ from typing import Any
 
 from headrace.base import PLAINTEXT, ClientSecurity, read_properties
 
+from ._charts import metrics_at
 from ._web import Console
 
 
@@ -43,6 +44,19 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         default=os.environ.get("HEADRACE_SCHEMA_REGISTRY_URL"),
         help="schema registry to decode values in its wire format with"
         " (default: $HEADRACE_SCHEMA_REGISTRY_URL; none when unset)",
+    )
+    parser.add_argument(
+        "--broker-metrics",
+        metavar="URL",
+        help="the broker's Prometheus metrics (headrace broker --metrics-listen), which the"
+        " charts of produce and consume rates and lag are drawn from, and /metrics serves",
+    )
+    parser.add_argument(
+        "--chart-every",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="how often the charts read the broker's metrics (default: %(default)s)",
     )
     parser.add_argument(
         "--admin",
@@ -79,6 +93,8 @@ def console_from(args: argparse.Namespace, bootstrap_servers: str) -> Console:
         security=security,
         schema_registry=args.schema_registry or None,
         allowed_host_names=tuple(args.allowed_hosts.split(",")),
+        metrics=metrics_at(args.broker_metrics) if args.broker_metrics else None,
+        chart_every_s=args.chart_every,
     )
 
 

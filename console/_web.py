@@ -27,11 +27,14 @@ from headrace.base.millis import epoch_millis
 
 from . import _views as views
 from ._apps import AppsReader
+from ._chart_svg import line_chart
+from ._charts import MetricsHistory, rates, window_totals
 from ._cluster import ClusterReader
 from ._frame import fragment, page
 from ._guard import SEAL_FIELD, AdminGuard, headers
 from ._html import error_box
 from ._schemas import SchemasReader
+from ._security import SecurityReader
 from ._templates import render
 from ._transactions import TransactionsReader
 
@@ -51,14 +54,18 @@ class Console:
         schema_registry: str | None = None,
         metrics: Callable[[], Awaitable[bytes | None]] | None = None,
         allowed_host_names: tuple[str, ...] = (),
+        chart_every_s: float = 5.0,
     ) -> None:
         """``schema_registry``: the registry's URL, to decode values in its wire format;
         ``metrics``: Prometheus text to serve at ``/metrics`` (the broker's own, when the
         console runs beside it), None while there is none yet; ``allowed_host_names``:
-        names it answers to besides those of its listen address."""
+        names it answers to besides those of its listen address; ``chart_every_s``: how
+        often the charts sample the broker's metrics."""
         self.cluster = ClusterReader(bootstrap_servers, security, schema_registry)
         self.schemas = SchemasReader(schema_registry) if schema_registry else None
+        self.users_and_acls = SecurityReader(bootstrap_servers, security)
         self._metrics = metrics
+        self.history = MetricsHistory(metrics, chart_every_s) if metrics is not None else None
         self._bootstrap_servers, self._security = bootstrap_servers, security
         self.apps = AppsReader(apps or [])
         self.admin = admin
@@ -76,6 +83,8 @@ class Console:
     async def start(self, host: str = "127.0.0.1", port: int = 8080) -> None:
         await self.cluster.start()
         await self.apps.start()
+        if self.history is not None:
+            self.history.start()
         allowed = allowed_hosts(host, self._allowed_host_names)
         self._site = HttpSite(self.application(allowed), host, port)
         await self._site.start()
@@ -84,6 +93,8 @@ class Console:
         if self._site is not None:
             await self._site.stop()
             self._site = None
+        if self.history is not None:
+            await self.history.stop()
         await self.apps.stop()
         await self.cluster.stop()
 
@@ -113,6 +124,9 @@ class Console:
             ("/schemas/{subject}", "/schemas", self._subject),
             ("/schemas/{subject}/versions/{version}", "/schemas", self._schema_version),
             ("/schemas/{subject}/diff", "/schemas", self._schema_diff),
+            ("/users", "/users", self._users),
+            ("/acls", "/acls", self._acls),
+            ("/charts", "/charts", self._charts),
         ]
         for path, nav, body in pages:
             app.router.add_get(
@@ -285,6 +299,41 @@ class Console:
         lines = await self._registry().diff(subject, older, newer)
         return f"{subject}: version {older} to {newer}", render(
             "schema_diff.html", subject=subject, lines=lines, older=older, newer=newer
+        )
+
+    async def _users(self, request: web.Request) -> tuple[str, str]:
+        answer = await self.users_and_acls.users()
+        return "Users", render("users.html", rows=answer.rows, refused=answer.refused)
+
+    async def _acls(self, request: web.Request) -> tuple[str, str]:
+        answer = await self.users_and_acls.acls()
+        return "ACLs", render("acls.html", rows=answer.rows, refused=answer.refused)
+
+    async def _charts(self, request: web.Request) -> tuple[str, str]:
+        if self.history is None:
+            return "Charts", render("charts.html", history=None)
+        samples = list(self.history.samples)
+        groups = sorted({g for s in samples for g in s.lag})
+        lag_charts = [
+            line_chart(
+                f"chart-lag-{group}",
+                f"Lag of {group}",
+                "records",
+                [(s.at, s.lag[group]) for s in samples if group in s.lag],
+            )
+            for group in groups
+        ]
+        return "Charts", render(
+            "charts.html",
+            history=self.history,
+            produce_chart=line_chart(
+                "chart-produced", "Produced", "records/s", rates(samples, "records_in")
+            ),
+            consume_chart=line_chart(
+                "chart-consumed", "Consumed", "records/s", rates(samples, "records_out")
+            ),
+            lag_charts=lag_charts,
+            totals=window_totals(samples),
         )
 
     async def _apps(self, request: web.Request) -> tuple[str, str]:

@@ -25,14 +25,31 @@ from console_scene import (
 )
 from registryproc import wait_listening
 
+STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+
 
 @pytest.fixture(scope="module")
 def scene(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scene]:
     tmp = tmp_path_factory.mktemp("console")
-    registry_port = free_port()
+    registry_port, broker_port, metrics_port = free_port(), free_port(), free_port()
     registry_url = f"http://127.0.0.1:{registry_port}"
+    metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
+    # An authorizer that lets everyone do what no ACL names: the scene's ACLs (the
+    # ACLs page's) name only resources nothing else here uses.
+    config = tmp / "server.properties"
+    config.write_text(
+        f"listeners=PLAINTEXT://127.0.0.1:{broker_port}\n"
+        f"authorizer.class.name={STANDARD_AUTHORIZER}\n"
+        "allow.everyone.if.no.acl.found=true\n"
+    )
     with BrokerProcess(
-        tmp / "data", "--schema-registry-listen", f"127.0.0.1:{registry_port}"
+        tmp / "data",
+        "--schema-registry-listen",
+        f"127.0.0.1:{registry_port}",
+        "--metrics-listen",
+        f"127.0.0.1:{metrics_port}",
+        port=broker_port,
+        config=config,
     ) as broker:
         assert broker.proc is not None
         txn = setup_cluster(broker.bootstrap)
@@ -65,6 +82,10 @@ def scene(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scene]:
                 f"127.0.0.1:{app_port}",
                 "--schema-registry",
                 registry_url,
+                "--broker-metrics",
+                metrics_url,
+                "--chart-every",
+                "1",
             ],
             tmp / "console.log",
         )
@@ -78,6 +99,7 @@ def scene(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scene]:
                 tmp,
                 tmp / "data",
                 registry_url,
+                metrics_url,
             )
         finally:
             stop(console)

@@ -45,6 +45,7 @@ class Scene:
     tmp: Path
     data_dir: Path
     registry_url: str
+    metrics_url: str  # the broker's own Prometheus endpoint
 
 
 def wait_http(url: str, timeout: float = 30) -> None:

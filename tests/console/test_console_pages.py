@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import time
 import urllib.error
 import urllib.request
 from typing import Any
@@ -112,3 +113,197 @@ def test_an_unknown_subject_is_a_404_inside_the_frame(scene: Scene, browser: Any
         urllib.request.urlopen(f"{scene.console_url}/schemas/no-such-subject", timeout=10)
     assert missing.value.code == 404
     missing.value.close()
+
+
+@pytest.fixture(scope="module")
+def security(scene: Scene) -> Any:
+    """SCRAM users and ACLs, made with confluent-kafka's AdminClient. The ACLs name
+    resources nothing else in the scene uses (the broker allows what no ACL names)."""
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclOperation,
+        AclPermissionType,
+        AdminClient,
+        ResourcePatternType,
+        ResourceType,
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialUpsertion,
+    )
+
+    admin = AdminClient({"bootstrap.servers": scene.bootstrap})
+    upserts = [
+        UserScramCredentialUpsertion(
+            "alice", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 8192), b"alice-secret"
+        ),
+        UserScramCredentialUpsertion(
+            "alice", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), b"alice-secret"
+        ),
+        UserScramCredentialUpsertion(
+            "bob", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 10000), b"bob-secret"
+        ),
+    ]
+    for future in admin.alter_user_scram_credentials(upserts).values():
+        future.result(30)
+    acls = [
+        AclBinding(
+            ResourceType.TOPIC,
+            "ledger",
+            ResourcePatternType.LITERAL,
+            "User:alice",
+            "*",
+            AclOperation.READ,
+            AclPermissionType.ALLOW,
+        ),
+        AclBinding(
+            ResourceType.GROUP,
+            "audit-",
+            ResourcePatternType.PREFIXED,
+            "User:bob",
+            "127.0.0.1",
+            AclOperation.READ,
+            AclPermissionType.DENY,
+        ),
+    ]
+    for future in admin.create_acls(acls).values():
+        future.result(30)
+    return admin
+
+
+def test_users_page_shows_the_scram_credentials(scene: Scene, browser: Any, security: Any) -> None:
+    open_page(browser, f"{scene.console_url}/users", "users")
+    shown = table(browser, "users")
+    assert {row[0] for row in shown} == {"alice", "bob"}  # the scene's only users
+    # Asked by name: librdkafka sends "all users" as an empty list, which the built-in
+    # broker answers with none (Kafka reads null or empty as all).
+    described = {
+        user: future.result(30)
+        for user, future in security.describe_user_scram_credentials(["alice", "bob"]).items()
+    }
+    assert shown == sorted(
+        [user, info.mechanism.name.replace("_", "-"), str(info.iterations)]
+        for user, answer in described.items()
+        for info in answer.scram_credential_infos
+    )
+    assert len(shown) == 3 and figure(browser, "users") == "2"
+
+
+def test_acls_page_shows_every_binding(scene: Scene, browser: Any, security: Any) -> None:
+    from confluent_kafka.admin import (
+        AclBindingFilter,
+        AclOperation,
+        AclPermissionType,
+        ResourcePatternType,
+        ResourceType,
+    )
+
+    everything = AclBindingFilter(
+        ResourceType.ANY,
+        None,
+        ResourcePatternType.ANY,
+        None,
+        None,
+        AclOperation.ANY,
+        AclPermissionType.ANY,
+    )
+    described = security.describe_acls(everything).result(30)
+    expected = sorted(
+        [
+            b.restype.name,
+            b.name,
+            b.resource_pattern_type.name,
+            b.principal,
+            b.host,
+            b.operation.name,
+            b.permission_type.name,
+        ]
+        for b in described
+    )
+    assert len(expected) == 2
+    open_page(browser, f"{scene.console_url}/acls", "acls")
+    assert sorted(table(browser, "acls")) == expected
+    assert figure(browser, "acls") == "2"
+
+
+def _broker_counter(metrics_url: str, name: str, topic: str) -> float:
+    """A per-topic counter as the broker's metrics endpoint gives it to any scraper."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    with urllib.request.urlopen(metrics_url, timeout=10) as response:
+        text = response.read().decode()
+    return sum(
+        s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+        if s.name == name and s.labels.get("topic") == topic
+    )
+
+
+def _group_lag(bootstrap: str, group: str, topic: str, partitions: int) -> int:
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        committed = consumer.committed(
+            [TopicPartition(topic, p) for p in range(partitions)], timeout=10
+        )
+        ends = [consumer.get_watermark_offsets(tp, timeout=10)[1] for tp in committed]
+    finally:
+        consumer.close()
+    return sum(end - tp.offset for tp, end in zip(committed, ends, strict=True) if tp.offset >= 0)
+
+
+def test_charts_of_rates_and_lag_from_the_broker_metrics(scene: Scene, browser: Any) -> None:
+    """Records produced and consumed while the console samples every second: the page's
+    counts over its window match the broker's own counters, read by another scraper,
+    and the lag chart ends at the lag confluent-kafka computes."""
+    from confluent_kafka import Consumer, Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+    from selenium.webdriver.common.by import By
+
+    topic, count = "charted", 400
+    admin = AdminClient({"bootstrap.servers": scene.bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    time.sleep(2.5)  # samples from before the first record: the window starts at zero
+    producer = Producer({"bootstrap.servers": scene.bootstrap, "linger.ms": 50})
+    for i in range(count):
+        producer.produce(topic, key=str(i), value="x" * 20)
+    producer.flush(30)
+    consumer = Consumer(
+        {
+            "bootstrap.servers": scene.bootstrap,
+            "group.id": "chart-readers",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.subscribe([topic])
+    read = 0
+    deadline = time.monotonic() + 30
+    while read < count // 2 and time.monotonic() < deadline:
+        message = consumer.poll(1)
+        if message is not None and message.error() is None:
+            read += 1
+            if read == count // 2:
+                consumer.commit(message, asynchronous=False)
+    consumer.close()
+    produced = _broker_counter(scene.metrics_url, "headrace_broker_records_in_total", topic)
+    assert produced == count
+    lag = _group_lag(scene.bootstrap, "chart-readers", topic, 1)
+    assert lag == count - count // 2
+    deadline = time.monotonic() + 20
+    while True:  # until a sample after the commit is on the page
+        open_page(browser, f"{scene.console_url}/charts", "charts")
+        charts = browser.find_elements(By.CSS_SELECTOR, "figure#chart-lag-chart-readers")
+        rows = {r[0]: r for r in table(browser, "rates")}
+        if charts and charts[0].get_attribute("data-last") == str(lag) and topic in rows:
+            break
+        assert time.monotonic() < deadline, "the charts did not catch up with the broker"
+        time.sleep(1)
+    assert rows[topic][1] == str(count) == rows[topic][5]
+    consumed = _broker_counter(scene.metrics_url, "headrace_broker_records_out_total", topic)
+    assert consumed >= read and rows[topic][2] == str(int(consumed))
+    produced_chart = browser.find_element(By.ID, "chart-produced")
+    assert float(produced_chart.get_attribute("data-max")) > 0
+    assert len(produced_chart.find_elements(By.TAG_NAME, "circle")) >= 2
+    screenshot(browser, "charts")
