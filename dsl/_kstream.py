@@ -41,6 +41,8 @@ if TYPE_CHECKING:
     from ._materialized import Materialized
 
 Predicate = Callable[[K, V], bool]
+# How an async operator forwards its results (``streams/_async.py``'s ``ORDERS``).
+AsyncOrder = Literal["key", "partition", "none"]
 
 
 def _transform(fn: ops.BatchFn) -> ProcessorSupplier:
@@ -253,17 +255,17 @@ class KStream(Generic[K, V]):
         operator: type[aops._AsyncOperator],
         fn: aops.AsyncFn,
         with_key: bool,
-        options: dict[str, Any],
+        concurrency: int,
+        order: AsyncOrder,
+        timeout: float | None,
+        retries: int,
+        backoff: float,
     ) -> GraphNode:
         what = f"KStream.{prefix.lower().replace('-', '_')}"
         try:
             require_coroutine_function(fn, what)
-            opts = AsyncOptions(**options)
-        except TypeError as error:
-            raise TopologyBuildError(
-                f"{what}: {error} (options: concurrency, order, timeout, retries, backoff)"
-            ) from error
-        except TopologyError as error:
+            opts = AsyncOptions(concurrency, order, timeout, retries, backoff)
+        except (TypeError, TopologyError) as error:  # TypeError: a value of the wrong type
             raise TopologyBuildError(f"{what}: {error}") from error
         node_prefix = f"KSTREAM-{prefix.replace('-', '')}-"
         return self._add(node_prefix, name, lambda: operator(fn, opts, with_key))
@@ -275,7 +277,11 @@ class KStream(Generic[K, V]):
         *,
         with_key: Literal[False] = False,
         name: str | None = None,
-        **options: Any,
+        concurrency: int = 16,
+        order: AsyncOrder = "key",
+        timeout: float | None = None,
+        retries: int = 0,
+        backoff: float = 0.1,
     ) -> KStream[K, VR]: ...
 
     @overload
@@ -285,7 +291,11 @@ class KStream(Generic[K, V]):
         *,
         with_key: Literal[True],
         name: str | None = None,
-        **options: Any,
+        concurrency: int = 16,
+        order: AsyncOrder = "key",
+        timeout: float | None = None,
+        retries: int = 0,
+        backoff: float = 0.1,
     ) -> KStream[K, VR]: ...
 
     def map_values_async(
@@ -294,11 +304,36 @@ class KStream(Generic[K, V]):
         *,
         with_key: bool = False,
         name: str | None = None,
-        **options: Any,
+        concurrency: int = 16,
+        order: AsyncOrder = "key",
+        timeout: float | None = None,
+        retries: int = 0,
+        backoff: float = 0.1,
     ) -> KStream[K, Any]:
         """Replace each value by ``await mapper(value)`` (``mapper(key, value)`` with
-        ``with_key``); options: ``concurrency``, ``order``, ``timeout``, ``retries``, ``backoff``."""
-        node = self._async("MAP-VALUES-ASYNC", name, aops.AsyncMapValues, mapper, with_key, options)
+        ``with_key``). The keywords of every async operator:
+
+        :param concurrency: calls in flight at once, per task.
+        :param order: results out per key in input order (``"key"``), all in input order
+            (``"partition"``), or as they finish (``"none"``).
+        :param timeout: seconds an attempt may take (``None``: no limit).
+        :param retries: attempts again after a failed one, the n-th after
+            ``backoff * 2**n`` seconds; a call that still fails goes to the processing
+            error handler.
+        :param backoff: seconds before the first retry.
+        :param name: the processor's name (a generated one by default)."""
+        node = self._async(
+            "MAP-VALUES-ASYNC",
+            name,
+            aops.AsyncMapValues,
+            mapper,
+            with_key,
+            concurrency,
+            order,
+            timeout,
+            retries,
+            backoff,
+        )
         return self._same_key(node, None)
 
     def map_async(
@@ -306,10 +341,28 @@ class KStream(Generic[K, V]):
         mapper: Callable[[K, V], Awaitable[tuple[KR, VR]]],
         *,
         name: str | None = None,
-        **options: Any,
+        concurrency: int = 16,
+        order: AsyncOrder = "key",
+        timeout: float | None = None,
+        retries: int = 0,
+        backoff: float = 0.1,
     ) -> KStream[KR, VR]:
-        """Replace each record by ``await mapper(key, value) -> (new_key, new_value)``."""
-        return self._new_key(self._async("MAP-ASYNC", name, aops.AsyncMap, mapper, True, options))
+        """Replace each record by ``await mapper(key, value) -> (new_key, new_value)``;
+        the keywords as for :meth:`map_values_async`."""
+        return self._new_key(
+            self._async(
+                "MAP-ASYNC",
+                name,
+                aops.AsyncMap,
+                mapper,
+                True,
+                concurrency,
+                order,
+                timeout,
+                retries,
+                backoff,
+            )
+        )
 
     @overload
     def flat_map_values_async(
@@ -318,7 +371,11 @@ class KStream(Generic[K, V]):
         *,
         with_key: Literal[False] = False,
         name: str | None = None,
-        **options: Any,
+        concurrency: int = 16,
+        order: AsyncOrder = "key",
+        timeout: float | None = None,
+        retries: int = 0,
+        backoff: float = 0.1,
     ) -> KStream[K, VR]: ...
 
     @overload
@@ -328,7 +385,11 @@ class KStream(Generic[K, V]):
         *,
         with_key: Literal[True],
         name: str | None = None,
-        **options: Any,
+        concurrency: int = 16,
+        order: AsyncOrder = "key",
+        timeout: float | None = None,
+        retries: int = 0,
+        backoff: float = 0.1,
     ) -> KStream[K, VR]: ...
 
     def flat_map_values_async(
@@ -337,11 +398,25 @@ class KStream(Generic[K, V]):
         *,
         with_key: bool = False,
         name: str | None = None,
-        **options: Any,
+        concurrency: int = 16,
+        order: AsyncOrder = "key",
+        timeout: float | None = None,
+        retries: int = 0,
+        backoff: float = 0.1,
     ) -> KStream[K, Any]:
-        """One record per value of ``await mapper(value)``, same key."""
+        """One record per value of ``await mapper(value)``, same key; the keywords as for
+        :meth:`map_values_async`."""
         node = self._async(
-            "FLAT-MAP-VALUES-ASYNC", name, aops.AsyncFlatMapValues, mapper, with_key, options
+            "FLAT-MAP-VALUES-ASYNC",
+            name,
+            aops.AsyncFlatMapValues,
+            mapper,
+            with_key,
+            concurrency,
+            order,
+            timeout,
+            retries,
+            backoff,
         )
         return self._same_key(node, None)
 
@@ -350,10 +425,26 @@ class KStream(Generic[K, V]):
         predicate: Callable[[K, V], Awaitable[bool]],
         *,
         name: str | None = None,
-        **options: Any,
+        concurrency: int = 16,
+        order: AsyncOrder = "key",
+        timeout: float | None = None,
+        retries: int = 0,
+        backoff: float = 0.1,
     ) -> KStream[K, V]:
-        """Keep the records for which ``await predicate(key, value)`` is true."""
-        node = self._async("FILTER-ASYNC", name, aops.AsyncFilter, predicate, True, options)
+        """Keep the records for which ``await predicate(key, value)`` is true; the keywords
+        as for :meth:`map_values_async`."""
+        node = self._async(
+            "FILTER-ASYNC",
+            name,
+            aops.AsyncFilter,
+            predicate,
+            True,
+            concurrency,
+            order,
+            timeout,
+            retries,
+            backoff,
+        )
         return self._same_key(node, self.value_serde)
 
     def foreach_async(
@@ -361,11 +452,27 @@ class KStream(Generic[K, V]):
         action: Callable[[K, V], Awaitable[object]],
         *,
         name: str | None = None,
-        **options: Any,
+        concurrency: int = 16,
+        order: AsyncOrder = "key",
+        timeout: float | None = None,
+        retries: int = 0,
+        backoff: float = 0.1,
     ) -> None:
         """``await action(key, value)`` for each record; nothing follows. The input
-        offset is committed only after the action finished for it and every record before."""
-        self._async("FOREACH-ASYNC", name, aops.AsyncForeach, action, True, options)
+        offset is committed only after the action finished for it and every record before.
+        The keywords as for :meth:`map_values_async`."""
+        self._async(
+            "FOREACH-ASYNC",
+            name,
+            aops.AsyncForeach,
+            action,
+            True,
+            concurrency,
+            order,
+            timeout,
+            retries,
+            backoff,
+        )
 
     def split(self, *, name: str | None = None) -> BranchedKStream[K, V]:
         """Start routing records to named branches; see :class:`BranchedKStream`."""

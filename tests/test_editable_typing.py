@@ -176,19 +176,47 @@ async def double(n: int) -> int:
     return n * 2
 
 
+async def positive(key: str, n: int) -> bool:
+    return n > 0
+
+
 builder = StreamsBuilder()
 numbers = builder.stream("numbers", key_serde=Serdes.string(), value_serde=Serdes.long())
 reveal_type(numbers)
 numbers.map_values_async(double, concurrency=4, order="partition").to("doubled")
-app = App("doubler", builder.build(), bootstrap_servers="127.0.0.1:9092")
+app = App("doubler", builder.build(), bootstrap_servers="127.0.0.1:9092", linger_ms=10)
 reveal_type(app)
 mistaken: int = app.settings.application_id  # WRONG-TYPE
+App("doubler", builder.build(), bootstrap_server="127.0.0.1:9092")  # MISSPELT-APP
+numbers.filter_async(positive, concurency=4)  # MISSPELT-ASYNC
 """
+
+# What mypy must say on the user's lines marked so, and nowhere else.
+EXPECTED_ERRORS = {
+    "WRONG-TYPE": "Incompatible types in assignment",
+    "MISSPELT-APP": 'Unexpected keyword argument "bootstrap_server" for "App"',
+    "MISSPELT-ASYNC": 'Unexpected keyword argument "concurency" for "filter_async"',
+}
 
 
 @pytest.fixture(scope="module")
 def report(editable: Editable) -> str:
     return editable.mypy(USER_APP)
+
+
+def _errors(report: str) -> dict[int, str]:
+    """mypy's errors in app.py, by line number."""
+    errors = {}
+    for line in report.splitlines():
+        where, _, message = line.partition(": error: ")
+        if message:
+            errors[int(where.removeprefix("app.py:"))] = message
+    return errors
+
+
+def _line_of(mark: str) -> int:
+    (number,) = (n for n, x in enumerate(USER_APP.splitlines(), 1) if x.endswith(f"# {mark}"))
+    return number
 
 
 def test_mypy_finds_headrace_in_the_editable_install(report: str) -> None:
@@ -198,13 +226,19 @@ def test_mypy_finds_headrace_in_the_editable_install(report: str) -> None:
 
 
 def test_a_type_error_in_the_users_file_is_reported(report: str) -> None:
-    """The check is real: the one wrong line of the user's file, and only it, is an error."""
-    line = USER_APP.splitlines().index(
-        next(x for x in USER_APP.splitlines() if x.endswith("# WRONG-TYPE"))
-    )
-    errors = [x for x in report.splitlines() if ": error:" in x]
-    assert len(errors) == 1, report
-    assert errors[0].startswith(f"app.py:{line + 1}: error: Incompatible types in assignment")
+    """The check is real: a wrong type in the user's file is an error."""
+    errors = _errors(report)
+    assert EXPECTED_ERRORS["WRONG-TYPE"] in errors.get(_line_of("WRONG-TYPE"), ""), report
+
+
+def test_a_misspelt_keyword_of_app_or_of_an_async_operator_is_reported(report: str) -> None:
+    """App's settings and the async operators' options are keyword parameters, so a
+    misspelt one is an error where it is written (with ``**options`` it was not), and
+    the marked lines are the only errors."""
+    errors = _errors(report)
+    for mark in ("MISSPELT-APP", "MISSPELT-ASYNC"):
+        assert EXPECTED_ERRORS[mark] in errors.get(_line_of(mark), ""), report
+    assert set(errors) == {_line_of(mark) for mark in EXPECTED_ERRORS}, report
 
 
 def test_an_edit_and_a_new_module_are_seen_without_reinstalling(editable: Editable) -> None:

@@ -38,9 +38,12 @@ import contextlib
 import enum
 import functools
 import logging
+import os
 import signal
 from collections.abc import Callable, Mapping
 from typing import Any
+
+from pydantic import SecretStr
 
 from .._lifecycle import Lifecycle
 from .._topology import Topology
@@ -56,7 +59,18 @@ from ._metrics import AppMetrics
 from ._processing import ProcessingLoop
 from ._queries import StoreQueries
 from ._rebalance import Rebalance
-from ._settings import AppSettings
+from ._settings import (
+    Acks,
+    AppSettings,
+    Compression,
+    ErrorAction,
+    Guarantee,
+    LogFormat,
+    LogLevel,
+    OffsetReset,
+    SaslMechanism,
+    SecurityProtocol,
+)
 from ._startup import Runtime, start_runtime
 from ._tasks import TaskManager
 
@@ -105,6 +119,8 @@ def resolve_topology(
 
 
 _ASYNC_POLL_MS = 5
+# App's keyword parameters that are settings (``application_id`` is passed on apart).
+_SETTING_KEYWORDS = frozenset(AppSettings.model_fields) - {"application_id"}
 _SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
@@ -112,8 +128,69 @@ class App:
     """Runs ``topology`` as ``application_id``; see the module docstring for the steps.
 
     Settings come from keyword arguments, ``HEADRACE_*`` environment variables and an
-    optional ``settings_file`` (:class:`AppSettings`). ``default_key_serde`` and
-    ``default_value_serde`` apply to nodes that name none.
+    optional ``settings_file`` (:class:`AppSettings`, which says which wins). Every
+    setting's keyword defaults to ``None``, "not given": the setting then comes from the
+    environment, the file, or its default (in parentheses below).
+
+    :param application_id: the consumer group, and the prefix of the internal topics and
+        of the state directory (required here, in the file or in the environment).
+    :param topology: a ``Topology``, a ``StreamsBuilder``, or a function returning either.
+    :param settings: settings read beforehand; the keywords given here replace theirs.
+    :param settings_file: a TOML file of settings (JSON when its name ends in ``.json``).
+    :param clients: what opens the Kafka clients (aiokafka's, unless a test gives others).
+    :param default_key_serde: the serde of keys for nodes that name none.
+    :param default_value_serde: the serde of values for nodes that name none.
+    :param bootstrap_servers: ``host:port`` of brokers, comma-separated (127.0.0.1:9092).
+    :param processing_guarantee: ``"at_least_once"`` or ``"exactly_once_v2"`` (at least once).
+    :param state_dir: where the tasks' state stores live (``headrace-streams`` in the
+        system's temporary directory).
+    :param commit_interval_ms: between commits (1000; 100 under exactly-once).
+    :param num_standby_replicas: warm copies of each task's stores kept by other instances (0).
+    :param http_host: the address the HTTP server (health, metrics, queries) listens on.
+    :param http_port: its port; ``0`` picks a free one (no HTTP server unless given).
+    :param application_server: ``host:port`` other instances reach this one's queries at
+        (the HTTP server's address).
+    :param max_poll_records: records per poll, and per processing round (5000).
+    :param poll_timeout_ms: how long a poll waits for records (100).
+    :param fetch_max_bytes: the most a fetch returns (64 MiB).
+    :param max_partition_fetch_bytes: the most a fetch returns per partition (8 MiB).
+    :param producer_batch_bytes: the producer's batch size (1 MiB).
+    :param linger_ms: how long the producer waits to fill a batch (5).
+    :param acks: the producer's acknowledgements (``"all"``).
+    :param compression_type: of the produced batches (``"none"``).
+    :param auto_offset_reset: where a partition without a committed offset starts
+        (``"earliest"``).
+    :param session_timeout_ms: after which the group drops a silent instance (10000).
+    :param startup_timeout_ms: how long start-up waits, in all, for a cluster that answers
+        with retriable errors (60000).
+    :param instance_id: this instance's name in its transactional id under exactly-once
+        (a name kept in the state directory).
+    :param transaction_timeout_ms: after which the broker aborts an open transaction of
+        this instance (half the session timeout; must be below it).
+    :param snapshot_interval_ms: how often an exactly-once commit also snapshots the
+        RocksDB stores (5000).
+    :param heartbeat_interval_ms: between heartbeats to the group; at most a third of the
+        session timeout (1000).
+    :param deserialization_error_handler: what a record that cannot be read does:
+        ``"fail"``, ``"continue"`` or ``"dead_letter"`` (the topology's own).
+    :param processing_error_handler: what a record whose processing raised does (``"fail"``).
+    :param production_error_handler: what a record the broker refused does (``"fail"``).
+    :param dead_letter_topic: where ``"dead_letter"`` sends records
+        (``<application_id>-dead-letters``).
+    :param log_format: ``"text"`` or ``"json"`` (text).
+    :param log_level: ``"DEBUG"``, ``"INFO"``, ``"WARNING"`` or ``"ERROR"`` (INFO).
+    :param security_protocol: how every client reaches the cluster (``"PLAINTEXT"``).
+    :param sasl_mechanism: ``"PLAIN"``, ``"SCRAM-SHA-256"`` or ``"SCRAM-SHA-512"``.
+    :param sasl_username: the SASL user.
+    :param sasl_password: the SASL password (shown as asterisks wherever settings are).
+    :param ssl_cafile: the certificate authorities that sign the brokers' certificates.
+    :param ssl_certfile: this client's certificate, for mutual TLS.
+    :param ssl_keyfile: its private key.
+    :param ssl_password: the private key's password.
+    :param ssl_check_hostname: whether a broker's certificate must name its host (true).
+    :param replication_factor: of the internal topics (-1: the broker's default).
+    :param topic_configs: configs of the internal topics, as Kafka Streams' ``topic.``-
+        prefixed ones (``{"min.insync.replicas": "2"}``).
     """
 
     def __init__(
@@ -126,8 +203,50 @@ class App:
         clients: ClientFactory | None = None,
         default_key_serde: Any = None,
         default_value_serde: Any = None,
-        **options: Any,
+        bootstrap_servers: str | None = None,
+        processing_guarantee: Guarantee | None = None,
+        state_dir: str | os.PathLike[str] | None = None,
+        commit_interval_ms: int | None = None,
+        num_standby_replicas: int | None = None,
+        http_host: str | None = None,
+        http_port: int | None = None,
+        application_server: str | None = None,
+        max_poll_records: int | None = None,
+        poll_timeout_ms: int | None = None,
+        fetch_max_bytes: int | None = None,
+        max_partition_fetch_bytes: int | None = None,
+        producer_batch_bytes: int | None = None,
+        linger_ms: int | None = None,
+        acks: Acks | None = None,
+        compression_type: Compression | None = None,
+        auto_offset_reset: OffsetReset | None = None,
+        session_timeout_ms: int | None = None,
+        startup_timeout_ms: int | None = None,
+        instance_id: str | None = None,
+        transaction_timeout_ms: int | None = None,
+        snapshot_interval_ms: int | None = None,
+        heartbeat_interval_ms: int | None = None,
+        deserialization_error_handler: ErrorAction | None = None,
+        processing_error_handler: ErrorAction | None = None,
+        production_error_handler: ErrorAction | None = None,
+        dead_letter_topic: str | None = None,
+        log_format: LogFormat | None = None,
+        log_level: LogLevel | None = None,
+        security_protocol: SecurityProtocol | None = None,
+        sasl_mechanism: SaslMechanism | None = None,
+        sasl_username: str | None = None,
+        sasl_password: str | SecretStr | None = None,
+        ssl_cafile: str | os.PathLike[str] | None = None,
+        ssl_certfile: str | os.PathLike[str] | None = None,
+        ssl_keyfile: str | os.PathLike[str] | None = None,
+        ssl_password: str | SecretStr | None = None,
+        ssl_check_hostname: bool | None = None,
+        replication_factor: int | None = None,
+        topic_configs: Mapping[str, str] | None = None,
     ) -> None:
+        # The settings given, by name, taken before any other local exists: each keyword after
+        # ``default_value_serde`` is a field of AppSettings (a test keeps the two lists equal).
+        options = {k: v for k, v in locals().items() if k in _SETTING_KEYWORDS and v is not None}
         # What this App was given, without the environment's part where it can tell:
         # ``headrace run`` layers the environment and its flags over it (``reconfigured``).
         given = {

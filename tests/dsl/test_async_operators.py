@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from hypothesis import given, settings
@@ -86,7 +86,7 @@ def test_each_async_operator_does_what_its_sync_twin_does() -> None:
     order=st.sampled_from(["key", "partition"]),
 )
 def test_per_key_output_order_is_input_order_for_any_delays(
-    records: list[tuple[str, int]], concurrency: int, order: str
+    records: list[tuple[str, int]], concurrency: int, order: Literal["key", "partition"]
 ) -> None:
     async def slow(v: int) -> int:
         await turns(v)  # larger values finish later
@@ -156,8 +156,9 @@ def test_a_sync_function_or_an_unknown_option_is_refused_when_building() -> None
     stream = StreamsBuilder().stream("in")
     with pytest.raises(TopologyBuildError, match="async def"):
         stream.map_values_async(lambda v: v)
-    with pytest.raises(TopologyBuildError, match="options"):
-        stream.map_values_async(turns, paralellism=3)
+    # the options are keyword parameters: a misspelt one is Python's own TypeError
+    with pytest.raises(TypeError, match="'paralellism'"):
+        stream.map_values_async(turns, paralellism=3)  # type: ignore[call-overload]
     with pytest.raises(TopologyBuildError, match="order"):
         stream.filter_async(turns, order="sorted")  # type: ignore[arg-type]  # refused before
 
