@@ -128,11 +128,12 @@ def security(scene: Scene) -> Any:
         ResourceType,
         ScramCredentialInfo,
         ScramMechanism,
+        UserScramCredentialAlteration,
         UserScramCredentialUpsertion,
     )
 
     admin = AdminClient({"bootstrap.servers": scene.bootstrap})
-    upserts = [
+    upserts: list[UserScramCredentialAlteration] = [
         UserScramCredentialUpsertion(
             "alice", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 8192), b"alice-secret"
         ),
@@ -197,12 +198,13 @@ def test_acls_page_shows_every_binding(scene: Scene, browser: Any, security: Any
         ResourceType,
     )
 
+    anything: Any = None  # a filter's None matches any name, principal or host
     everything = AclBindingFilter(
         ResourceType.ANY,
-        None,
+        anything,
         ResourcePatternType.ANY,
-        None,
-        None,
+        anything,
+        anything,
         AclOperation.ANY,
         AclPermissionType.ANY,
     )
@@ -285,7 +287,7 @@ def test_charts_of_rates_and_lag_from_the_broker_metrics(scene: Scene, browser: 
         if message is not None and message.error() is None:
             read += 1
             if read == count // 2:
-                consumer.commit(message, asynchronous=False)
+                consumer.commit(message=message, asynchronous=False)
     consumer.close()
     produced = _broker_counter(scene.metrics_url, "headrace_broker_records_in_total", topic)
     assert produced == count
