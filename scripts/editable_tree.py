@@ -15,7 +15,8 @@ Python imports through the tree as well (a path entry is searched before the hoo
 runs is what the type checkers read. The links point at the sources, so an edited module
 needs no reinstall; the sub-packages are links to whole folders, so neither does a module
 added to one of them. Only a module added to ``headrace/`` itself is served by setuptools'
-hook, which stays installed behind the tree, until the next install links it.
+hook, which stays installed behind the tree, until the next install, or
+``python scripts/editable_tree.py`` (``scripts/dev`` runs it), links it.
 
 (``scripts/installed_tree.py`` lays out ``.api-tree/`` for the repository's own type check
 and documentation; this tree is the one an installed environment imports from.)
@@ -27,6 +28,7 @@ import base64
 import hashlib
 import os
 import shutil
+import tomllib
 import zipfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -103,3 +105,9 @@ def add_to_wheel(wheel: Path, name: str, data: bytes) -> None:
                 content += f"{name},sha256={digest},{len(data)}\n".encode()
             new.writestr(info, content)
     rewritten.replace(wheel)
+
+
+if __name__ == "__main__":
+    root = Path(__file__).resolve().parents[1]
+    config = tomllib.loads((root / "pyproject.toml").read_text())
+    lay_out(root, config["tool"]["setuptools"]["package-dir"], root / TREE)

@@ -278,3 +278,24 @@ def test_an_edit_and_a_new_module_are_seen_without_reinstalling(editable: Editab
     # Python imports through the tree too, so it runs what the type checker read
     assert where == str(editable.src / "build" / "editable-tree" / "headrace" / "__init__.py")
     assert said == "seen without reinstalling 42"
+
+
+def test_a_module_new_in_headrace_itself_is_seen_once_the_tree_is_laid_out_again(
+    editable: Editable,
+) -> None:
+    """``headrace/`` is a folder of links, one per entry: a module new there reaches type
+    checkers when ``scripts/editable_tree.py`` (which ``scripts/dev`` runs) or the next
+    install lays the tree out again, and a deleted one's link goes."""
+    later = editable.src / "headrace" / "_later.py"
+    later.write_text("LATER = 1\n")
+    user = "from headrace._later import LATER\nreveal_type(LATER)\n"
+    assert "Cannot find implementation" in editable.mypy(user, "later.py")
+    lay_out = [sys.executable, str(editable.src / "scripts" / "editable_tree.py")]
+    _must(subprocess.run(lay_out, capture_output=True, text=True, timeout=60), "laying out")
+    report = editable.mypy(user, "later.py")
+    assert 'Revealed type is "int"' in report and ": error:" not in report, report
+    link = editable.src / "build" / "editable-tree" / "headrace" / "_later.py"
+    assert link.is_symlink()
+    later.unlink()
+    _must(subprocess.run(lay_out, capture_output=True, text=True, timeout=60), "laying out")
+    assert not link.is_symlink()
