@@ -1,0 +1,231 @@
+"""``df.write.format("headrace")`` and ``writeStream.format("headrace")`` into topics.
+
+Every record written is read back with confluent-kafka (librdkafka), not with our own
+source, and registry-framed values with confluent-kafka's own AvroDeserializer. The
+streaming test kills the Spark driver (SIGKILL) in the middle of micro-batches and
+restarts the query from its checkpoint, then counts and compares what a read_committed
+consumer sees.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry.avro import AvroDeserializer
+from confluent_kafka.serialization import MessageField, SerializationContext
+from kafka_clients import Confluent, present, unique
+from registryproc import broker_with_registry
+
+from headrace.spark_bridge import spark_session
+
+pytestmark = pytest.mark.slow
+
+JOB = Path(__file__).with_name("stream_write_job.py")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    with broker_with_registry(tmp_path_factory.mktemp("spark-write") / "data") as both:
+        yield both
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    session = spark_session("headrace-write-tests", conf={"spark.sql.shuffle.partitions": "2"})
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+def read_all(bootstrap: str, topic: str, *, within: float = 60.0) -> list[Any]:
+    """Every record of ``topic`` as a read_committed librdkafka consumer sees it."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": unique("check"),
+            "isolation.level": "read_committed",
+            "enable.partition.eof": True,
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        meta = consumer.list_topics(topic, timeout=10).topics[topic]
+        parts = sorted(meta.partitions)
+        consumer.assign([TopicPartition(topic, p, 0) for p in parts])
+        got: list[Any] = []
+        ended: set[int] = set()
+        deadline = time.monotonic() + within
+        while len(ended) < len(parts):
+            assert time.monotonic() < deadline, f"{topic}: partitions {ended} of {parts} ended"
+            for m in consumer.consume(10_000, 0.5):
+                error = m.error()
+                if error is None:
+                    got.append(m)
+                    ended.discard(present(m.partition()))
+                elif error.code() == -191:  # end of partition
+                    ended.add(present(m.partition()))
+                else:
+                    raise AssertionError(error)
+        return got
+    finally:
+        consumer.close()
+
+
+def writer(frame: Any, bootstrap: str, **options: str) -> Any:
+    """A batch write in Append mode: Spark lets a Python data source take only Append or
+    Overwrite, where its Kafka sink also takes the default ErrorIfExists."""
+    out = frame.write.format("headrace").mode("append")
+    out = out.option("kafka.bootstrap.servers", bootstrap)
+    for key, value in options.items():
+        out = out.option(key, value)
+    return out
+
+
+# -- batch ---------------------------------------------------------------------------------
+
+
+def test_every_row_arrives_with_its_key_value_headers_and_partition(
+    spark: Any, cluster: tuple[str, str]
+) -> None:
+    bootstrap, _ = cluster
+    topic = unique("written")
+    Confluent().create_topic(bootstrap, topic, 3)
+    rows = [
+        (
+            f"k{i}",
+            f"v{i}".encode(),
+            i % 3,
+            [(f"h{i}", f"hv{i}".encode()), ("same", None)],
+        )
+        for i in range(3000)
+    ]
+    frame = spark.createDataFrame(
+        rows,
+        "key string, value binary, partition int, headers array<struct<key:string,value:binary>>",
+    ).repartition(4)
+    writer(frame, bootstrap, topic=topic).save()
+    got = read_all(bootstrap, topic)
+    assert len(got) == 3000
+    seen = sorted((m.key().decode(), m.value(), m.partition(), m.headers()) for m in got)
+    assert seen == sorted((k, v, p, [(hk, hv) for hk, hv in hs]) for k, v, p, hs in rows)
+
+
+def test_a_topic_column_routes_rows_and_the_producer_places_keys_by_murmur2(
+    spark: Any, cluster: tuple[str, str]
+) -> None:
+    """No partition column: keys land where Java's producer (Spark's sink) puts them."""
+    bootstrap, _ = cluster
+    first, second = unique("routed-a"), unique("routed-b")
+    for topic in (first, second):
+        Confluent().create_topic(bootstrap, topic, 4)
+    frame = spark.createDataFrame(
+        [(first if i % 2 else second, f"user-{i}", f"value-{i}") for i in range(200)],
+        "topic string, key string, value string",
+    )
+    writer(frame, bootstrap).save()
+    for topic, parity in ((first, 1), (second, 0)):
+        got = read_all(bootstrap, topic)
+        assert sorted(m.value().decode() for m in got) == sorted(
+            f"value-{i}" for i in range(200) if i % 2 == parity
+        )
+        for m in got:
+            assert m.partition() == murmur2_partition(m.key(), 4)
+
+
+def murmur2_partition(key: bytes, partitions: int) -> int:
+    """Kafka's DefaultPartitioner for a keyed record: toPositive(murmur2(key)) % n."""
+    seed, m, r = 0x9747B28C, 0x5BD1E995, 24
+    length = len(key)
+    h = (seed ^ length) & 0xFFFFFFFF
+    for i in range(0, length - length % 4, 4):
+        k = int.from_bytes(key[i : i + 4], "little")
+        k = (k * m) & 0xFFFFFFFF
+        k ^= k >> r
+        k = (k * m) & 0xFFFFFFFF
+        h = (h * m) & 0xFFFFFFFF
+        h ^= k
+    tail = key[length - length % 4 :]
+    if len(tail) >= 3:
+        h ^= tail[2] << 16
+    if len(tail) >= 2:
+        h ^= tail[1] << 8
+    if tail:
+        h ^= tail[0]
+        h = (h * m) & 0xFFFFFFFF
+    h ^= h >> 13
+    h = (h * m) & 0xFFFFFFFF
+    h ^= h >> 15
+    return (h & 0x7FFFFFFF) % partitions
+
+
+def test_a_struct_value_is_written_in_avro_through_the_registry(
+    spark: Any, cluster: tuple[str, str]
+) -> None:
+    bootstrap, url = cluster
+    topic = unique("avro-written")
+    Confluent().create_topic(bootstrap, topic, 2)
+    frame = spark.createDataFrame(
+        [(f"o{i}", (f"item-{i}", i * 10, i % 2 == 0)) for i in range(50)],
+        "key string, value struct<item:string, cents:bigint, vip:boolean>",
+    )
+    writer(frame, bootstrap, topic=topic, **{"value.format": "avro"}).option(
+        "schema.registry.url", url
+    ).save()
+    got = read_all(bootstrap, topic)
+    with SchemaRegistryClient({"url": url}) as registry:
+        deserialize = AvroDeserializer(registry)
+        context = SerializationContext(topic, MessageField.VALUE)
+        values = sorted((deserialize(m.value(), context) for m in got), key=lambda v: v["cents"])
+        registered = registry.get_latest_version(f"{topic}-value")
+    assert values == [{"item": f"item-{i}", "cents": i * 10, "vip": i % 2 == 0} for i in range(50)]
+    # No schema was registered before: the write registered what Spark's to_avro derives.
+    assert json.loads(registered.schema.schema_str)["name"] == "topLevelRecord"
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        ({"subscribe": "x"}, "subscribe"),
+        ({"kafka.value.serializer": "x"}, "value.serializer"),
+        ({"kafka.transactional.id": "x"}, "transactional.id"),
+        ({"compression": "zstd"}, "compression"),
+        ({"value.format": "protobuf"}, "value.format"),
+    ],
+)
+def test_an_option_this_sink_does_not_take_fails_the_write_naming_it(
+    spark: Any, cluster: tuple[str, str], options: dict[str, str], named: str
+) -> None:
+    bootstrap, _ = cluster
+    frame = spark.createDataFrame([("a",)], "value string")
+    with pytest.raises(Exception, match=named):
+        writer(frame, bootstrap, topic=unique("never"), **options).save()
+
+
+def test_a_failed_delivery_fails_the_write_naming_the_partition(
+    spark: Any, cluster: tuple[str, str]
+) -> None:
+    bootstrap, _ = cluster
+    topic = unique("one-partition")
+    Confluent().create_topic(bootstrap, topic, 1)
+    frame = spark.createDataFrame([("a", 0), ("b", 7)], "value string, partition int")
+    with pytest.raises(Exception, match=rf"{topic}/7"):
+        writer(frame, bootstrap, topic=topic).save()
+
+
+def test_columns_of_the_wrong_type_are_refused_as_spark_refuses_them(
+    spark: Any, cluster: tuple[str, str]
+) -> None:
+    bootstrap, _ = cluster
+    frame = spark.createDataFrame([(1,)], "value int")
+    with pytest.raises(Exception, match="value attribute type must be a StringType or BinaryType"):
+        writer(frame, bootstrap, topic=unique("never")).save()
+    frame = spark.createDataFrame([("a",)], "value string")
+    with pytest.raises(Exception, match="topic option required"):
+        writer(frame, bootstrap).save()
