@@ -21,6 +21,8 @@ from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
     DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
     InputPartition,
 )
 
@@ -159,6 +161,16 @@ class HeadraceDataSource(DataSource):
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return StreamReader(parse_options(self.options, streaming=True))
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        from ._sink import batch_writer  # writes are planned in their own module
+
+        return batch_writer(schema, dict(self.options), overwrite)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        from ._sink import stream_writer
+
+        return stream_writer(schema, dict(self.options))
 
 
 class BatchReader(DataSourceReader):
