@@ -5,7 +5,7 @@ The C extensions are the broker's record walker and its many-file fsync; setupto
 everything else from pyproject.toml (its ``ext-modules`` table is still experimental
 there). Both are optional: where they cannot be compiled (no C compiler or
 no Python headers) the install still succeeds, and the broker walks records with
-aiokafka's decoder and in Python instead (log_broker/_record_walk.py), and syncs files
+aiokafka's decoder and in Python instead (log_broker/records/_walk.py), and syncs files
 one ``os.fsync`` at a time (log_broker/storage/_fsyncs.py).
 
 ``pip install -e .`` serves pyproject.toml's ``package-dir`` mapping (``headrace.dsl`` is
@@ -37,8 +37,8 @@ setup(
     cmdclass={"editable_wheel": EditableWheelWithLinkTree},
     ext_modules=[
         Extension(
-            "headrace.log_broker._crecord_walk",
-            sources=["log_broker/_crecord_walk.c"],
+            "headrace.log_broker.records._crecord_walk",
+            sources=["log_broker/records/_crecord_walk.c"],
             optional=True,
         ),
         Extension(

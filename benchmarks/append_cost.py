@@ -28,11 +28,11 @@ VALUES = ("text", "random")
 
 def measure(values: str, walker: str | None, records: int, batch: int, repeats: int) -> float:
     """Best CPU microseconds per record over ``repeats`` runs, in this process."""
-    from headrace.log_broker import _records
+    from headrace.log_broker.records import _batches as _records
     from headrace.log_broker.storage import PartitionLog, TopicConfig
 
     if walker is not None:
-        from headrace.log_broker import _record_walk
+        from headrace.log_broker.records import _walk as _record_walk
 
         _record_walk._walker = walker
         assert _record_walk.record_walker() == walker, f"no {walker} walker here"
@@ -61,7 +61,10 @@ def measure(values: str, walker: str | None, records: int, batch: int, repeats: 
 def walkers(python: str) -> list[str | None]:
     """The record walkers ``python``'s checkout has; [None] for one that predates them."""
     program = (
-        "from headrace.log_broker import _record_walk as w\n"
+        "try:\n"
+        "    from headrace.log_broker.records import _walk as w\n"
+        "except ImportError:\n"
+        "    from headrace.log_broker import _record_walk as w\n"
         "for name in (w.COMPILED, w.AIOKAFKA, w.PYTHON):\n"
         "    w._walker = name\n"
         "    if w.record_walker() == name:\n"

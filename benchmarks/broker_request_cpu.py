@@ -40,7 +40,7 @@ from kio.schema.types import BrokerId, TopicName
 from kio.serial import entity_writer
 from kio.static.primitive import Records, i8, i16, i32, i32Timedelta, i64
 
-from headrace.log_broker._records import Record, encode_batch
+from headrace.log_broker.records._batches import Record, encode_batch
 
 TOPIC = "partitions"
 PRODUCE, FETCH, LIST_OFFSETS = 0, 1, 2

@@ -278,17 +278,19 @@ def record_walker(python: str) -> str:
     """The record walker the broker that ``python`` runs picks at start-up, as it logs it
     (for older checkouts, what they walked records with)."""
     program = (
-        "try:\n"
-        "    from headrace.log_broker._record_walk import record_walker\n"
-        "except ImportError:\n"
+        "import importlib\n"
+        "for name in ('headrace.log_broker.records._walk', 'headrace.log_broker._record_walk'):\n"
         "    try:\n"
-        "        from headrace.log_broker import _record_walk\n"
+        "        walk = importlib.import_module(name)\n"
         "    except ImportError:\n"
-        "        print('none (no record checks)')\n"
+        "        continue\n"
+        "    if hasattr(walk, 'record_walker'):\n"
+        "        print(walk.record_walker())\n"
         "    else:\n"
         "        print('aiokafka where screened, else python (no compiled walker)')\n"
+        "    break\n"
         "else:\n"
-        "    print(record_walker())\n"
+        "    print('none (no record checks)')\n"
     )
     found = subprocess.run([python, "-c", program], capture_output=True, text=True, cwd="/")
     return found.stdout.strip() or found.stderr.strip()

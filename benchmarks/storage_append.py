@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from headrace.log_broker import _records
+from headrace.log_broker.records import _batches as _records
 from headrace.log_broker.storage import PartitionLog, TopicConfig
 
 

@@ -123,7 +123,7 @@ class Broker:
         if loop.get_exception_handler() is None:  # an embedding program's own one stays
             loop.set_exception_handler(self._rate_limited.loop_exception_handler)
         # The record checks' walker loads here, not on the loop at a first produce.
-        from ._record_walk import record_walker  # here: storage imports it first
+        from .records._walk import record_walker
 
         walker = await asyncio.to_thread(record_walker)
         logs = await asyncio.to_thread(

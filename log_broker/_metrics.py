@@ -34,7 +34,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from headrace.base.memory import c_heap, python_blocks
 
 from ._entities import entity_lists
-from ._records import HEADER_SIZE, LOG_OVERHEAD
+from .records._batches import HEADER_SIZE, LOG_OVERHEAD
 
 if TYPE_CHECKING:
     from ._state import BrokerState

@@ -53,7 +53,7 @@ from headrace.transactions import (
     encode_snapshot,
 )
 
-from . import _records
+from .records import _batches as _records
 from .storage import LogState, PartitionLog, StorageError
 
 log = logging.getLogger("headrace.broker.transactions")

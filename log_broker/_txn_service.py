@@ -39,11 +39,11 @@ from headrace.transactions import (
     TxnMarkers,
 )
 
-from . import _records
 from ._deadline_timer import DeadlineTimer
 from ._notify import AppendNotifier
 from ._txn_partitions import PartitionTxns
 from .groups import OFFSETS_TOPIC, GroupService
+from .records import _batches as _records
 from .storage import GroupSyncer, LogManager, PartitionLog, StorageError, UnknownTopicError
 
 log = logging.getLogger("headrace.broker.transactions")

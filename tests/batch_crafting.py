@@ -13,8 +13,8 @@ from kio.schema.produce.v8 import request as produce
 from kio.schema.types import TopicName
 from kio.static.primitive import Records, i16, i32, i32Timedelta
 
-from headrace.log_broker import _records
-from headrace.log_broker.storage._compression import compress
+from headrace.log_broker.records import _batches as _records
+from headrace.log_broker.records._compression import compress
 
 # Byte offsets of header fields in a magic-2 batch.
 BATCH_LENGTH_AT = 8

@@ -21,7 +21,7 @@ from kio.schema.write_txn_markers.v1 import request as write_markers
 from kio.static.primitive import Records, i8, i16, i32, i32Timedelta, i64
 from rawkafka import RawClient
 
-from headrace.log_broker import _records
+from headrace.log_broker.records import _batches as _records
 
 PRODUCE, FETCH, INIT_PRODUCER_ID = 0, 1, 22
 ADD_PARTITIONS_TO_TXN, END_TXN, WRITE_TXN_MARKERS, DESCRIBE_PRODUCERS = 24, 26, 27, 61

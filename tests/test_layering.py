@@ -188,7 +188,11 @@ def test_the_scan_sees_imports_of_every_kind() -> None:
     ("where", "source", "rule"),
     [
         ("client_tools/_planted.py", "from headrace.log_broker import Broker\n", "any broker"),
-        ("transactions/_planted.py", "from ..log_broker import _records\n", "below log_broker"),
+        (
+            "transactions/_planted.py",
+            "from ..log_broker.records import _batches\n",
+            "below log_broker",
+        ),
         ("base/_planted.py", "import headrace.state\n", "base imports no other"),
         ("dsl/_planted.py", "def f():\n    from headrace.log_broker import Broker\n", "never"),
         ("state/_planted.py", "from headrace.streams import App\n", "state is below streams"),

@@ -204,11 +204,13 @@ def test_the_distribution_puts_only_headrace_at_the_top_of_site_packages(
 def test_the_wheel_walks_produced_records_in_c(installed: Installed) -> None:
     """Built where a C compiler is, the wheel carries the broker's compiled record walker
     (an optional extension: without a compiler the build leaves it out)."""
-    assert list((installed.site_packages / "headrace" / "log_broker").glob("_crecord_walk.*.so"))
+    assert list(
+        (installed.site_packages / "headrace" / "log_broker" / "records").glob("_crecord_walk.*.so")
+    )
     result = installed.run(
         "python",
         "-c",
-        "from headrace.log_broker._record_walk import record_walker; print(record_walker())",
+        "from headrace.log_broker.records._walk import record_walker; print(record_walker())",
     )
     _must(result, "record_walker()")
     assert result.stdout.strip() == "compiled"

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from headrace.base import TopicPartition
 
-from .._records import BatchHeader, Record, parse_control_record
+from ..records._batches import BatchHeader, Record, parse_control_record
 from ..storage import StorageError
 from ._codec import (
     GroupKey,

@@ -20,9 +20,9 @@ from typing import TypeVar
 
 from headrace.base import Clock, SystemClock, TopicPartition
 
-from .. import _records
 from .._deadline_timer import DeadlineTimer
 from .._notify import AppendNotifier
+from ..records import _batches as _records
 from ..storage import GroupSyncer, LogManager, PartitionLog, RecordTooLargeError, StorageError
 from ._assignors import TopicInfo
 from ._codec import OffsetValue, partition_for

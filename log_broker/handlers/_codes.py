@@ -1,4 +1,4 @@
-"""Kafka error codes for the storage errors handlers meet."""
+"""Kafka error codes for the storage and record errors handlers meet."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def error_code_for(exc: Exception) -> ErrorCode:
     for exc_type, code in _BY_TYPE:
         if isinstance(exc, exc_type):
             return code
-    # Every storage error names its own code (KAFKA_STORAGE_ERROR for a failing disk).
-    if isinstance(exc, storage.StorageError) and exc.error_code != -1:
+    # Every storage or record error names its own code (KAFKA_STORAGE_ERROR for a failing disk).
+    if isinstance(exc, storage.StorageError | storage.RecordError) and exc.error_code != -1:
         return ErrorCode(exc.error_code)
     return ErrorCode.unknown_server_error

@@ -30,13 +30,14 @@ from weakref import WeakKeyDictionary
 
 from kio.schema.errors import ErrorCode
 
-from .. import _records, storage
+from .. import storage
 from .._entities import NO_THROTTLE, make
 from .._fetch_frame import fetch_frame_pieces
 from .._fetch_memory import FetchMemory, HeldResponse
 from .._router import Route
 from .._state import BrokerState
 from .._wire import Request, response_module
+from ..records import _batches as _records
 from ..security import Operation
 from ._authz import topic_code
 

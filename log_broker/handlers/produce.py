@@ -39,12 +39,13 @@ from headrace.transactions import (
     TransactionError,
 )
 
-from .. import _records, storage
+from .. import storage
 from .._entities import NO_THROTTLE, make
 from .._router import Route
 from .._state import INTERNAL_TOPICS, BrokerState
 from .._txn_partitions import PartitionTxn
 from .._wire import Request, response_module
+from ..records import _batches as _records
 from ..security import Operation, ResourceType
 from ._authz import TransactionalIdAuthorizationError, topic_code
 from ._codes import error_code_for
@@ -150,7 +151,7 @@ async def handle(state: BrokerState, request: Request) -> Any:
             except TransactionError as exc:
                 results.append(_partition_result(m, part.index, _code(exc), message=str(exc)))
                 continue
-            except storage.StorageError as exc:
+            except (storage.StorageError, storage.RecordError) as exc:
                 results.append(
                     _partition_result(m, part.index, error_code_for(exc), message=str(exc))
                 )

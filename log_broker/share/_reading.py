@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from .. import _records
+from ..records import _batches as _records
 from ..storage import OffsetOutOfRangeError, PartitionLog
 from ._partition import Acquired
 

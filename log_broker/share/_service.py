@@ -24,9 +24,10 @@ from typing import Protocol
 
 from headrace.base import Clock, SystemClock
 
-from .. import _records
 from .._deadline_timer import DeadlineTimer
 from .._notify import AppendNotifier
+from ..records import RecordError
+from ..records import _batches as _records
 from ..storage import GroupSyncer, LogManager, PartitionLog, StorageError, Topic
 from ._codec import (
     ConfigKey,
@@ -374,7 +375,7 @@ class ShareService:
         try:
             target.append(bytearray(batch), now_ms=now)
             await self._syncer.sync(target)
-        except StorageError as exc:
+        except (StorageError, RecordError) as exc:
             raise ShareError(f"share group config not persisted: {exc}") from exc
         self.coordinator.set_group_config(group_id, overrides)
 
@@ -393,16 +394,17 @@ class ShareService:
             batch = _records.encode_batch([_records.Record(0, now, encode_key(key), None)])
             try:
                 self._state_log(key.group_id).append(bytearray(batch), now_ms=now)
-            except StorageError as exc:  # harmless: a restored key of no topic is never read
+            # harmless: a restored key of no topic is never read
+            except (StorageError, RecordError) as exc:
                 log.warning("cannot forget share state of a deleted topic: %s", exc)
 
     # ------------------------------------------------------------------ persistence
 
-    def _persist(self) -> tuple[set[PartitionLog], StorageError | None]:
+    def _persist(self) -> tuple[set[PartitionLog], StorageError | RecordError | None]:
         """Append the snapshots of changed share partitions; the logs written, and the
         error of any append that failed (logged; a later change writes it again)."""
         dirty = self.coordinator.take_dirty()
-        failed: StorageError | None = None
+        failed: StorageError | RecordError | None = None
         if not dirty:
             return set(), None
         by_log: dict[PartitionLog, list[tuple[bytes, bytes]]] = {}
@@ -417,7 +419,7 @@ class ShareService:
             )
             try:
                 target.append(bytearray(batch), now_ms=now)
-            except StorageError as exc:
+            except (StorageError, RecordError) as exc:
                 log.error("cannot persist share state to %r: %s", target, exc)
                 failed = exc
                 continue

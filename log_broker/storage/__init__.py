@@ -1,9 +1,14 @@
 """The broker's storage: partition logs of segment files, topics, configs, group fsync.
 
-Errors are rooted at ``StorageError`` (tree in ``_errors``); record batch parsing
-lives in ``log_broker._records`` and raises the same errors.
+Errors are rooted at ``StorageError`` (tree in ``_errors``). Record batches are the layer
+below, ``log_broker.records``, whose errors (``RecordError`` and its kinds) storage raises
+too and re-exports.
 """
 
+from ..records import CorruptRecordError as CorruptRecordError
+from ..records import InvalidRecordError as InvalidRecordError
+from ..records import RecordError as RecordError
+from ..records import RecordTooLargeError as RecordTooLargeError
 from ._config import CONFIG_DEFS as CONFIG_DEFS
 from ._config import ConfigDef as ConfigDef
 from ._config import ConfigEntry as ConfigEntry
@@ -11,16 +16,12 @@ from ._config import ConfigType as ConfigType
 from ._config import TopicConfig as TopicConfig
 from ._config import describe_configs as describe_configs
 from ._config import effective_configs as effective_configs
-from ._errors import CorruptRecordError as CorruptRecordError
 from ._errors import InvalidConfigError as InvalidConfigError
 from ._errors import InvalidPartitionsError as InvalidPartitionsError
-from ._errors import InvalidRecordError as InvalidRecordError
 from ._errors import InvalidTopicError as InvalidTopicError
 from ._errors import KafkaStorageError as KafkaStorageError
 from ._errors import LogClosedError as LogClosedError
 from ._errors import OffsetOutOfRangeError as OffsetOutOfRangeError
-from ._errors import RecordError as RecordError
-from ._errors import RecordTooLargeError as RecordTooLargeError
 from ._errors import StorageError as StorageError
 from ._errors import TopicError as TopicError
 from ._errors import TopicExistsError as TopicExistsError

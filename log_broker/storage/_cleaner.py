@@ -45,7 +45,7 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from .. import _records
+from ..records import _batches as _records
 from ._cleaner_checkpoint import (
     CLEANER_CHECKPOINT_FILE,
     CleanerCheckpoint,

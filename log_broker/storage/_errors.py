@@ -1,14 +1,10 @@
-"""Errors raised by the broker's storage layer and record batch parsing.
+"""Errors raised by the broker's storage layer.
 
 Every error carries ``retriable`` (may the client simply try again?) and
 ``error_code`` (the Kafka protocol error code a handler puts in its response), so a
 handler translates any of them without a lookup table of its own.
 
 StorageError                      root; never raised itself
-+-- RecordError                   a produce payload is not acceptable
-|   +-- CorruptRecordError        bad CRC, truncated batch            (2, retriable)
-|   +-- InvalidRecordError        wrong magic, bad structure          (87)
-|   +-- RecordTooLargeError       batch above max.message.bytes       (10)
 +-- OffsetOutOfRangeError         read outside [log_start, log_end]   (1)
 +-- LogClosedError                the log was closed or deleted       (6, retriable)
 +-- KafkaStorageError             the disk failed under us            (56, retriable)
@@ -18,6 +14,9 @@ StorageError                      root; never raised itself
     +-- UnknownTopicError         no topic by that name               (3, retriable)
     +-- InvalidTopicError         name not allowed                    (17)
     +-- InvalidPartitionsError    partition count not allowed         (37)
+
+The errors of record batches (``RecordError`` and its kinds) belong to the layer below,
+``log_broker.records``; storage raises them too, for bytes on disk, and re-exports them.
 """
 
 from __future__ import annotations
@@ -28,24 +27,6 @@ class StorageError(Exception):
 
     retriable: bool = False
     error_code: int = -1  # UNKNOWN_SERVER_ERROR
-
-
-class RecordError(StorageError):
-    """A produce payload was refused; nothing of it was appended."""
-
-
-class CorruptRecordError(RecordError):
-    # Kafka treats corruption as transient: the bytes may have been damaged in transit.
-    retriable = True
-    error_code = 2
-
-
-class InvalidRecordError(RecordError):
-    error_code = 87
-
-
-class RecordTooLargeError(RecordError):
-    error_code = 10  # MESSAGE_TOO_LARGE
 
 
 class OffsetOutOfRangeError(StorageError):

@@ -12,9 +12,9 @@ Record layout inside a (decompressed) batch body, every integer a zigzag varint:
 
 from __future__ import annotations
 
-from .. import _records
-from ._compression import decompress
-from ._errors import CorruptRecordError
+from ..records import CorruptRecordError
+from ..records import _batches as _records
+from ..records._compression import decompress
 
 
 def _varint(buf: bytes, pos: int) -> tuple[int, int]:

@@ -27,14 +27,14 @@ from pathlib import Path
 
 from headrace.base import check_transition, fsync_dir, transition_table, write_atomically
 
-from .. import _records
-from .._batch_validation import BatchRules, validate_batches
+from ..records import InvalidRecordError
+from ..records import _batches as _records
+from ..records._compression import DEFAULT_INFLATE_LIMIT
+from ..records._validation import BatchRules, validate_batches
 from ._checkpoint import write_offset
 from ._compaction import install
-from ._compression import DEFAULT_INFLATE_LIMIT
 from ._config import TopicConfig
 from ._errors import (
-    InvalidRecordError,
     KafkaStorageError,
     LogClosedError,
     OffsetOutOfRangeError,

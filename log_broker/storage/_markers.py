@@ -49,7 +49,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
-from .. import _records
+from ..records import _batches as _records
 from ._log import PartitionLog
 from ._retain import delete_horizon, with_delete_horizon
 from ._txn_scan import Fate, TxnScan

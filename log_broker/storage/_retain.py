@@ -22,8 +22,8 @@ from pathlib import Path
 
 from crc32c import crc32c
 
-from .. import _records
-from ._errors import CorruptRecordError
+from ..records import CorruptRecordError
+from ..records import _batches as _records
 from ._keys import batch_keys
 
 _CHUNK = 4 * 1024 * 1024

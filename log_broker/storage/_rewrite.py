@@ -18,7 +18,7 @@ as they are):
 
 from __future__ import annotations
 
-from .. import _records
+from ..records import _batches as _records
 from ._cleaner_checkpoint import CleanerCheckpoint
 from ._compaction import CLEANED, step
 from ._config import TopicConfig

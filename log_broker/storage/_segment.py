@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
-from .. import _records
+from ..records import _batches as _records
 from ._index import OffsetIndex, TimeIndex
 
 _WALK_CHUNK = 16 * 1024

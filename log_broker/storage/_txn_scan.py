@@ -35,8 +35,8 @@ import enum
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 
-from .. import _records
-from ._errors import StorageError
+from ..records import RecordError
+from ..records import _batches as _records
 
 
 class Fate(enum.Enum):
@@ -107,7 +107,7 @@ class TxnScan:
             if not records:
                 return None  # an empty control batch ends nothing
             commit = _records.parse_control_record(records[0]).commit
-        except StorageError:
+        except RecordError:
             return None  # unreadable: its transaction stays undecided and is kept whole
         txn.fate = Fate.COMMITTED if commit else Fate.ABORTED
         producer.markers.append(header.base_offset)

@@ -24,9 +24,9 @@ from kio.static.primitive import Records, i16, i32, i32Timedelta
 from rawkafka import RawClient
 
 from headrace.log_broker import Broker
-from headrace.log_broker._records import Record, encode_batch
 from headrace.log_broker._router import Route
 from headrace.log_broker.handlers import produce as produce_handler
+from headrace.log_broker.records._batches import Record, encode_batch
 
 pytestmark = pytest.mark.conformance
 

@@ -33,7 +33,8 @@ from kio.static.primitive import i8, i32, i32Timedelta, i64
 from raw_txn_requests import produce_code
 from rawkafka import RawClient, create_topic
 
-from headrace.log_broker import Broker, _records
+from headrace.log_broker import Broker
+from headrace.log_broker.records import _batches as _records
 from headrace.log_broker.security import (
     AclBinding,
     Operation,

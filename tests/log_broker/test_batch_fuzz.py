@@ -11,10 +11,11 @@ import pytest
 from batch_crafting import mutated_batches
 from hypothesis import HealthCheck, given, settings
 
-from headrace.log_broker import _record_walk, _records
-from headrace.log_broker._batch_validation import BatchRules, validate_batches
-from headrace.log_broker.storage import PartitionLog, StorageError, TopicConfig
-from headrace.log_broker.storage._compression import decompress
+from headrace.log_broker.records import RecordError, _walk
+from headrace.log_broker.records import _batches as _records
+from headrace.log_broker.records._compression import decompress
+from headrace.log_broker.records._validation import BatchRules, validate_batches
+from headrace.log_broker.storage import PartitionLog, TopicConfig
 
 RECORD_ERRORS = {2, 10, 87}  # CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, INVALID_RECORD
 
@@ -48,7 +49,7 @@ def test_mutated_batches_are_refused_or_stored_whole(tmp_path: Path, policy: str
         end = log.log_end_offset
         try:
             log.append(bytearray(batch), now_ms=1)
-        except StorageError as exc:
+        except RecordError as exc:
             assert exc.error_code in RECORD_ERRORS, exc
             assert log.log_end_offset == end
             outcome["refused"] += 1
@@ -66,7 +67,7 @@ def _high_record_attributes(batch: bytes) -> bool:
     """Whether a record's attributes byte has its top bit set, seen the Python way.
 
     aiokafka's decoder reads that byte as a varint, so for such records the aiokafka
-    walker and Kafka's reading part ways (see ``_aiokafka_record_walk``)."""
+    walker and Kafka's reading part ways (see ``records._aiokafka_walk``)."""
     try:
         header = _records.parse_batches(batch)[0]
         body = batch[_records.HEADER_SIZE :]
@@ -78,7 +79,7 @@ def _high_record_attributes(batch: bytes) -> bool:
             if pos < len(body) and body[pos] >= 0x80:
                 return True
             pos += max(length, 0)
-    except (StorageError, IndexError):
+    except (RecordError, IndexError):
         return False
     return False
 
@@ -86,7 +87,7 @@ def _high_record_attributes(batch: bytes) -> bool:
 def _verdict(batch: bytes, rules: BatchRules) -> tuple[int, str]:
     try:
         validate_batches(batch, _records.parse_batches(batch), rules)
-    except StorageError as exc:
+    except RecordError as exc:
         return exc.error_code, str(exc)
     return 0, ""
 
@@ -94,11 +95,11 @@ def _verdict(batch: bytes, rules: BatchRules) -> tuple[int, str]:
 @pytest.mark.parametrize("compact", [False, True], ids=["delete", "compact"])
 def test_the_record_walkers_agree(monkeypatch: pytest.MonkeyPatch, compact: bool) -> None:
     rules = BatchRules(max_message_bytes=1 << 20, require_keys=compact, inflate_limit=1 << 20)
-    walkers = (_record_walk.COMPILED, _record_walk.AIOKAFKA, _record_walk.PYTHON)
+    walkers = (_walk.COMPILED, _walk.AIOKAFKA, _walk.PYTHON)
     for name in walkers:
         with monkeypatch.context() as patch:
-            patch.setattr(_record_walk, "_walker", name)
-            assert _record_walk.record_walker() == name, f"the {name} record walker is missing"
+            patch.setattr(_walk, "_walker", name)
+            assert _walk.record_walker() == name, f"the {name} record walker is missing"
 
     @settings(
         max_examples=1500, deadline=None, database=None, suppress_health_check=list(HealthCheck)
@@ -108,13 +109,13 @@ def test_the_record_walkers_agree(monkeypatch: pytest.MonkeyPatch, compact: bool
         verdicts = {}
         for name in walkers:
             with monkeypatch.context() as patch:
-                patch.setattr(_record_walk, "_walker", name)
+                patch.setattr(_walk, "_walker", name)
                 verdicts[name] = _verdict(batch, rules)
         # The compiled walker translates the Python one: the same verdict, in the same words.
-        assert verdicts[_record_walk.COMPILED] == verdicts[_record_walk.PYTHON]
+        assert verdicts[_walk.COMPILED] == verdicts[_walk.PYTHON]
         # aiokafka's decoder words its refusals its own way, and reads high attributes bytes
         # otherwise; everywhere else it earns the same error code.
         if not _high_record_attributes(batch):
-            assert verdicts[_record_walk.AIOKAFKA][0] == verdicts[_record_walk.PYTHON][0]
+            assert verdicts[_walk.AIOKAFKA][0] == verdicts[_walk.PYTHON][0]
 
     compare()

@@ -9,18 +9,19 @@ from pathlib import Path
 import pytest
 from batch_crafting import good, malformed
 
-from headrace.log_broker import _record_walk, _records
-from headrace.log_broker.storage import PartitionLog, StorageError, TopicConfig
+from headrace.log_broker.records import RecordError, _walk
+from headrace.log_broker.records import _batches as _records
+from headrace.log_broker.storage import PartitionLog, TopicConfig
 
 CASES = malformed()
 
 
-@pytest.fixture(params=[_record_walk.COMPILED, _record_walk.AIOKAFKA, _record_walk.PYTHON])
+@pytest.fixture(params=[_walk.COMPILED, _walk.AIOKAFKA, _walk.PYTHON])
 def walker(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Run each case with every record walker the broker may use (``_record_walk``)."""
+    """Run each case with every record walker the broker may use (``records._walk``)."""
     name = str(request.param)
-    monkeypatch.setattr(_record_walk, "_walker", name)
-    assert _record_walk.record_walker() == name, f"the {name} record walker is missing"
+    monkeypatch.setattr(_walk, "_walker", name)
+    assert _walk.record_walker() == name, f"the {name} record walker is missing"
     return name
 
 
@@ -37,7 +38,7 @@ def test_malformed_batch_is_refused_and_stores_nothing(
     batch, code = CASES[name]
     log = open_log(tmp_path, compact)
     log.append(bytearray(good()), now_ms=1)
-    with pytest.raises(StorageError) as refused:
+    with pytest.raises(RecordError) as refused:
         log.append(bytearray(batch), now_ms=2)
     assert refused.value.error_code == code, str(refused.value)
     assert log.log_end_offset == 2
@@ -60,7 +61,7 @@ def test_well_formed_batches_of_every_codec_pass(
 
 def test_keyless_record_on_a_compacted_topic(tmp_path: Path, walker: str) -> None:
     log = open_log(tmp_path, compact=True)
-    with pytest.raises(StorageError) as refused:
+    with pytest.raises(RecordError) as refused:
         log.append(bytearray(good(key=None)), now_ms=1)
     assert refused.value.error_code == 87
     log.close()
@@ -73,7 +74,7 @@ def test_a_decompression_bomb_costs_bounded_memory_and_time(tmp_path: Path) -> N
     log = open_log(tmp_path, compact=True)
     peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     started = time.monotonic()
-    with pytest.raises(StorageError):
+    with pytest.raises(RecordError):
         log.append(bytearray(batch), now_ms=1)
     assert time.monotonic() - started < 2.0
     grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak_before

@@ -18,14 +18,13 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from headrace.log_broker import _compiled_record_reader, _record_walk
-from headrace.log_broker._kafka_record_reader import RecordFacts
-from headrace.log_broker._kafka_record_reader import read_records as read_in_python
-from headrace.log_broker.storage._errors import CorruptRecordError
+from headrace.log_broker.records import CorruptRecordError, _compiled_reader, _walk
+from headrace.log_broker.records._kafka_reader import RecordFacts
+from headrace.log_broker.records._kafka_reader import read_records as read_in_python
 
-_loaded = _compiled_record_reader.load()
+_loaded = _compiled_reader.load()
 assert _loaded is not None, "the C record walker was not built (pip install -e . with gcc)"
-read_in_c: _compiled_record_reader.ReadRecords = _loaded
+read_in_c: _compiled_reader.ReadRecords = _loaded
 
 INT32 = (-(2**31), 2**31 - 1)
 INT64 = (-(2**63), 2**63 - 1)
@@ -345,7 +344,7 @@ def test_generated_bodies_read_alike(case: tuple[bytes, int]) -> None:
 
 
 def test_the_compiled_walker_is_the_one_in_use() -> None:
-    assert _record_walk.record_walker() == _record_walk.COMPILED
+    assert _walk.record_walker() == _walk.COMPILED
 
 
 def test_without_the_extension_the_broker_walks_records_otherwise() -> None:
@@ -353,13 +352,13 @@ def test_without_the_extension_the_broker_walks_records_otherwise() -> None:
     checks records, with aiokafka's decoder and Kafka's reading in Python."""
     program = (
         "import sys\n"
-        "sys.modules['headrace.log_broker._crecord_walk'] = None  # as if never built\n"
-        "from headrace.log_broker import _compiled_record_reader, _record_walk\n"
-        "assert _compiled_record_reader.load() is None\n"
-        "print(_record_walk.record_walker())\n"
+        "sys.modules['headrace.log_broker.records._crecord_walk'] = None  # as if never built\n"
+        "from headrace.log_broker.records import _compiled_reader, _walk\n"
+        "assert _compiled_reader.load() is None\n"
+        "print(_walk.record_walker())\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", program], capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == _record_walk.AIOKAFKA
+    assert result.stdout.strip() == _walk.AIOKAFKA

@@ -9,10 +9,10 @@ from crc32c import crc32c
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from headrace.log_broker import _records
-from headrace.log_broker._records import Compression, Record
-from headrace.log_broker.storage import CorruptRecordError, InvalidRecordError, StorageError
-from headrace.log_broker.storage._compression import compress, decompress
+from headrace.log_broker.records import CorruptRecordError, InvalidRecordError, RecordError
+from headrace.log_broker.records import _batches as _records
+from headrace.log_broker.records._batches import Compression, Record
+from headrace.log_broker.records._compression import compress, decompress
 
 
 def test_exports_are_pinned() -> None:
@@ -79,7 +79,7 @@ def test_bad_crc_is_corrupt() -> None:
     data[-1] ^= 0xFF
     with pytest.raises(CorruptRecordError, match="CRC") as info:
         _records.parse_batches(data)
-    assert info.value.retriable and isinstance(info.value, StorageError)
+    assert info.value.retriable and isinstance(info.value, RecordError)
 
 
 @pytest.mark.parametrize("cut", [1, 30, 61, 70])

@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from headrace.log_broker import Broker, _records
+from headrace.log_broker import Broker
+from headrace.log_broker.records import _batches as _records
 from headrace.log_broker.storage._synced_checkpoint import INTERVAL_MS, read_positions
 
 

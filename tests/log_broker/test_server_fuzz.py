@@ -149,7 +149,7 @@ def header_only(api_key: int, version: int) -> bytes:
 
 
 def assert_topic_decodes(bootstrap: str, topic: str) -> None:
-    from headrace.log_broker import _records
+    from headrace.log_broker.records import _batches as _records
 
     client = RawClient(bootstrap)
     offset, data = 0, b""

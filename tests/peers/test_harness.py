@@ -7,7 +7,7 @@ import struct
 
 from peers.harness import Batch, parse_batches
 
-from headrace.log_broker._records import encode_control_batch
+from headrace.log_broker.records._batches import encode_control_batch
 
 
 def _data_batch(base_offset: int, values: list[bytes], producer_id: int) -> bytes:

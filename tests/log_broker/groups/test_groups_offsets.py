@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 from group_harness import Harness
 
-from headrace.log_broker import _records
 from headrace.log_broker.groups import (
     CoordinatorNotAvailableError,
     GroupCoordinator,
@@ -21,6 +20,7 @@ from headrace.log_broker.groups import (
     TopicPartition,
     UnknownMemberIdError,
 )
+from headrace.log_broker.records import _batches as _records
 
 T0, T1 = TopicPartition("orders", 0), TopicPartition("orders", 1)
 DAY = 24 * 60 * 60 * 1000

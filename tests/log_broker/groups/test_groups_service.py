@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from headrace.log_broker import _records
 from headrace.log_broker._notify import AppendNotifier
 from headrace.log_broker.groups import (
     OFFSETS_TOPIC,
@@ -25,6 +24,7 @@ from headrace.log_broker.groups import (
     decode_offset_value,
     partition_for,
 )
+from headrace.log_broker.records import _batches as _records
 from headrace.log_broker.storage import GroupSyncer, LogManager
 
 CONFIG = GroupConfig(initial_rebalance_delay_ms=0, min_session_timeout_ms=100)

@@ -20,7 +20,7 @@ from kio.schema.types import TopicName
 from kio.static.primitive import i8, i32, i32Timedelta, i64
 from rawkafka import RawClient
 
-from headrace.log_broker import _records
+from headrace.log_broker.records import _batches as _records
 
 Seen = tuple[int, bytes | None, bytes | None]  # offset, key, value
 

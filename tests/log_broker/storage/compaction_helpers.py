@@ -7,7 +7,7 @@ from pathlib import Path
 
 from storage_batches import all_records
 
-from headrace.log_broker import _records
+from headrace.log_broker.records import _batches as _records
 from headrace.log_broker.storage import PartitionLog, TopicConfig
 
 Pair = tuple[bytes | None, bytes | None]

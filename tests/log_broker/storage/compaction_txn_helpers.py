@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from headrace.log_broker import _records
 from headrace.log_broker._txn_partitions import ABORTED_INDEX, SNAPSHOT_SUFFIX, PartitionTxn, load
+from headrace.log_broker.records import _batches as _records
 from headrace.log_broker.storage import PartitionLog
 from headrace.log_broker.storage._cleaner import Cleaner, CleanStats
 from headrace.transactions import AbortedTxn, AbortedTxnIndex

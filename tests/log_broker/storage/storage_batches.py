@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from headrace.log_broker import _records
+from headrace.log_broker.records import _batches as _records
 from headrace.log_broker.storage import PartitionLog, TopicConfig
 
 

@@ -23,7 +23,6 @@ from compaction_txn_helpers import (
     unneeded_markers,
 )
 
-from headrace.log_broker import _records
 from headrace.log_broker._txn_partitions import (
     ABORTED_INDEX,
     PartitionTxn,
@@ -31,6 +30,7 @@ from headrace.log_broker._txn_partitions import (
     checkpoint,
     load,
 )
+from headrace.log_broker.records import _batches as _records
 from headrace.log_broker.storage import PartitionLog
 from headrace.log_broker.storage._cleaner import Cleaner
 from headrace.transactions import AbortedTxn, AbortedTxnIndex

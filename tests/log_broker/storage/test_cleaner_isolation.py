@@ -9,7 +9,7 @@ import pytest
 from batch_crafting import LAST_OFFSET_DELTA_AT, with_field
 from compaction_helpers import compacted_log, keyed
 
-from headrace.log_broker import _records
+from headrace.log_broker.records import _batches as _records
 from headrace.log_broker.storage import PartitionLog, _log
 from headrace.log_broker.storage._cleaner import Cleaner, plan
 

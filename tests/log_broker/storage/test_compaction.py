@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from storage_batches import all_records, open_log
 
-from headrace.log_broker import _records
+from headrace.log_broker.records import _batches as _records
 from headrace.log_broker.storage import InvalidRecordError, LogManager, PartitionLog, TopicConfig
 from headrace.log_broker.storage import _retain as retain_module
 from headrace.log_broker.storage._cleaner import Cleaner, clean_log, plan

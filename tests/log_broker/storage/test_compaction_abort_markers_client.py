@@ -33,7 +33,7 @@ from compaction_clients import (
 )
 from kafka_clients import Confluent, present, unique
 
-from headrace.log_broker import _records
+from headrace.log_broker.records import _batches as _records
 from headrace.log_broker.storage._retain import delete_horizon
 
 pytestmark = pytest.mark.conformance

@@ -26,7 +26,7 @@ from compaction_clients import (
 )
 from kafka_clients import Confluent, unique
 
-from headrace.log_broker import _records
+from headrace.log_broker.records import _batches as _records
 
 pytestmark = pytest.mark.conformance
 

@@ -17,8 +17,8 @@ from compaction_txn_helpers import (
     read_uncommitted,
 )
 
-from headrace.log_broker import _records
 from headrace.log_broker._txn_partitions import load
+from headrace.log_broker.records import _batches as _records
 from headrace.log_broker.storage import LogManager, PartitionLog
 from headrace.log_broker.storage._cleaner import Cleaner
 from headrace.log_broker.storage._cleaner_checkpoint import CLEANER_CHECKPOINT_FILE, read_checkpoint

@@ -22,8 +22,8 @@ from compaction_txn_helpers import (
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from headrace.log_broker import _records
 from headrace.log_broker._txn_partitions import PartitionTxn, checkpoint, load
+from headrace.log_broker.records import _batches as _records
 from headrace.log_broker.storage import PartitionLog
 
 PRODUCERS = (1, 2, 3)

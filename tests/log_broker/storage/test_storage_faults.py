@@ -14,7 +14,8 @@ import pytest
 from batch_crafting import good, produce_body
 from rawkafka import RawClient
 
-from headrace.log_broker import Broker, _records
+from headrace.log_broker import Broker
+from headrace.log_broker.records import _batches as _records
 from headrace.log_broker.storage import PartitionLog, StorageError, TopicConfig, _fsyncs, _index
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from storage_batches import batch, offsets_in, open_log
 
-from headrace.log_broker import _records
+from headrace.log_broker.records import _batches as _records
 from headrace.log_broker.storage import _index
 from headrace.log_broker.storage._index import PAGE, OffsetIndex, TimeIndex
 

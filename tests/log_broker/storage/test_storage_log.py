@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from storage_batches import all_records, batch, offsets_in, open_log
 
-from headrace.log_broker import _records
+from headrace.log_broker.records import _batches as _records
 from headrace.log_broker.storage import (
     CorruptRecordError,
     InvalidRecordError,

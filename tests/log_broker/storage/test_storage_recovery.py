@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from storage_batches import all_records, batch, open_log
 
-from headrace.log_broker import _records
+from headrace.log_broker.records import _batches as _records
 from headrace.log_broker.storage import PartitionLog, TopicConfig
 from headrace.log_broker.storage import _segment as segment_module
 from headrace.log_broker.storage._recovery import CLEAN_SHUTDOWN_FILE

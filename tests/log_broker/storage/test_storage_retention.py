@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from storage_batches import all_records, batch, offsets_in, open_log
 
-from headrace.log_broker import _records
+from headrace.log_broker.records import _batches as _records
 from headrace.log_broker.storage import OffsetOutOfRangeError, PartitionLog, TopicConfig
 
 HOUR = 3_600_000

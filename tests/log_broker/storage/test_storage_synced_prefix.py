@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from storage_batches import all_records, batch
 
-from headrace.log_broker import _records
+from headrace.log_broker.records import _batches as _records
 from headrace.log_broker.storage import LogManager, PartitionLog, TopicConfig
 from headrace.log_broker.storage._segment import LogSegment
 from headrace.log_broker.storage._synced_checkpoint import FILE, SyncedPosition

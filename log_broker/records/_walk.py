@@ -4,10 +4,10 @@ Three walkers read records as Kafka does (``_kafka_record_reader`` is the
 specification). Which one runs is settled when this module is imported, and
 ``record_walker()`` names it (the broker logs it at start-up):
 
-- ``compiled``: our C extension (``_compiled_record_reader``) reads every body exactly
+- ``compiled``: our C extension (``_compiled_reader``) reads every body exactly
   as Kafka does, a few nanoseconds a record. It is built when the package is installed
   where a C compiler is, and optional, so an install without one still works.
-- ``aiokafka``: without it, aiokafka's compiled decoder (``_aiokafka_record_walk``)
+- ``aiokafka``: without it, aiokafka's compiled decoder (``_aiokafka_walk``)
   walks the bodies a screen proves it reads as Kafka does, and the Python reading
   (about 0.9 us a record) reads the others: random or compressed-looking values.
 - ``python``: the Python reading alone, where aiokafka lacks its extensions too.
@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import struct
 
-from . import _aiokafka_record_walk, _compiled_record_reader
-from ._kafka_record_reader import RecordFacts, read_records
-from .storage._errors import InvalidRecordError
+from . import _aiokafka_walk, _compiled_reader
+from ._errors import InvalidRecordError
+from ._kafka_reader import RecordFacts, read_records
 
 __all__ = ["AIOKAFKA", "COMPILED", "PYTHON", "check_records", "record_walker"]
 
@@ -31,7 +31,7 @@ COMPILED = "compiled"
 AIOKAFKA = "aiokafka"
 PYTHON = "python"
 
-_read_compiled = _compiled_record_reader.load()
+_read_compiled = _compiled_reader.load()
 # Settled once, here (tests set it to run a case with each walker).
 _walker = COMPILED if _read_compiled is not None else AIOKAFKA
 
@@ -48,7 +48,7 @@ def record_walker() -> str:
     decoder is loaded here, so that no produce pays for loading it."""
     if _walker == COMPILED and _read_compiled is not None:
         return COMPILED
-    if _walker != PYTHON and _aiokafka_record_walk.loaded():
+    if _walker != PYTHON and _aiokafka_walk.loaded():
         return AIOKAFKA
     return PYTHON
 
@@ -73,11 +73,9 @@ def check_records(
     if _walker == COMPILED and _read_compiled is not None:
         facts = _read_compiled(body, count)
     elif (
-        _walker != PYTHON
-        and _aiokafka_record_walk.loaded()
-        and _aiokafka_record_walk.reads_as_kafka(body, count)
+        _walker != PYTHON and _aiokafka_walk.loaded() and _aiokafka_walk.reads_as_kafka(body, count)
     ):
-        facts = _aiokafka_record_walk.read_records(header, body, need_keys=require_keys)
+        facts = _aiokafka_walk.read_records(header, body, need_keys=require_keys)
     else:
         facts = read_records(bytes(body), count)
     _raise_for(facts, require_keys=require_keys)

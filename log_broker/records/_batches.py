@@ -28,8 +28,8 @@ from typing import Any
 
 from crc32c import crc32c
 
-from .storage._compression import compress, decompress
-from .storage._errors import CorruptRecordError, InvalidRecordError
+from ._compression import compress, decompress
+from ._errors import CorruptRecordError, InvalidRecordError
 
 __all__ = [
     "HEADER_SIZE",

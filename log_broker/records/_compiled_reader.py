@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ._kafka_record_reader import RecordFacts
-from .storage._errors import CorruptRecordError
+from ._errors import CorruptRecordError
+from ._kafka_reader import RecordFacts
 
 __all__ = ["ReadRecords", "load"]
 

@@ -22,7 +22,7 @@ length and delta) are decoded inline; only longer ones call ``_varint``.
 
 from __future__ import annotations
 
-from .storage._errors import CorruptRecordError
+from ._errors import CorruptRecordError
 
 __all__ = ["RecordFacts", "read_records"]
 

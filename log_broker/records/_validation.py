@@ -1,6 +1,6 @@
 """Check every record of a produced batch before it is stored.
 
-``_records.parse_batches`` checks each batch's frame (magic, lengths, CRC-32C). A CRC
+``_batches.parse_batches`` checks each batch's frame (magic, lengths, CRC-32C). A CRC
 only proves the bytes arrived as the client sent them, not that the client sent a
 well-formed batch; a malformed one, once stored, stops every consumer at its offset and
 breaks compaction. So before an append, per batch:
@@ -30,10 +30,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from . import _records
-from ._record_walk import check_records
-from .storage._compression import decompress
-from .storage._errors import InvalidRecordError, RecordTooLargeError
+from . import _batches
+from ._compression import decompress
+from ._errors import InvalidRecordError, RecordTooLargeError
+from ._walk import check_records
 
 __all__ = ["BatchRules", "validate_batches"]
 
@@ -64,7 +64,7 @@ class BatchRules:
 
 
 def validate_batches(
-    buf: bytes | bytearray | memoryview, headers: Sequence[_records.BatchHeader], rules: BatchRules
+    buf: bytes | bytearray | memoryview, headers: Sequence[_batches.BatchHeader], rules: BatchRules
 ) -> None:
     """Raise the ``RecordError`` the first bad batch of ``buf`` earns; see the module
     docstring for the checks, in order."""
@@ -74,7 +74,7 @@ def validate_batches(
         _check_records(view, header, rules)
 
 
-def _check_header(header: _records.BatchHeader, rules: BatchRules) -> None:
+def _check_header(header: _batches.BatchHeader, rules: BatchRules) -> None:
     where = f"batch at byte {header.position}"
     if header.size > rules.max_message_bytes:
         raise RecordTooLargeError(
@@ -98,10 +98,10 @@ def _check_header(header: _records.BatchHeader, rules: BatchRules) -> None:
         )
 
 
-def _check_records(view: memoryview, header: _records.BatchHeader, rules: BatchRules) -> None:
+def _check_records(view: memoryview, header: _batches.BatchHeader, rules: BatchRules) -> None:
     start = header.position
-    body = view[start + _records.HEADER_SIZE : start + header.size]
-    head = bytearray(view[start : start + _records.HEADER_SIZE])
+    body = view[start + _batches.HEADER_SIZE : start + header.size]
+    head = bytearray(view[start : start + _batches.HEADER_SIZE])
     head[:8] = bytes(8)  # baseOffset 0: the walk then yields offset deltas
     if header.compression:
         body = memoryview(decompress(header.compression, bytes(body), rules.inflate_limit))
@@ -111,8 +111,8 @@ def _check_records(view: memoryview, header: _records.BatchHeader, rules: BatchR
         _check_marker(view, header)
 
 
-def _check_marker(view: memoryview, header: _records.BatchHeader) -> None:
-    records = _records.decode_records(view, header)
+def _check_marker(view: memoryview, header: _batches.BatchHeader) -> None:
+    records = _batches.decode_records(view, header)
     if len(records) != 1:
         raise InvalidRecordError(f"control batch at byte {header.position} is not one record")
-    _records.parse_control_record(records[0])
+    _batches.parse_control_record(records[0])

@@ -29,8 +29,8 @@ from __future__ import annotations
 from operator import attrgetter
 from typing import Any
 
-from ._kafka_record_reader import RecordFacts
-from .storage._errors import CorruptRecordError
+from ._errors import CorruptRecordError
+from ._kafka_reader import RecordFacts
 
 __all__ = ["loaded", "read_records", "reads_as_kafka"]
 
