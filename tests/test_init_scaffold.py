@@ -4,8 +4,10 @@ repository's; a folder that holds anything is never written into."""
 
 from __future__ import annotations
 
+import glob
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -142,3 +144,19 @@ def test_a_name_kafka_cannot_use_is_refused(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert "cannot name an application" in done.stderr
     assert not any(tmp_path.iterdir())
+
+
+def test_a_wheel_carries_every_template() -> None:
+    """Each template file is matched by the package data setuptools puts in a wheel
+    (globbed as setuptools globs it, recursively, from the package's folder)."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    patterns = project["tool"]["setuptools"]["package-data"]["headrace"]
+    shipped = {
+        path
+        for pattern in patterns
+        for path in glob.glob(pattern, root_dir=ROOT / "headrace", recursive=True)
+    }
+    templates = [p.relative_to(ROOT / "headrace").as_posix() for p in TEMPLATES.rglob("*.tmpl")]
+    assert len(templates) == 9
+    missing = sorted(set(templates) - shipped)
+    assert not missing, f"pyproject.toml's package-data leaves out {missing}"
