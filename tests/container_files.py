@@ -429,3 +429,25 @@ def _depends_on(service: dict[str, Any]) -> dict[str, str]:
     if isinstance(depends, list):
         return dict.fromkeys(depends, "service_started")
     return {k: (v or {}).get("condition", "service_started") for k, v in depends.items()}
+
+
+def created_topics(service: dict[str, Any]) -> set[str]:
+    """The topics a service's ``headrace topics create`` commands create."""
+    environment = _environment(service)
+    found: set[str] = set()
+    for argv in headrace_commands(service["command"]):
+        args = parse_headrace(argv, environment)
+        if args.command == "topics" and args.action == "create":
+            found.add(args.topic)
+    return found
+
+
+def user_topics(topology: Any) -> set[str]:
+    """The topics a topology reads and writes that its application does not create
+    (every topic but its repartition topics and changelogs)."""
+    topics: set[str] = set()
+    for node in topology.nodes.values():
+        topics.update(getattr(node, "topics", None) or ())
+        if isinstance(getattr(node, "topic", None), str):
+            topics.add(node.topic)
+    return topics - set(topology.internal_topics)

@@ -16,13 +16,16 @@ import pytest
 from container_files import (
     check_compose,
     check_dockerfile,
+    created_topics,
     dockerignore,
     ignored,
     image_file,
     parse_headrace,
+    user_topics,
 )
 
 from headrace import __version__
+from headrace.streams._commands import load_target
 
 ROOT = Path(__file__).resolve().parents[1]
 IMAGE = f"headrace:{__version__}"
@@ -58,6 +61,9 @@ def test_the_compose_file_wires_the_broker_registry_console_and_an_app() -> None
     assert broker.schema_registry_listen == "0.0.0.0:8081"
     assert broker.console_listen == "0.0.0.0:8080"
     assert services["broker"]["build"] == "."
+    # The topics created before the app starts are those its topology reads and writes.
+    app = parse_headrace(services["page-views"]["command"])
+    assert user_topics(load_target(app.target)()) == created_topics(services["topics"])
 
 
 def test_the_checks_find_what_they_are_for(tmp_path: Path) -> None:

@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 from brokerproc import free_port
-from container_files import check_compose, check_dockerfile
+from container_files import check_compose, check_dockerfile, created_topics, user_topics
 from doc_blocks import blocks, move_ports, run_bash, shell_env
 
 from headrace import __version__
+from headrace.streams._commands import load_target
 from headrace.streams._dotenv import parse as parse_dotenv
 from headrace.streams.runtime import AppSettings
 
@@ -115,6 +116,16 @@ def test_its_container_files_pass_the_repository_checks(project: Path) -> None:
     assert command[:3] == ["headrace", "run", "app.py:app"]
     spec = check_compose(project / "compose.yaml", ROOT / "Dockerfile", f"headrace:{__version__}")
     assert set(spec["services"]) == {"broker", "topics", "app"}
+    # The topics created before the app starts are those its topology reads and writes.
+    app = load_target(str(project / "app.py") + ":build_topology")()
+    assert (
+        user_topics(app)
+        == created_topics(spec["services"]["topics"])
+        == {
+            "page-views",
+            "views-per-page",
+        }
+    )
     # The image it builds on is the one the repository's Dockerfile and compose.yaml make.
     repository = check_compose(
         ROOT / "compose.yaml", ROOT / "Dockerfile", f"headrace:{__version__}"
