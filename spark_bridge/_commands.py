@@ -1,7 +1,9 @@
 """``headrace spark export|sql``: the hand-off job and SQL over Delta tables.
 
 ``export`` needs no Spark (librdkafka, Arrow, delta-rs); ``sql`` starts a session,
-local by default, or on ``--master`` for a real cluster.
+local by default, or on ``--master`` for a real cluster. ``--engine delta-spark`` does
+either through delta-spark instead: the export as a Structured Streaming job, SQL with
+``format("delta")`` (time travel, ``MERGE INTO``); it needs the delta-spark extra.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import sys
 from typing import Any
 
 from ._errors import OptionError
-from ._export import VALUE_FORMATS
+from ._export import ENGINES, VALUE_FORMATS
 
 
 def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
@@ -68,6 +70,12 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
         help="how long to wait for the broker to answer (default %(default)g)",
     )
     export.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _engine_options(export)
+    export.add_argument(
+        "--checkpoint",
+        metavar="PATH",
+        help="delta-spark: the streaming checkpoint (default PATH/_checkpoints/APP_ID)",
+    )
     export.set_defaults(handler=_export)
 
     sql = actions.add_parser("sql", help="run a Spark SQL query over Delta tables")
@@ -82,7 +90,23 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
     sql.add_argument("--master", default=None, help="Spark master (default local[2])")
     sql.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE")
     sql.add_argument("--max-rows", type=int, default=1000)
+    _engine_options(sql)
     sql.set_defaults(handler=_sql)
+
+
+def _engine_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="delta-rs",
+        help="delta-rs (default, no JVM jars) or delta-spark (the delta-spark extra)",
+    )
+    parser.add_argument(
+        "--delta-jars",
+        metavar="DIR",
+        help="delta-spark: the folder of its jars (default $HEADRACE_DELTA_SPARK_JARS,"
+        " else a checkout's .jvm/lib/delta)",
+    )
 
 
 def _pairs(items: list[str], what: str) -> dict[str, str]:
@@ -125,6 +149,10 @@ def _export(args: argparse.Namespace) -> int:
     from ._export import ExportJob
 
     args.topic = _export_topic(args)
+    if args.engine == "delta-spark":
+        return _export_delta_spark(args)
+    if args.checkpoint is not None or args.delta_jars is not None:
+        raise OptionError("--checkpoint and --delta-jars are for --engine delta-spark")
     bar: ProgressBar | None = None
 
     def progress(n: int, total: int) -> None:
@@ -161,6 +189,38 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _export_delta_spark(args: argparse.Namespace) -> int:
+    from headrace.base import read_properties
+
+    from ._delta_spark_export import DeltaSparkExport
+
+    if args.value_format != "binary":
+        raise OptionError(
+            "--engine delta-spark stores values as they are (binary);"
+            f" --value-format {args.value_format} is the delta-rs engine's"
+        )
+    job = DeltaSparkExport(
+        args.bootstrap_servers,
+        args.topic,
+        args.delta_path,
+        starting=args.starting,
+        app_id=args.app_id,
+        isolation_level=args.isolation_level,
+        commit_records=args.commit_records,
+        checkpoint=args.checkpoint,
+        # the Java client's keys, as format("headrace") takes them (kafka.-prefixed)
+        client_options=read_properties(args.command_config) if args.command_config else None,
+        jars=args.delta_jars,
+    )
+    result = job.run()
+    rate = result.records / result.seconds if result.seconds else 0.0
+    print(
+        f"{args.topic}: {result.records:,} records in {result.batches} micro-batch(es)"
+        f" to {args.delta_path} through delta-spark in {result.seconds:.2f}s ({rate:,.0f} rec/s)"
+    )
+    return 0
+
+
 def _sql(args: argparse.Namespace) -> int:
     from headrace.base.table import QUERY_RESULT, render_table
 
@@ -169,11 +229,25 @@ def _sql(args: argparse.Namespace) -> int:
     from ._session import spark_session
 
     tables = _pairs(args.table, "--table")
+    conf = _pairs(args.conf, "--conf")
+    if args.engine != "delta-spark" and args.delta_jars is not None:
+        raise OptionError("--delta-jars is for --engine delta-spark")
     existing = require("pyspark.sql").SparkSession.getActiveSession()
-    spark = spark_session("headrace-sql", master=args.master, conf=_pairs(args.conf, "--conf"))
+    if args.engine == "delta-spark":
+        from ._delta_spark import delta_spark_session
+
+        spark = delta_spark_session(
+            "headrace-sql", master=args.master, conf=conf, jars=args.delta_jars
+        )
+    else:
+        spark = spark_session("headrace-sql", master=args.master, conf=conf)
     try:
         spark.sparkContext.setLogLevel("ERROR")
-        register_delta_tables(spark, tables)
+        if args.engine == "delta-spark":
+            for name, path in tables.items():
+                spark.read.format("delta").load(path).createOrReplaceTempView(name)
+        else:
+            register_delta_tables(spark, tables)
         frame = spark.sql(args.query)
         rows = frame.limit(args.max_rows + 1).collect()
         print(render_table(frame.columns, [tuple(r) for r in rows[: args.max_rows]], QUERY_RESULT))

@@ -25,6 +25,9 @@ from ._offsets import OffsetRange, TopicPartition, parse_offset_spec, plan_range
 from ._options import Subscription
 
 VALUE_FORMATS = ("binary", "json", "avro", "protobuf", "json-schema")
+ENGINES = ("delta-rs", "delta-spark")
+"""Who writes the table: this job (delta-rs, no JVM), or a Structured Streaming job
+through delta-spark (``DeltaSparkExport``). The rows are the same."""
 
 
 class ExportState(enum.Enum):
