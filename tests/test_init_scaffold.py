@@ -92,6 +92,7 @@ def test_the_settings_file_is_what_headrace_run_reads(project: Path) -> None:
     assert str(settings.state_dir) == "state"
 
 
+@pytest.mark.slow
 def test_the_project_runs_as_its_readme_says(project: Path) -> None:
     """The README's run section, in order, against the built-in broker: the app is
     started by ``headrace run app.py:app`` with the settings of ``.env``, counts the

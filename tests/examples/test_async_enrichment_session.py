@@ -90,6 +90,7 @@ async def _read(consumer: AIOKafkaConsumer, want: int, wait: float = 60) -> list
     return got
 
 
+@pytest.mark.slow
 async def test_orders_are_priced_through_one_session_closed_at_exit(
     broker: BrokerProcess, tmp_path: Path
 ) -> None:
