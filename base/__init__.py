@@ -13,8 +13,9 @@
   :mod:`headrace.base.acls`: ACL bindings and filters as the protocol carries them. The
   broker and the client commands both use these, so they live here, below both.
 - ``ClientSecurity``: a Kafka client's TLS and SASL options, from code or from Kafka's
-  client properties (``read_properties``); ``ClientSecurityError`` (a ValueError) for
-  options that cannot work.
+  client properties (``read_properties``, as ``java.util.Properties`` reads them;
+  ``PropertiesError``, a ValueError, for text Java refuses); ``ClientSecurityError`` (a
+  ValueError) for options that cannot work.
 - ``write_atomically`` and ``fsync_dir``: small files that are never seen half written
   (write a temporary file, fsync it, rename it, fsync the directory).
 - ``Lifecycle``, ``transition_table``, ``check_transition``: named state machines with
@@ -42,6 +43,7 @@ from ._lifecycle import Lifecycle as Lifecycle
 from ._lifecycle import TransitionTable as TransitionTable
 from ._lifecycle import check_transition as check_transition
 from ._lifecycle import transition_table as transition_table
+from ._properties import PropertiesError as PropertiesError
 from ._properties import parse_properties as parse_properties
 from ._properties import read_properties as read_properties
 from ._topic_partition import TopicPartition as TopicPartition
@@ -56,6 +58,7 @@ __all__ = [
     "IllegalTransitionError",
     "Lifecycle",
     "ManualClock",
+    "PropertiesError",
     "SystemClock",
     "TopicPartition",
     "TransactionError",

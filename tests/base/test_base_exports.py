@@ -16,6 +16,7 @@ def test_all_is_pinned() -> None:
         "Lifecycle",
         "ManualClock",
         "PLAINTEXT",
+        "PropertiesError",
         "SystemClock",
         "TopicPartition",
         "TransactionError",
