@@ -6,6 +6,10 @@ partitioner also follows, so a key lands on the partition every Kafka producer p
 Java's ``int`` arithmetic wraps at 32 bits; here every product is masked to 32 bits and
 the signed value is produced only at the end.
 
+aiokafka ships the same function (``aiokafka.partitioner.murmur2``), also in Python; this
+one stays because it is faster on the runtime's hot path: 4.6 against 7.3 microseconds a
+key (1.59x) at load 8 on 2 cores, ``benchmarks/murmur2_vs_aiokafka.py``.
+
 >>> murmur2(b"21")
 -973932308
 >>> partition_for_key(b"foobar", 12)
