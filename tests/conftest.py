@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 from brokerproc import BrokerProcess
 
-pytest_plugins = ("apache_kafka",)  # Apache Kafka clusters: kafka_cluster_1, kafka_cluster_3
+# Apache Kafka clusters (kafka_cluster_1, kafka_cluster_3); the modules, longest first
+pytest_plugins = ("apache_kafka", "suite_order")
 
 
 @pytest.fixture(scope="module")

@@ -17,6 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 
@@ -78,6 +80,7 @@ def test_the_tree_is_formatted() -> None:
     assert result.returncode == 0, _report(result)
 
 
+@pytest.mark.slow  # about a minute and a half on two cores: the whole tree, strict
 def test_strict_mypy_passes_over_every_package_the_tests_and_benchmarks() -> None:
     result = mypy_tree()
     assert result.returncode == 0, _report(result)
