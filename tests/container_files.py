@@ -230,6 +230,9 @@ def check_dockerfile(dockerfile: Path, *, needs_user: bool = True) -> list[list[
         for instruction in stage.instructions:
             if instruction.keyword in ("COPY", "ADD"):
                 _check_copy(instruction, names, context, patterns)
+            if instruction.keyword == "ENV":
+                names = re.findall(r"(?:^|\s)(\w+)=", instruction.arguments)
+                _check_variables(f"line {instruction.line}", dict.fromkeys(names, ""))
             if instruction.keyword in ("CMD", "ENTRYPOINT"):
                 argv = exec_form(instruction.arguments, instruction.keyword)
                 parse_headrace(argv)
@@ -347,7 +350,6 @@ def check_compose(compose: Path, dockerfile: Path, image_tag: str) -> dict[str, 
             )
             if args.command == "run":
                 _check_run(name, argv, environment)
-                servers = servers or environment.get("HEADRACE_BOOTSTRAP_SERVERS")
             if args.command != "broker" and servers:
                 bootstraps.setdefault(name, []).append(servers)
         for listener in listening:
