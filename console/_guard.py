@@ -3,7 +3,7 @@ make a visitor's browser do to any console.
 
 Every console (``headers``): pages may not be framed elsewhere (``X-Frame-Options``,
 ``frame-ancestors``), load only the console's own CSS and JavaScript (a
-Content-Security-Policy), and leak no address in a ``Referer``. Requests naming a host
+Content-Security-Policy), and leak no address in a ``Referer`` to another site. Requests naming a host
 the console does not answer to are refused (``base.http.same_site_guard``: DNS
 rebinding), and so are changes whose ``Origin`` is another site.
 
@@ -59,7 +59,9 @@ def _harden(headers: MutableMapping[str, str]) -> None:
     headers["X-Frame-Options"] = "DENY"
     headers["Content-Security-Policy"] = _POLICY
     headers["X-Content-Type-Options"] = "nosniff"
-    headers["Referrer-Policy"] = "no-referrer"
+    # Not "no-referrer": under it a browser sends a form's POST with "Origin: null",
+    # which the same-site guard refuses, so no form of an admin console would work.
+    headers["Referrer-Policy"] = "same-origin"
 
 
 class AdminGuard:
