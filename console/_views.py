@@ -119,7 +119,8 @@ def topic_page(topic: dict[str, Any]) -> str:
                 ("bytes", "-" if topic["size"] is None else topic["size"]),
             ]
         )
-        + f"<p>{link(f'/topics/{name}/messages', 'Browse messages')}</p>"
+        + f"<p>{link(f'/topics/{name}/messages', 'Browse messages')} · "
+        + f"{link(f'/topics/{name}/search', 'Search messages')}</p>"
         + "<h2>Partitions</h2>"
         + table(
             (

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
@@ -31,9 +32,11 @@ from ._chart_svg import line_chart
 from ._charts import MetricsHistory, rates, window_totals
 from ._cluster import ClusterReader
 from ._frame import fragment, page
-from ._guard import SEAL_FIELD, AdminGuard, headers
+from ._guard import CSRF_FIELD, SEAL_FIELD, AdminGuard, headers
 from ._html import error_box
+from ._produce import parse_headers, produce, value_bytes
 from ._schemas import SchemasReader
+from ._search import MAX_MATCHES, MAX_SCANNED, Query, search
 from ._security import SecurityReader
 from ._templates import render
 from ._transactions import TransactionsReader
@@ -115,6 +118,7 @@ class Console:
             ("/topics", "/topics", self._topics),
             ("/topics/{name}", "/topics", self._topic),
             ("/topics/{name}/messages", "/topics", self._messages),
+            ("/topics/{name}/search", "/topics", self._search),
             ("/groups", "/groups", self._groups),
             ("/groups/{id}", "/groups", self._group),
             ("/apps", "/apps", self._apps),
@@ -128,11 +132,11 @@ class Console:
             ("/acls", "/acls", self._acls),
             ("/charts", "/charts", self._charts),
         ]
+        still = {"/topics/{name}/messages", "/topics/{name}/search"}  # no live refresh
         for path, nav, body in pages:
-            app.router.add_get(
-                path, self._page(nav, body, refresh=path != "/topics/{name}/messages")
-            )
+            app.router.add_get(path, self._page(nav, body, refresh=path not in still))
         app.router.add_post("/topics", self._create_topic)
+        app.router.add_post("/topics/{name}/produce", self._produce)
         app.router.add_post("/groups/{id}/reset", self._reset_offsets)
         app.router.add_static("/static", STATIC)
         if self._metrics is not None:
@@ -218,7 +222,20 @@ class Console:
         topic = await self.cluster.topic(name)
         if topic is None:
             raise web.HTTPNotFound(text=f"topic {name!r} does not exist")
-        return f"Topic {name}", views.topic_page(topic)
+        return f"Topic {name}", views.topic_page(topic) + self._produce_form(topic)
+
+    def _produce_form(self, topic: dict[str, Any]) -> str:
+        """An admin console's form to produce a record to ``topic`` (nothing otherwise)."""
+        if self._csrf is None:
+            return ""
+        return render(
+            "produce_form.html",
+            topic=topic["name"],
+            partitions=[p["partition"] for p in topic["partitions"]],
+            csrf=self._csrf,
+            csrf_field=CSRF_FIELD,
+            has_registry=self.schemas is not None,
+        )
 
     async def _messages(self, request: web.Request) -> tuple[str, str]:
         name = request.match_info["name"]
@@ -242,6 +259,29 @@ class Console:
         except ValueError as bad:
             browsed, error = None, str(bad)
         return f"Messages of {name}", views.messages_page(topic, browsed, query, error)
+
+    async def _search(self, request: web.Request) -> tuple[str, str]:
+        name = request.match_info["name"]
+        topic = await self.cluster.topic(name)
+        if topic is None:
+            raise web.HTTPNotFound(text=f"topic {name!r} does not exist")
+        asked = dict(request.query)
+        found, error = None, None
+        if asked.get("go"):
+            try:
+                found = await search(self.cluster, name, _search_query(asked))
+            except ValueError as bad:
+                error = str(bad)
+        return f"Search {name}", render(
+            "search.html",
+            topic=name,
+            partitions=[p["partition"] for p in topic["partitions"]],
+            query=asked,
+            found=found,
+            error=error,
+            max_scanned=MAX_SCANNED,
+            max_matches=MAX_MATCHES,
+        )
 
     async def _groups(self, request: web.Request) -> tuple[str, str]:
         return "Consumer groups", views.groups_page(await self.cluster.groups())
@@ -386,6 +426,34 @@ class Console:
             return self._html(request, "Topics", body, "/topics", status=400)
         raise web.HTTPSeeOther(f"/topics/{name}")
 
+    async def _produce(self, request: web.Request) -> web.Response:
+        """One record from the topic page's form; then the message browser at it."""
+        form = await self._action_form(request)
+        name = request.match_info["name"]
+        topic = await self.cluster.topic(name)
+        if topic is None:
+            raise web.HTTPNotFound(text=f"topic {name!r} does not exist")
+        try:
+            partition = form.get("partition") or None
+            registry = None if self.schemas is None else self.schemas.url
+            produced = await produce(
+                self.cluster.client_options,
+                name,
+                key=form["key"].encode() if form.get("key") else None,
+                value=await value_bytes(
+                    registry, name, form.get("value", ""), form.get("schema", "none")
+                ),
+                headers=parse_headers(form.get("headers", "")),
+                partition=None if partition is None else _int(partition, "partition"),
+            )
+        except (ValueError, KafkaError) as error:
+            body = error_box(str(error)) + views.topic_page(topic) + self._produce_form(topic)
+            return self._html(request, f"Topic {name}", body, "/topics", status=400)
+        raise web.HTTPSeeOther(
+            f"/topics/{quote(name, safe='')}/messages?partition={produced.partition}"
+            f"&offset={produced.offset}&limit=1"
+        )
+
     async def _reset_offsets(self, request: web.Request) -> web.Response:
         """Preview, then apply: a reset shows its plan first, and only a second POST of
         that plan (``step=execute``) commits it; a group with members is refused, as
@@ -486,6 +554,22 @@ def _path_id(request: web.Request, part: str, what: str) -> int:
         raise web.HTTPNotFound(text=f"no {what} {text!r}") from None
 
 
+def _search_query(asked: dict[str, str]) -> Query:
+    """A search's conditions from the form's fields; ValueError for one that is wrong."""
+    partition = asked.get("partition")
+    return Query(
+        key=asked.get("key") or None,
+        value_contains=asked.get("value") or None,
+        json_path=asked.get("path") or None,
+        from_ms=_time_ms(asked["from"]) if asked.get("from") else None,
+        to_ms=_time_ms(asked["to"]) if asked.get("to") else None,
+        partitions=[_int(partition, "partition")] if partition else None,
+        max_scanned=_int(asked.get("max_scanned") or "10000", "scan at most"),
+        limit=_int(asked.get("limit") or "100", "show at most"),
+        read_committed=asked.get("isolation", "read_committed") != "read_uncommitted",
+    )
+
+
 def _int(text: str, what: str) -> int:
     try:
         return int(text)
@@ -501,7 +585,7 @@ def _time_ms(text: str) -> int:
         when = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError:
         raise ValueError(
-            f"from time must be epoch milliseconds or an ISO-8601 time, not {text!r}"
+            f"a time must be epoch milliseconds or an ISO-8601 time, not {text!r}"
         ) from None
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)

@@ -13,7 +13,7 @@ import urllib.request
 from typing import Any
 
 import pytest
-from console_browsing import figure, nav_links, open_page, table, wait_for
+from console_browsing import figure, nav_links, open_page, table, table_text, wait_for
 from console_scene import AVRO_TOPIC, PAYMENT, Scene, screenshot
 
 pytestmark = pytest.mark.slow
@@ -309,3 +309,231 @@ def test_charts_of_rates_and_lag_from_the_broker_metrics(scene: Scene, browser: 
     assert float(produced_chart.get_attribute("data-max")) > 0
     assert len(produced_chart.find_elements(By.TAG_NAME, "circle")) >= 2
     screenshot(browser, "charts")
+
+
+SEARCHED, SEARCH_RECORDS, SEARCH_BASE_MS = "searched", 300, 1_700_000_000_000
+
+
+@pytest.fixture(scope="module")
+def searched(scene: Scene) -> dict[str, tuple[int, int]]:
+    """300 JSON records over 3 partitions, a second apart from a known time; returns
+    each key's (partition, offset) as confluent-kafka's delivery reports give them."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": scene.bootstrap})
+    admin.create_topics([NewTopic(SEARCHED, 3, 1)])[SEARCHED].result(30)
+    where: dict[str, tuple[int, int]] = {}
+
+    def delivered(error: Any, message: Any) -> None:
+        assert error is None, error
+        where[message.key().decode()] = (message.partition(), message.offset())
+
+    producer = Producer({"bootstrap.servers": scene.bootstrap})
+    for i in range(SEARCH_RECORDS):
+        value = json.dumps({"user": {"id": i % 10}, "n": i})
+        producer.produce(
+            SEARCHED,
+            key=f"k{i}",
+            value=value,
+            partition=i % 3,
+            timestamp=SEARCH_BASE_MS + i * 1000,
+            on_delivery=delivered,
+        )
+    assert producer.flush(30) == 0
+    return where
+
+
+def _every_record(bootstrap: str, topic: str) -> list[Any]:
+    """The topic read whole by confluent-kafka's consumer."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "search-check"})
+    try:
+        metadata = consumer.list_topics(topic, timeout=10).topics[topic]
+        tps = [TopicPartition(topic, p, 0) for p in metadata.partitions]
+        total = sum(consumer.get_watermark_offsets(tp, timeout=10)[1] for tp in tps)
+        consumer.assign(tps)
+        records: list[Any] = []
+        deadline = time.monotonic() + 30
+        while len(records) < total and time.monotonic() < deadline:
+            message = consumer.poll(1)
+            if message is not None and message.error() is None:
+                records.append(message)
+        return records
+    finally:
+        consumer.close()
+
+
+def _search(browser: Any, scene: Scene, query: str, name: str) -> list[list[str]]:
+    open_page(browser, f"{scene.console_url}/topics/{SEARCHED}/search?go=1&{query}", name)
+    return table(browser, "matches")
+
+
+def test_message_search_by_key_value_json_path_and_time(
+    scene: Scene, browser: Any, searched: dict[str, tuple[int, int]]
+) -> None:
+    from urllib.parse import quote
+
+    from selenium.webdriver.common.by import By
+
+    everything = _every_record(scene.bootstrap, SEARCHED)
+    assert len(everything) == SEARCH_RECORDS
+    # By key: the one record, where the producer was told it went.
+    [row] = _search(browser, scene, "key=k42", "search-key")
+    assert (int(row[0]), int(row[1])) == searched["k42"] and row[3] == "k42"
+    # By JSON path: the records confluent-kafka's consumer finds with the same test.
+    rows = _search(browser, scene, "path=" + quote("$.user.id == 5") + "&limit=500", "search-path")
+    expected = {m.key().decode() for m in everything if json.loads(m.value())["user"]["id"] == 5}
+    assert {r[3] for r in rows} == expected and len(expected) == SEARCH_RECORDS // 10
+    # By a substring of the value.
+    [row] = _search(browser, scene, "value=" + quote('"n": 7}'), "search-value")
+    assert row[3] == "k7"
+    # By time, typed in the page's form: records 100 to 199 by their timestamps.
+    open_page(browser, f"{scene.console_url}/topics/{SEARCHED}/search", "search-form")
+    form = browser.find_element(By.ID, "search-form")
+    form.find_element(By.NAME, "from").send_keys("2023-11-14T22:15:00Z")  # base + 100 s
+    form.find_element(By.NAME, "to").send_keys(str(SEARCH_BASE_MS + 199_000))
+    limit = form.find_element(By.NAME, "limit")
+    limit.clear()
+    limit.send_keys("500")
+    form.find_element(By.TAG_NAME, "button").click()
+    wait_for(browser, "table#matches")
+    screenshot(browser, "search-time")
+    in_time = {
+        m.key().decode()
+        for m in everything
+        if SEARCH_BASE_MS + 100_000 <= m.timestamp()[1] <= SEARCH_BASE_MS + 199_000
+    }
+    assert {r[3] for r in table(browser, "matches")} == in_time and len(in_time) == 100
+    assert figure(browser, "matched") == "100" and figure(browser, "in range") == "100"
+    # Bounded: the scan stops where it is told to, and says so.
+    rows = _search(browser, scene, "max_scanned=50", "search-bounded")
+    assert figure(browser, "scanned") == "50" and len(rows) == 50
+    assert "50 records were scanned" in browser.find_element(By.ID, "stopped").text
+    # A path that is not one is an error on the page, not a failed page.
+    _search(browser, scene, "path=user.id", "search-bad-path")
+    assert "starts with $" in browser.find_element(By.CSS_SELECTOR, "p.error").text
+
+
+@pytest.fixture(scope="module")
+def admin_console(scene: Scene, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """An admin console (with the registry) as its own process: its address and the
+    address that signs a browser in."""
+    import re
+
+    from brokerproc import free_port
+    from console_scene import spawn, stop
+
+    port = free_port()
+    log = tmp_path_factory.mktemp("admin-console") / "console.log"
+    console = spawn(
+        [
+            "console",
+            "--bootstrap-servers",
+            scene.bootstrap,
+            "--listen",
+            f"127.0.0.1:{port}",
+            "--schema-registry",
+            scene.registry_url,
+            "--admin",
+        ],
+        log,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not (found := re.search(r"sign in at (\S+)", log.read_text())):
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}", found.group(1)
+    finally:
+        stop(console)
+
+
+def _consumed_at(bootstrap: str, topic: str, partition: int, offset: int) -> Any:
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "produce-check"})
+    try:
+        consumer.assign([TopicPartition(topic, partition, offset)])
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            message = consumer.poll(1)
+            if message is not None and message.error() is None:
+                return message
+        raise AssertionError(f"nothing at {topic}-{partition}@{offset}")
+    finally:
+        consumer.close()
+
+
+def _produce_in_form(browser: Any, base: str, topic: str, fields: dict[str, str]) -> list[str]:
+    """Fill the topic page's produce form, submit it, and read the record shown after."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    open_page(browser, f"{base}/topics/{topic}", f"produce-form-{topic}")
+    form = browser.find_element(By.ID, "produce-form")
+    for name, value in fields.items():
+        element = form.find_element(By.NAME, name)
+        if element.tag_name == "select":
+            Select(element).select_by_value(value)
+        else:
+            element.send_keys(value)
+    form.find_element(By.TAG_NAME, "button").click()
+    wait_for(browser, "table#messages")
+    screenshot(browser, f"produced-{topic}")
+    [row] = table_text(browser, "messages")
+    return row
+
+
+def test_admin_console_produces_records_with_headers_and_schemas(
+    scene: Scene, browser: Any, admin_console: Any, registry: Any, searched: Any
+) -> None:
+    from confluent_kafka.schema_registry.avro import AvroDeserializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    base, sign_in = admin_console
+    browser.get(sign_in)  # the cookie that lets this browser use the admin console
+    row = _produce_in_form(
+        browser,
+        base,
+        SEARCHED,
+        {"partition": "1", "key": "typed", "value": "hello", "headers": "a=1\nb=two"},
+    )
+    partition, offset = int(row[0]), int(row[1])
+    message = _consumed_at(scene.bootstrap, SEARCHED, partition, offset)
+    assert partition == 1 and message.key() == b"typed" and message.value() == b"hello"
+    assert message.headers() == [("a", b"1"), ("b", b"two")]
+    # With the latest schema of avro-payments-value (version 2), through the registry.
+    payment = {"payer": "console", "cents": 1234, "settled": True, "note": "typed in"}
+    row = _produce_in_form(
+        browser,
+        base,
+        AVRO_TOPIC,
+        {"key": "console", "schema": "latest", "value": json.dumps(payment)},
+    )
+    message = _consumed_at(scene.bootstrap, AVRO_TOPIC, int(row[0]), int(row[1]))
+    value = message.value()
+    latest = registry.get_latest_version(SUBJECT)
+    assert value[0] == 0 and int.from_bytes(value[1:5], "big") == latest.schema_id
+    decode = AvroDeserializer(registry)
+    assert decode(value, SerializationContext(AVRO_TOPIC, MessageField.VALUE)) == payment
+    assert json.loads(row[4]) == payment  # the page decodes it through the registry
+
+
+def test_a_value_that_does_not_fit_the_schema_is_refused(
+    scene: Scene, browser: Any, admin_console: Any, registry: Any
+) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    base, sign_in = admin_console
+    browser.get(sign_in)
+    open_page(browser, f"{base}/topics/{AVRO_TOPIC}", "produce-refused-form")
+    form = browser.find_element(By.ID, "produce-form")
+    Select(form.find_element(By.NAME, "schema")).select_by_value("latest")
+    form.find_element(By.NAME, "value").send_keys('{"payer": 5}')
+    form.find_element(By.TAG_NAME, "button").click()
+    wait_for(browser, "main p.error")
+    screenshot(browser, "produce-refused")
+    assert "does not fit" in browser.find_element(By.CSS_SELECTOR, "main p.error").text
