@@ -231,8 +231,8 @@ def check_dockerfile(dockerfile: Path, *, needs_user: bool = True) -> list[list[
             if instruction.keyword in ("COPY", "ADD"):
                 _check_copy(instruction, names, context, patterns)
             if instruction.keyword == "ENV":
-                names = re.findall(r"(?:^|\s)(\w+)=", instruction.arguments)
-                _check_variables(f"line {instruction.line}", dict.fromkeys(names, ""))
+                variables = re.findall(r"(?:^|\s)(\w+)=", instruction.arguments)
+                _check_variables(f"line {instruction.line}", dict.fromkeys(variables, ""))
             if instruction.keyword in ("CMD", "ENTRYPOINT"):
                 argv = exec_form(instruction.arguments, instruction.keyword)
                 parse_headrace(argv)
