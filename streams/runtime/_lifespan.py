@@ -20,7 +20,8 @@ Step by step:
 2. **Shutdown**: they are exited in reverse order, after the tasks are closed (which
    cancels the async calls still in flight) and the clients are stopped, so no call uses
    a resource that is already closed. A lifespan that fails while exiting is logged; the
-   others are still exited.
+   others are still exited, each seeing that error at its ``yield`` as nested ``async
+   with`` blocks would (so close in a ``finally`` or an ``async with``).
 """
 
 from __future__ import annotations

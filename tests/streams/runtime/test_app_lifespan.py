@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from rtprocs import create_topics, produce
 
 from headrace import App, Serdes, StreamsBuilder
 from headrace.streams.runtime import AppState
+from headrace.streams.runtime._lifespan import Lifespans
 
 
 def _app(bootstrap: str, tmp_path: Path, name: str, events: list[str]) -> App:
@@ -124,3 +126,31 @@ def test_the_app_headrace_run_builds_keeps_the_lifespans() -> None:
     rerun = app.reconfigured({"HEADRACE_BOOTSTRAP_SERVERS": "127.0.0.1:19092"})
     assert rerun._lifespans.registered == [session]
     assert rerun.settings.bootstrap_servers == "127.0.0.1:19092"
+
+
+async def test_a_lifespan_failing_to_close_is_logged_and_the_others_still_close(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    closed: list[str] = []
+    lifespans = Lifespans()
+
+    @lifespans.add
+    async def outer(app: object) -> AsyncIterator[None]:
+        try:
+            yield  # the error of the lifespan inside it arrives here, as in nested withs
+        finally:
+            closed.append("outer")
+
+    @lifespans.add
+    async def inner(app: object) -> AsyncIterator[None]:
+        yield
+        raise OSError("the session would not close")
+
+    await lifespans.enter(object())
+    with caplog.at_level(logging.ERROR, "headrace.streams.runtime.app"):
+        await lifespans.exit()
+        await lifespans.exit()  # idempotent: nothing is closed twice
+    assert closed == ["outer"]
+    assert [r.getMessage() for r in caplog.records] == [
+        "a lifespan failed while closing: the session would not close"
+    ]
