@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from ._describe_command import register as register_describe
 from ._dotenv import load_environment
 from ._errors import ConfigError
+from ._setting_flags import add_setting_flags, given_settings
 
 if TYPE_CHECKING:
     from .runtime import App
@@ -59,35 +60,7 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     run.add_argument("target", help="path/to/app.py:NAME or package.module:NAME")
-    run.add_argument(
-        "--bootstrap-servers",
-        metavar="HOST:PORT[,...]",
-        help="broker(s) to talk to (default: see below)",
-    )
-    run.add_argument(
-        "--application-id", help="application id (needed for targets that are not an App)"
-    )
-    run.add_argument("--state-dir", help="where task state lives")
-    run.add_argument(
-        "--http-port", type=int, help="serve /health, /metrics, /stores on this port (0: any)"
-    )
-    run.add_argument("--http-host", help="address the HTTP server binds (default 127.0.0.1)")
-    run.add_argument("--commit-interval-ms", type=int)
-    run.add_argument(
-        "--startup-timeout-ms",
-        type=int,
-        help="how long start-up waits for a cluster that is not ready (default 60000)",
-    )
-    run.add_argument(
-        "--num-standby-replicas",
-        type=int,
-        help="warm copies of each stateful task kept on other instances (default 0)",
-    )
-    run.add_argument(
-        "--processing-guarantee",
-        choices=("at_least_once", "exactly_once_v2"),
-        help="default at_least_once (see the README on choosing)",
-    )
+    add_setting_flags(run)
     run.add_argument("--settings", help="a TOML or JSON settings file")
     run.add_argument(
         "--command-config",
@@ -101,10 +74,6 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
     )
     run.add_argument(
         "--status-interval", type=float, default=5.0, help="seconds between status lines (0: none)"
-    )
-    run.add_argument("--log-format", metavar="{text,json}", help="default text")
-    run.add_argument(
-        "--log-level", metavar="{debug,info,warning,error}", help="in any case (default info)"
     )
     run.set_defaults(handler=_run)
     register_describe(subparsers)
@@ -204,21 +173,13 @@ def _is_builder(value: Any) -> bool:
 
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:
-    """The settings the command line gives; ``None`` where a flag was not given."""
-    return {
-        "application_id": args.application_id,
-        "bootstrap_servers": args.bootstrap_servers,
-        "state_dir": args.state_dir,
-        "http_port": args.http_port,
-        "http_host": args.http_host,
-        "commit_interval_ms": args.commit_interval_ms,
-        "startup_timeout_ms": args.startup_timeout_ms,
-        "num_standby_replicas": args.num_standby_replicas,
-        "processing_guarantee": args.processing_guarantee,
-        "log_format": args.log_format,
-        "log_level": args.log_level,
-        **_security_options(args.command_config),
-    }
+    """The settings the command line gives; ``None`` where a flag was not given. A flag
+    wins over the same setting from ``--command-config``."""
+    options = given_settings(args)
+    for name, value in _security_options(args.command_config).items():
+        if options.get(name) is None:
+            options[name] = value
+    return options
 
 
 def _security_options(command_config: str | None) -> dict[str, Any]:
