@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
@@ -71,7 +71,7 @@ async def _read_committed(bootstrap: str, want: int, wait: float = 30) -> list[d
 
 @pytest.mark.parametrize("guarantee", ["exactly_once_v2", "at_least_once"])
 async def test_every_view_joins_the_table_loaded_before_it(
-    broker: Any, tmp_path: Path, guarantee: str
+    broker: Any, tmp_path: Path, guarantee: Literal["exactly_once_v2", "at_least_once"]
 ) -> None:
     bootstrap = broker.bootstrap_servers
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
