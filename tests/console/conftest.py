@@ -15,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from console_scene import (
     AVRO_TOPIC,
+    JOIN_APP,
     PAYMENTS,
     Scene,
     produce_avro,
@@ -55,7 +56,7 @@ def scene(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scene]:
         txn = setup_cluster(broker.bootstrap)
         wait_listening(registry_port, broker.proc)
         produce_avro(broker.bootstrap, registry_url, AVRO_TOPIC, PAYMENTS)
-        app_port, console_port = free_port(), free_port()
+        app_port, join_port, console_port = free_port(), free_port(), free_port()
         app = spawn(
             [
                 "run",
@@ -71,6 +72,21 @@ def scene(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scene]:
             ],
             tmp / "app.log",
         )
+        join_app = spawn(
+            [
+                "run",
+                "headrace.examples.click_enrichment:build_topology",
+                "--application-id",
+                JOIN_APP,
+                "--bootstrap-servers",
+                broker.bootstrap,
+                "--state-dir",
+                str(tmp / "join-state"),
+                "--http-port",
+                str(join_port),
+            ],
+            tmp / "join-app.log",
+        )
         console = spawn(
             [
                 "console",
@@ -79,7 +95,7 @@ def scene(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scene]:
                 "--listen",
                 f"127.0.0.1:{console_port}",
                 "--apps",
-                f"127.0.0.1:{app_port}",
+                f"127.0.0.1:{app_port},127.0.0.1:{join_port}",
                 "--schema-registry",
                 registry_url,
                 "--broker-metrics",
@@ -91,6 +107,7 @@ def scene(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scene]:
         )
         try:
             wait_http(f"http://127.0.0.1:{app_port}/health")
+            wait_http(f"http://127.0.0.1:{join_port}/health")
             wait_http(f"http://127.0.0.1:{console_port}/brokers")
             yield Scene(
                 broker.bootstrap,
@@ -100,9 +117,11 @@ def scene(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scene]:
                 tmp / "data",
                 registry_url,
                 metrics_url,
+                f"http://127.0.0.1:{join_port}",
             )
         finally:
             stop(console)
+            stop(join_app)
             stop(app)
             del txn
 

@@ -2,8 +2,9 @@
 
 The module-wide scene: the built-in broker (with the schema registry beside it) with a
 topic of orders, a consumer group that is behind on it, a transaction left open on
-another topic, Avro records written by confluent-kafka's registry serializer, and a
-running application (the page-views example) with its HTTP endpoints; a read-only
+another topic, Avro records written by confluent-kafka's registry serializer, and two
+running applications with their HTTP endpoints (the page-views example, and the
+click-enrichment example: a repartition topic and a stream-table join); a read-only
 console (``headrace console`` as a process) shows all of it.
 """
 
@@ -24,6 +25,7 @@ ARTIFACTS = Path(os.environ.get("HEADRACE_TEST_ARTIFACTS", ROOT / ".test-artifac
 ORDERS, ORDERS_PER_PARTITION, COMMITTED = "orders", (12, 10, 8), (12, 4, 0)
 PENDING, PENDING_RECORDS = "pending", 5
 AVRO_TOPIC = "avro-payments"
+JOIN_APP, JOIN_TOPICS = "click-enrichment", ("user-profiles", "clicks", "enriched-clicks")
 PAYMENT = {
     "type": "record",
     "name": "Payment",
@@ -45,7 +47,8 @@ class Scene:
     tmp: Path
     data_dir: Path
     registry_url: str
-    metrics_url: str  # the broker's own Prometheus endpoint
+    metrics_url: str
+    join_app_url: str  # the click-enrichment example: a repartition and a table join  # the broker's own Prometheus endpoint
 
 
 def wait_http(url: str, timeout: float = 30) -> None:
@@ -73,6 +76,7 @@ def setup_cluster(bootstrap: str) -> object:
         NewTopic(AVRO_TOPIC, 1, 1),
         NewTopic("page-views", 2, 1),
         NewTopic("page-views-per-minute", 2, 1),
+        *(NewTopic(name, 2, 1) for name in JOIN_TOPICS),
     ]
     for future in admin.create_topics(topics).values():
         future.result(30)

@@ -537,3 +537,53 @@ def test_a_value_that_does_not_fit_the_schema_is_refused(
     wait_for(browser, "main p.error")
     screenshot(browser, "produce-refused")
     assert "does not fit" in browser.find_element(By.CSS_SELECTOR, "main p.error").text
+
+
+def test_topology_links_sub_topologies_and_reads_at_1400_px(scene: Scene, browser: Any) -> None:
+    """The click-enrichment application: its repartition topic drawn from the sink of
+    one sub-topology to the source of the other, its table's store linked to the table
+    and to the join, as the application's own /topology says; the drawing fits a 1,400
+    px window at its own size, so its text is not shrunk."""
+    from selenium.webdriver.common.by import By
+
+    topology = _rest(f"{scene.join_app_url}/topology")
+    nodes = [n for sub in topology["subtopologies"] for n in sub["nodes"]]
+    assert len(topology["subtopologies"]) == 2
+    open_page(browser, f"{scene.console_url}/apps/1", "topology-join")
+    svg = browser.find_element(By.CSS_SELECTOR, "svg.topology")
+    browser.execute_script("arguments[0].scrollIntoView();", svg)
+    screenshot(browser, "topology-join-drawing")
+    shown = {g.get_attribute("data-name") for g in svg.find_elements(By.CSS_SELECTOR, "g.node")}
+    assert shown == {n["name"] for n in nodes}
+    sources = {t: n["name"] for n in nodes if n["kind"] == "Source" for t in n["topics"]}
+    expected_links = {
+        (t, n["name"], sources[t])
+        for n in nodes
+        if n["kind"] == "Sink"
+        for t in n["topics"]
+        if t in sources
+    }
+    links = {
+        (g.get_attribute("data-topic"), g.get_attribute("data-from"), g.get_attribute("data-to"))
+        for g in svg.find_elements(By.CSS_SELECTOR, "g.topic-link")
+    }
+    assert links == expected_links and any("repartition" in t for t, _, _ in links)
+    sub_of = {n["name"]: s["id"] for s in topology["subtopologies"] for n in s["nodes"]}
+    assert all(sub_of[a] != sub_of[b] for _, a, b in links)  # it joins two bands
+    uses = {
+        (line.get_attribute("data-store"), line.get_attribute("data-node"))
+        for line in svg.find_elements(By.CSS_SELECTOR, "polyline.store-link")
+    }
+    assert uses == {(s, n["name"]) for n in nodes for s in n["stores"]}
+    [store] = {s for s, _ in uses}
+    assert {n for s, n in uses if s == store} >= {"enrich"}  # the join reads the table
+    # At 1,400 px: drawn at its own size, and all of it inside the window.
+    size = browser.execute_script(
+        "const r = arguments[0].getBoundingClientRect();"
+        "return [r.right, r.width, document.documentElement.clientWidth,"
+        " parseFloat(getComputedStyle(arguments[0].querySelector('g.node text')).fontSize)];",
+        svg,
+    )
+    right, width, window_width, font = size
+    assert width == float(svg.get_attribute("width")) and right <= window_width <= 1400
+    assert font >= 11
