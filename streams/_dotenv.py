@@ -6,6 +6,10 @@ A line is ``KEY=VALUE``, optionally after ``export``; blank lines and lines star
 `` #``. Only ``HEADRACE_*`` keys are read: a ``.env`` written for other tools in the same
 folder changes nothing here. Real environment variables win over the file.
 
+Written here rather than with python-dotenv, which logs a warning and skips a line it
+cannot parse: a deployment's misspelt setting would then run with its default. Here it
+stops the start with the file and line.
+
 >>> env = environment_with({"HEADRACE_STATE_DIR": "/srv"},
 ...                        'HEADRACE_STATE_DIR=./s\\nHEADRACE_LOG_LEVEL="debug"\\nOTHER=1\\n')
 >>> sorted(env.items())

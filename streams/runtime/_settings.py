@@ -14,6 +14,10 @@ program that passes its own value means; under ``headrace run`` the App's argume
 below the environment and the flags, which is what an operator deploying it means.
 Choices of fixed words (``log_level``, ``log_format``) are read in any case.
 
+The layering is ``load``'s twenty lines rather than pydantic-settings': its sources cannot
+put the App's own arguments between the files and the environment without overriding
+its private methods, nor name the variable an invalid value came from.
+
 >>> AppSettings.load(env={}, application_id="clicks").commit_interval
 1000
 >>> AppSettings.load(env={}, application_id="clicks",
