@@ -179,7 +179,7 @@ class MarkedTransaction:
 
     def write(self, batches: Iterable[Records], batch_id: int) -> int:
         producer = self._records.producer
-        self._call("begin_transaction", producer.begin_transaction)
+        self._call("begin_transaction", lambda _timeout: producer.begin_transaction())
         try:
             for records in batches:
                 self._records.send(records)

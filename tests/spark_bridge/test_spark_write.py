@@ -10,6 +10,10 @@ consumer sees.
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -229,3 +233,73 @@ def test_columns_of_the_wrong_type_are_refused_as_spark_refuses_them(
     frame = spark.createDataFrame([("a",)], "value string")
     with pytest.raises(Exception, match="topic option required"):
         writer(frame, bootstrap).save()
+
+
+# -- streaming -----------------------------------------------------------------------------
+
+FILES, PER_FILE = 10, 10_000  # 100k records, a micro-batch per file
+KILLS = ((2, 0.4), (5, 0.8))  # (first micro-batch to kill in, seconds into it)
+
+
+def start_job(bootstrap: str, topic: str, inputs: Path, checkpoint: Path, log: Path) -> Any:
+    with open(log, "ab") as out:
+        return subprocess.Popen(
+            [sys.executable, str(JOB), bootstrap, topic, str(inputs), str(checkpoint)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # one process group: the JVM and its workers with it
+        )
+
+
+def kill_during_batch(proc: Any, checkpoint: Path, batch: int, delay: float) -> int:
+    """SIGKILL the driver's process group ``delay`` seconds after a micro-batch from
+    ``batch`` on was planned, while that batch is still being written (on a machine fast
+    enough to finish one sooner, the next is tried with half the delay)."""
+    deadline = time.monotonic() + 240
+    while True:
+        while not (checkpoint / "offsets" / str(batch)).exists():
+            assert proc.poll() is None, f"the query ended before micro-batch {batch}"
+            assert time.monotonic() < deadline, f"micro-batch {batch} not planned in 240s"
+            time.sleep(0.02)
+        time.sleep(delay)
+        if not (checkpoint / "commits" / str(batch)).exists():
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            return batch
+        batch, delay = batch + 1, delay / 2
+
+
+@pytest.mark.timeout(900)  # three Spark drivers, each starting its JVM and workers
+def test_a_streaming_write_is_exactly_once_across_driver_kills(
+    cluster: tuple[str, str], tmp_path: Path
+) -> None:
+    bootstrap, _ = cluster
+    topic = unique("stream-written")
+    Confluent().create_topic(bootstrap, topic, 3)
+    inputs, checkpoint, log = tmp_path / "in", tmp_path / "checkpoint", tmp_path / "job.log"
+    inputs.mkdir()
+    expected = [f"record-{i:06d}" for i in range(FILES * PER_FILE)]
+    for f in range(FILES):
+        lines = expected[f * PER_FILE : (f + 1) * PER_FILE]
+        (inputs / f"part-{f:03d}.txt").write_text("".join(f"{line}\n" for line in lines))
+    for batch, delay in KILLS:
+        proc = start_job(bootstrap, topic, inputs, checkpoint, log)
+        try:
+            kill_during_batch(proc, checkpoint, batch, delay)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+    proc = start_job(bootstrap, topic, inputs, checkpoint, log)
+    try:
+        assert proc.wait(timeout=400) == 0, log.read_text()[-4000:]
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert "done" in log.read_text()
+    got = read_all(bootstrap, topic, within=120)
+    values = sorted(present(m.value()).decode() for m in got)
+    assert len(values) == len(expected), f"{len(values) - len(set(values))} duplicates"
+    assert values == expected
+    assert all(m.key() == m.value() for m in got)
