@@ -7,11 +7,17 @@ the customer record, one HTTP call per order, and write them out as JSON:
 - headrace: ``map_values_async(enrich, concurrency=C)`` (results per key in input
   order, offsets committed behind the lowest call in flight);
 - faust: the same call in an agent with ``concurrency=C`` (``await out.send``);
-- Quix Streams: the same call, blocking, in ``sdf.apply`` (it has no async).
+- Quix Streams: the same call, blocking, in ``sdf.apply`` (it has no async, and
+  processes one record at a time).
 
-C is 1, 16 and 128 for headrace and faust; Quix runs once (it calls one at a time).
-The input topics have one partition, so each run is one task, whose ideal rate is C
-calls per 10 ms (C x 100 records/s); each run gets about four ideal seconds of input.
+C is 1, 16 and 128. headrace and faust run C calls at once in one process over a
+one-partition input (one task), whose ideal rate is C calls per 10 ms (C x 100
+records/s); each run gets about four ideal seconds of input. Quix's way to C calls at
+once is C replicas: at C > 1 it runs as C processes in one consumer group over a copy
+of the input with C partitions (the same records, keyed alike), one call in flight
+each, the clock starting once all C have joined and the group is Stable; the records
+they processed while joining are left out of the rate. Levels above
+``--quix-max-replicas`` (16) are not run: this machine cannot hold 128 Quix processes.
 Both async frameworks use the same keep-alive HTTP client (below, on asyncio's
 protocols), Quix uses ``http.client`` with keep-alive.
 
@@ -244,10 +250,11 @@ ROLES = {
 # -- the harness ---------------------------------------------------------------------------
 
 
-def produce(harness: peers.Harness, topic: str, records: int) -> None:
+def produce(harness: peers.Harness, topic: str, records: int, *, create: bool = True) -> None:
     from confluent_kafka import Producer
 
-    harness.create(topic)
+    if create:
+        harness.create(topic)
     producer = Producer({"bootstrap.servers": harness.bootstrap, "linger.ms": 20})
     for i in range(records):
         value = json.dumps({"customer": f"c{i % CUSTOMERS}", "amount": i}).encode()
@@ -322,6 +329,12 @@ def main() -> None:
     parser.add_argument("--frameworks", default="headrace,faust,quix")
     parser.add_argument("--seconds", type=float, default=4.0, help="ideal seconds of input per run")
     parser.add_argument("--timeout", type=float, default=600)
+    parser.add_argument(
+        "--quix-max-replicas",
+        type=int,
+        default=16,
+        help="Quix runs at the levels up to this many processes (one per call in flight)",
+    )
     parser.add_argument("--json", help="also write the results to this file")
     parser.add_argument("--role", choices=sorted(ROLES))
     for option in (
@@ -387,10 +400,139 @@ def bench(
                     )
                 )
         if "quix" in frameworks:
-            results.append(run_one(harness, "quix", 1, sizes[1], service_port, args.timeout))
+            for concurrency in levels:
+                if concurrency > args.quix_max_replicas:
+                    print(f"quix      concurrency {concurrency:>4}  not run (replicas)", flush=True)
+                elif concurrency == 1:
+                    results.append(
+                        run_one(harness, "quix", 1, sizes[1], service_port, args.timeout)
+                    )
+                else:
+                    results.append(
+                        run_quix_replicas(
+                            harness, concurrency, sizes[concurrency], service_port, args.timeout
+                        )
+                    )
     finally:
         harness.close()
     return results
+
+
+def run_quix_replicas(
+    harness: peers.Harness, replicas: int, records: int, port: int, timeout: float
+) -> dict[str, Any]:
+    """Quix Streams at ``replicas`` calls in flight: as many processes in one group, each
+    with one partition of a ``replicas``-partition copy of the input."""
+    from confluent_kafka.admin import NewTopic
+
+    name = f"quix-c{replicas}"
+    source, output, app_id = f"orders-{records}-p{replicas}", f"enriched-{name}", f"bench-{name}"
+    for future in harness.admin.create_topics([NewTopic(source, replicas, 1)]).values():
+        future.result()
+    produce(harness, source, records, create=False)
+    harness.create(output)
+    ends = _ends(harness, source, replicas)
+    assert sum(ends) == records
+    procs = []
+    logs = [harness.workdir / f"{name}-{j}.log" for j in range(replicas)]
+    started = time.perf_counter()
+    try:
+        for j, log_path in enumerate(logs):
+            cmd = peers.role_command(
+                "quix",
+                __file__,
+                harness,
+                f"{name}-{j}",
+                input_topic=source,
+                output=output,
+                app_id=app_id,
+                port=str(port),
+                concurrency="1",
+            )
+            with open(log_path, "wb") as log:
+                procs.append(
+                    subprocess.Popen(
+                        cmd,
+                        stdout=log,
+                        stderr=log,
+                        cwd=ROOT,
+                        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+                    )
+                )
+        joined = before = None
+        while True:
+            time.sleep(0.1)
+            for proc, log_path in zip(procs, logs, strict=True):
+                if proc.poll() is not None:
+                    raise RuntimeError(
+                        f"{name} exited with {proc.returncode}:\n{log_path.read_text()[-4000:]}"
+                    )
+            if time.perf_counter() - started > timeout:
+                raise RuntimeError(f"{name} did not finish within {timeout:.0f}s")
+            committed = _committed(harness, app_id, source, replicas)
+            if joined is None:
+                if _members_when_stable(harness, app_id) == replicas:
+                    joined, before = time.perf_counter(), sum(committed)
+                continue
+            if committed == ends and sum(harness.ends(output)) >= records:
+                done = time.perf_counter()
+                break
+    finally:
+        for proc in procs:
+            peers.stop(proc)
+    assert joined is not None and before is not None
+    outputs = sum(harness.ends(output))
+    rate = (records - before) / (done - joined)
+    ideal = replicas / DELAY_S
+    result = {
+        "framework": "quix",
+        "concurrency": replicas,
+        "records": records,
+        "rate": rate,
+        "of_ideal": rate / ideal,
+        "outputs": outputs,
+        "committed_before_clock": before,
+        "load": os.getloadavg()[0],
+    }
+    print(
+        f"{'quix':<9} concurrency {replicas:>4}  {records:>7,} records  "
+        f"{rate:>9,.0f} rec/s  {rate / ideal:6.1%} of ideal ({ideal:,.0f})  "
+        f"{outputs:,} outputs, {before:,} committed before the clock, {replicas} processes  "
+        f"(load {result['load']:.1f})",
+        flush=True,
+    )
+    return result
+
+
+def _ends(harness: peers.Harness, topic: str, partitions: int) -> list[int]:
+    from confluent_kafka import TopicPartition
+
+    return [
+        harness.watcher.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+        for p in range(partitions)
+    ]
+
+
+def _committed(harness: peers.Harness, group: str, topic: str, partitions: int) -> list[int]:
+    from confluent_kafka import Consumer, TopicPartition
+
+    reader = Consumer({"bootstrap.servers": harness.bootstrap, "group.id": group})
+    try:
+        got = reader.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=10)
+    finally:
+        reader.close()
+    return [max(tp.offset, 0) for tp in got]
+
+
+def _members_when_stable(harness: peers.Harness, group: str) -> int:
+    """How many members ``group`` has, or 0 while it is not Stable."""
+    from confluent_kafka import ConsumerGroupState
+
+    try:
+        described = harness.admin.describe_consumer_groups([group])[group].result(10)
+    except Exception:
+        return 0
+    return len(described.members) if described.state == ConsumerGroupState.STABLE else 0
 
 
 def client_only(port: int, concurrency: int, records: int) -> dict[str, Any]:
@@ -442,7 +584,7 @@ def report(results: list[dict[str, Any]]) -> None:
                 flush=True,
             )
         for peer in ("faust", "quix"):
-            theirs = by.get((peer, concurrency)) or (by.get((peer, 1)) if peer == "quix" else None)
+            theirs = by.get((peer, concurrency))
             if theirs is not None:
                 print(
                     f"concurrency {concurrency:>4}: headrace / {peer:<5} "
