@@ -20,14 +20,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
-from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer
+from confluent_kafka.schema_registry.json_schema import JSONDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 from kafka_clients import Confluent, present, unique
 from registryproc import broker_with_registry
 
 from headrace.spark_bridge import spark_session
+from headrace.spark_bridge._sink_options import parse_sink_options
+from headrace.spark_bridge._sink_producer import MarkedTransaction
+from headrace.spark_bridge._sink_records import Records
 
 pytestmark = pytest.mark.slow
 
@@ -80,6 +84,18 @@ def read_all(bootstrap: str, topic: str, *, within: float = 60.0) -> list[Any]:
         return got
     finally:
         consumer.close()
+
+
+SALE_AVRO = {
+    "type": "record",
+    "name": "Sale",
+    "fields": [{"name": "item", "type": "string"}, {"name": "cents", "type": "long"}],
+}
+SALE_JSON = {
+    "type": "object",
+    "properties": {"item": {"type": "string"}, "cents": {"type": "integer"}},
+    "required": ["item", "cents"],
+}
 
 
 def writer(frame: Any, bootstrap: str, **options: str) -> Any:
@@ -193,6 +209,41 @@ def test_a_struct_value_is_written_in_avro_through_the_registry(
     assert json.loads(registered.schema.schema_str)["name"] == "topLevelRecord"
 
 
+@pytest.mark.parametrize("value_format", ["avro", "json-schema"])
+def test_a_struct_value_is_written_with_the_subjects_latest_schema(
+    spark: Any, cluster: tuple[str, str], value_format: str
+) -> None:
+    bootstrap, url = cluster
+    topic = unique(f"registered-{value_format}")
+    subject = unique("sales-value")
+    Confluent().create_topic(bootstrap, topic, 1)
+    if value_format == "avro":
+        schema = Schema(json.dumps(SALE_AVRO), "AVRO")
+    else:
+        schema = Schema(json.dumps(SALE_JSON), "JSON")
+    with SchemaRegistryClient({"url": url}) as registry:
+        schema_id = registry.register_schema(subject, schema)
+    frame = spark.createDataFrame(
+        [(("pen", 150),), (("ink", 900),)], "value struct<item:string, cents:bigint>"
+    )
+    writer(frame, bootstrap, topic=topic, **{"value.format": value_format}).option(
+        "schema.registry.url", url
+    ).option("value.subject", subject).save()
+    got = read_all(bootstrap, topic)
+    with SchemaRegistryClient({"url": url}) as registry:
+        if value_format == "avro":
+            deserialize: Any = AvroDeserializer(registry)
+        else:
+            deserialize = JSONDeserializer(None, schema_registry_client=registry)
+        context = SerializationContext(topic, MessageField.VALUE)
+        values = sorted((deserialize(m.value(), context) for m in got), key=lambda v: v["cents"])
+        versions = registry.get_versions(subject)
+    assert values == [{"item": "pen", "cents": 150}, {"item": "ink", "cents": 900}]
+    # Every value names the registered schema, and the write registered no other.
+    assert {int.from_bytes(present(m.value())[1:5], "big") for m in got} == {schema_id}
+    assert versions == [1]
+
+
 @pytest.mark.parametrize(
     ("options", "named"),
     [
@@ -303,3 +354,46 @@ def test_a_streaming_write_is_exactly_once_across_driver_kills(
     assert len(values) == len(expected), f"{len(values) - len(set(values))} duplicates"
     assert values == expected
     assert all(m.key() == m.value() for m in got)
+
+
+@pytest.mark.parametrize("broker", ["headrace", "apache-kafka"])
+def test_a_replayed_task_finds_its_marker_and_an_abandoned_transaction_is_aborted(
+    request: pytest.FixtureRequest, cluster: tuple[str, str], broker: str
+) -> None:
+    """The streaming task's protocol without Spark, on our broker and on Apache Kafka
+    4.4: a producer of a killed driver left a transaction open; the replayed task fences
+    it (its records are never read), writes once, and a second replay writes nothing."""
+    if broker == "headrace":
+        bootstrap = cluster[0]
+    else:
+        bootstrap = request.getfixturevalue("kafka_cluster_1").bootstrap
+    topic = unique("marked")
+    Confluent().create_topic(bootstrap, topic, 2)
+    options = parse_sink_options({"kafka.bootstrap.servers": bootstrap, "topic": topic})
+    name = unique("headrace-spark-query")
+    zombie = Producer({"bootstrap.servers": bootstrap, "transactional.id": name})
+    zombie.init_transactions(30)
+    zombie.begin_transaction()
+    for i in range(10):
+        zombie.produce(topic, f"abandoned-{i}".encode(), partition=i % 2)
+    assert zombie.flush(30) == 0
+
+    def records(n: int) -> Records:
+        values: list[bytes | None] = [f"batch-7-{i}".encode() for i in range(n)]
+        return Records([topic] * n, [i % 2 for i in range(n)], [None] * n, values, [None] * n)
+
+    for attempt in range(2):
+        txn = MarkedTransaction(options, name, name, (topic, 0))
+        try:
+            if attempt == 0:
+                assert not txn.already_written(7)
+                assert txn.write([records(100)], 7) == 100
+            else:
+                assert txn.already_written(7)
+                assert not txn.already_written(8)
+        finally:
+            txn.close()
+    with pytest.raises(KafkaException):  # fenced: its records stay aborted
+        zombie.commit_transaction(30)
+    values = sorted(present(m.value()).decode() for m in read_all(bootstrap, topic))
+    assert values == sorted(f"batch-7-{i}" for i in range(100))
