@@ -18,6 +18,7 @@ to get them.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -131,21 +132,26 @@ def test_delta_spark_export_is_exactly_once_across_a_driver_sigkill(
     command = export_command(bootstrap, topic, path)
 
     # 1. Kill the whole driver (CLI and its JVM, one process group) once a batch is in.
-    victim = subprocess.Popen(
-        command,
-        env=delta_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    log = tmp_path / "killed-run.log"
+    with log.open("w") as stderr:
+        victim = subprocess.Popen(
+            command,
+            env=delta_env(),
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            start_new_session=True,
+        )
     try:
         deadline = time.monotonic() + RUN_TIMEOUT
         while not commits(path) and victim.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert victim.poll() is None, f"the export ended ({victim.returncode}) before the kill"
+        assert victim.poll() is None, (
+            f"the export ended ({victim.returncode}) before the kill:\n{log.read_text()[-5000:]}"
+        )
         assert commits(path), "no Delta commit within the time allowed"
     finally:
-        os.killpg(victim.pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):  # ended on its own: failed above
+            os.killpg(victim.pid, signal.SIGKILL)
         victim.wait(30)
     partial = table_rows(path).num_rows
     assert 0 < partial < RECORDS, partial
@@ -157,7 +163,6 @@ def test_delta_spark_export_is_exactly_once_across_a_driver_sigkill(
     pairs = list(zip(got["partition"].to_pylist(), got["offset"].to_pylist(), strict=True))
     assert len(pairs) == RECORDS  # no duplicates...
     assert set(pairs) == set(placed)  # ...and no gaps
-    assert deltalake.DeltaTable(str(path)).transaction_version("headrace-export") is not None
 
     # 3. The same rows as the delta-rs engine's export of the same topic.
     reference = tmp_path / "delta-rs"
@@ -175,6 +180,8 @@ def test_delta_spark_export_is_exactly_once_across_a_driver_sigkill(
     assert "records in 1 micro-batch" in out, out
     assert deltalake.DeltaTable(str(path)).version() == version
     assert table_rows(path).num_rows == RECORDS
+    # the batch ids the table recorded, which made the replay a no-op
+    assert deltalake.DeltaTable(str(path)).transaction_version("headrace-export") is not None
 
 
 def test_a_table_without_its_checkpoint_is_refused(bootstrap: str, tmp_path: Path) -> None:
@@ -196,9 +203,16 @@ def test_delta_spark_on_the_wrong_pyspark_says_what_to_install(
     assert cli.main([*argv, "--bootstrap-servers", bootstrap]) == 1
     err = capsys.readouterr().err
     assert "pyspark 4.2.0" in err and "headrace[delta-spark]" in err, err
-    argv = ["spark", "export", topic, "--delta-path", str(tmp_path), "--checkpoint", "c"]
-    assert cli.main([*argv, "--bootstrap-servers", bootstrap]) == 1
-    assert "--engine delta-spark" in capsys.readouterr().err
+    # what only one engine does is refused by the other, before anything is read
+    for flags, expected in [
+        (["--checkpoint", "c"], "are for --engine delta-spark"),
+        (["--delta-jars", "j"], "are for --engine delta-spark"),
+        (["--engine", "delta-spark", "--value-format", "json"], "the delta-rs engine's"),
+    ]:
+        argv = ["spark", "export", topic, "--delta-path", str(tmp_path), *flags]
+        assert cli.main([*argv, "--bootstrap-servers", bootstrap]) == 1
+        assert expected in capsys.readouterr().err
+    assert not (tmp_path / "_delta_log").exists()
 
 
 @pytest.mark.timeout(2 * RUN_TIMEOUT)
