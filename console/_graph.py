@@ -24,12 +24,14 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from ._html import Markup
+
 NODE_W, NODE_H, GAP_X, GAP_Y, BAND_GAP, LABEL_H, STORE_H = 200, 46, 72, 16, 36, 24, 30
 MARGIN = 28  # room at the left for the links that enter a first column
 Box = tuple[float, float, float, float]  # x, y, width, height
 
 
-def topology_svg(description: dict[str, Any]) -> str:
+def topology_svg(description: dict[str, Any]) -> Markup:
     boxes: dict[tuple[str, str], Box] = {}  # ("node" | "store", name) -> box
     band_of: dict[str, tuple[float, float]] = {}  # node -> its band's top and bottom
     bands: list[str] = []
@@ -73,7 +75,7 @@ def topology_svg(description: dict[str, Any]) -> str:
     parts += _topic_links(nodes, boxes, band_of)
     parts += [_node(n, boxes[("node", n["name"])]) for n in nodes]
     parts += [_store(name, box) for (kind, name), box in boxes.items() if kind == "store"]
-    return (
+    return Markup(
         '<div class="topology-scroll">'
         f'<svg class="topology" xmlns="http://www.w3.org/2000/svg" width="{width}" '
         f'height="{y - BAND_GAP / 2:g}" viewBox="0 0 {width} {y - BAND_GAP / 2:g}"><defs><marker id="arrow" viewBox="0 0 10 10" refX="10" '

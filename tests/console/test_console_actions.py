@@ -4,6 +4,7 @@ preview and only while the group is empty; it reads any Kafka-compatible cluster
 from __future__ import annotations
 
 import asyncio
+import html
 import http.cookiejar
 import re
 import time
@@ -290,7 +291,7 @@ def test_broker_serves_the_console_beside_it(tmp_path: Path) -> None:
         assert bootstrap in _get(f"{base}/brokers").replace(",", "")
         produce_avro(bootstrap, f"http://127.0.0.1:{registry_port}", AVRO_TOPIC, PAYMENTS[:1])
         shown = _get(f"{base}/topics/{AVRO_TOPIC}/messages")
-        assert "&quot;payer&quot;: &quot;payer-0&quot;" in shown, shown
+        assert '"payer": "payer-0"' in html.unescape(shown), shown
         with urllib.request.urlopen(f"{base}/metrics", timeout=30) as response:
             assert response.headers["Content-Type"].startswith("text/plain; version=0.0.4")
             families = {f.name: f for f in text_string_to_metric_families(response.read().decode())}
