@@ -10,13 +10,13 @@ describe) is a page that says so, not an error page.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from headrace.base import ClientSecurity
 from headrace.base.acls import AclFilter
 
-# The client commands' admin client: the same requests, not written twice.
-from headrace.client_tools.security._admin_client import AdminRequestError, SecurityAdminClient
+if TYPE_CHECKING:
+    from headrace.client_tools.security._admin_client import SecurityAdminClient
 
 
 @dataclass(frozen=True)
@@ -32,12 +32,18 @@ class SecurityReader:
         self._servers, self._security = bootstrap_servers, security
 
     def _client(self) -> SecurityAdminClient:
+        # The client commands' admin client: the same requests, not written twice;
+        # imported on the first page that needs it, not when the command starts.
+        from headrace.client_tools.security._admin_client import SecurityAdminClient
+
         return SecurityAdminClient(
             self._servers, security=self._security, client_id="headrace-console"
         )
 
     async def users(self) -> Answer:
         """One row per user and SCRAM mechanism, sorted by user."""
+        from headrace.client_tools.security._admin_client import AdminRequestError
+
         try:
             async with self._client() as client:
                 described = await client.describe_scram()
@@ -53,6 +59,8 @@ class SecurityReader:
 
     async def acls(self) -> Answer:
         """Every ACL binding, sorted by resource, then principal."""
+        from headrace.client_tools.security._admin_client import AdminRequestError
+
         try:
             async with self._client() as client:
                 bindings = await client.describe_acls(AclFilter())
