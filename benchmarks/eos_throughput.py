@@ -10,7 +10,9 @@ Two workloads, each framework as its own process with its own group and output t
   ``"<balance>,<payments>"``.
 
 Runs: headrace ``at_least_once``, headrace ``exactly_once_v2``, Quix Streams
-``processing_guarantee="exactly-once"``; commit interval 100 ms for all (the
+``processing_guarantee="exactly-once"`` (its windowed count with ``.current()``, and as
+``quix-eos-final`` with ``.final()``, checked on the windows that closed: see
+``runtime_vs_peers.py``); commit interval 100 ms for all (the
 exactly-once default of both). The clock runs from the group being Stable to the
 group's committed offsets reaching the end of the input ("processing"). Afterwards the
 output is read read_committed and checked: windowed, every window's highest count is
@@ -43,12 +45,13 @@ from runtime_vs_peers import (
     COMMIT_S,
     PARTITIONS,
     ROOT,
-    WINDOW_MS,
     Harness,
     check,
     drive,
+    expected_closed_windows,
     expected_windows,
     python_for,
+    quix_windowed_count,
     ready_harness,
     role_command,
     windowed_count,
@@ -60,7 +63,9 @@ RUNS = {
     "headrace-eos": ("headrace", "exactly_once_v2"),
     "quix-eos": ("quix", "exactly-once"),
     "quix-alos": ("quix", "at-least-once"),
+    "quix-eos-final": ("quix", "exactly-once"),
 }
+FINAL = {"quix-eos-final"}  # the windowed count emitted with .final(), not .current()
 
 
 def payment(i: int, rng: random.Random) -> tuple[bytes, bytes]:
@@ -132,19 +137,8 @@ def run_quix(args: argparse.Namespace) -> None:
 
         app.dataframe(source).apply(apply, stateful=True).to_topic(out)
     else:
-        from quixstreams.models import Serializer
-
-        class CountOnly(Serializer):  # type: ignore[misc]
-            def __call__(self, value: dict[str, Any], ctx: Any) -> bytes:
-                return str(value["n"]).encode()
-
         source = app.topic(args.input, key_deserializer="str", value_deserializer="json")
-        out = app.topic(args.output, key_serializer="str", value_serializer=CountOnly())
-        sdf = app.dataframe(source).tumbling_window(WINDOW_MS).count().current()
-        sdf = sdf.apply(
-            lambda w, key, _ts, _h: {"k": f"{key}@{w['start']}", "n": w["value"]}, metadata=True
-        )
-        sdf.to_topic(out, key=lambda r: r["k"])
+        quix_windowed_count(app, app.dataframe(source), args.output, final=args.emit == "final")
     app.run()
 
 
@@ -248,6 +242,7 @@ def run_one(
         app_id=app_id,
         workload=workload,
         guarantee=guarantee,
+        emit="final" if run in FINAL else "current",
     )
     cpu: dict[str, float] = {}
     _started, joined, done = drive(
@@ -290,6 +285,7 @@ def main() -> None:
         "--app-id",
         "--state-dir",
         "--guarantee",
+        "--emit",
     ):
         parser.add_argument(option)
     args = parser.parse_args()
@@ -319,6 +315,7 @@ def bench(
     inputs = {"windowed": "page-views", "payments": "payments"}
     expected = {
         "windowed": expected_windows(args.records),
+        "windowed-final": expected_closed_windows(args.records),
         "payments": expected_payments(args.records),
     }
     print(f"input: {args.records:,} records per workload in {PARTITIONS} partitions", flush=True)
@@ -328,6 +325,9 @@ def bench(
             ends = harness.ends(inputs[workload])
             for attempt in range(args.repeat):
                 for run in runs:
+                    if run in FINAL and workload != "windowed":
+                        continue  # .final() changes the windowed count only
+                    wanted = "windowed-final" if run in FINAL else workload
                     results.append(
                         run_one(
                             harness,
@@ -335,7 +335,7 @@ def bench(
                             workload,
                             inputs[workload],
                             ends,
-                            expected[workload],
+                            expected[wanted],
                             args.timeout,
                             attempt,
                         )
@@ -364,7 +364,7 @@ def report(results: list[dict[str, Any]], workloads: list[str]) -> None:
         eos = by.get(("headrace-eos", workload))
         if eos is None:
             continue
-        for other in ("headrace-alos", "quix-eos"):
+        for other in ("headrace-alos", "quix-eos", "quix-eos-final"):
             if (other, workload) in by:
                 per_cpu = cpu[(other, workload)] / cpu[("headrace-eos", workload)]
                 print(
