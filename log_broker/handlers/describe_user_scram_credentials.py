@@ -1,6 +1,7 @@
 """DescribeUserScramCredentials (key 50): which SCRAM mechanisms (and iteration counts)
-each user has; never salts or keys. Needs DESCRIBE on the cluster. A null list of users
-means every user; a named user without credentials gets RESOURCE_NOT_FOUND."""
+each user has; never salts or keys. Needs DESCRIBE on the cluster. A null or empty list of
+users means every user, as in Kafka (librdkafka sends an empty one); a named user without
+credentials gets RESOURCE_NOT_FOUND."""
 
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ async def handle(state: BrokerState, request: Request) -> Any:
         )
     assert state.security is not None
     known = state.security.credentials.users()
-    wanted = sorted(known) if request.body.users is None else [u.name for u in request.body.users]
+    asked = request.body.users
+    wanted = [u.name for u in asked] if asked else sorted(known)
     results = []
     for user in wanted:
         if user not in known:
