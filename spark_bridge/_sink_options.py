@@ -20,8 +20,13 @@ from ._options import librdkafka_config
 # Options Spark passes along with a streaming write's (or ``save(path)``'s) own, which
 # say nothing to the sink.
 _SPARK_PASSED = {"path", "checkpointlocation", "queryname"}
-_OWN_OPTIONS = {"kafka.bootstrap.servers", "topic", "value.format", "schema.registry.url"}
-_OWN_OPTIONS |= {"value.subject"}
+_OWN_OPTIONS = {
+    "kafka.bootstrap.servers",
+    "topic",
+    "value.format",
+    "schema.registry.url",
+    "value.subject",
+}
 # kafka.* settings Spark's sink refuses, and why; transactional.id is this sink's to set.
 REFUSED_KAFKA = {
     "key.serializer": "keys are written as bytes (a string key as its UTF-8)",
@@ -78,7 +83,9 @@ def parse_sink_options(raw: Mapping[str, str]) -> SinkOptions:
     if value_format != "binary" and not registry:
         raise OptionError(f"value.format={value_format} needs schema.registry.url")
     subject = options.get("value.subject")
-    if value_format != "binary" and subject is None and topic is None:
+    if subject is None and topic is not None:
+        subject = f"{topic.strip()}-value"  # the registry's TopicNameStrategy
+    if value_format != "binary" and subject is None:
         raise OptionError("value.format needs value.subject unless the topic option is set")
     producer = librdkafka_config(
         {
@@ -92,7 +99,7 @@ def parse_sink_options(raw: Mapping[str, str]) -> SinkOptions:
         topic=topic.strip() if topic is not None else None,
         value_format=value_format,
         schema_registry_url=registry if value_format != "binary" else None,
-        value_subject=subject if subject is not None else (topic and f"{topic.strip()}-value"),
+        value_subject=subject,
         producer_config=producer,
     )
 

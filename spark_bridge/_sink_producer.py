@@ -162,18 +162,39 @@ class MarkedTransaction:
                 "logger": ClientLog(),
             }
         )
-        self._call("init_transactions", self._records.producer.init_transactions)
+        try:
+            self._call("init_transactions", self._records.producer.init_transactions)
+        except BaseException:
+            self._consumer.close()
+            raise
 
     def close(self) -> None:
         self._consumer.close()
 
     def already_written(self, batch_id: int) -> bool:
-        try:
-            [found] = self._consumer.committed([self._marker], timeout=_REQUEST_TIMEOUT)
-        except self._ck.KafkaException as exc:
-            raise BrokerRequestError(
-                f"cannot read the marker of {self._id} (group {self._group}): {exc}"
-            ) from None
+        """Whether the marker says ``batch_id`` is written. A coordinator that is moving
+        or loading (Kafka answers NOT_COORDINATOR for a while after a start) is asked
+        again until the request timeout."""
+        ck = self._ck
+        moving = {
+            ck.KafkaError.NOT_COORDINATOR,
+            ck.KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+            ck.KafkaError.COORDINATOR_NOT_AVAILABLE,
+        }
+        deadline = time.monotonic() + _REQUEST_TIMEOUT
+        while True:
+            try:
+                [found] = self._consumer.committed([self._marker], timeout=_REQUEST_TIMEOUT)
+                break
+            except ck.KafkaException as exc:
+                error = exc.args[0] if exc.args else None
+                retriable = error is not None and (error.retriable() or error.code() in moving)
+                if retriable and time.monotonic() < deadline:
+                    time.sleep(0.2)
+                    continue
+                raise BrokerRequestError(
+                    f"cannot read the marker of {self._id} (group {self._group}): {exc}"
+                ) from None
         marked: int = found.offset
         return marked != _NO_OFFSET and marked > batch_id
 
