@@ -6,7 +6,7 @@ from typing import Any
 
 
 def register_source(spark: Any) -> None:
-    """Make ``spark.read.format("headrace")`` and ``readStream.format("headrace")`` work."""
+    """Make ``format("headrace")`` work for reads and writes, batch and streaming."""
     from ._source import register
 
     register(spark)
