@@ -213,6 +213,9 @@ def _export_delta_spark(args: argparse.Namespace) -> int:
         jars=args.delta_jars,
     )
     result = job.run()
+    if not result.batches:
+        print(f"{args.topic}: nothing new; {args.delta_path} is up to date")
+        return 0
     rate = result.records / result.seconds if result.seconds else 0.0
     print(
         f"{args.topic}: {result.records:,} records in {result.batches} micro-batch(es)"

@@ -119,7 +119,8 @@ class DeltaSparkExport:
             .start()
         )
         query.awaitTermination()
-        progress = query.recentProgress
+        # a run with nothing new still reports progress, with no batch added
+        progress = [p for p in query.recentProgress if "addBatch" in p.durationMs]
         return StreamExportResult(
             batches=len(progress),
             records=sum(int(p.numInputRows) for p in progress),

@@ -183,6 +183,10 @@ def test_delta_spark_export_is_exactly_once_across_a_driver_sigkill(
     # the batch ids the table recorded, which made the replay a no-op
     assert deltalake.DeltaTable(str(path)).transaction_version("headrace-export") is not None
 
+    # 5. Caught up: a run with nothing new runs no batch and commits nothing.
+    assert "nothing new" in run_export(command)
+    assert deltalake.DeltaTable(str(path)).version() == version
+
 
 def test_a_table_without_its_checkpoint_is_refused(bootstrap: str, tmp_path: Path) -> None:
     """Batch ids start again at 0 without the checkpoint: each would be skipped as written."""
