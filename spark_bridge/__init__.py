@@ -20,6 +20,9 @@ from typing import Any
 from headrace.base import BrokerError as BrokerError
 
 from ._delta import DeltaSink as DeltaSink
+from ._delta_spark import delta_spark_session as delta_spark_session
+from ._delta_spark_export import DeltaSparkExport as DeltaSparkExport
+from ._delta_spark_export import StreamExportResult as StreamExportResult
 from ._errors import BrokerRequestError as BrokerRequestError
 from ._errors import DecodeError as DecodeError
 from ._errors import DeltaError as DeltaError
@@ -51,6 +54,7 @@ __all__ = [
     "DecodeError",
     "DeltaError",
     "DeltaSink",
+    "DeltaSparkExport",
     "ExportJob",
     "ExportResult",
     "ExportState",
@@ -60,10 +64,12 @@ __all__ = [
     "OffsetRangeError",
     "OptionError",
     "SparkBridgeError",
+    "StreamExportResult",
     "TopicPartition",
     "UnsupportedTableError",
     "decode_json",
     "decode_registry",
+    "delta_spark_session",
     "export_topic",
     "json_values_to_arrow",
     "read_delta",
