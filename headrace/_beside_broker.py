@@ -163,7 +163,7 @@ class _ConsoleThread(threading.Thread):
         if not self._registry.ready.is_set():
             log.error("web console: the schema registry beside it did not start; not decoding")
             return None
-        return self._registry.url
+        return _reachable(self._registry.url)
 
     async def _serve(self) -> None:
         from headrace.console import Console
@@ -197,3 +197,19 @@ class _ConsoleThread(threading.Thread):
         self._stopping.set()
         if self.is_alive():
             self.join(10)
+
+
+def _reachable(url: str) -> str:
+    """``url`` with a wildcard host (a registry listening on every interface) replaced by
+    loopback: the console beside it connects to an address, and the registry's host guard
+    admits 127.0.0.1, never 0.0.0.0.
+
+    >>> _reachable("http://0.0.0.0:8081"), _reachable("http://[::]:8081")
+    ('http://127.0.0.1:8081', 'http://127.0.0.1:8081')
+    >>> _reachable("http://10.0.0.5:8081")
+    'http://10.0.0.5:8081'
+    """
+    for wildcard in ("//0.0.0.0:", "//[::]:"):
+        if wildcard in url:
+            return url.replace(wildcard, "//127.0.0.1:", 1)
+    return url
