@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml  # type: ignore[import-untyped]  # PyYAML (with mkdocs, in the dev extra) ships no types
+import yaml
 
 from headrace import cli
 from headrace.base import read_properties
