@@ -14,7 +14,6 @@ the names that shadowed ours when the layers installed as top-level packages.
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -25,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from source_tree import copy_sources
 
 pytestmark = pytest.mark.slow
 
@@ -100,36 +100,11 @@ def _must(result: subprocess.CompletedProcess[str], what: str) -> None:
     )
 
 
-def _copy_sources(dest: Path) -> None:
-    """The files of the working tree a build may see: tracked and new, minus what git ignores.
-
-    The wheel is built from this copy, not the checkout, because setuptools writes
-    ``build/`` and ``*.egg-info`` into the source tree, and ``build/lib`` keeps files since
-    deleted from the source, which would then ship in the wheel.
-    """
-    listed = (
-        subprocess.run(
-            ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
-            cwd=ROOT,
-            capture_output=True,
-            check=True,
-        )
-        .stdout.decode()
-        .split("\0")
-    )
-    for rel in filter(None, listed):
-        source = ROOT / rel
-        if source.is_file():  # a tracked file deleted in the working tree is not copied
-            target = dest / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, target)
-
-
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     work = tmp_path_factory.mktemp("wheel")
     src, dist, venv, home = work / "src", work / "dist", work / "venv", work / "home"
-    _copy_sources(src)
+    copy_sources(src)
     build = subprocess.run(
         [sys.executable, "-m", "build", "--wheel", "--outdir", str(dist), str(src)],
         cwd=work,

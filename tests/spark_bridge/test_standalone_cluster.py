@@ -39,8 +39,8 @@ import deltalake
 import pytest
 from brokerproc import BrokerProcess
 from kafka_clients import Confluent, unique
+from source_tree import copy_sources
 from spark_cluster import StandaloneCluster, loopback_env, spark_program
-from test_wheel import _copy_sources
 
 from headrace import cli
 from headrace.spark_bridge import DeltaSink, TopicPartition
@@ -69,7 +69,7 @@ class Run:
 def _headrace_zip(work: Path) -> Path:
     """``pip wheel`` of the working tree, under the name Spark ships on executors' paths."""
     src, dist = work / "src", work / "dist"
-    _copy_sources(src)
+    copy_sources(src)
     built = subprocess.run(
         [
             *(sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation"),
