@@ -1,6 +1,7 @@
 """Which way imports point: the package map's arrows, checked on every module's source.
 
     headrace -> examples -> console, schema_registry, spark_bridge, dsl -> streams -> state
+    headrace -> table_topics -> spark_bridge, schema_registry
     log_broker -> transactions
     everything may use base; base imports nothing of ours
 
@@ -31,6 +32,7 @@ LAYER = {
     "pyspark_headrace": 6,  # the hook Spark looks up by name
     "examples": 5,
     "surface": 4,  # headrace/__init__.py and headrace.testing
+    "table_topics": 4,  # the table writer: delta-rs through spark_bridge, the registry
     "console": 3,
     "schema_registry": 3,
     "spark_bridge": 3,
@@ -42,7 +44,9 @@ LAYER = {
     "transactions": 1,
     "base": 0,
 }
-APPLICATION = frozenset({"console", "schema_registry", "spark_bridge", "dsl", "streams", "state"})
+APPLICATION = frozenset(
+    {"console", "schema_registry", "spark_bridge", "table_topics", "dsl", "streams", "state"}
+)
 BROKER = frozenset({"log_broker", "transactions"})
 SURFACE_MODULES = frozenset({"__init__", "testing"})
 

@@ -1,0 +1,12 @@
+"""Topics that are tables: a topic whose ``headrace.table.mode`` is set lands in a Delta
+table of its own, exactly once.
+
+The writer is a Kafka client like the schema registry and the console: ``headrace broker
+--table-location`` runs it beside the broker, and it reads the topics' settings with
+DescribeConfigs and their records with a read_committed consumer. The broker only stores
+and serves the settings.
+"""
+
+from ._records import TopicRecord as TopicRecord
+
+__all__ = ["TopicRecord"]
