@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ._setting_table import BOOLEAN, LIST, describe, setting, setting_rows
+from ._setting_table import BOOLEAN, LIST, STRING, describe, setting, setting_rows
 from .security import Listener, SecurityConfig
 from .share import ShareConfig
 
@@ -134,6 +134,27 @@ class BrokerConfig:
         help="longest transaction.timeout.ms a producer may ask for",
     )
     offset_metadata_max_bytes: int = setting("offset.metadata.max.bytes", 4096, flag=False)
+    # Where topics whose headrace.table.mode is set keep their Delta tables (a directory or
+    # an s3:// URL); empty: no table writer. The broker only reports it: ``headrace broker``
+    # runs the writer beside it (headrace/_table_writer_thread.py) as a Kafka client.
+    table_location: str = setting(
+        "headrace.table.location",
+        "",
+        kind=STRING,
+        flag="--table-location",
+        help="keep a Delta table of each topic whose headrace.table.mode is set, at"
+        " LOCATION/<topic> (a directory or an s3:// URL)",
+    )
+    # The registry whose latest value schemas give value_schema_latest tables their columns,
+    # when it does not run beside the broker (--schema-registry-listen is used first).
+    table_schema_registry_url: str = setting(
+        "headrace.table.schema.registry.url",
+        "",
+        kind=STRING,
+        flag="--table-schema-registry-url",
+        help="the schema registry of value_schema_latest tables"
+        " (default: the one --schema-registry-listen runs)",
+    )
     # Broker-wide topic config defaults by topic config name (server.properties gives
     # them by their broker names: message.max.bytes sets max.message.bytes).
     topic_defaults: tuple[tuple[str, str], ...] = ()

@@ -22,6 +22,7 @@ __all__ = [
     "BOOLEAN",
     "INT",
     "LIST",
+    "STRING",
     "BrokerSetting",
     "Kind",
     "add_flags",
@@ -60,6 +61,7 @@ def _read_list(text: str) -> tuple[str, ...]:
 INT = Kind("int", int, str)
 BOOLEAN = Kind("boolean", _read_boolean, lambda value: str(value).lower())
 LIST = Kind("list", _read_list, ",".join)
+STRING = Kind("string", str, str)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

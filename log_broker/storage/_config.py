@@ -9,6 +9,7 @@ effective value.
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -74,6 +75,15 @@ def _one_of(*choices: str) -> Callable[[Any], str | None]:
     return check
 
 
+_COLUMN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _partition_by(value: Any) -> str | None:
+    if value == "" or value == "hour(timestamp)" or _COLUMN.fullmatch(value):
+        return None
+    return "must be empty, a column name (letters, digits, _) or hour(timestamp)"
+
+
 _L, _I, _S, _B, _D, _LIST = (
     ConfigType.LONG,
     ConfigType.INT,
@@ -133,6 +143,34 @@ CONFIG_DEFS: Mapping[str, ConfigDef] = {
             "log.flush.interval.ms",
             "fsync after this long",
             _at_least(0),
+        ),
+        # Topics that are tables: stored and served here for the table writer, a Kafka
+        # client that runs beside the broker (headrace.table_topics); the broker itself
+        # never writes a table. No broker-wide default: each topic opts in.
+        ConfigDef(
+            "headrace.table.commit.interval.ms",
+            _L,
+            "5000",
+            "",
+            "longest a record waits before the topic's table commits it",
+            _at_least(1),
+        ),
+        ConfigDef(
+            "headrace.table.mode",
+            _S,
+            "disabled",
+            "",
+            "keep a Delta table of the topic: disabled, key_value (binary key and value"
+            " columns) or value_schema_latest (columns of the registry's latest value schema)",
+            _one_of("disabled", "key_value", "value_schema_latest"),
+        ),
+        ConfigDef(
+            "headrace.table.partition.by",
+            _S,
+            "",
+            "",
+            "the table's partition column: empty for none, a column name, or hour(timestamp)",
+            _partition_by,
         ),
         ConfigDef(
             "index.interval.bytes",
@@ -321,6 +359,9 @@ class TopicConfig:
     compression_type: str = "producer"
     delete_retention_ms: int = 86400000
     file_delete_delay_ms: int = 60000
+    headrace_table_commit_interval_ms: int = 5000
+    headrace_table_mode: str = "disabled"
+    headrace_table_partition_by: str = ""
     flush_messages: int = _LONG_MAX
     flush_ms: int = _LONG_MAX
     index_interval_bytes: int = 4096

@@ -26,7 +26,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource
 from headrace.cli import build_parser
 from headrace.log_broker._config import BROKER_SETTINGS
 from headrace.log_broker._server_properties import broker_settings
-from headrace.log_broker._setting_table import BOOLEAN, LIST, BrokerSetting
+from headrace.log_broker._setting_table import BOOLEAN, LIST, STRING, BrokerSetting
 
 FLAG_ROWS = tuple(row for row in BROKER_SETTINGS if row.flag_name is not None)
 
@@ -37,6 +37,8 @@ def sample(index: int, row: BrokerSetting) -> Any:
         return not row.default
     if row.kind is LIST:
         return tuple(reversed(row.default))
+    if row.kind is STRING:  # a place, never written to: no topic asks for a table
+        return f"/nonexistent/{row.key}-{index}"
     return (row.default or 1000) * 2 + index + 1
 
 
@@ -180,4 +182,6 @@ def test_every_flag_of_before_the_table_is_kept_with_its_help() -> None:
         "--max-broker-partitions",
         "--max-partitions-per-request",
         "--max-in-flight-requests-per-connection",
+        "--table-location",
+        "--table-schema-registry-url",
     } == {row.flag_name for row in FLAG_ROWS}
