@@ -187,6 +187,14 @@ class ValueSchemaRows:
         return table, dead
 
 
+def tombstones(records: list[TopicRecord], dead: list[DeadLetter]) -> list[bool]:
+    """Whether each row that ``rows(records)`` made is a tombstone, in the rows' order: the
+    mask ``upsert`` takes, since a row of null value columns may also be a value whose
+    fields are all null."""
+    refused = {(d.record.partition, d.record.offset) for d in dead}
+    return [r.value is None for r in records if (r.partition, r.offset) not in refused]
+
+
 def _fit(values: list[dict[str, Any] | None], fields: pa.Schema) -> tuple[pa.Table, dict[int, str]]:
     """The values as a table of ``fields``, and the reason each misfit (by index) was left
     out. One conversion for the whole batch; one per value only when that fails."""

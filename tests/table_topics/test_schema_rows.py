@@ -19,7 +19,7 @@ from headrace import Serdes
 from headrace.examples import shop_pb2
 from headrace.schema_registry import RegistryClient
 from headrace.table_topics._records import TopicRecord
-from headrace.table_topics._schema_rows import ValueSchemaRows
+from headrace.table_topics._schema_rows import ValueSchemaRows, tombstones
 
 SALE_V1: dict[str, Any] = {
     "type": "record",
@@ -180,6 +180,8 @@ def test_protobuf_values_become_typed_columns_and_a_broken_message_a_dead_letter
     assert table["offset"].to_pylist() == [0, 2]
     assert [d.record.offset for d in dead] == [1]
     assert "does not decode" in dead[0].reason
+    # The tombstone mask lines up with the rows, not with the records.
+    assert tombstones(records(good, broken, None), dead) == [False, True]
 
 
 def test_json_schema_values_validate_against_the_latest_and_evolve(
