@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pytest
 from deltalake import DeltaTable
+from kafka_clients import unique
+from registryproc import broker_with_registry
 
+from headrace import Serdes
 from headrace.table_topics._records import TopicRecord
-from headrace.table_topics._schema_rows import RECORD_FIELDS, record_arrays
+from headrace.table_topics._schema_rows import (
+    RECORD_FIELDS,
+    ValueSchemaRows,
+    record_arrays,
+    tombstones,
+)
 from headrace.table_topics._upsert import upsert
 
 APP = "headrace-table"
@@ -147,3 +157,58 @@ def test_an_explicit_tombstone_mask_deletes_rows_whose_fields_are_not_all_null(
         tombstones=[False, True],
     )
     assert contents(path) == {b"a": (b"kept", 2)}
+
+
+OPTIONAL_V1: dict[str, Any] = {
+    "type": "record",
+    "name": "Profile",
+    "fields": [{"name": "nick", "type": ["null", "string"], "default": None}],
+}
+OPTIONAL_V2: dict[str, Any] = {
+    **OPTIONAL_V1,
+    "fields": [*OPTIONAL_V1["fields"], {"name": "age", "type": ["null", "int"], "default": None}],
+}
+
+
+@pytest.fixture(scope="module")
+def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with broker_with_registry(tmp_path_factory.mktemp("upsert") / "data") as (_, url):
+        yield url
+
+
+def test_schema_rows_upsert_with_their_tombstone_mask_and_a_new_version(
+    registry: str, tmp_path: Path
+) -> None:
+    topic = unique("profiles")
+    path = tmp_path / topic
+    schema_rows = ValueSchemaRows(registry, topic)
+    v1 = Serdes.avro(OPTIONAL_V1, registry)
+
+    def write(batch: list[TopicRecord], end: int) -> None:
+        table, dead = schema_rows.rows(batch)
+        assert dead == []
+        upsert(str(path), table, {0: end}, app_id=APP, tombstones=tombstones(batch, dead))
+
+    write(
+        [
+            TopicRecord(0, 0, 1, b"a", v1.serialize(topic, {"nick": "ada"}), []),
+            # A value whose only field is null: a row of nulls that is not a tombstone.
+            TopicRecord(0, 1, 2, b"b", v1.serialize(topic, {"nick": None}), []),
+        ],
+        2,
+    )
+    assert DeltaTable(str(path)).to_pyarrow_table().num_rows == 2
+
+    v2 = Serdes.avro(OPTIONAL_V2, registry)
+    write(
+        [
+            TopicRecord(0, 2, 3, b"a", None, []),
+            TopicRecord(0, 3, 4, b"c", v2.serialize(topic, {"nick": "cy", "age": 7}), []),
+        ],
+        4,
+    )
+    table = DeltaTable(str(path)).to_pyarrow_table()
+    assert sorted(table.select(["key", "nick", "age"]).to_pylist(), key=lambda r: r["key"]) == [
+        {"key": b"b", "nick": None, "age": None},
+        {"key": b"c", "nick": "cy", "age": 7},
+    ]
