@@ -6,8 +6,9 @@ from pathlib import Path
 import pytest
 from brokerproc import BrokerProcess
 
-# Apache Kafka clusters (kafka_cluster_1, kafka_cluster_3); the modules, longest first
-pytest_plugins = ("apache_kafka", "suite_order")
+# Apache Kafka clusters (kafka_cluster_1, kafka_cluster_3); an S3 server (s3_server); the
+# modules, longest first
+pytest_plugins = ("apache_kafka", "s3_server", "suite_order")
 
 
 @pytest.fixture(scope="module")
