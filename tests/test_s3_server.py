@@ -36,6 +36,7 @@ def test_s3proxy_overwrites_despite_if_none_match(s3_server: S3Server) -> None:
     assert (s3_server.blobs / key.lstrip("/")).read_bytes() == b"second"
 
 
+@pytest.mark.slow  # a JVM of its own
 def test_a_server_stops_by_pid_and_a_second_one_keeps_its_own_buckets(tmp_path: Path) -> None:
     with S3Server(tmp_path / "s3", buckets=("first", "second")) as server:
         assert server.request("GET", "/second") == 200

@@ -63,6 +63,7 @@ def version(s3: S3Server, url: str) -> int:
     return int(deltalake.DeltaTable(url, storage_options=s3.storage_options()).version())
 
 
+@pytest.mark.slow  # the first to ask for S3Proxy starts its JVM
 def test_export_to_s3_copies_each_record_once_and_a_rerun_adds_nothing(
     bootstrap: str, s3_env: S3Server, capsys: pytest.CaptureFixture[str]
 ) -> None:
