@@ -25,7 +25,9 @@ Each call, in order:
 A record becomes a dead letter when its value is not in the registry's framing, names a
 schema the registry does not have or of another type than the latest, does not resolve
 against or validate with the latest schema, is not a record, or has a field whose value
-does not fit its column. An unreachable registry is not the record's fault: it raises
+does not fit its column; and every value does while the subject has no version, or one
+whose values are not records or have a field named like a record column (tombstones
+still become rows then, with no value columns). An unreachable registry is not the record's fault: it raises
 (``StoreError``, retriable), and the batch is tried again.
 
 What the writer must do with the rows (delta-rs):
@@ -47,7 +49,9 @@ from typing import Any
 import pyarrow as pa
 
 from headrace.schema_registry import RegistryClient, SchemaRegistryError
+from headrace.schema_registry._errors import SubjectNotFound, VersionNotFound
 from headrace.schema_registry._generic import RegistryDecoder
+from headrace.spark_bridge._errors import DecodeError
 from headrace.spark_bridge._registry_values import value_arrow_schema
 
 from ._records import TopicRecord
@@ -86,23 +90,40 @@ def record_arrays(records: list[TopicRecord]) -> list[pa.Array]:
 
 
 class _Latest:
-    """What one version of the subject decides: its columns, its decoder, its validator."""
+    """What one version of the subject decides: its columns, its decoder, its validator.
+
+    ``unusable`` says why no value can become a row (no version registered yet, values
+    that are not records, a field named like a record column): then the value columns are
+    none, every value is a dead letter with that reason, and a tombstone is still a row.
+    """
 
     def __init__(self, registry: RegistryClient, subject: str) -> None:
-        fields, answer = value_arrow_schema(registry, subject)
+        self.id: int | None = None
+        self.fields = pa.schema([])
+        self.unusable: str | None = None
+        self.decoder: RegistryDecoder | None = None
+        self.validator: Any = None
+        try:
+            fields, answer = value_arrow_schema(registry, subject)
+        except (SubjectNotFound, VersionNotFound):
+            self.unusable = f"no schema is registered under {subject}"
+            return
+        except DecodeError as exc:
+            self.unusable = str(exc)
+            return
+        clash = sorted(RECORD_COLUMNS.intersection(fields.names))
+        if clash:
+            self.unusable = f"the value's field {clash[0]!r} has the name of a record column"
+            return
         self.id = int(answer["id"])
-        self.kind = str(answer.get("schemaType", "AVRO"))
+        kind = str(answer.get("schemaType", "AVRO"))
         # Every column nullable: a tombstone, and the rows written before a field existed,
         # read null there.
         self.fields = pa.schema([f.with_nullable(True) for f in fields])
-        clash = sorted(RECORD_COLUMNS.intersection(self.fields.names))
-        self.clash = (
-            f"the value's field {clash[0]!r} has the name of a record column" if clash else None
-        )
         self.decoder = RegistryDecoder(
-            registry, self.kind, avro_reader=answer["schema"] if self.kind == "AVRO" else None
+            registry, kind, avro_reader=answer["schema"] if kind == "AVRO" else None
         )
-        self.validator = self._json_validator(answer) if self.kind == "JSON" else None
+        self.validator = self._json_validator(answer) if kind == "JSON" else None
 
     @staticmethod
     def _json_validator(answer: dict[str, Any]) -> Any:
@@ -121,6 +142,8 @@ class _Latest:
         """The value as a dict of fields; ValueError (with the reason) when it cannot be."""
         if value is None:
             return None
+        if self.decoder is None:
+            raise ValueError(self.unusable)
         try:
             decoded = self.decoder.decode(value)
         except SchemaRegistryError as exc:
@@ -152,8 +175,11 @@ class ValueSchemaRows:
         self._latest: _Latest | None = None
 
     def _refresh(self) -> _Latest:
-        latest = self._registry.latest(self.subject)
-        if self._latest is None or self._latest.id != int(latest["id"]):
+        try:
+            latest_id: int | None = int(self._registry.latest(self.subject)["id"])
+        except (SubjectNotFound, VersionNotFound):
+            latest_id = None
+        if self._latest is None or self._latest.id != latest_id or latest_id is None:
             self._latest = _Latest(self._registry, self.subject)
         return self._latest
 
@@ -166,8 +192,6 @@ class ValueSchemaRows:
         """The rows of ``records`` and the records that cannot be rows (module docstring)."""
         latest = self._refresh()
         schema = pa.schema([*RECORD_FIELDS, *latest.fields])
-        if latest.clash is not None:
-            return schema.empty_table(), [DeadLetter(r, latest.clash) for r in records]
         kept: list[TopicRecord] = []
         values: list[dict[str, Any] | None] = []
         dead: list[DeadLetter] = []

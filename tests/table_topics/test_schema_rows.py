@@ -241,3 +241,26 @@ def test_a_value_that_does_not_fit_its_column_is_a_dead_letter_and_the_rest_land
     ]
     assert [d.record.offset for d in dead] == [1]
     assert "does not fit the latest schema's columns" in dead[0].reason
+
+
+def test_without_a_usable_schema_every_value_is_a_dead_letter_and_tombstones_still_rows(
+    registry: str,
+) -> None:
+    topic = unique("unregistered")
+    batch = records(b"\x00\x00\x00\x00\x01payload", None)
+    table, dead = ValueSchemaRows(registry, topic).rows(batch)
+    assert table.column_names == ["key", "partition", "offset", "timestamp", "headers"]
+    assert table["offset"].to_pylist() == [1]
+    assert [(d.record.offset, d.reason) for d in dead] == [
+        (0, f"no schema is registered under {topic}-value")
+    ]
+
+    # A value field named like a record column would shadow it: refused, not renamed.
+    clashing = {"type": "record", "name": "Moved", "fields": [{"name": "offset", "type": "long"}]}
+    topic = unique("clashing")
+    value = Serdes.avro(clashing, registry).serialize(topic, {"offset": 7})
+    table, dead = ValueSchemaRows(registry, topic).rows(records(value))
+    assert table.num_rows == 0
+    assert [d.reason for d in dead] == [
+        "the value's field 'offset' has the name of a record column"
+    ]
