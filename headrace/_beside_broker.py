@@ -1,6 +1,7 @@
 """What ``headrace broker`` can run beside the built-in broker: the web console
-(``--console-listen HOST:PORT``) and the schema registry (``--schema-registry-listen
-HOST:PORT``).
+(``--console-listen HOST:PORT``), the schema registry (``--schema-registry-listen
+HOST:PORT``) and the table writer of topics that are tables (``--table-location`` or
+``headrace.table.location``; ``_table_writer_thread``).
 
 The broker (log_broker) and these services (application-side clients of any cluster)
 never import each other; this module composes them at the top. The broker runs as it
@@ -29,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from headrace._registry_thread import RegistryThread
+    from headrace._table_writer_thread import TableWriterThread
 
 log = logging.getLogger("headrace.broker")
 METRICS_TIMEOUT_S = 10.0  # a scrape waits this long for the broker's loop
@@ -58,27 +60,33 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
 
 
 def _beside(run_broker: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
-    if not (args.schema_registry_listen or args.console_listen):
-        return run_broker(args)
-    bootstrap = local_bootstrap(args)
-    services: list[RegistryThread | _ConsoleThread] = []
+    services: list[RegistryThread | _ConsoleThread | TableWriterThread] = []
     registry: RegistryThread | None = None
     if args.schema_registry_listen:
         from headrace._registry_thread import RegistryThread
 
-        registry = RegistryThread(args, bootstrap)
+        registry = RegistryThread(args, local_bootstrap(args))
         services.append(registry)
     if args.console_listen:
         from headrace.console._commands import parse_listen
 
-        services.append(_ConsoleThread(bootstrap, parse_listen(args.console_listen), registry))
+        services.append(
+            _ConsoleThread(local_bootstrap(args), parse_listen(args.console_listen), registry)
+        )
+    # Last, so it stops first. The table location is one of the broker's settings (a flag
+    # or server.properties): the writer reads it from the running broker, and starts only
+    # when it is set.
+    from headrace._table_writer_thread import TableWriterThread
+
+    services.append(TableWriterThread(args, registry))
 
     def started(broker: Any) -> None:
         for service in services:
             service.broker_started(broker)
 
     async def stopping() -> None:
-        for service in reversed(services):  # the console reads the registry
+        # the console and the table writer read the registry
+        for service in reversed(services):
             await asyncio.to_thread(service.stop)
 
     args.broker_started = [*getattr(args, "broker_started", ()), started]

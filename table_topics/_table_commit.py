@@ -1,0 +1,70 @@
+"""A topic's table is its own checkpoint: rows and the offsets they cover in one commit.
+
+Each commit records, as Delta application transactions, the next offset to read of
+every partition it moves: ``headrace.table/<topic>/<partition>`` (the export job's
+scheme, ``spark_bridge._delta``). A writer that starts reads them and resumes there, so a
+crash before a commit loses nothing (the records are read again) and a crash after it
+writes nothing twice (they are not).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from headrace.spark_bridge._delta import DeltaSink, offsets_app_id
+from headrace.spark_bridge._offsets import TopicPartition
+
+APP_ID = "headrace.table"
+
+
+class TableCommits:
+    """The Delta table at ``path`` of one topic: what it covers, and appends to it."""
+
+    def __init__(
+        self,
+        path: str,
+        topic: str,
+        *,
+        partition_by: list[str] | None,
+        storage_options: dict[str, str] | None,
+    ) -> None:
+        self.path, self.topic = path, topic
+        self._partition_by = partition_by
+        self._storage_options = storage_options
+        self._sink = DeltaSink(path, app_id=APP_ID, storage_options=storage_options)
+
+    def committed_offsets(self, partitions: int) -> dict[int, int]:
+        """Next offset to read per partition, for those the table has a record of."""
+        tps = [TopicPartition(self.topic, p) for p in range(partitions)]
+        return {tp.partition: end for tp, end in self._sink.committed_offsets(tps).items()}
+
+    def append(self, rows: Any, ends: Mapping[int, int], *, merge_schema: bool) -> None:
+        """Append ``rows`` and record ``ends`` (partition -> next offset) in one commit.
+
+        ``merge_schema``: a row set with columns the table lacks adds them (a compatible
+        new value schema); otherwise such rows are refused."""
+        import deltalake
+
+        moving = sorted(ends.items())
+        commit = deltalake.CommitProperties(
+            custom_metadata={
+                "headrace.offsets": json.dumps({f"{self.topic}/{p}": e for p, e in moving})
+            },
+            app_transactions=[
+                deltalake.Transaction(
+                    app_id=offsets_app_id(APP_ID, TopicPartition(self.topic, p)), version=end
+                )
+                for p, end in moving
+            ],
+        )
+        deltalake.write_deltalake(
+            self.path,
+            rows,
+            mode="append",
+            partition_by=self._partition_by,
+            schema_mode="merge" if merge_schema else None,
+            storage_options=self._storage_options,
+            commit_properties=commit,
+        )

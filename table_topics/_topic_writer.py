@@ -1,0 +1,231 @@
+"""One topic's table writer: a read_committed consumer, a bounded buffer, Delta commits.
+
+The loop, in a thread of its own:
+
+1. Read the offsets the table's last commit recorded (``TableCommits``) and assign
+   every partition there; a partition the table has no record of starts at its
+   beginning. No consumer group holds the position: the table does.
+2. Consume (read_committed, so an aborted transaction's records never arrive, and an
+   open one's not until it commits) into a buffer of ``TopicRecord``.
+3. Commit when the oldest buffered record has waited ``headrace.table.commit.interval.ms``,
+   or earlier when the buffer holds ``max_buffer_bytes`` of keys and values (so memory is
+   bounded however far behind the writer is). One Delta commit holds the rows and each
+   partition's next offset.
+4. On any error (the broker gone, a commit that failed) drop the consumer and the
+   buffer and start again at 1 after a pause: what the table recorded is the truth, so
+   nothing is lost or doubled. On stop, commit what is buffered first.
+
+``freshness()`` may be read from any thread: how old the newest committed record is,
+and how many offsets the table is behind the partitions' ends.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from ._modes import BatchWriter, UnsupportedTableError
+from ._records import TopicRecord
+from ._rows import partition_columns
+from ._settings import TableSettings
+from ._table_commit import TableCommits
+
+log = logging.getLogger("headrace.table_topics")
+
+MAX_BUFFER_BYTES = 64 * 1024 * 1024
+CONSUME_MAX = 10_000  # messages one consume call returns at most
+POLL_S = 0.1  # longest one consume call waits, so stop and the deadline are heard soon
+RETRY_S = 2.0  # pause before starting again after an error
+FRESHNESS_EVERY_S = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class Freshness:
+    """How far a table is behind its topic.
+
+    ``seconds_behind``: now minus the newest committed record's timestamp (None before
+    the writer committed anything). ``offsets_behind``: the partitions' ends (high
+    watermarks, as the consumer last saw them) minus the offsets the table covers; an
+    upper bound on records, as transaction markers take offsets too.
+    """
+
+    seconds_behind: float | None
+    offsets_behind: int
+    rows_committed: int
+
+
+class TopicWriter:
+    """Keeps the table of ``settings.topic`` at ``path`` up to date until ``stop``."""
+
+    def __init__(
+        self,
+        settings: TableSettings,
+        path: str,
+        bootstrap: str,
+        *,
+        registry_url: str | None = None,
+        storage_options: dict[str, str] | None = None,
+        max_buffer_bytes: int = MAX_BUFFER_BYTES,
+        client_config: dict[str, str] | None = None,
+    ) -> None:
+        self.settings, self.path = settings, path
+        self._bootstrap = bootstrap
+        self._client_config = client_config or {}
+        self._max_buffer_bytes = max_buffer_bytes
+        self._batches = BatchWriter(
+            settings,
+            TableCommits(
+                path,
+                settings.topic,
+                partition_by=partition_columns(settings.partition_by),
+                storage_options=storage_options,
+            ),
+            registry_url,
+        )
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, name=f"table-writer-{settings.topic}", daemon=True
+        )
+        # Read from other threads; each is replaced whole, never changed in place.
+        self._committed: dict[int, int] = {}
+        self._newest_ms: int | None = None
+        self._ends: dict[int, int] = {}
+        self._rows = 0
+
+    def start(self) -> TopicWriter:
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 30.0) -> None:
+        self._stopping.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+
+    def freshness(self) -> Freshness:
+        newest, committed, ends = self._newest_ms, self._committed, self._ends
+        return Freshness(
+            None if newest is None else max(0.0, time.time() - newest / 1000),
+            sum(max(0, end - committed.get(p, 0)) for p, end in ends.items()),
+            self._rows,
+        )
+
+    # ------------------------------------------------------------------ the loop
+    def _run(self) -> None:
+        try:
+            self._batches.check()
+        except UnsupportedTableError as exc:
+            log.error("%s", exc)
+            return
+        while not self._stopping.is_set():
+            try:
+                self._follow()
+            except Exception:
+                log.exception("table of topic %s: starting again from the table", self.path)
+                self._stopping.wait(RETRY_S)
+
+    def _follow(self) -> None:
+        """Steps 1-3 of the module docstring, until stop (then commit the buffer)."""
+        from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException
+        from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+        topic = self.settings.topic
+        committed = self._batches.commits.committed_offsets(self.settings.partitions)
+        self._committed = committed
+        consumer = Consumer(self._consumer_config())
+        try:
+            consumer.assign(
+                [
+                    KafkaTopicPartition(topic, p, committed.get(p, OFFSET_BEGINNING))
+                    for p in range(self.settings.partitions)
+                ]
+            )
+            interval = self.settings.commit_interval_ms / 1000
+            buffer: list[TopicRecord] = []
+            size, deadline, looked = 0, 0.0, 0.0
+            while not self._stopping.is_set():
+                wait = POLL_S if not buffer else min(POLL_S, max(0.0, deadline - time.monotonic()))
+                messages = consumer.consume(CONSUME_MAX, wait)
+                for message in messages:
+                    error = message.error()
+                    if error is not None:
+                        if error.fatal() or not error.retriable():
+                            raise KafkaException(error)
+                        continue
+                    record = _record(message)
+                    if not buffer:
+                        deadline = time.monotonic() + interval
+                    buffer.append(record)
+                    size += len(record.key or b"") + len(record.value or b"")
+                now = time.monotonic()
+                if buffer and (now >= deadline or size >= self._max_buffer_bytes):
+                    self._commit(buffer)
+                    buffer, size = [], 0
+                if now - looked >= FRESHNESS_EVERY_S:
+                    self._ends = _ends(consumer, topic, self.settings.partitions)
+                    looked = now
+            if buffer:
+                self._commit(buffer)
+        finally:
+            consumer.close()
+
+    def _commit(self, records: list[TopicRecord]) -> None:
+        ends: dict[int, int] = {}
+        for record in records:  # offsets rise within a partition: the last one is the top
+            ends[record.partition] = record.offset + 1
+        started = time.monotonic()
+        self._batches.write(records, ends)
+        self._committed = {**self._committed, **ends}
+        self._newest_ms = max(r.timestamp_ms for r in records)
+        self._rows += len(records)
+        log.debug(
+            "table of %s: %d rows committed in %.3f s",
+            self.settings.topic,
+            len(records),
+            time.monotonic() - started,
+        )
+
+    def _consumer_config(self) -> dict[str, Any]:
+        return {
+            "bootstrap.servers": self._bootstrap,
+            # required by the client, never joined: positions are assigned from the table
+            "group.id": "headrace-table-writer",
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "isolation.level": "read_committed",
+            # a partition the table has no record of, or whose recorded offset retention
+            # deleted, is read from its first record
+            "auto.offset.reset": "earliest",
+            # librdkafka's default (1 s) idles a reader that drains its queue quickly
+            "fetch.queue.backoff.ms": 10,
+            "fetch.wait.max.ms": 100,
+            # what librdkafka fetches ahead, beside the buffer: both bounded
+            "queued.max.messages.kbytes": 16 * 1024,
+            "log_level": 3,
+            **self._client_config,
+        }
+
+
+def _record(message: Any) -> TopicRecord:
+    return TopicRecord(
+        partition=message.partition(),
+        offset=message.offset(),
+        timestamp_ms=message.timestamp()[1],
+        key=message.key(),
+        value=message.value(),
+        # a null header value is kept as empty bytes
+        headers=[(name, value or b"") for name, value in message.headers() or ()],
+    )
+
+
+def _ends(consumer: Any, topic: str, partitions: int) -> dict[int, int]:
+    from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+    ends = {}
+    for p in range(partitions):
+        _low, high = consumer.get_watermark_offsets(KafkaTopicPartition(topic, p), cached=True)
+        if high >= 0:
+            ends[p] = high
+    return ends

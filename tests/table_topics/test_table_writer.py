@@ -1,0 +1,247 @@
+"""The table writer beside the broker (``headrace broker --table-location``): a key_value
+topic's records land in its Delta table with exact columns and values, within the commit
+interval plus a commit; ``partition.by`` lays the table out by hour or by a column; the
+writer says how far behind it is; a table set back to disabled stops growing."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from brokerproc import BrokerProcess
+from confluent_kafka import Producer
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+)
+from deltalake import DeltaTable
+
+from headrace.table_topics import TableSettings, TopicWriter
+
+HOUR_MS = 3_600_000
+# Time a commit of a small batch may take here, beyond the interval (a loaded 2-core box).
+COMMIT_ALLOWANCE_S = 3.0
+
+
+@pytest.fixture(scope="module")
+def lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("lake")
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory, lake: Path) -> Iterator[BrokerProcess]:
+    data = tmp_path_factory.mktemp("writer") / "data"
+    with BrokerProcess(data, "--table-location", str(lake)) as proc:
+        yield proc
+
+
+@pytest.fixture(scope="module")
+def admin(broker: BrokerProcess) -> AdminClient:
+    return AdminClient({"bootstrap.servers": broker.bootstrap})
+
+
+def create(admin: AdminClient, topic: str, partitions: int, **configs: str) -> None:
+    settings = {f"headrace.table.{k.replace('_', '.')}": v for k, v in configs.items()}
+    admin.create_topics([NewTopic(topic, partitions, config=settings)])[topic].result(15)
+
+
+def produce(bootstrap: str, topic: str, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Produce ``records`` (key, value, partition, headers, timestamp) idempotently; each
+    comes back with the offset the broker gave it."""
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    acked: list[dict[str, Any]] = []
+
+    def delivered(record: dict[str, Any]) -> Any:
+        def report(error: Any, message: Any) -> None:
+            assert error is None, error
+            acked.append({**record, "offset": message.offset()})
+
+        return report
+
+    for record in records:
+        producer.produce(
+            topic,
+            key=record["key"],
+            value=record["value"],
+            partition=record["partition"],
+            headers=record["headers"],
+            timestamp=record["timestamp"],
+            on_delivery=delivered(record),
+        )
+    assert producer.flush(30) == 0
+    return acked
+
+
+def table_rows(path: Path, at_least: int, timeout: float = 30.0) -> pa.Table:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            table = DeltaTable(str(path)).to_pyarrow_table()
+            if table.num_rows >= at_least:
+                return table
+        except Exception:  # no table yet
+            if time.monotonic() > deadline:
+                raise
+        assert time.monotonic() < deadline, f"{path}: fewer than {at_least} rows"
+        time.sleep(0.05)
+
+
+def as_row(record: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "key": record["key"],
+        "partition": record["partition"],
+        "offset": record["offset"],
+        "timestamp": datetime.fromtimestamp(record["timestamp"] / 1000, UTC),
+        "headers": [{"key": k, "value": v} for k, v in record["headers"]],
+        "value": record["value"],
+    }
+
+
+def by_position(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(rows, key=lambda row: (row["partition"], row["offset"]))
+
+
+def sample(n: int, partitions: int, base_ms: int, step_ms: int = 1) -> list[dict[str, Any]]:
+    return [
+        {
+            # a null key, an empty value and a record with no headers among them
+            "key": None if i % 7 == 3 else f"key-{i}".encode(),
+            "value": b"" if i % 11 == 5 else f"value-{i}".encode() * (1 + i % 3),
+            "partition": i % partitions,
+            "headers": [] if i % 5 == 0 else [("a", b"1"), ("b", bytes([i % 256])), ("a", b"2")],
+            "timestamp": base_ms + i * step_ms,
+        }
+        for i in range(n)
+    ]
+
+
+def test_key_value_rows_are_exact(broker: BrokerProcess, admin: AdminClient, lake: Path) -> None:
+    create(admin, "exact", 3, mode="key_value", commit_interval_ms="300")
+    acked = produce(broker.bootstrap, "exact", sample(500, 3, int(time.time() * 1000) - 60_000))
+    table = table_rows(lake / "exact", 500)
+    assert table.schema.names == ["key", "partition", "offset", "timestamp", "headers", "value"]
+    assert table.schema.field("key").type == pa.binary()
+    assert table.schema.field("value").type == pa.binary()
+    assert table.schema.field("partition").type == pa.int32()
+    assert table.schema.field("offset").type == pa.int64()
+    assert table.schema.field("timestamp").type == pa.timestamp("us", tz="UTC")
+    assert by_position(table.to_pylist()) == by_position([as_row(r) for r in acked])
+
+
+def test_a_record_is_queryable_within_the_interval_and_a_commit(
+    broker: BrokerProcess, admin: AdminClient, lake: Path
+) -> None:
+    interval_ms = 1000
+    create(admin, "fresh", 1, mode="key_value", commit_interval_ms=str(interval_ms))
+    now = int(time.time() * 1000)
+    produce(broker.bootstrap, "fresh", sample(1, 1, now))
+    table_rows(lake / "fresh", 1)  # the writer follows the topic now
+    waits = []
+    for round_ in range(1, 4):
+        produce(broker.bootstrap, "fresh", sample(1, 1, now))
+        sent = time.monotonic()
+        table_rows(lake / "fresh", 1 + round_)
+        waits.append(time.monotonic() - sent)
+    assert max(waits) < interval_ms / 1000 + COMMIT_ALLOWANCE_S, waits
+
+
+def test_partition_by_hour_of_timestamp(
+    broker: BrokerProcess, admin: AdminClient, lake: Path
+) -> None:
+    create(
+        admin,
+        "hourly",
+        2,
+        mode="key_value",
+        commit_interval_ms="300",
+        partition_by="hour(timestamp)",
+    )
+    base = 1_790_000_000_000 // HOUR_MS * HOUR_MS  # on the hour
+    # 100 records a minute apart from the half hour: 30 in one hour, 60 in the next, 10 after
+    acked = produce(broker.bootstrap, "hourly", sample(100, 2, base + HOUR_MS // 2, 60_000))
+    table = table_rows(lake / "hourly", 100)
+    assert DeltaTable(str(lake / "hourly")).metadata().partition_columns == ["timestamp_hour"]
+    rows = by_position(table.to_pylist())
+    assert [{k: v for k, v in row.items() if k != "timestamp_hour"} for row in rows] == (
+        by_position([as_row(r) for r in acked])
+    )
+    for row in rows:
+        assert row["timestamp_hour"] == row["timestamp"].strftime("%Y-%m-%d-%H")
+    hours = sorted({row["timestamp_hour"] for row in rows})
+    assert len(hours) == 3
+    assert sorted(p.name for p in (lake / "hourly").glob("timestamp_hour=*")) == [
+        f"timestamp_hour={h}" for h in hours
+    ]
+
+
+def test_partition_by_a_column(broker: BrokerProcess, admin: AdminClient, lake: Path) -> None:
+    create(
+        admin,
+        "by-partition",
+        3,
+        mode="key_value",
+        commit_interval_ms="300",
+        partition_by="partition",
+    )
+    acked = produce(broker.bootstrap, "by-partition", sample(60, 3, int(time.time() * 1000)))
+    table = table_rows(lake / "by-partition", 60)
+    assert DeltaTable(str(lake / "by-partition")).metadata().partition_columns == ["partition"]
+    assert sorted(p.name for p in (lake / "by-partition").glob("partition=*")) == [
+        "partition=0",
+        "partition=1",
+        "partition=2",
+    ]
+    assert by_position(table.to_pylist()) == by_position([as_row(r) for r in acked])
+
+
+def test_a_table_set_back_to_disabled_stops_growing(
+    broker: BrokerProcess, admin: AdminClient, lake: Path
+) -> None:
+    create(admin, "switched", 1, mode="key_value", commit_interval_ms="200")
+    produce(broker.bootstrap, "switched", sample(10, 1, int(time.time() * 1000)))
+    table_rows(lake / "switched", 10)
+    resource = ConfigResource(
+        ConfigResource.Type.TOPIC,
+        "switched",
+        incremental_configs=[
+            ConfigEntry("headrace.table.mode", "", incremental_operation=AlterConfigOpType.DELETE)
+        ],
+    )
+    admin.incremental_alter_configs([resource])[resource].result(15)
+    time.sleep(3)  # the writer looks at the topics every 2 s
+    produce(broker.bootstrap, "switched", sample(10, 1, int(time.time() * 1000)))
+    time.sleep(2)
+    assert DeltaTable(str(lake / "switched")).to_pyarrow_table().num_rows == 10
+
+
+def test_freshness_says_how_far_the_table_is_behind(
+    broker: BrokerProcess, admin: AdminClient, tmp_path: Path
+) -> None:
+    """A writer of our own beside the broker's (its table elsewhere): before it commits it
+    is behind by every record; after, by none, and by the newest record's age."""
+    admin.create_topics([NewTopic("watched", 2)])["watched"].result(15)
+    old = int(time.time() * 1000) - 30_000
+    produce(broker.bootstrap, "watched", sample(40, 2, old))
+    settings = TableSettings("watched", "key_value", "", 60_000, False, 2)
+    writer = TopicWriter(settings, str(tmp_path / "watched"), broker.bootstrap).start()
+    try:
+        deadline = time.monotonic() + 15
+        while writer.freshness().offsets_behind != 40:
+            assert time.monotonic() < deadline, writer.freshness()
+            time.sleep(0.1)
+        assert writer.freshness().seconds_behind is None  # nothing committed in 60 s
+    finally:
+        writer.stop()  # commits what it holds
+    after = writer.freshness()
+    assert after.offsets_behind == 0 and after.rows_committed == 40
+    assert after.seconds_behind is not None
+    assert 30 <= after.seconds_behind < 60
+    assert DeltaTable(str(tmp_path / "watched")).to_pyarrow_table().num_rows == 40
