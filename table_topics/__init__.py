@@ -9,9 +9,9 @@ and serves the settings.
 
 from ._records import TopicRecord as TopicRecord
 from ._settings import TableSettings as TableSettings
+from ._table_commit import table_path as table_path
 from ._topic_writer import Freshness as Freshness
 from ._topic_writer import TopicWriter as TopicWriter
 from ._writer import TableWriter as TableWriter
-from ._writer import table_path as table_path
 
 __all__ = ["Freshness", "TableSettings", "TableWriter", "TopicRecord", "TopicWriter", "table_path"]

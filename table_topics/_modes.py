@@ -1,47 +1,109 @@
 """What each table mode does with a batch of records: the one place that knows the modes.
 
-``write_batch(...)`` turns records into rows (``key_value``: the raw key and value;
-``value_schema_latest``: the registry's latest value schema) and writes them with the
-offsets they cover: appended, or merged by key for a compacted topic.
+``BatchWriter.write(records, ends)`` in order:
+
+1. Rows: ``key_value`` makes the raw key and value columns (``_rows``);
+   ``value_schema_latest`` the columns of the registry's latest value schema
+   (``_schema_rows``), and the records that do not fit become dead letters.
+2. Dead letters, if any, are appended to ``<location>/_dead_letters/<topic>``, exactly
+   once by offsets under an app id of their own (``_dead_letters``). They go first: a
+   crash before step 3 replays the batch, and the dead-letter table drops what it holds.
+3. The rows go to the topic's table with the offsets the batch covers, in one commit:
+   appended (a new schema version's columns merged into the table's), or, for a
+   compacted topic, merged by key so the table holds the latest value per key and a
+   tombstone deletes its row (``_upsert``).
+
+``headrace.table.partition.by`` applies to appended tables; an upsert table is not
+partitioned (its MERGE rewrites the files a key lives in, wherever that is).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
 
+from ._dead_letters import DeadLetterTable
 from ._records import TopicRecord
 from ._rows import key_value_rows, with_partition_column
-from ._settings import KEY_VALUE, TableSettings
-from ._table_commit import TableCommits
+from ._schema_rows import DeadLetter, ValueSchemaRows, tombstones
+from ._settings import KEY_VALUE, VALUE_SCHEMA_LATEST, TableSettings
+from ._table_commit import APP_ID, TableCommits
+from ._upsert import upsert
+
+log = logging.getLogger("headrace.table_topics")
+Rows = Callable[[list[TopicRecord]], tuple[Any, list[DeadLetter]]]
 
 
 class UnsupportedTableError(Exception):
-    """A table this writer cannot keep (yet); said once per writer start, not per batch."""
+    """A table this writer cannot keep; said once per writer start, not per batch."""
 
 
-@dataclass(frozen=True, slots=True)
 class BatchWriter:
     """Writes batches of one topic's records to its table, as its settings say."""
 
-    settings: TableSettings
-    commits: TableCommits
-    registry_url: str | None
+    def __init__(
+        self,
+        settings: TableSettings,
+        commits: TableCommits,
+        *,
+        location: str,
+        registry_url: str | None,
+        storage_options: dict[str, str] | None,
+    ) -> None:
+        self.settings, self.commits = settings, commits
+        self._location, self._registry_url = location, registry_url
+        self._storage_options = storage_options
+        self._rows: Rows | None = None
+        self._dead_letters: DeadLetterTable | None = None
 
     def check(self) -> None:
         """Refuse, before reading a record, a table this writer cannot keep."""
-        if self.settings.mode != KEY_VALUE:
-            raise UnsupportedTableError(
-                f"topic {self.settings.topic}: headrace.table.mode={self.settings.mode}"
-                " is not written by this version of the table writer"
+        mode = self.settings.mode
+        if mode == KEY_VALUE:
+            self._rows = lambda records: (key_value_rows(records), [])
+        elif mode == VALUE_SCHEMA_LATEST:
+            if not self._registry_url:
+                raise UnsupportedTableError(
+                    f"topic {self.settings.topic}: headrace.table.mode={mode} needs a schema"
+                    " registry: run the broker with --schema-registry-listen, or give"
+                    " --table-schema-registry-url (headrace.table.schema.registry.url)"
+                )
+            self._rows = ValueSchemaRows(self._registry_url, self.settings.topic).rows
+            self._dead_letters = DeadLetterTable(
+                self._location, self.settings.topic, storage_options=self._storage_options
             )
-        if self.settings.compacted:
+        else:  # the broker refuses other values; another cluster might not
             raise UnsupportedTableError(
-                f"topic {self.settings.topic}: cleanup.policy=compact (an upsert table)"
-                " is not written by this version of the table writer"
+                f"topic {self.settings.topic}: unknown headrace.table.mode={mode}"
+            )
+        if self.settings.compacted and self.settings.partition_by:
+            log.warning(
+                "topic %s: a compacted topic's table is an upsert table, not partitioned;"
+                " headrace.table.partition.by=%s is not applied",
+                self.settings.topic,
+                self.settings.partition_by,
             )
 
     def write(self, records: list[TopicRecord], ends: Mapping[int, int]) -> None:
         """Write ``records`` and record ``ends`` (partition -> next offset) with them."""
-        rows = with_partition_column(key_value_rows(records), self.settings.partition_by)
-        self.commits.append(rows, ends, merge_schema=False)
+        assert self._rows is not None, "check() first"
+        rows, dead = self._rows(records)
+        if dead and self._dead_letters is not None:
+            self._dead_letters.append(dead, ends)
+        if self.settings.compacted:
+            upsert(
+                self.commits.path,
+                rows,
+                ends,
+                app_id=APP_ID,
+                storage_options=self._storage_options,
+                topic=self.settings.topic,
+                tombstones=tombstones(records, dead),
+            )
+            return
+        self.commits.append(
+            with_partition_column(rows, self.settings.partition_by),
+            ends,
+            merge_schema=self.settings.mode == VALUE_SCHEMA_LATEST,
+        )

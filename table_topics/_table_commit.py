@@ -19,6 +19,15 @@ from headrace.spark_bridge._offsets import TopicPartition
 APP_ID = "headrace.table"
 
 
+def table_path(location: str, topic: str) -> str:
+    """Where ``topic``'s table lives under ``location``.
+
+    >>> table_path("s3://lake/tables/", "orders"), table_path("/data/lake", "orders")
+    ('s3://lake/tables/orders', '/data/lake/orders')
+    """
+    return f"{location.rstrip('/')}/{topic}"
+
+
 class TableCommits:
     """The Delta table at ``path`` of one topic: what it covers, and appends to it."""
 

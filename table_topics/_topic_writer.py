@@ -31,7 +31,7 @@ from ._modes import BatchWriter, UnsupportedTableError
 from ._records import TopicRecord
 from ._rows import partition_columns
 from ._settings import TableSettings
-from ._table_commit import TableCommits
+from ._table_commit import TableCommits, table_path
 
 log = logging.getLogger("headrace.table_topics")
 
@@ -58,12 +58,12 @@ class Freshness:
 
 
 class TopicWriter:
-    """Keeps the table of ``settings.topic`` at ``path`` up to date until ``stop``."""
+    """Keeps the table of ``settings.topic`` under ``location`` up to date until ``stop``."""
 
     def __init__(
         self,
         settings: TableSettings,
-        path: str,
+        location: str,
         bootstrap: str,
         *,
         registry_url: str | None = None,
@@ -71,7 +71,8 @@ class TopicWriter:
         max_buffer_bytes: int = MAX_BUFFER_BYTES,
         client_config: dict[str, str] | None = None,
     ) -> None:
-        self.settings, self.path = settings, path
+        self.settings, self.path = settings, table_path(location, settings.topic)
+        path = self.path
         self._bootstrap = bootstrap
         self._client_config = client_config or {}
         self._max_buffer_bytes = max_buffer_bytes
@@ -83,7 +84,9 @@ class TopicWriter:
                 partition_by=partition_columns(settings.partition_by),
                 storage_options=storage_options,
             ),
-            registry_url,
+            location=location,
+            registry_url=registry_url,
+            storage_options=storage_options,
         )
         self._stopping = threading.Event()
         self._thread = threading.Thread(

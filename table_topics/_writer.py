@@ -26,15 +26,6 @@ log = logging.getLogger("headrace.table_topics")
 DISCOVERY_INTERVAL_S = 2.0
 
 
-def table_path(location: str, topic: str) -> str:
-    """Where ``topic``'s table lives under ``location``.
-
-    >>> table_path("s3://lake/tables/", "orders"), table_path("/data/lake", "orders")
-    ('s3://lake/tables/orders', '/data/lake/orders')
-    """
-    return f"{location.rstrip('/')}/{topic}"
-
-
 def storage_options(location: str) -> dict[str, str] | None:
     """delta-rs storage options for ``location``: the ``AWS_*`` environment for S3."""
     if not location.startswith(("s3://", "s3a://")):
@@ -92,13 +83,13 @@ class TableWriter:
                 del self._writers[topic]
         for topic, settings in wanted.items():
             if topic not in self._writers and not self._stopping.is_set():
-                path = table_path(self.location, topic)
-                log.info("table of topic %s (%s) at %s", topic, settings.mode, path)
-                self._writers[topic] = TopicWriter(
+                writer = TopicWriter(
                     settings,
-                    path,
+                    self.location,
                     self._bootstrap,
                     registry_url=self._registry_url,
                     storage_options=storage_options(self.location),
                     client_config=self._client_config,
-                ).start()
+                )
+                log.info("table of topic %s (%s) at %s", topic, settings.mode, writer.path)
+                self._writers[topic] = writer.start()

@@ -231,7 +231,7 @@ def test_freshness_says_how_far_the_table_is_behind(
     old = int(time.time() * 1000) - 30_000
     produce(broker.bootstrap, "watched", sample(40, 2, old))
     settings = TableSettings("watched", "key_value", "", 60_000, False, 2)
-    writer = TopicWriter(settings, str(tmp_path / "watched"), broker.bootstrap).start()
+    writer = TopicWriter(settings, str(tmp_path), broker.bootstrap).start()
     try:
         deadline = time.monotonic() + 15
         while writer.freshness().offsets_behind != 40:
