@@ -68,6 +68,10 @@ class ConsumerMember:
     state: Reconciliation = Reconciliation.STABLE
     assigned: frozenset[Partition] = frozenset()
     revoking: frozenset[Partition] = frozenset()
+    # The member epoch at which it was given each partition it holds (assigned or
+    # still to revoke): an offset commit at an older epoch than the member's is
+    # accepted for the partitions it held since then (KIP-1251), as in Kafka.
+    assignment_epochs: dict[Partition, int] = field(default_factory=dict)
     # What the member was last told (epoch, partitions): a change is sent again.
     told: tuple[int, frozenset[Partition]] | None = None
     # Its principal's DESCRIBE right on a topic: a regex matches only topics it may see,
@@ -139,6 +143,7 @@ class ConsumerGroup:
         del self.members[old.member_id]
         new.epoch, new.previous_epoch = old.previous_epoch, old.previous_epoch
         new.assigned, new.revoking, new.state = old.assigned, old.revoking, old.state
+        new.assignment_epochs = old.assignment_epochs
         for partition in new.assigned | new.revoking:
             self.owners[partition] = new.member_id
         if old.member_id in self.target:
@@ -191,6 +196,8 @@ class ConsumerGroup:
             if owned is None or owned & member.revoking:
                 return
             self._release(member, member.revoking)
+            for partition in member.revoking:
+                member.assignment_epochs.pop(partition, None)
             member.revoking = frozenset()
         target = self.target.get(member.member_id, frozenset())
         if (
@@ -211,6 +218,7 @@ class ConsumerGroup:
         )
         for partition in free:
             self.owners[partition] = member.member_id
+            member.assignment_epochs[partition] = self.assignment_epoch
         member.assigned = keep | free
         if member.epoch != self.assignment_epoch:
             member.previous_epoch, member.epoch = member.epoch, self.assignment_epoch

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 
 import re2
 
-from headrace.base import Clock
+from headrace.base import Clock, TopicPartition
 
 from ._assignors import Partition, TopicInfo
 from ._config import GroupConfig
@@ -284,12 +284,21 @@ class ConsumerGroups:
 
     # ------------------------------------------------------------------ commits
 
-    def check_commit(self, group_id: str, member_id: str, member_epoch: int) -> bool:
-        """Whether an offset commit goes to a group of this protocol (False: the
-        classic coordinator decides), raising Kafka's refusal when it is fenced:
-        an unknown member, an epoch ahead of the member's (FENCED_MEMBER_EPOCH) or
-        behind it (STALE_MEMBER_EPOCH). A commit without an epoch is allowed while
-        the group has no members."""
+    def check_commit(
+        self,
+        group_id: str,
+        member_id: str,
+        member_epoch: int,
+        partitions: Iterable[TopicPartition],
+    ) -> bool:
+        """Whether an offset commit of ``partitions`` goes to a group of this protocol
+        (False: the classic coordinator decides), raising Kafka's refusal when it is
+        fenced: an unknown member is UNKNOWN_MEMBER_ID, an epoch ahead of the member's
+        FENCED_MEMBER_EPOCH, and one behind it STALE_MEMBER_EPOCH, except when every
+        partition committed has been the member's since that epoch or before
+        (KIP-1251): such a commit was only sent before a heartbeat moved the member
+        on, and nobody else can have owned those partitions meanwhile. A commit
+        without an epoch is allowed while the group has no members."""
         group = self._groups.get(group_id)
         if group is None:
             return False
@@ -301,7 +310,19 @@ class ConsumerGroups:
         if member_epoch > member.epoch:
             raise FencedMemberEpochError(f"epoch {member_epoch} is ahead of {member.epoch}")
         if member_epoch < member.epoch:
-            raise StaleMemberEpochError(f"epoch {member_epoch} is behind {member.epoch}")
+            catalog = self._catalog()
+            for tp in partitions:
+                info = catalog.get(tp.topic)
+                held_since = (
+                    None
+                    if info is None
+                    else member.assignment_epochs.get((info.topic_id, tp.partition))
+                )
+                if held_since is None or member_epoch < held_since:
+                    raise StaleMemberEpochError(
+                        f"epoch {member_epoch} is behind {member.epoch} and "
+                        f"{tp.topic}-{tp.partition} was not the member's at it"
+                    )
         return True
 
     # ------------------------------------------------------------------ timers

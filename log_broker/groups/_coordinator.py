@@ -7,7 +7,7 @@ empty, then the groups themselves.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -128,10 +128,13 @@ class GroupCoordinator(Membership):
             )
         return self.consumer.heartbeat(request)
 
-    def _offsets_holder(self, group_id: str, member_id: str, epoch: int) -> Group | None:
-        """The group a consumer-protocol commit writes to once its epoch checks pass
-        (raising their refusal), or None when the group is not of that protocol."""
-        if not self.consumer.check_commit(group_id, member_id, epoch):
+    def _offsets_holder(
+        self, group_id: str, member_id: str, epoch: int, partitions: Iterable[TopicPartition]
+    ) -> Group | None:
+        """The group a consumer-protocol commit of ``partitions`` writes to once its
+        epoch checks pass (raising their refusal), or None when the group is not of
+        that protocol."""
+        if not self.consumer.check_commit(group_id, member_id, epoch, partitions):
             return None
         group = self._groups.get(group_id)
         if group is None:
@@ -200,9 +203,9 @@ class GroupCoordinator(Membership):
         assigns partitions itself), allowed only while the group has no members.
         """
         try:
-            group = self._offsets_holder(group_id, member_id, generation) or self._commit_target(
-                group_id, generation, member_id, group_instance_id
-            )
+            group = self._offsets_holder(
+                group_id, member_id, generation, offsets
+            ) or self._commit_target(group_id, generation, member_id, group_instance_id)
         except GroupError as exc:
             return Reply.failed(exc)
         return self._write_offsets(group, offsets)
@@ -350,7 +353,7 @@ class GroupCoordinator(Membership):
         try:
             holder = None
             if generation >= 0 or member_id:
-                holder = self._offsets_holder(group_id, member_id, generation)
+                holder = self._offsets_holder(group_id, member_id, generation, offsets)
             group = holder or self._commit_target(
                 group_id, generation, member_id, group_instance_id, transactional=True
             )

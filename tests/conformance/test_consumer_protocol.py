@@ -4,7 +4,8 @@ Three members share a six-partition topic under steady produce load; one is SIGK
 and one leaves. Each member reports its rebalance callbacks with wall times, and a
 watcher reads the broker's view (ConsumerGroupDescribe) at every epoch: no partition
 is ever owned by two members, every produced record is consumed, and an offset commit
-at a stale member epoch is refused.
+at a stale member epoch is refused unless it names only partitions the member held at
+that epoch (KIP-1251, as Apache Kafka 4.4 does; see test_commit_epochs.py).
 """
 
 from __future__ import annotations
@@ -186,7 +187,19 @@ def join_kill_leave(
         assert snapshot.error_code == 0 and len(snapshot.members) == 1
         live = snapshot.members[0]
         assert live.member_id == b.member_id
-        assert_commit_fenced(broker.bootstrap, group, topic, live.member_id, live.member_epoch)
+        # b took c's partitions at its last epoch; the rest it held at the one before.
+        got_last = set([e for e in b.events if e["e"] == "assign"][-1]["p"])
+        held_before = set(range(PARTITIONS)) - got_last
+        assert got_last and held_before
+        assert_commit_fenced(
+            broker.bootstrap,
+            group,
+            topic,
+            live.member_id,
+            live.member_epoch,
+            got_last=min(got_last),
+            held_before=min(held_before),
+        )
     finally:
         watcher.stop()
         load.stop()
@@ -197,7 +210,9 @@ def join_kill_leave(
     return b.errors() + c.errors()
 
 
-def _commit(client: RawClient, group: str, topic: str, member_id: str, epoch: int) -> int:
+def _commit(
+    client: RawClient, group: str, topic: str, member_id: str, epoch: int, partition: int = 0
+) -> int:
     request = OffsetCommitRequest(
         group_id=GroupId(group),
         generation_id_or_member_epoch=i32(epoch),
@@ -208,7 +223,7 @@ def _commit(client: RawClient, group: str, topic: str, member_id: str, epoch: in
                 name=TopicName(topic),
                 partitions=(
                     OffsetCommitRequestPartition(
-                        partition_index=i32(0),
+                        partition_index=i32(partition),
                         committed_offset=i64(0),
                         committed_leader_epoch=i32(-1),
                         committed_metadata="",
@@ -222,12 +237,25 @@ def _commit(client: RawClient, group: str, topic: str, member_id: str, epoch: in
 
 
 def assert_commit_fenced(
-    bootstrap: str, group: str, topic: str, member_id: str, epoch: int
+    bootstrap: str,
+    group: str,
+    topic: str,
+    member_id: str,
+    epoch: int,
+    *,
+    got_last: int,
+    held_before: int,
 ) -> None:
+    """A commit at the member's previous epoch is accepted for a partition it held then
+    (KIP-1251), refused for one it got at its current epoch; other epochs and unknown
+    members are refused."""
     with RawClient(bootstrap) as client:
-        assert _commit(client, group, topic, member_id, epoch - 1) == 113  # STALE_MEMBER_EPOCH
-        assert _commit(client, group, topic, member_id, epoch + 1) == 110  # FENCED_MEMBER_EPOCH
-        assert _commit(client, group, topic, "not-a-member", epoch) == 25  # UNKNOWN_MEMBER_ID
+        assert _commit(client, group, topic, member_id, epoch - 1, held_before) == 0
+        stale = _commit(client, group, topic, member_id, epoch - 1, got_last)
+        assert stale == 113  # STALE_MEMBER_EPOCH
+        ahead = _commit(client, group, topic, member_id, epoch + 1, got_last)
+        assert ahead == 110  # FENCED_MEMBER_EPOCH
+        assert _commit(client, group, topic, "not-a-member", epoch, got_last) == 25
 
 
 def _heartbeat(client: RawClient, group: str, topic: str) -> int:

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 import pytest
 
-from headrace.base import ManualClock
+from headrace.base import ManualClock, TopicPartition
 from headrace.log_broker.groups import GroupConfig
 from headrace.log_broker.groups._assignors import (
     AssignorMember,
@@ -172,14 +172,15 @@ def test_commit_fencing() -> None:
     w.join("a")
     w.join("b")
     w.settle()
-    assert w.groups.check_commit("g", "a", w.epochs["a"])
+    b_owns = [TopicPartition("t", p) for _, p in w.owned["b"]]
+    assert w.groups.check_commit("g", "a", w.epochs["a"], b_owns)  # the epoch is a's
     with pytest.raises(StaleMemberEpochError):
-        w.groups.check_commit("g", "a", w.epochs["a"] - 1)
+        w.groups.check_commit("g", "a", w.epochs["a"] - 1, b_owns)
     with pytest.raises(FencedMemberEpochError):
-        w.groups.check_commit("g", "a", w.epochs["a"] + 1)
+        w.groups.check_commit("g", "a", w.epochs["a"] + 1, b_owns)
     with pytest.raises(UnknownMemberIdError):
-        w.groups.check_commit("g", "nobody", 1)
-    assert not w.groups.check_commit("other", "", -1)
+        w.groups.check_commit("g", "nobody", 1, b_owns)
+    assert not w.groups.check_commit("other", "", -1, b_owns)
 
 
 def test_static_member_keeps_its_assignment_across_a_restart() -> None:
