@@ -31,19 +31,16 @@ from headrace.schema_registry._wire import split
 from headrace.spark_bridge._delta import DeltaSink
 from headrace.spark_bridge._offsets import TopicPartition
 
-from ._schema_rows import RECORD_FIELDS, DeadLetter, record_arrays
+from ._rows import key_value_rows, record_schema
+from ._schema_rows import DeadLetter
 
 DEFAULT_APP_ID = "headrace-dead-letters"
-_BY_NAME = {f.name: f for f in RECORD_FIELDS}
+_OWN = record_schema(with_value=True)
+_FROM_RECORD = ("partition", "offset", "timestamp", "key", "value", "headers")
 SCHEMA = pa.schema(
     [
         pa.field("topic", pa.string()),
-        _BY_NAME["partition"],
-        _BY_NAME["offset"],
-        _BY_NAME["timestamp"],
-        _BY_NAME["key"],
-        pa.field("value", pa.binary()),
-        _BY_NAME["headers"],
+        *(_OWN.field(name) for name in _FROM_RECORD),
         pa.field("reason", pa.string()),
         pa.field("schema_id", pa.int32()),
     ]
@@ -83,16 +80,11 @@ class DeadLetterTable:
     def letters(self, dead: list[DeadLetter]) -> pa.Table:
         """``dead`` as rows of ``SCHEMA``."""
         records = [d.record for d in dead]
-        by_name = dict(zip(_BY_NAME, record_arrays(records), strict=True))
+        own = key_value_rows(records)
         return pa.Table.from_arrays(
             [
                 pa.repeat(pa.scalar(self.topic, pa.string()), len(dead)),
-                by_name["partition"],
-                by_name["offset"],
-                by_name["timestamp"],
-                by_name["key"],
-                pa.array([r.value for r in records], pa.binary()),
-                by_name["headers"],
+                *(own[name] for name in _FROM_RECORD),
                 pa.array([d.reason for d in dead], pa.string()),
                 pa.array([_schema_id(r.value) for r in records], pa.int32()),
             ],

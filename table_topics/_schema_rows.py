@@ -55,15 +55,9 @@ from headrace.spark_bridge._errors import DecodeError
 from headrace.spark_bridge._registry_values import value_arrow_schema
 
 from ._records import TopicRecord
+from ._rows import key_value_rows, record_schema
 
-HEADER = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
-RECORD_FIELDS = (
-    pa.field("key", pa.binary()),
-    pa.field("partition", pa.int32()),
-    pa.field("offset", pa.int64()),
-    pa.field("timestamp", pa.timestamp("ms", tz="UTC")),
-    pa.field("headers", pa.list_(HEADER)),
-)
+RECORD_FIELDS = list(record_schema(with_value=False))
 RECORD_COLUMNS = frozenset(f.name for f in RECORD_FIELDS)
 
 
@@ -73,20 +67,6 @@ class DeadLetter:
 
     record: TopicRecord
     reason: str
-
-
-def record_arrays(records: list[TopicRecord]) -> list[pa.Array]:
-    """The columns of ``RECORD_FIELDS`` for ``records``, in that order."""
-    return [
-        pa.array([r.key for r in records], pa.binary()),
-        pa.array([r.partition for r in records], pa.int32()),
-        pa.array([r.offset for r in records], pa.int64()),
-        pa.array([r.timestamp_ms for r in records], pa.int64()).cast(RECORD_FIELDS[3].type),
-        pa.array(
-            [[{"key": k, "value": v} for k, v in r.headers] for r in records],
-            RECORD_FIELDS[4].type,
-        ),
-    ]
 
 
 class _Latest:
@@ -207,7 +187,8 @@ class ValueSchemaRows:
             dead += [DeadLetter(kept[i], reason) for i, reason in misfits.items()]
             kept = [r for i, r in enumerate(kept) if i not in misfits]
             dead.sort(key=lambda d: (d.record.partition, d.record.offset))
-        table = pa.Table.from_arrays([*record_arrays(kept), *columns.columns], schema=schema)
+        own = key_value_rows(kept).drop_columns(["value"])
+        table = pa.Table.from_arrays([*own.columns, *columns.columns], schema=schema)
         return table, dead
 
 

@@ -44,8 +44,11 @@ import pyarrow.compute as pc
 
 from headrace.spark_bridge._errors import DeltaError
 
-# Columns of the record, not of its value: never a tombstone's evidence.
-RECORD_COLUMNS = frozenset({"key", "partition", "offset", "timestamp", "headers", "topic"})
+from ._rows import HOUR_COLUMN, record_schema
+
+# Columns of the record and the derived partition column, not of its value: never a
+# tombstone's evidence.
+RECORD_COLUMNS = frozenset([*record_schema(with_value=False).names, HOUR_COLUMN])
 # The merge source's flag; never written to the table.
 TOMBSTONE = "headrace_tombstone"
 

@@ -15,23 +15,17 @@ from registryproc import broker_with_registry
 
 from headrace import Serdes
 from headrace.table_topics._records import TopicRecord
-from headrace.table_topics._schema_rows import (
-    RECORD_FIELDS,
-    ValueSchemaRows,
-    record_arrays,
-    tombstones,
-)
+from headrace.table_topics._rows import key_value_rows
+from headrace.table_topics._schema_rows import ValueSchemaRows, tombstones
 from headrace.table_topics._upsert import upsert
 
 APP = "headrace-table"
-SCHEMA = pa.schema([*RECORD_FIELDS, pa.field("value", pa.binary())])
 
 
 def rows(*records: tuple[int, int, bytes | None, bytes | None]) -> pa.Table:
     """Rows as the key_value mode makes them: (partition, offset, key, value)."""
     made = [TopicRecord(p, o, 1_700_000_000_000 + o, k, v, [("h", b"x")]) for p, o, k, v in records]
-    arrays = [*record_arrays(made), pa.array([r.value for r in made], pa.binary())]
-    return pa.Table.from_arrays(arrays, schema=SCHEMA)
+    return key_value_rows(made)
 
 
 def contents(path: Path) -> dict[bytes, tuple[bytes, int]]:
