@@ -293,8 +293,9 @@ class ConsumerGroups:
     ) -> bool:
         """Whether an offset commit of ``partitions`` goes to a group of this protocol
         (False: the classic coordinator decides), raising Kafka's refusal when it is
-        fenced: an unknown member is UNKNOWN_MEMBER_ID, an epoch ahead of the member's
-        FENCED_MEMBER_EPOCH, and one behind it STALE_MEMBER_EPOCH, except when every
+        fenced: an unknown member is UNKNOWN_MEMBER_ID; any other epoch than the
+        member's is STALE_MEMBER_EPOCH (an epoch ahead too: only a heartbeat is told
+        FENCED_MEMBER_EPOCH for that, in Kafka), except an older one when every
         partition committed has been the member's since that epoch or before
         (KIP-1251): such a commit was only sent before a heartbeat moved the member
         on, and nobody else can have owned those partitions meanwhile. A commit
@@ -308,7 +309,7 @@ class ConsumerGroups:
         if member is None:
             raise UnknownMemberIdError(f"{member_id!r} is not a member of {group_id!r}")
         if member_epoch > member.epoch:
-            raise FencedMemberEpochError(f"epoch {member_epoch} is ahead of {member.epoch}")
+            raise StaleMemberEpochError(f"epoch {member_epoch} is newer than {member.epoch}")
         if member_epoch < member.epoch:
             catalog = self._catalog()
             for tp in partitions:

@@ -180,7 +180,7 @@ def test_a_commit_at_an_older_epoch_is_accepted_for_partitions_held_since(
     """a owns everything at epoch e1; b joins, a gives up half and moves to e2; b
     leaves, a takes the rest at e3. A commit by a at e2 (or e1) of what it has held
     since e1 is accepted; one that names a partition it got at e3 is refused as a
-    whole; an unknown member is refused."""
+    whole; an epoch ahead of the member's and an unknown member are refused."""
     topic, group = unique("epochs"), unique("g-epochs")
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(30)
@@ -204,6 +204,9 @@ def test_a_commit_at_an_older_epoch_is_accepted_for_partitions_held_since(
         assert a.commit(e2, given_up) == [STALE_MEMBER_EPOCH] * len(given_up)
         everything = kept | given_up
         assert a.commit(e2, everything) == [STALE_MEMBER_EPOCH] * len(everything)
+        # An epoch ahead of the member's is STALE_MEMBER_EPOCH too (FENCED_MEMBER_EPOCH
+        # is what a heartbeat is told for it).
+        assert a.commit(e3 + 1, kept) == [STALE_MEMBER_EPOCH] * len(kept)
         a.member_id, real_id = "not-a-member", a.member_id
         assert a.commit(e3, kept) == [UNKNOWN_MEMBER_ID] * len(kept)
         a.member_id = real_id
