@@ -264,3 +264,44 @@ def test_without_a_usable_schema_every_value_is_a_dead_letter_and_tombstones_sti
     assert [d.reason for d in dead] == [
         "the value's field 'offset' has the name of a record column"
     ]
+
+
+READING_V1 = (
+    'syntax = "proto3";\nmessage Reading {\n  string sensor = 1;\n  double celsius = 2;\n}\n'
+)
+READING_V2 = READING_V1.replace(
+    "double celsius = 2;\n", "double celsius = 2;\n  int32 battery = 3;\n"
+)
+
+
+def test_protobuf_evolution_adds_a_nullable_column_and_old_rows_read_null(
+    registry: str, tmp_path: Path
+) -> None:
+    from headrace.schema_registry._dynamic_proto import DynamicProtobufSerde
+
+    topic = unique("readings")
+    rows = ValueSchemaRows(registry, topic)
+    v1 = DynamicProtobufSerde(READING_V1, registry)
+    first, dead = rows.rows(records(v1.serialize(topic, {"sensor": "s1", "celsius": 20.5})))
+    assert dead == [] and first.column_names[5:] == ["sensor", "celsius"]
+    write_deltalake(str(tmp_path / "t"), first, mode="append")
+
+    v2 = DynamicProtobufSerde(READING_V2, registry)  # a new field: a compatible version
+    second, dead = rows.rows(
+        records(
+            v2.serialize(topic, {"sensor": "s2", "celsius": 21.0, "battery": 80}),
+            v1.serialize(topic, {"sensor": "s3", "celsius": 19.0}),
+            start=1,
+        )
+    )
+    assert dead == []
+    assert fields(second)["battery"] == pa.int32() and second.schema.field("battery").nullable
+    # A value written with v1 decodes with v1, which has no such field: null, not 0.
+    assert second["battery"].to_pylist() == [80, None]
+    write_deltalake(str(tmp_path / "t"), second, mode="append", schema_mode="merge")
+    table = DeltaTable(str(tmp_path / "t")).to_pyarrow_table().sort_by("offset")
+    assert table.select(["sensor", "battery"]).to_pylist() == [
+        {"sensor": "s1", "battery": None},
+        {"sensor": "s2", "battery": 80},
+        {"sensor": "s3", "battery": None},
+    ]
