@@ -20,6 +20,8 @@ from registryproc import broker_with_registry
 
 from headrace import Serdes
 
+pytestmark = pytest.mark.slow  # a broker with the registry and the table writer beside it
+
 SALE_V1: dict[str, Any] = {
     "type": "record",
     "name": "Sale",
