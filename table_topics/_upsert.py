@@ -36,6 +36,7 @@ One writer per app id and table: a MERGE conflicts with a concurrent one and fai
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -102,8 +103,9 @@ def upsert(
         app_transactions=[
             deltalake.Transaction(app_id=txn(p), version=end) for p, end in sorted(moving.items())
         ],
+        # What the appending tables' commits say, in the same form, for a reader of history.
         custom_metadata={
-            "headrace.offsets": ",".join(f"{p}:{e}" for p, e in sorted(moving.items()))
+            "headrace.offsets": json.dumps({f"{topic}/{p}": e for p, e in sorted(moving.items())})
         },
     )
     try:

@@ -67,7 +67,9 @@ def test_the_table_holds_the_latest_value_per_key_and_tombstones_delete(tmp_path
     actions = last_commit(path)
     txns = {a["txn"]["appId"]: a["txn"]["version"] for a in actions if "txn" in a}
     assert txns == {f"{APP}/prices/0": 5, f"{APP}/prices/1": 1}
-    assert any(a.get("commitInfo", {}).get("operation") == "MERGE" for a in actions)
+    info = next(a["commitInfo"] for a in actions if "commitInfo" in a)
+    assert info["operation"] == "MERGE"
+    assert json.loads(info["headrace.offsets"]) == {"prices/0": 5, "prices/1": 1}
     assert any("add" in a for a in actions)
 
 
