@@ -52,7 +52,8 @@ def headrace_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker
         yield broker
 
 
-@pytest.fixture(params=["headrace", "apache-kafka"])
+# Apache Kafka's node is the session's shared one; starting it is what costs.
+@pytest.fixture(params=["headrace", pytest.param("apache-kafka", marks=pytest.mark.slow)])
 def bootstrap(request: pytest.FixtureRequest) -> str:
     if request.param == "apache-kafka":
         return str(request.getfixturevalue("kafka_cluster_1").bootstrap)
