@@ -13,6 +13,9 @@ import time
 import pytest
 from brokerproc import BrokerProcess
 from kafka_clients import Confluent, unique
+from kio.schema.describe_transactions.v0.request import DescribeTransactionsRequest
+from kio.schema.types import TransactionalId
+from rawkafka import RawClient
 from txn_clients import CLIENTS, committed, producer, read
 
 pytestmark = pytest.mark.conformance
@@ -23,6 +26,19 @@ READ_UNCOMMITTED = "read_uncommitted"
 
 def _values(prefix: str, n: int) -> list[bytes]:
     return [f"{prefix}-{i}".encode() for i in range(n)]
+
+
+def _wait_for_state(bootstrap: str, transactional_id: str, state: str, within: float) -> None:
+    """Until the coordinator's DescribeTransactions answers ``state`` for the id."""
+    request = DescribeTransactionsRequest(transactional_ids=(TransactionalId(transactional_id),))
+    deadline = time.monotonic() + within
+    with RawClient(bootstrap) as admin:
+        while True:
+            (seen,) = admin.request(65, 0, request).transaction_states
+            if seen.transaction_state == state:
+                return
+            assert time.monotonic() < deadline, f"{transactional_id} still {seen}"
+            time.sleep(0.05)
 
 
 @pytest.mark.parametrize("client", CLIENTS)
@@ -106,11 +122,12 @@ def test_a_transaction_past_its_timeout_is_aborted(
     bs = broker_process.bootstrap
     topic = unique("timeout")
     Confluent().create_topic(bs, topic, 1)
-    p = producer(client, bs, unique("tid"), timeout_ms=1500)
+    tid = unique("tid")
+    p = producer(client, bs, tid, timeout_ms=1500)
     try:
         p.begin()
         p.send(topic, _values("late", 4))
-        time.sleep(3.5)
+        _wait_for_state(bs, tid, "CompleteAbort", within=30)  # the coordinator's own abort
         with pytest.raises(Exception):  # noqa: B017 - fenced by the abort's epoch bump
             p.commit()
     finally:
