@@ -150,20 +150,24 @@ class TopicWriter:
             size, deadline, looked = 0, 0.0, 0.0
             while not self._stopping.is_set():
                 wait = POLL_S if not buffer else min(POLL_S, max(0.0, deadline - time.monotonic()))
-                messages = consumer.consume(CONSUME_MAX, wait)
-                for message in messages:
+                for message in consumer.consume(CONSUME_MAX, wait):
                     error = message.error()
                     if error is not None:
-                        if error.fatal() or not error.retriable():
+                        if error.fatal():
                             raise KafkaException(error)
+                        # librdkafka retries the rest itself (a broker away for a while)
+                        log.debug("table of %s: %s", topic, error)
                         continue
                     record = _record(message)
                     if not buffer:
                         deadline = time.monotonic() + interval
                     buffer.append(record)
                     size += len(record.key or b"") + len(record.value or b"")
+                    if size >= self._max_buffer_bytes:  # within the batch: memory is bounded
+                        self._commit(buffer)
+                        buffer, size = [], 0
                 now = time.monotonic()
-                if buffer and (now >= deadline or size >= self._max_buffer_bytes):
+                if buffer and now >= deadline:
                     self._commit(buffer)
                     buffer, size = [], 0
                 if now - looked >= FRESHNESS_EVERY_S:

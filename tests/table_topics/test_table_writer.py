@@ -245,3 +245,40 @@ def test_freshness_says_how_far_the_table_is_behind(
     assert after.seconds_behind is not None
     assert 30 <= after.seconds_behind < 60
     assert DeltaTable(str(tmp_path / "watched")).to_pyarrow_table().num_rows == 40
+
+
+def test_a_full_buffer_commits_before_the_interval(
+    broker: BrokerProcess, admin: AdminClient, tmp_path: Path
+) -> None:
+    """Memory is bounded: a writer far behind commits each time it holds max_buffer_bytes
+    of keys and values, not once per (here ten-minute) interval."""
+    admin.create_topics([NewTopic("bulky", 1)])["bulky"].result(15)
+    records: list[dict[str, Any]] = [
+        {
+            "key": None,
+            "value": bytes([i % 256]) * 1000,
+            "partition": 0,
+            "headers": [],
+            "timestamp": int(time.time() * 1000),
+        }
+        for i in range(2050)
+    ]
+    produce(broker.bootstrap, "bulky", records)
+    settings = TableSettings("bulky", "key_value", "", 600_000, False, 1)
+    writer = TopicWriter(
+        settings, str(tmp_path), broker.bootstrap, max_buffer_bytes=100_000
+    ).start()
+    try:
+        deadline = time.monotonic() + 30
+        while writer.freshness().rows_committed < 2000:
+            assert time.monotonic() < deadline, writer.freshness()
+            time.sleep(0.1)
+        table = DeltaTable(str(tmp_path / "bulky"))
+        # 100 records (100,000 bytes) a commit: 20 commits, and 50 records still held
+        assert table.to_pyarrow_table().num_rows == 2000
+        assert table.version() == 19  # versions 0..19
+        time.sleep(1)
+        assert writer.freshness().rows_committed == 2000
+    finally:
+        writer.stop()
+    assert DeltaTable(str(tmp_path / "bulky")).to_pyarrow_table().num_rows == 2050
