@@ -136,10 +136,10 @@ SERVED = [
 GARBAGE_BODIES = [b"", b"\x00", b"\xff" * 16, b"\x7f" * 64, bytes(range(256))]
 
 # Requests drawn by Hypothesis. Drawing is what costs (about 5 ms a request, most of it
-# building mutated batches), not the broker's answers. Six thousand give each of the ten
-# kinds in bad_inputs some six hundred draws (the batches twelve hundred, beside the
-# 6,000 mutated batches test_batch_fuzz.py appends directly), and no served API depends
-# on the count since every one is swept with GARBAGE_BODIES first.
+# building mutated batches), not the broker's answers. Six thousand give each of the nine
+# kinds in bad_inputs some six hundred draws (the batches, listed twice, twelve hundred,
+# beside the 6,000 mutated batches test_batch_fuzz.py appends directly), and no served
+# API depends on the count since every one is swept with GARBAGE_BODIES first.
 EXAMPLES = 6_000
 
 # The broker's resident memory grows by some 16-18 MiB however many requests it is sent
