@@ -13,7 +13,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from brokerproc import BrokerProcess
+from brokerproc import BrokerProcess, free_port
 from confluent_kafka import Producer
 from confluent_kafka.admin import (
     AdminClient,
@@ -282,3 +282,29 @@ def test_a_full_buffer_commits_before_the_interval(
     finally:
         writer.stop()
     assert DeltaTable(str(tmp_path / "bulky")).to_pyarrow_table().num_rows == 2050
+
+
+def test_the_location_may_come_from_server_properties(tmp_path: Path) -> None:
+    """``headrace.table.location`` in server.properties is the flag's setting; with no
+    registry at all, a value_schema_latest topic is refused with the reason (logged),
+    and the key_value tables beside it are kept as ever."""
+    port = free_port()
+    props = tmp_path / "server.properties"
+    props.write_text(
+        f"listeners=PLAINTEXT://127.0.0.1:{port}\n"
+        f"log.dirs={tmp_path / 'data'}\n"
+        f"headrace.table.location={tmp_path / 'lake'}\n"
+    )
+    with BrokerProcess(tmp_path / "data", port=port, config=props) as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        create(admin, "typed", 1, mode="value_schema_latest", commit_interval_ms="100")
+        create(admin, "raw", 1, mode="key_value", commit_interval_ms="100")
+        produce(broker.bootstrap, "typed", sample(5, 1, int(time.time() * 1000)))
+        produce(broker.bootstrap, "raw", sample(5, 1, int(time.time() * 1000)))
+        assert table_rows(tmp_path / "lake" / "raw", 5).num_rows == 5
+        deadline = time.monotonic() + 10
+        while "needs a schema registry" not in (log := broker.log()):
+            assert time.monotonic() < deadline, log
+            time.sleep(0.1)
+        assert "--table-schema-registry-url" in log
+    assert not (tmp_path / "lake" / "typed").exists()
