@@ -33,6 +33,15 @@ _TRANSPORT, _TIMED_OUT = -195, -185  # no broker answered within the call's time
 STALL_TIMEOUT = 30.0
 """Seconds a read waits for records before failing (kafkaConsumer.pollTimeoutMs)."""
 
+CONSUME_WAIT = 0.1
+"""Seconds one ``consume`` call may wait. librdkafka's batch consume returns early only
+once it holds as many messages as asked for, so this is what a read loses at its tail
+when fewer records arrive than the range spans (offsets taken by transaction markers,
+aborted or compacted records), and also how often the stall check runs."""
+
+MAX_BATCH = 10_000
+"""Messages one ``consume`` call asks for at most."""
+
 FETCH_QUEUE_BACKOFF_MS = 10
 """librdkafka's ``fetch.queue.backoff.ms`` for reads (its default, 1000, is tuned for
 consumers that keep little queued): once ``queued.min.messages`` are held it waits that
@@ -248,6 +257,7 @@ class ConfluentClient:
         # Unbound accessors: map() calls them from C, with no Python frame per record.
         error, partition, offset = ck.Message.error, ck.Message.partition, ck.Message.offset
         ends = {r.partition: r.end for r in ranges}
+        next_offsets = {r.partition: r.start for r in ranges}
         done: set[int] = set()
         assignment = [ck.TopicPartition(topic, r.partition, r.start) for r in ranges]
         consumer.assign(assignment)
@@ -256,7 +266,11 @@ class ConfluentClient:
             cols = Columns(topic, headers=[] if with_headers else None)
             last_progress = time.monotonic()
             while len(done) < len(ends):
-                messages = consumer.consume(min(chunk, 10_000), 0.5)
+                # Never more than the ranges still owe: asked for a full batch, consume
+                # waited out its whole timeout after the last record of a range arrived
+                # (0.5 s a task; most of a 32-partition read's time).
+                owed = sum(ends[p] - next_offsets[p] for p in ends if p not in done)
+                messages = consumer.consume(min(chunk, MAX_BATCH, owed), CONSUME_WAIT)
                 if not messages:
                     if time.monotonic() - last_progress > self._stall_timeout:
                         raise BrokerRequestError(
@@ -277,6 +291,7 @@ class ConfluentClient:
                 offsets = list(map(offset, messages))
                 # Last offset per partition in this batch: a C-level pass, no Python loop.
                 last = dict(zip(parts, offsets, strict=True))
+                next_offsets.update((p, o + 1) for p, o in last.items())
                 crossing = {p for p, o in last.items() if o + 1 >= ends[p]}
                 done |= crossing
                 if finished_before & last.keys() or any(last[p] >= ends[p] for p in crossing):
