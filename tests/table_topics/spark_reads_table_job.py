@@ -1,11 +1,11 @@
-"""Spark reading a table topic's Delta table both ways, run by ``test_spark_reads_table.py``
+"""Spark reading table topics' Delta tables both ways, run by ``test_spark_reads_table.py``
 in .venv-delta-spark (pyspark 4.2.0 with delta-spark 4.4.0)::
 
-    python spark_reads_table_job.py TABLE_PATH JARS_DIR OUT_JSON
+    python spark_reads_table_job.py JARS_DIR OUT_JSON NAME=TABLE_PATH...
 
-In one session with delta-spark, the table is read with ``format("delta")`` and with
-``read_delta`` (delta-rs picks the snapshot's files, Spark reads them); each read's rows
-go to OUT_JSON as ``{"delta_spark": [...], "delta_rs": [...]}``, every row with its
+In one session with delta-spark, each table is read with ``format("delta")`` and with
+``read_delta`` (delta-rs picks the snapshot's files, Spark reads them); the rows go to
+OUT_JSON as ``{NAME: {"delta_spark": [...], "delta_rs": [...]}}``, every row with its
 binary columns in hex and its timestamp in epoch milliseconds, so the test compares
 values rather than how each side prints them.
 """
@@ -35,14 +35,16 @@ def rows(spark: Any, frame: Any, view: str) -> list[dict[str, Any]]:
     return [row.asDict(recursive=True) for row in found]
 
 
-def main(path: str, jars: str, out: str) -> None:
+def main(jars: str, out: str, tables: list[str]) -> None:
     spark = delta_spark_session("table-topic-read", jars=jars)
     spark.sparkContext.setLogLevel("ERROR")
+    answers: dict[str, dict[str, list[dict[str, Any]]]] = {}
     try:
-        answers = {
-            "delta_spark": rows(spark, spark.read.format("delta").load(path), "by_delta_spark"),
-            "delta_rs": rows(spark, read_delta(spark, path), "by_delta_rs"),
-        }
+        for name, path in (table.split("=", 1) for table in tables):
+            answers[name] = {
+                "delta_spark": rows(spark, spark.read.format("delta").load(path), "by_spark"),
+                "delta_rs": rows(spark, read_delta(spark, path), "by_delta_rs"),
+            }
     finally:
         spark.stop()
     with open(out, "w") as f:
@@ -50,4 +52,4 @@ def main(path: str, jars: str, out: str) -> None:
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:4])
+    main(sys.argv[1], sys.argv[2], sys.argv[3:])

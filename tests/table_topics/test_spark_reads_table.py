@@ -1,12 +1,18 @@
-"""Spark reads a table topic's table: the table the broker's writer keeps for a
-``key_value`` topic, read with ``format("delta")`` (delta-spark) and with ``read_delta``
-(delta-rs's snapshot, Spark's Parquet reader), holds the same rows as delta-rs reads
-directly, and those are the records produced: key, value, partition, offset,
-timestamp and headers (null keys, empty values and repeated header names among them).
+"""Spark reads table topics' tables: the tables the broker's writer keeps, read with
+``format("delta")`` (delta-spark) and with ``read_delta`` (delta-rs's snapshot, Spark's
+Parquet reader), hold the same rows as delta-rs reads directly, and those are the
+records produced:
+
+- a ``key_value`` topic's appended table: every record with its key, value, partition,
+  offset, timestamp and headers (null keys, empty values and repeated header names
+  among them);
+- a compacted ``key_value`` topic's upsert table, written by MERGE: the latest record
+  of each key, and no row for a key whose latest record is a tombstone.
 
 delta-spark 4.4 runs only on pyspark 4.2, so Spark runs in a subprocess of
-.venv-delta-spark (as in tests/spark_bridge/test_delta_spark_export.py); without that
-virtualenv or jvm/delta's jars the test fails, saying how to get them.
+.venv-delta-spark (as in tests/spark_bridge/test_delta_spark_export.py), one session for
+both tables; without that virtualenv or jvm/delta's jars the test fails, saying how to
+get them.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ import json
 import os
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +40,11 @@ VENV = ROOT / ".venv-delta-spark"
 JOB = Path(__file__).with_name("spark_reads_table_job.py")
 SPARK_TIMEOUT = 420.0  # Spark starts in 10-60 s on a loaded machine
 N = 900
+KEYS = 60
+
+Row = dict[str, Any]
+Record = tuple[bytes | None, bytes | None, int, list[tuple[str, bytes]], int]
+"""key, value, partition, headers, timestamp (ms)"""
 
 
 @pytest.fixture(scope="module")
@@ -48,62 +59,110 @@ def broker(tmp_path_factory: pytest.TempPathFactory, lake: Path) -> Iterator[Bro
         yield proc
 
 
-def produce(bootstrap: str, topic: str) -> list[dict[str, Any]]:
-    """N records over 3 partitions, as the reads should show them (hex, epoch ms)."""
-    base_ms = int(time.time() * 1000) - 3_600_000
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
-    expected: list[dict[str, Any]] = []
+def create(broker: BrokerProcess, topic: str, **extra: str) -> None:
+    config = {"headrace.table.mode": "key_value", "headrace.table.commit.interval.ms": "300"}
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic(topic, 3, config={**config, **extra})])[topic].result(15)
 
-    def acked(row: dict[str, Any]) -> Any:
+
+def as_row(record: Record, offset: int) -> Row:
+    """A record as the reads show it: binary in upper-case hex, time in epoch ms."""
+    key, value, partition, headers, timestamp = record
+    return {
+        "key": None if key is None else key.hex().upper(),
+        "partition": partition,
+        "offset": offset,
+        "timestamp_ms": timestamp,
+        "headers": [{"key": k, "value": v.hex().upper()} for k, v in headers],
+        "value": None if value is None else value.hex().upper(),
+    }
+
+
+def produce(bootstrap: str, topic: str, records: list[Record]) -> list[Row]:
+    """Each record as a row, with the offset the broker gave it, in table order."""
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    rows: list[Row] = []
+
+    def acked(record: Record) -> Any:
         def report(error: Any, message: Any) -> None:
             assert error is None, error
-            expected.append({**row, "offset": message.offset()})
+            rows.append(as_row(record, message.offset()))
 
         return report
 
-    for i in range(N):
-        key = None if i % 7 == 3 else f"key-{i}".encode()
-        value = b"" if i % 11 == 5 else f"value-{i}".encode() * (1 + i % 3)
-        headers = [] if i % 5 == 0 else [("a", b"1"), ("b", bytes([i % 256])), ("a", b"2")]
-        row = {
-            "key": None if key is None else key.hex().upper(),
-            "partition": i % 3,
-            "timestamp_ms": base_ms + i * 1000,
-            "headers": [{"key": k, "value": v.hex().upper()} for k, v in headers],
-            "value": value.hex().upper(),
-        }
+    for record in records:
+        key, value, partition, headers, timestamp = record
+        sent: list[tuple[str, str | bytes | None]] = [*headers]  # as produce is typed
         producer.produce(
             topic,
             key=key,
             value=value,
-            partition=i % 3,
-            headers=sent_headers(headers),
-            timestamp=base_ms + i * 1000,
-            on_delivery=acked(row),
+            partition=partition,
+            headers=sent,
+            timestamp=timestamp,
+            on_delivery=acked(record),
         )
     assert producer.flush(30) == 0
-    return sorted(expected, key=lambda r: (r["partition"], r["offset"]))
+    return by_position(rows)
 
 
-def sent_headers(headers: list[tuple[str, bytes]]) -> list[tuple[str, str | bytes | None]]:
-    """The headers as confluent-kafka's ``produce`` is typed to take them."""
-    return [*headers]
+def by_position(rows: list[Row]) -> list[Row]:
+    return sorted(rows, key=lambda r: (r["partition"], r["offset"]))
 
 
-def delta_rs_rows(path: Path, count: int, timeout: float = 60.0) -> list[dict[str, Any]]:
-    """The table as delta-rs reads it, in the job's shape, once it holds ``count`` rows."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            table = deltalake.DeltaTable(str(path)).to_pyarrow_table()
-            if table.num_rows >= count:
-                break
-        except deltalake.exceptions.TableNotFoundError:
-            pass
-        assert time.monotonic() < deadline, f"{path}: fewer than {count} rows after {timeout}s"
-        time.sleep(0.2)
-    return sorted(
+def appended_records(base_ms: int) -> list[Record]:
+    return [
         (
+            None if i % 7 == 3 else f"key-{i}".encode(),
+            b"" if i % 11 == 5 else f"value-{i}".encode() * (1 + i % 3),
+            i % 3,
+            [] if i % 5 == 0 else [("a", b"1"), ("b", bytes([i % 256])), ("a", b"2")],
+            base_ms + i * 1000,
+        )
+        for i in range(N)
+    ]
+
+
+def upserted_records(base_ms: int) -> list[list[Record]]:
+    """Three versions of each key, each key on one partition, then a tombstone for every
+    fifth key: four batches, produced one after the other's rows are in the table, so
+    the writer MERGEs updates and deletes into a table that exists."""
+    versions = [
+        [
+            (
+                f"k{k}".encode(),
+                f"v{version}-of-k{k}".encode(),
+                k % 3,
+                [("version", bytes([version]))],
+                base_ms + version * 60_000 + k,
+            )
+            for k in range(KEYS)
+        ]
+        for version in range(3)
+    ]
+    deletes = [
+        (f"k{k}".encode(), None, k % 3, [], base_ms + 300_000 + k) for k in range(0, KEYS, 5)
+    ]
+    return [*versions, deletes]
+
+
+def latest_per_key(rows: list[Row]) -> list[Row]:
+    """What an upsert table must hold: the highest offset's row of each key, unless that
+    is a tombstone."""
+    latest: dict[str, Row] = {}
+    for row in by_position(rows):
+        latest[row["key"]] = row
+    return by_position([row for row in latest.values() if row["value"] is not None])
+
+
+def delta_rs_rows(path: Path) -> list[Row]:
+    """The table as delta-rs reads it, in the job's shape."""
+    try:
+        table = deltalake.DeltaTable(str(path)).to_pyarrow_table()
+    except deltalake.exceptions.TableNotFoundError:
+        return []
+    return by_position(
+        [
             {
                 "key": None if r["key"] is None else r["key"].hex().upper(),
                 "partition": r["partition"],
@@ -115,12 +174,20 @@ def delta_rs_rows(path: Path, count: int, timeout: float = 60.0) -> list[dict[st
                 "value": r["value"].hex().upper(),
             }
             for r in table.to_pylist()
-        ),
-        key=lambda r: (r["partition"], r["offset"]),
+        ]
     )
 
 
-def spark_reads(path: Path, out: Path) -> dict[str, list[dict[str, Any]]]:
+def wait_for(read: Callable[[], list[Row]], wanted: list[Row], timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while (got := read()) != wanted:
+        assert time.monotonic() < deadline, (
+            f"after {timeout}s the table holds {len(got)} rows, not the {len(wanted)} expected"
+        )
+        time.sleep(0.2)
+
+
+def spark_reads(tables: dict[str, Path], out: Path) -> dict[str, dict[str, list[Row]]]:
     python = VENV / "bin" / "python"
     assert python.exists(), (
         f"{python} is missing: `scripts/dev test` sets up {VENV.name}"
@@ -132,29 +199,40 @@ def spark_reads(path: Path, out: Path) -> dict[str, list[dict[str, Any]]]:
         env.pop(name, None)
     env["SPARK_LOCAL_IP"] = "127.0.0.1"
     done = subprocess.run(
-        [str(python), str(JOB), str(path), str(lib_dir("delta")), str(out)],
+        [
+            str(python),
+            str(JOB),
+            str(lib_dir("delta")),
+            str(out),
+            *(f"{name}={path}" for name, path in tables.items()),
+        ],
         env=env,
         capture_output=True,
         text=True,
         timeout=SPARK_TIMEOUT,
     )
     assert done.returncode == 0, f"the Spark job failed ({done.returncode}):\n{done.stderr[-5000:]}"
-    answers: dict[str, list[dict[str, Any]]] = json.loads(out.read_text())
+    answers: dict[str, dict[str, list[Row]]] = json.loads(out.read_text())
     return answers
 
 
-def test_spark_reads_a_table_topic_with_delta_spark_and_delta_rs(
+def test_spark_reads_appended_and_upsert_tables_with_delta_spark_and_delta_rs(
     broker: BrokerProcess, lake: Path, tmp_path: Path
 ) -> None:
-    topic = "clicks"
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-    config = {"headrace.table.mode": "key_value", "headrace.table.commit.interval.ms": "300"}
-    admin.create_topics([NewTopic(topic, 3, config=config)])[topic].result(15)
-    produced = produce(broker.bootstrap, topic)
+    base_ms = int(time.time() * 1000) - 3_600_000
+    create(broker, "clicks")
+    create(broker, "profiles", **{"cleanup.policy": "compact"})
+    clicks = produce(broker.bootstrap, "clicks", appended_records(base_ms))
+    produced: list[Row] = []
+    for batch in upserted_records(base_ms):
+        produced += produce(broker.bootstrap, "profiles", batch)
+        profiles = latest_per_key(produced)
+        wait_for(lambda: delta_rs_rows(lake / "profiles"), profiles)
+    assert len(profiles) == KEYS - KEYS // 5  # the test's own arithmetic, as a check of it
+    assert deltalake.DeltaTable(str(lake / "profiles")).history()[0]["operation"] == "MERGE"
+    wait_for(lambda: delta_rs_rows(lake / "clicks"), clicks)
 
-    direct = delta_rs_rows(lake / topic, N)
-    assert direct == produced
-
-    spark = spark_reads(lake / topic, tmp_path / "answers.json")
-    assert spark["delta_spark"] == produced
-    assert spark["delta_rs"] == produced
+    spark = spark_reads({"clicks": lake / "clicks", "profiles": lake / "profiles"}, tmp_path / "a")
+    for name, rows in (("clicks", clicks), ("profiles", profiles)):
+        assert spark[name]["delta_spark"] == rows, name
+        assert spark[name]["delta_rs"] == rows, name
