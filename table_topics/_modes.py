@@ -24,15 +24,15 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ._dead_letters import DeadLetterTable
-from ._records import TopicRecord
-from ._rows import key_value_rows, with_partition_column
+from ._fetched import Fetched
+from ._rows import with_partition_column
 from ._schema_rows import DeadLetter, ValueSchemaRows, tombstones
 from ._settings import KEY_VALUE, VALUE_SCHEMA_LATEST, TableSettings
 from ._table_commit import APP_ID, TableCommits
 from ._upsert import upsert
 
 log = logging.getLogger("headrace.table_topics")
-Rows = Callable[[list[TopicRecord]], tuple[Any, list[DeadLetter]]]
+Rows = Callable[[Fetched], tuple[Any, list[DeadLetter]]]
 
 
 class UnsupportedTableError(Exception):
@@ -61,7 +61,7 @@ class BatchWriter:
         """Refuse, before reading a record, a table this writer cannot keep."""
         mode = self.settings.mode
         if mode == KEY_VALUE:
-            self._rows = lambda records: (key_value_rows(records), [])
+            self._rows = lambda fetched: (fetched.key_value_rows(), [])
         elif mode == VALUE_SCHEMA_LATEST:
             if not self._registry_url:
                 raise UnsupportedTableError(
@@ -69,7 +69,8 @@ class BatchWriter:
                     " registry: run the broker with --schema-registry-listen, or give"
                     " --table-schema-registry-url (headrace.table.schema.registry.url)"
                 )
-            self._rows = ValueSchemaRows(self._registry_url, self.settings.topic).rows
+            schema_rows = ValueSchemaRows(self._registry_url, self.settings.topic)
+            self._rows = lambda fetched: schema_rows.rows(fetched.records())
             self._dead_letters = DeadLetterTable(
                 self._location, self.settings.topic, storage_options=self._storage_options
             )
@@ -85,10 +86,10 @@ class BatchWriter:
                 self.settings.partition_by,
             )
 
-    def write(self, records: list[TopicRecord], ends: Mapping[int, int]) -> None:
-        """Write ``records`` and record ``ends`` (partition -> next offset) with them."""
+    def write(self, fetched: Fetched, ends: Mapping[int, int]) -> None:
+        """Write ``fetched`` and record ``ends`` (partition -> next offset) with it."""
         assert self._rows is not None, "check() first"
-        rows, dead = self._rows(records)
+        rows, dead = self._rows(fetched)
         if dead and self._dead_letters is not None:
             self._dead_letters.append(dead, ends)
         if self.settings.compacted:
@@ -99,7 +100,7 @@ class BatchWriter:
                 app_id=APP_ID,
                 storage_options=self._storage_options,
                 topic=self.settings.topic,
-                tombstones=tombstones(records, dead),
+                tombstones=tombstones(fetched.records(), dead),
             )
             return
         self.commits.append(

@@ -40,7 +40,8 @@ def record_schema(with_value: bool) -> Any:
 
 
 def key_value_rows(records: list[TopicRecord]) -> Any:
-    """The rows of a ``key_value`` table, one per record, in the records' order."""
+    """The rows of a ``key_value`` table, one per record, in the records' order (the
+    writer makes them from the messages it fetched: ``Fetched.key_value_rows``)."""
     schema = record_schema(with_value=True)
     return pa.Table.from_arrays(
         [

@@ -6,7 +6,8 @@ The loop, in a thread of its own:
    every partition there; a partition the table has no record of starts at its
    beginning. No consumer group holds the position: the table does.
 2. Consume (read_committed, so an aborted transaction's records never arrive, and an
-   open one's not until it commits) into a buffer of ``TopicRecord``.
+   open one's not until it commits) into a buffer of the messages as fetched
+   (``Fetched``: rows are made from them column by column at commit).
 3. Commit when the oldest buffered record has waited ``headrace.table.commit.interval.ms``,
    or earlier when the buffer holds ``max_buffer_bytes`` of keys and values (so memory is
    bounded however far behind the writer is). One Delta commit holds the rows and each
@@ -27,8 +28,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from ._fetched import Fetched
 from ._modes import BatchWriter, UnsupportedTableError
-from ._records import TopicRecord
 from ._rows import partition_columns
 from ._settings import TableSettings
 from ._table_commit import TableCommits, table_path
@@ -146,8 +147,8 @@ class TopicWriter:
                 ]
             )
             interval = self.settings.commit_interval_ms / 1000
-            buffer: list[TopicRecord] = []
-            size, deadline, looked = 0, 0.0, 0.0
+            buffer = Fetched()
+            deadline, looked = 0.0, 0.0
             while not self._stopping.is_set():
                 wait = POLL_S if not buffer else min(POLL_S, max(0.0, deadline - time.monotonic()))
                 for message in consumer.consume(CONSUME_MAX, wait):
@@ -158,18 +159,16 @@ class TopicWriter:
                         # librdkafka retries the rest itself (a broker away for a while)
                         log.debug("table of %s: %s", topic, error)
                         continue
-                    record = _record(message)
                     if not buffer:
                         deadline = time.monotonic() + interval
-                    buffer.append(record)
-                    size += len(record.key or b"") + len(record.value or b"")
-                    if size >= self._max_buffer_bytes:  # within the batch: memory is bounded
+                    buffer.add(message)
+                    if buffer.size >= self._max_buffer_bytes:  # memory is bounded
                         self._commit(buffer)
-                        buffer, size = [], 0
+                        buffer = Fetched()
                 now = time.monotonic()
                 if buffer and now >= deadline:
                     self._commit(buffer)
-                    buffer, size = [], 0
+                    buffer = Fetched()
                 if now - looked >= FRESHNESS_EVERY_S:
                     self._ends = _ends(consumer, topic, self.settings.partitions)
                     looked = now
@@ -178,19 +177,17 @@ class TopicWriter:
         finally:
             consumer.close()
 
-    def _commit(self, records: list[TopicRecord]) -> None:
-        ends: dict[int, int] = {}
-        for record in records:  # offsets rise within a partition: the last one is the top
-            ends[record.partition] = record.offset + 1
+    def _commit(self, fetched: Fetched) -> None:
+        ends = fetched.ends()
         started = time.monotonic()
-        self._batches.write(records, ends)
+        self._batches.write(fetched, ends)
         self._committed = {**self._committed, **ends}
-        self._newest_ms = max(r.timestamp_ms for r in records)
-        self._rows += len(records)
+        self._newest_ms = fetched.newest_ms()
+        self._rows += len(fetched)
         log.debug(
             "table of %s: %d rows committed in %.3f s",
             self.settings.topic,
-            len(records),
+            len(fetched),
             time.monotonic() - started,
         )
 
@@ -213,18 +210,6 @@ class TopicWriter:
             "log_level": 3,
             **self._client_config,
         }
-
-
-def _record(message: Any) -> TopicRecord:
-    return TopicRecord(
-        partition=message.partition(),
-        offset=message.offset(),
-        timestamp_ms=message.timestamp()[1],
-        key=message.key(),
-        value=message.value(),
-        # a null header value is kept as empty bytes
-        headers=[(name, value or b"") for name, value in message.headers() or ()],
-    )
 
 
 def _ends(consumer: Any, topic: str, partitions: int) -> dict[int, int]:
