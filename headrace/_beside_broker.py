@@ -14,7 +14,8 @@ here:
 - the registry's URL, so the console decodes registry-framed values with it;
 - the broker's Prometheus text, which the console also serves at ``/metrics``: the
   broker hands itself to ``broker_started`` once it listens, and each scrape reads its
-  metrics on the broker's own event loop, where its state changes.
+  metrics on the broker's own event loop, where its state changes; the table writer's
+  freshness (``headrace_table_*``) follows them.
 """
 
 from __future__ import annotations
@@ -67,18 +68,20 @@ def _beside(run_broker: Callable[[argparse.Namespace], int], args: argparse.Name
 
         registry = RegistryThread(args, local_bootstrap(args))
         services.append(registry)
+    # The table location is one of the broker's settings (a flag or server.properties):
+    # the writer reads it from the running broker, and starts only when it is set.
+    from headrace._table_writer_thread import TableWriterThread
+
+    tables = TableWriterThread(args, registry)
     if args.console_listen:
         from headrace.console._commands import parse_listen
 
         services.append(
-            _ConsoleThread(local_bootstrap(args), parse_listen(args.console_listen), registry)
+            _ConsoleThread(
+                local_bootstrap(args), parse_listen(args.console_listen), registry, tables
+            )
         )
-    # Last, so it stops first. The table location is one of the broker's settings (a flag
-    # or server.properties): the writer reads it from the running broker, and starts only
-    # when it is set.
-    from headrace._table_writer_thread import TableWriterThread
-
-    services.append(TableWriterThread(args, registry))
+    services.append(tables)  # last, so it stops first
 
     def started(broker: Any) -> None:
         for service in services:
@@ -128,10 +131,15 @@ def local_bootstrap(args: argparse.Namespace) -> str:
 
 class _ConsoleThread(threading.Thread):
     def __init__(
-        self, bootstrap: str, listen: tuple[str, int], registry: RegistryThread | None
+        self,
+        bootstrap: str,
+        listen: tuple[str, int],
+        registry: RegistryThread | None,
+        tables: TableWriterThread,
     ) -> None:
         super().__init__(name="headrace-console", daemon=True)
         self._servers, self._listen, self._registry = bootstrap, listen, registry
+        self._tables = tables
         self._stopping = threading.Event()
         # The running broker's event loop and metrics, once it has started.
         self._broker: tuple[asyncio.AbstractEventLoop, Callable[[], bytes]] | None = None
@@ -142,7 +150,8 @@ class _ConsoleThread(threading.Thread):
         self.start()
 
     async def broker_metrics(self) -> bytes | None:
-        """The broker's Prometheus text, read on its own loop; None while there is none."""
+        """The broker's Prometheus text, read on its own loop, and the table writer's
+        freshness after it; None while there is none."""
         if self._broker is None:
             return None
         loop, exposition = self._broker
@@ -152,9 +161,10 @@ class _ConsoleThread(threading.Thread):
 
         try:
             future = asyncio.run_coroutine_threadsafe(read(), loop)
-            return await asyncio.wait_for(asyncio.wrap_future(future), METRICS_TIMEOUT_S)
+            text = await asyncio.wait_for(asyncio.wrap_future(future), METRICS_TIMEOUT_S)
         except (RuntimeError, TimeoutError):  # the broker's loop has stopped, or stalls
             return None
+        return text + self._tables.metrics_text()
 
     def run(self) -> None:
         asyncio.run(self._serve())

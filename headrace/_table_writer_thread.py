@@ -57,6 +57,15 @@ class TableWriterThread:
         writer = self._writer
         return {} if writer is None else writer.freshness()
 
+    def metrics_text(self) -> bytes:
+        """The tables' freshness as Prometheus text (nothing while no writer runs)."""
+        writer = self._writer
+        if writer is None:
+            return b""
+        from headrace.table_topics import prometheus_text
+
+        return prometheus_text(writer.freshness())
+
     def stop(self) -> None:
         self._stopping.set()
         writer = self._writer

@@ -7,6 +7,7 @@ DescribeConfigs and their records with a read_committed consumer. The broker onl
 and serves the settings.
 """
 
+from ._metrics import prometheus_text as prometheus_text
 from ._records import TopicRecord as TopicRecord
 from ._settings import TableSettings as TableSettings
 from ._table_commit import table_path as table_path
@@ -14,4 +15,4 @@ from ._topic_writer import Freshness as Freshness
 from ._topic_writer import TopicWriter as TopicWriter
 from ._writer import TableWriter as TableWriter
 
-__all__ = ["Freshness", "TableSettings", "TableWriter", "TopicRecord", "TopicWriter", "table_path"]
+__all__ = ["Freshness", "TableSettings", "TableWriter", "TopicRecord", "TopicWriter", "prometheus_text", "table_path"]

@@ -12,6 +12,7 @@ def test_the_public_names_are_pinned() -> None:
         "TableWriter",
         "TopicRecord",
         "TopicWriter",
+        "prometheus_text",
         "table_path",
     ]
     for name in table_topics.__all__:

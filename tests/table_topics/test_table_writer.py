@@ -5,7 +5,9 @@ writer says how far behind it is; a table set back to disabled stops growing."""
 
 from __future__ import annotations
 
+import re
 import time
+import urllib.request
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -308,3 +310,28 @@ def test_the_location_may_come_from_server_properties(tmp_path: Path) -> None:
             time.sleep(0.1)
         assert "--table-schema-registry-url" in log
     assert not (tmp_path / "lake" / "typed").exists()
+
+
+def test_the_console_serves_the_tables_freshness(tmp_path: Path) -> None:
+    console = free_port()
+    args = ("--table-location", str(tmp_path / "lake"), "--console-listen", f"127.0.0.1:{console}")
+    with BrokerProcess(tmp_path / "data", *args) as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        create(admin, "metered", 2, mode="key_value", commit_interval_ms="100")
+        produce(broker.bootstrap, "metered", sample(30, 2, int(time.time() * 1000) - 5000))
+        table_rows(tmp_path / "lake" / "metered", 30)
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{console}/metrics") as answer:
+                    text = answer.read().decode()
+                if 'headrace_table_offsets_behind{topic="metered"} 0' in text:
+                    break
+            except OSError:
+                text = ""  # the console is starting
+            assert time.monotonic() < deadline, text[-2000:]
+            time.sleep(0.2)
+    assert 'headrace_table_rows_committed_total{topic="metered"} 30' in text
+    behind = re.search(r'headrace_table_seconds_behind\{topic="metered"\} (\S+)', text)
+    assert behind is not None and 5 <= float(behind.group(1)) < 60
+    assert "kafka_server" in text or "headrace_broker" in text  # the broker's own are there
