@@ -127,7 +127,7 @@ def upserted_records(base_ms: int) -> list[list[Record]]:
     """Three versions of each key, each key on one partition, then a tombstone for every
     fifth key: four batches, produced one after the other's rows are in the table, so
     the writer MERGEs updates and deletes into a table that exists."""
-    versions = [
+    versions: list[list[Record]] = [
         [
             (
                 f"k{k}".encode(),
@@ -140,7 +140,7 @@ def upserted_records(base_ms: int) -> list[list[Record]]:
         ]
         for version in range(3)
     ]
-    deletes = [
+    deletes: list[Record] = [
         (f"k{k}".encode(), None, k % 3, [], base_ms + 300_000 + k) for k in range(0, KEYS, 5)
     ]
     return [*versions, deletes]
