@@ -3,11 +3,14 @@ the writer writes, against the export job on the same data.
 
     .venv/bin/python benchmarks/table_topics.py [--records 200000] [--size 100]
         [--partitions 3] [--runs 3] [--fresh-seconds 30] [--fresh-rate 500]
-        [--fresh-intervals 1000,5000]
+        [--fresh-intervals 1000,5000] [--writer broker|process]
 
 One built-in broker subprocess with ``--table-location`` (the table writer runs in the
 broker's process, a thread beside its event loop, as users run it), fsync on (the
-default: every acknowledged produce is on disk), the same for every run. In order:
+default: every acknowledged produce is on disk), the same for every run. With
+``--writer process`` the broker has no table location and the writer (``TableWriter``,
+a Kafka client) runs in a child process instead: what the broker's process pays for
+holding it. In order:
 
 1. throughput, ``--runs`` rounds of three runs, each on a fresh topic of
    ``--partitions`` and each kind first, second and third in turn: a plain topic; a
@@ -40,12 +43,15 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -176,6 +182,34 @@ def start_reader(bootstrap: str, topic: str, partitions: int, count: int) -> sub
     return reader
 
 
+# The table writer as a Kafka client of its own (``TableWriter`` is one): SIGTERM stops it.
+WRITER = """
+import signal, sys
+from headrace.table_topics import TableWriter
+writer = TableWriter(sys.argv[1], sys.argv[2])
+signal.signal(signal.SIGTERM, lambda *_: writer.stop())
+writer.run()
+"""
+
+
+@contextmanager
+def writer_process(broker: BrokerProcess, lake: Path, args: argparse.Namespace) -> Iterator[None]:
+    """With ``--writer process``, the writer in a child process for the whole run."""
+    if args.writer != "process":
+        yield
+        return
+    child = subprocess.Popen([sys.executable, "-c", WRITER, broker.bootstrap, str(lake)])
+    WRITER_PIDS.append(child.pid)
+    try:
+        yield
+    finally:
+        child.send_signal(signal.SIGTERM)
+        child.wait(60)
+
+
+WRITER_PIDS: list[int] = []
+
+
 def throughput_run(
     broker: BrokerProcess, lake: Path, topic: str, kind: str, args: argparse.Namespace
 ) -> dict[str, float]:
@@ -191,10 +225,13 @@ def throughput_run(
     elif kind == "read":
         reader = start_reader(broker.bootstrap, topic, args.partitions, args.records + 1)
     assert broker.proc is not None
+    writer_cpu0 = sum(cpu_seconds(pid) for pid in WRITER_PIDS)
     cpu0, began = cpu_seconds(broker.proc.pid), time.perf_counter()
     seconds = produce(broker.bootstrap, topic, args.records, args.size, args.partitions)
     cpu = cpu_seconds(broker.proc.pid) - cpu0
     run = {"produce_rate": args.records / seconds, "broker_cpu": cpu}
+    if WRITER_PIDS:
+        run["writer_cpu"] = sum(cpu_seconds(pid) for pid in WRITER_PIDS) - writer_cpu0
     if table:
         done = wait_rows(lake / topic, args.records + 1)
         run["written_rate"] = args.records / (done - began)
@@ -307,18 +344,27 @@ def main() -> None:
     parser.add_argument("--fresh-seconds", type=float, default=30.0)
     parser.add_argument("--fresh-rate", type=float, default=500.0, help="records a second")
     parser.add_argument("--fresh-intervals", default="1000,5000", help="commit intervals, ms")
+    parser.add_argument(
+        "--writer",
+        choices=("broker", "process"),
+        default="broker",
+        help="the table writer in the broker's process (--table-location, as users run it)"
+        " or in a process of its own beside a broker without it",
+    )
     args = parser.parse_args()
 
     from headrace.spark_bridge import export_topic
 
     root = Path(tempfile.mkdtemp(prefix="headrace-bench-tables-"))
+    where = "the broker's process" if args.writer == "broker" else "a process of its own"
     lake = root / "lake"
     print(
         f"{args.records:,} records of {args.size} B, {args.partitions} partitions,"
-        f" fsync on, acks=all; load {load()}",
+        f" fsync on, acks=all, the writer in {where}; load {load()}",
         flush=True,
     )
-    with BrokerProcess(root / "data", "--table-location", str(lake)) as broker:
+    beside = ("--table-location", str(lake)) if args.writer == "broker" else ()
+    with BrokerProcess(root / "data", *beside) as broker, writer_process(broker, lake, args):
         ratios: list[float] = []
         table_runs: list[dict[str, float]] = []
         last_plain = ""
@@ -346,7 +392,7 @@ def main() -> None:
             ratios.append(results["table"]["produce_rate"] / plain)
             read_ratios.append(results["read"]["produce_rate"] / plain)
         for what, values in (
-            ("a table topic (the writer reading it in the broker's process)", ratios),
+            (f"a table topic (its writer in {where})", ratios),
             ("a plain topic read by a consumer in a process of its own", read_ratios),
         ):
             print(
