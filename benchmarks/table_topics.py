@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import signal
 import statistics
 import subprocess
@@ -353,8 +354,6 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    from headrace.spark_bridge import export_topic
-
     root = Path(tempfile.mkdtemp(prefix="headrace-bench-tables-"))
     where = "the broker's process" if args.writer == "broker" else "a process of its own"
     lake = root / "lake"
@@ -364,6 +363,17 @@ def main() -> None:
         flush=True,
     )
     beside = ("--table-location", str(lake)) if args.writer == "broker" else ()
+    try:
+        measure(root, lake, beside, where, args)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)  # a run leaves about 200 MB
+
+
+def measure(
+    root: Path, lake: Path, beside: tuple[str, ...], where: str, args: argparse.Namespace
+) -> None:
+    from headrace.spark_bridge import export_topic
+
     with BrokerProcess(root / "data", *beside) as broker, writer_process(broker, lake, args):
         ratios: list[float] = []
         table_runs: list[dict[str, float]] = []
