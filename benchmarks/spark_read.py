@@ -23,12 +23,14 @@ see the same load on a shared machine:
   topic, collected the same way: at its defaults, and tuned as its documentation allows
   (``kafka.*`` consumer settings: larger fetches, more records a poll).
 
-Reported: each run's rates and the median of the per-run ratios (goal: 0.7). On a
-shared machine wall-clock rates swing with the load, so each run also reports the
-ratio of CPU seconds spent per record (raw and reader alone: this process, librdkafka's
-threads included; Spark: this process, the Spark JVM and its Python workers), which
-the load moves far less. Spark's first read in a session also pays the JVM's warm-up
-(its JIT), so the first run's Spark figures are the lowest.
+Each run's readers go in that order, every other run in reverse; each figure is
+printed with the 1-minute load average right after it. Reported: each run's rates and
+the median of the per-run ratios (goal: 0.7). On a shared machine wall-clock rates
+swing with the load, so each run also reports the ratio of CPU seconds spent per
+record (raw and reader alone: this process, librdkafka's threads included; Spark: this
+process, the Spark JVM and its Python workers), which the load moves far less.
+Spark's first read in a session also pays the JVM's warm-up (its JIT), so the first
+run's Spark figures are the lowest.
 """
 
 from __future__ import annotations
@@ -159,7 +161,10 @@ def main() -> None:
 
     with broker(args.partitions) as bootstrap:
         produce(bootstrap, args.records, args.size, args.partitions)
-        spark = spark_session("bench-read", conf={"spark.jars": spark_kafka_jars()})
+        # 2 GiB: a 1,000,000-row toArrow() result twice in a 1 GiB driver ran out of heap
+        # under load, whichever source read it.
+        conf = {"spark.jars": spark_kafka_jars(), "spark.driver.memory": "2g"}
+        spark = spark_session("bench-read", conf=conf)
         spark.sparkContext.setLogLevel("ERROR")
         try:
             for fmt in ("headrace", "kafka"):  # both warm up before the clock
@@ -173,30 +178,46 @@ def main() -> None:
                 )
             ratios, cpu_ratios, theirs, tuned = [], [], [], []
             n = args.records
+            readers = {
+                "raw": (lambda: raw_consume(bootstrap, n, args.partitions), False),
+                "headrace": (lambda: spark_read(spark, bootstrap, n), True),
+                "alone": (lambda: reader_alone(bootstrap, n), False),
+                "kafka": (lambda: spark_read(spark, bootstrap, n, "kafka"), True),
+                "tuned": (
+                    lambda: spark_read(spark, bootstrap, n, "kafka", SPARK_KAFKA_TUNED),
+                    True,
+                ),
+            }
             for i in range(args.repeat):
-                raw, raw_cpu = timed(lambda: raw_consume(bootstrap, n, args.partitions), False)
-                read, read_cpu = timed(lambda: spark_read(spark, bootstrap, n), True)
-                alone, alone_cpu = timed(lambda: reader_alone(bootstrap, n), False)
-                kafka, kafka_cpu = timed(lambda: spark_read(spark, bootstrap, n, "kafka"), True)
-                kafka_tuned, tuned_cpu = timed(
-                    lambda: spark_read(spark, bootstrap, n, "kafka", SPARK_KAFKA_TUNED), True
-                )
+                # Every other run in reverse order, so neither side always goes first
+                # into whatever the shared machine is doing.
+                order = list(readers) if i % 2 == 0 else list(reversed(readers))
+                got: dict[str, tuple[float, float, float]] = {}
+                for name in order:
+                    run, spark_tree = readers[name]
+                    rate, cpu = timed(run, spark_tree)
+                    got[name] = (rate, cpu, os.getloadavg()[0])
+                (raw, raw_cpu, raw_load), (read, read_cpu, read_load) = got["raw"], got["headrace"]
+                alone, alone_cpu, alone_load = got["alone"]
+                kafka, kafka_cpu, kafka_load = got["kafka"]
+                kafka_tuned, tuned_cpu, tuned_load = got["tuned"]
                 theirs.append(read / kafka)
                 tuned.append(read / kafka_tuned)
                 ratios.append(read / raw)
                 cpu_ratios.append(raw_cpu / read_cpu)
                 print(
-                    f"run {i + 1}: raw librdkafka {raw:>10,.0f} rec/s, Spark read "
-                    f"{read:>10,.0f} rec/s ({read / raw:.2f}), its reader alone "
-                    f"{alone:>10,.0f} rec/s ({alone / raw:.2f}); by CPU seconds: Spark "
-                    f"{raw_cpu / read_cpu:.2f}, reader alone {raw_cpu / alone_cpu:.2f} "
-                    f"(raw {raw_cpu:.2f} s, Spark {read_cpu:.2f} s, reader {alone_cpu:.2f} s); "
-                    f"load {os.getloadavg()[0]:.1f}",
+                    f"run {i + 1}: raw librdkafka {raw:>10,.0f} rec/s (load {raw_load:.1f}),"
+                    f" Spark read {read:>10,.0f} rec/s (load {read_load:.1f}, {read / raw:.2f}"
+                    f" of raw), its reader alone {alone:>10,.0f} rec/s (load {alone_load:.1f},"
+                    f" {alone / raw:.2f}); by CPU seconds: Spark {raw_cpu / read_cpu:.2f},"
+                    f" reader alone {raw_cpu / alone_cpu:.2f} (raw {raw_cpu:.2f} s, Spark"
+                    f" {read_cpu:.2f} s, reader {alone_cpu:.2f} s)",
                     flush=True,
                 )
                 print(
-                    f"       Spark's Kafka source {kafka:>10,.0f} rec/s ({kafka_cpu:.2f} s CPU),"
-                    f" tuned {kafka_tuned:>10,.0f} rec/s ({tuned_cpu:.2f} s CPU); headrace"
+                    f"       Spark's Kafka source {kafka:>10,.0f} rec/s ({kafka_cpu:.2f} s CPU,"
+                    f" load {kafka_load:.1f}), tuned {kafka_tuned:>10,.0f} rec/s"
+                    f" ({tuned_cpu:.2f} s CPU, load {tuned_load:.1f}); headrace"
                     f" {read / kafka:.2f}x and {read / kafka_tuned:.2f}x of them by rate,"
                     f" {kafka_cpu / read_cpu:.2f}x and {tuned_cpu / read_cpu:.2f}x by CPU",
                     flush=True,
