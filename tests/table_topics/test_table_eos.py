@@ -1,6 +1,7 @@
 """Exactly once into a topic's table: through SIGKILLs of the broker (and the writer in
-its process) while records stream in and tables commit, every acknowledged record lands
-once; an aborted transaction's records never land, an open one's only once it commits."""
+its process) while records stream in, each kill timed to land inside a table commit
+(after its data file, before its log entry), every acknowledged record lands once; an
+aborted transaction's records never land, an open one's only once it commits."""
 
 from __future__ import annotations
 
@@ -80,6 +81,24 @@ def topic_contents(bootstrap: str, topic: str) -> dict[tuple[int, int], bytes]:
     return found
 
 
+def wait_for_a_commit_under_way(table: Path, timeout: float) -> bool:
+    """Wait until a commit of ``table`` is under way: a data file is written that no log
+    entry names yet (delta-rs writes a commit's files, then its entry). True when seen,
+    False when ``timeout`` passed first."""
+
+    def unnamed_files() -> int:
+        files = sum(1 for _ in table.glob("*.parquet"))  # renamed into place when complete
+        return files - sum(1 for _ in table.glob("_delta_log/*.json"))  # a file a commit here
+
+    before = unnamed_files()  # files of commits a kill cut short earlier
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if unnamed_files() > before:
+            return True
+        time.sleep(0.0005)
+    return False
+
+
 @pytest.fixture
 def lake(tmp_path: Path) -> Path:
     return tmp_path / "lake"
@@ -118,8 +137,17 @@ def test_every_acknowledged_record_lands_once_through_sigkills(
         else:
             failed.append(str(error))
 
+    # the kills come while records stream in, at random points past each quarter
+    kill_points = sorted(
+        rng.randrange(q * RECORDS // 4, (2 * q + 1) * RECORDS // 8) for q in (1, 2, 3)
+    )
+    reached = [threading.Event() for _ in kill_points]
+    # ... and before the producer is 20k records past its point, so never after the end
+    killed = [threading.Event() for _ in kill_points]
+    gates = [point + 20_000 for point in kill_points]
+
     def produce_all() -> None:
-        # paced, so the table is written while the broker is killed: 30 steps of 10k
+        # paced, about 20k records a second: the writer keeps up, so it is always at work
         for i in range(RECORDS):
             while True:
                 try:
@@ -129,21 +157,31 @@ def test_every_acknowledged_record_lands_once_through_sigkills(
                     break
                 except BufferError:
                     producer.poll(0.05)
-            if i % 10_000 == 9_999:
-                producer.poll(0.3)
+            if i % 5_000 == 4_999:
+                producer.poll(0)
+                time.sleep(0.25)  # poll would return at the first delivery report
+            for q, (point, gate) in enumerate(zip(kill_points, gates, strict=True)):
+                if i == point:
+                    reached[q].set()
+                elif i == gate:
+                    assert killed[q].wait(120)
         producer.flush(120)
 
     producing = threading.Thread(target=produce_all)
     producing.start()
-    rows_when_killed = []
+    rows_when_killed: list[int] = []
+    mid_commit: list[bool] = []
     try:
-        for _ in range(KILLS):
+        for event in reached:
+            assert event.wait(60)
             # the writer has committed since the last start: it is at work now
             before = rows_of(lake / "eos").num_rows
             assert wait_for_rows(lake / "eos", before + 1, timeout=30).num_rows > before
-            time.sleep(rng.uniform(0, 0.4))
+            time.sleep(rng.uniform(0, 0.2))
             rows_when_killed.append(rows_of(lake / "eos").num_rows)
+            mid_commit.append(wait_for_a_commit_under_way(lake / "eos", timeout=3.0))
             broker.kill()
+            killed[len(rows_when_killed) - 1].set()
             broker.start()
     finally:
         producing.join(180)
@@ -152,6 +190,8 @@ def test_every_acknowledged_record_lands_once_through_sigkills(
     # every kill came while the table was being written, none after it was complete
     assert rows_when_killed == sorted(rows_when_killed), rows_when_killed
     assert rows_when_killed[0] > 0 and rows_when_killed[-1] < RECORDS, rows_when_killed
+    # and at least one between a commit's data file and its log entry
+    assert any(mid_commit), mid_commit
 
     table = wait_for_rows(lake / "eos", RECORDS, timeout=30)
     pairs = list(zip(table["partition"].to_pylist(), table["offset"].to_pylist(), strict=True))
