@@ -3,6 +3,7 @@ Spark's own Kafka source (``format("kafka")``).
 
     .venv/bin/python benchmarks/spark_read.py [--records 1000000] [--size 100]
                                               [--partitions 3] [--repeat 3]
+                                              [--driver-memory 2g]
 
 A built-in broker subprocess (fsync never: producing is set-up, not measured) gets N
 records of SIZE bytes (``spark_delta_export.py``'s producer). Then, alternating so both
@@ -151,6 +152,9 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--partitions", type=int, default=3)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--driver-memory", default="2g", help="Spark's driver heap (8g for 10M records)"
+    )
     args = parser.parse_args()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -161,9 +165,14 @@ def main() -> None:
 
     with broker(args.partitions) as bootstrap:
         produce(bootstrap, args.records, args.size, args.partitions)
-        # 2 GiB: a 1,000,000-row toArrow() result twice in a 1 GiB driver ran out of heap
-        # under load, whichever source read it.
-        conf = {"spark.jars": spark_kafka_jars(), "spark.driver.memory": "2g"}
+        # 2 GiB by default: a 1,000,000-row toArrow() result twice in a 1 GiB driver ran
+        # out of heap under load, whichever source read it. No cap on the collected
+        # result's size (1 GiB by default; a 10M-row read is about 1.5 GiB).
+        conf = {
+            "spark.jars": spark_kafka_jars(),
+            "spark.driver.memory": args.driver_memory,
+            "spark.driver.maxResultSize": "0",
+        }
         spark = spark_session("bench-read", conf=conf)
         spark.sparkContext.setLogLevel("ERROR")
         try:
