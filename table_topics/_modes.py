@@ -1,6 +1,7 @@
 """What each table mode does with a batch of records: the one place that knows the modes.
 
-``BatchWriter.write(records, ends)`` in order:
+``batch_writer(...)`` chooses by the topic's settings; ``BatchWriter.write(fetched,
+ends)`` then, in order:
 
 1. Rows: ``key_value`` makes the raw key and value columns (``_rows``);
    ``value_schema_latest`` the columns of the registry's latest value schema
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
 from ._dead_letters import DeadLetterTable
@@ -39,56 +41,67 @@ class UnsupportedTableError(Exception):
     """A table this writer cannot keep; said once per writer start, not per batch."""
 
 
+def batch_writer(
+    settings: TableSettings,
+    commits: TableCommits,
+    *,
+    location: str,
+    registry_url: str | None,
+    storage_options: dict[str, str] | None,
+) -> BatchWriter:
+    """The writer of ``settings.topic``'s batches; ``UnsupportedTableError`` for a table
+    it cannot keep, before a record is read."""
+    mode, topic = settings.mode, settings.topic
+    dead_letters = None
+    if mode == KEY_VALUE:
+        rows: Rows = _key_value_rows
+    elif mode == VALUE_SCHEMA_LATEST:
+        if not registry_url:
+            raise UnsupportedTableError(
+                f"topic {topic}: headrace.table.mode={mode} needs a schema registry: run the"
+                " broker with --schema-registry-listen, or give --table-schema-registry-url"
+                " (headrace.table.schema.registry.url)"
+            )
+        rows = partial(_schema_rows, ValueSchemaRows(registry_url, topic))
+        dead_letters = DeadLetterTable(location, topic, storage_options=storage_options)
+    else:  # the broker refuses other values; another cluster might not
+        raise UnsupportedTableError(f"topic {topic}: unknown headrace.table.mode={mode}")
+    if settings.compacted and settings.partition_by:
+        log.warning(
+            "topic %s: a compacted topic's table is an upsert table, not partitioned;"
+            " headrace.table.partition.by=%s is not applied",
+            topic,
+            settings.partition_by,
+        )
+    return BatchWriter(settings, commits, rows, dead_letters, storage_options)
+
+
+def _key_value_rows(fetched: Fetched) -> tuple[Any, list[DeadLetter]]:
+    return fetched.key_value_rows(), []
+
+
+def _schema_rows(rows: ValueSchemaRows, fetched: Fetched) -> tuple[Any, list[DeadLetter]]:
+    return rows.rows(fetched.records())
+
+
 class BatchWriter:
-    """Writes batches of one topic's records to its table, as its settings say."""
+    """Writes batches of one topic's records to its table, as its settings say (made by
+    :func:`batch_writer`)."""
 
     def __init__(
         self,
         settings: TableSettings,
         commits: TableCommits,
-        *,
-        location: str,
-        registry_url: str | None,
+        rows: Rows,
+        dead_letters: DeadLetterTable | None,
         storage_options: dict[str, str] | None,
     ) -> None:
         self.settings, self.commits = settings, commits
-        self._location, self._registry_url = location, registry_url
+        self._rows, self._dead_letters = rows, dead_letters
         self._storage_options = storage_options
-        self._rows: Rows | None = None
-        self._dead_letters: DeadLetterTable | None = None
-
-    def check(self) -> None:
-        """Refuse, before reading a record, a table this writer cannot keep."""
-        mode = self.settings.mode
-        if mode == KEY_VALUE:
-            self._rows = lambda fetched: (fetched.key_value_rows(), [])
-        elif mode == VALUE_SCHEMA_LATEST:
-            if not self._registry_url:
-                raise UnsupportedTableError(
-                    f"topic {self.settings.topic}: headrace.table.mode={mode} needs a schema"
-                    " registry: run the broker with --schema-registry-listen, or give"
-                    " --table-schema-registry-url (headrace.table.schema.registry.url)"
-                )
-            schema_rows = ValueSchemaRows(self._registry_url, self.settings.topic)
-            self._rows = lambda fetched: schema_rows.rows(fetched.records())
-            self._dead_letters = DeadLetterTable(
-                self._location, self.settings.topic, storage_options=self._storage_options
-            )
-        else:  # the broker refuses other values; another cluster might not
-            raise UnsupportedTableError(
-                f"topic {self.settings.topic}: unknown headrace.table.mode={mode}"
-            )
-        if self.settings.compacted and self.settings.partition_by:
-            log.warning(
-                "topic %s: a compacted topic's table is an upsert table, not partitioned;"
-                " headrace.table.partition.by=%s is not applied",
-                self.settings.topic,
-                self.settings.partition_by,
-            )
 
     def write(self, fetched: Fetched, ends: Mapping[int, int]) -> None:
         """Write ``fetched`` and record ``ends`` (partition -> next offset) with it."""
-        assert self._rows is not None, "check() first"
         rows, dead = self._rows(fetched)
         if dead and self._dead_letters is not None:
             self._dead_letters.append(dead, ends)

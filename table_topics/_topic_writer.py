@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._fetched import Fetched
-from ._modes import BatchWriter, UnsupportedTableError
+from ._modes import BatchWriter, UnsupportedTableError, batch_writer
 from ._rows import partition_columns
 from ._settings import TableSettings
 from ._table_commit import TableCommits, table_path
@@ -77,18 +77,14 @@ class TopicWriter:
         self._bootstrap = bootstrap
         self._client_config = client_config or {}
         self._max_buffer_bytes = max_buffer_bytes
-        self._batches = BatchWriter(
-            settings,
-            TableCommits(
-                path,
-                settings.topic,
-                partition_by=partition_columns(settings.partition_by),
-                storage_options=storage_options,
-            ),
-            location=location,
-            registry_url=registry_url,
+        self._commits = TableCommits(
+            path,
+            settings.topic,
+            partition_by=partition_columns(settings.partition_by),
             storage_options=storage_options,
         )
+        self._location, self._registry_url = location, registry_url
+        self._storage_options = storage_options
         self._stopping = threading.Event()
         self._thread = threading.Thread(
             target=self._run, name=f"table-writer-{settings.topic}", daemon=True
@@ -119,24 +115,30 @@ class TopicWriter:
     # ------------------------------------------------------------------ the loop
     def _run(self) -> None:
         try:
-            self._batches.check()
+            batches = batch_writer(
+                self.settings,
+                self._commits,
+                location=self._location,
+                registry_url=self._registry_url,
+                storage_options=self._storage_options,
+            )
         except UnsupportedTableError as exc:
             log.error("%s", exc)
             return
         while not self._stopping.is_set():
             try:
-                self._follow()
+                self._follow(batches)
             except Exception:
                 log.exception("table of topic %s: starting again from the table", self.path)
                 self._stopping.wait(RETRY_S)
 
-    def _follow(self) -> None:
+    def _follow(self, batches: BatchWriter) -> None:
         """Steps 1-3 of the module docstring, until stop (then commit the buffer)."""
         from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException
         from confluent_kafka import TopicPartition as KafkaTopicPartition
 
         topic = self.settings.topic
-        committed = self._batches.commits.committed_offsets(self.settings.partitions)
+        committed = self._commits.committed_offsets(self.settings.partitions)
         self._committed = committed
         consumer = Consumer(self._consumer_config())
         try:
@@ -163,24 +165,24 @@ class TopicWriter:
                         deadline = time.monotonic() + interval
                     buffer.add(message)
                     if buffer.size >= self._max_buffer_bytes:  # memory is bounded
-                        self._commit(buffer)
+                        self._commit(batches, buffer)
                         buffer = Fetched()
                 now = time.monotonic()
                 if buffer and now >= deadline:
-                    self._commit(buffer)
+                    self._commit(batches, buffer)
                     buffer = Fetched()
                 if now - looked >= FRESHNESS_EVERY_S:
                     self._ends = _ends(consumer, topic, self.settings.partitions)
                     looked = now
             if buffer:
-                self._commit(buffer)
+                self._commit(batches, buffer)
         finally:
             consumer.close()
 
-    def _commit(self, fetched: Fetched) -> None:
+    def _commit(self, batches: BatchWriter, fetched: Fetched) -> None:
         ends = fetched.ends()
         started = time.monotonic()
-        self._batches.write(fetched, ends)
+        batches.write(fetched, ends)
         self._committed = {**self._committed, **ends}
         self._newest_ms = fetched.newest_ms()
         self._rows += len(fetched)
