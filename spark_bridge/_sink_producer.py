@@ -29,6 +29,25 @@ from ._sink_records import Records
 
 _NO_OFFSET = -1001  # librdkafka's OFFSET_INVALID: nothing committed
 _REQUEST_TIMEOUT = 60.0  # init, offsets and commit of a transaction, each
+# A fresh librdkafka client drops its bootstrap connection as soon as the metadata names
+# the broker, and holds back its connection to that broker for half its
+# reconnect.backoff.ms ("still suppressed for 48ms" in its debug log): 50 ms at the default
+# of 100, which each task's producer and marker consumer waited once; 10-20 ms at 10.
+_CLIENT_DEFAULTS = {"reconnect.backoff.ms": 10}
+# When a transactional producer first asks for its producer id before that connection is
+# up, librdkafka asks again only on a 500 ms timer: about one task in three waited it
+# out in init_transactions. A call again after a timeout resumes the same init and asks
+# at once, so init_transactions is called in slices, the first this short.
+_FIRST_INIT_SLICE = 0.05
+# Kafka's answers that a client asks again after a pause, whether or not librdkafka marks
+# them retriable: a coordinator loading, unavailable or moved (Kafka's, for a while after
+# a start) and, for an init, the abort of a fenced producer's transaction still running.
+_ASK_AGAIN = {
+    14,  # COORDINATOR_LOAD_IN_PROGRESS
+    15,  # COORDINATOR_NOT_AVAILABLE
+    16,  # NOT_COORDINATOR
+    51,  # CONCURRENT_TRANSACTIONS
+}
 
 
 class RecordProducer:
@@ -44,6 +63,7 @@ class RecordProducer:
             "acks": "all",
             "partitioner": "murmur2_random",  # the Java client's placement of keys
             "linger.ms": 5,
+            **_CLIENT_DEFAULTS,
             **options.producer_config,  # a user's kafka.* settings win ...
             **(extra or {}),  # ... except what this sink must set itself
             "logger": self._log,
@@ -155,6 +175,7 @@ class MarkedTransaction:
         self._consumer = self._ck.Consumer(
             {
                 "bootstrap.servers": options.bootstrap_servers,
+                **_CLIENT_DEFAULTS,
                 **{k: v for k, v in options.producer_config.items() if _shared(k)},
                 "group.id": marker_group,
                 "enable.auto.commit": False,
@@ -163,7 +184,7 @@ class MarkedTransaction:
             }
         )
         try:
-            self._call("init_transactions", self._records.producer.init_transactions)
+            self._init_transactions()
         except BaseException:
             self._consumer.close()
             raise
@@ -171,16 +192,39 @@ class MarkedTransaction:
     def close(self) -> None:
         self._consumer.close()
 
+    def _init_transactions(self) -> None:
+        """Step 1, in growing slices (see ``_FIRST_INIT_SLICE``) up to the request timeout.
+
+        A slice that ends in a retriable error (a coordinator still loading its log, as
+        Kafka's is for a while after a start) is called again after a pause as long as
+        the slice; librdkafka retries those itself only inside one longer call."""
+        ck = self._ck
+        init = self._records.producer.init_transactions
+        deadline = time.monotonic() + _REQUEST_TIMEOUT
+        wait = _FIRST_INIT_SLICE
+        while True:
+            wait = min(wait, max(deadline - time.monotonic(), 0.001))
+            try:
+                init(wait)
+                return
+            except ck.KafkaException as exc:
+                error = exc.args[0] if exc.args else None
+                timed_out = error is not None and error.code() == ck.KafkaError._TIMED_OUT
+                retriable = error is not None and (error.retriable() or error.code() in _ASK_AGAIN)
+                if not (timed_out or retriable) or time.monotonic() >= deadline:
+                    raise BrokerRequestError(
+                        f"init_transactions of transactional.id {self._id} failed: {exc}"
+                        f" ({self._records.problem()})"
+                    ) from None
+                if not timed_out:
+                    time.sleep(wait)
+            wait = min(wait * 2, 1.0)
+
     def already_written(self, batch_id: int) -> bool:
         """Whether the marker says ``batch_id`` is written. A coordinator that is moving
         or loading (Kafka answers NOT_COORDINATOR for a while after a start) is asked
         again until the request timeout."""
         ck = self._ck
-        moving = {
-            ck.KafkaError.NOT_COORDINATOR,
-            ck.KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-            ck.KafkaError.COORDINATOR_NOT_AVAILABLE,
-        }
         deadline = time.monotonic() + _REQUEST_TIMEOUT
         while True:
             try:
@@ -188,7 +232,7 @@ class MarkedTransaction:
                 break
             except ck.KafkaException as exc:
                 error = exc.args[0] if exc.args else None
-                retriable = error is not None and (error.retriable() or error.code() in moving)
+                retriable = error is not None and (error.retriable() or error.code() in _ASK_AGAIN)
                 if retriable and time.monotonic() < deadline:
                     time.sleep(0.2)
                     continue
