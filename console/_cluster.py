@@ -30,6 +30,8 @@ log = logging.getLogger("headrace.console")
 # A message browser page shows at most this many records, whatever is asked.
 MAX_MESSAGES = 500
 _DEFAULT_SOURCE = 5  # DescribeConfigs v1+: the value is the broker's default
+TABLE_MODE = "headrace.table.mode"  # a topic that is a table (headrace's brokers only)
+TABLE_DISABLED = "disabled"
 
 
 @dataclass
@@ -125,6 +127,7 @@ class ClusterReader:
                     "partitions": len(topic["partitions"]),
                     "records": sum(ends[tp] - starts[tp] for tp in mine),
                     "end_offset": sum(ends[tp] for tp in mine),
+                    "ends": {tp.partition: ends[tp] for tp in mine},
                     "size": None
                     if sizes is None
                     else sum(sizes.get((tp.topic, tp.partition), 0) for tp in mine),
@@ -161,6 +164,24 @@ class ClusterReader:
             if sizes is None
             else sum(sizes.get((name, tp.partition), 0) for tp in tps),
         }
+
+    async def table_modes(self, names: list[str]) -> dict[str, str]:
+        """``headrace.table.mode`` of each topic that sets one other than ``disabled``,
+        in one DescribeConfigs; a cluster that does not know the key has none."""
+        if not names:
+            return {}
+        resources = [
+            ConfigResource(ConfigResourceType.TOPIC, name, configs={TABLE_MODE: None})
+            for name in names
+        ]
+        modes = {}
+        for response in await self.admin.describe_configs(resources):
+            for result in response.resources:
+                name, entries = result[3], result[4]
+                for entry in entries:
+                    if entry[0] == TABLE_MODE and entry[1] not in (None, TABLE_DISABLED):
+                        modes[name] = str(entry[1])
+        return modes
 
     async def sizes(self, topics: dict[str, list[int]] | None) -> dict[tuple[str, int], int] | None:
         """Bytes on disk per partition (DescribeLogDirs), or None where the cluster does

@@ -66,6 +66,12 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         "that opened it may use the console",
     )
     parser.add_argument(
+        "--table-location",
+        metavar="DIR_OR_URL",
+        help="where the broker keeps the tables of table topics (its --table-location):"
+        " the topic pages then show each table's mode, last commit and how far it is behind",
+    )
+    parser.add_argument(
         "--allowed-hosts",
         default="",
         metavar="NAME,...",
@@ -95,6 +101,7 @@ def console_from(args: argparse.Namespace, bootstrap_servers: str) -> Console:
         allowed_host_names=tuple(args.allowed_hosts.split(",")),
         metrics=metrics_at(args.broker_metrics) if args.broker_metrics else None,
         chart_every_s=args.chart_every,
+        table_location=args.table_location or None,
     )
 
 

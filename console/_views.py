@@ -5,12 +5,14 @@ cannot say simply (sorting, sums, the topology's drawing) is worked out here fir
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ._cluster import Browsed
 from ._codecs import FORMATS
 from ._graph import topology_svg
 from ._guard import CSRF_FIELD, SEAL_FIELD
+from ._table_lag import TableLag
 from ._templates import render
 
 
@@ -47,9 +49,15 @@ def broker_page(configs: list[dict[str, Any]]) -> str:
     return render("broker.html", rows=configs)
 
 
-def topics_page(topics: list[dict[str, Any]], csrf: str | None, search: str = "") -> str:
+def topics_page(
+    topics: list[dict[str, Any]],
+    csrf: str | None,
+    search: str = "",
+    tables: Mapping[str, TableLag] | None = None,
+) -> str:
     """The topics whose name holds ``search`` (all when empty), internal ones last;
-    with ``csrf`` (an admin console's form field), a form to create one."""
+    with ``csrf`` (an admin console's form field), a form to create one; with
+    ``tables`` (the console knows the table location), each table topic's lag."""
     needle = search.strip().lower()
     shown = sorted(
         (t for t in topics if needle in t["name"].lower()),
@@ -62,11 +70,17 @@ def topics_page(topics: list[dict[str, Any]], csrf: str | None, search: str = ""
         search=search,
         csrf=csrf,
         csrf_field=CSRF_FIELD,
+        tables=tables,
     )
 
 
-def topic_page(topic: dict[str, Any]) -> str:
-    return render("topic.html", topic=topic, records=sum(p["records"] for p in topic["partitions"]))
+def topic_page(topic: dict[str, Any], table: TableLag | None = None) -> str:
+    return render(
+        "topic.html",
+        topic=topic,
+        records=sum(p["records"] for p in topic["partitions"]),
+        table=table,
+    )
 
 
 def messages_page(

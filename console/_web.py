@@ -38,6 +38,7 @@ from ._produce import parse_headers, produce, value_bytes
 from ._schemas import SchemasReader
 from ._search import MAX_MATCHES, MAX_SCANNED, Query, search
 from ._security import SecurityReader
+from ._tables import TablesReader
 from ._templates import render
 from ._transactions import TransactionsReader
 
@@ -58,14 +59,17 @@ class Console:
         metrics: Callable[[], Awaitable[bytes | None]] | None = None,
         allowed_host_names: tuple[str, ...] = (),
         chart_every_s: float = 5.0,
+        table_location: str | None = None,
     ) -> None:
         """``schema_registry``: the registry's URL, to decode values in its wire format;
         ``metrics``: Prometheus text to serve at ``/metrics`` (the broker's own, when the
         console runs beside it), None while there is none yet; ``allowed_host_names``:
         names it answers to besides those of its listen address; ``chart_every_s``: how
-        often the charts sample the broker's metrics."""
+        often the charts sample the broker's metrics; ``table_location``: where the
+        tables of table topics live, to show how far each is behind its topic."""
         self.cluster = ClusterReader(bootstrap_servers, security, schema_registry)
         self.schemas = SchemasReader(schema_registry) if schema_registry else None
+        self.tables = TablesReader(table_location, self.cluster) if table_location else None
         self.users_and_acls = SecurityReader(bootstrap_servers, security)
         self._metrics = metrics
         self.history = MetricsHistory(metrics, chart_every_s) if metrics is not None else None
@@ -213,16 +217,17 @@ class Console:
         )
 
     async def _topics(self, request: web.Request) -> tuple[str, str]:
-        return "Topics", views.topics_page(
-            await self.cluster.topics(), self._csrf, request.query.get("q", "")
-        )
+        topics = await self.cluster.topics()
+        tables = None if self.tables is None else await self.tables.lags(topics)
+        return "Topics", views.topics_page(topics, self._csrf, request.query.get("q", ""), tables)
 
     async def _topic(self, request: web.Request) -> tuple[str, str]:
         name = request.match_info["name"]
         topic = await self.cluster.topic(name)
         if topic is None:
             raise web.HTTPNotFound(text=f"topic {name!r} does not exist")
-        return f"Topic {name}", views.topic_page(topic) + self._produce_form(topic)
+        table = None if self.tables is None else await self.tables.lag(topic)
+        return f"Topic {name}", views.topic_page(topic, table) + self._produce_form(topic)
 
     def _produce_form(self, topic: dict[str, Any]) -> str:
         """An admin console's form to produce a record to ``topic`` (nothing otherwise)."""
