@@ -8,10 +8,12 @@ never import each other; this module composes them at the top. The broker runs a
 always does; each service runs in a thread of its own with its own event loop, as a
 Kafka client of the broker's listener, started once the broker listens (so its first
 connection is not refused) and stopped before the broker stops (so its client says
-goodbye to a broker that still answers). Two things pass between them, both composed
+goodbye to a broker that still answers). Three things pass between them, all composed
 here:
 
 - the registry's URL, so the console decodes registry-framed values with it;
+- the broker's table location, so the console shows how far each table topic's table
+  is behind;
 - the broker's Prometheus text, which the console also serves at ``/metrics``: the
   broker hands itself to ``broker_started`` once it listens, and each scrape reads its
   metrics on the broker's own event loop, where its state changes; the table writer's
@@ -143,10 +145,13 @@ class _ConsoleThread(threading.Thread):
         self._stopping = threading.Event()
         # The running broker's event loop and metrics, once it has started.
         self._broker: tuple[asyncio.AbstractEventLoop, Callable[[], bytes]] | None = None
+        self._table_location: str | None = None
 
     def broker_started(self, broker: Any) -> None:
         """Called on the broker's loop once it listens (``log_broker._commands``)."""
         self._broker = (asyncio.get_running_loop(), broker.metrics.exposition)
+        # the console reads the tables' lag from their Delta logs, wherever the writer runs
+        self._table_location = broker.config.table_location or None
         self.start()
 
     async def broker_metrics(self) -> bytes | None:
@@ -187,7 +192,10 @@ class _ConsoleThread(threading.Thread):
         from headrace.console import Console
 
         console = Console(
-            self._servers, schema_registry=await self._registry_url(), metrics=self.broker_metrics
+            self._servers,
+            schema_registry=await self._registry_url(),
+            metrics=self.broker_metrics,
+            table_location=self._table_location,
         )
         deadline = time.monotonic() + 60
         try:
