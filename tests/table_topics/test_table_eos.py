@@ -1,5 +1,5 @@
-"""Exactly once into a topic's table: through SIGKILLs of the broker (and the writer in
-its process) while records stream in, each kill timed to land inside a table commit
+"""Exactly once into a topic's table: through SIGKILLs of the broker (whose table writer,
+a child process, dies with it) while records stream in, each kill timed to land inside a table commit
 (after its data file, before its log entry), every acknowledged record lands once; an
 aborted transaction's records never land, an open one's only once it commits."""
 
@@ -79,6 +79,37 @@ def topic_contents(bootstrap: str, topic: str) -> dict[tuple[int, int], bytes]:
         consumer.close()
     assert len(ended) == PARTITIONS, "the topic was not read to its end"
     return found
+
+
+def writer_processes(broker_pid: int) -> list[int]:
+    """The pids of the table writer processes whose parent is ``broker_pid``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:  # it ended while looked at
+            continue
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        if parent == broker_pid and b"table_topics._writer_process" in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+def gone(pid: int, timeout: float) -> bool:
+    """True once ``pid`` has ended (reaped, or a zombie) within ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return True
+        if state == "Z":
+            return True
+        time.sleep(0.01)
+    return False
 
 
 def wait_for_a_commit_under_way(table: Path, timeout: float) -> bool:
@@ -180,7 +211,13 @@ def test_every_acknowledged_record_lands_once_through_sigkills(
             time.sleep(rng.uniform(0, 0.2))
             rows_when_killed.append(rows_of(lake / "eos").num_rows)
             mid_commit.append(wait_for_a_commit_under_way(lake / "eos", timeout=3.0))
+            assert broker.proc is not None
+            writers = writer_processes(broker.proc.pid)
+            assert len(writers) == 1, writers  # the writer is a child of the broker
             broker.kill()
+            # no writer outlives its broker, to commit beside the restarted one's
+            outlived = [pid for pid in writers if not gone(pid, timeout=5.0)]
+            assert not outlived, f"table writers {outlived} outlived their broker"
             killed[len(rows_when_killed) - 1].set()
             broker.start()
     finally:
