@@ -1,7 +1,7 @@
 """What ``headrace broker`` can run beside the built-in broker: the web console
 (``--console-listen HOST:PORT``), the schema registry (``--schema-registry-listen
 HOST:PORT``) and the table writer of topics that are tables (``--table-location`` or
-``headrace.table.location``; ``_table_writer_thread``).
+``headrace.table.location``; ``_table_writer_process``).
 
 The broker (log_broker) and these services (application-side clients of any cluster)
 never import each other; this module composes them at the top. The broker runs as it
@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from headrace._registry_thread import RegistryThread
-    from headrace._table_writer_thread import TableWriterThread
+    from headrace._table_writer_process import TableWriterProcess
 
 log = logging.getLogger("headrace.broker")
 METRICS_TIMEOUT_S = 10.0  # a scrape waits this long for the broker's loop
@@ -63,7 +63,7 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
 
 
 def _beside(run_broker: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
-    services: list[RegistryThread | _ConsoleThread | TableWriterThread] = []
+    services: list[RegistryThread | _ConsoleThread | TableWriterProcess] = []
     registry: RegistryThread | None = None
     if args.schema_registry_listen:
         from headrace._registry_thread import RegistryThread
@@ -72,9 +72,9 @@ def _beside(run_broker: Callable[[argparse.Namespace], int], args: argparse.Name
         services.append(registry)
     # The table location is one of the broker's settings (a flag or server.properties):
     # the writer reads it from the running broker, and starts only when it is set.
-    from headrace._table_writer_thread import TableWriterThread
+    from headrace._table_writer_process import TableWriterProcess
 
-    tables = TableWriterThread(args, registry)
+    tables = TableWriterProcess(args, registry)
     if args.console_listen:
         from headrace.console._commands import parse_listen
 
@@ -137,7 +137,7 @@ class _ConsoleThread(threading.Thread):
         bootstrap: str,
         listen: tuple[str, int],
         registry: RegistryThread | None,
-        tables: TableWriterThread,
+        tables: TableWriterProcess,
     ) -> None:
         super().__init__(name="headrace-console", daemon=True)
         self._servers, self._listen, self._registry = bootstrap, listen, registry
