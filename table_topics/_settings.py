@@ -24,7 +24,10 @@ class TableSettings:
     """One topic's table: how rows are made and written, and how often.
 
     Two settings that compare equal describe the same writer; when a topic's settings
-    change (another mode, interval or partition count), its writer is replaced.
+    change (another mode, interval or partition count), its writer is replaced. So is
+    the writer of a topic deleted and created again under its name: ``topic_id`` (Kafka's
+    form, as ``kafka-topics --describe`` prints it) differs, and the table's offsets are
+    recorded per id (``_table_commit``). Empty for a cluster that gives no topic ids.
     """
 
     topic: str
@@ -33,10 +36,11 @@ class TableSettings:
     commit_interval_ms: int
     compacted: bool  # cleanup.policy has compact: the table keeps the latest row per key
     partitions: int
+    topic_id: str = ""
 
     @classmethod
     def from_configs(
-        cls, topic: str, configs: Mapping[str, str], partitions: int
+        cls, topic: str, configs: Mapping[str, str], partitions: int, topic_id: str = ""
     ) -> TableSettings | None:
         """The settings of a topic, or None when its table is disabled (or the broker
         does not know the table configs at all: another Kafka cluster)."""
@@ -50,4 +54,5 @@ class TableSettings:
             commit_interval_ms=int(configs.get(COMMIT_INTERVAL_MS, DEFAULT_COMMIT_INTERVAL_MS)),
             compacted="compact" in configs.get("cleanup.policy", "delete").split(","),
             partitions=partitions,
+            topic_id=topic_id,
         )

@@ -1,10 +1,20 @@
 """A topic's table is its own checkpoint: rows and the offsets they cover in one commit.
 
 Each commit records, as Delta application transactions, the next offset to read of
-every partition it moves: ``headrace.table/<topic>/<partition>`` (the export job's
-scheme, ``spark_bridge._delta``). A writer that starts reads them and resumes there, so a
-crash before a commit loses nothing (the records are read again) and a crash after it
-writes nothing twice (they are not).
+every partition it moves: ``headrace.table.<topic id>/<topic>/<partition>`` (the export
+job's scheme, ``spark_bridge._delta``, under an app id per topic id). A writer that
+starts reads them and resumes there, so a crash before a commit loses nothing (the
+records are read again) and a crash after it writes nothing twice (they are not).
+
+Why the topic id: a topic deleted and created again under its name starts again at
+offset 0, and offsets recorded for the old topic would make the writer skip the new
+one's records. Under the new id nothing is recorded, so its table resumes from the
+topic's beginning; the old topic's rows stay in the table.
+
+Each commit also records the same ends under ``headrace.table/<topic>/<partition>``
+(``APP_ID``): what the table covers of the topic that has the name now, for readers
+that know a topic by its name only (the console's table lag). The writer never resumes
+from those. A cluster that gives no topic ids has only these.
 """
 
 from __future__ import annotations
@@ -16,7 +26,16 @@ from typing import Any
 from headrace.spark_bridge._delta import DeltaSink, offsets_app_id
 from headrace.spark_bridge._offsets import TopicPartition
 
-APP_ID = "headrace.table"
+APP_ID = "headrace.table"  # by name: for readers; with the topic id: for the writer
+
+
+def incarnation_app_id(app_id: str, topic_id: str) -> str:
+    """``app_id`` for the topic whose id is ``topic_id`` (itself when there is none).
+
+    >>> incarnation_app_id(APP_ID, "KaLJ402eR0qnsjJbWrLfMA"), incarnation_app_id(APP_ID, "")
+    ('headrace.table.KaLJ402eR0qnsjJbWrLfMA', 'headrace.table')
+    """
+    return f"{app_id}.{topic_id}" if topic_id else app_id
 
 
 def table_path(location: str, topic: str) -> str:
@@ -29,20 +48,23 @@ def table_path(location: str, topic: str) -> str:
 
 
 class TableCommits:
-    """The Delta table at ``path`` of one topic: what it covers, and appends to it."""
+    """The Delta table at ``path`` of one topic: what it covers, and appends to it.
+
+    ``app_id``: what the offsets are recorded under (``incarnation_app_id``)."""
 
     def __init__(
         self,
         path: str,
         topic: str,
         *,
+        app_id: str = APP_ID,
         partition_by: list[str] | None,
         storage_options: dict[str, str] | None,
     ) -> None:
-        self.path, self.topic = path, topic
+        self.path, self.topic, self.app_id = path, topic, app_id
         self._partition_by = partition_by
         self._storage_options = storage_options
-        self._sink = DeltaSink(path, app_id=APP_ID, storage_options=storage_options)
+        self._sink = DeltaSink(path, app_id=app_id, storage_options=storage_options)
 
     def committed_offsets(self, partitions: int) -> dict[int, int]:
         """Next offset to read per partition, for those the table has a record of."""
@@ -63,8 +85,9 @@ class TableCommits:
             },
             app_transactions=[
                 deltalake.Transaction(
-                    app_id=offsets_app_id(APP_ID, TopicPartition(self.topic, p)), version=end
+                    app_id=offsets_app_id(app_id, TopicPartition(self.topic, p)), version=end
                 )
+                for app_id in dict.fromkeys((self.app_id, APP_ID))  # one, without topic ids
                 for p, end in moving
             ],
         )

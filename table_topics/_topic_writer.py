@@ -2,9 +2,10 @@
 
 The loop, in a thread of its own:
 
-1. Read the offsets the table's last commit recorded (``TableCommits``) and assign
-   every partition there; a partition the table has no record of starts at its
-   beginning. No consumer group holds the position: the table does.
+1. Read the offsets the table's last commit recorded for this topic id
+   (``TableCommits``) and assign every partition there; a partition the table has no
+   record of starts at its beginning. No consumer group holds the position: the table
+   does.
 2. Consume (read_committed, so an aborted transaction's records never arrive, and an
    open one's not until it commits) into a buffer of the messages as fetched
    (``Fetched``: rows are made from them column by column at commit).
@@ -32,7 +33,7 @@ from ._fetched import Fetched
 from ._modes import BatchWriter, UnsupportedTableError, batch_writer
 from ._rows import partition_columns
 from ._settings import TableSettings
-from ._table_commit import TableCommits, table_path
+from ._table_commit import APP_ID, TableCommits, incarnation_app_id, table_path
 
 log = logging.getLogger("headrace.table_topics")
 
@@ -80,6 +81,7 @@ class TopicWriter:
         self._commits = TableCommits(
             path,
             settings.topic,
+            app_id=incarnation_app_id(APP_ID, settings.topic_id),
             partition_by=partition_columns(settings.partition_by),
             storage_options=storage_options,
         )

@@ -224,6 +224,49 @@ def test_a_table_set_back_to_disabled_stops_growing(
     assert DeltaTable(str(lake / "switched")).to_pyarrow_table().num_rows == 10
 
 
+def set_mode(admin: AdminClient, topic: str, mode: str | None) -> None:
+    """Set ``topic``'s table mode (None: delete the setting, back to disabled)."""
+    operation = AlterConfigOpType.DELETE if mode is None else AlterConfigOpType.SET
+    entry = ConfigEntry("headrace.table.mode", mode or "", incremental_operation=operation)
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=[entry])
+    admin.incremental_alter_configs([resource])[resource].result(15)
+
+
+def test_a_topic_created_again_under_its_name_lands_from_its_beginning(
+    broker: BrokerProcess, admin: AdminClient, lake: Path
+) -> None:
+    """The table's recorded offsets belong to the topic id: the new topic's records at
+    offsets the old one's table had covered land too, and the old rows stay."""
+    create(admin, "reborn", 2, mode="key_value", commit_interval_ms="200")
+    old = produce(broker.bootstrap, "reborn", sample(20, 2, int(time.time() * 1000)))
+    table_rows(lake / "reborn", 20)  # the table covers offsets 0-9 of each partition
+    set_mode(admin, "reborn", None)
+    time.sleep(3)  # the writer looks at the topics every 2 s: it has stopped
+    admin.delete_topics(["reborn"])["reborn"].result(15)
+    deadline = time.monotonic() + 15
+    while "reborn" in admin.list_topics(timeout=10).topics:
+        assert time.monotonic() < deadline, "the topic was not deleted"
+        time.sleep(0.2)
+    create(admin, "reborn", 2)  # its table is enabled once the records are in
+    new = [
+        {**record, "value": b"new-" + (record["value"] or b"")}
+        for record in sample(60, 2, int(time.time() * 1000))
+    ]
+    new = produce(broker.bootstrap, "reborn", new)
+    assert {r["offset"] for r in new} == set(range(30))  # the old topic's offsets again
+    set_mode(admin, "reborn", "key_value")
+    table = table_rows(lake / "reborn", 80)
+    time.sleep(1)  # nothing more comes
+    rows = DeltaTable(str(lake / "reborn")).to_pyarrow_table().to_pylist()
+    landed = by_position([row for row in rows if row["value"].startswith(b"new-")])
+    assert landed == by_position([as_row(r) for r in new]), f"{table.num_rows} rows"
+    kept = by_position([row for row in rows if not row["value"].startswith(b"new-")])
+    assert kept == by_position([as_row(r) for r in old])
+    # readers that know the topic by name (the console) see what the new one's table covers
+    recorded = DeltaTable(str(lake / "reborn")).transaction_version
+    assert [recorded(f"headrace.table/reborn/{p}") for p in range(2)] == [30, 30]
+
+
 def test_freshness_says_how_far_the_table_is_behind(
     broker: BrokerProcess, admin: AdminClient, tmp_path: Path
 ) -> None:
