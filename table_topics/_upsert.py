@@ -63,11 +63,13 @@ def upsert(
     storage_options: dict[str, str] | None = None,
     topic: str | None = None,
     tombstones: Sequence[bool] | pa.Array | None = None,
+    also_app_id: str | None = None,
 ) -> None:
     """Merge ``rows`` into the table at ``path``; see the module docstring for the steps.
 
     ``topic`` names the application transactions; by default the table's folder name,
-    as the tables of topics live at ``<location>/<topic>``.
+    as the tables of topics live at ``<location>/<topic>``. ``also_app_id``: the ends are
+    recorded under it too, for readers only (``_table_commit``'s by-name app id).
     """
     import deltalake
 
@@ -102,6 +104,11 @@ def upsert(
     commit = deltalake.CommitProperties(
         app_transactions=[
             deltalake.Transaction(app_id=txn(p), version=end) for p, end in sorted(moving.items())
+        ]
+        + [
+            deltalake.Transaction(app_id=f"{also_app_id}/{topic}/{p}", version=end)
+            for p, end in sorted(moving.items())
+            if also_app_id is not None and also_app_id != app_id
         ],
         # What the appending tables' commits say, in the same form, for a reader of history.
         custom_metadata={
