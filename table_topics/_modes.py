@@ -25,12 +25,12 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
-from ._dead_letters import DeadLetterTable
+from ._dead_letters import DEFAULT_APP_ID, DeadLetterTable
 from ._fetched import Fetched
 from ._rows import with_partition_column
 from ._schema_rows import DeadLetter, ValueSchemaRows, tombstones
 from ._settings import KEY_VALUE, VALUE_SCHEMA_LATEST, TableSettings
-from ._table_commit import APP_ID, TableCommits
+from ._table_commit import APP_ID, TableCommits, incarnation_app_id
 from ._upsert import upsert
 
 log = logging.getLogger("headrace.table_topics")
@@ -63,7 +63,12 @@ def batch_writer(
                 " (headrace.table.schema.registry.url)"
             )
         rows = partial(_schema_rows, ValueSchemaRows(registry_url, topic))
-        dead_letters = DeadLetterTable(location, topic, storage_options=storage_options)
+        dead_letters = DeadLetterTable(
+            location,
+            topic,
+            app_id=incarnation_app_id(DEFAULT_APP_ID, settings.topic_id),
+            storage_options=storage_options,
+        )
     else:  # the broker refuses other values; another cluster might not
         raise UnsupportedTableError(f"topic {topic}: unknown headrace.table.mode={mode}")
     if settings.compacted and settings.partition_by:
@@ -110,7 +115,8 @@ class BatchWriter:
                 self.commits.path,
                 rows,
                 ends,
-                app_id=APP_ID,
+                app_id=self.commits.app_id,
+                also_app_id=APP_ID,
                 storage_options=self._storage_options,
                 topic=self.settings.topic,
                 tombstones=tombstones(fetched.records(), dead),
