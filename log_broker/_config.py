@@ -136,7 +136,7 @@ class BrokerConfig:
     offset_metadata_max_bytes: int = setting("offset.metadata.max.bytes", 4096, flag=False)
     # Where topics whose headrace.table.mode is set keep their Delta tables (a directory or
     # an s3:// URL); empty: no table writer. The broker only reports it: ``headrace broker``
-    # runs the writer beside it (headrace/_table_writer_thread.py) as a Kafka client.
+    # runs the writer beside it (headrace/_table_writer_process.py) as a Kafka client.
     table_location: str = setting(
         "headrace.table.location",
         "",
