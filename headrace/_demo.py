@@ -20,7 +20,10 @@ Step by step:
    generated: each closed minute's count per page, and how many readings were
    enriched, alerted on and dead-lettered;
 5. hand the per-minute counts to Delta Lake, exactly once, and report on them with
-   Spark SQL (``headrace._handoff``; ``--no-spark`` skips it).
+   Spark SQL (``headrace._handoff``; ``--no-spark`` skips it). With ``--report-from
+   table`` the counts topic is a table topic instead, made so before step 3 and written
+   by the table writer (beside the built-in broker, the demo's own), and the report
+   reads its table (``headrace._table_handoff``).
 
 Exit code 0 when every result matches, 1 otherwise.
 """
@@ -73,6 +76,21 @@ def register(subparsers: Any, broker_options: argparse.ArgumentParser) -> None:
         "--no-spark",
         action="store_true",
         help="skip the hand-off to Delta Lake and the Spark SQL report",
+    )
+    demo.add_argument(
+        "--report-from",
+        choices=("export", "table"),
+        default="export",
+        help="what the Spark report reads: a Delta table the export job writes from the"
+        " per-minute counts topic (default), or that topic's own table, the topic being"
+        " made a table topic (headrace.table.mode=key_value)",
+    )
+    demo.add_argument(
+        "--table-location",
+        metavar="DIR",
+        help="with --report-from table, where the tables are: with --bootstrap-servers that"
+        " broker's --table-location; with the built-in broker where the demo's table writer"
+        " keeps them (default: a temporary directory)",
     )
     demo.add_argument(
         "--console-listen",
@@ -242,10 +260,25 @@ async def run_demo(args: argparse.Namespace) -> int:
         iot_sensors.DEAD_LETTERS,
     ]
     inputs = [views_app.VIEWS, iot_sensors.READINGS]
+    from_table = args.report_from == "table" and not args.no_spark
+    if from_table and args.bootstrap_servers and not args.table_location:
+        print("[table]    --report-from table with --bootstrap-servers needs --table-location")
+        return 2
     async with _broker(args.bootstrap_servers) as (bootstrap, registry_url):
         ends = await _end_offsets(bootstrap, await _ensure_topics(bootstrap, inputs + outputs))
         print(f"[topics]   {', '.join(inputs + outputs)}")
-        with tempfile.TemporaryDirectory(prefix="headrace-demo-state-") as state_dir:
+        with (
+            tempfile.TemporaryDirectory(prefix="headrace-demo-state-") as state_dir,
+            contextlib.ExitStack() as beside,
+        ):
+            location = args.table_location or str(Path(state_dir) / "lake")
+            if from_table:
+                from ._table_handoff import make_table_topic, table_writer
+
+                await asyncio.to_thread(make_table_topic, bootstrap, views_app.PER_MINUTE)
+                if not args.bootstrap_servers:
+                    beside.enter_context(table_writer(bootstrap, location))
+                print(f"[table]    {views_app.PER_MINUTE} is a table topic, at {location}")
             apps = []
             for name, topology, source in (
                 ("page-views", views_app.build_topology, views_app.VIEWS),
@@ -267,7 +300,9 @@ async def run_demo(args: argparse.Namespace) -> int:
                 await app.start()
                 apps.append(app)
                 print(f"[service]  {app_id} running ({name} topology), http://{app.host}/health")
-            console = await _start_console(args.console_listen, bootstrap, apps, registry_url)
+            console = await _start_console(
+                args.console_listen, bootstrap, apps, registry_url, location if from_table else None
+            )
             try:
                 await _wait_running(apps)
                 ok, views = await _generate_and_watch(args, bootstrap, ends, apps)
@@ -276,12 +311,16 @@ async def run_demo(args: argparse.Namespace) -> int:
                     await app.stop()
                 if console is not None:
                     await console.stop()
-            if ok and not args.no_spark:
+            start = {tp.partition: o for tp, o in ends.items() if tp.topic == views_app.PER_MINUTE}
+            if ok and from_table:
+                from ._table_handoff import table_hand_off
+
+                ok = await asyncio.to_thread(
+                    table_hand_off, views_app.PER_MINUTE, start, location, views
+                )
+            elif ok and not args.no_spark:
                 from ._handoff import hand_off
 
-                start = {
-                    tp.partition: o for tp, o in ends.items() if tp.topic == views_app.PER_MINUTE
-                }
                 ok = await asyncio.to_thread(
                     hand_off,
                     bootstrap,
@@ -296,16 +335,24 @@ async def run_demo(args: argparse.Namespace) -> int:
 
 
 async def _start_console(
-    listen: str, bootstrap: str, apps: list[Any], registry_url: str | None
+    listen: str,
+    bootstrap: str,
+    apps: list[Any],
+    registry_url: str | None,
+    table_location: str | None,
 ) -> Any:
-    """The web console on the demo's broker, registry and services, or None when off."""
+    """The web console on the demo's broker, registry and services (and the lag of the
+    table topic's table, with ``table_location``), or None when off."""
     if listen == "off":
         return None
     from headrace.console import Console
     from headrace.console._commands import parse_listen
 
     console = Console(
-        bootstrap, apps=[f"http://{app.host}" for app in apps], schema_registry=registry_url
+        bootstrap,
+        apps=[f"http://{app.host}" for app in apps],
+        schema_registry=registry_url,
+        table_location=table_location,
     )
     await console.start(*parse_listen(listen))
     print(

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 REPORT = """
@@ -40,11 +40,10 @@ def hand_off(
 ) -> bool:
     """Run the three steps; True when Spark's totals equal ``expected`` per page."""
     try:
-        from headrace.spark_bridge import export_topic, register_delta_tables, spark_session
+        from headrace.spark_bridge import export_topic, register_delta_tables
     except ImportError as exc:  # the spark extra is optional for the rest of headrace
         print(f"[spark]    skipped: {exc} (install headrace[spark])")
         return False
-    from headrace.base.table import QUERY_RESULT, render_table
 
     starting = json.dumps({topic: {str(p): o for p, o in start_offsets.items()}})
     first = export_topic(bootstrap, topic, delta_path, starting=starting, value_format="json")
@@ -54,10 +53,24 @@ def hand_off(
         f" in {first.commits} commit(s); a rerun exported {again.records}"
     )
 
+    totals_match = spark_report(
+        lambda spark: register_delta_tables(spark, {"page_views_per_minute": delta_path}),
+        expected,
+    )
+    return again.records == 0 and totals_match
+
+
+def spark_report(register: Callable[[Any], None], expected: Mapping[tuple[str, str], int]) -> bool:
+    """Step 3: in a local Spark session, ``register`` makes the view
+    ``page_views_per_minute`` (page, minute, views); then the report runs over it and is
+    printed. True when its views per page equal ``expected``'s."""
+    from headrace.base.table import QUERY_RESULT, render_table
+    from headrace.spark_bridge import spark_session
+
     spark = spark_session("headrace-demo")
     spark.sparkContext.setLogLevel("ERROR")
     try:
-        register_delta_tables(spark, {"page_views_per_minute": delta_path})
+        register(spark)
         minutes = ", ".join(f"'{m}'" for m in sorted({m for _p, m in expected}))
         report = spark.sql(REPORT.format(minutes=minutes))
         rows: list[Any] = report.collect()
@@ -75,6 +88,6 @@ def hand_off(
     per_page: Counter[str] = Counter()
     for (page, _minute), n in expected.items():
         per_page[page] += n
-    ok = again.records == 0 and {r.page: r.views for r in rows} == dict(per_page)
+    ok = {r.page: r.views for r in rows} == dict(per_page)
     print(f"[spark]    totals {'match' if ok else 'DO NOT MATCH'} the generated views")
     return ok
