@@ -5,12 +5,11 @@ the writer writes, against the export job on the same data.
         [--partitions 3] [--runs 3] [--fresh-seconds 30] [--fresh-rate 500]
         [--fresh-intervals 1000,5000] [--writer broker|process]
 
-One built-in broker subprocess with ``--table-location`` (the table writer runs in the
-broker's process, a thread beside its event loop, as users run it), fsync on (the
-default: every acknowledged produce is on disk), the same for every run. With
-``--writer process`` the broker has no table location and the writer (``TableWriter``,
-a Kafka client) runs in a child process instead: what the broker's process pays for
-holding it. In order:
+One built-in broker subprocess with ``--table-location`` (the table writer runs in a
+child process of the broker command, as users run it), fsync on (the default: every
+acknowledged produce is on disk), the same for every run. With ``--writer process``
+the broker has no table location and the writer (``TableWriter``, a Kafka client) runs
+in a process the benchmark starts instead, as a check on the first. In order:
 
 1. throughput, ``--runs`` rounds of three runs, each on a fresh topic of
    ``--partitions`` and each kind first, second and third in turn: a plain topic; a
@@ -21,8 +20,8 @@ holding it. In order:
    ``--records`` records of ``--size`` bytes from one librdkafka producer
    (acks=all, idempotent), timed to the last acknowledgement. For the table topic the
    clock runs on until the table holds every row: its records / that time is the rate
-   the writer wrote at while keeping up. The broker process's CPU seconds (its event
-   loop and the writer) are read from /proc for each run;
+   the writer wrote at while keeping up. The broker process's CPU seconds and the
+   writer's are read from /proc for each run;
 2. freshness, for each commit interval of ``--fresh-intervals``: a table topic gets
    ``--fresh-rate`` records a second for ``--fresh-seconds``, each stamped with the
    time it was produced (CreateTime); a reader polls the table's version every 50 ms
@@ -211,6 +210,19 @@ def writer_process(broker: BrokerProcess, lake: Path, args: argparse.Namespace) 
 WRITER_PIDS: list[int] = []
 
 
+def child_pids(parent: int) -> list[int]:
+    """The processes whose parent is ``parent`` (the broker's: its table writer)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            stat = (entry / "stat").read_text() if entry.name.isdigit() else ""
+        except OSError:  # it ended while looked at
+            continue
+        if stat and int(stat.rsplit(")", 1)[1].split()[1]) == parent:
+            found.append(int(entry.name))
+    return found
+
+
 def throughput_run(
     broker: BrokerProcess, lake: Path, topic: str, kind: str, args: argparse.Namespace
 ) -> dict[str, float]:
@@ -226,13 +238,14 @@ def throughput_run(
     elif kind == "read":
         reader = start_reader(broker.bootstrap, topic, args.partitions, args.records + 1)
     assert broker.proc is not None
-    writer_cpu0 = sum(cpu_seconds(pid) for pid in WRITER_PIDS)
+    writers = WRITER_PIDS or child_pids(broker.proc.pid)  # the writer beside the broker
+    writer_cpu0 = sum(cpu_seconds(pid) for pid in writers)
     cpu0, began = cpu_seconds(broker.proc.pid), time.perf_counter()
     seconds = produce(broker.bootstrap, topic, args.records, args.size, args.partitions)
     cpu = cpu_seconds(broker.proc.pid) - cpu0
     run = {"produce_rate": args.records / seconds, "broker_cpu": cpu}
-    if WRITER_PIDS:
-        run["writer_cpu"] = sum(cpu_seconds(pid) for pid in WRITER_PIDS) - writer_cpu0
+    if writers:
+        run["writer_cpu"] = sum(cpu_seconds(pid) for pid in writers) - writer_cpu0
     if table:
         done = wait_rows(lake / topic, args.records + 1)
         run["written_rate"] = args.records / (done - began)
@@ -349,13 +362,18 @@ def main() -> None:
         "--writer",
         choices=("broker", "process"),
         default="broker",
-        help="the table writer in the broker's process (--table-location, as users run it)"
+        help="the table writer beside the broker, a child of its command (--table-location, as"
+        " users run it)"
         " or in a process of its own beside a broker without it",
     )
     args = parser.parse_args()
 
     root = Path(tempfile.mkdtemp(prefix="headrace-bench-tables-"))
-    where = "the broker's process" if args.writer == "broker" else "a process of its own"
+    where = (
+        "a child process of the broker command"
+        if args.writer == "broker"
+        else "a process the benchmark starts"
+    )
     lake = root / "lake"
     print(
         f"{args.records:,} records of {args.size} B, {args.partitions} partitions,"
