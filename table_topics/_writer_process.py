@@ -33,7 +33,7 @@ from typing import IO
 
 from ._writer import TableWriter
 
-REPORT_EVERY_S = 0.5
+REPORT_EVERY_S = 0.2  # how stale /metrics may be, besides the commit's own time
 STOP = "stop"
 _PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 

@@ -368,7 +368,12 @@ def test_the_console_serves_the_tables_freshness(tmp_path: Path) -> None:
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{console}/metrics") as answer:
                     text = answer.read().decode()
-                if 'headrace_table_offsets_behind{topic="metered"} 0' in text:
+                # the writer reports its freshness a few times a second: wait for the
+                # report that follows its last commit
+                if (
+                    'headrace_table_offsets_behind{topic="metered"} 0' in text
+                    and 'headrace_table_rows_committed_total{topic="metered"} 30' in text
+                ):
                     break
             except OSError:
                 text = ""  # the console is starting
