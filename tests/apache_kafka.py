@@ -29,13 +29,13 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 
 import confluent_kafka as ck
 import pytest
 from brokerproc import free_port
 from confluent_kafka import ElectionType
 from confluent_kafka.admin import AdminClient
+from processes import StartStop, log_tail, terminate
 
 from jvm import KAFKA_SERVER, STORAGE_TOOL, java_command, kafka_tool
 
@@ -144,20 +144,11 @@ class KafkaNode:
 
     def stop(self, grace: float = 15.0) -> None:
         """SIGTERM (a controlled shutdown), then SIGKILL after ``grace`` seconds."""
-        if not self.running:
-            return
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(grace)
-        except subprocess.TimeoutExpired:
-            self.kill()
+        if self.proc is not None:
+            terminate([self.proc], grace)
 
     def log(self, chars: int = 4000) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")[-chars:]
-        except FileNotFoundError:
-            return ""
+        return log_tail(self.log_path, chars)
 
     def brokers_seen(self) -> set[int]:
         """The broker ids this node's Metadata answer lists; empty while it does not
@@ -181,7 +172,7 @@ class KafkaNode:
         return {int(b.node_id) for b in answer.brokers}
 
 
-class KafkaCluster:
+class KafkaCluster(StartStop):
     """``size`` KRaft nodes (1 or 3), each broker and controller, all voters."""
 
     def __init__(self, root: Path, size: int = 1, config: dict[str, str] | None = None) -> None:
@@ -267,26 +258,11 @@ class KafkaCluster:
         the controllers' quorum, so stopping them one by one would stall the last), then
         SIGKILL after ``grace`` seconds. ``grace=0`` kills at once: for data dirs that
         are thrown away."""
-        for node in self.nodes:
-            if node.running and grace > 0:
-                assert node.proc is not None
-                node.proc.send_signal(signal.SIGTERM)
-        for node in self.nodes:
-            if grace > 0:
-                node.stop(grace)
-            else:
+        if grace > 0:
+            terminate([node.proc for node in self.nodes if node.proc is not None], grace)
+        else:
+            for node in self.nodes:
                 node.kill()
-
-    def __enter__(self) -> KafkaCluster:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 _RUNNING: dict[str, KafkaCluster] = {}

@@ -36,18 +36,17 @@ import base64
 import email.utils
 import hashlib
 import hmac
-import signal
 import subprocess
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
 from uuid import uuid4
 
 import pytest
 from brokerproc import free_port
+from processes import StartStop, log_tail, terminate
 
 from jvm import classpath, java_command
 
@@ -68,7 +67,7 @@ _LOGBACK = """<configuration>
 """
 
 
-class S3Server:
+class S3Server(StartStop):
     """One S3Proxy process; ``start()`` or ``with S3Server(root) as s3:``."""
 
     def __init__(
@@ -181,32 +180,11 @@ class S3Server:
 
     def stop(self, grace: float = 10.0) -> None:
         """SIGTERM, then SIGKILL after ``grace`` seconds."""
-        if not self.running:
-            return
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(grace)
-        except subprocess.TimeoutExpired:
-            self.proc.send_signal(signal.SIGKILL)
-            self.proc.wait(10)
-
-    def __enter__(self) -> S3Server:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
+        if self.proc is not None:
+            terminate([self.proc], grace)
 
     def log(self, chars: int = 3000) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")[-chars:]
-        except FileNotFoundError:
-            return ""
+        return log_tail(self.log_path, chars)
 
     # ------------------------------------------------------------------ the S3 API
     def create_bucket(self, bucket: str) -> None:

@@ -19,17 +19,16 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import pyspark
 from brokerproc import free_port
+from processes import StartStop, terminate
 
 SPARK_HOME = Path(pyspark.__file__).parent  # the pip package is a complete Spark home
 STOP_WITHIN = 30.0  # seconds a daemon has to exit on SIGTERM
@@ -54,7 +53,7 @@ def loopback_env() -> dict[str, str]:
     return env
 
 
-class StandaloneCluster:
+class StandaloneCluster(StartStop):
     """A master on ``127.0.0.1`` and ``workers`` workers of ``cores`` cores and ``memory`` each."""
 
     def __init__(self, root: Path, *, workers: int = 2, cores: int = 1, memory: str = "1g") -> None:
@@ -152,24 +151,5 @@ class StandaloneCluster:
 
     def stop(self) -> None:
         """Workers first, then the master; each by its pid, SIGKILL if SIGTERM is not enough."""
-        for _name, proc in reversed(self._procs):
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        for _name, proc in reversed(self._procs):
-            try:
-                proc.wait(STOP_WITHIN)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(10)
+        terminate([proc for _name, proc in reversed(self._procs)], STOP_WITHIN)
         self._procs = []
-
-    def __enter__(self) -> StandaloneCluster:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
