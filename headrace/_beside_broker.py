@@ -5,10 +5,11 @@ HOST:PORT``) and the table writer of topics that are tables (``--table-location`
 
 The broker (log_broker) and these services (application-side clients of any cluster)
 never import each other; this module composes them at the top. The broker runs as it
-always does; each service runs in a thread of its own with its own event loop, as a
-Kafka client of the broker's listener, started once the broker listens (so its first
-connection is not refused) and stopped before the broker stops (so its client says
-goodbye to a broker that still answers). Three things pass between them, all composed
+always does; the console and the registry each run in a thread of its own with its own
+event loop, the table writer in a child process (so its work does not hold the broker's
+interpreter), each a Kafka client of the broker's listener, started once the broker
+listens (so its first connection is not refused) and stopped before the broker stops
+(so its client says goodbye to a broker that still answers). Three things pass between them, all composed
 here:
 
 - the registry's URL, so the console decodes registry-framed values with it;
