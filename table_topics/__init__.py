@@ -15,4 +15,12 @@ from ._topic_writer import Freshness as Freshness
 from ._topic_writer import TopicWriter as TopicWriter
 from ._writer import TableWriter as TableWriter
 
-__all__ = ["Freshness", "TableSettings", "TableWriter", "TopicRecord", "TopicWriter", "prometheus_text", "table_path"]
+__all__ = [
+    "Freshness",
+    "TableSettings",
+    "TableWriter",
+    "TopicRecord",
+    "TopicWriter",
+    "prometheus_text",
+    "table_path",
+]
