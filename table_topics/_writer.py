@@ -8,7 +8,7 @@ recorded, so a change of settings loses and doubles nothing.
 
 A table lives at ``<location>/<topic>``: a directory, or an ``s3://`` URL. For S3,
 delta-rs reads the usual ``AWS_*`` variables of the environment (endpoint, keys, region,
-``AWS_ALLOW_HTTP``, ``AWS_S3_ALLOW_UNSAFE_RENAME``); they are also passed on as its
+``AWS_ALLOW_HTTP``); they are also passed on as its
 storage options, so the writer says what it uses.
 """
 
