@@ -4,8 +4,9 @@ The table writer may run in the broker's process, a process of its own or not at
 the console does not ask it. It reads what the table's Delta log says and compares it
 with the topic's end offsets:
 
-1. The table at ``<location>/<topic>`` (``headrace.table_topics.table_path``); none yet
-   means every offset of the topic is behind.
+1. The table at ``<location>/<topic>`` (the writer's layout, ``table_topics.table_path``:
+   the console sits below table_topics, so it writes the one line again); none yet means
+   every offset of the topic is behind.
 2. Each partition's next offset to read, which every table commit records as a Delta
    application transaction ``headrace.table/<topic>/<partition>``
    (``table_topics._table_commit``); a partition without one is covered from 0.
@@ -63,11 +64,11 @@ def table_lag(
     import deltalake
     from deltalake.exceptions import DeltaError, TableNotFoundError
 
-    from headrace.table_topics import table_path
-
     everything = sum(ends.values())
     try:
-        table = deltalake.DeltaTable(table_path(location, topic), storage_options=storage_options)
+        table = deltalake.DeltaTable(
+            f"{location.rstrip('/')}/{topic}", storage_options=storage_options
+        )
     except TableNotFoundError:
         return TableLag(mode, None, everything, None)
     except (DeltaError, OSError) as error:
