@@ -10,6 +10,10 @@ one would commit the same records twice. Two guards, in order of speed:
    before the request was made).
 2. It exits at once, committing nothing, when its stdin closes without a ``stop``.
 
+It runs at a lower CPU priority than the broker (``WRITER_NICENESS``): the writer is
+background work that catches up, while a produce waits on the broker. On a machine with
+few cores the two compete for CPU, and a table topic's producers paid for it.
+
 The conversation over the pipes, one line each:
 
 * stdin, first line: the writer's settings as JSON (``bootstrap``, ``location``,
@@ -33,6 +37,7 @@ from typing import IO
 
 from ._writer import TableWriter
 
+WRITER_NICENESS = 10  # added to the broker's: the broker's loop comes first for the CPU
 REPORT_EVERY_S = 0.2  # how stale /metrics may be, besides the commit's own time
 STOP = "stop"
 _PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
@@ -50,6 +55,7 @@ def die_with_parent(parent_pid: int) -> None:
 
 def main(argv: list[str]) -> int:
     die_with_parent(int(argv[0]))
+    os.nice(WRITER_NICENESS)
     logging.basicConfig(
         level=logging.INFO,
         stream=sys.stderr,
