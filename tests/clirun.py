@@ -8,6 +8,7 @@ what it printed; a usage error (argparse's exit 2) is returned like any other st
 from __future__ import annotations
 
 import io
+import re
 import sys
 from dataclasses import dataclass
 
@@ -50,12 +51,24 @@ def headrace(
 
 
 def table(out: str, header: str) -> list[list[str]]:
-    """The rows of the table whose header line starts with ``header``."""
+    """The rows of the table whose header line starts with ``header``, each a list of cells.
+
+    The CLI prints tables with ``base.table.render_table`` in its plain look: every column
+    left-aligned, padded to its widest cell, two blanks before the next. So a column starts
+    where its header's name starts, and each row is cut at those places. Splitting on blanks
+    instead would drop an empty cell (a config whose value is empty) and shift the rest of
+    the row left, or break a cell that holds a blank in two.
+    """
     lines = out.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith(header))
+    # A name may hold single blanks; two or more end it (the renderer's column gap).
+    starts = [m.start() for m in re.finditer(r"\S+(?: \S+)*", lines[start])]
+    ends = [*starts[1:], None]
     rows = []
     for line in lines[start + 1 :]:
         if not line.strip():
             break
-        rows.append(line.split())
+        # A cell that runs into the next column means the table is not aligned as read.
+        assert all(line[s - 2 : s].strip() == "" for s in starts[1:]), (lines[start], line)
+        rows.append([line[s:e].strip() for s, e in zip(starts, ends, strict=True)])
     return rows

@@ -53,10 +53,7 @@ def test_create_list_describe_delete(capsys: pytest.CaptureFixture[str], bs: lis
     assert "Topic: orders  Partitions: 3" in described
     rows = table(described, "PARTITION")
     assert sum(int(r[3]) for r in rows) == 30 and [r[0] for r in rows] == ["0", "1", "2"]
-    # A row of two cells is a setting whose value is empty (headrace.table.partition.by).
-    configs = {
-        r[0]: (r[1], r[2]) if len(r) == 3 else ("", r[1]) for r in table(described, "CONFIG")
-    }
+    configs = {r[0]: (r[1], r[2]) for r in table(described, "CONFIG")}
     assert configs["headrace.table.partition.by"] == ("", "default")
     assert configs["retention.ms"] == ("3600000", "override")
     assert configs["cleanup.policy"] == ("delete", "default")
