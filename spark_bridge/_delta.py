@@ -31,6 +31,29 @@ def offsets_app_id(app_id: str, tp: TopicPartition) -> str:
     return f"{app_id}/{tp.topic}/{tp.partition}"
 
 
+def offsets_commit(ends: Mapping[TopicPartition, int], app_ids: Iterable[str]) -> Any:
+    """The ``CommitProperties`` of a commit that covers ``ends`` (next offset per partition).
+
+    One application transaction per app id (the first of a repeated one) and partition,
+    app id by app id and each in partition order, and the same ends as the commit's
+    ``headrace.offsets`` metadata, ``{"<topic>/<partition>": end}`` in JSON, for a reader
+    of the table's history. Every writer of offsets commits this, so tables written by the
+    export and by the table writer read alike (their stored form is pinned by tests).
+    """
+    deltalake = require("deltalake")
+    moving = sorted(ends.items())
+    return deltalake.CommitProperties(
+        custom_metadata={
+            "headrace.offsets": json.dumps({f"{tp.topic}/{tp.partition}": e for tp, e in moving})
+        },
+        app_transactions=[
+            deltalake.Transaction(app_id=offsets_app_id(app_id, tp), version=end)
+            for app_id in dict.fromkeys(app_ids)
+            for tp, end in moving
+        ],
+    )
+
+
 class DeltaSink:
     """Appends to the Delta table at ``path``; see the module docstring for the two modes."""
 
@@ -109,15 +132,7 @@ class DeltaSink:
                 keep = stale if keep is None else pc.or_(keep, stale)
             if keep is not None:
                 table = table.filter(pc.invert(keep))
-        self._commit(
-            table,
-            [(offsets_app_id(self.app_id, tp), end) for tp, end in sorted(moving.items())],
-            {
-                "headrace.offsets": json.dumps(
-                    {f"{tp.topic}/{tp.partition}": e for tp, e in sorted(moving.items())}
-                )
-            },
-        )
+        self._commit(table, offsets_commit(moving, [self.app_id]))
         return int(table.num_rows)
 
     def append_batch(self, data: Any, batch_id: int) -> bool:
@@ -125,7 +140,12 @@ class DeltaSink:
         done = self.committed_batch()
         if done is not None and batch_id <= done:
             return False
-        self._commit(data, [(self.app_id, batch_id)], {"headrace.batch": batch_id})
+        deltalake = require("deltalake")
+        commit = deltalake.CommitProperties(
+            custom_metadata={"headrace.batch": batch_id},
+            app_transactions=[deltalake.Transaction(app_id=self.app_id, version=batch_id)],
+        )
+        self._commit(data, commit)
         return True
 
     def foreach_batch(self, by_offsets: bool = False) -> Callable[[Any, int], None]:
@@ -145,12 +165,8 @@ class DeltaSink:
 
         return write
 
-    def _commit(self, data: Any, txns: list[tuple[str, int]], metadata: dict[str, Any]) -> None:
+    def _commit(self, data: Any, commit: Any) -> None:
         deltalake = require("deltalake")
-        commit = deltalake.CommitProperties(
-            custom_metadata=metadata,
-            app_transactions=[deltalake.Transaction(app_id=a, version=v) for a, v in txns],
-        )
         try:
             deltalake.write_deltalake(
                 self.path,

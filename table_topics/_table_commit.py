@@ -19,11 +19,10 @@ from those. A cluster that gives no topic ids has only these.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
-from headrace.spark_bridge._delta import DeltaSink, offsets_app_id
+from headrace.spark_bridge._delta import DeltaSink, offsets_commit
 from headrace.spark_bridge._offsets import TopicPartition
 
 APP_ID = "headrace.table"  # by name: for readers; with the topic id: for the writer
@@ -78,18 +77,9 @@ class TableCommits:
         new value schema); otherwise such rows are refused."""
         import deltalake
 
-        moving = sorted(ends.items())
-        commit = deltalake.CommitProperties(
-            custom_metadata={
-                "headrace.offsets": json.dumps({f"{self.topic}/{p}": e for p, e in moving})
-            },
-            app_transactions=[
-                deltalake.Transaction(
-                    app_id=offsets_app_id(app_id, TopicPartition(self.topic, p)), version=end
-                )
-                for app_id in dict.fromkeys((self.app_id, APP_ID))  # one, without topic ids
-                for p, end in moving
-            ],
+        commit = offsets_commit(
+            {TopicPartition(self.topic, p): end for p, end in ends.items()},
+            [self.app_id, APP_ID],  # one, without topic ids
         )
         deltalake.write_deltalake(
             self.path,

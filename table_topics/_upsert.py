@@ -36,14 +36,15 @@ One writer per app id and table: a MERGE conflicts with a concurrent one and fai
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from headrace.spark_bridge._delta import offsets_commit
 from headrace.spark_bridge._errors import DeltaError
+from headrace.spark_bridge._offsets import TopicPartition
 
 from ._rows import HOUR_COLUMN, record_schema
 
@@ -101,19 +102,9 @@ def upsert(
         return
     # 4: the latest row per key.
     rows = _latest_per_key(rows)
-    commit = deltalake.CommitProperties(
-        app_transactions=[
-            deltalake.Transaction(app_id=txn(p), version=end) for p, end in sorted(moving.items())
-        ]
-        + [
-            deltalake.Transaction(app_id=f"{also_app_id}/{topic}/{p}", version=end)
-            for p, end in sorted(moving.items())
-            if also_app_id is not None and also_app_id != app_id
-        ],
-        # What the appending tables' commits say, in the same form, for a reader of history.
-        custom_metadata={
-            "headrace.offsets": json.dumps({f"{topic}/{p}": e for p, e in sorted(moving.items())})
-        },
+    commit = offsets_commit(
+        {TopicPartition(topic, p): end for p, end in moving.items()},
+        [app_id] if also_app_id is None else [app_id, also_app_id],
     )
     try:
         if table is None:
