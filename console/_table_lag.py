@@ -4,12 +4,11 @@ The table writer may run in the broker's process, a process of its own or not at
 the console does not ask it. It reads what the table's Delta log says and compares it
 with the topic's end offsets:
 
-1. The table at ``<location>/<topic>`` (the writer's layout, ``table_topics.table_path``:
-   the console sits below table_topics, so it writes the one line again); none yet means
-   every offset of the topic is behind.
+1. The table at ``<location>/<topic>`` (the writer's layout, ``base.table_layout``, which
+   the writer imports too); none yet means every offset of the topic is behind.
 2. Each partition's next offset to read, which every table commit records as a Delta
-   application transaction ``headrace.table/<topic>/<partition>``
-   (``table_topics._table_commit``); a partition without one is covered from 0.
+   application transaction ``headrace.table/<topic>/<partition>`` (the layout's
+   ``TABLE_APP_ID``); a partition without one is covered from 0.
 3. Records behind: the partitions' end offsets minus those. Transaction markers take
    offsets too, so over a transactional topic this is an upper bound, as the writer's
    own ``headrace_table_offsets_behind`` is.
@@ -26,9 +25,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-# The app id prefix the table writer records its offsets under (table_topics'
-# APP_ID); tests/table_topics/test_table_console.py reads a table the writer wrote.
-TABLE_APP_ID = "headrace.table"
+from headrace.base.table_layout import TABLE_APP_ID, offsets_app_id, table_path
+
 TIMESTAMP_STATS = "max.timestamp"
 
 
@@ -66,15 +64,13 @@ def table_lag(
 
     everything = sum(ends.values())
     try:
-        table = deltalake.DeltaTable(
-            f"{location.rstrip('/')}/{topic}", storage_options=storage_options
-        )
+        table = deltalake.DeltaTable(table_path(location, topic), storage_options=storage_options)
     except TableNotFoundError:
         return TableLag(mode, None, everything, None)
     except (DeltaError, OSError) as error:
         return TableLag(mode, None, everything, None, error=str(error))
     covered = {
-        partition: table.transaction_version(f"{TABLE_APP_ID}/{topic}/{partition}") or 0
+        partition: table.transaction_version(offsets_app_id(TABLE_APP_ID, topic, partition)) or 0
         for partition in ends
     }
     [last] = table.history(1)

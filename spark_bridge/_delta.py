@@ -22,13 +22,11 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from headrace.base.table_layout import offsets_app_id
+
 from ._deps import require
 from ._errors import DeltaError
 from ._offsets import TopicPartition
-
-
-def offsets_app_id(app_id: str, tp: TopicPartition) -> str:
-    return f"{app_id}/{tp.topic}/{tp.partition}"
 
 
 def offsets_commit(ends: Mapping[TopicPartition, int], app_ids: Iterable[str]) -> Any:
@@ -47,7 +45,9 @@ def offsets_commit(ends: Mapping[TopicPartition, int], app_ids: Iterable[str]) -
             "headrace.offsets": json.dumps({f"{tp.topic}/{tp.partition}": e for tp, e in moving})
         },
         app_transactions=[
-            deltalake.Transaction(app_id=offsets_app_id(app_id, tp), version=end)
+            deltalake.Transaction(
+                app_id=offsets_app_id(app_id, tp.topic, tp.partition), version=end
+            )
             for app_id in dict.fromkeys(app_ids)
             for tp, end in moving
         ],
@@ -84,7 +84,10 @@ class DeltaSink:
         table = self.table()
         if table is None:
             return {}
-        found = {tp: table.transaction_version(offsets_app_id(self.app_id, tp)) for tp in tps}
+        found = {
+            tp: table.transaction_version(offsets_app_id(self.app_id, tp.topic, tp.partition))
+            for tp in tps
+        }
         return {tp: v for tp, v in found.items() if v is not None}
 
     def committed_batch(self) -> int | None:

@@ -25,12 +25,14 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
+from headrace.base.table_layout import TABLE_APP_ID, incarnation_app_id
+
 from ._dead_letters import DEFAULT_APP_ID, DeadLetterTable
 from ._fetched import Fetched
 from ._rows import with_partition_column
 from ._schema_rows import DeadLetter, ValueSchemaRows, tombstones
 from ._settings import KEY_VALUE, VALUE_SCHEMA_LATEST, TableSettings
-from ._table_commit import APP_ID, TableCommits, incarnation_app_id
+from ._table_commit import TableCommits
 from ._upsert import upsert
 
 log = logging.getLogger("headrace.table_topics")
@@ -116,7 +118,7 @@ class BatchWriter:
                 rows,
                 ends,
                 app_id=self.commits.app_id,
-                also_app_id=APP_ID,
+                also_app_id=TABLE_APP_ID,
                 storage_options=self._storage_options,
                 topic=self.settings.topic,
                 tombstones=tombstones(fetched.records(), dead),

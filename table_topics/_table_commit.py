@@ -1,8 +1,8 @@
 """A topic's table is its own checkpoint: rows and the offsets they cover in one commit.
 
 Each commit records, as Delta application transactions, the next offset to read of
-every partition it moves: ``headrace.table.<topic id>/<topic>/<partition>`` (the export
-job's scheme, ``spark_bridge._delta``, under an app id per topic id). A writer that
+every partition it moves: ``headrace.table.<topic id>/<topic>/<partition>`` (the layout
+of ``base.table_layout``: the export job's scheme under an app id per topic id). A writer that
 starts reads them and resumes there, so a crash before a commit loses nothing (the
 records are read again) and a crash after it writes nothing twice (they are not).
 
@@ -12,7 +12,7 @@ one's records. Under the new id nothing is recorded, so its table resumes from t
 topic's beginning; the old topic's rows stay in the table.
 
 Each commit also records the same ends under ``headrace.table/<topic>/<partition>``
-(``APP_ID``): what the table covers of the topic that has the name now, for readers
+(``TABLE_APP_ID``): what the table covers of the topic that has the name now, for readers
 that know a topic by its name only (the console's table lag). The writer never resumes
 from those. A cluster that gives no topic ids has only these.
 """
@@ -22,41 +22,34 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from headrace.base import table_layout
+from headrace.base.table_layout import TABLE_APP_ID
 from headrace.spark_bridge._delta import DeltaSink, offsets_commit
 from headrace.spark_bridge._offsets import TopicPartition
 
-APP_ID = "headrace.table"  # by name: for readers; with the topic id: for the writer
-
-
-def incarnation_app_id(app_id: str, topic_id: str) -> str:
-    """``app_id`` for the topic whose id is ``topic_id`` (itself when there is none).
-
-    >>> incarnation_app_id(APP_ID, "KaLJ402eR0qnsjJbWrLfMA"), incarnation_app_id(APP_ID, "")
-    ('headrace.table.KaLJ402eR0qnsjJbWrLfMA', 'headrace.table')
-    """
-    return f"{app_id}.{topic_id}" if topic_id else app_id
-
 
 def table_path(location: str, topic: str) -> str:
-    """Where ``topic``'s table lives under ``location``.
+    """Where ``topic``'s table lives under ``location``: ``base.table_layout``'s answer,
+    on table_topics' public surface, whose names are its own modules' (a test pins that).
 
-    >>> table_path("s3://lake/tables/", "orders"), table_path("/data/lake", "orders")
-    ('s3://lake/tables/orders', '/data/lake/orders')
+    >>> table_path("/data/lake", "orders")
+    '/data/lake/orders'
     """
-    return f"{location.rstrip('/')}/{topic}"
+    return table_layout.table_path(location, topic)
 
 
 class TableCommits:
     """The Delta table at ``path`` of one topic: what it covers, and appends to it.
 
-    ``app_id``: what the offsets are recorded under (``incarnation_app_id``)."""
+    ``app_id``: what the offsets are recorded under (``base.table_layout``'s
+    ``incarnation_app_id``)."""
 
     def __init__(
         self,
         path: str,
         topic: str,
         *,
-        app_id: str = APP_ID,
+        app_id: str = TABLE_APP_ID,
         partition_by: list[str] | None,
         storage_options: dict[str, str] | None,
     ) -> None:
@@ -79,7 +72,7 @@ class TableCommits:
 
         commit = offsets_commit(
             {TopicPartition(self.topic, p): end for p, end in ends.items()},
-            [self.app_id, APP_ID],  # one, without topic ids
+            [self.app_id, TABLE_APP_ID],  # one, without topic ids
         )
         deltalake.write_deltalake(
             self.path,

@@ -29,11 +29,13 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from headrace.base.table_layout import TABLE_APP_ID, incarnation_app_id, table_path
+
 from ._fetched import Fetched
 from ._modes import BatchWriter, UnsupportedTableError, batch_writer
 from ._rows import partition_columns
 from ._settings import TableSettings
-from ._table_commit import APP_ID, TableCommits, incarnation_app_id, table_path
+from ._table_commit import TableCommits
 
 log = logging.getLogger("headrace.table_topics")
 
@@ -81,7 +83,7 @@ class TopicWriter:
         self._commits = TableCommits(
             path,
             settings.topic,
-            app_id=incarnation_app_id(APP_ID, settings.topic_id),
+            app_id=incarnation_app_id(TABLE_APP_ID, settings.topic_id),
             partition_by=partition_columns(settings.partition_by),
             storage_options=storage_options,
         )

@@ -42,6 +42,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from headrace.base.table_layout import offsets_app_id
 from headrace.spark_bridge._delta import offsets_commit
 from headrace.spark_bridge._errors import DeltaError
 from headrace.spark_bridge._offsets import TopicPartition
@@ -69,8 +70,9 @@ def upsert(
     """Merge ``rows`` into the table at ``path``; see the module docstring for the steps.
 
     ``topic`` names the application transactions; by default the table's folder name,
-    as the tables of topics live at ``<location>/<topic>``. ``also_app_id``: the ends are
-    recorded under it too, for readers only (``_table_commit``'s by-name app id).
+    as the tables of topics live at ``<location>/<topic>`` (``base.table_layout``).
+    ``also_app_id``: the ends are recorded under it too, for readers only (the layout's
+    by-name ``TABLE_APP_ID``).
     """
     import deltalake
 
@@ -81,7 +83,7 @@ def upsert(
     table = _table(path, storage_options)
 
     def txn(partition: int) -> str:
-        return f"{app_id}/{topic}/{partition}"
+        return offsets_app_id(app_id, topic, partition)
 
     # 1-3: what the table recorded, what this batch adds to it.
     partitions = set(ends) | set(rows["partition"].to_pylist())

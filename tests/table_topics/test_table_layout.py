@@ -14,17 +14,18 @@ from typing import Any
 
 import pyarrow as pa
 
+from headrace.base.table_layout import (
+    TABLE_APP_ID,
+    incarnation_app_id,
+    offsets_app_id,
+    table_path,
+)
 from headrace.console._table_lag import table_lag
 from headrace.spark_bridge._delta import DeltaSink
 from headrace.spark_bridge._offsets import TopicPartition
 from headrace.table_topics._records import TopicRecord
 from headrace.table_topics._rows import key_value_rows
-from headrace.table_topics._table_commit import (
-    APP_ID,
-    TableCommits,
-    incarnation_app_id,
-    table_path,
-)
+from headrace.table_topics._table_commit import TableCommits
 from headrace.table_topics._upsert import upsert
 
 TOPIC_ID = "KaLJ402eR0qnsjJbWrLfMA"
@@ -49,9 +50,10 @@ def last_commit(path: str) -> tuple[list[tuple[str, int]], str]:
 def test_the_layout_of_a_topics_table() -> None:
     assert table_path("s3://lake/tables/", "orders") == "s3://lake/tables/orders"
     assert table_path("/data/lake", "orders") == "/data/lake/orders"
-    assert APP_ID == "headrace.table"
-    assert incarnation_app_id(APP_ID, TOPIC_ID) == WRITER_APP_ID
-    assert incarnation_app_id(APP_ID, "") == APP_ID
+    assert TABLE_APP_ID == "headrace.table"
+    assert incarnation_app_id(TABLE_APP_ID, TOPIC_ID) == WRITER_APP_ID
+    assert incarnation_app_id(TABLE_APP_ID, "") == TABLE_APP_ID
+    assert offsets_app_id(WRITER_APP_ID, "orders", 2) == f"{WRITER_APP_ID}/orders/2"
 
 
 def test_an_appended_table_records_its_offsets_under_both_app_ids(tmp_path: Path) -> None:
@@ -81,7 +83,9 @@ def test_without_a_topic_id_an_appended_table_records_one_app_id(tmp_path: Path)
 
 def test_an_upserted_table_records_its_offsets_as_an_appended_one(tmp_path: Path) -> None:
     path = table_path(str(tmp_path), "prices")
-    upsert(path, rows((1, 4), (0, 9)), {0: 10, 1: 5}, app_id=WRITER_APP_ID, also_app_id=APP_ID)
+    upsert(
+        path, rows((1, 4), (0, 9)), {0: 10, 1: 5}, app_id=WRITER_APP_ID, also_app_id=TABLE_APP_ID
+    )
     assert last_commit(path) == (
         [
             (f"{WRITER_APP_ID}/prices/0", 10),
@@ -92,7 +96,7 @@ def test_an_upserted_table_records_its_offsets_as_an_appended_one(tmp_path: Path
         '{"prices/0": 10, "prices/1": 5}',
     )
     # the MERGE's commit records them the same way
-    upsert(path, rows((0, 10)), {0: 11}, app_id=WRITER_APP_ID, also_app_id=APP_ID)
+    upsert(path, rows((0, 10)), {0: 11}, app_id=WRITER_APP_ID, also_app_id=TABLE_APP_ID)
     assert last_commit(path) == (
         [(f"{WRITER_APP_ID}/prices/0", 11), ("headrace.table/prices/0", 11)],
         '{"prices/0": 11}',
