@@ -2,6 +2,8 @@
 
 - :mod:`headrace.base.progress`: a one-line progress bar for terminals.
 - :mod:`headrace.base.table`: rows as an aligned text table, for every command's output.
+- :mod:`headrace.base.table_layout`: where a table topic's Delta table lives and the app
+  ids its commits record offsets under, for the table writer and the console alike.
 - :mod:`headrace.base.http`: serving an aiohttp application, the same way everywhere.
 - :mod:`headrace.base.memory`: the process's memory by who holds it (Python's blocks,
   the C heap in use and kept), for the broker's and the applications' metrics.
