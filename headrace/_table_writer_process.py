@@ -7,10 +7,11 @@ a table topic ran at 0.36-0.56 of a plain topic; in a process of its own it does
 The child (``table_topics._writer_process``) is a Kafka client of the broker's own
 listener, like the registry and the console, and its life is the broker's:
 
-1. It starts once the broker listens, forked from the broker's own thread: Linux sends
-   the child SIGKILL when the thread that forked it ends (``PR_SET_PDEATHSIG``), and that
-   thread lives as long as the broker. So a SIGKILL of the broker takes the writer with
-   it, and a restarted broker never has an old writer committing beside its new one.
+1. It starts once the broker listens, forked from a thread of the broker's process that
+   lives as long as the child: Linux sends the child SIGKILL when the thread that forked
+   it ends (``PR_SET_PDEATHSIG``), and the thread ends only after its child has. So a
+   SIGKILL of the broker takes the writer with it, and a restarted broker never has an
+   old writer committing beside its new one.
 2. Its settings go down its stdin once the registry beside the broker answers (the
    registry's real port is known only then); the location is read from the running
    broker's settings, so the flag and the properties key are one setting.
@@ -19,6 +20,9 @@ listener, like the registry and the console, and its life is the broker's:
 4. ``stop`` (before the broker stops) sends ``stop``: the child commits what it holds
    while the broker still answers, and exits. Its stdin closing without ``stop`` (the
    broker gone) also ends it, at once.
+5. A child that exits while the broker runs (a crash, a kill, an out-of-memory) is
+   started again, after ``RESTART_MIN_S`` doubling up to ``RESTART_MAX_S`` while it keeps
+   failing soon after its start; the new one resumes from the offsets its tables record.
 
 The registry of ``value_schema_latest`` tables: the one ``--schema-registry-listen`` runs
 beside the broker when given; otherwise ``headrace.table.schema.registry.url``
@@ -45,6 +49,8 @@ log = logging.getLogger("headrace.table_topics")
 REGISTRY_WAIT_S = 60.0  # the writer waits this long for the registry beside it
 STOP_TIMEOUT_S = 60.0  # each topic's writer commits what it holds on stop
 CHILD_MODULE = "headrace.table_topics._writer_process"
+RESTART_MIN_S, RESTART_MAX_S = 1.0, 30.0  # the wait before starting an exited writer again
+STEADY_S = 60.0  # a writer that ran this long failed afresh: the next wait is the shortest
 
 
 class TableWriterProcess:
@@ -59,8 +65,7 @@ class TableWriterProcess:
         self._settings: dict[str, Any] = {}
 
     def broker_started(self, broker: Any) -> None:
-        """Called on the broker's loop once it listens (``log_broker._commands``): the
-        thread that lives as long as the broker, which step 1 needs."""
+        """Called on the broker's loop once it listens (``log_broker._commands``)."""
         location = broker.config.table_location
         if not location:
             return
@@ -76,13 +81,6 @@ class TableWriterProcess:
             "location": location,
             "registry_url": broker.config.table_schema_registry_url or None,
         }
-        self._child = subprocess.Popen(
-            [sys.executable, "-m", CHILD_MODULE, str(os.getpid())],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            bufsize=1,
-        )
         self._talk.start()
 
     def freshness(self) -> dict[str, Freshness]:
@@ -110,10 +108,10 @@ class TableWriterProcess:
 
     def stop(self) -> None:
         self._stopping.set()
-        child = self._child
-        if child is None:
-            return
-        with self._stdin_lock:
+        with self._stdin_lock:  # a child being started is in self._child once this holds
+            child = self._child
+            if child is None:
+                return
             try:
                 assert child.stdin is not None
                 child.stdin.write("stop\n")
@@ -130,19 +128,45 @@ class TableWriterProcess:
             self._talk.join(5)
 
     def _talk_to_child(self) -> None:
-        """Steps 2 and 3: send the settings, then read the reports until the child ends."""
-        child = self._child
-        assert child is not None and child.stdin is not None and child.stdout is not None
+        """Steps 1, 2, 3 and 5: start the child and send its settings, read its reports
+        until it ends, and start it again while the broker runs."""
         settings = {**self._settings, "registry_url": self._registry_url_now()}
-        with self._stdin_lock:
-            if self._stopping.is_set():  # stop() came first and closed the pipe
+        delay = RESTART_MIN_S
+        while True:
+            started = time.monotonic()
+            code = self._run_child(settings)
+            if code is None or self._stopping.is_set():
                 return
+            ran = time.monotonic() - started
+            delay = RESTART_MIN_S if ran >= STEADY_S else delay
+            log.error(
+                "the table writer exited (%s) while the broker runs; starting it again in %.0f s",
+                code,
+                delay,
+            )
+            if self._stopping.wait(delay):
+                return
+            delay = min(delay * 2, RESTART_MAX_S)
+
+    def _run_child(self, settings: dict[str, Any]) -> int | None:
+        """One child from its start to its end; its exit status, or None when ``stop``
+        came before it started."""
+        with self._stdin_lock:  # ``stop`` either comes first, or finds this child
+            if self._stopping.is_set():
+                return None
+            child = self._child = subprocess.Popen(
+                [sys.executable, "-m", CHILD_MODULE, str(os.getpid())],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+                bufsize=1,
+            )
+            assert child.stdin is not None and child.stdout is not None
             try:
                 child.stdin.write(json.dumps(settings) + "\n")
                 child.stdin.flush()
             except (BrokenPipeError, OSError):
-                log.error("the table writer exited before it started: %s", child.poll())
-                return
+                return child.wait()
         from headrace.table_topics import Freshness
 
         for line in child.stdout:
@@ -152,8 +176,7 @@ class TableWriterProcess:
                 log.warning("table writer: an unreadable report: %r", line[:200])
                 continue
             self._report = (time.monotonic(), report)
-        if not self._stopping.is_set():
-            log.error("the table writer exited (%s) while the broker runs", child.wait())
+        return child.wait()
 
     def _registry_url_now(self) -> str | None:
         configured: str | None = self._settings.get("registry_url")
