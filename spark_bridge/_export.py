@@ -103,6 +103,7 @@ class ExportJob:
         on_progress: Callable[[int, int], None] | None = None,
         schema_registry_url: str | None = None,
         client_config: dict[str, str] | None = None,
+        storage_options: dict[str, str] | None = None,
     ) -> None:
         if value_format not in VALUE_FORMATS:
             raise OptionError(f"value format must be one of {VALUE_FORMATS}")
@@ -129,7 +130,11 @@ class ExportJob:
         self.starting = parse_offset_spec(starting, option="--from")
         self.value_format = value_format
         self.commit_records = commit_records
-        self.sink = DeltaSink(delta_path, app_id=app_id, partition_by=partition_by)
+        # None: delta-rs reads the store's settings (AWS_ENDPOINT_URL, ...) from the
+        # environment, as the ``headrace spark export`` command relies on.
+        self.sink = DeltaSink(
+            delta_path, app_id=app_id, partition_by=partition_by, storage_options=storage_options
+        )
         self._own_client = client is None
         self.client: KafkaClient = client or ConfluentClient(
             bootstrap, isolation_level=isolation_level, timeout=timeout, extra=client_config

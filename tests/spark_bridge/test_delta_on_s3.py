@@ -20,6 +20,8 @@ from clirun import headrace
 from kafka_clients import Confluent, Got, unique
 from s3_server import S3Server
 
+from headrace.spark_bridge import export_topic
+
 Row = tuple[int, int, bytes | None, bytes | None, int | None]
 
 
@@ -137,3 +139,18 @@ def test_wrong_credentials_are_refused_and_nothing_is_written(
     assert "403 Forbidden" in done.err and "SignatureDoesNotMatch" in done.err, done.err
     name = url.removeprefix(f"s3://{s3_env.buckets[0]}/")
     assert not (s3_env.blobs / s3_env.buckets[0] / name).exists()
+
+
+def test_the_python_api_takes_storage_options_instead_of_the_environment(
+    bootstrap: str, s3_server: S3Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in s3_server.env():  # nothing for delta-rs to find there
+        monkeypatch.delenv(name, raising=False)
+    client = Confluent()
+    topic = unique("s3-options")
+    client.create_topic(bootstrap, topic, 2)
+    client.produce(bootstrap, topic, [(b"k%d" % i, b"v%d" % i) for i in range(300)])
+    url = s3_server.table_url()
+    result = export_topic(bootstrap, topic, url, storage_options=s3_server.storage_options())
+    assert result.records == 300
+    assert table_rows(s3_server, url) == topic_rows(client.consume(bootstrap, topic, 2, 300))
