@@ -8,7 +8,8 @@ The loop, in a thread of its own:
    does.
 2. Consume (read_committed, so an aborted transaction's records never arrive, and an
    open one's not until it commits) into a buffer of the messages as fetched
-   (``Fetched``: rows are made from them column by column at commit).
+   (``Fetched``: rows are made from them column by column at commit). Each consumed
+   batch is taken whole: its errors looked for, its bytes counted, in C.
 3. Commit when the oldest buffered record has waited ``headrace.table.commit.interval.ms``,
    or earlier when the buffer holds ``max_buffer_bytes`` of keys and values (so memory is
    bounded however far behind the writer is). One Delta commit holds the rows and each
@@ -138,7 +139,7 @@ class TopicWriter:
 
     def _follow(self, batches: BatchWriter) -> None:
         """Steps 1-3 of the module docstring, until stop (then commit the buffer)."""
-        from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException
+        from confluent_kafka import OFFSET_BEGINNING, Consumer
         from confluent_kafka import TopicPartition as KafkaTopicPartition
 
         topic = self.settings.topic
@@ -157,17 +158,13 @@ class TopicWriter:
             deadline, looked = 0.0, 0.0
             while not self._stopping.is_set():
                 wait = POLL_S if not buffer else min(POLL_S, max(0.0, deadline - time.monotonic()))
-                for message in consumer.consume(CONSUME_MAX, wait):
-                    error = message.error()
-                    if error is not None:
-                        if error.fatal():
-                            raise KafkaException(error)
-                        # librdkafka retries the rest itself (a broker away for a while)
-                        log.debug("table of %s: %s", topic, error)
-                        continue
+                # a consumed batch at a time: no Python work per record
+                messages = _without_errors(consumer.consume(CONSUME_MAX, wait), topic)
+                while messages:
                     if not buffer:
                         deadline = time.monotonic() + interval
-                    buffer.add(message)
+                    taken = buffer.take(messages, self._max_buffer_bytes)
+                    messages = messages[taken:]
                     if buffer.size >= self._max_buffer_bytes:  # memory is bounded
                         self._commit(batches, buffer)
                         buffer = Fetched()
@@ -216,6 +213,28 @@ class TopicWriter:
             "log_level": 3,
             **self._client_config,
         }
+
+
+def _without_errors(messages: list[Any], topic: str) -> list[Any]:
+    """The consumed ``messages`` that are records, in order; raises on a fatal error.
+
+    Errors are rare, so the whole list is looked at once, in C (``Message.error`` mapped
+    over it), and only a list that holds one is walked message by message.
+    """
+    from confluent_kafka import KafkaException, Message
+
+    if not any(map(Message.error, messages)):  # an error is an object: true; None is not
+        return messages
+    records = []
+    for message in messages:
+        error = message.error()
+        if error is None:
+            records.append(message)
+        elif error.fatal():
+            raise KafkaException(error)
+        else:  # librdkafka retries the rest itself (a broker away for a while)
+            log.debug("table of %s: %s", topic, error)
+    return records
 
 
 def _ends(consumer: Any, topic: str, partitions: int) -> dict[int, int]:
