@@ -3,14 +3,11 @@ by offsets, so a replay after a crash adds none twice."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow as pa
-import pytest
 from deltalake import DeltaTable
 from kafka_clients import unique
-from registryproc import broker_with_registry
 
 from headrace import Serdes
 from headrace.table_topics._dead_letters import DeadLetterTable
@@ -22,12 +19,6 @@ SALE = {
     "name": "Sale",
     "fields": [{"name": "item", "type": "string"}, {"name": "cents", "type": "long"}],
 }
-
-
-@pytest.fixture(scope="module")
-def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with broker_with_registry(tmp_path_factory.mktemp("dead-letters") / "data") as (_, url):
-        yield url
 
 
 def letter(offset: int, value: bytes | None = b"junk", partition: int = 0) -> DeadLetter:

@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import json
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pytest
 from deltalake import DeltaTable, write_deltalake
 from kafka_clients import unique
-from registryproc import broker_with_registry
 
 from headrace import Serdes
 from headrace.examples import shop_pb2
@@ -41,12 +38,6 @@ ORDER_V2 = {
     **ORDER_V1,
     "properties": {**ORDER_V1["properties"], "note": {"type": "string"}},
 }
-
-
-@pytest.fixture(scope="module")
-def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with broker_with_registry(tmp_path_factory.mktemp("schema-rows") / "data") as (_, url):
-        yield url
 
 
 def records(*values: bytes | None, partition: int = 0, start: int = 0) -> list[TopicRecord]:

@@ -21,15 +21,23 @@ import json
 import os
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import deltalake
+import pyarrow as pa
 import pytest
 from brokerproc import BrokerProcess
-from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from table_topic_io import (
+    Record,
+    by_position,
+    create_topic,
+    produce,
+    sample,
+    table_config,
+    wait_for_table,
+)
 
 from jvm import lib_dir
 
@@ -43,84 +51,23 @@ N = 900
 KEYS = 60
 
 Row = dict[str, Any]
-Record = tuple[bytes | None, bytes | None, int, list[tuple[str, bytes]], int]
-"""key, value, partition, headers, timestamp (ms)"""
 
 
-@pytest.fixture(scope="module")
-def lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("lake")
-
-
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory, lake: Path) -> Iterator[BrokerProcess]:
-    data = tmp_path_factory.mktemp("spark-reads") / "data"
-    with BrokerProcess(data, "--table-location", str(lake)) as proc:
-        yield proc
-
-
-def create(broker: BrokerProcess, topic: str, **extra: str) -> None:
-    config = {"headrace.table.mode": "key_value", "headrace.table.commit.interval.ms": "300"}
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-    admin.create_topics([NewTopic(topic, 3, config={**config, **extra})])[topic].result(15)
-
-
-def as_row(record: Record, offset: int) -> Row:
-    """A record as the reads show it: binary in upper-case hex, time in epoch ms."""
-    key, value, partition, headers, timestamp = record
+def as_hex_row(record: Record) -> Row:
+    """A produced record as the reads show it: binary in upper-case hex, time in epoch ms."""
     return {
-        "key": None if key is None else key.hex().upper(),
-        "partition": partition,
-        "offset": offset,
-        "timestamp_ms": timestamp,
-        "headers": [{"key": k, "value": v.hex().upper()} for k, v in headers],
-        "value": None if value is None else value.hex().upper(),
+        "key": None if record["key"] is None else record["key"].hex().upper(),
+        "partition": record["partition"],
+        "offset": record["offset"],
+        "timestamp_ms": record["timestamp"],
+        "headers": [{"key": k, "value": v.hex().upper()} for k, v in record["headers"]],
+        "value": None if record["value"] is None else record["value"].hex().upper(),
     }
 
 
-def produce(bootstrap: str, topic: str, records: list[Record]) -> list[Row]:
+def produce_rows(bootstrap: str, topic: str, records: list[Record]) -> list[Row]:
     """Each record as a row, with the offset the broker gave it, in table order."""
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
-    rows: list[Row] = []
-
-    def acked(record: Record) -> Any:
-        def report(error: Any, message: Any) -> None:
-            assert error is None, error
-            rows.append(as_row(record, message.offset()))
-
-        return report
-
-    for record in records:
-        key, value, partition, headers, timestamp = record
-        sent: list[tuple[str, str | bytes | None]] = [*headers]  # as produce is typed
-        producer.produce(
-            topic,
-            key=key,
-            value=value,
-            partition=partition,
-            headers=sent,
-            timestamp=timestamp,
-            on_delivery=acked(record),
-        )
-    assert producer.flush(30) == 0
-    return by_position(rows)
-
-
-def by_position(rows: list[Row]) -> list[Row]:
-    return sorted(rows, key=lambda r: (r["partition"], r["offset"]))
-
-
-def appended_records(base_ms: int) -> list[Record]:
-    return [
-        (
-            None if i % 7 == 3 else f"key-{i}".encode(),
-            b"" if i % 11 == 5 else f"value-{i}".encode() * (1 + i % 3),
-            i % 3,
-            [] if i % 5 == 0 else [("a", b"1"), ("b", bytes([i % 256])), ("a", b"2")],
-            base_ms + i * 1000,
-        )
-        for i in range(N)
-    ]
+    return by_position(as_hex_row(record) for record in produce(bootstrap, topic, records))
 
 
 def upserted_records(base_ms: int) -> list[list[Record]]:
@@ -129,19 +76,26 @@ def upserted_records(base_ms: int) -> list[list[Record]]:
     the writer MERGEs updates and deletes into a table that exists."""
     versions: list[list[Record]] = [
         [
-            (
-                f"k{k}".encode(),
-                f"v{version}-of-k{k}".encode(),
-                k % 3,
-                [("version", bytes([version]))],
-                base_ms + version * 60_000 + k,
-            )
+            {
+                "key": f"k{k}".encode(),
+                "value": f"v{version}-of-k{k}".encode(),
+                "partition": k % 3,
+                "headers": [("version", bytes([version]))],
+                "timestamp": base_ms + version * 60_000 + k,
+            }
             for k in range(KEYS)
         ]
         for version in range(3)
     ]
     deletes: list[Record] = [
-        (f"k{k}".encode(), None, k % 3, [], base_ms + 300_000 + k) for k in range(0, KEYS, 5)
+        {
+            "key": f"k{k}".encode(),
+            "value": None,
+            "partition": k % 3,
+            "headers": [],
+            "timestamp": base_ms + 300_000 + k,
+        }
+        for k in range(0, KEYS, 5)
     ]
     return [*versions, deletes]
 
@@ -155,12 +109,8 @@ def latest_per_key(rows: list[Row]) -> list[Row]:
     return by_position([row for row in latest.values() if row["value"] is not None])
 
 
-def delta_rs_rows(path: Path) -> list[Row]:
+def delta_rs_rows(table: pa.Table) -> list[Row]:
     """The table as delta-rs reads it, in the job's shape."""
-    try:
-        table = deltalake.DeltaTable(str(path)).to_pyarrow_table()
-    except deltalake.exceptions.TableNotFoundError:
-        return []
     return by_position(
         [
             {
@@ -178,13 +128,9 @@ def delta_rs_rows(path: Path) -> list[Row]:
     )
 
 
-def wait_for(read: Callable[[], list[Row]], wanted: list[Row], timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while (got := read()) != wanted:
-        assert time.monotonic() < deadline, (
-            f"after {timeout}s the table holds {len(got)} rows, not the {len(wanted)} expected"
-        )
-        time.sleep(0.2)
+def holds(wanted: list[Row]) -> Callable[[pa.Table], bool]:
+    """Does a table, read by delta-rs, hold exactly ``wanted``?"""
+    return lambda table: delta_rs_rows(table) == wanted
 
 
 def spark_reads(tables: dict[str, Path], out: Path) -> dict[str, dict[str, list[Row]]]:
@@ -220,17 +166,18 @@ def test_spark_reads_appended_and_upsert_tables_with_delta_spark_and_delta_rs(
     broker: BrokerProcess, lake: Path, tmp_path: Path
 ) -> None:
     base_ms = int(time.time() * 1000) - 3_600_000
-    create(broker, "clicks")
-    create(broker, "profiles", **{"cleanup.policy": "compact"})
-    clicks = produce(broker.bootstrap, "clicks", appended_records(base_ms))
+    config = table_config("key_value", 300)
+    create_topic(broker.bootstrap, "clicks", 3, config)
+    create_topic(broker.bootstrap, "profiles", 3, {**config, "cleanup.policy": "compact"})
+    clicks = produce_rows(broker.bootstrap, "clicks", sample(N, 3, base_ms, 1000))
     produced: list[Row] = []
     for batch in upserted_records(base_ms):
-        produced += produce(broker.bootstrap, "profiles", batch)
+        produced += produce_rows(broker.bootstrap, "profiles", batch)
         profiles = latest_per_key(produced)
-        wait_for(lambda: delta_rs_rows(lake / "profiles"), profiles)
+        wait_for_table(lake / "profiles", holds(profiles))
     assert len(profiles) == KEYS - KEYS // 5  # the test's own arithmetic, as a check of it
     assert deltalake.DeltaTable(str(lake / "profiles")).history()[0]["operation"] == "MERGE"
-    wait_for(lambda: delta_rs_rows(lake / "clicks"), clicks)
+    wait_for_table(lake / "clicks", holds(clicks))
 
     spark = spark_reads({"clicks": lake / "clicks", "profiles": lake / "profiles"}, tmp_path / "a")
     for name, rows in (("clicks", clicks), ("profiles", profiles)):

@@ -29,13 +29,9 @@ DEFAULTS = {
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    """A broker without a table location: the settings are the subject, not the tables."""
     with BrokerProcess(tmp_path_factory.mktemp("configs") / "data") as proc:
         yield proc
-
-
-@pytest.fixture(scope="module")
-def admin(broker: BrokerProcess) -> AdminClient:
-    return AdminClient({"bootstrap.servers": broker.bootstrap})
 
 
 def described(admin: AdminClient, topic: str) -> dict[str, tuple[str, bool]]:

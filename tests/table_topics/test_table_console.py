@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from brokerproc import BrokerProcess, free_port
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
 from deltalake import DeltaTable
+from table_topic_io import create_topic, produce, table_config
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "console"))
 
@@ -32,20 +32,22 @@ RECORD_AGE_S = 120.0  # the produced records' timestamps lie this far in the pas
 
 
 @pytest.fixture(scope="module")
-def lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("lake")
+def console_port() -> int:
+    return free_port()
 
 
 @pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory, lake: Path) -> Iterator[BrokerProcess]:
-    data = tmp_path_factory.mktemp("table-console") / "data"
-    console_port = free_port()
-    with BrokerProcess(
-        data, "--table-location", str(lake), "--console-listen", f"127.0.0.1:{console_port}"
-    ) as proc:
-        proc.console = f"http://127.0.0.1:{console_port}"  # type: ignore[attr-defined]
-        wait_http(proc.console + "/topics")  # type: ignore[attr-defined]
-        yield proc
+def broker_args(console_port: int) -> tuple[str, ...]:
+    """The broker runs the console beside it, and hands it the table location."""
+    return ("--console-listen", f"127.0.0.1:{console_port}")
+
+
+@pytest.fixture(scope="module")
+def beside(broker: BrokerProcess, console_port: int) -> str:
+    """The address of the console that runs beside the broker."""
+    url = f"http://127.0.0.1:{console_port}"
+    wait_http(url + "/topics")
+    return url
 
 
 @pytest.fixture(scope="module")
@@ -86,25 +88,20 @@ def browser() -> Iterator[Any]:
 def produced(broker: BrokerProcess, lake: Path) -> dict[str, Any]:
     """Three topics, 30 records each over 3 partitions (10 each), all stamped
     ``RECORD_AGE_S`` ago plus their index in ms; returns the newest timestamp (ms)."""
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     topics = {
-        FRESH: {"headrace.table.mode": "key_value", "headrace.table.commit.interval.ms": "300"},
-        STALE: {
-            "headrace.table.mode": "key_value",
-            "headrace.table.commit.interval.ms": "600000",
-        },
+        FRESH: table_config("key_value", 300),
+        STALE: table_config("key_value", 600_000),
         PLAIN: {},
     }
-    for name, configs in topics.items():
-        admin.create_topics([NewTopic(name, 3, config=configs)])[name].result(15)
+    for name, config in topics.items():
+        create_topic(broker.bootstrap, name, 3, config)
     base_ms = int((time.time() - RECORD_AGE_S) * 1000)
-    producer = Producer({"bootstrap.servers": broker.bootstrap, "enable.idempotence": True})
+    records = [
+        {"key": b"k%d" % i, "value": b"v", "partition": i % 3, "timestamp": base_ms + i}
+        for i in range(30)
+    ]
     for name in topics:
-        for i in range(30):
-            producer.produce(
-                name, key=b"k%d" % i, value=b"v", partition=i % 3, timestamp=base_ms + i
-            )
-    assert producer.flush(30) == 0
+        produce(broker.bootstrap, name, records)
     deadline = time.monotonic() + 60
     while covered(lake / FRESH) != {0: 10, 1: 10, 2: 10}:
         assert time.monotonic() < deadline, f"the table covers {covered(lake / FRESH)}"
@@ -140,14 +137,14 @@ def check_seconds(shown: str, newest_ms: int, before: float, after: float) -> No
 
 @pytest.mark.parametrize("where", ["beside", "alone"])
 def test_topics_page_shows_each_table_topics_lag(
-    broker: BrokerProcess,
+    beside: str,
     alone: str,
     lake: Path,
     produced: dict[str, Any],
     browser: Any,
     where: str,
 ) -> None:
-    base = broker.console if where == "beside" else alone  # type: ignore[attr-defined]
+    base = beside if where == "beside" else alone
     before = time.time()
     rows = topic_rows(browser, base, f"table-lag-topics-{where}")
     after = time.time()
@@ -166,13 +163,13 @@ def test_topics_page_shows_each_table_topics_lag(
 
 
 def test_topic_page_follows_new_records(
-    broker: BrokerProcess, alone: str, lake: Path, produced: dict[str, Any], browser: Any
+    broker: BrokerProcess, beside: str, alone: str, produced: dict[str, Any], browser: Any
 ) -> None:
     producer = Producer({"bootstrap.servers": broker.bootstrap})
     for i in range(7):
         producer.produce(STALE, value=b"more", partition=i % 3)
     assert producer.flush(30) == 0
-    for base, name in ((broker.console, "beside"), (alone, "alone")):  # type: ignore[attr-defined]
+    for base, name in ((beside, "beside"), (alone, "alone")):
         open_page(browser, f"{base}/topics/{STALE}", f"table-lag-topic-{name}")
         assert table(browser, "table-lag") == [["key_value", "-", "37", "-"]]
         open_page(browser, f"{base}/topics/{PLAIN}", f"table-lag-plain-{name}")

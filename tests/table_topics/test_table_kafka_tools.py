@@ -8,13 +8,10 @@ from __future__ import annotations
 
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from brokerproc import BrokerProcess
-from confluent_kafka import Producer
-from deltalake import DeltaTable
+from table_topic_io import produce, table_rows
 
 from jvm import TOPIC_COMMAND, java_command, kafka_tool
 
@@ -22,35 +19,19 @@ CONFIG_COMMAND = "org.apache.kafka.tools.ConfigCommand"  # bin/kafka-configs.sh
 FAST = "headrace.table.commit.interval.ms=300"
 
 
-@pytest.fixture(scope="module")
-def lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("lake")
+def produce_numbered(bootstrap: str, topic: str, count: int, first: int = 0) -> None:
+    """Records ``k<i>``: ``v<i>`` for i from ``first``, over two partitions."""
+    numbered = range(first, first + count)
+    produce(
+        bootstrap,
+        topic,
+        [{"key": b"k%d" % i, "value": b"v%d" % i, "partition": i % 2} for i in numbered],
+    )
 
 
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory, lake: Path) -> Iterator[BrokerProcess]:
-    data = tmp_path_factory.mktemp("kafka-tools-tables") / "data"
-    with BrokerProcess(data, "--table-location", str(lake)) as proc:
-        yield proc
-
-
-def produce(bootstrap: str, topic: str, count: int, first: int = 0) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
-    for i in range(first, first + count):
-        producer.produce(topic, key=b"k%d" % i, value=b"v%d" % i, partition=i % 2)
-    assert producer.flush(30) == 0
-
-
-def table_rows(path: Path, count: int, timeout: float = 60) -> list[tuple[bytes, bytes]]:
+def key_values(path: Path, count: int) -> list[tuple[bytes, bytes]]:
     """The (key, value) rows of the table at ``path`` once it holds ``count`` rows."""
-    deadline = time.monotonic() + timeout
-    while True:
-        if (path / "_delta_log").exists():
-            rows = DeltaTable(str(path)).to_pyarrow_table(columns=["key", "value"]).to_pylist()
-            if len(rows) >= count:
-                return sorted((r["key"], r["value"]) for r in rows)
-        assert time.monotonic() < deadline, f"{path} did not reach {count} rows"
-        time.sleep(0.3)
+    return sorted((r["key"], r["value"]) for r in table_rows(path, count).to_pylist())
 
 
 def expected(count: int) -> list[tuple[bytes, bytes]]:
@@ -91,7 +72,7 @@ def test_kafka_topics_refuses_table_keys_before_asking_the_broker(broker: Broker
 
 def test_kafka_configs_alter_turns_a_topic_into_a_table(broker: BrokerProcess, lake: Path) -> None:
     kafka_tool(TOPIC_COMMAND, broker.bootstrap, "--create", "--topic", "later", "--partitions", "2")
-    produce(broker.bootstrap, "later", 10)
+    produce_numbered(broker.bootstrap, "later", 10)
     assert "headrace.table.mode" not in describe(broker.bootstrap, "later")
     time.sleep(3)  # longer than the writer's discovery interval: a plain topic gets no table
     assert not (lake / "later").exists()
@@ -108,9 +89,9 @@ def test_kafka_configs_alter_turns_a_topic_into_a_table(broker: BrokerProcess, l
     )
     shown = describe(broker.bootstrap, "later")
     assert "headrace.table.mode=key_value sensitive=false" in shown, shown
-    produce(broker.bootstrap, "later", 5, first=10)
+    produce_numbered(broker.bootstrap, "later", 5, first=10)
     # The records produced before the key was set are in the table too.
-    assert table_rows(lake / "later", 15) == expected(15)
+    assert key_values(lake / "later", 15) == expected(15)
 
 
 def test_kafka_configs_refuses_an_unknown_mode(broker: BrokerProcess) -> None:

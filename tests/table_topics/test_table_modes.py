@@ -6,17 +6,14 @@ records after it still land."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
-from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
 from deltalake import DeltaTable
 from registryproc import broker_with_registry
+from table_topic_io import create_topic, produce, table_config, wait_for_table
 
 from headrace import Serdes
 
@@ -39,45 +36,17 @@ PRICE: dict[str, Any] = {
 
 
 @pytest.fixture(scope="module")
-def lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("lake")
-
-
-@pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory, lake: Path) -> Iterator[tuple[str, str]]:
     data = tmp_path_factory.mktemp("modes") / "data"
     with broker_with_registry(data, "--table-location", str(lake)) as both:
         yield both
 
 
-def create(bootstrap: str, topic: str, partitions: int, **configs: str) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(topic, partitions, config=configs)])[topic].result(15)
-
-
-def produce(bootstrap: str, topic: str, records: list[tuple[bytes | None, bytes | None]]) -> None:
+def produce_pairs(
+    bootstrap: str, topic: str, pairs: list[tuple[bytes | None, bytes | None]]
+) -> None:
     """Produce (key, value) pairs in order, each to partition 0."""
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
-    for key, value in records:
-        producer.produce(topic, key=key, value=value, partition=0)
-    assert producer.flush(30) == 0
-
-
-def wait_for(path: Path, done: Callable[[pa.Table], bool], timeout: float = 60.0) -> pa.Table:
-    """The table at ``path`` once ``done`` says so; the last one seen in the failure."""
-    deadline = time.monotonic() + timeout
-    table: pa.Table | None = None
-    while time.monotonic() < deadline:
-        try:
-            table = DeltaTable(str(path)).to_pyarrow_table()
-        except Exception:  # no table yet
-            table = None
-        if table is not None and done(table):
-            return table
-        time.sleep(0.1)
-    raise AssertionError(
-        f"{path} did not get there: {None if table is None else table.to_pylist()}"
-    )
+    produce(bootstrap, topic, [{"key": k, "value": v, "partition": 0} for k, v in pairs])
 
 
 def test_a_compacted_topic_keeps_the_latest_value_per_key(
@@ -85,28 +54,24 @@ def test_a_compacted_topic_keeps_the_latest_value_per_key(
 ) -> None:
     bootstrap, registry = cluster
     topic = "prices"
-    create(
+    create_topic(
         bootstrap,
         topic,
         1,
-        **{
-            "cleanup.policy": "compact",
-            "headrace.table.mode": "value_schema_latest",
-            "headrace.table.commit.interval.ms": "300",
-        },
+        {"cleanup.policy": "compact", **table_config("value_schema_latest", 300)},
     )
     serde = Serdes.json_schema(PRICE, registry)
 
     def price(sku: str, cents: int) -> bytes:
         return bytes(serde.serialize(topic, {"sku": sku, "cents": cents}))
 
-    produce(
+    produce_pairs(
         bootstrap,
         topic,
         [(b"a", price("a", 100)), (b"b", price("b", 200)), (b"a", price("a", 110))],
     )
     # The three records may arrive in one commit or two: wait for a's second value.
-    table = wait_for(lake / topic, lambda t: sorted(t["offset"].to_pylist()) == [1, 2])
+    table = wait_for_table(lake / topic, lambda t: sorted(t["offset"].to_pylist()) == [1, 2])
     assert sorted(table.select(["key", "sku", "cents", "offset"]).to_pylist(), key=str) == sorted(
         [
             {"key": b"a", "sku": "a", "cents": 110, "offset": 2},
@@ -116,8 +81,14 @@ def test_a_compacted_topic_keeps_the_latest_value_per_key(
     )
 
     # A tombstone deletes b; c arrives; a changes again.
-    produce(bootstrap, topic, [(b"b", None), (b"c", price("c", 300)), (b"a", price("a", 120))])
-    table = wait_for(lake / topic, lambda t: sorted(t["offset"].to_pylist()) == [4, 5], timeout=60)
+    produce_pairs(
+        bootstrap,
+        topic,
+        [(b"b", None), (b"c", price("c", 300)), (b"a", price("a", 120))],
+    )
+    table = wait_for_table(
+        lake / topic, lambda t: sorted(t["offset"].to_pylist()) == [4, 5], timeout=60
+    )
     assert {r["key"]: r["cents"] for r in table.select(["key", "cents"]).to_pylist()} == {
         b"a": 120,
         b"c": 300,
@@ -130,22 +101,18 @@ def test_a_new_schema_version_adds_a_column_and_a_misfit_is_dead_lettered(
 ) -> None:
     bootstrap, registry = cluster
     topic = "sales"
-    create(
+    create_topic(bootstrap, topic, 1, table_config("value_schema_latest", 300))
+    v1 = Serdes.avro(SALE_V1, registry)
+    produce_pairs(
         bootstrap,
         topic,
-        1,
-        **{
-            "headrace.table.mode": "value_schema_latest",
-            "headrace.table.commit.interval.ms": "300",
-        },
+        [(b"1", v1.serialize(topic, {"item": "pen", "cents": 150}))],
     )
-    v1 = Serdes.avro(SALE_V1, registry)
-    produce(bootstrap, topic, [(b"1", v1.serialize(topic, {"item": "pen", "cents": 150}))])
-    table = wait_for(lake / topic, lambda t: t.num_rows == 1)
+    table = wait_for_table(lake / topic, lambda t: t.num_rows == 1)
     assert "coupon" not in table.column_names
 
     v2 = Serdes.avro(SALE_V2, registry)  # registers the compatible version 2
-    produce(
+    produce_pairs(
         bootstrap,
         topic,
         [
@@ -154,7 +121,7 @@ def test_a_new_schema_version_adds_a_column_and_a_misfit_is_dead_lettered(
             (b"4", v1.serialize(topic, {"item": "cap", "cents": 70})),
         ],
     )
-    table = wait_for(lake / topic, lambda t: t.num_rows == 3 and "coupon" in t.column_names)
+    table = wait_for_table(lake / topic, lambda t: t.num_rows == 3 and "coupon" in t.column_names)
     rows = sorted(table.select(["offset", "item", "cents", "coupon"]).to_pylist(), key=str)
     assert rows == [
         {"offset": 0, "item": "pen", "cents": 150, "coupon": None},  # written before v2
@@ -163,7 +130,7 @@ def test_a_new_schema_version_adds_a_column_and_a_misfit_is_dead_lettered(
     ]
     assert table.schema.field("coupon").nullable
 
-    letters = wait_for(lake / "_dead_letters" / topic, lambda t: t.num_rows >= 1)
+    letters = wait_for_table(lake / "_dead_letters" / topic, lambda t: t.num_rows >= 1)
     assert letters.num_rows == 1
     letter = letters.to_pylist()[0]
     assert (letter["partition"], letter["offset"], letter["key"]) == (0, 2, b"3")

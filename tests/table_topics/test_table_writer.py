@@ -8,23 +8,27 @@ from __future__ import annotations
 import re
 import time
 import urllib.request
-from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pytest
 from brokerproc import BrokerProcess, free_port
-from confluent_kafka import Producer
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
     ConfigEntry,
     ConfigResource,
-    NewTopic,
 )
 from deltalake import DeltaTable
+from table_topic_io import (
+    as_row,
+    by_position,
+    create_topic,
+    produce,
+    sample,
+    table_config,
+    table_rows,
+)
 
 from headrace.table_topics import TableSettings, TopicWriter
 
@@ -33,100 +37,8 @@ HOUR_MS = 3_600_000
 COMMIT_ALLOWANCE_S = 3.0
 
 
-@pytest.fixture(scope="module")
-def lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("lake")
-
-
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory, lake: Path) -> Iterator[BrokerProcess]:
-    data = tmp_path_factory.mktemp("writer") / "data"
-    with BrokerProcess(data, "--table-location", str(lake)) as proc:
-        yield proc
-
-
-@pytest.fixture(scope="module")
-def admin(broker: BrokerProcess) -> AdminClient:
-    return AdminClient({"bootstrap.servers": broker.bootstrap})
-
-
-def create(admin: AdminClient, topic: str, partitions: int, **configs: str) -> None:
-    settings = {f"headrace.table.{k.replace('_', '.')}": v for k, v in configs.items()}
-    admin.create_topics([NewTopic(topic, partitions, config=settings)])[topic].result(15)
-
-
-def produce(bootstrap: str, topic: str, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Produce ``records`` (key, value, partition, headers, timestamp) idempotently; each
-    comes back with the offset the broker gave it."""
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
-    acked: list[dict[str, Any]] = []
-
-    def delivered(record: dict[str, Any]) -> Any:
-        def report(error: Any, message: Any) -> None:
-            assert error is None, error
-            acked.append({**record, "offset": message.offset()})
-
-        return report
-
-    for record in records:
-        producer.produce(
-            topic,
-            key=record["key"],
-            value=record["value"],
-            partition=record["partition"],
-            headers=record["headers"],
-            timestamp=record["timestamp"],
-            on_delivery=delivered(record),
-        )
-    assert producer.flush(30) == 0
-    return acked
-
-
-def table_rows(path: Path, at_least: int, timeout: float = 30.0) -> pa.Table:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            table = DeltaTable(str(path)).to_pyarrow_table()
-            if table.num_rows >= at_least:
-                return table
-        except Exception:  # no table yet
-            if time.monotonic() > deadline:
-                raise
-        assert time.monotonic() < deadline, f"{path}: fewer than {at_least} rows"
-        time.sleep(0.05)
-
-
-def as_row(record: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "key": record["key"],
-        "partition": record["partition"],
-        "offset": record["offset"],
-        "timestamp": datetime.fromtimestamp(record["timestamp"] / 1000, UTC),
-        "headers": [{"key": k, "value": v} for k, v in record["headers"]],
-        "value": record["value"],
-    }
-
-
-def by_position(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return sorted(rows, key=lambda row: (row["partition"], row["offset"]))
-
-
-def sample(n: int, partitions: int, base_ms: int, step_ms: int = 1) -> list[dict[str, Any]]:
-    return [
-        {
-            # a null key, an empty value and a record with no headers among them
-            "key": None if i % 7 == 3 else f"key-{i}".encode(),
-            "value": b"" if i % 11 == 5 else f"value-{i}".encode() * (1 + i % 3),
-            "partition": i % partitions,
-            "headers": [] if i % 5 == 0 else [("a", b"1"), ("b", bytes([i % 256])), ("a", b"2")],
-            "timestamp": base_ms + i * step_ms,
-        }
-        for i in range(n)
-    ]
-
-
-def test_key_value_rows_are_exact(broker: BrokerProcess, admin: AdminClient, lake: Path) -> None:
-    create(admin, "exact", 3, mode="key_value", commit_interval_ms="300")
+def test_key_value_rows_are_exact(broker: BrokerProcess, lake: Path) -> None:
+    create_topic(broker.bootstrap, "exact", 3, table_config("key_value", 300))
     acked = produce(broker.bootstrap, "exact", sample(500, 3, int(time.time() * 1000) - 60_000))
     table = table_rows(lake / "exact", 500)
     assert table.schema.names == ["key", "partition", "offset", "timestamp", "headers", "value"]
@@ -139,10 +51,10 @@ def test_key_value_rows_are_exact(broker: BrokerProcess, admin: AdminClient, lak
 
 
 def test_a_record_is_queryable_within_the_interval_and_a_commit(
-    broker: BrokerProcess, admin: AdminClient, lake: Path
+    broker: BrokerProcess, lake: Path
 ) -> None:
     interval_ms = 1000
-    create(admin, "fresh", 1, mode="key_value", commit_interval_ms=str(interval_ms))
+    create_topic(broker.bootstrap, "fresh", 1, table_config("key_value", interval_ms))
     now = int(time.time() * 1000)
     produce(broker.bootstrap, "fresh", sample(1, 1, now))
     table_rows(lake / "fresh", 1)  # the writer follows the topic now
@@ -155,16 +67,12 @@ def test_a_record_is_queryable_within_the_interval_and_a_commit(
     assert max(waits) < interval_ms / 1000 + COMMIT_ALLOWANCE_S, waits
 
 
-def test_partition_by_hour_of_timestamp(
-    broker: BrokerProcess, admin: AdminClient, lake: Path
-) -> None:
-    create(
-        admin,
+def test_partition_by_hour_of_timestamp(broker: BrokerProcess, lake: Path) -> None:
+    create_topic(
+        broker.bootstrap,
         "hourly",
         2,
-        mode="key_value",
-        commit_interval_ms="300",
-        partition_by="hour(timestamp)",
+        table_config("key_value", 300, partition_by="hour(timestamp)"),
     )
     base = 1_790_000_000_000 // HOUR_MS * HOUR_MS  # on the hour
     # 100 records a minute apart from the half hour: 30 in one hour, 60 in the next, 10 after
@@ -184,14 +92,12 @@ def test_partition_by_hour_of_timestamp(
     ]
 
 
-def test_partition_by_a_column(broker: BrokerProcess, admin: AdminClient, lake: Path) -> None:
-    create(
-        admin,
+def test_partition_by_a_column(broker: BrokerProcess, lake: Path) -> None:
+    create_topic(
+        broker.bootstrap,
         "by-partition",
         3,
-        mode="key_value",
-        commit_interval_ms="300",
-        partition_by="partition",
+        table_config("key_value", 300, partition_by="partition"),
     )
     acked = produce(broker.bootstrap, "by-partition", sample(60, 3, int(time.time() * 1000)))
     table = table_rows(lake / "by-partition", 60)
@@ -207,7 +113,7 @@ def test_partition_by_a_column(broker: BrokerProcess, admin: AdminClient, lake: 
 def test_a_table_set_back_to_disabled_stops_growing(
     broker: BrokerProcess, admin: AdminClient, lake: Path
 ) -> None:
-    create(admin, "switched", 1, mode="key_value", commit_interval_ms="200")
+    create_topic(broker.bootstrap, "switched", 1, table_config("key_value", 200))
     produce(broker.bootstrap, "switched", sample(10, 1, int(time.time() * 1000)))
     table_rows(lake / "switched", 10)
     resource = ConfigResource(
@@ -237,7 +143,7 @@ def test_a_topic_created_again_under_its_name_lands_from_its_beginning(
 ) -> None:
     """The table's recorded offsets belong to the topic id: the new topic's records at
     offsets the old one's table had covered land too, and the old rows stay."""
-    create(admin, "reborn", 2, mode="key_value", commit_interval_ms="200")
+    create_topic(broker.bootstrap, "reborn", 2, table_config("key_value", 200))
     old = produce(broker.bootstrap, "reborn", sample(20, 2, int(time.time() * 1000)))
     table_rows(lake / "reborn", 20)  # the table covers offsets 0-9 of each partition
     set_mode(admin, "reborn", None)
@@ -247,7 +153,7 @@ def test_a_topic_created_again_under_its_name_lands_from_its_beginning(
     while "reborn" in admin.list_topics(timeout=10).topics:
         assert time.monotonic() < deadline, "the topic was not deleted"
         time.sleep(0.2)
-    create(admin, "reborn", 2)  # its table is enabled once the records are in
+    create_topic(broker.bootstrap, "reborn", 2)  # its table is enabled once the records are in
     new = [
         {**record, "value": b"new-" + (record["value"] or b"")}
         for record in sample(60, 2, int(time.time() * 1000))
@@ -267,12 +173,10 @@ def test_a_topic_created_again_under_its_name_lands_from_its_beginning(
     assert [recorded(f"headrace.table/reborn/{p}") for p in range(2)] == [30, 30]
 
 
-def test_freshness_says_how_far_the_table_is_behind(
-    broker: BrokerProcess, admin: AdminClient, tmp_path: Path
-) -> None:
+def test_freshness_says_how_far_the_table_is_behind(broker: BrokerProcess, tmp_path: Path) -> None:
     """A writer of our own beside the broker's (its table elsewhere): before it commits it
     is behind by every record; after, by none, and by the newest record's age."""
-    admin.create_topics([NewTopic("watched", 2)])["watched"].result(15)
+    create_topic(broker.bootstrap, "watched", 2)
     old = int(time.time() * 1000) - 30_000
     produce(broker.bootstrap, "watched", sample(40, 2, old))
     settings = TableSettings("watched", "key_value", "", 60_000, False, 2)
@@ -292,12 +196,10 @@ def test_freshness_says_how_far_the_table_is_behind(
     assert DeltaTable(str(tmp_path / "watched")).to_pyarrow_table().num_rows == 40
 
 
-def test_a_full_buffer_commits_before_the_interval(
-    broker: BrokerProcess, admin: AdminClient, tmp_path: Path
-) -> None:
+def test_a_full_buffer_commits_before_the_interval(broker: BrokerProcess, tmp_path: Path) -> None:
     """Memory is bounded: a writer far behind commits each time it holds max_buffer_bytes
     of keys and values, not once per (here ten-minute) interval."""
-    admin.create_topics([NewTopic("bulky", 1)])["bulky"].result(15)
+    create_topic(broker.bootstrap, "bulky", 1)
     records: list[dict[str, Any]] = [
         {
             "key": None,
@@ -341,9 +243,8 @@ def test_the_location_may_come_from_server_properties(tmp_path: Path) -> None:
         f"headrace.table.location={tmp_path / 'lake'}\n"
     )
     with BrokerProcess(tmp_path / "data", port=port, config=props) as broker:
-        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-        create(admin, "typed", 1, mode="value_schema_latest", commit_interval_ms="100")
-        create(admin, "raw", 1, mode="key_value", commit_interval_ms="100")
+        create_topic(broker.bootstrap, "typed", 1, table_config("value_schema_latest", 100))
+        create_topic(broker.bootstrap, "raw", 1, table_config("key_value", 100))
         produce(broker.bootstrap, "typed", sample(5, 1, int(time.time() * 1000)))
         produce(broker.bootstrap, "raw", sample(5, 1, int(time.time() * 1000)))
         assert table_rows(tmp_path / "lake" / "raw", 5).num_rows == 5
@@ -359,8 +260,7 @@ def test_the_console_serves_the_tables_freshness(tmp_path: Path) -> None:
     console = free_port()
     args = ("--table-location", str(tmp_path / "lake"), "--console-listen", f"127.0.0.1:{console}")
     with BrokerProcess(tmp_path / "data", *args) as broker:
-        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-        create(admin, "metered", 2, mode="key_value", commit_interval_ms="100")
+        create_topic(broker.bootstrap, "metered", 2, table_config("key_value", 100))
         produce(broker.bootstrap, "metered", sample(30, 2, int(time.time() * 1000) - 5000))
         table_rows(tmp_path / "lake" / "metered", 30)
         deadline = time.monotonic() + 20

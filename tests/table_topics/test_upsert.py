@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pytest
 from deltalake import DeltaTable
 from kafka_clients import unique
-from registryproc import broker_with_registry
 
 from headrace import Serdes
 from headrace.table_topics._records import TopicRecord
@@ -164,12 +161,6 @@ OPTIONAL_V2: dict[str, Any] = {
     **OPTIONAL_V1,
     "fields": [*OPTIONAL_V1["fields"], {"name": "age", "type": ["null", "int"], "default": None}],
 }
-
-
-@pytest.fixture(scope="module")
-def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with broker_with_registry(tmp_path_factory.mktemp("upsert") / "data") as (_, url):
-        yield url
 
 
 def test_schema_rows_upsert_with_their_tombstone_mask_and_a_new_version(
