@@ -7,6 +7,10 @@ worker runs them while the other idles. Longest first is the classic remedy; a m
 cost is estimated from its tests' ``slow`` marks, as nothing measured is kept between runs
 on a fresh machine. ``scripts/dev test`` passes ``--no-loadscope-reorder`` so xdist keeps
 this order.
+
+A test that takes far longer than the usual slow one says how long:
+``pytest.mark.slow(seconds=60)``. Without that a module of one such test looks cheap and
+goes out near the end, where the other worker has nothing left to run beside it.
 """
 
 from __future__ import annotations
@@ -22,13 +26,20 @@ def _module(item: pytest.Item) -> str:
     return item.nodeid.split("::", 1)[0]
 
 
+def estimated_seconds(item: pytest.Item) -> float:
+    """``slow(seconds=N)``: N; ``slow``: ``SLOW_TEST_SECONDS``; no mark: ``TEST_SECONDS``."""
+    slow = item.get_closest_marker("slow")
+    if slow is None:
+        return TEST_SECONDS
+    return float(slow.kwargs.get("seconds", SLOW_TEST_SECONDS))
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     cost: dict[str, float] = {}
     first_seen: dict[str, int] = {}
     for index, item in enumerate(items):
         module = _module(item)
-        slow = item.get_closest_marker("slow") is not None
-        cost[module] = cost.get(module, 0.0) + (SLOW_TEST_SECONDS if slow else TEST_SECONDS)
+        cost[module] = cost.get(module, 0.0) + estimated_seconds(item)
         first_seen.setdefault(module, index)
     # sort is stable: within a module the tests keep their order
     items.sort(key=lambda item: (-cost[_module(item)], first_seen[_module(item)]))
