@@ -121,6 +121,7 @@ def produce(bootstrap: str, topic: str, n: int) -> list[tuple[int, int]]:
     )
 
 
+@pytest.mark.slow(seconds=130)  # four Spark drivers, one of them killed
 @pytest.mark.timeout(4 * RUN_TIMEOUT)  # three runs of the export beside the delta-rs one
 def test_delta_spark_export_is_exactly_once_across_a_driver_sigkill(
     bootstrap: str, tmp_path: Path
@@ -219,6 +220,7 @@ def test_delta_spark_on_the_wrong_pyspark_says_what_to_install(
     assert not (tmp_path / "_delta_log").exists()
 
 
+@pytest.mark.slow(seconds=50)
 @pytest.mark.timeout(2 * RUN_TIMEOUT)
 def test_the_demo_report_runs_on_format_delta_with_time_travel_and_merge(
     bootstrap: str, tmp_path: Path

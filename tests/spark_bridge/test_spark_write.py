@@ -320,6 +320,7 @@ def kill_during_batch(proc: Any, checkpoint: Path, batch: int, delay: float) -> 
         batch, delay = batch + 1, delay / 2
 
 
+@pytest.mark.slow(seconds=105)
 @pytest.mark.timeout(900)  # three Spark drivers, each starting its JVM and workers
 def test_a_streaming_write_is_exactly_once_across_driver_kills(
     cluster: tuple[str, str], tmp_path: Path

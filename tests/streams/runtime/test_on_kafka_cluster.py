@@ -51,7 +51,7 @@ from payments_job import expected as expected_balances
 from payments_job import payments as payment_records
 from rtprocs import Instance
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.slow(seconds=60)  # each test about a minute on 3 Kafka nodes
 
 APPS = Path(__file__).with_name("cluster_apps.py")
 PARTITIONS = 4
