@@ -3,6 +3,11 @@
 One module-scoped fixture builds a wheel of the working tree with ``python -m build``,
 creates a fresh virtualenv in a temporary directory and installs the wheel there
 (dependencies come from the configured package index; pip's cache makes repeats fast).
+The install is driven by this environment's pip (``pip --python``) into a virtualenv made
+without pip of its own: what lands in site-packages is the same, without setting up a pip
+in the new virtualenv first, and a recent pip resolves the dependencies in half the time of
+the one ``venv`` bundles. Nothing is byte-compiled ahead (``--no-compile``): Python compiles
+what the tests import as they import it.
 Every command then runs with the virtualenv's own ``headrace`` or ``python``, from a
 working directory outside the checkout and without ``PYTHONPATH``, so nothing can be
 imported from the repository's folders: what works here works for a user.
@@ -116,12 +121,16 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     (wheel,) = dist.glob("headrace-*.whl")
     _must(
         subprocess.run(
-            [sys.executable, "-m", "venv", str(venv)], capture_output=True, text=True, timeout=120
+            [sys.executable, "-m", "venv", "--without-pip", str(venv)],
+            capture_output=True,
+            text=True,
+            timeout=120,
         ),
         "python -m venv",
     )
+    pip = (sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"))
     install = subprocess.run(
-        [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", str(wheel)],
+        [*pip, "install", "--quiet", "--no-compile", str(wheel)],
         cwd=work,
         capture_output=True,
         text=True,
@@ -407,7 +416,9 @@ def test_mypy_reads_the_installed_packages_types_through_py_typed(installed: Ins
     topology = (ROOT / "tests" / "dsl" / "typed_topology.py").read_text()
     broken = topology.replace("lambda n: n * 2)  # DOWNSTREAM", "lambda n: n.upper())")
     assert broken != topology
-    mypy = (sys.executable, "-m", "mypy", "--strict", "--no-incremental")
+    # The second run reads what the first cached of site-packages (in the home directory's
+    # .mypy_cache, new with the virtualenv) and checks only its own file: half the CPU.
+    mypy = (sys.executable, "-m", "mypy", "--strict")
     for name, text, status in (("typed.py", topology, 0), ("broken.py", broken, 1)):
         (installed.home / name).write_text(text)
         result = subprocess.run(
