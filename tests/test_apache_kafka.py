@@ -7,10 +7,13 @@ from __future__ import annotations
 import uuid
 
 import confluent_kafka as ck
+import pytest
 from apache_kafka import KafkaCluster
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from jvm import TOPIC_COMMAND, kafka_tool
+
+pytestmark = pytest.mark.slow  # Kafka clusters of one and three JVM nodes
 
 
 def _read_all(bootstrap: str, topic: str, expected: int) -> list[bytes]:

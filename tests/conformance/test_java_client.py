@@ -29,6 +29,7 @@ def _java(program: str, *args: str) -> str:
 ROUNDS = 6
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_java_reads_committed_aborted_committed_transactions(broker_process: BrokerProcess) -> None:
     # Finding 9: after a committed, an aborted and a committed transaction of 100

@@ -23,6 +23,8 @@ from confluent_kafka import Producer
 
 from jvm import compile_java, java_command, kafka_tool
 
+pytestmark = pytest.mark.slow(seconds=15)  # six tests of Java share consumers
+
 SOURCE = Path(__file__).parent / "java" / "ShareMembers.java"
 DELIVERY_LIMIT = 3
 POISON = 5  # the offset ShareMembers releases at every delivery

@@ -9,9 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from brokerproc import BrokerProcess, free_port
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from registryproc import wait_listening
+
+pytestmark = pytest.mark.slow
 
 
 def record(n: int) -> Schema:

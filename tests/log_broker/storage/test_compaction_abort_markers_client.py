@@ -36,7 +36,7 @@ from kafka_clients import Confluent, present, unique
 from headrace.log_broker.records import _batches as _records
 from headrace.log_broker.storage._retain import delete_horizon
 
-pytestmark = pytest.mark.conformance
+pytestmark = [pytest.mark.conformance, pytest.mark.slow]
 
 KEYS = 4
 # A running broker writes the released index every 10 s, and the cleaner retries a

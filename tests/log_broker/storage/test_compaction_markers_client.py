@@ -28,7 +28,7 @@ from kafka_clients import Confluent, unique
 
 from headrace.log_broker.records import _batches as _records
 
-pytestmark = pytest.mark.conformance
+pytestmark = [pytest.mark.conformance, pytest.mark.slow]
 
 KEYS = 4
 
