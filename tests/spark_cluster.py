@@ -29,6 +29,7 @@ from typing import Any
 import pyspark
 from brokerproc import free_port
 from processes import StartStop, terminate
+from spark_jvm import quick_spark_env
 
 SPARK_HOME = Path(pyspark.__file__).parent  # the pip package is a complete Spark home
 STOP_WITHIN = 30.0  # seconds a daemon has to exit on SIGTERM
@@ -42,8 +43,9 @@ def spark_program(name: str) -> str:
 
 
 def loopback_env() -> dict[str, str]:
-    """The environment Spark's daemons and drivers need here: loopback, this Spark home."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    """The environment Spark's daemons and drivers need here: loopback, this Spark home,
+    the tests' JVM options (``spark_jvm``)."""
+    env = quick_spark_env({k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
     env["SPARK_HOME"] = str(SPARK_HOME)
     env["SPARK_LOCAL_IP"] = "127.0.0.1"
     # The master's REST submission server listens on 6066 unless told otherwise, which

@@ -27,6 +27,7 @@ from confluent_kafka.schema_registry.json_schema import JSONDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 from kafka_clients import Confluent, present, unique
 from registryproc import broker_with_registry
+from spark_jvm import QUICK_SPARK_CONF, quick_spark_env
 
 from headrace.spark_bridge import spark_session
 from headrace.spark_bridge._sink_options import parse_sink_options
@@ -46,7 +47,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str
 
 @pytest.fixture(scope="module")
 def spark() -> Iterator[Any]:
-    session = spark_session("headrace-write-tests", conf={"spark.sql.shuffle.partitions": "2"})
+    session = spark_session(
+        "headrace-write-tests", conf={**QUICK_SPARK_CONF, "spark.sql.shuffle.partitions": "2"}
+    )
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
@@ -298,6 +301,7 @@ def start_job(bootstrap: str, topic: str, inputs: Path, checkpoint: Path, log: P
             [sys.executable, str(JOB), bootstrap, topic, str(inputs), str(checkpoint)],
             stdout=out,
             stderr=subprocess.STDOUT,
+            env=quick_spark_env(os.environ),
             start_new_session=True,  # one process group: the JVM and its workers with it
         )
 

@@ -41,6 +41,7 @@ from brokerproc import BrokerProcess
 from kafka_clients import Confluent, unique
 from source_tree import copy_sources
 from spark_cluster import StandaloneCluster, loopback_env, spark_program
+from spark_jvm import QUICK_JVM
 
 from headrace import cli
 from headrace.spark_bridge import DeltaSink, TopicPartition
@@ -131,6 +132,7 @@ def _submit(cluster: StandaloneCluster, shipped: Path, python: Path, *args: str)
             *("--conf", f"spark.pyspark.driver.python={python}"),
             *("--conf", "spark.driver.host=127.0.0.1"),
             *("--conf", "spark.ui.enabled=false"),
+            *("--conf", f"spark.executor.extraJavaOptions={QUICK_JVM}"),
             # schedule only once both executors are up, so neither worker sits the job out
             *("--conf", "spark.scheduler.minRegisteredResourcesRatio=1.0"),
             *("--conf", "spark.scheduler.maxRegisteredResourcesWaitingTime=300s"),
