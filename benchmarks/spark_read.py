@@ -32,11 +32,19 @@ record (raw and reader alone: this process, librdkafka's threads included; Spark
 process, the Spark JVM and its Python workers), which the load moves far less.
 Spark's first read in a session also pays the JVM's warm-up (its JIT), so the first
 run's Spark figures are the lowest.
+
+With ``--profile DIR`` the Spark read goes through the same source wrapped so that
+each task, in its Python worker, runs the reader under cProfile and times it: seconds
+inside the reader (consuming and building batches) against seconds Spark held each
+batch before asking for the next. Each task leaves ``DIR/task-*.prof`` and a line in
+``DIR/spans.jsonl``; the script prints the spans and the profile's top functions. The
+profiler slows the reader, so rates taken with it are not figures to quote.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -112,6 +120,84 @@ def timed(run: Any, spark_tree: bool) -> tuple[float, float]:
     return rate, cpu_seconds(spark_tree) - cpu
 
 
+PROFILE_ENV = "HEADRACE_BENCH_PROFILE_DIR"
+"""Where profiled tasks write; set before the session starts, so Spark's Python
+workers inherit it."""
+
+
+def profiled_source() -> Any:
+    """``format("headrace_profiled")``: headrace's source, each task's read profiled
+    and timed in its worker (cloudpickle ships this class by value)."""
+    from headrace.spark_bridge._source import BatchReader, HeadraceDataSource
+
+    class ProfiledReader(BatchReader):
+        def read(self, partition: Any) -> Any:
+            import cProfile
+            import uuid
+
+            directory = Path(os.environ[PROFILE_ENV])
+            profile = cProfile.Profile()
+            inside = held = 0.0
+            sizes = []
+            began = time.perf_counter()
+            batches = super().read(partition)
+            while True:
+                asked = time.perf_counter()
+                profile.enable()
+                try:
+                    batch = next(batches, None)
+                finally:
+                    profile.disable()
+                got = time.perf_counter()
+                inside += got - asked
+                if batch is None:
+                    break
+                sizes.append(batch.num_rows)
+                yield batch
+                held += time.perf_counter() - got
+            name = f"task-{uuid.uuid4().hex[:8]}"
+            profile.dump_stats(str(directory / f"{name}.prof"))
+            span = {
+                "task": name,
+                "seconds": time.perf_counter() - began,
+                "in_reader": inside,
+                "held_by_spark": held,
+                "batches": len(sizes),
+                "rows": sum(sizes),
+                "largest_batch": max(sizes, default=0),
+            }
+            with open(directory / "spans.jsonl", "a") as out:
+                out.write(json.dumps(span) + "\n")
+
+    class ProfiledSource(HeadraceDataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "headrace_profiled"
+
+        def reader(self, schema: Any) -> Any:
+            from headrace.spark_bridge._options import parse_options
+
+            return ProfiledReader(parse_options(self.options, streaming=False))
+
+    return ProfiledSource
+
+
+def print_profile(directory: Path) -> None:
+    """Each profiled task's spans, then the top functions over all of them."""
+    import pstats
+
+    for line in (directory / "spans.jsonl").read_text().splitlines():
+        s = json.loads(line)
+        print(
+            f"task {s['task']}: {s['rows']:,} rows in {s['batches']} batches (largest"
+            f" {s['largest_batch']:,}), {s['seconds']:.2f} s: {s['in_reader']:.2f} s in the"
+            f" reader, {s['held_by_spark']:.2f} s held by Spark"
+        )
+    profiles = sorted(str(p) for p in directory.glob("task-*.prof"))
+    if profiles:
+        pstats.Stats(*profiles).sort_stats("tottime").print_stats(15)
+
+
 def spark_read(
     spark: Any,
     bootstrap: str,
@@ -155,7 +241,18 @@ def main() -> None:
     parser.add_argument(
         "--driver-memory", default="2g", help="Spark's driver heap (8g for 10M records)"
     )
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        metavar="DIR",
+        help="profile and time each task of the Spark read in its worker (see above)",
+    )
     args = parser.parse_args()
+    if args.profile:
+        args.profile.mkdir(parents=True, exist_ok=True)
+        for stale in [*args.profile.glob("task-*.prof"), args.profile / "spans.jsonl"]:
+            stale.unlink(missing_ok=True)
+        os.environ[PROFILE_ENV] = str(args.profile.resolve())
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
@@ -175,8 +272,12 @@ def main() -> None:
         }
         spark = spark_session("bench-read", conf=conf)
         spark.sparkContext.setLogLevel("ERROR")
+        ours = "headrace"
+        if args.profile:
+            spark.dataSource.register(profiled_source())
+            ours = "headrace_profiled"
         try:
-            for fmt in ("headrace", "kafka"):  # both warm up before the clock
+            for fmt in (ours, "kafka"):  # both warm up before the clock
                 (
                     spark.read.format(fmt)
                     .option("kafka.bootstrap.servers", bootstrap)
@@ -189,7 +290,7 @@ def main() -> None:
             n = args.records
             readers = {
                 "raw": (lambda: raw_consume(bootstrap, n, args.partitions), False),
-                "headrace": (lambda: spark_read(spark, bootstrap, n), True),
+                "headrace": (lambda: spark_read(spark, bootstrap, n, ours), True),
                 "alone": (lambda: reader_alone(bootstrap, n), False),
                 "kafka": (lambda: spark_read(spark, bootstrap, n, "kafka"), True),
                 "tuned": (
@@ -233,6 +334,8 @@ def main() -> None:
                 )
         finally:
             spark.stop()
+    if args.profile:
+        print_profile(args.profile)
     print(
         f"Spark read at {statistics.median(ratios):.2f} of raw librdkafka by rate, "
         f"{statistics.median(cpu_ratios):.2f} by CPU per record (medians; goal 0.7); "
