@@ -259,6 +259,10 @@ class ConfluentClient:
         ends = {r.partition: r.end for r in ranges}
         next_offsets = {r.partition: r.start for r in ranges}
         done: set[int] = set()
+        # A consumer assigned one partition gets records of that partition only, so the
+        # per-record partition lookup and the last-offset-per-partition pass are skipped:
+        # one task per topic-partition, Spark's plan, always reads this way.
+        only = ranges[0].partition if len(ranges) == 1 else None
         assignment = [ck.TopicPartition(topic, r.partition, r.start) for r in ranges]
         consumer.assign(assignment)
         consumer.resume(assignment)  # a partition paused by an earlier read stays paused
@@ -287,10 +291,14 @@ class ConfluentClient:
                             self._raise_unless_eof(m, topic)
                             done.add(m.partition())
                     messages = [m for m in messages if m.error() is None]
-                parts = list(map(partition, messages))
                 offsets = list(map(offset, messages))
-                # Last offset per partition in this batch: a C-level pass, no Python loop.
-                last = dict(zip(parts, offsets, strict=True))
+                if only is None:
+                    parts = list(map(partition, messages))
+                    # Last offset per partition in this batch: a C-level pass, no Python loop.
+                    last = dict(zip(parts, offsets, strict=True))
+                else:
+                    parts = [only] * len(offsets)
+                    last = {only: offsets[-1]} if offsets else {}
                 next_offsets.update((p, o + 1) for p, o in last.items())
                 crossing = {p for p, o in last.items() if o + 1 >= ends[p]}
                 done |= crossing
