@@ -21,6 +21,7 @@ import pytest
 from brokerproc import BrokerProcess
 from kafka_clients import Confluent, unique
 from spark_jars import spark_kafka_jars
+from spark_jvm import QUICK_SPARK_CONF
 
 from headrace.spark_bridge import spark_session
 
@@ -38,7 +39,11 @@ COLUMNS = "topic, partition, offset, key, value, timestamp, timestampType"
 def spark() -> Iterator[Any]:
     session = spark_session(
         "kafka-source-options",
-        conf={"spark.jars": spark_kafka_jars(), "spark.sql.shuffle.partitions": "2"},
+        conf={
+            **QUICK_SPARK_CONF,
+            "spark.jars": spark_kafka_jars(),
+            "spark.sql.shuffle.partitions": "2",
+        },
     )
     session.sparkContext.setLogLevel("OFF")
     yield session

@@ -17,6 +17,7 @@ import pydantic
 import pytest
 from brokerproc import BrokerProcess
 from kafka_clients import Confluent, unique
+from spark_jvm import QUICK_SPARK_CONF
 
 from headrace import cli
 from headrace.spark_bridge import (
@@ -34,7 +35,9 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def spark() -> Iterator[Any]:
-    session = spark_session("headrace-tests", conf={"spark.sql.shuffle.partitions": "2"})
+    session = spark_session(
+        "headrace-tests", conf={**QUICK_SPARK_CONF, "spark.sql.shuffle.partitions": "2"}
+    )
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()

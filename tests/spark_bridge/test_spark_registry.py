@@ -10,6 +10,7 @@ import pytest
 from confluent_kafka import Producer
 from kafka_clients import unique
 from registryproc import broker_with_registry
+from spark_jvm import QUICK_SPARK_CONF
 
 from headrace import Serdes
 from headrace.examples import shop_pb2
@@ -35,7 +36,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str
 
 @pytest.fixture(scope="module")
 def spark() -> Iterator[Any]:
-    session = spark_session("headrace-registry-tests", conf={"spark.sql.shuffle.partitions": "2"})
+    session = spark_session(
+        "headrace-registry-tests", conf={**QUICK_SPARK_CONF, "spark.sql.shuffle.partitions": "2"}
+    )
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
