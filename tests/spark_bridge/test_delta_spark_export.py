@@ -32,6 +32,7 @@ import pyarrow as pa
 import pytest
 from brokerproc import BrokerProcess
 from kafka_clients import Confluent, unique
+from spark_jvm import quick_spark_env
 
 from headrace import cli
 from headrace.spark_bridge import DeltaSink, OptionError, export_topic
@@ -58,7 +59,7 @@ def venv_program(name: str) -> str:
 
 
 def delta_env() -> dict[str, str]:
-    env = dict(os.environ)
+    env = quick_spark_env(os.environ)
     # A Spark session of this process points these at pyspark 4.3's interpreter.
     for name in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "SPARK_HOME", "PYTHONPATH"):
         env.pop(name, None)

@@ -32,6 +32,7 @@ import pyspark
 import pytest
 from brokerproc import BrokerProcess
 from kafka_clients import Confluent, unique
+from spark_jvm import quick_spark_env
 
 pytestmark = pytest.mark.slow
 
@@ -84,7 +85,7 @@ def run(broker_process: BrokerProcess, tmp_path_factory: pytest.TempPathFactory)
     Confluent().create_topic(bootstrap, topic, PARTITIONS)
     produced = _produce(bootstrap, topic)
     env = {
-        **os.environ,
+        **quick_spark_env(os.environ),
         "SPARK_HOME": str(_spark_home(tmp)),
         "SPARK_LOCAL_IP": "127.0.0.1",
         "PYSPARK_PYTHON": sys.executable,
