@@ -14,6 +14,7 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from brokerproc import BrokerProcess, free_port
@@ -55,8 +56,15 @@ def ports(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[int, int]]:
         yield {9092: broker.port, 8080: free_port(), 8081: free_port()}
 
 
+def _runnable(page: Path) -> Any:
+    """A page with examples to run; one that starts Spark takes most of a minute, which
+    the suite's order should know (tests/suite_order.py)."""
+    spark = any("pyspark" in block for block in blocks(page, "python"))
+    return pytest.param(page, marks=[pytest.mark.slow(seconds=45)] if spark else [], id=_id(page))
+
+
 @pytest.mark.parametrize(
-    "page", [page for page in PAGES if blocks(page, "python") or blocks(page, "sh")], ids=_id
+    "page", [_runnable(page) for page in PAGES if blocks(page, "python") or blocks(page, "sh")]
 )
 def test_examples_run(
     page: Path, ports: dict[int, int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -41,7 +41,7 @@ from table_topic_io import (
 
 from jvm import lib_dir
 
-pytestmark = pytest.mark.slow  # a broker and a Spark session
+pytestmark = pytest.mark.slow(seconds=65)  # a broker and a Spark session
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV = ROOT / ".venv-delta-spark"
