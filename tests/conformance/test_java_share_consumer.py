@@ -235,11 +235,16 @@ def test_java_records_held_past_their_lock_go_to_another_member(
     held = {o for o, ds in seen.by_offset.items() if ds[0][2] == "HELD"}
     assert held, seen.by_offset
     assert sorted(seen.by_offset) == list(range(total))
+    # m0's client keeps fetching in the background after its one poll, so a record whose
+    # lock ran out may first land, unseen, in m0's buffer again (its count raised) and reach
+    # m1 only when that lock runs out too: m1's count is 2 or, on a slow machine, more.
     for offset, deliveries in seen.by_offset.items():
-        if offset in held:  # the lock ran out: delivered again, to m1, counted twice
-            assert [(m, c) for m, c, _ack in deliveries] == [("m0", 1), ("m1", 2)], deliveries
+        members = [m for m, _c, _ack in deliveries]
+        counts = [c for _m, c, _ack in deliveries]
+        if offset in held:  # the lock ran out: delivered again, to m1, counted again
+            assert members == ["m0", "m1"] and counts[0] == 1 and counts[1] >= 2, deliveries
         else:
-            assert [(m, c) for m, c, _ack in deliveries] == [("m1", 1)], deliveries
+            assert members == ["m1"], deliveries
 
 
 @pytest.mark.timeout(120)
