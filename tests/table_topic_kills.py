@@ -13,6 +13,7 @@ and the topic the same records.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import threading
 import time
@@ -23,8 +24,7 @@ from typing import Any
 import pyarrow as pa
 from brokerproc import BrokerProcess
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
-from deltalake import DeltaTable
+from table_topic_io import create_topic, read_table, table_config, wait_for_table
 
 PARTITIONS = 4
 TOPIC = "eos"
@@ -32,29 +32,12 @@ PACE_RECORDS, PACE_S = 5_000, 0.25  # about 20,000 records a second
 KILL_WINDOW = 20_000  # each kill comes before the producer is this far past its point
 
 
-def create_table_topic(bootstrap: str, topic: str, interval_ms: int) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    config = {
-        "headrace.table.mode": "key_value",
-        "headrace.table.commit.interval.ms": str(interval_ms),
-    }
-    admin.create_topics([NewTopic(topic, PARTITIONS, config=config)])[topic].result(15)
-
-
-def rows_of(path: Path) -> pa.Table:
-    try:
-        return DeltaTable(str(path)).to_pyarrow_table(columns=["partition", "offset", "value"])
-    except Exception:  # no table yet
-        return pa.table({"partition": [], "offset": [], "value": []})
-
-
-def wait_for_rows(path: Path, count: int, timeout: float) -> pa.Table:
-    deadline = time.monotonic() + timeout
-    while True:
-        table = rows_of(path)
-        if table.num_rows >= count or time.monotonic() > deadline:
-            return table
-        time.sleep(0.2)
+def table_now(path: Path) -> pa.Table:
+    """The table's rows as they are now (none before its first commit): the columns a
+    check needs."""
+    columns = ["partition", "offset", "value"]
+    table = read_table(path, columns)
+    return pa.table({c: [] for c in columns}) if table is None else table
 
 
 def topic_contents(bootstrap: str, topic: str) -> dict[tuple[int, int], bytes]:
@@ -162,7 +145,7 @@ def run_through_kills(
     seed = random.randrange(2**32) if seed is None else seed
     rng = random.Random(seed)
     outcome = Outcome(seed)
-    create_table_topic(broker.bootstrap, TOPIC, interval_ms=200)
+    create_topic(broker.bootstrap, TOPIC, PARTITIONS, table_config("key_value", 200))
     producer = Producer(
         {
             "bootstrap.servers": broker.bootstrap,
@@ -217,11 +200,13 @@ def run_through_kills(
                 outcome.problems.append(f"the producer never reached kill point {q + 1}")
                 break
             # the writer has committed since the last start: it is at work now
-            before = rows_of(table).num_rows
-            if wait_for_rows(table, before + 1, timeout=30).num_rows <= before:
+            before = table_now(table).num_rows
+            try:
+                wait_for_table(table, lambda t, n=before: t.num_rows > n, timeout=30)
+            except AssertionError:
                 outcome.problems.append(f"no table commit within 30 s before kill {q + 1}")
             time.sleep(rng.uniform(0, 0.2))
-            outcome.rows_when_killed.append(rows_of(table).num_rows)
+            outcome.rows_when_killed.append(table_now(table).num_rows)
             outcome.mid_commit.append(wait_for_a_commit_under_way(table, timeout=3.0))
             assert broker.proc is not None
             writers = writer_processes(broker.proc.pid)
@@ -242,7 +227,11 @@ def run_through_kills(
     outcome.problems += failed[:3]
     if len(acked) != records:
         outcome.problems.append(f"{len(acked):,} of {records:,} records acknowledged")
-    landed_table = wait_for_rows(table, len(acked), timeout=60)
+    # the rows that should be there, and any more that came with them; if fewer came, the
+    # comparison below says which
+    with contextlib.suppress(AssertionError):
+        wait_for_table(table, lambda t: t.num_rows >= len(acked), timeout=60)
+    landed_table = table_now(table)
     pairs = list(
         zip(landed_table["partition"].to_pylist(), landed_table["offset"].to_pylist(), strict=True)
     )

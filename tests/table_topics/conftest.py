@@ -4,14 +4,12 @@ defining ``broker_args``, or defines its own ``broker`` where it needs another k
 
 Nothing here outlives a module: pytest-xdist hands whole modules to its workers.
 
-It also puts this folder on ``sys.path`` for ``table_topic_io``, the helpers that create
-table topics, produce to them and wait for their tables, whatever import mode pytest
-runs in.
+The helpers that create table topics, produce to them and wait for their tables are in
+``tests/table_topic_io.py``.
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,10 +17,6 @@ import pytest
 from brokerproc import BrokerProcess
 from confluent_kafka.admin import AdminClient
 from registryproc import broker_with_registry
-
-_HERE = str(Path(__file__).resolve().parent)
-if _HERE not in sys.path:
-    sys.path.insert(0, _HERE)
 
 
 def _module_dir(request: pytest.FixtureRequest, factory: pytest.TempPathFactory) -> Path:

@@ -16,13 +16,8 @@ import pyarrow.compute as pc
 import pytest
 from brokerproc import BrokerProcess
 from confluent_kafka import Producer
-from table_topic_kills import (
-    PARTITIONS,
-    create_table_topic,
-    rows_of,
-    run_through_kills,
-    wait_for_rows,
-)
+from table_topic_io import create_topic, table_config, table_rows
+from table_topic_kills import PARTITIONS, run_through_kills, table_now
 
 RECORDS = 300_000
 KILLS = 3
@@ -57,7 +52,7 @@ def test_every_acknowledged_record_lands_once_through_sigkills(
 def test_aborted_records_never_land_and_open_ones_only_once_committed(
     broker: BrokerProcess, lake: Path
 ) -> None:
-    create_table_topic(broker.bootstrap, "txns", interval_ms=100)
+    create_topic(broker.bootstrap, "txns", PARTITIONS, table_config("key_value", 100))
     txn = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "table-txn"})
     txn.init_transactions(15)
     plain = Producer({"bootstrap.servers": broker.bootstrap, "enable.idempotence": True})
@@ -79,7 +74,7 @@ def test_aborted_records_never_land_and_open_ones_only_once_committed(
     transaction(b"committed-b-", 100, commit=True)
 
     expected = 220
-    values = wait_for_rows(lake / "txns", expected, timeout=30)["value"]
+    values = table_rows(lake / "txns", expected, timeout=30)["value"]
     assert len(values) == expected
     assert not pc.any(pc.starts_with(values, "aborted-")).as_py()
     assert sorted(v.as_py() for v in values) == sorted(
@@ -97,8 +92,8 @@ def test_aborted_records_never_land_and_open_ones_only_once_committed(
         plain.produce("txns", value=b"later-%d" % i, partition=i % PARTITIONS)
     assert plain.flush(15) == 0
     time.sleep(1.5)  # many commit intervals
-    assert rows_of(lake / "txns").num_rows == expected
+    assert table_now(lake / "txns").num_rows == expected
     txn.commit_transaction(15)
-    landed = wait_for_rows(lake / "txns", expected + 60, timeout=30)
+    landed = table_rows(lake / "txns", expected + 60, timeout=30)
     assert landed.num_rows == expected + 60
     assert sum(v.as_py().startswith(b"open-") for v in landed["value"]) == 50

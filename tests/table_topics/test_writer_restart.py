@@ -10,13 +10,8 @@ from pathlib import Path
 
 from brokerproc import BrokerProcess
 from confluent_kafka import Producer
-from table_topic_kills import (
-    PARTITIONS,
-    create_table_topic,
-    gone,
-    wait_for_rows,
-    writer_processes,
-)
+from table_topic_io import create_topic, table_config, table_rows
+from table_topic_kills import PARTITIONS, gone, writer_processes
 
 
 def produce(bootstrap: str, topic: str, values: range) -> None:
@@ -40,9 +35,9 @@ def test_a_killed_writer_is_started_again_and_its_table_goes_on(tmp_path: Path) 
     lake = tmp_path / "lake"
     with BrokerProcess(tmp_path / "data", "--table-location", str(lake)) as broker:
         assert broker.proc is not None
-        create_table_topic(broker.bootstrap, "orders", interval_ms=100)
+        create_topic(broker.bootstrap, "orders", PARTITIONS, table_config("key_value", 100))
         produce(broker.bootstrap, "orders", range(0, 500))
-        assert wait_for_rows(lake / "orders", 500, timeout=30).num_rows == 500
+        assert table_rows(lake / "orders", 500, timeout=30).num_rows == 500
 
         for kill in range(2):  # the second comes soon after the first start: a longer wait
             first = one_writer(broker.proc.pid, timeout=10)
@@ -52,7 +47,7 @@ def test_a_killed_writer_is_started_again_and_its_table_goes_on(tmp_path: Path) 
             second = one_writer(broker.proc.pid, timeout=15)
             assert second != first
 
-        table = wait_for_rows(lake / "orders", 1500, timeout=30)
+        table = table_rows(lake / "orders", 1500, timeout=30)
         values = sorted(int(v) for v in table["value"].to_pylist())
         assert values == list(range(1500))  # each record once
         assert broker.stop() == 0  # the restarted writer stops with its broker

@@ -111,18 +111,26 @@ def wait_for_table(
     """The table at ``location`` (a folder or a URL) once ``done`` says so; the failure
     tells what was there last."""
     deadline = time.monotonic() + timeout
-    table: pa.Table | None = None
     while True:
-        try:
-            table = deltalake.DeltaTable(
-                str(location), storage_options=storage_options
-            ).to_pyarrow_table()
-        except deltalake.exceptions.TableNotFoundError:  # no table yet
-            table = None
+        table = read_table(location, storage_options=storage_options)
         if table is not None and done(table):
             return table
         assert time.monotonic() < deadline, f"{location} after {timeout}s: {_seen(table)}"
         time.sleep(0.1)
+
+
+def read_table(
+    location: Path | str,
+    columns: list[str] | None = None,
+    storage_options: dict[str, str] | None = None,
+) -> pa.Table | None:
+    """The table at ``location`` as it is now (only ``columns``, if given), or None if
+    there is no table there yet."""
+    try:
+        table = deltalake.DeltaTable(str(location), storage_options=storage_options)
+    except deltalake.exceptions.TableNotFoundError:
+        return None
+    return table.to_pyarrow_table(columns=columns)
 
 
 def table_rows(
