@@ -7,10 +7,11 @@ DescribeConfigs and their records with a read_committed consumer. The broker onl
 and serves the settings.
 """
 
+from headrace.base.table_layout import table_path as table_path
+
 from ._metrics import prometheus_text as prometheus_text
 from ._records import TopicRecord as TopicRecord
 from ._settings import TableSettings as TableSettings
-from ._table_commit import table_path as table_path
 from ._topic_writer import Freshness as Freshness
 from ._topic_writer import TopicWriter as TopicWriter
 from ._writer import TableWriter as TableWriter

@@ -22,20 +22,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from headrace.base import table_layout
 from headrace.base.table_layout import TABLE_APP_ID
 from headrace.spark_bridge._delta import DeltaSink, offsets_commit
 from headrace.spark_bridge._offsets import TopicPartition
-
-
-def table_path(location: str, topic: str) -> str:
-    """Where ``topic``'s table lives under ``location``: ``base.table_layout``'s answer,
-    on table_topics' public surface, whose names are its own modules' (a test pins that).
-
-    >>> table_path("/data/lake", "orders")
-    '/data/lake/orders'
-    """
-    return table_layout.table_path(location, topic)
 
 
 class TableCommits:
