@@ -181,10 +181,11 @@ class ConsumerGroups:
         if epoch == 0:
             if req.rebalance_timeout_ms < 0:
                 raise InvalidGroupRequestError("RebalanceTimeoutMs must be given when joining")
+            # present and empty, as Kafka insists: null is refused like owned partitions
+            if req.owned is None or req.owned:
+                raise InvalidGroupRequestError("TopicPartitions must be empty when (re-)joining.")
             if req.topic_names is None and req.topic_regex is None:
                 raise InvalidGroupRequestError("SubscribedTopicNames or Regex must be given")
-            if req.owned:
-                raise InvalidGroupRequestError("TopicPartitions must be empty when joining")
         if req.topic_names is not None and len(req.topic_names) > MAX_SUBSCRIBED_NAMES:
             raise InvalidGroupRequestError(f"more than {MAX_SUBSCRIBED_NAMES} topic names")
         if req.topic_regex:

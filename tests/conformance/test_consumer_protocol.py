@@ -270,6 +270,30 @@ def _heartbeat(client: RawClient, group: str, topic: str) -> int:
     return int(client.request(68, 0, request).error_code)
 
 
+def test_a_join_must_send_topic_partitions_present_and_empty(kip848_broker: BrokerProcess) -> None:
+    """As Kafka's coordinator checks it: a joining heartbeat whose TopicPartitions is null
+    is refused (INVALID_REQUEST, Kafka's message), the same as one that claims partitions;
+    the same heartbeat with an empty list joins."""
+    topic, group = unique("join-owned"), unique("gj")
+    create_topic(kip848_broker.bootstrap, topic)
+
+    def join(owned: tuple[()] | None) -> tuple[int, str | None]:
+        request = ConsumerGroupHeartbeatRequest(
+            group_id=GroupId(group),
+            member_id="",
+            member_epoch=i32(0),
+            rebalance_timeout=i32Timedelta.parse(timedelta(seconds=30)),
+            subscribed_topic_names=(TopicName(topic),),
+            topic_partitions=owned,
+        )
+        response = client.request(68, 0, request)
+        return int(response.error_code), response.error_message
+
+    with RawClient(kip848_broker.bootstrap) as client:
+        assert join(None) == (42, "TopicPartitions must be empty when (re-)joining.")
+        assert join(())[0] == 0
+
+
 def test_mixed_classic_and_consumer_members_are_refused(
     kip848_broker: BrokerProcess, tmp_path: Path
 ) -> None:

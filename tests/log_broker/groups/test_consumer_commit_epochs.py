@@ -50,7 +50,7 @@ class Member:
                 instance_id=self.instance_id,
                 rebalance_timeout_ms=5_000 if joining else -1,
                 topic_names=("t",) if joining else None,
-                owned=None if joining else self.owned,
+                owned=frozenset() if joining else self.owned,
             )
         )
         self.epoch = result.member_epoch

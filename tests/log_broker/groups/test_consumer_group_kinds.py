@@ -36,7 +36,9 @@ def h() -> Harness:
 
 def join_consumer(h: Harness, member_id: str, group: str = "g") -> int:
     result = h.coordinator.consumer_heartbeat(
-        Heartbeat(group, member_id, 0, rebalance_timeout_ms=5_000, topic_names=("t",))
+        Heartbeat(
+            group, member_id, 0, rebalance_timeout_ms=5_000, topic_names=("t",), owned=frozenset()
+        )
     )
     return result.member_epoch
 

@@ -45,6 +45,7 @@ class World:
 
     def join(self, member_id: str, **fields: object) -> HeartbeatResult:
         fields.setdefault("topic_names", ("t",))
+        fields.setdefault("owned", frozenset())  # present and empty, as a joining client sends it
         fields.setdefault("rebalance_timeout_ms", 5_000)
         result = self.groups.heartbeat(Heartbeat("g", member_id, 0, **fields))  # type: ignore[arg-type]
         self._record(result)
@@ -232,6 +233,7 @@ def test_regex_subscription_follows_new_topics() -> None:
         ({"topic_names": None, "topic_regex": "("}, InvalidRegularExpressionError),
         ({"server_assignor": "nope"}, UnsupportedAssignorError),
         ({"owned": frozenset({(T1, 0)})}, InvalidGroupRequestError),
+        ({"owned": None}, InvalidGroupRequestError),  # null TopicPartitions, as Kafka refuses
     ],
 )
 def test_bad_joins_are_refused(fields: dict[str, object], error: type[Exception]) -> None:
