@@ -296,6 +296,15 @@ class Cluster:
             producer.produce(topic, value, key, timestamp=ts)
         assert producer.flush(30) == 0, "input not acknowledged"
 
+    def produce_to_each_partition(self, topic: str, key: bytes, value: bytes) -> None:
+        """One record ``key -> value`` in every partition of ``topic``, acknowledged."""
+        from confluent_kafka import Producer
+
+        producer = Producer({"bootstrap.servers": self.bootstrap, "enable.idempotence": True})
+        for partition in range(self.partitions(topic)):
+            producer.produce(topic, value, key, partition=partition)
+        assert producer.flush(30) == 0, "records not acknowledged"
+
     def topics(self) -> set[str]:
         return set(self.admin.list_topics(timeout=10).topics)
 
