@@ -258,16 +258,25 @@ def assert_commit_fenced(
         assert _commit(client, group, topic, "not-a-member", epoch, got_last) == 25
 
 
-def _heartbeat(client: RawClient, group: str, topic: str) -> int:
+def _join(
+    client: RawClient, group: str, topic: str, owned: tuple[()] | None = ()
+) -> tuple[int, str | None]:
+    """A joining ConsumerGroupHeartbeat's error code and message; ``owned`` is what it
+    sends as TopicPartitions."""
     request = ConsumerGroupHeartbeatRequest(
         group_id=GroupId(group),
         member_id="",
         member_epoch=i32(0),
         rebalance_timeout=i32Timedelta.parse(timedelta(seconds=30)),
         subscribed_topic_names=(TopicName(topic),),
-        topic_partitions=(),
+        topic_partitions=owned,
     )
-    return int(client.request(68, 0, request).error_code)
+    response = client.request(68, 0, request)
+    return int(response.error_code), response.error_message
+
+
+def _heartbeat(client: RawClient, group: str, topic: str) -> int:
+    return _join(client, group, topic)[0]
 
 
 def test_a_join_must_send_topic_partitions_present_and_empty(kip848_broker: BrokerProcess) -> None:
@@ -276,22 +285,10 @@ def test_a_join_must_send_topic_partitions_present_and_empty(kip848_broker: Brok
     the same heartbeat with an empty list joins."""
     topic, group = unique("join-owned"), unique("gj")
     create_topic(kip848_broker.bootstrap, topic)
-
-    def join(owned: tuple[()] | None) -> tuple[int, str | None]:
-        request = ConsumerGroupHeartbeatRequest(
-            group_id=GroupId(group),
-            member_id="",
-            member_epoch=i32(0),
-            rebalance_timeout=i32Timedelta.parse(timedelta(seconds=30)),
-            subscribed_topic_names=(TopicName(topic),),
-            topic_partitions=owned,
-        )
-        response = client.request(68, 0, request)
-        return int(response.error_code), response.error_message
-
     with RawClient(kip848_broker.bootstrap) as client:
-        assert join(None) == (42, "TopicPartitions must be empty when (re-)joining.")
-        assert join(())[0] == 0
+        refused = _join(client, group, topic, owned=None)
+        assert refused == (42, "TopicPartitions must be empty when (re-)joining.")
+        assert _join(client, group, topic)[0] == 0
 
 
 def test_mixed_classic_and_consumer_members_are_refused(
