@@ -18,6 +18,7 @@ import random
 import threading
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,10 @@ def table_now(path: Path) -> pa.Table:
     columns = ["partition", "offset", "value"]
     table = read_table(path, columns)
     return pa.table({c: [] for c in columns}) if table is None else table
+
+
+def more_rows_than(rows: int, table: pa.Table) -> bool:
+    return bool(table.num_rows > rows)
 
 
 def topic_contents(bootstrap: str, topic: str) -> dict[tuple[int, int], bytes]:
@@ -202,7 +207,7 @@ def run_through_kills(
             # the writer has committed since the last start: it is at work now
             before = table_now(table).num_rows
             try:
-                wait_for_table(table, lambda t, n=before: t.num_rows > n, timeout=30)
+                wait_for_table(table, partial(more_rows_than, before), timeout=30)
             except AssertionError:
                 outcome.problems.append(f"no table commit within 30 s before kill {q + 1}")
             time.sleep(rng.uniform(0, 0.2))
