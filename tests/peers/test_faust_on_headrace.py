@@ -42,6 +42,7 @@ from itertools import pairwise
 from pathlib import Path
 
 import pytest
+from peers.faust_app import TICK
 from peers.harness import (
     PARTITIONS,
     Cluster,
@@ -56,7 +57,6 @@ from peers.harness import (
 APP = str(Path(__file__).with_name("faust_app.py"))
 INPUT, OUTPUT = "page-views", "views-per-user"
 TABLE = "views-per-user"
-TICK = b"tick"  # a record faust_app.py skips
 SEGMENT_BYTES = 2048  # small changelog segments, so the cleaner has closed ones to compact
 
 
@@ -123,7 +123,7 @@ class FaustRun:
 
     def commit_the_table(self, app: PeerProcess, timeout: float = 60) -> None:
         """Tick the input until the changelog, read_committed, holds every count (bug 5)."""
-        want = {key: counts[-1] for key, counts in self.want().items()}
+        want = self.latest_counts()
         deadline = time.monotonic() + timeout
         while (table := self.table()) != want:
             off = {k: (table.get(k), n) for k, n in want.items() if table.get(k) != n}
@@ -134,6 +134,10 @@ class FaustRun:
     def want(self) -> dict[str, list[int]]:
         """Each user's running counts over the input produced so far."""
         return running_counts(key.decode() for key, _v, _ts in self.produced)
+
+    def latest_counts(self) -> dict[str, int]:
+        """Each user's count over the input produced so far: what the table must hold."""
+        return {key: counts[-1] for key, counts in self.want().items()}
 
     def assert_exact_output(self) -> None:
         got, want = self.output(), self.want()
@@ -156,7 +160,7 @@ class FaustRun:
         assert len(self.cluster.read(self.changelog)) < len(self.produced), (
             "the cleaner left every table update in place"
         )
-        want = {key: counts[-1] for key, counts in self.want().items()}
+        want = self.latest_counts()
         table = self.table()
         assert table.keys() == want.keys()
         off = {user: table[user] - n for user, n in want.items() if table[user] != n}
