@@ -110,12 +110,28 @@ def wait_for_table(
 ) -> pa.Table:
     """The table at ``location`` (a folder or a URL) once ``done`` says so; the failure
     tells what was there last."""
+    table, met = table_when(location, done, timeout, storage_options=storage_options)
+    assert met and table is not None, f"{location} after {timeout}s: {_seen(table)}"
+    return table
+
+
+def table_when(
+    location: Path | str,
+    done: Callable[[pa.Table], bool],
+    timeout: float,
+    columns: list[str] | None = None,
+    storage_options: dict[str, str] | None = None,
+) -> tuple[pa.Table | None, bool]:
+    """The table at ``location`` (only ``columns``, if given) once ``done`` says so, and
+    True; or, once ``timeout`` has passed, what was there last (None: no table) and
+    False. For callers that report a wait that ran out rather than fail on it."""
     deadline = time.monotonic() + timeout
     while True:
-        table = read_table(location, storage_options=storage_options)
+        table = read_table(location, columns, storage_options)
         if table is not None and done(table):
-            return table
-        assert time.monotonic() < deadline, f"{location} after {timeout}s: {_seen(table)}"
+            return table, True
+        if time.monotonic() >= deadline:
+            return table, False
         time.sleep(0.1)
 
 

@@ -13,7 +13,6 @@ and the topic the same records.
 
 from __future__ import annotations
 
-import contextlib
 import random
 import threading
 import time
@@ -25,7 +24,7 @@ from typing import Any
 import pyarrow as pa
 from brokerproc import BrokerProcess
 from confluent_kafka import Consumer, Producer, TopicPartition
-from table_topic_io import create_topic, read_table, table_config, wait_for_table
+from table_topic_io import create_topic, read_table, table_config, table_when
 
 PARTITIONS = 4
 TOPIC = "eos"
@@ -33,16 +32,24 @@ PACE_RECORDS, PACE_S = 5_000, 0.25  # about 20,000 records a second
 KILL_WINDOW = 20_000  # each kill comes before the producer is this far past its point
 
 
+CHECKED = ["partition", "offset", "value"]  # the columns the checks read
+
+
 def table_now(path: Path) -> pa.Table:
-    """The table's rows as they are now (none before its first commit): the columns a
-    check needs."""
-    columns = ["partition", "offset", "value"]
-    table = read_table(path, columns)
-    return pa.table({c: [] for c in columns}) if table is None else table
+    """The table's checked columns as they are now (no rows before its first commit)."""
+    return _or_empty(read_table(path, CHECKED))
+
+
+def _or_empty(table: pa.Table | None) -> pa.Table:
+    return pa.table({c: [] for c in CHECKED}) if table is None else table
 
 
 def more_rows_than(rows: int, table: pa.Table) -> bool:
     return bool(table.num_rows > rows)
+
+
+def at_least_rows(rows: int, table: pa.Table) -> bool:
+    return bool(table.num_rows >= rows)
 
 
 def topic_contents(bootstrap: str, topic: str) -> dict[tuple[int, int], bytes]:
@@ -206,9 +213,8 @@ def run_through_kills(
                 break
             # the writer has committed since the last start: it is at work now
             before = table_now(table).num_rows
-            try:
-                wait_for_table(table, partial(more_rows_than, before), timeout=30)
-            except AssertionError:
+            _, committed = table_when(table, partial(more_rows_than, before), 30, CHECKED)
+            if not committed:
                 outcome.problems.append(f"no table commit within 30 s before kill {q + 1}")
             time.sleep(rng.uniform(0, 0.2))
             outcome.rows_when_killed.append(table_now(table).num_rows)
@@ -234,9 +240,7 @@ def run_through_kills(
         outcome.problems.append(f"{len(acked):,} of {records:,} records acknowledged")
     # the rows that should be there, and any more that came with them; if fewer came, the
     # comparison below says which
-    with contextlib.suppress(AssertionError):
-        wait_for_table(table, lambda t: t.num_rows >= len(acked), timeout=60)
-    landed_table = table_now(table)
+    landed_table = _or_empty(table_when(table, partial(at_least_rows, len(acked)), 60, CHECKED)[0])
     pairs = list(
         zip(landed_table["partition"].to_pylist(), landed_table["offset"].to_pylist(), strict=True)
     )
